@@ -1,0 +1,221 @@
+"""The agent facade (SPEC R10.1): ``run``, ``stream_answer`` and ``astream_events`` over
+the compiled ReAct graph."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+from langgraph.graph.state import CompiledStateGraph
+
+from reactgraph.abilities import ModelAbilities, resolve_abilities
+from reactgraph.config import AgentSettings
+from reactgraph.events import AgentEvent, as_agent_event
+from reactgraph.graph.react import create_react_graph
+from reactgraph.nodes.fallback import summarize_steps
+from reactgraph.prompts import DEFAULT_SYSTEM_PROMPT, json_mode_system_prompt
+from reactgraph.result import AgentResult, Step, Usage
+from reactgraph.synthesis import stream_synthesis
+
+logger = logging.getLogger(__name__)
+
+
+class ReActAgent:
+    """A ReAct agent: a tool loop on one chat model, then a streamed answer.
+
+    Args:
+        llm: Any LangChain chat model. Every call of a run uses this instance (SPEC R2.1);
+            a different model means a new agent.
+        tools: LangChain tools.
+        use_native_tools: Use native tool calling when the model supports it (SPEC R2.2).
+        abilities: Explicit :class:`~reactgraph.ModelAbilities` (or a dict of some of
+            them); unset ones come from the model's profile, then safe defaults.
+        settings: :class:`~reactgraph.AgentSettings`.
+        checkpointer: Any LangGraph checkpointer. With one, runs that share a
+            ``thread_id`` continue one conversation and a failed run stays resumable.
+
+    Raises:
+        TypeError, ValueError: Invalid tools (see :func:`~reactgraph.create_react_graph`).
+    """
+
+    def __init__(
+        self,
+        llm: BaseChatModel,
+        tools: Sequence[BaseTool],
+        *,
+        use_native_tools: bool = True,
+        abilities: ModelAbilities | dict[str, Any] | None = None,
+        settings: AgentSettings | None = None,
+        checkpointer: Any = None,
+    ) -> None:
+        self.llm = llm
+        self.tools = list(tools)
+        self.settings = settings or AgentSettings()
+        self.abilities = resolve_abilities(llm, abilities)
+        self.use_native_tools = use_native_tools
+        self.checkpointer = checkpointer
+        self.graph: CompiledStateGraph = create_react_graph(
+            llm,
+            self.tools,
+            use_native_tools=use_native_tools,
+            abilities=self.abilities,
+            settings=self.settings,
+            checkpointer=checkpointer,
+        )
+
+    @property
+    def mode(self) -> str:
+        """``"native"`` or ``"json"``: the loop protocol this agent uses (SPEC R2.2)."""
+        return "native" if self.use_native_tools and self.abilities.tool_call else "json"
+
+    def _config(self, thread_id: str | None, *, synthesize: bool) -> tuple[RunnableConfig, str | None]:
+        if thread_id is None and self.checkpointer is not None:
+            thread_id = uuid.uuid4().hex
+        configurable: dict[str, Any] = {"synthesize": synthesize}
+        if thread_id is not None:
+            configurable["thread_id"] = thread_id
+        return {"configurable": configurable, "recursion_limit": self.settings.recursion_limit}, thread_id
+
+    def _system_message(self) -> SystemMessage:
+        base = self.settings.system_prompt or DEFAULT_SYSTEM_PROMPT
+        if self.mode == "json":
+            return SystemMessage(json_mode_system_prompt(base, self.tools))
+        return SystemMessage(base)
+
+    def _result(
+        self, state: dict[str, Any], started: float, thread_id: str | None, error: BaseException | None = None
+    ) -> AgentResult:
+        steps = state.get("steps") or []
+        answer = state.get("answer") or ""
+        finish_reason = state.get("finish_reason")
+        error_text = None
+        if error is not None:
+            error_text = f"{type(error).__name__}: {error}"
+            answer = summarize_steps(steps, f"The model call failed, so the run stopped early ({error_text}).")
+            finish_reason = "model_error"
+        usage = state.get("usage") or {}
+        return AgentResult(
+            answer=answer,
+            messages=[self._system_message(), *state.get("messages", [])],
+            steps=[Step.from_record(record) for record in steps],
+            iterations=int(state.get("iteration", 0)),
+            usage=Usage(**{key: int(usage.get(key, 0)) for key in ("input_tokens", "output_tokens", "total_tokens", "model_calls")}),
+            elapsed=time.perf_counter() - started,
+            finish_reason=finish_reason,
+            error=error_text,
+            thread_id=thread_id,
+            synthesis=state.get("synthesis"),
+        )
+
+    async def run(self, query: str, *, thread_id: str | None = None) -> AgentResult:
+        """Run the tool loop on ``query`` and return its result, without synthesis.
+
+        Args:
+            query: The user's question.
+            thread_id: Conversation id; with a checkpointer, earlier turns of the thread
+                are the history. Generated when a checkpointer is set and none is given.
+
+        Returns:
+            The :class:`~reactgraph.AgentResult`. Never raises for what the model or a
+            tool does: a model that keeps failing gives ``finish_reason="model_error"``,
+            ``error`` set and a fallback answer (SPEC R2.7).
+        """
+        started = time.perf_counter()
+        config, thread_id = self._config(thread_id, synthesize=False)
+        state: dict[str, Any] = {}
+        try:
+            async for state in self.graph.astream({"messages": [HumanMessage(query)]}, config, stream_mode="values"):
+                pass
+        except Exception as exc:  # R2.7: the run ends with a fallback answer, not a crash
+            logger.warning("run failed: %s", exc)
+            return self._result(state, started, thread_id, exc)
+        return self._result(state, started, thread_id)
+
+    async def stream_answer(self, query: str, result: AgentResult) -> AsyncIterator[str]:
+        """Stream the synthesized answer for a finished loop (SPEC R3.1).
+
+        Args:
+            query: The user's question.
+            result: The loop's result from :meth:`run`.
+
+        Yields:
+            Text chunks. If the synthesis call fails, the rest is ``result.answer``
+            (R3.2): the whole of it when nothing was streamed yet.
+        """
+        records = [
+            {"tool_name": s.tool_name, "tool_args": s.tool_args, "observation": s.observation, "error": s.error}
+            for s in result.steps
+        ]
+        streamed = False
+        try:
+            async for text in stream_synthesis(
+                self.llm, query, records, result.answer, result_chars=self.settings.synthesis_result_chars
+            ):
+                streamed = streamed or bool(text.strip())
+                yield text
+        except Exception as exc:  # R3.2
+            logger.warning("synthesis failed, falling back to the loop's answer: %s", exc)
+            yield f"\n\n{result.answer}" if streamed else result.answer
+            return
+        if not streamed:
+            yield result.answer
+
+    async def astream_events(self, query: str, *, thread_id: str | None = None) -> AsyncIterator[AgentEvent]:
+        """Run the loop and the synthesis, yielding the events of SPEC §8 in order.
+
+        Args:
+            query: The user's question.
+            thread_id: Conversation id (see :meth:`run`).
+
+        Yields:
+            :class:`~reactgraph.AgentEvent` items: ``step`` (thinking, iteration, answer
+            signal), ``answer`` (start, deltas, done), and last ``done`` with
+            ``{answer, iterations, usage, elapsed}`` (``answer`` is the synthesized text).
+            A run whose model kept failing yields an ``error`` event
+            ``{message, kind: "model_error"}`` and the fallback answer on the ``answer``
+            channel before ``done`` (SPEC R2.7, R3.2). Every event stream ends with
+            ``done``, unless the consumer stops iterating.
+        """
+        started = time.perf_counter()
+        config, thread_id = self._config(thread_id, synthesize=True)
+        state: dict[str, Any] = {}
+        failure: BaseException | None = None
+        try:
+            async for mode, chunk in self.graph.astream(
+                {"messages": [HumanMessage(query)]}, config, stream_mode=["custom", "values"]
+            ):
+                if mode == "values":
+                    state = chunk
+                    continue
+                event = as_agent_event(chunk)
+                if event is not None:
+                    yield event
+        except Exception as exc:  # R2.7
+            logger.warning("run failed: %s", exc)
+            failure = exc
+        result = self._result(state, started, thread_id, failure)
+        final_answer = result.synthesis if result.synthesis is not None else result.answer
+        if failure is not None:
+            yield AgentEvent("error", {"message": result.error, "kind": "model_error"})
+            yield AgentEvent("answer", {"status": "start"})
+            yield AgentEvent("answer", {"status": "delta", "content": result.answer})
+            yield AgentEvent("answer", {"status": "done"})
+            final_answer = result.answer
+        yield AgentEvent(
+            "done",
+            {
+                "answer": final_answer,
+                "iterations": result.iterations,
+                "usage": result.usage.to_dict(),
+                "elapsed": round(result.elapsed, 3),
+                "finish_reason": result.finish_reason,
+                "thread_id": thread_id,
+            },
+        )

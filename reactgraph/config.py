@@ -1,0 +1,55 @@
+"""Agent settings: the knobs of one agent, in one dataclass."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    """Settings of a :class:`~reactgraph.ReActAgent` / :func:`~reactgraph.create_react_graph`.
+
+    Attributes:
+        max_iterations: Most model calls in the tool loop of one run (SPEC R2.6, default 50).
+            Past it the run ends with a fallback answer built from the recorded steps.
+        tool_timeout: Seconds one tool call may run before it becomes a timeout
+            observation (SPEC R2.7). A synchronous tool keeps running in its worker
+            thread after the timeout; only its result is discarded.
+        model_attempts: Attempts per loop model call, first one included (SPEC R2.7).
+            Only transient failures (connection errors, timeouts, HTTP 429 and 5xx) are retried.
+        retry_initial_delay: Seconds before the first retry; doubled on each retry.
+        retry_max_delay: Upper bound of one retry delay, in seconds.
+        synthesis_result_chars: Characters of each tool result shown to the synthesis
+            call (SPEC R3.1, default 2,000).
+        observation_preview_chars: Characters of an observation put in ``iteration``
+            events; the full observation stays in the result's steps.
+        system_prompt: Domain instructions put at the top of the loop's system prompt
+            (for example the demo plant's assistant persona). ``None`` uses a generic one.
+        synthesize: Whether the graph runs the streaming answer-synthesis node after
+            the loop. ``ReActAgent.run`` always skips it; ``astream_events`` always runs it.
+    """
+
+    max_iterations: int = 50
+    tool_timeout: float = 60.0
+    model_attempts: int = 3
+    retry_initial_delay: float = 0.5
+    retry_max_delay: float = 8.0
+    synthesis_result_chars: int = 2000
+    observation_preview_chars: int = 4000
+    system_prompt: str | None = None
+    synthesize: bool = True
+
+    def __post_init__(self) -> None:
+        if self.max_iterations < 1:
+            raise ValueError(f"max_iterations must be at least 1, got {self.max_iterations}")
+        if self.tool_timeout <= 0:
+            raise ValueError(f"tool_timeout must be positive seconds, got {self.tool_timeout}")
+        if self.model_attempts < 1:
+            raise ValueError(f"model_attempts must be at least 1, got {self.model_attempts}")
+
+    @property
+    def recursion_limit(self) -> int:
+        """LangGraph supersteps allowed for one run, derived so that ``max_iterations`` is
+        always reached first (SPEC R2.6): each iteration takes at most five supersteps
+        (guard, model call, tools, drain, route), plus the entry and exit nodes."""
+        return self.max_iterations * 5 + 20

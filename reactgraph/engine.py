@@ -1,0 +1,116 @@
+"""What every node of one compiled graph shares: the model, the tools, the settings.
+
+The builder closes the nodes over one :class:`Engine`; none of it enters the
+checkpointed state (SPEC R2.1: one model instance for every call of a run).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
+from langgraph.constants import TAG_NOSTREAM
+
+from reactgraph.abilities import ModelAbilities
+from reactgraph.config import AgentSettings
+from reactgraph.prompts import DEFAULT_SYSTEM_PROMPT
+
+
+def is_transient_error(exc: BaseException) -> bool:
+    """Whether a failed model call is worth retrying (SPEC R2.7): connection errors,
+    timeouts, HTTP 408/429 and 5xx. A 4xx such as a rejected request is not."""
+    status = getattr(exc, "status_code", None)
+    if status is None:
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+    if isinstance(status, int):
+        return status in (408, 409, 429) or status >= 500
+    if isinstance(exc, (ConnectionError, TimeoutError, asyncio.TimeoutError)):
+        return True
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    return bool(names & {"APIConnectionError", "APITimeoutError", "TransportError", "TimeoutException"})
+
+
+@dataclass
+class Engine:
+    """The non-serializable parts of an agent, shared by its nodes.
+
+    Attributes:
+        llm: The chat model; every model call of a run uses this instance (SPEC R2.1).
+        tools: Registered tools by name, in registration order.
+        abilities: What ``llm`` can do (SPEC R2.2).
+        settings: The agent's settings.
+        use_native_tools: The caller allows native tool calling.
+    """
+
+    llm: BaseChatModel
+    tools: dict[str, BaseTool]
+    abilities: ModelAbilities
+    settings: AgentSettings
+    use_native_tools: bool = True
+    _bound: dict[tuple[str, ...], Runnable] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def build(
+        cls,
+        llm: BaseChatModel,
+        tools: Sequence[BaseTool],
+        abilities: ModelAbilities,
+        settings: AgentSettings,
+        use_native_tools: bool,
+    ) -> Engine:
+        """Index the tools by name.
+
+        Raises:
+            TypeError: An item of ``tools`` is not a LangChain ``BaseTool``.
+            ValueError: Two tools share a name.
+        """
+        registry: dict[str, BaseTool] = {}
+        for tool in tools:
+            if not isinstance(tool, BaseTool):
+                raise TypeError(f"tools must be LangChain BaseTool objects, got {type(tool).__name__}")
+            if tool.name in registry:
+                raise ValueError(f"two tools are named {tool.name!r}")
+            registry[tool.name] = tool
+        return cls(llm, registry, abilities, settings, use_native_tools)
+
+    @property
+    def mode(self) -> Literal["native", "json"]:
+        """``native`` iff native tools are allowed and the model can call tools (SPEC R2.2)."""
+        return "native" if self.use_native_tools and self.abilities.tool_call else "json"
+
+    @property
+    def base_system_prompt(self) -> str:
+        """The domain instructions at the top of every loop system prompt."""
+        return self.settings.system_prompt or DEFAULT_SYSTEM_PROMPT
+
+    def tools_for(self, selected: Sequence[str] | None) -> list[BaseTool]:
+        """The tools offered this turn: all of them, or the selected names that exist (SPEC R5.2)."""
+        if selected is None:
+            return list(self.tools.values())
+        return [self.tools[name] for name in selected if name in self.tools]
+
+    def native_model(self, tools: Sequence[BaseTool]) -> Runnable:
+        """The loop model with ``tools`` bound, kept out of the token stream (SPEC R3.3).
+        Cached per tool set, so binding happens once per distinct selection."""
+        key = tuple(tool.name for tool in tools)
+        if key not in self._bound:
+            model: Runnable = self.llm.bind_tools(list(tools)) if tools else self.llm
+            self._bound[key] = model.with_config(tags=[TAG_NOSTREAM], run_name="react_loop_native")
+        return self._bound[key]
+
+    def json_model(self, *, json_format: bool) -> Runnable:
+        """The loop model for JSON mode, with ``response_format={"type": "json_object"}``
+        when ``json_format``, kept out of the token stream (SPEC R3.3)."""
+        model: Runnable = self.llm
+        if json_format:
+            model = self.llm.bind(response_format={"type": "json_object"})
+        return model.with_config(tags=[TAG_NOSTREAM], run_name="react_loop_json")
+
+    def loop_config(self) -> dict[str, Any]:
+        """RunnableConfig additions for a model call of the loop."""
+        return {"tags": [TAG_NOSTREAM]}

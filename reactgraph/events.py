@@ -1,0 +1,59 @@
+"""The event protocol of SPEC §8: one mapping from the graph's stream to events, used
+by the agent facade, the CLI and the server.
+
+Nodes report progress with :func:`emit`, which writes to LangGraph's custom stream;
+:class:`AgentEvent` is what callers of ``ReActAgent.astream_events`` receive, and
+:meth:`AgentEvent.to_sse` its wire form (``event: <channel>\\ndata: <json>\\n\\n``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from langgraph.config import get_stream_writer
+
+Channel = Literal["step", "answer", "compact", "phase", "inject", "error", "done"]
+"""Event channels: the SPEC §8 ones, plus ``error`` for a run that failed (R2.7)."""
+
+_MARK = "reactgraph_event"
+
+
+@dataclass(frozen=True)
+class AgentEvent:
+    """One event of a run.
+
+    Attributes:
+        channel: The SSE channel (``step``, ``answer``, ``compact``, ``phase``, ``inject``,
+            ``error``, ``done``).
+        data: The JSON payload, exactly as SPEC §8 gives it for the channel.
+    """
+
+    channel: Channel
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def to_sse(self) -> str:
+        """The event in Server-Sent Events wire format (non-ASCII text kept as is)."""
+        return f"event: {self.channel}\ndata: {json.dumps(self.data, ensure_ascii=False, default=str)}\n\n"
+
+
+def emit(channel: Channel, **data: Any) -> None:
+    """Send an event from inside a graph node through LangGraph's custom stream.
+
+    Outside a streaming run (plain ``invoke``) the write is dropped; outside any run it
+    is a no-op as well, so nodes can call it unconditionally.
+    """
+    try:
+        writer = get_stream_writer()
+    except RuntimeError:  # not inside a runnable context
+        return
+    writer({_MARK: channel, "data": data})
+
+
+def as_agent_event(chunk: Any) -> AgentEvent | None:
+    """Turn one item of the graph's ``custom`` stream into an :class:`AgentEvent`;
+    ``None`` for custom writes that are not engine events (e.g. a user's tool)."""
+    if isinstance(chunk, dict) and _MARK in chunk:
+        return AgentEvent(chunk[_MARK], dict(chunk.get("data") or {}))
+    return None

@@ -1,0 +1,1 @@
+"""Graph builders: wiring only. Nodes live in :mod:`reactgraph.nodes`."""

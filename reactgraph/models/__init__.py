@@ -1,0 +1,142 @@
+"""Model resolution: an endpoint from the environment, else the embedded local model.
+
+The usual entry point is :func:`open_model`::
+
+    async with open_model() as resolved:
+        print(resolved.description)      # "gpt-4o-mini at https://api.openai.com/v1"
+        answer = await resolved.llm.ainvoke("hi")
+
+It picks, in order (SPEC R10.4):
+
+1. an OpenAI-compatible endpoint given as arguments or by ``REACTGRAPH_MODEL``,
+   ``OPENAI_BASE_URL``, ``OPENAI_API_KEY`` (see :mod:`reactgraph.models.env`);
+2. otherwise the embedded SmolLM2-135M behind a private llama.cpp server
+   (see :mod:`reactgraph.models.local`), started for the block and stopped after it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from langchain_core.language_models import BaseChatModel
+
+from reactgraph.abilities import ModelAbilities
+from reactgraph.models.env import (
+    DEFAULT_OPENAI_MODEL,
+    PLACEHOLDER_API_KEY,
+    abilities_from_env,
+    describe_chat_model,
+    model_from_env,
+)
+from reactgraph.models.local import (
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_N_CTX,
+    GGUF_FILENAME,
+    INSTALL_HINT,
+    LOCAL_MODEL_NAME,
+    LocalModelError,
+    LocalModelServer,
+    find_smollm2_gguf,
+)
+
+__all__ = [
+    "DEFAULT_MAX_TOKENS",
+    "DEFAULT_N_CTX",
+    "DEFAULT_OPENAI_MODEL",
+    "GGUF_FILENAME",
+    "INSTALL_HINT",
+    "LOCAL_MODEL_NAME",
+    "PLACEHOLDER_API_KEY",
+    "LocalModelError",
+    "LocalModelServer",
+    "ResolvedModel",
+    "abilities_from_env",
+    "describe_chat_model",
+    "find_smollm2_gguf",
+    "model_from_env",
+    "open_model",
+]
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """The chat model a run uses, and what is known about it.
+
+    Attributes:
+        llm: the LangChain chat model to call.
+        abilities: what the model can do, when known from settings (environment overrides, or
+            the embedded model's measured abilities); ``None`` means "let the engine read the
+            model's profile and fall back to safe defaults".
+        description: one-line human label, e.g. ``"gpt-4o-mini at https://api.openai.com/v1"``
+            or ``"embedded SmolLM2-135M (llama.cpp on 127.0.0.1:41234)"``.
+        server: the embedded server when that is what ``llm`` talks to, else ``None``.
+    """
+
+    llm: BaseChatModel
+    abilities: ModelAbilities | None
+    description: str
+    server: LocalModelServer | None = None
+
+
+@asynccontextmanager
+async def open_model(
+    *,
+    model: str | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    local_n_ctx: int = DEFAULT_N_CTX,
+    local_start_timeout: float = 120.0,
+) -> AsyncIterator[ResolvedModel]:
+    """Resolve the model for a run; start the embedded model if nothing is configured.
+
+    Args:
+        model, base_url, api_key: explicit endpoint settings; each wins over its
+            environment variable (see :func:`model_from_env`).
+        environ: variables to read instead of ``os.environ``.
+        local_n_ctx: context window of the embedded model, tokens.
+        local_start_timeout: seconds to wait for the embedded server to load the model.
+
+    Yields:
+        :class:`ResolvedModel`. For a configured endpoint, ``abilities`` is
+        ``ModelAbilities(**abilities_from_env())`` when any override variable is set, else
+        ``None``. For the embedded model, ``abilities`` is the server's (tool calls and JSON
+        mode on, ``local_n_ctx`` window, 512-token output cap) updated by any override
+        (``REACTGRAPH_MAX_OUTPUT_TOKENS`` also sets the client's ``max_tokens``); the server
+        starts in a worker thread and is stopped when the block exits (also on error or
+        cancellation).
+
+    Raises:
+        ValueError: a malformed environment setting (see :func:`model_from_env` and
+            :func:`abilities_from_env`).
+        LocalModelError: nothing is configured and the embedded model cannot start (the
+            ``[local]`` extra is missing, or the server failed; the message says which).
+    """
+    overrides = abilities_from_env(environ)
+    llm = model_from_env(model=model, base_url=base_url, api_key=api_key, environ=environ)
+    if llm is not None:
+        yield ResolvedModel(
+            llm=llm,
+            abilities=ModelAbilities(**overrides) if overrides else None,
+            description=describe_chat_model(llm),
+            server=None,
+        )
+        return
+
+    server = LocalModelServer(
+        n_ctx=local_n_ctx,
+        max_tokens=int(overrides.get("max_output_tokens", DEFAULT_MAX_TOKENS)),
+    )
+    await server.start_async(local_start_timeout)
+    try:
+        yield ResolvedModel(
+            llm=server.chat_model(),
+            abilities=dataclasses.replace(server.abilities, **overrides),
+            description=server.description,
+            server=server,
+        )
+    finally:
+        await server.stop_async()

@@ -1,0 +1,217 @@
+"""Model configuration from the environment (SPEC R10.4).
+
+Any OpenAI-compatible endpoint is configured with three variables:
+
+==========================  =====================================================
+``REACTGRAPH_MODEL``        model name sent in requests (default ``gpt-4o-mini``)
+``OPENAI_BASE_URL``         API root ending in ``/v1`` (default: OpenAI's)
+``OPENAI_API_KEY``          bearer key (a placeholder when only a base URL is set)
+==========================  =====================================================
+
+and, optionally, what the model can do, overriding its profile:
+
+==================================  ============================================
+``REACTGRAPH_TOOL_CALL``            native tool calls: ``1/0/true/false/yes/no/on/off``
+``REACTGRAPH_JSON_MODE``            ``response_format=json_object``: same values
+``REACTGRAPH_CONTEXT_WINDOW``       input window, tokens (positive integer)
+``REACTGRAPH_MAX_OUTPUT_TOKENS``    output cap, tokens (positive integer)
+==================================  ============================================
+
+Empty variables count as unset. With none of the first three set, :func:`model_from_env`
+returns ``None`` and the caller falls back to the embedded local model.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from langchain_openai import ChatOpenAI
+
+__all__ = [
+    "DEFAULT_OPENAI_MODEL",
+    "ENV_API_KEY",
+    "ENV_BASE_URL",
+    "ENV_CONTEXT_WINDOW",
+    "ENV_JSON_MODE",
+    "ENV_MAX_OUTPUT_TOKENS",
+    "ENV_MODEL",
+    "ENV_TOOL_CALL",
+    "OPENAI_DEFAULT_BASE_URL",
+    "PLACEHOLDER_API_KEY",
+    "abilities_from_env",
+    "describe_chat_model",
+    "model_from_env",
+]
+
+ENV_MODEL = "REACTGRAPH_MODEL"
+ENV_BASE_URL = "OPENAI_BASE_URL"
+ENV_API_KEY = "OPENAI_API_KEY"
+ENV_TOOL_CALL = "REACTGRAPH_TOOL_CALL"
+ENV_JSON_MODE = "REACTGRAPH_JSON_MODE"
+ENV_CONTEXT_WINDOW = "REACTGRAPH_CONTEXT_WINDOW"
+ENV_MAX_OUTPUT_TOKENS = "REACTGRAPH_MAX_OUTPUT_TOKENS"
+
+DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
+"""Model used when a key or base URL is configured but no model name."""
+
+OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+PLACEHOLDER_API_KEY = "not-needed"
+"""Sent to keyless local servers (vLLM, Ollama, llama.cpp) so ChatOpenAI accepts the config."""
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+# abilities_from_env: variable -> (ModelAbilities field, kind)
+_ABILITY_VARS: tuple[tuple[str, str, type], ...] = (
+    (ENV_TOOL_CALL, "tool_call", bool),
+    (ENV_JSON_MODE, "json_mode", bool),
+    (ENV_CONTEXT_WINDOW, "context_window", int),
+    (ENV_MAX_OUTPUT_TOKENS, "max_output_tokens", int),
+)
+
+
+def _setting(explicit: str | None, environ: Mapping[str, str], name: str) -> str | None:
+    """``explicit`` if non-empty, else the stripped variable ``name`` if non-empty, else None."""
+    if explicit is not None and explicit.strip():
+        return explicit.strip()
+    value = environ.get(name, "").strip()
+    return value or None
+
+
+def model_from_env(
+    *,
+    model: str | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    **chat_kwargs: Any,
+) -> ChatOpenAI | None:
+    """Build a ``ChatOpenAI`` for an OpenAI-compatible endpoint, or None when none is set.
+
+    Each of ``model``, ``base_url`` and ``api_key`` wins over its variable
+    (``REACTGRAPH_MODEL``, ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``); empty strings count as
+    unset. Nothing is sent over the network here.
+
+    * nothing set -> ``None`` (use the embedded local model);
+    * no model name -> ``gpt-4o-mini`` (right for OpenAI and for single-model servers such as
+      llama.cpp or LM Studio that ignore the name; vLLM and Ollama need the real name);
+    * a base URL but no key -> the placeholder key ``"not-needed"``;
+    * a model name alone (no key, no base URL) -> ``ValueError``: OpenAI would refuse it.
+
+    Examples::
+
+        # OpenAI
+        OPENAI_API_KEY=sk-... REACTGRAPH_MODEL=gpt-4o-mini reactgraph ask "..."
+        # vLLM (vllm serve Qwen/Qwen2.5-7B-Instruct --enable-auto-tool-choice ...)
+        OPENAI_BASE_URL=http://localhost:8000/v1 REACTGRAPH_MODEL=Qwen/Qwen2.5-7B-Instruct
+        # Ollama
+        OPENAI_BASE_URL=http://localhost:11434/v1 REACTGRAPH_MODEL=llama3.1:8b
+
+        model_from_env(base_url="http://localhost:11434/v1", model="llama3.1:8b")
+
+    Args:
+        model: model name sent in requests.
+        base_url: API root, e.g. ``http://localhost:8000/v1``.
+        api_key: bearer key.
+        environ: variables to read instead of ``os.environ``.
+        **chat_kwargs: more ``ChatOpenAI`` arguments (``temperature``, ``timeout`` in
+            seconds, ``max_tokens``...); they override the defaults (``max_retries=2``).
+
+    Returns:
+        ``langchain_openai.ChatOpenAI``, or ``None`` when none of the three is configured.
+
+    Raises:
+        ValueError: only a model name is configured, with neither key nor base URL.
+    """
+    env = os.environ if environ is None else environ
+    name = _setting(model, env, ENV_MODEL)
+    url = _setting(base_url, env, ENV_BASE_URL)
+    key = _setting(api_key, env, ENV_API_KEY)
+    if name is None and url is None and key is None:
+        return None
+    if key is None and url is None:
+        raise ValueError(
+            f"{ENV_MODEL}={name!r} is set but neither {ENV_API_KEY} (for OpenAI) nor "
+            f"{ENV_BASE_URL} (for vLLM, Ollama, llama.cpp, LM Studio...) is; set one of them"
+        )
+
+    from langchain_openai import ChatOpenAI
+
+    params: dict[str, Any] = {
+        "model": name or DEFAULT_OPENAI_MODEL,
+        # Always explicit: otherwise ChatOpenAI and the openai client would consult
+        # os.environ on their own, behind the back of a given ``environ``.
+        "base_url": url or OPENAI_DEFAULT_BASE_URL,
+        "api_key": key or PLACEHOLDER_API_KEY,
+        "max_retries": 2,
+    }
+    params.update(chat_kwargs)
+    return ChatOpenAI(**params)
+
+
+def _parse_bool(name: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ValueError(f"{name}={raw!r} is not a boolean; use 1/0, true/false, yes/no or on/off")
+
+
+def _parse_positive_int(name: str, raw: str) -> int:
+    try:
+        value = int(raw.strip().replace("_", ""))
+    except ValueError:
+        raise ValueError(f"{name}={raw!r} is not an integer number of tokens") from None
+    if value <= 0:
+        raise ValueError(f"{name}={raw!r} must be a positive number of tokens")
+    return value
+
+
+def abilities_from_env(environ: Mapping[str, str] | None = None) -> dict[str, bool | int]:
+    """Model-ability overrides set in the environment.
+
+    Reads ``REACTGRAPH_TOOL_CALL`` and ``REACTGRAPH_JSON_MODE`` (booleans:
+    ``1/0/true/false/yes/no/on/off``, any case) and ``REACTGRAPH_CONTEXT_WINDOW`` and
+    ``REACTGRAPH_MAX_OUTPUT_TOKENS`` (positive integers, tokens).
+
+    Args:
+        environ: variables to read instead of ``os.environ``.
+
+    Returns:
+        Keyword arguments for ``ModelAbilities`` (``tool_call``, ``json_mode``,
+        ``context_window``, ``max_output_tokens``), holding only the variables that are set
+        and non-empty; ``{}`` when none is.
+
+    Raises:
+        ValueError: a value does not parse; the message names the variable.
+    """
+    env = os.environ if environ is None else environ
+    overrides: dict[str, bool | int] = {}
+    for var, field, kind in _ABILITY_VARS:
+        raw = env.get(var, "")
+        if not raw.strip():
+            continue
+        if kind is bool:
+            overrides[field] = _parse_bool(var, raw)
+        else:
+            overrides[field] = _parse_positive_int(var, raw)
+    return overrides
+
+
+def describe_chat_model(llm: Any) -> str:
+    """One-line label for a chat model: ``"gpt-4o-mini at https://api.openai.com/v1"``.
+
+    Works for ``ChatOpenAI`` (model name and base URL) and falls back to the model's
+    ``model_name``/``model`` attribute or class name for other LangChain chat models.
+    """
+    name = getattr(llm, "model_name", None) or getattr(llm, "model", None)
+    label = str(name) if name else type(llm).__name__
+    url = getattr(llm, "openai_api_base", None)
+    if type(llm).__name__ == "ChatOpenAI" or url:
+        return f"{label} at {url or OPENAI_DEFAULT_BASE_URL}"
+    return label

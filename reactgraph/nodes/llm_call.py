@@ -1,0 +1,166 @@
+"""``llm_call_native`` and ``llm_call_json``: one non-streaming model call of the tool loop.
+
+Native mode (SPEC R2.5): tools go through ``bind_tools``; a response may ask for several
+tool calls; a response without tool calls is the final answer.
+
+JSON mode (SPEC R2.3, R2.4): the system prompt carries the tools and the reply protocol;
+the content is parsed with :func:`~reactgraph.actions.parse_action`; unparseable content
+gets one reformat request, and a second failure makes the raw content the answer.
+
+Both nodes emit ``thinking`` start/done events and the ``answer`` signal, and leave the
+tool calls to run in ``pending_tool_calls``. A failing model call raises; the node's
+retry policy retries transient failures (SPEC R2.7).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+
+from reactgraph.actions import message_text, parse_action, separate_reasoning
+from reactgraph.engine import Engine
+from reactgraph.events import emit
+from reactgraph.nodes.fallback import summarize_steps
+from reactgraph.prompts import REFORMAT_REQUEST, json_mode_system_prompt
+from reactgraph.state import AgentState, ToolCallRequest
+
+
+def usage_of(message: BaseMessage) -> dict[str, int]:
+    """The token usage a provider reported on a message, plus one model call."""
+    usage = getattr(message, "usage_metadata", None) or {}
+    return {
+        "input_tokens": int(usage.get("input_tokens", 0) or 0),
+        "output_tokens": int(usage.get("output_tokens", 0) or 0),
+        "total_tokens": int(usage.get("total_tokens", 0) or 0),
+        "model_calls": 1,
+    }
+
+
+def new_call_id() -> str:
+    """A fresh tool call id, for calls that came without one (or in JSON mode)."""
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
+def _final_update(state: AgentState, text: str, reason: str) -> dict[str, Any]:
+    """State update for an answer the loop is ready to give; an empty answer is replaced
+    by the step summary, so a run never ends with nothing to say."""
+    if not text.strip():
+        text = summarize_steps(state.get("steps", []), "The model gave an empty answer.")
+    emit("step", type="answer", status="start")
+    return {"pending_final": text, "answer": text, "finish_reason": reason}
+
+
+def normalize_tool_calls(response: AIMessage) -> tuple[AIMessage, list[ToolCallRequest]]:
+    """Make a native response safe to send back (SPEC §12).
+
+    Every tool call gets a non-empty, unique id; calls whose arguments were not valid
+    JSON (``invalid_tool_calls``) become calls with empty arguments plus an error, so
+    they are answered with an error observation instead of breaking the protocol.
+
+    Returns:
+        The message to store (same content, cleaned ``tool_calls``, no
+        ``invalid_tool_calls``) and the calls to run, in order.
+    """
+    requests: list[ToolCallRequest] = []
+    calls: list[dict[str, Any]] = []
+    seen: set[str] = set()
+
+    def take(call_id: Any, name: Any, args: Any, error: str | None) -> None:
+        call_id = call_id if isinstance(call_id, str) and call_id and call_id not in seen else new_call_id()
+        seen.add(call_id)
+        name = name if isinstance(name, str) else ""
+        calls.append({"id": call_id, "name": name, "args": args if isinstance(args, dict) else {}, "type": "tool_call"})
+        requests.append({"id": call_id, "name": name, "args": args, "error": error})
+
+    for call in response.tool_calls:
+        take(call.get("id"), call.get("name"), call.get("args", {}), None)
+    for bad in response.invalid_tool_calls:
+        raw = bad.get("args")
+        take(bad.get("id"), bad.get("name"), {}, f"arguments are not valid JSON: {raw!r}" + (f" ({bad['error']})" if bad.get("error") else ""))
+    if not response.invalid_tool_calls and all(
+        a["id"] == b.get("id") for a, b in zip(calls, response.tool_calls, strict=True)
+    ):
+        return response, requests
+    cleaned = response.model_copy(update={"tool_calls": calls, "invalid_tool_calls": []})
+    return cleaned, requests
+
+
+class LLMCallNative:
+    """The native-mode loop call (see the module docstring)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        iteration = state.get("iteration", 0) + 1
+        emit("step", type="thinking", status="start", iteration=iteration)
+        tools = self.engine.tools_for(state.get("selected_tools"))
+        messages = [SystemMessage(self.engine.base_system_prompt), *state["messages"]]
+        response = await self.engine.native_model(tools).ainvoke(messages, config)
+        if not isinstance(response, AIMessage):
+            response = AIMessage(content=message_text(response))
+        response, requests = normalize_tool_calls(response)
+        reasoning = separate_reasoning(response) or (message_text(response) if requests else "")
+        emit("step", type="thinking", status="done", iteration=iteration, reasoning=reasoning)
+        update: dict[str, Any] = {
+            "messages": [response],
+            "iteration": iteration,
+            "usage": usage_of(response),
+            "pending_tool_calls": requests,
+        }
+        if not requests:
+            update.update(_final_update(state, message_text(response), "final_answer"))
+        return update
+
+
+class LLMCallJSON:
+    """The JSON-mode loop call (see the module docstring)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    async def _invoke(self, messages: list[BaseMessage], config: RunnableConfig) -> AIMessage:
+        if self.engine.abilities.json_mode:
+            try:
+                return await self.engine.json_model(json_format=True).ainvoke(messages, config)
+            except Exception:  # provider refused response_format: ask again without it
+                pass
+        return await self.engine.json_model(json_format=False).ainvoke(messages, config)
+
+    async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        iteration = state.get("iteration", 0) + 1
+        emit("step", type="thinking", status="start", iteration=iteration)
+        tools = self.engine.tools_for(state.get("selected_tools"))
+        system = json_mode_system_prompt(self.engine.base_system_prompt, tools)
+        messages = [SystemMessage(system), *state["messages"]]
+        response = await self._invoke(messages, config)
+        raw = message_text(response)
+        action = parse_action(raw, separate_reasoning_text=separate_reasoning(response))
+        # Stored without provider tool calls: in JSON mode the content is the action.
+        stored = AIMessage(content=raw, id=response.id, response_metadata=response.response_metadata)
+        update: dict[str, Any] = {
+            "messages": [stored],
+            "iteration": iteration,
+            "usage": usage_of(response),
+            "pending_tool_calls": [],
+        }
+        if action.parse_failed:
+            emit("step", type="thinking", status="done", iteration=iteration, reasoning=action.reasoning)
+            failures = state.get("parse_failures", 0) + 1
+            update["parse_failures"] = failures
+            if failures >= 2:  # the reformat retry failed too: the raw content is the answer (R2.4)
+                update.update(_final_update(state, raw, "raw_content"))
+            else:
+                update["messages"] = [stored, HumanMessage(REFORMAT_REQUEST)]
+            return update
+        emit("step", type="thinking", status="done", iteration=iteration, reasoning=action.reasoning)
+        update["parse_failures"] = 0
+        if action.type == "tool_call":
+            update["pending_tool_calls"] = [{"id": new_call_id(), "name": action.tool_name or "", "args": action.tool_args}]
+        else:
+            update.update(_final_update(state, action.answer, "final_answer"))
+        return update
+

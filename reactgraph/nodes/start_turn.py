@@ -1,0 +1,47 @@
+"""``start_turn``: the entry node. Opens a new turn of the conversation."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from langchain_core.messages import HumanMessage
+
+from reactgraph.actions import message_text
+from reactgraph.engine import Engine
+from reactgraph.state import RESET, AgentState
+
+
+class StartTurn:
+    """Reset the per-turn fields and record the turn's query and loop mode.
+
+    The query is the text of the last human message (the one the caller just sent);
+    the mode is fixed for the whole turn from the model's abilities (SPEC R2.2).
+    Earlier turns' messages stay in ``messages`` as history.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    async def __call__(self, state: AgentState) -> dict[str, Any]:
+        query = ""
+        for message in reversed(state.get("messages", [])):
+            if isinstance(message, HumanMessage):
+                query = message_text(message)
+                break
+        return {
+            "query": query,
+            "mode": self.engine.mode,
+            "iteration": 0,
+            "selected_tools": None,
+            "pending_tool_calls": [],
+            "pending_final": None,
+            "parse_failures": 0,
+            "steps": RESET,
+            "usage": RESET,
+            "answer": "",
+            "finish_reason": None,
+            "error": None,
+            "synthesis": None,
+            "started_at": time.time(),
+        }

@@ -1,0 +1,56 @@
+"""Every prompt the engine sends, in one place."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a helpful assistant that answers by using the tools available to you. "
+    "Call a tool whenever the answer depends on data you do not have; never invent data. "
+    "When you have what you need, give the final answer."
+)
+
+JSON_PROTOCOL = """You can call these tools:
+
+{tools}
+
+Reply with exactly ONE JSON object and nothing else, in one of these two forms:
+{{"type": "tool_call", "reasoning": "<why this tool>", "tool_name": "<a tool name above>", "tool_args": {{<arguments matching its schema>}}}}
+{{"type": "final_answer", "reasoning": "<why you are done>", "answer": "<the answer to the user>"}}
+
+Call one tool per reply. After each tool call you receive its observation in the next message.
+Give the final answer as soon as the observations answer the question."""
+
+REFORMAT_REQUEST = (
+    "Your previous response could not be parsed as valid JSON. Reply again with exactly one JSON "
+    'object: either {"type": "tool_call", "reasoning": "...", "tool_name": "...", "tool_args": {...}} '
+    'or {"type": "final_answer", "reasoning": "...", "answer": "..."}. No text outside the object.'
+)
+
+OBSERVATION = "Observation from {tool_name}:\n{observation}"
+"""JSON mode: how a tool result is shown to the model, as a user message (SPEC R2.3)."""
+
+SYNTHESIS_SYSTEM = (
+    "You write the final answer to the user's question from the work log of an assistant that "
+    "used tools to find the facts. Present the results directly and completely. Use markdown "
+    "(short headings, lists, bold for key figures) when it helps. Do not add meta commentary: never "
+    "say 'based on the tool output', 'according to the log' or mention tools, steps or iterations. "
+    "Do not invent facts that are not in the log; if the log does not answer the question, say what "
+    "is missing. Answer in the same language as the question."
+)
+
+SYNTHESIS_USER = "Question:\n{query}\n\nWork log:\n{trace}\n\nWrite the answer to the question."
+
+
+def json_mode_system_prompt(base: str, tools: Sequence[BaseTool]) -> str:
+    """The JSON-mode system prompt (SPEC R2.3): ``base`` instructions, then every tool's
+    name, description and argument JSON schema, then the reply protocol."""
+    lines = []
+    for tool in tools:
+        params = convert_to_openai_tool(tool)["function"].get("parameters", {})
+        lines.append(f"- {tool.name}: {tool.description.strip()}\n  arguments: {json.dumps(params, ensure_ascii=False)}")
+    return f"{base}\n\n" + JSON_PROTOCOL.format(tools="\n".join(lines) if lines else "(no tools)")

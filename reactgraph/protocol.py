@@ -1,0 +1,71 @@
+"""The provider message protocol, as a check (SPEC R2.5, R6.4, §12).
+
+OpenAI-compatible providers reject a conversation in which an assistant message's tool
+calls are not answered, in order, by one tool message each, directly after it.
+:func:`check_protocol` enforces that rule and the rest of seed 003's "common mistakes"; the
+test suite applies it to every message list sent to a model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+
+
+class ProtocolError(ValueError):
+    """A message list that a provider would reject; the message says where and why."""
+
+
+def check_protocol(messages: Sequence[BaseMessage]) -> None:
+    """Raise :class:`ProtocolError` unless ``messages`` is a valid conversation.
+
+    Rules: system messages only at the start; the first non-system message is not an
+    assistant or tool message; every assistant message with tool calls is followed
+    directly by exactly one tool message per call, in the calls' order, with matching
+    ``tool_call_id``; every tool message answers such a call; tool message content is a
+    string; tool call ids are non-empty and unique.
+
+    Args:
+        messages: The list as it would be sent to the model.
+
+    Raises:
+        ProtocolError: The first rule broken, with the message index.
+    """
+    seen_ids: set[str] = set()
+    i = 0
+    n = len(messages)
+    while i < n and isinstance(messages[i], SystemMessage):
+        i += 1
+    if i < n and isinstance(messages[i], (AIMessage, ToolMessage)):
+        raise ProtocolError(f"message {i}: conversation starts with an orphan {messages[i].type} message")
+    while i < n:
+        message = messages[i]
+        if isinstance(message, SystemMessage):
+            raise ProtocolError(f"message {i}: system message after the conversation started")
+        if isinstance(message, ToolMessage):
+            raise ProtocolError(f"message {i}: tool message {message.tool_call_id!r} answers no preceding tool call")
+        if isinstance(message, AIMessage) and message.tool_calls:
+            expected = [call.get("id") for call in message.tool_calls]
+            for call_id in expected:
+                if not call_id:
+                    raise ProtocolError(f"message {i}: tool call without an id")
+                if call_id in seen_ids:
+                    raise ProtocolError(f"message {i}: tool call id {call_id!r} used twice")
+                seen_ids.add(call_id)
+            for offset, call_id in enumerate(expected, start=1):
+                j = i + offset
+                if j >= n or not isinstance(messages[j], ToolMessage):
+                    raise ProtocolError(
+                        f"message {i}: tool call {call_id!r} is not answered by a tool message at {j}"
+                    )
+                reply = messages[j]
+                if reply.tool_call_id != call_id:
+                    raise ProtocolError(
+                        f"message {j}: tool message answers {reply.tool_call_id!r}, expected {call_id!r}"
+                    )
+                if not isinstance(reply.content, str):
+                    raise ProtocolError(f"message {j}: tool message content is {type(reply.content).__name__}, not str")
+            i += len(expected) + 1
+            continue
+        i += 1

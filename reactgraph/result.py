@@ -1,0 +1,119 @@
+"""What a run returns (SPEC R2.10)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from reactgraph.artifacts import Artifact
+
+
+@dataclass(frozen=True)
+class Step:
+    """One tool call of the loop.
+
+    Attributes:
+        iteration: The loop iteration (1-based model call) that asked for it.
+        tool_call_id: The id of the call (generated in JSON mode).
+        tool_name: The tool the model asked for.
+        tool_args: The arguments it gave (as given, even when invalid).
+        observation: What the model was shown.
+        error: Why the call failed, ``None`` when it succeeded.
+        elapsed: Seconds the call took.
+        artifact: A rich artifact the tool returned (SPEC R2.9), if any.
+    """
+
+    iteration: int
+    tool_call_id: str
+    tool_name: str
+    tool_args: Any
+    observation: str
+    error: str | None = None
+    elapsed: float = 0.0
+    artifact: Artifact | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the tool ran and returned a result."""
+        return self.error is None
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> Step:
+        """Build a step from its state record (the dict stored in ``AgentState.steps``)."""
+        artifact = record.get("artifact")
+        return cls(
+            iteration=int(record.get("iteration", 0)),
+            tool_call_id=str(record.get("tool_call_id", "")),
+            tool_name=str(record.get("tool_name", "")),
+            tool_args=record.get("tool_args"),
+            observation=str(record.get("observation", "")),
+            error=record.get("error"),
+            elapsed=float(record.get("elapsed", 0.0)),
+            artifact=Artifact(**artifact) if isinstance(artifact, dict) else None,
+        )
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token usage summed over every model call of a run.
+
+    Attributes:
+        input_tokens: Prompt tokens, as the provider reported them.
+        output_tokens: Completion tokens.
+        total_tokens: Their sum as reported.
+        model_calls: Model calls made (loop iterations, plus synthesis when it ran).
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    model_calls: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        """The usage as a plain dict (the ``usage`` of the ``done`` event)."""
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "total_tokens": self.total_tokens,
+            "model_calls": self.model_calls,
+        }
+
+
+@dataclass(frozen=True)
+class AgentResult:
+    """The outcome of the tool loop of one run (SPEC R2.10).
+
+    Attributes:
+        answer: The loop's brief answer: the model's final answer, the raw content after
+            two unparseable outputs, or the fallback summary (max iterations, model failure).
+        messages: The full history sent to the model: system prompt, user query, every
+            assistant message and every tool result.
+        steps: Every tool call, in order.
+        iterations: Model calls made by the loop.
+        usage: Tokens summed over every model call.
+        elapsed: Seconds from the start of the run to the end of the loop (or of
+            synthesis, for results built by ``astream_events``).
+        finish_reason: ``"final_answer"``, ``"raw_content"``, ``"max_iterations"`` or
+            ``"model_error"``.
+        error: Why the run failed, ``None`` when it did not.
+        thread_id: The conversation thread the run belongs to.
+        synthesis: The synthesized answer when the run streamed one, else ``None``.
+    """
+
+    answer: str
+    messages: list[BaseMessage] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
+    iterations: int = 0
+    usage: Usage = field(default_factory=Usage)
+    elapsed: float = 0.0
+    finish_reason: str | None = None
+    error: str | None = None
+    thread_id: str | None = None
+    synthesis: str | None = None
+
+    @property
+    def artifacts(self) -> list[Artifact]:
+        """Artifacts returned by the run's tools, in order (SPEC R2.9)."""
+        return [step.artifact for step in self.steps if step.artifact is not None]

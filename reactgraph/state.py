@@ -1,0 +1,99 @@
+"""The graph state: what a run carries between nodes. Every field is JSON-friendly
+(messages, dicts, lists, numbers, strings) so any LangGraph checkpointer can store it."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
+from typing_extensions import NotRequired, TypedDict
+
+RESET: dict[str, Any] = {"__reset__": True}
+"""Write this to ``steps`` or ``usage`` to clear them at the start of a turn."""
+
+
+def append_steps(left: list[dict[str, Any]] | None, right: Any) -> list[dict[str, Any]]:
+    """Reducer of ``steps``: appends the new step records; :data:`RESET` clears the list.
+    Parallel tool tasks each write one record in the same superstep."""
+    if right == RESET:
+        return []
+    return list(left or []) + list(right or [])
+
+
+def replace_value(left: Any, right: Any) -> Any:
+    """Reducer that keeps the last write; unlike a plain channel it accepts the same
+    write from several parallel tasks in one superstep (each tool task clears
+    ``pending_tool_calls``)."""
+    return right
+
+
+USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens", "model_calls")
+
+
+def add_usage(left: dict[str, int] | None, right: Any) -> dict[str, int]:
+    """Reducer of ``usage``: sums token counts key by key; :data:`RESET` zeroes them."""
+    if right == RESET:
+        return {key: 0 for key in USAGE_KEYS}
+    total = {key: int((left or {}).get(key, 0)) for key in USAGE_KEYS}
+    for key, value in (right or {}).items():
+        total[key] = total.get(key, 0) + int(value or 0)
+    return total
+
+
+class InputState(TypedDict):
+    """What a caller passes in, the same shape as LangGraph's prebuilt agent:
+    ``{"messages": [...]}``. The last human message is the turn's query."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+class ToolCallRequest(TypedDict):
+    """One tool call to run, as routed to ``execute_tools`` by ``Send``."""
+
+    id: str
+    name: str
+    args: Any
+    """Arguments as the model gave them; a non-dict becomes an error observation."""
+    error: NotRequired[str | None]
+    """Set when the call is unusable before it runs (e.g. arguments that are not valid JSON)."""
+
+
+class AgentState(InputState, total=False):
+    """The full state of one ReAct thread.
+
+    ``messages`` is the conversation without the system prompt (the loop nodes prepend
+    it on every model call, built from the tools of the current turn). The other fields
+    describe the current turn and are reset when a new turn starts.
+    """
+
+    query: str
+    """The user's question of the current turn (the last human message when it started)."""
+    mode: Literal["native", "json"]
+    """Loop protocol, chosen from the model's abilities (SPEC R2.2)."""
+    iteration: int
+    """Model calls made by the tool loop in this turn."""
+    selected_tools: list[str] | None
+    """Names of the tools offered this turn; ``None`` means all (SPEC R5.2)."""
+    pending_tool_calls: Annotated[list[ToolCallRequest], replace_value]
+    """Tool calls of the last assistant message, waiting to run."""
+    pending_final: str | None
+    """A final answer the model gave that has not been accepted yet (an injected
+    follow-up may still suppress it, SPEC R7.4)."""
+    parse_failures: int
+    """Consecutive JSON-mode outputs that could not be parsed (SPEC R2.4)."""
+    steps: Annotated[list[dict[str, Any]], append_steps]
+    """Tool trace of this turn: one record per tool call (see :class:`reactgraph.Step`)."""
+    answer: str
+    """The loop's brief answer (SPEC R2.10)."""
+    finish_reason: Literal["final_answer", "raw_content", "max_iterations", "model_error"] | None
+    """How the loop ended."""
+    error: str | None
+    """Why the loop failed, when it did."""
+    synthesis: str | None
+    """The streamed, user-facing answer written by ``synthesize`` (SPEC R3.1); ``None``
+    when synthesis was skipped."""
+    usage: Annotated[dict[str, int], add_usage]
+    """Tokens summed over every model call of this turn, and the number of calls."""
+    started_at: float
+    """Wall-clock start of the turn (seconds since the epoch), for ``elapsed``."""

@@ -1,0 +1,96 @@
+"""Answer synthesis (SPEC §3): one streaming model call that turns the trace into the
+user-facing answer."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+
+from reactgraph.actions import message_text
+from reactgraph.nodes.fallback import describe_args
+from reactgraph.prompts import SYNTHESIS_SYSTEM, SYNTHESIS_USER
+
+TRUNCATION_MARK = "… [truncated]"
+
+
+def format_trace(steps: Sequence[dict[str, Any]], draft_answer: str, result_chars: int = 2000) -> str:
+    """The work log shown to the synthesis call (SPEC R3.1).
+
+    Args:
+        steps: Step records, in order.
+        draft_answer: The loop's brief answer, added at the end as a draft.
+        result_chars: Characters kept of each tool result (default 2,000); longer results
+            end with :data:`TRUNCATION_MARK`.
+
+    Returns:
+        One numbered block per tool call (call, then ``Result:`` or ``Error:``), and the draft.
+    """
+    blocks = []
+    for number, step in enumerate(steps, start=1):
+        observation = str(step.get("observation", ""))
+        if len(observation) > result_chars:
+            observation = observation[:result_chars] + TRUNCATION_MARK
+        label = "Error" if step.get("error") else "Result"
+        blocks.append(f"{number}. {step.get('tool_name')}({describe_args(step.get('tool_args'))})\n{label}: {observation}")
+    if not blocks:
+        blocks.append("(no tools were called)")
+    if draft_answer.strip():
+        blocks.append(f"Draft answer from the assistant:\n{draft_answer.strip()}")
+    return "\n\n".join(blocks)
+
+
+def synthesis_messages(query: str, steps: Sequence[dict[str, Any]], draft_answer: str, result_chars: int = 2000) -> list[BaseMessage]:
+    """The synthesis prompt: the synthesizer system prompt and one user message with the
+    question and the formatted trace (SPEC R3.1)."""
+    trace = format_trace(steps, draft_answer, result_chars)
+    return [SystemMessage(SYNTHESIS_SYSTEM), HumanMessage(SYNTHESIS_USER.format(query=query, trace=trace))]
+
+
+async def stream_synthesis(
+    llm: BaseChatModel,
+    query: str,
+    steps: Sequence[dict[str, Any]],
+    draft_answer: str,
+    *,
+    result_chars: int = 2000,
+    config: RunnableConfig | None = None,
+    usage_out: dict[str, int] | None = None,
+) -> AsyncIterator[str]:
+    """Stream the synthesized answer, chunk by chunk (SPEC R3.1).
+
+    Args:
+        llm: The agent's model (SPEC R2.1).
+        query: The user's question.
+        steps: The run's step records.
+        draft_answer: The loop's brief answer.
+        result_chars: Characters kept of each tool result.
+        config: RunnableConfig for the model call.
+        usage_out: When given, filled with the call's token usage (if the provider
+            reports it) and ``model_calls: 1``.
+
+    Yields:
+        Non-empty text chunks as the model produces them.
+
+    Raises:
+        Whatever the model call raises; callers fall back to the loop's answer (R3.2).
+    """
+    messages = synthesis_messages(query, steps, draft_answer, result_chars)
+    total: AIMessageChunk | None = None
+    async for chunk in llm.astream(messages, config):
+        if isinstance(chunk, AIMessageChunk):
+            total = chunk if total is None else total + chunk
+        text = message_text(chunk)
+        if text:
+            yield text
+    if usage_out is not None:
+        usage = (total.usage_metadata if total is not None else None) or {}
+        usage_out.update(
+            input_tokens=int(usage.get("input_tokens", 0) or 0),
+            output_tokens=int(usage.get("output_tokens", 0) or 0),
+            total_tokens=int(usage.get("total_tokens", 0) or 0),
+            model_calls=1,
+        )

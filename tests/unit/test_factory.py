@@ -1,0 +1,226 @@
+"""Unit tests for the seed-003 demo plant (reactgraph.demo.factory): DB seeding and tool hub."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+from langchain_core.tools import ToolException
+from pydantic import ValidationError
+
+from reactgraph.demo.factory import (
+    CONNECTORS,
+    DEMO_QUESTION,
+    DEMO_SYSTEM_PROMPT,
+    build_factory_hub,
+    default_db_path,
+    ensure_database,
+)
+from reactgraph.demo.factory.db import connect_readonly
+
+CNC_003_STATUS = """Equipment ID: CNC-003
+Name: CNC Lathe #1
+State: warning
+Utilization: 72.3%
+Temperature: 48.7°C
+Vibration: 1.2 mm/s
+Last inspection: 2026-01-10
+Active alarms: W-1105: vibration rising"""
+
+# One valid argument set per tool; every tool must appear here.
+VALID_ARGS: dict[str, dict] = {
+    "get_equipment_status": {"equipment_id": "CNC-001"},
+    "list_equipment": {"line": "Line A", "state": "normal"},
+    "get_sensor_trend": {"equipment_id": "CNC-003", "metric": "vibration", "days": 5},
+    "compare_equipment": {"equipment_ids": ["CNC-001", "CNC-003"]},
+    "check_threshold_violations": {},
+    "list_active_alarms": {"severity": "warning"},
+    "get_alarm_details": {"alarm_code": "W-1105"},
+    "get_alarm_history": {"start_date": "2026-01-01", "end_date": "2026-01-29"},
+    "get_maintenance_history": {"equipment_id": "CNC-003", "limit": 5},
+    "get_scheduled_maintenance": {"days_ahead": 30},
+    "get_maintenance_due": {"within_days": 14},
+    "get_production_summary": {"line": "Line A", "start_date": "2026-01-20", "end_date": "2026-01-29"},
+    "get_shift_output": {"line": "Line B", "day": "2026-01-28"},
+    "get_line_oee": {"line": "Line C"},
+    "get_downtime_report": {"line": "Line A"},
+    "get_defect_rate": {"line": "Line C", "start_date": "2026-01-24"},
+    "list_quality_inspections": {"line": "Line C", "result": "fail"},
+    "get_top_defects": {"limit": 3},
+    "check_spare_part_stock": {"query": "P-1001"},
+    "list_low_stock_parts": {},
+    "find_parts_for_equipment": {"equipment_id": "CNC-003"},
+    "get_energy_usage": {"equipment_id": "CMP-001"},
+    "get_top_energy_consumers": {"limit": 3},
+}
+
+
+@pytest.fixture(scope="module")
+def db_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return ensure_database(tmp_path_factory.mktemp("plant") / "factory.db")
+
+
+@pytest.fixture(scope="module")
+def hub(db_path: Path) -> dict:
+    return {t.name: t for t in build_factory_hub(db_path)}
+
+
+def _counts(path: Path) -> dict[str, int]:
+    con = connect_readonly(path)
+    try:
+        tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        return {t: con.execute(f'SELECT COUNT(*) FROM "{t}"').fetchone()[0] for t in tables}
+    finally:
+        con.close()
+
+
+def test_default_db_path_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("REACTGRAPH_HOME", str(tmp_path / "rg"))
+    assert default_db_path() == tmp_path / "rg" / "factory.db"
+    monkeypatch.delenv("REACTGRAPH_HOME")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert default_db_path() == tmp_path / "xdg" / "reactgraph" / "factory.db"
+
+
+def test_seeding_is_idempotent_and_plausible(tmp_path: Path) -> None:
+    path = ensure_database(tmp_path / "nested" / "dir" / "factory.db")
+    first = _counts(path)
+    assert ensure_database(path) == path
+    assert _counts(path) == first
+    assert first["equipment"] >= 12
+    for table in ("alarms", "maintenance", "production", "quality_inspections", "parts", "energy", "sensor_readings"):
+        assert first[table] > 0, table
+    con = connect_readonly(path)
+    try:
+        assert con.execute("SELECT state FROM equipment WHERE id = 'CNC-001'").fetchone()[0] == "normal"
+        assert len({r[0] for r in con.execute("SELECT kind FROM equipment")}) >= 5
+    finally:
+        con.close()
+
+
+def test_concurrent_first_use_seeds_once(tmp_path: Path) -> None:
+    path = tmp_path / "race.db"
+    errors: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            ensure_database(path)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert _counts(path)["equipment"] == 14
+
+
+def test_readonly_connection_rejects_writes(db_path: Path) -> None:
+    con = connect_readonly(db_path)
+    try:
+        with pytest.raises(sqlite3.OperationalError):
+            con.execute("UPDATE equipment SET state = 'stopped' WHERE id = 'CNC-003'")
+    finally:
+        con.close()
+
+
+def test_hub_shape(hub: dict) -> None:
+    assert len(hub) >= 20
+    assert len(CONNECTORS) >= 5
+    assert sorted(n for names in CONNECTORS.values() for n in names) == sorted(hub)
+    assert set(VALID_ARGS) == set(hub)
+    for name, tool in hub.items():
+        first_line = tool.description.splitlines()[0]
+        assert 0 < len(first_line) <= 80, name
+        assert tool.metadata["connector"] in CONNECTORS
+
+
+@pytest.mark.parametrize("name", sorted(VALID_ARGS))
+def test_every_tool_returns_text(hub: dict, name: str) -> None:
+    out = hub[name].invoke(VALID_ARGS[name])
+    assert isinstance(out, str) and out.strip()
+    assert "Unknown" not in out and "No " not in out.split("\n")[0], out
+
+
+def test_cnc_003_status_exact(hub: dict) -> None:
+    assert hub["get_equipment_status"].invoke({"equipment_id": "CNC-003"}) == CNC_003_STATUS
+
+
+def test_no_active_alarms_reads_none(hub: dict) -> None:
+    assert hub["get_equipment_status"].invoke({"equipment_id": "CNC-001"}).endswith("Active alarms: none")
+
+
+@pytest.mark.parametrize("raw", ["cnc003", "CNC 003", "cnc-3", " Cnc-003 ", "cnc_03"])
+def test_sloppy_ids_normalize(hub: dict, raw: str) -> None:
+    assert hub["get_equipment_status"].invoke({"equipment_id": raw}) == CNC_003_STATUS
+
+
+def test_sloppy_line_and_alarm_code(hub: dict) -> None:
+    assert hub["list_equipment"].invoke({"line": "line-a"}).startswith("4 machine(s)")
+    assert "W-1105" in hub["get_alarm_details"].invoke({"alarm_code": "w1105"})
+
+
+def test_unknown_id_is_an_observation(hub: dict) -> None:
+    out = hub["get_equipment_status"].invoke({"equipment_id": "CNC-009"})
+    assert out.startswith("Unknown equipment ID 'CNC-009'")
+    assert "CNC-001" in out and "CNC-003" in out
+    compared = hub["compare_equipment"].invoke({"equipment_ids": ["CNC-001", "XYZ-123"]})
+    assert "Unknown equipment ID 'XYZ-123'" in compared and compared.startswith("CNC-001 |")
+
+
+def test_empty_date_range_is_an_observation(hub: dict) -> None:
+    out = hub["get_production_summary"].invoke({"line": "Line A", "start_date": "2025-06-01", "end_date": "2025-06-07"})
+    assert out.startswith("No production records") and "2026-01-16" in out
+
+
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        ("get_production_summary", {"line": "Line A", "start_date": "29/01/2026"}),
+        ("get_shift_output", {"line": "Line A", "day": "2026-02-30"}),
+        ("get_production_summary", {"line": "Line A", "start_date": "2026-01-29", "end_date": "2026-01-20"}),
+        ("get_production_summary", {"line": "Line Z"}),
+        ("get_equipment_status", {"equipment_id": "lathe one"}),
+        ("get_sensor_trend", {"equipment_id": "CNC-003", "days": 99}),
+        ("list_equipment", {"colour": "red"}),
+    ],
+)
+def test_schema_rejects_bad_arguments(hub: dict, name: str, args: dict) -> None:
+    with pytest.raises((ValidationError, ToolException)):
+        hub[name].invoke(args)
+
+
+def test_concurrent_calls_from_threads(hub: dict) -> None:
+    names = sorted(VALID_ARGS)
+    results: dict[int, str] = {}
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(8)
+
+    def worker(i: int) -> None:
+        barrier.wait()
+        try:
+            for k in range(len(names)):
+                name = names[(i + k) % len(names)]
+                results[i * 100 + k] = hub[name].invoke(VALID_ARGS[name])
+            results[i * 100 + 99] = hub["get_equipment_status"].invoke({"equipment_id": "CNC-003"})
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert len(results) == 8 * (len(names) + 1)
+    assert all(isinstance(v, str) and v for v in results.values())
+    assert all(results[i * 100 + 99] == CNC_003_STATUS for i in range(8))
+
+
+def test_demo_constants() -> None:
+    assert DEMO_QUESTION == "CNC-003 상태 확인해줘"
+    assert "tool" in DEMO_SYSTEM_PROMPT.lower() and "language" in DEMO_SYSTEM_PROMPT.lower()
