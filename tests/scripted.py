@@ -4,6 +4,7 @@ checks the provider protocol on every message list it is sent."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
@@ -14,6 +15,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field
 
+from reactgraph.prompts import SYNTHESIS_SYSTEM
 from reactgraph.protocol import check_protocol
 
 Response = AIMessage | str | BaseException | Callable[[list[BaseMessage]], Any]
@@ -22,6 +24,18 @@ Response = AIMessage | str | BaseException | Callable[[list[BaseMessage]], Any]
 def tool_call(name: str, args: Any, call_id: str | None = None) -> dict[str, Any]:
     """A native tool call dict for scripting."""
     return {"name": name, "args": args, "id": call_id or f"call_{name}_{abs(hash(str(args))) % 10**8}", "type": "tool_call"}
+
+
+def _as_chunk(message: AIMessage) -> AIMessageChunk:
+    return AIMessageChunk(
+        content=message.content,
+        tool_call_chunks=[
+            {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "index": i, "type": "tool_call_chunk"}
+            for i, c in enumerate(message.tool_calls)
+        ],
+        additional_kwargs=message.additional_kwargs,
+        usage_metadata=message.usage_metadata,
+    )
 
 
 class ScriptedChatModel(BaseChatModel):
@@ -85,6 +99,10 @@ class ScriptedChatModel(BaseChatModel):
             await asyncio.sleep(self.delay)
         return self._generate(messages, stop, None, **kwargs)
 
+    @staticmethod
+    def _is_synthesis(messages: list[BaseMessage]) -> bool:
+        return bool(messages) and messages[0].content == SYNTHESIS_SYSTEM
+
     def _synthesis_chunks(self, messages: list[BaseMessage]) -> list[str]:
         check_protocol(messages)
         self.calls.append(list(messages))
@@ -96,6 +114,9 @@ class ScriptedChatModel(BaseChatModel):
 
     def _stream(self, messages: list[BaseMessage], stop: Any = None,
                 run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
+        if not self._is_synthesis(messages):  # a loop call streamed because a stream handler is attached
+            yield ChatGenerationChunk(message=_as_chunk(self._next(messages)))
+            return
         chunks = self._synthesis_chunks(messages)
         self.stream_chunks.append(len(chunks))
         for piece in chunks:
@@ -103,6 +124,11 @@ class ScriptedChatModel(BaseChatModel):
 
     async def _astream(self, messages: list[BaseMessage], stop: Any = None,
                        run_manager: AsyncCallbackManagerForLLMRun | None = None, **kwargs: Any) -> AsyncIterator[ChatGenerationChunk]:
+        if not self._is_synthesis(messages):
+            if self.delay:
+                await asyncio.sleep(self.delay)
+            yield ChatGenerationChunk(message=_as_chunk(self._next(messages)))
+            return
         chunks = self._synthesis_chunks(messages)
         self.stream_chunks.append(len(chunks))
         for i, piece in enumerate(chunks):

@@ -53,10 +53,13 @@ def _final_update(state: AgentState, text: str, reason: str) -> dict[str, Any]:
     return {"pending_final": text, "answer": text, "finish_reason": reason}
 
 
-def normalize_tool_calls(response: AIMessage) -> tuple[AIMessage, list[ToolCallRequest]]:
+def normalize_tool_calls(
+    response: AIMessage, used_ids: set[str] | None = None
+) -> tuple[AIMessage, list[ToolCallRequest]]:
     """Make a native response safe to send back (SPEC §12).
 
-    Every tool call gets a non-empty, unique id; calls whose arguments were not valid
+    Every tool call gets a non-empty id, unique in the message and among ``used_ids``
+    (ids already in the conversation: some servers number calls ``call_0`` every time); calls whose arguments were not valid
     JSON (``invalid_tool_calls``) become calls with empty arguments plus an error, so
     they are answered with an error observation instead of breaking the protocol.
 
@@ -66,7 +69,7 @@ def normalize_tool_calls(response: AIMessage) -> tuple[AIMessage, list[ToolCallR
     """
     requests: list[ToolCallRequest] = []
     calls: list[dict[str, Any]] = []
-    seen: set[str] = set()
+    seen: set[str] = set(used_ids or ())
 
     def take(call_id: Any, name: Any, args: Any, error: str | None) -> None:
         call_id = call_id if isinstance(call_id, str) and call_id and call_id not in seen else new_call_id()
@@ -102,7 +105,8 @@ class LLMCallNative:
         response = await self.engine.native_model(tools).ainvoke(messages, config)
         if not isinstance(response, AIMessage):
             response = AIMessage(content=message_text(response))
-        response, requests = normalize_tool_calls(response)
+        used = {c["id"] for m in state["messages"] if isinstance(m, AIMessage) for c in m.tool_calls if c.get("id")}
+        response, requests = normalize_tool_calls(response, used)
         reasoning = separate_reasoning(response) or (message_text(response) if requests else "")
         emit("step", type="thinking", status="done", iteration=iteration, reasoning=reasoning)
         update: dict[str, Any] = {

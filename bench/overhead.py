@@ -1,0 +1,218 @@
+"""Engine overhead per loop iteration: reactgraph next to three peers, same model, same tools.
+
+Every peer runs the same scripted chat model (no network, no sleeping) and one trivial
+async tool, ``add(a, b)``. For a run of K iterations the model asks for one ``add`` call K
+times, then answers in text, so each run makes K + 1 model calls and K tool calls. What
+is left of the wall time is the framework: graph supersteps, state reducers, callbacks,
+message handling. Peers:
+
+* ``reactgraph``        ``ReActAgent(...).run(query)`` (the loop only, no synthesis)
+* ``reactgraph.graph``  ``create_react_graph(...)`` + ``ainvoke`` with ``synthesize=False``
+* ``lg.prebuilt``       ``langgraph.prebuilt.create_react_agent`` (deprecated, still works)
+* ``lc.create_agent``   ``langchain.agents.create_agent``
+* ``bare``              a hand-written loop: ``bind_tools().ainvoke``, ``tool.ainvoke``, repeat
+
+For K in (1, 10, 25) it times R runs of every peer (interleaved, after a warm-up, a
+``gc.collect()`` before each run, ``time.perf_counter``) and prints the median ms per run,
+ms per iteration (run / K), the ratio to the bare loop, and reactgraph's time over the
+peer's. A separate pass under ``tracemalloc`` gives the median peak memory of one run
+(KiB above what was allocated before the run). Nothing is asserted on times.
+
+Run:  .venv/bin/python bench/overhead.py [--repeats 30] [--quick] [--ks 1 10 25]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import statistics
+import sys
+import time
+import tracemalloc
+import warnings
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
+
+from langchain.agents import create_agent  # noqa: E402
+from langchain_core.language_models import BaseChatModel  # noqa: E402
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage  # noqa: E402
+from langchain_core.outputs import ChatGeneration, ChatResult  # noqa: E402
+from langchain_core.tools import BaseTool, tool  # noqa: E402
+from langchain_core.utils.function_calling import convert_to_openai_tool  # noqa: E402
+
+from reactgraph import ModelAbilities, ReActAgent, create_react_graph  # noqa: E402
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # create_react_agent is deprecated in langgraph 1.x
+    from langgraph.prebuilt import create_react_agent
+
+QUERY = "Add the numbers up."
+
+
+class BenchModel(BaseChatModel):
+    """Asks for ``add`` until the conversation holds ``k`` tool results, then answers.
+
+    The script is read off the messages it is sent (it counts ``ToolMessage``s), so the
+    model keeps no state between calls: every run of every peer sees the same script."""
+
+    k: int = 1
+
+    @property
+    def _llm_type(self) -> str:
+        return "bench-scripted"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
+
+    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
+                  **kwargs: Any) -> ChatResult:
+        done = sum(isinstance(m, ToolMessage) for m in messages)
+        if done < self.k:
+            call = {"name": "add", "args": {"a": done, "b": 1}, "id": f"call_{done}", "type": "tool_call"}
+            message = AIMessage(content="", tool_calls=[call])
+        else:
+            message = AIMessage(content=f"The total is {done}.")
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    async def _agenerate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
+                         **kwargs: Any) -> ChatResult:
+        return self._generate(messages, stop, None, **kwargs)
+
+
+@tool
+async def add(a: int, b: int) -> str:
+    """Add two integers."""
+    return str(a + b)
+
+
+TOOLS: list[BaseTool] = [add]
+
+
+async def bare_loop(model: BaseChatModel, tools: list[BaseTool], query: str) -> list[BaseMessage]:
+    """The least a tool loop can do on LangChain runnables."""
+    bound = model.bind_tools(tools)
+    by_name = {t.name: t for t in tools}
+    messages: list[BaseMessage] = [HumanMessage(query)]
+    while True:
+        response = await bound.ainvoke(messages)
+        messages.append(response)
+        if not response.tool_calls:
+            return messages
+        for call in response.tool_calls:
+            output = await by_name[call["name"]].ainvoke(call["args"])
+            messages.append(ToolMessage(content=str(output), tool_call_id=call["id"], name=call["name"]))
+
+
+Runner = Callable[[], Awaitable[int]]  # one run; returns the number of tool results seen
+
+
+def make_peers(k: int) -> dict[str, Runner]:
+    """Every peer built once per K on its own model instance (building is not timed)."""
+    limit = {"recursion_limit": 10 * k + 20}
+    agent = ReActAgent(BenchModel(k=k), TOOLS, abilities=ModelAbilities(tool_call=True))
+    graph = create_react_graph(BenchModel(k=k), TOOLS, abilities=ModelAbilities(tool_call=True))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prebuilt = create_react_agent(BenchModel(k=k), TOOLS)
+    lc_agent = create_agent(BenchModel(k=k), TOOLS)
+    bare_model = BenchModel(k=k)
+
+    def tool_results(messages: list[BaseMessage]) -> int:
+        return sum(isinstance(m, ToolMessage) for m in messages)
+
+    async def run_agent() -> int:
+        result = await agent.run(QUERY)
+        return len(result.steps) if result.error is None else -1
+
+    async def run_graph() -> int:
+        state = await graph.ainvoke({"messages": [HumanMessage(QUERY)]}, {"configurable": {"synthesize": False}})
+        return tool_results(state["messages"])
+
+    async def run_prebuilt() -> int:
+        return tool_results((await prebuilt.ainvoke({"messages": [HumanMessage(QUERY)]}, limit))["messages"])
+
+    async def run_lc() -> int:
+        return tool_results((await lc_agent.ainvoke({"messages": [HumanMessage(QUERY)]}, limit))["messages"])
+
+    async def run_bare() -> int:
+        return tool_results(await bare_loop(bare_model, TOOLS, QUERY))
+
+    return {"reactgraph": run_agent, "reactgraph.graph": run_graph, "lg.prebuilt": run_prebuilt,
+            "lc.create_agent": run_lc, "bare": run_bare}
+
+
+async def check(name: str, runner: Runner, k: int) -> None:
+    """Warm-up run that also makes sure the peer did the K tool calls (not timed)."""
+    seen = await runner()
+    if seen != k:
+        raise RuntimeError(f"{name} ran {seen} tool calls, expected {k}")
+
+
+async def time_peers(peers: dict[str, Runner], k: int, repeats: int) -> dict[str, float]:
+    """Median wall seconds per run; the peers take turns so drift hits them alike."""
+    for name, runner in peers.items():
+        for _ in range(2):
+            await check(name, runner, k)
+    samples: dict[str, list[float]] = {name: [] for name in peers}
+    for _ in range(repeats):
+        for name, runner in peers.items():
+            gc.collect()
+            started = time.perf_counter()
+            await runner()
+            samples[name].append(time.perf_counter() - started)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+async def peak_memory(peers: dict[str, Runner], repeats: int) -> dict[str, float]:
+    """Median peak KiB of one run under tracemalloc (a separate pass: tracing is slow)."""
+    peaks: dict[str, list[float]] = {name: [] for name in peers}
+    tracemalloc.start()
+    try:
+        for _ in range(repeats):
+            for name, runner in peers.items():
+                gc.collect()
+                tracemalloc.reset_peak()
+                before, _ = tracemalloc.get_traced_memory()
+                await runner()
+                peaks[name].append((tracemalloc.get_traced_memory()[1] - before) / 1024)
+    finally:
+        tracemalloc.stop()
+    return {name: statistics.median(values) for name, values in peaks.items()}
+
+
+async def main(ks: list[int], repeats: int, mem_repeats: int) -> None:
+    import langchain
+    import langchain_core
+    import langgraph.version
+
+    print(f"python {sys.version.split()[0]}, langgraph {langgraph.version.__version__}, "
+          f"langchain {langchain.__version__}, langchain-core {langchain_core.__version__}; "
+          f"repeats {repeats}, memory repeats {mem_repeats}")
+    header = (f"{'peer':<17}{'K':>3}{'ms/run':>10}{'ms/iter':>9}{'x bare':>8}"
+              f"{'rg/peer':>9}{'peak KiB':>10}{'x bare':>8}")
+    print(header)
+    print("-" * len(header))
+    for k in ks:
+        peers = make_peers(k)
+        times = await time_peers(peers, k, repeats)
+        peaks = await peak_memory(peers, mem_repeats)
+        for name in peers:
+            ms = times[name] * 1000
+            print(f"{name:<17}{k:>3}{ms:>10.2f}{ms / k:>9.3f}{times[name] / times['bare']:>8.2f}"
+                  f"{times['reactgraph'] / times[name]:>9.2f}{peaks[name]:>10.1f}"
+                  f"{peaks[name] / peaks['bare']:>8.2f}")
+        print()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=30, help="timed runs per peer and K (default 30)")
+    parser.add_argument("--quick", action="store_true", help="smoke check: 5 repeats")
+    parser.add_argument("--ks", type=int, nargs="+", default=[1, 10, 25], help="iterations per run")
+    args = parser.parse_args()
+    repeats = 5 if args.quick else args.repeats
+    asyncio.run(main(args.ks, repeats, mem_repeats=min(repeats, 5)))

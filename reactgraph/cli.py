@@ -1,0 +1,145 @@
+"""The ``reactgraph`` command (SPEC R10.3).
+
+``reactgraph run "CNC-003 상태 확인해줘"`` answers a question with the demo plant's tools:
+it prints each tool call as it happens (tool, arguments, observation, elapsed), streams
+the answer, and ends with a footer (iterations, tokens, elapsed). With no model
+configured it starts the embedded local model (the ``[local]`` extra).
+
+Exit status: 0 when an answer was produced; 2 with a one-line reason when set-up failed
+(bad option or environment value, the local model could not start); 1 when the run
+ended without an answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from reactgraph.agent import ReActAgent
+from reactgraph.config import AgentSettings
+
+_OBSERVATION_LINES = 8
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="reactgraph", description="A two-phase ReAct agent engine on LangGraph.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="answer a question with the demo plant's tools")
+    run.add_argument("question", help='the question, e.g. "CNC-003 상태 확인해줘"')
+    run.add_argument("--json-mode", action="store_true", help="force the JSON-in-content protocol instead of native tool calls")
+    run.add_argument("--model", help="model name (default: $REACTGRAPH_MODEL, else the embedded model)")
+    run.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
+    run.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY)")
+    run.add_argument("--max-iterations", type=int, default=AgentSettings.max_iterations,
+                     help="most model calls in the tool loop (default: %(default)s)")
+    run.add_argument("--db", help="demo plant database file (default: under $REACTGRAPH_HOME or ~/.local/share/reactgraph)")
+    return parser
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _print_card(console: Console, data: dict[str, Any]) -> None:
+    elapsed = f"{data.get('iter_elapsed', 0):.2f}s"
+    if data.get("error"):
+        console.print(f"  [red]✗ {escape(data['tool_name'])}[/red] [dim]({elapsed})[/dim] {escape(_short(data['error'], 300))}")
+        return
+    console.print(f"  [green]✓ {escape(data['tool_name'])}[/green] [dim]({elapsed})[/dim]")
+    lines = str(data.get("observation", "")).splitlines() or [""]
+    for line in lines[:_OBSERVATION_LINES]:
+        console.print(f"    [dim]│[/dim] {escape(_short(line, 160))}")
+    if len(lines) > _OBSERVATION_LINES:
+        console.print(f"    [dim]│ … {len(lines) - _OBSERVATION_LINES} more lines[/dim]")
+    if data.get("artifact"):
+        console.print(f"    [dim]│ artifact: {escape(data['artifact']['filename'])}[/dim]")
+
+
+async def _run(args: argparse.Namespace, console: Console) -> int:
+    from reactgraph.demo.factory import DEMO_SYSTEM_PROMPT, build_factory_hub
+    from reactgraph.models import LocalModelError, open_model
+
+    if args.max_iterations < 1:
+        raise ValueError("--max-iterations must be at least 1")
+    tools = build_factory_hub(args.db)
+    try:
+        context = open_model(model=args.model, base_url=args.base_url, api_key=args.api_key)
+        if not (args.model or args.base_url or args.api_key):
+            console.print("[dim]starting the model…[/dim]")
+        resolved = await context.__aenter__()
+    except LocalModelError as exc:
+        raise SetupError(str(exc)) from exc
+    try:
+        settings = AgentSettings(max_iterations=args.max_iterations, system_prompt=DEMO_SYSTEM_PROMPT)
+        agent = ReActAgent(resolved.llm, tools, use_native_tools=not args.json_mode,
+                           abilities=resolved.abilities, settings=settings)
+        console.print(f"[dim]model: {escape(resolved.description)} · mode: {agent.mode} · tools: {len(tools)}[/dim]")
+        console.print(f"[bold]? {escape(args.question)}[/bold]")
+        answer = ""
+        async for event in agent.astream_events(args.question):
+            data = event.data
+            if event.channel == "step" and data.get("type") == "iteration":
+                if data["status"] == "start":
+                    console.print(f"[cyan]▶ {escape(data['tool_name'])}[/cyan]({escape(_short(data['tool_args']))})")
+                else:
+                    _print_card(console, data)
+            elif event.channel == "step" and data.get("type") == "thinking" and data["status"] == "start":
+                console.print(f"[dim]… thinking (iteration {data['iteration']})[/dim]")
+            elif event.channel == "answer" and data["status"] == "start":
+                console.rule("answer", style="dim")
+            elif event.channel == "answer" and data["status"] == "delta":
+                console.print(data["content"], end="", markup=False, highlight=False, soft_wrap=True)
+            elif event.channel == "answer" and data["status"] == "done":
+                console.print()
+            elif event.channel == "error":
+                console.print(f"[red]model error: {escape(str(data.get('message')))}[/red]")
+            elif event.channel == "done":
+                answer = data["answer"]
+                usage = data["usage"]
+                console.rule(style="dim")
+                console.print(
+                    f"[dim]iterations: {data['iterations']} · tokens: {usage['total_tokens']} "
+                    f"(in {usage['input_tokens']}, out {usage['output_tokens']}, {usage['model_calls']} calls) · "
+                    f"elapsed: {data['elapsed']:.1f}s · finish: {data.get('finish_reason')}[/dim]"
+                )
+        return 0 if answer.strip() else 1
+    finally:
+        await context.__aexit__(None, None, None)
+
+
+class SetupError(Exception):
+    """The command could not start (reported as one line, exit status 2)."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``reactgraph`` command.
+
+    Args:
+        argv: Arguments without the program name; ``sys.argv[1:]`` when ``None``.
+
+    Returns:
+        The exit status: 0 answer produced, 1 no answer, 2 set-up failed.
+    """
+    args = _parser().parse_args(argv)
+    console = Console(highlight=False)
+    try:
+        return asyncio.run(_run(args, console))
+    except (SetupError, ValueError, OSError) as exc:
+        print(f"reactgraph: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("reactgraph: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+"""Answer synthesis and the event stream: SPEC R3.1–R3.3 and §8."""
+
+from __future__ import annotations
+
+from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, SystemMessage
+
+from reactgraph import ModelAbilities, ReActAgent
+from reactgraph.synthesis import TRUNCATION_MARK
+from tests.scripted import ScriptedChatModel, tool_call
+
+NATIVE = ModelAbilities(tool_call=True)
+
+
+def _one_tool_script(observation_size: int | None = None):
+    return [AIMessage(content="", tool_calls=[tool_call("get_status", {"equipment_id": "CNC-003"}, "c1")]),
+            "CNC-003 is normal."]
+
+
+async def test_stream_answer_streams_a_separate_synthesis_call(tools):
+    model = ScriptedChatModel(responses=_one_tool_script(), synthesis="**CNC-003** is running normally today.")
+    agent = ReActAgent(model, tools, abilities=NATIVE)
+    result = await agent.run("CNC-003 상태 확인해줘")
+    chunks = [c async for c in agent.stream_answer("CNC-003 상태 확인해줘", result)]
+    assert len(chunks) > 1
+    assert "".join(chunks) == "**CNC-003** is running normally today."
+    system, user = model.calls[-1]
+    assert isinstance(system, SystemMessage) and isinstance(user, HumanMessage)
+    for rule in ("markdown", "same language as the question", "based on the tool output"):
+        assert rule in system.content
+    assert "CNC-003 상태 확인해줘" in user.content
+    assert 'get_status({"equipment_id": "CNC-003"})\nResult: CNC-003: normal' in user.content
+    assert "tools" not in model.call_kwargs[-1] if len(model.call_kwargs) > 2 else True
+
+
+async def test_each_tool_result_is_cut_to_2000_characters(tools):
+    from langchain_core.tools import tool
+
+    @tool
+    def huge() -> str:
+        """Returns a lot."""
+        return "y" * 5000
+
+    model = ScriptedChatModel(responses=[AIMessage(content="", tool_calls=[tool_call("huge", {}, "c1")]), "ok"])
+    agent = ReActAgent(model, [huge], abilities=NATIVE)
+    result = await agent.run("q")
+    assert len(result.steps[0].observation) == 5000
+    _ = [c async for c in agent.stream_answer("q", result)]
+    user = model.calls[-1][1].content
+    assert "y" * 2000 + TRUNCATION_MARK in user and "y" * 2001 not in user
+
+
+async def test_synthesis_failure_falls_back_to_the_loop_answer(tools):
+    model = ScriptedChatModel(responses=_one_tool_script(), synthesis=ConnectionError("gone"))
+    agent = ReActAgent(model, tools, abilities=NATIVE)
+    result = await agent.run("q")
+    assert [c async for c in agent.stream_answer("q", result)] == ["CNC-003 is normal."]
+    model2 = ScriptedChatModel(responses=_one_tool_script(), synthesis=ConnectionError("gone"))
+    events = [e async for e in ReActAgent(model2, tools, abilities=NATIVE).astream_events("q")]
+    deltas = [e.data["content"] for e in events if e.channel == "answer" and e.data["status"] == "delta"]
+    assert deltas == ["CNC-003 is normal."]
+    assert events[-1].channel == "done" and events[-1].data["answer"] == "CNC-003 is normal."
+
+
+async def test_synthesis_breaking_midway_still_delivers_the_answer(tools):
+    model = ScriptedChatModel(responses=_one_tool_script(), synthesis="one two three four FAIL_MIDWAY")
+    events = [e async for e in ReActAgent(model, tools, abilities=NATIVE).astream_events("q")]
+    text = "".join(e.data["content"] for e in events if e.channel == "answer" and e.data["status"] == "delta")
+    assert text == "one two \n\nCNC-003 is normal."
+
+
+async def test_event_order_follows_the_protocol(tools):
+    model = ScriptedChatModel(responses=_one_tool_script(), synthesis="A B C")
+    events = [e async for e in ReActAgent(model, tools, abilities=NATIVE).astream_events("q")]
+    shape = [(e.channel, e.data.get("type"), e.data.get("status")) for e in events]
+    assert shape == [
+        ("step", "thinking", "start"), ("step", "thinking", "done"),
+        ("step", "iteration", "start"), ("step", "iteration", "done"),
+        ("step", "thinking", "start"), ("step", "thinking", "done"),
+        ("step", "answer", "start"),
+        ("answer", None, "start"), ("answer", None, "delta"), ("answer", None, "delta"), ("answer", None, "delta"),
+        ("answer", None, "done"),
+        ("done", None, None),
+    ]
+    start, done = events[2].data, events[3].data
+    assert (start["iteration"], start["tool_name"], start["tool_args"]) == (1, "get_status", {"equipment_id": "CNC-003"})
+    assert (done["observation"], done["error"]) == ("CNC-003: normal", None) and done["iter_elapsed"] >= 0
+    final = events[-1].data
+    assert final["answer"] == "A B C" and final["iterations"] == 2
+    assert final["usage"]["model_calls"] == 3 and final["usage"]["total_tokens"] == 45 and final["elapsed"] > 0
+    assert events[0].to_sse() == 'event: step\ndata: {"type": "thinking", "status": "start", "iteration": 1}\n\n'
+
+
+async def test_loop_calls_never_leak_into_the_token_stream(tools):
+    model = ScriptedChatModel(
+        responses=[AIMessage(content="LOOP-TOKENS", tool_calls=[tool_call("get_status", {"equipment_id": "A"}, "c1")]),
+                   "LOOP-FINAL"],
+        synthesis="synth one two",
+    )
+    graph = ReActAgent(model, tools, abilities=NATIVE).graph
+    tokens, whole = [], []
+    async for chunk, metadata in graph.astream({"messages": [HumanMessage("q")]}, stream_mode="messages"):
+        (tokens if isinstance(chunk, AIMessageChunk) else whole).append((metadata["langgraph_node"], chunk.content))
+    # token chunks come from synthesis only; the loop's messages appear once, whole, as state updates
+    assert tokens and {node for node, _ in tokens} == {"synthesize"}
+    assert "".join(text for _, text in tokens) == "synth one two"
+    assert ("llm_call_native", "LOOP-TOKENS") in whole
+
+
+async def test_plain_invoke_returns_answer_and_synthesis(tools):
+    model = ScriptedChatModel(responses=_one_tool_script(), synthesis="final words")
+    graph = ReActAgent(model, tools, abilities=NATIVE).graph
+    state = await graph.ainvoke({"messages": [HumanMessage("q")]})
+    assert state["answer"] == "CNC-003 is normal." and state["synthesis"] == "final words"
+    assert state["finish_reason"] == "final_answer"
