@@ -1,0 +1,27 @@
+# Two commands: `make demo` answers the demo question on the embedded model,
+# `make test` runs the whole suite (unit and integration). Both create .venv first.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+QUESTION ?= CNC-003 상태 확인해줘
+
+.PHONY: demo test bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+demo: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[local]"
+	$(BIN)/reactgraph run "$(QUESTION)"
+
+test: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[local,dev]"
+	$(BIN)/python -m pytest
+
+bench: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python bench/overhead.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
