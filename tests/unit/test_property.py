@@ -258,8 +258,8 @@ huge_json_contents = st.sampled_from([
 # Output a lenient parser can turn into values JSON cannot serialize, and nesting deep
 # enough to exhaust the recursion limit of a recursive parser.
 hostile_json_contents = st.sampled_from([
-    "[" * 3000 + "]" * 3000,
-    '{"type": "final_answer", "answer": ' + "[" * 3000 + "]" * 3000 + "}",
+    "[" * HUGE,
+    '{"type": "final_answer", "answer": ' + "[" * HUGE + "]" * HUGE + "}",
     "{'type': 'final_answer', 'answer': {1, 2}}",
     "{'type': 'final_answer', 'reasoning': b'bytes', 'answer': 'ok'}",
     "{'type': 'final_answer', 'answer': 1j}",
@@ -639,7 +639,7 @@ def test_a_failing_model_still_ends_with_an_answer(case: Case) -> None:
 @pytest.mark.parametrize(
     "content",
     [
-        pytest.param("[" * 3000 + "]" * 3000, id="deeply-nested-json"),
+        pytest.param("[" * 10_000 + "]" * 10_000, id="deeply-nested-json"),
         pytest.param("{'type': 'final_answer', 'answer': {1, 2}}", id="python-set-answer"),
         pytest.param("{'type': 'final_answer', 'reasoning': b'x', 'answer': 'ok'}", id="python-bytes-reasoning"),
     ],
@@ -652,7 +652,7 @@ def test_parse_action_never_raises(content: str) -> None:
 @pytest.mark.parametrize(
     "content",
     [
-        pytest.param("[" * 3000 + "]" * 3000, id="deeply-nested-json"),
+        pytest.param("[" * 10_000 + "]" * 10_000, id="deeply-nested-json"),
         pytest.param("{'type': 'final_answer', 'answer': {1, 2}}", id="python-set-answer"),
         pytest.param("{'type': 'tool_call', 'tool_name': 'lookup', 'tool_args': 0x" + "f" * 4000 + "}",
                      id="huge-int-tool-args"),
