@@ -32,23 +32,17 @@ import time
 import tracemalloc
 import warnings
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
+from langchain.agents import create_agent
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import BaseTool, tool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.prebuilt import create_react_agent
 
-from langchain.agents import create_agent  # noqa: E402
-from langchain_core.language_models import BaseChatModel  # noqa: E402
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage  # noqa: E402
-from langchain_core.outputs import ChatGeneration, ChatResult  # noqa: E402
-from langchain_core.tools import BaseTool, tool  # noqa: E402
-from langchain_core.utils.function_calling import convert_to_openai_tool  # noqa: E402
-
-from reactgraph import ModelAbilities, ReActAgent, create_react_graph  # noqa: E402
-
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")  # create_react_agent is deprecated in langgraph 1.x
-    from langgraph.prebuilt import create_react_agent
+from reactgraph import ModelAbilities, ReActAgent, create_react_graph
 
 QUERY = "Add the numbers up."
 
@@ -116,7 +110,7 @@ def make_peers(k: int) -> dict[str, Runner]:
     agent = ReActAgent(BenchModel(k=k), TOOLS, abilities=ModelAbilities(tool_call=True))
     graph = create_react_graph(BenchModel(k=k), TOOLS, abilities=ModelAbilities(tool_call=True))
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("ignore")  # deprecated since langgraph 1.0 in favour of create_agent
         prebuilt = create_react_agent(BenchModel(k=k), TOOLS)
     lc_agent = create_agent(BenchModel(k=k), TOOLS)
     bare_model = BenchModel(k=k)

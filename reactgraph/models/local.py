@@ -36,6 +36,7 @@ import asyncio
 import atexit
 import importlib.metadata
 import importlib.util
+import json
 import os
 import shutil
 import signal
@@ -50,12 +51,12 @@ import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Literal
+
+from langchain_core.language_models import LanguageModelInput
+from langchain_openai import ChatOpenAI
 
 from reactgraph.abilities import ModelAbilities
-
-if TYPE_CHECKING:
-    from langchain_openai import ChatOpenAI
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
@@ -63,8 +64,10 @@ __all__ = [
     "GGUF_FILENAME",
     "INSTALL_HINT",
     "LOCAL_MODEL_NAME",
+    "LlamaCppChatOpenAI",
     "LocalModelError",
     "LocalModelServer",
+    "adapt_llama_cpp_payload",
     "find_smollm2_gguf",
 ]
 
@@ -177,6 +180,152 @@ def _free_port(host: str) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
+
+
+# ---------------------------------------------------------------------------- client adapter
+
+
+def _as_text(content: Any) -> str:
+    """Flatten OpenAI message content (a string or a list of parts) into plain text."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts: list[str] = []
+        for part in content:
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, dict) and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+            else:
+                parts.append(json.dumps(part, ensure_ascii=False, default=str))
+        return "\n".join(parts)
+    return json.dumps(content, ensure_ascii=False, default=str)
+
+
+def adapt_llama_cpp_payload(payload: dict[str, Any]) -> dict[str, Any]:
+    """Rewrite an OpenAI chat-completions request for llama-cpp-python's server.
+
+    ``langchain_openai`` speaks today's OpenAI API; llama-cpp-python 0.3.x with
+    ``--chat_format chatml-function-calling`` understands an older, narrower dialect. Each
+    rewrite below fixes a request that would otherwise fail or silently lose information:
+
+    * ``max_completion_tokens`` -> ``max_tokens``: the server ignores the former, so
+      completions were uncapped (generating up to the context window).
+    * assistant ``content: null`` (sent with tool calls) -> ``""``: the server answers
+      HTTP 500 (validation error) to any history holding a tool call.
+    * ``role: tool`` messages -> ``role: user`` messages reading
+      ``functions.NAME returned:\nRESULT``: the chat template renders no tool role at all,
+      so the model never saw tool results.
+    * tools bound without ``tool_choice`` -> ``"auto"``: the server ignores tools unless
+      ``tool_choice`` is set (OpenAI defaults to ``"auto"``).
+    * ``tool_choice`` ``"required"``/``"any"`` -> that tool when only one is bound, else
+      ``"auto"``: the server answers HTTP 500 to ``"required"``.
+    * with tools bound, all system messages are merged into one leading system message
+      (the template lists the tools inside every system message, and nowhere if there is
+      none) and the tools' descriptions are appended to it (the template shows only names
+      and parameter schemas).
+    * ``response_format`` ``{"type": "json_schema", "json_schema": {"schema": S}}`` ->
+      ``{"type": "json_object", "schema": S}``: the server refuses ``json_schema`` with
+      HTTP 500 but constrains ``json_object`` output to a given schema.
+
+    Args:
+        payload: request body as built by ``ChatOpenAI._get_request_payload``.
+
+    Returns:
+        A new request body; ``payload`` is not modified.
+    """
+    body = dict(payload)
+    if "max_completion_tokens" in body:
+        cap = body.pop("max_completion_tokens")
+        if body.get("max_tokens") is None:
+            body["max_tokens"] = cap
+
+    tools = [t for t in body.get("tools") or [] if isinstance(t, dict)]
+    messages: list[dict[str, Any]] = []
+    call_names: dict[str, str] = {}
+    for original in body.get("messages") or []:
+        message = dict(original)
+        role = message.get("role")
+        if role == "assistant":
+            for call in message.get("tool_calls") or []:
+                function = call.get("function") or {}
+                if call.get("id") and function.get("name"):
+                    call_names[call["id"]] = function["name"]
+            if message.get("content") is None:
+                message["content"] = ""
+        elif role == "tool":
+            name = call_names.get(message.get("tool_call_id") or "") or message.get("name")
+            message = {
+                "role": "user",
+                "content": f"functions.{name or 'tool'} returned:\n"
+                f"{_as_text(message.get('content'))}",
+            }
+        elif role == "developer":
+            message["role"] = "system"
+        messages.append(message)
+
+    if tools:
+        system_texts = [_as_text(m.get("content")) for m in messages if m.get("role") == "system"]
+        others = [m for m in messages if m.get("role") != "system"]
+        described = [
+            f"- functions.{fn['name']}: {fn['description'].strip()}"
+            for fn in (t.get("function") or {} for t in tools)
+            if fn.get("name") and isinstance(fn.get("description"), str)
+            and fn["description"].strip()
+        ]
+        system = "\n\n".join(text for text in system_texts if text)
+        if described:
+            system = (system + "\n\n" if system else "") + "Function descriptions:\n" + (
+                "\n".join(described)
+            )
+        messages = [{"role": "system", "content": system}, *others]
+
+        choice = body.get("tool_choice")
+        if choice is None:
+            body["tool_choice"] = "auto"
+        elif choice in ("required", "any"):
+            names = [(t.get("function") or {}).get("name") for t in tools]
+            body["tool_choice"] = (
+                {"type": "function", "function": {"name": names[0]}}
+                if len(names) == 1 and names[0]
+                else "auto"
+            )
+    if "messages" in body:
+        body["messages"] = messages
+
+    response_format = body.get("response_format")
+    if isinstance(response_format, dict) and response_format.get("type") == "json_schema":
+        spec = response_format.get("json_schema") or {}
+        adapted: dict[str, Any] = {"type": "json_object"}
+        if isinstance(spec.get("schema"), dict):
+            adapted["schema"] = spec["schema"]
+        body["response_format"] = adapted
+    return body
+
+
+class LlamaCppChatOpenAI(ChatOpenAI):
+    """``ChatOpenAI`` for llama-cpp-python's server: requests pass through
+    :func:`adapt_llama_cpp_payload` before they are sent.
+
+    Use it for any llama-cpp-python server (not for llama.cpp's own ``llama-server``, which
+    follows the current OpenAI API). Streaming is bypassed for calls with tools bound
+    (``disable_streaming="tool_calling"`` by default): the server cannot stream an automatic
+    tool choice, and repeats the tool name in every chunk of a forced one.
+    """
+
+    disable_streaming: bool | Literal["tool_calling"] = "tool_calling"
+
+    def _get_request_payload(
+        self,
+        input_: LanguageModelInput,
+        *,
+        stop: list[str] | None = None,
+        **kwargs: Any,
+    ) -> dict:
+        payload = super()._get_request_payload(input_, stop=stop, **kwargs)
+        return adapt_llama_cpp_payload(payload)
 
 
 # Servers started by this process and not yet stopped; stopped at interpreter exit.
@@ -292,6 +441,9 @@ class LocalModelServer:
             "--n_ctx", str(self.n_ctx),
             "--n_threads", str(self.n_threads),
             "--n_threads_batch", str(self.n_threads),
+            # Default True keeps logits for every position: n_ctx x 49152 floats (1.6 GB at
+            # 8192 tokens) and slower prompts, only needed for prompt logprobs.
+            "--logits_all", "false",
             # Default True: a request arriving while another streams cuts that stream short
             # (the server sends [DONE] early). Parallel agent steps must queue, not truncate.
             "--interrupt_requests", "false",
@@ -504,19 +656,24 @@ class LocalModelServer:
 
     # ------------------------------------------------------------------ clients
 
-    def chat_model(self, **kwargs: Any) -> ChatOpenAI:
-        """A ``ChatOpenAI`` client for this server.
+    def chat_model(self, **kwargs: Any) -> LlamaCppChatOpenAI:
+        """A chat model client for this server (a ``ChatOpenAI`` subclass).
 
-        Defaults: ``temperature=0``, ``max_tokens=self.max_tokens`` (tokens),
-        ``timeout=300`` (seconds per request), ``max_retries=1``, a placeholder API key, and
-        HTTP clients that ignore proxy environment variables (the server is on loopback).
-        Any keyword argument overrides the matching default.
+        Defaults, each overridable by a keyword argument of the same name:
+        ``temperature=0``; ``max_tokens=self.max_tokens`` (tokens per completion);
+        ``timeout=300`` (seconds per request) and ``stream_chunk_timeout=300`` (seconds
+        between streamed chunks: the server runs one request at a time, so a queued stream
+        waits for the ones before it); ``max_retries=1``; a placeholder API key; HTTP clients
+        that ignore proxy variables (the server is on loopback). Requests are adapted to the
+        server's dialect by :func:`adapt_llama_cpp_payload`.
+
+        Can be called before :meth:`start` (the port is fixed at construction); requests
+        fail with a connection error until the server runs.
 
         Returns:
-            ``langchain_openai.ChatOpenAI`` bound to :attr:`base_url` and :attr:`model_name`.
+            :class:`LlamaCppChatOpenAI` bound to :attr:`base_url` and :attr:`model_name`.
         """
         import httpx
-        from langchain_openai import ChatOpenAI
 
         params: dict[str, Any] = {
             "model": self.model_name,
@@ -525,6 +682,7 @@ class LocalModelServer:
             "temperature": 0.0,
             "max_tokens": self.max_tokens,
             "timeout": 300.0,
+            "stream_chunk_timeout": 300.0,
             "max_retries": 1,
         }
         params.update(kwargs)
@@ -532,7 +690,7 @@ class LocalModelServer:
             params["http_client"] = httpx.Client(trust_env=False)
         if "http_async_client" not in params:
             params["http_async_client"] = httpx.AsyncClient(trust_env=False)
-        return ChatOpenAI(**params)
+        return LlamaCppChatOpenAI(**params)
 
     # ------------------------------------------------------------------ context managers
 

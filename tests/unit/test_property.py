@@ -20,11 +20,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 
+from reactgraph.prompts import REFORMAT_REQUEST
 from reactgraph import AgentResult, AgentSettings, Artifact, ModelAbilities, ReActAgent, check_protocol, parse_action
 from tests.scripted import ScriptedChatModel
 
@@ -92,6 +93,12 @@ TOOL_NAMES = [t.name for t in TOOLS]
 
 
 # ------------------------------------------------------------------------ value strategies
+
+
+def rarely(draw: st.DrawFn, one_in: int) -> bool:
+    """True about once in ``one_in`` draws (plain ``integers(...) == 0`` is biased towards 0)."""
+    return draw(st.sampled_from([False] * (one_in - 1) + [True]))
+
 
 json_scalars = st.one_of(
     st.none(),
@@ -170,7 +177,7 @@ non_object_args = st.one_of(
 def tool_call_object(draw: st.DrawFn) -> dict[str, Any]:
     """A JSON-mode tool call in the wire format or one of the variants real models write."""
     name, args = draw(tool_request())
-    if draw(st.integers(0, 4)) == 0:
+    if rarely(draw, 5):
         args = draw(non_object_args)  # tool_args as a string, list, number, ...
     reasoning = draw(st.one_of(st.just(""), st.text(max_size=30)))
     shape = draw(st.sampled_from(["wire", "wire", "wire", "aliases", "action_input", "openai", "args_as_string"]))
@@ -201,7 +208,7 @@ def final_answer_object(draw: st.DrawFn) -> dict[str, Any]:
     obj: dict[str, Any] = {"type": draw(st.sampled_from(["final_answer", "final", "answer", "finish"]))}
     if draw(st.booleans()):
         obj["reasoning"] = draw(st.one_of(st.just(""), st.text(max_size=20)))
-    if draw(st.integers(0, 5)):
+    if not rarely(draw, 6):
         obj[draw(st.sampled_from(["answer", "answer", "final_answer", "response", "content"]))] = draw(answer_values)
     return obj
 
@@ -273,14 +280,22 @@ hostile_json_contents = st.sampled_from([
     "true",
 ])
 
-json_contents = st.one_of(
-    rendered_action(),
-    rendered_action(),
-    rendered_action(),
+@st.composite
+def clean_tool_call(draw: st.DrawFn) -> str:
+    """A well-formed wire-format tool call (so that runs get past the first iterations)."""
+    name, args = draw(tool_request())
+    return json.dumps({"type": "tool_call", "reasoning": "need data", "tool_name": name, "tool_args": args})
+
+
+json_noise = st.one_of(
     st.text(),
     st.sampled_from(["", " ", "\n", "```json\n```", "<tool_call></tool_call>"]),
     huge_json_contents,
     hostile_json_contents,
+)
+# weighted towards readable actions, so that runs get past the first iterations
+json_contents = st.one_of(
+    clean_tool_call(), clean_tool_call(), clean_tool_call(), rendered_action(), rendered_action(), json_noise
 )
 
 
@@ -331,11 +346,11 @@ native_contents = st.one_of(
 @st.composite
 def native_response(draw: st.DrawFn) -> AIMessage | str:
     """A native-mode response: 0–3 tool calls, maybe invalid ones, any content; or plain text."""
-    if draw(st.integers(0, 5)) == 0:
+    if rarely(draw, 6):
         return draw(st.one_of(st.text(max_size=40), st.just("")))  # a plain text final answer
-    calls = draw(st.lists(native_tool_call(), max_size=3))
-    invalid = draw(st.lists(invalid_tool_call(), max_size=2)) if draw(st.integers(0, 3)) == 0 else []
-    extra = {"reasoning_content": draw(st.text(max_size=20))} if draw(st.integers(0, 5)) == 0 else {}
+    calls = [] if rarely(draw, 8) else draw(st.lists(native_tool_call(), min_size=1, max_size=3))
+    invalid = draw(st.lists(invalid_tool_call(), min_size=1, max_size=2)) if rarely(draw, 4) else []
+    extra = {"reasoning_content": draw(st.text(max_size=20))} if rarely(draw, 6) else {}
     return AIMessage(content=draw(native_contents), tool_calls=calls, invalid_tool_calls=invalid, additional_kwargs=extra)
 
 
@@ -400,7 +415,7 @@ def scripted_case(draw: st.DrawFn, mode: str) -> Case:
         responses=responses,
         repeat_last=repeat_last,
         json_format=draw(st.booleans()),
-        stream=draw(st.integers(0, 2)) == 0,
+        stream=rarely(draw, 3),
         synthesis=draw(synthesis_outputs),
     )
 
@@ -570,7 +585,36 @@ def check_model_calls(outcome: Outcome) -> None:
         check_protocol(messages)
 
 
+ERROR_KINDS = {
+    "unknown tool": "unknown tool",
+    "invalid arguments": "invalid arguments",
+    "timed out": "timeout",
+    "not valid JSON": "broken native arguments",
+    "must be a JSON object": "non-object arguments",
+    "tool failed": "tool raised",
+}
+
+
+def record_coverage(case: Case, outcome: Outcome) -> None:
+    """Hypothesis statistics (``--hypothesis-show-statistics``): which paths the examples took."""
+    if outcome.result is not None:
+        finish_reason = outcome.result.finish_reason
+        errors = [step.error or "" for step in outcome.result.steps]
+    else:
+        finish_reason = outcome.events[-1].data["finish_reason"]
+        errors = [e.data.get("error") or "" for e in outcome.events
+                  if e.channel == "step" and e.data.get("type") == "iteration" and e.data["status"] == "done"]
+    event(f"{case.mode} {'stream' if case.stream else 'run'}: {finish_reason}")
+    event(f"tool calls: {min(len(errors), 4)}{'+' if len(errors) >= 4 else ''}")
+    for error in errors:
+        kinds = [kind for marker, kind in ERROR_KINDS.items() if marker in error]
+        event(f"tool outcome: {kinds[0] if kinds else ('ok' if not error else 'other error')}")
+    if any(REFORMAT_REQUEST == m.content for messages in outcome.model.calls for m in messages):
+        event("reformat request sent")
+
+
 def check(case: Case, outcome: Outcome) -> None:
+    record_coverage(case, outcome)
     check_model_calls(outcome)
     if case.stream:
         check_events(case, outcome)

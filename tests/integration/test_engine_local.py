@@ -1,0 +1,55 @@
+"""The engine end to end on the real embedded model over HTTP (issue 2)."""
+
+from __future__ import annotations
+
+import pytest
+
+from reactgraph import AgentSettings, ReActAgent, check_protocol
+from reactgraph.demo.factory import DEMO_SYSTEM_PROMPT, build_factory_hub
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
+
+QUESTIONS = ["CNC-003 상태 확인해줘", "Compare CNC-001 and CNC-003"]
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory):
+    return build_factory_hub(tmp_path_factory.mktemp("plant") / "factory.db")
+
+
+def _agent(server, hub, *, native: bool) -> ReActAgent:
+    settings = AgentSettings(max_iterations=4, system_prompt=DEMO_SYSTEM_PROMPT, tool_timeout=30)
+    return ReActAgent(server.chat_model(), hub, use_native_tools=native, abilities=server.abilities, settings=settings)
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "json"])
+async def test_demo_question_ends_with_answer_trace_and_done(local_server, hub, native):
+    agent = _agent(local_server, hub, native=native)
+    assert agent.mode == ("native" if native else "json")
+    events = [event async for event in agent.astream_events(QUESTIONS[0] if native else QUESTIONS[1])]
+    channels = [event.channel for event in events]
+    assert channels[-1] == "done", channels
+    assert "error" not in channels
+    done = events[-1].data
+    assert done["answer"].strip()
+    assert 1 <= done["iterations"] <= 4
+    assert done["usage"]["model_calls"] >= 2 and done["usage"]["total_tokens"] > 0
+    answer_events = [event.data["status"] for event in events if event.channel == "answer"]
+    assert answer_events[0] == "start" and answer_events[-1] == "done" and "delta" in answer_events
+    thinking = [event.data for event in events if event.data.get("type") == "thinking"]
+    assert len(thinking) == 2 * done["iterations"]
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "json"])
+async def test_run_returns_a_valid_trace_and_stream_answer_streams(local_server, hub, native):
+    agent = _agent(local_server, hub, native=native)
+    result = await agent.run(QUESTIONS[0])
+    assert result.answer.strip()
+    check_protocol(result.messages)
+    assert result.messages[0].type == "system" and result.messages[1].content == QUESTIONS[0]
+    assert result.usage.model_calls == result.iterations >= 1
+    for step in result.steps:
+        assert isinstance(step.observation, str) and step.observation
+    chunks = [chunk async for chunk in agent.stream_answer(QUESTIONS[0], result)]
+    assert len(chunks) > 1
+    assert "".join(chunks).strip()
