@@ -14,13 +14,12 @@ wrapper). Unreadable content becomes a final answer whose reasoning is
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from reactgraph.jsonparse import extract_json
+from reactgraph.jsonparse import extract_json, safe_json
 
 PARSE_FAILURE_SENTINEL = "(could not parse LLM output as JSON)"
 """Reasoning of the action that stands for unparseable model output (SPEC R2.4)."""
@@ -75,7 +74,7 @@ def _text(value: Any) -> str:
         return ""
     if isinstance(value, str):
         return value
-    return json.dumps(value, ensure_ascii=False)
+    return safe_json(value)
 
 
 def _args(value: Any) -> Any:

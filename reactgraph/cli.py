@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from rich.console import Console
@@ -25,6 +23,7 @@ from rich.markup import escape
 
 from reactgraph.agent import ReActAgent
 from reactgraph.config import AgentSettings
+from reactgraph.jsonparse import safe_json
 
 _OBSERVATION_LINES = 8
 
@@ -45,7 +44,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _short(value: Any, limit: int = 200) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = value if isinstance(value, str) else safe_json(value)
     return text if len(text) <= limit else text[:limit] + "…"
 
 

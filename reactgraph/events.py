@@ -8,11 +8,12 @@ Nodes report progress with :func:`emit`, which writes to LangGraph's custom stre
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langgraph.config import get_stream_writer
+
+from reactgraph.jsonparse import safe_json
 
 Channel = Literal["step", "answer", "compact", "phase", "inject", "error", "done"]
 """Event channels: the SPEC §8 ones, plus ``error`` for a run that failed (R2.7)."""
@@ -35,7 +36,7 @@ class AgentEvent:
 
     def to_sse(self) -> str:
         """The event in Server-Sent Events wire format (non-ASCII text kept as is)."""
-        return f"event: {self.channel}\ndata: {json.dumps(self.data, ensure_ascii=False, default=str)}\n\n"
+        return f"event: {self.channel}\ndata: {safe_json(self.data)}\n\n"
 
 
 def emit(channel: Channel, **data: Any) -> None:

@@ -65,24 +65,27 @@ def _balanced_spans(text: str) -> list[str]:
 
 def _loads_lenient(candidate: str) -> Any:
     """Parse one candidate: strict JSON first, then with trailing commas removed,
-    then as a Python literal (single quotes, ``True``/``False``/``None``)."""
+    then as a Python literal (single quotes, ``True``/``False``/``None``) that is also
+    valid JSON data. ``None`` when none of these reads it."""
     candidate = candidate.strip()
     try:
         return json.loads(candidate)
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     cleaned = _TRAILING_COMMA.sub(r"\1", candidate)
     try:
         return json.loads(cleaned)
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     pythonish = re.sub(r"\btrue\b", "True", cleaned)
     pythonish = re.sub(r"\bfalse\b", "False", pythonish)
     pythonish = re.sub(r"\bnull\b", "None", pythonish)
     try:
-        return ast.literal_eval(pythonish)
-    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+        value = ast.literal_eval(pythonish)
+        json.dumps(value)  # sets, bytes, complex, giant ints: not JSON, so not an answer
+    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError, OverflowError):
         return None
+    return value
 
 
 def extract_json(text: str | None) -> dict[str, Any] | None:
@@ -115,3 +118,18 @@ def extract_json(text: str | None) -> dict[str, Any] | None:
         if isinstance(value, dict):
             return value
     return None
+
+
+def safe_json(value: Any) -> str:
+    """``value`` as compact JSON text for logs, prompts and observations; never raises.
+
+    Non-ASCII text is kept; objects JSON cannot encode go through ``str``; a value that
+    cannot be printed at all (e.g. an int past Python's digit limit) becomes ``<type>``.
+    """
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError, RecursionError, OverflowError):
+        try:
+            return str(value)
+        except (ValueError, RecursionError):
+            return f"<{type(value).__name__}>"

@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage, S
 from langchain_core.runnables import RunnableConfig
 
 from reactgraph.actions import message_text
-from reactgraph.nodes.fallback import describe_args
+from reactgraph.jsonparse import safe_json
 from reactgraph.prompts import SYNTHESIS_SYSTEM, SYNTHESIS_USER
 
 TRUNCATION_MARK = "… [truncated]"
@@ -35,7 +35,7 @@ def format_trace(steps: Sequence[dict[str, Any]], draft_answer: str, result_char
         if len(observation) > result_chars:
             observation = observation[:result_chars] + TRUNCATION_MARK
         label = "Error" if step.get("error") else "Result"
-        blocks.append(f"{number}. {step.get('tool_name')}({describe_args(step.get('tool_args'))})\n{label}: {observation}")
+        blocks.append(f"{number}. {step.get('tool_name')}({safe_json(step.get('tool_args'))})\n{label}: {observation}")
     if not blocks:
         blocks.append("(no tools were called)")
     if draft_answer.strip():

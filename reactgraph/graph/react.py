@@ -63,11 +63,6 @@ def route_after_native_call(state: AgentState) -> list[Send] | Literal["drain_in
     return _tool_sends(state) or "drain_interrupts"
 
 
-def route_after_tools(state: AgentState) -> Literal["drain_interrupts", "guard_context"]:
-    """Native mode drains after all tool results are in; JSON mode drained already."""
-    return "drain_interrupts" if state.get("mode") == "native" else "guard_context"
-
-
 def route_after_drain(state: AgentState) -> list[Send] | Literal["synthesize", "guard_context"]:
     """After the drain: the final answer still pending goes to synthesis; a JSON-mode
     tool call runs; anything else loops back to the guard."""
@@ -141,7 +136,10 @@ def create_react_graph(
     )
     builder.add_conditional_edges("llm_call_native", route_after_native_call, ["execute_tools", "drain_interrupts"])
     builder.add_edge("llm_call_json", "drain_interrupts")
-    builder.add_conditional_edges("execute_tools", route_after_tools, ["drain_interrupts", "guard_context"])
+    # Native mode drains after all tool results are in (the superstep barrier); JSON mode
+    # drained right after the assistant message already (R7.2). The mode is fixed per agent,
+    # so this is a plain edge: no routing cost per tool call.
+    builder.add_edge("execute_tools", "drain_interrupts" if engine.mode == "native" else "guard_context")
     builder.add_conditional_edges("drain_interrupts", route_after_drain, ["execute_tools", "synthesize", "guard_context"])
     builder.add_edge("fallback", "synthesize")
     builder.add_edge("synthesize", END)

@@ -9,7 +9,6 @@ artifact — the outcome is a string observation the model sees next iteration.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from typing import Any
 
@@ -20,6 +19,7 @@ from pydantic import ValidationError
 from reactgraph.artifacts import Artifact
 from reactgraph.engine import Engine
 from reactgraph.events import emit
+from reactgraph.jsonparse import safe_json
 from reactgraph.prompts import OBSERVATION
 from reactgraph.state import ToolCallRequest
 
@@ -35,10 +35,7 @@ def to_observation_text(value: Any) -> str:
         texts = [b if isinstance(b, str) else b.get("text") for b in value]
         if all(isinstance(t, str) for t in texts):
             return "\n".join(texts)  # type: ignore[arg-type]
-    try:
-        return json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return str(value)
+    return safe_json(value)
 
 
 def _validation_message(exc: ValidationError) -> str:

@@ -6,20 +6,12 @@ succeeded. The same summary serves a run whose model kept failing (SPEC R2.7).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from reactgraph.engine import Engine
+from reactgraph.jsonparse import safe_json
 from reactgraph.state import AgentState
-
-
-def describe_args(args: Any) -> str:
-    """Arguments as compact JSON (``repr`` when they are not JSON-serializable)."""
-    try:
-        return json.dumps(args, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return repr(args)
 
 
 def summarize_steps(steps: Sequence[dict[str, Any]], reason: str) -> str:
@@ -38,7 +30,7 @@ def summarize_steps(steps: Sequence[dict[str, Any]], reason: str) -> str:
     lines = [reason, "Steps taken:"]
     for number, step in enumerate(steps, start=1):
         outcome = "succeeded" if not step.get("error") else f"failed: {step['error']}"
-        lines.append(f"{number}. {step.get('tool_name')}({describe_args(step.get('tool_args'))}) — {outcome}")
+        lines.append(f"{number}. {step.get('tool_name')}({safe_json(step.get('tool_args'))}) — {outcome}")
     return "\n".join(lines)
 
 

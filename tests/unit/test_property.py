@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 
-from reactgraph.prompts import REFORMAT_REQUEST
 from reactgraph import AgentResult, AgentSettings, Artifact, ModelAbilities, ReActAgent, check_protocol, parse_action
+from reactgraph.prompts import REFORMAT_REQUEST
 from tests.scripted import ScriptedChatModel
 
 MAX_ITERATIONS = 6
@@ -126,14 +126,16 @@ GOOD_ARGS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
     "make_report": st.fixed_dictionaries({"title": st.text("abcxyz_", min_size=1, max_size=8)}),
 }
 
+int_lists = st.lists(st.integers(), max_size=2)
+int_dicts = st.dictionaries(st.text(max_size=3), st.integers(), max_size=2)
 WRONG_TYPED_ARGS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
-    "lookup": st.fixed_dictionaries({"key": st.one_of(st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))}),
-    "add": st.fixed_dictionaries({"a": st.text(max_size=5), "b": st.one_of(st.floats(), st.lists(st.integers(), max_size=2), st.none())}),
-    "explode": st.fixed_dictionaries({"reason": st.lists(st.integers(), max_size=2)}),
-    "as_record": st.fixed_dictionaries({"n": st.one_of(st.text(max_size=5), st.floats(0.1, 0.9), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))}),
-    "nothing": st.dictionaries(st.text(max_size=6), json_scalars, min_size=1, max_size=3),
-    "slow": st.fixed_dictionaries({"seconds": st.one_of(st.text(max_size=5), st.lists(st.floats(0, 0.01), max_size=2))}),
-    "make_report": st.fixed_dictionaries({"title": st.one_of(st.integers(), st.none(), st.lists(st.text(max_size=3), max_size=2))}),
+    "lookup": st.fixed_dictionaries({"key": st.one_of(int_lists, int_dicts)}),
+    "add": st.fixed_dictionaries({"a": st.text(max_size=5), "b": st.one_of(st.floats(), int_lists, st.none())}),
+    "explode": st.fixed_dictionaries({"reason": int_lists}),
+    "as_record": st.fixed_dictionaries({"n": st.one_of(st.text(max_size=5), st.floats(0.1, 0.9), int_dicts)}),
+    "nothing": st.dictionaries(st.text(max_size=6), json_scalars, min_size=1, max_size=3),  # it takes none
+    "slow": st.fixed_dictionaries({"seconds": st.one_of(st.text(max_size=5), st.lists(st.floats(0, 0.01)))}),
+    "make_report": st.fixed_dictionaries({"title": st.one_of(st.integers(), st.none(), st.lists(st.text(max_size=3)))}),
 }
 
 unknown_tool_names = st.one_of(
@@ -280,6 +282,7 @@ hostile_json_contents = st.sampled_from([
     "true",
 ])
 
+
 @st.composite
 def clean_tool_call(draw: st.DrawFn) -> str:
     """A well-formed wire-format tool call (so that runs get past the first iterations)."""
@@ -294,9 +297,25 @@ json_noise = st.one_of(
     hostile_json_contents,
 )
 # weighted towards readable actions, so that runs get past the first iterations
-json_contents = st.one_of(
+json_texts = st.one_of(
     clean_tool_call(), clean_tool_call(), clean_tool_call(), rendered_action(), rendered_action(), json_noise
 )
+
+
+@st.composite
+def json_response(draw: st.DrawFn) -> AIMessage | str:
+    """A JSON-mode response: usually the text alone; sometimes as content blocks, or
+    with native tool calls the model made although none were offered."""
+    text = draw(json_texts)
+    wrapper = draw(st.sampled_from(["plain", "plain", "plain", "plain", "blocks", "stray_tool_calls"]))
+    if wrapper == "blocks":
+        return AIMessage(content=[{"type": "text", "text": text}])
+    if wrapper == "stray_tool_calls":
+        return AIMessage(content=text, tool_calls=draw(st.lists(native_tool_call(), min_size=1, max_size=2)))
+    return text
+
+
+json_contents = json_response()
 
 
 def final_json(answer: str) -> str:
@@ -338,8 +357,9 @@ def invalid_tool_call(draw: st.DrawFn) -> dict[str, Any]:
 native_contents = st.one_of(
     st.just(""),
     st.text(max_size=60),
-    st.sampled_from(["a" * HUGE, "{" * HUGE, json.dumps({"type": "tool_call", "tool_name": "lookup"})]),
+    st.sampled_from(["a" * HUGE, "{" * HUGE, "\ud800 lone surrogate", '{"type": "tool_call", "tool_name": "lookup"}']),
     st.lists(st.text(max_size=20).map(lambda t: {"type": "text", "text": t}), max_size=2),  # content blocks
+    st.just([{"type": "reasoning", "reasoning": "thinking only, no text"}]),
 )
 
 
@@ -351,7 +371,8 @@ def native_response(draw: st.DrawFn) -> AIMessage | str:
     calls = [] if rarely(draw, 8) else draw(st.lists(native_tool_call(), min_size=1, max_size=3))
     invalid = draw(st.lists(invalid_tool_call(), min_size=1, max_size=2)) if rarely(draw, 4) else []
     extra = {"reasoning_content": draw(st.text(max_size=20))} if rarely(draw, 6) else {}
-    return AIMessage(content=draw(native_contents), tool_calls=calls, invalid_tool_calls=invalid, additional_kwargs=extra)
+    content = draw(native_contents)
+    return AIMessage(content=content, tool_calls=calls, invalid_tool_calls=invalid, additional_kwargs=extra)
 
 
 # ------------------------------------------------------------------------------ the cases
@@ -390,6 +411,9 @@ class Case:
             f"stream={self.stream}, synthesis={short(self.synthesis)}, model_attempts={self.model_attempts}, "
             f"responses=[{responses}])"
         )
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:  # Hypothesis' printer, for falsifying examples
+        printer.text(repr(self))
 
 
 synthesis_outputs = st.one_of(
@@ -525,7 +549,8 @@ def check_run(case: Case, outcome: Outcome) -> None:
     else:
         assert not tool_messages
         assert not any(isinstance(m, AIMessage) and m.tool_calls for m in result.messages)
-        observations = [m for m in result.messages if isinstance(m, HumanMessage) and isinstance(m.content, str) and m.content.startswith("Observation from ")]
+        observations = [m for m in result.messages
+                        if isinstance(m, HumanMessage) and str(m.content).startswith("Observation from ")]
         assert len(observations) == len(result.steps)
 
 
@@ -563,14 +588,14 @@ def check_events(case: Case, outcome: Outcome) -> None:
     # every tool call that started finished, once, with a string observation
     started: Counter[str] = Counter()
     finished: Counter[str] = Counter()
-    for event in events:
-        if event.channel == "step" and event.data.get("type") == "iteration":
-            if event.data["status"] == "start":
-                started[event.data["tool_call_id"]] += 1
+    for ev in events:
+        if ev.channel == "step" and ev.data.get("type") == "iteration":
+            if ev.data["status"] == "start":
+                started[ev.data["tool_call_id"]] += 1
             else:
-                assert isinstance(event.data["observation"], str)
-                assert started[event.data["tool_call_id"]] == 1
-                finished[event.data["tool_call_id"]] += 1
+                assert isinstance(ev.data["observation"], str)
+                assert started[ev.data["tool_call_id"]] == 1
+                finished[ev.data["tool_call_id"]] += 1
     assert started == finished and set(started.values()) <= {1}
     if not case.raises:  # thinking start/done alternate, one pair per model call
         thinking = [(e.data["status"], e.data["iteration"]) for e in events
@@ -614,7 +639,6 @@ def record_coverage(case: Case, outcome: Outcome) -> None:
 
 
 def check(case: Case, outcome: Outcome) -> None:
-    record_coverage(case, outcome)
     check_model_calls(outcome)
     if case.stream:
         check_events(case, outcome)
@@ -636,7 +660,9 @@ HUGE_CONTENT = "y" * 200_000
 @example(case=Case("json_unsupported", [HUGE_CONTENT, final_json(HUGE_CONTENT)], repeat_last=False, stream=True))
 @example(case=Case("json_off", [final_json(""), final_json("   ")], repeat_last=True, json_format=True))
 def test_json_mode_survives_arbitrary_model_output(case: Case) -> None:
-    check(case, play(case))
+    outcome = play(case)
+    record_coverage(case, outcome)
+    check(case, outcome)
 
 
 @PROPERTY_SETTINGS
@@ -648,13 +674,20 @@ def test_json_mode_survives_arbitrary_model_output(case: Case) -> None:
     {"name": "lookup", "args": {"key": HUGE_CONTENT}, "id": "call_0", "type": "tool_call"},
     {"name": "lookup", "args": {"key": "b"}, "id": "call_0", "type": "tool_call"},
 ])], repeat_last=True))
+@example(case=Case("native", [AIMessage(content="", tool_calls=[  # one call times out, the others do not wait
+    {"name": "slow", "args": {"seconds": TOOL_TIMEOUT + 0.5}, "id": "call_slow", "type": "tool_call"},
+    {"name": "slow", "args": {"seconds": 0.0}, "id": "call_fast", "type": "tool_call"},
+    {"name": "as_record", "args": {"n": 2}, "id": "call_record", "type": "tool_call"},
+]), "done"], repeat_last=False, stream=True))
 @example(case=Case("native", [AIMessage(content="", tool_calls=[
     {"name": "nothing", "args": {}, "id": None, "type": "tool_call"},
 ], invalid_tool_calls=[
     {"name": None, "args": '{"key": ', "id": None, "error": None, "type": "invalid_tool_call"},
 ])], repeat_last=True, stream=True))
 def test_native_mode_survives_arbitrary_model_output(case: Case) -> None:
-    check(case, play(case))
+    outcome = play(case)
+    record_coverage(case, outcome)
+    check(case, outcome)
 
 
 @PROPERTY_SETTINGS
@@ -665,6 +698,7 @@ def test_native_mode_survives_arbitrary_model_output(case: Case) -> None:
                    model_attempts=1))
 def test_a_failing_model_still_ends_with_an_answer(case: Case) -> None:
     outcome = play(case)
+    record_coverage(case, outcome)
     check(case, outcome)
     if set(map(type, case.responses)) == {ValueError} and case.repeat_last:  # fails every time, not transiently
         if case.stream:
@@ -676,8 +710,9 @@ def test_a_failing_model_still_ends_with_an_answer(case: Case) -> None:
 
 
 # ---------------------------------------------------------- regressions found by the above
-# Minimal reproducers of engine bugs the properties found; each is the same property on
-# one input, so a failure here names the bug directly.
+# Minimal reproducers of the engine bugs the properties found (each is the same property
+# on one input, so a failure here names the bug directly), and one neighbouring input
+# that the engine already handles.
 
 
 @pytest.mark.parametrize(
@@ -705,3 +740,31 @@ def test_parse_action_never_raises(content: str) -> None:
 def test_json_mode_output_never_ends_the_run_as_a_model_error(content: str) -> None:
     case = Case("json_off", [content, final_json("fine")], repeat_last=False)
     check(case, play(case))
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["run", "astream_events"])
+def test_arguments_that_cannot_be_printed_do_not_crash_the_fallback(stream: bool) -> None:
+    # a step whose arguments hold an int too long for str(): the max-iterations summary
+    # (and the model-error summary built after it fails) must still be written
+    content = "{'type': 'tool_call', 'tool_name': 'lookup', 'tool_args': {'key': 0x" + "f" * 4000 + "}}"
+    case = Case("json_off", [content], repeat_last=True, stream=stream)
+    outcome = play(case)  # raised ValueError out of ReActAgent.run / astream_events
+    check(case, outcome)
+
+
+@tool
+def big_number(digits: int) -> int:
+    """Return an integer with this many digits."""
+    return 10 ** (digits - 1)
+
+
+def test_a_tool_result_that_cannot_be_printed_is_still_an_observation() -> None:
+    # a result too long for str(): LangChain stringifies it inside the tool call, so it
+    # must come back as an error observation, not end the run
+    call = {"name": "big_number", "args": {"digits": 5000}, "id": "call_big", "type": "tool_call"}
+    model = ScriptedChatModel(responses=[AIMessage(content="", tool_calls=[call]), "done"])
+    agent = ReActAgent(model, [big_number], abilities=ModelAbilities(tool_call=True),
+                       settings=AgentSettings(max_iterations=MAX_ITERATIONS, model_attempts=1))
+    result = asyncio.run(agent.run("How big?"))
+    check_run(Case("native", [], repeat_last=False), Outcome(model, result=result))
+    assert result.steps and result.steps[0].observation
