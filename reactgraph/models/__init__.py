@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from langchain_core.language_models import BaseChatModel
 
@@ -73,12 +73,18 @@ class ResolvedModel:
         description: one-line human label, e.g. ``"gpt-4o-mini at https://api.openai.com/v1"``
             or ``"embedded SmolLM2-135M (llama.cpp on 127.0.0.1:41234)"``.
         server: the embedded server when that is what ``llm`` talks to, else ``None``.
+        overrides: only the ability fields set in the environment (see
+            :func:`abilities_from_env`), e.g. ``{"context_window": 32768}``. ``abilities``
+            fills the unset fields with ``ModelAbilities`` defaults (no tool calls, no JSON
+            mode); to merge the overrides over the model's profile instead, pass this dict
+            to ``reactgraph.abilities.resolve_abilities(llm, overrides)``.
     """
 
     llm: BaseChatModel
     abilities: ModelAbilities | None
     description: str
     server: LocalModelServer | None = None
+    overrides: dict[str, bool | int] = field(default_factory=dict)
 
 
 @asynccontextmanager
@@ -123,6 +129,7 @@ async def open_model(
             abilities=ModelAbilities(**overrides) if overrides else None,
             description=describe_chat_model(llm),
             server=None,
+            overrides=overrides,
         )
         return
 
@@ -137,6 +144,7 @@ async def open_model(
             abilities=dataclasses.replace(server.abilities, **overrides),
             description=server.description,
             server=server,
+            overrides=overrides,
         )
     finally:
         await server.stop_async()

