@@ -7,14 +7,17 @@ from reactgraph.abilities import ModelAbilities, resolve_abilities
 from reactgraph.actions import PARSE_FAILURE_SENTINEL, Action, parse_action
 from reactgraph.agent import ReActAgent
 from reactgraph.artifacts import Artifact
-from reactgraph.config import AgentSettings
+from reactgraph.config import _TOOL_SELECTION_MAX, TOOL_SELECTION_THRESHOLD, AgentSettings
 from reactgraph.events import AgentEvent
 from reactgraph.graph.react import create_react_graph
 from reactgraph.jsonparse import extract_json
 from reactgraph.protocol import ProtocolError, check_protocol
 from reactgraph.result import AgentResult, Step, Usage
+from reactgraph.structured import StructuredCallResult, StructuredOutputError, structured_llm_call
 
 __all__ = [
+    "TOOL_SELECTION_THRESHOLD",
+    "_TOOL_SELECTION_MAX",
     "PARSE_FAILURE_SENTINEL",
     "Action",
     "AgentEvent",
@@ -25,10 +28,13 @@ __all__ = [
     "ProtocolError",
     "ReActAgent",
     "Step",
+    "StructuredCallResult",
+    "StructuredOutputError",
     "Usage",
     "check_protocol",
     "create_react_graph",
     "extract_json",
     "parse_action",
     "resolve_abilities",
+    "structured_llm_call",
 ]

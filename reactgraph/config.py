@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+TOOL_SELECTION_THRESHOLD = 12
+"""More registered tools than this triggers one selection call before the loop (SPEC R5.1)."""
+
+_TOOL_SELECTION_MAX = 6
+"""Most tools a selection keeps (SPEC R5.1)."""
+
 
 @dataclass(frozen=True)
 class AgentSettings:
@@ -25,6 +31,11 @@ class AgentSettings:
             events; the full observation stays in the result's steps.
         system_prompt: Domain instructions put at the top of the loop's system prompt
             (for example the demo plant's assistant persona). ``None`` uses a generic one.
+        tool_selection: Run the pre-loop tool selection when more than
+            ``tool_selection_threshold`` tools are registered (SPEC §5).
+        tool_selection_threshold: Tool count above which selection runs (default
+            :data:`TOOL_SELECTION_THRESHOLD`, 12).
+        tool_selection_max: Most tools a selection keeps (default :data:`_TOOL_SELECTION_MAX`, 6).
         synthesize: Whether the graph runs the streaming answer-synthesis node after
             the loop. ``ReActAgent.run`` always skips it; ``astream_events`` always runs it.
     """
@@ -37,6 +48,9 @@ class AgentSettings:
     synthesis_result_chars: int = 2000
     observation_preview_chars: int = 4000
     system_prompt: str | None = None
+    tool_selection: bool = True
+    tool_selection_threshold: int = TOOL_SELECTION_THRESHOLD
+    tool_selection_max: int = _TOOL_SELECTION_MAX
     synthesize: bool = True
 
     def __post_init__(self) -> None:
@@ -44,6 +58,8 @@ class AgentSettings:
             raise ValueError(f"max_iterations must be at least 1, got {self.max_iterations}")
         if self.tool_timeout <= 0:
             raise ValueError(f"tool_timeout must be positive seconds, got {self.tool_timeout}")
+        if self.tool_selection_max < 1:
+            raise ValueError(f"tool_selection_max must be at least 1, got {self.tool_selection_max}")
         if self.model_attempts < 1:
             raise ValueError(f"model_attempts must be at least 1, got {self.model_attempts}")
 

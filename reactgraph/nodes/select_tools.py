@@ -1,25 +1,126 @@
 """``select_tools``: pre-loop tool selection for large hubs (SPEC §5).
 
-Placeholder until the structured-output issue lands: it passes state through, so every
-registered tool is offered (``selected_tools`` stays ``None``, set by ``start_turn``).
-That issue replaces the body with one ``structured_llm_call`` when more than
-``TOOL_SELECTION_THRESHOLD`` tools are registered, writing the chosen names to
-``selected_tools``; the loop nodes and ``execute_tools`` already read that field.
+When more than ``tool_selection_threshold`` (12) tools are registered, one
+``structured_llm_call`` shows the model a compact catalog — each tool's name and the first
+line of its description, about 80 characters, no parameter schemas — and asks for at most
+``tool_selection_max`` (6) names with the schema ``{"tools": [...]}``. Unknown names are
+dropped. The chosen names go to ``selected_tools``, which drives both the prompt/binding
+of the loop nodes and execution (a call to any other tool is an "unknown tool"
+observation). Selection never fails a run: empty, unparseable or failed selection keeps
+every tool (R5.3).
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Sequence
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+
+from reactgraph.abilities import ModelAbilities
 from reactgraph.engine import Engine
+from reactgraph.events import emit
 from reactgraph.state import AgentState
+from reactgraph.structured import structured_llm_call
+
+logger = logging.getLogger(__name__)
+
+CATALOG_LINE_CHARS = 80
+"""Characters of one catalog line (name and first description line) (SPEC R5.1)."""
+
+SELECTION_SYSTEM = (
+    "You pick the tools an assistant will need to handle a user's request. Choose at most {limit} "
+    "tool names from the catalog: the fewest that cover everything the request asks. Use the exact "
+    'names. Reply with a JSON object {{"tools": ["name", ...]}}.'
+)
+
+
+def catalog_line(tool: BaseTool, limit: int = CATALOG_LINE_CHARS) -> str:
+    """``- name: first line of the description``, cut to ``limit`` characters (with "…")."""
+    first = (tool.description or "").strip().splitlines()[0] if (tool.description or "").strip() else ""
+    line = f"- {tool.name}: {first}" if first else f"- {tool.name}"
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def selection_schema(names: Sequence[str], limit: int) -> dict[str, Any]:
+    """The selection schema: ``{"tools": [name, ...]}`` with the names as an enum, so a
+    provider that constrains output to a schema can only write real names."""
+    return {
+        "title": "select_tools",
+        "description": "Tools needed for the request.",
+        "type": "object",
+        "properties": {"tools": {"type": "array", "items": {"type": "string", "enum": list(names)}, "maxItems": limit}},
+        "required": ["tools"],
+    }
+
+
+async def select_tool_names(
+    llm: BaseChatModel,
+    abilities: ModelAbilities,
+    query: str,
+    tools: Sequence[BaseTool],
+    limit: int,
+    config: RunnableConfig | None = None,
+) -> tuple[list[str] | None, dict[str, int]]:
+    """Ask the model which tools the query needs (SPEC R5.1–R5.3).
+
+    Args:
+        llm: The agent's model.
+        abilities: Its abilities (they decide the structured-output levels).
+        query: The user's request.
+        tools: Every registered tool.
+        limit: Most names to keep.
+        config: RunnableConfig for the model calls.
+
+    Returns:
+        ``(names, usage)``: the valid, distinct names in the model's order, at most
+        ``limit``, or ``None`` for "all tools" when the selection failed or named no known
+        tool; and the token usage of the calls. Never raises.
+    """
+    names = [tool.name for tool in tools]
+    catalog = "\n".join(catalog_line(tool) for tool in tools)
+    messages = [
+        SystemMessage(SELECTION_SYSTEM.format(limit=limit)),
+        HumanMessage(f"Request: {query}\n\nCatalog:\n{catalog}"),
+    ]
+    usage: dict[str, int] = {}
+    try:
+        result = await structured_llm_call(
+            llm, messages, selection_schema(names, limit), abilities=abilities, default_value=None, config=config
+        )
+    except Exception as exc:  # R5.3: selection never fails a run
+        logger.warning("tool selection failed, offering every tool: %s", exc)
+        return None, usage
+    usage = result.usage
+    picked = result.value.get("tools") if isinstance(result.value, dict) else None
+    if not isinstance(picked, list):
+        return None, usage
+    known = set(names)
+    chosen: list[str] = []
+    for name in picked:
+        if isinstance(name, str) and name.strip() in known and name.strip() not in chosen:
+            chosen.append(name.strip())
+    return (chosen[:limit] or None), usage
 
 
 class SelectTools:
-    """Pass-through for now (see the module docstring)."""
+    """Choose the tools of this turn (see the module docstring). Emits the ``phase`` event
+    ``{phase: "selecting_tools", total_tools}`` when it runs a selection."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    async def __call__(self, state: AgentState) -> dict[str, Any]:
-        return {}
+    async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        settings = self.engine.settings
+        tools = list(self.engine.tools.values())
+        if not settings.tool_selection or len(tools) <= settings.tool_selection_threshold:
+            return {}
+        emit("phase", phase="selecting_tools", total_tools=len(tools))
+        names, usage = await select_tool_names(
+            self.engine.llm, self.engine.abilities, state.get("query", ""), tools, settings.tool_selection_max, config
+        )
+        return {"selected_tools": names, "usage": usage}

@@ -1,0 +1,239 @@
+"""``structured_llm_call``: the one entry point for schema-shaped model output (SPEC §4).
+
+Three levels, tried in order as the model's abilities allow:
+
+1. native function calling — one function whose parameters are the schema, forced with
+   ``tool_choice``; its arguments are the value (``tool_call`` ability; 1 call);
+2. JSON mode — ``response_format={"type": "json_object"}``; one reformat retry on a
+   parse failure (``json_mode`` ability; at most 2 calls);
+3. plain text — ``extract_json`` on the reply, then ``regex_fallback``; one reformat
+   retry (always; at most 2 calls).
+
+So at most 5 calls with both abilities, 4 with JSON mode only, 2 with plain text only
+(R4.5). A provider that rejects a request format (an HTTP error for ``tool_choice`` or
+``response_format``) drops to the next level instead of failing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.constants import TAG_NOSTREAM
+from pydantic import BaseModel, ValidationError
+
+from reactgraph.abilities import ModelAbilities, resolve_abilities
+from reactgraph.actions import message_text
+from reactgraph.jsonparse import extract_json
+
+_UNSET: Any = object()
+
+STRUCTURED_REFORMAT = (
+    "Your previous response could not be parsed as valid JSON matching the schema ({error}). "
+    "Reply again with only one JSON object that matches this schema, and nothing else:\n{schema}"
+)
+STRUCTURED_INSTRUCTION = "Reply with only one JSON object that matches this JSON schema, and nothing else:\n{schema}"
+
+
+@dataclass
+class StructuredCallResult:
+    """What :func:`structured_llm_call` produced.
+
+    Attributes:
+        value: The parsed value (a dict, or a validated pydantic object when the schema is a
+            model class), after ``parse_fn``; ``default_value`` when every level failed.
+        level: The level that succeeded (1, 2 or 3), ``None`` when it fell to the default.
+        calls: Model calls made (at most 5, R4.5).
+        raw: The last raw text (or tool-call arguments as JSON) the model returned.
+        error: Why the last attempt failed, ``None`` on success.
+        usage: Tokens summed over the calls (``input_tokens``, ``output_tokens``,
+            ``total_tokens``) and ``model_calls``.
+    """
+
+    value: Any = None
+    level: int | None = None
+    calls: int = 0
+    raw: str = ""
+    error: str | None = None
+    usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0, "model_calls": 0})
+
+
+class StructuredOutputError(RuntimeError):
+    """Every level failed and no ``default_value`` was given. ``result`` holds the calls
+    made, the last raw text and the last error."""
+
+    def __init__(self, result: StructuredCallResult) -> None:
+        super().__init__(f"structured output failed after {result.calls} model calls: {result.error}")
+        self.result = result
+
+
+class _LevelFailed(Exception):
+    pass
+
+
+def _schema_dict(schema: dict[str, Any] | type[BaseModel]) -> tuple[dict[str, Any], str, str]:
+    """JSON schema, function name and description for ``schema``."""
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        json_schema = schema.model_json_schema()
+        name = schema.__name__
+        description = (schema.__doc__ or "").strip().splitlines()[0] if schema.__doc__ else f"Return a {name}."
+    elif isinstance(schema, dict):
+        json_schema = dict(schema)
+        name = str(json_schema.get("title") or "respond")
+        description = str(json_schema.get("description") or "Return the requested data.")
+    else:
+        raise TypeError(f"schema must be a JSON schema dict or a pydantic model class, got {type(schema).__name__}")
+    safe_name = "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in name)[:64] or "respond"
+    return json_schema, safe_name, description
+
+
+def _check_against(schema: dict[str, Any] | type[BaseModel], data: Any) -> Any:
+    """Validate ``data``: a pydantic model class validates fully; a dict schema checks the
+    object type and its required keys. Raises ValueError when it does not match."""
+    if not isinstance(data, dict):
+        raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        try:
+            return schema.model_validate(data)
+        except ValidationError as exc:
+            raise ValueError(str(exc).replace("\n", " ")) from exc
+    missing = [key for key in schema.get("required", []) if key not in data]
+    if missing:
+        raise ValueError(f"missing required keys: {', '.join(missing)}")
+    return data
+
+
+def _add_usage(result: StructuredCallResult, message: Any) -> None:
+    usage = getattr(message, "usage_metadata", None) or {}
+    for key in ("input_tokens", "output_tokens", "total_tokens"):
+        result.usage[key] += int(usage.get(key, 0) or 0)
+
+
+async def structured_llm_call(
+    llm: BaseChatModel,
+    messages: Sequence[BaseMessage],
+    schema: dict[str, Any] | type[BaseModel],
+    *,
+    abilities: ModelAbilities | dict[str, Any] | None = None,
+    parse_fn: Callable[[Any], Any] | None = None,
+    default_value: Any = _UNSET,
+    regex_fallback: Callable[[str], dict[str, Any] | None] | None = None,
+    config: RunnableConfig | None = None,
+) -> StructuredCallResult:
+    """Get a value matching ``schema`` from the model (SPEC §4).
+
+    Args:
+        llm: Any LangChain chat model.
+        messages: The conversation asking for the data.
+        schema: A JSON schema dict (its ``required`` keys are checked) or a pydantic
+            model class (fully validated; the value is the model instance).
+        abilities: The model's abilities; resolved from its profile when ``None``
+            (see :func:`~reactgraph.abilities.resolve_abilities`). ``tool_call`` enables
+            level 1, ``json_mode`` level 2; level 3 always runs.
+        parse_fn: Turns the validated value into a domain object; an exception it raises
+            counts as a failure of that level.
+        default_value: Returned (with ``level=None``) when every level fails.
+        regex_fallback: At level 3, called with the raw text when no JSON object was
+            found; returns a dict or ``None``.
+        config: RunnableConfig for the model calls (they are tagged to stay out of token
+            streams).
+
+    Returns:
+        The :class:`StructuredCallResult`.
+
+    Raises:
+        StructuredOutputError: Every level failed and no ``default_value`` was given.
+        TypeError: ``schema`` is neither a dict nor a pydantic model class.
+    """
+    resolved = resolve_abilities(llm, abilities)
+    json_schema, name, description = _schema_dict(schema)
+    schema_text = json.dumps(json_schema, ensure_ascii=False)
+    result = StructuredCallResult()
+    call_config: RunnableConfig = {**(config or {}), "tags": [*(config or {}).get("tags", []), TAG_NOSTREAM]}
+    base = list(messages)
+
+    def accept(data: Any, level: int) -> bool:
+        try:
+            value = _check_against(schema, data)
+            if parse_fn is not None:
+                value = parse_fn(value)
+        except Exception as exc:  # a failed check or parse_fn fails the level
+            result.error = f"level {level}: {type(exc).__name__}: {exc}"
+            return False
+        result.value, result.level, result.error = value, level, None
+        return True
+
+    async def invoke(model: Any, prompt: list[BaseMessage], level: int) -> AIMessage:
+        result.calls += 1
+        result.usage["model_calls"] += 1
+        try:
+            response = await model.ainvoke(prompt, call_config)
+        except Exception as exc:  # the provider refused this request format: next level
+            result.error = f"level {level}: request failed: {type(exc).__name__}: {exc}"
+            raise _LevelFailed from exc
+        _add_usage(result, response)
+        return response
+
+    # Level 1: one forced function whose parameters are the schema.
+    if resolved.tool_call:
+        function = {"type": "function", "function": {"name": name, "description": description, "parameters": json_schema}}
+        try:
+            model = llm.bind_tools([function], tool_choice=name)
+            response = await invoke(model, base, 1)
+            calls = response.tool_calls
+            result.raw = json.dumps(calls[0]["args"], ensure_ascii=False) if calls else message_text(response)
+            data = calls[0]["args"] if calls else extract_json(message_text(response))
+            if data is None:
+                result.error = "level 1: the model returned no function call"
+            elif accept(data, 1):
+                return result
+        except _LevelFailed:
+            pass
+        except (NotImplementedError, TypeError, ValueError) as exc:  # model class cannot bind tools
+            result.error = f"level 1: {type(exc).__name__}: {exc}"
+
+    instruction = HumanMessage(STRUCTURED_INSTRUCTION.format(schema=schema_text))
+
+    async def text_level(level: int, model: Any) -> bool:
+        prompt = [*base, instruction]
+        for attempt in range(2):
+            response = await invoke(model, prompt, level)
+            raw = message_text(response)
+            result.raw = raw
+            data = extract_json(raw)
+            if data is None and level == 3 and regex_fallback is not None:
+                try:
+                    data = regex_fallback(raw)
+                except Exception as exc:  # a broken fallback is a failed attempt
+                    result.error = f"level 3: regex_fallback raised {type(exc).__name__}: {exc}"
+                    data = None
+            if data is None:
+                result.error = result.error if result.error and "regex_fallback" in result.error else f"level {level}: no JSON object in the reply"
+            elif accept(data, level):
+                return True
+            if attempt == 0:
+                prompt = [*prompt, AIMessage(content=raw), HumanMessage(STRUCTURED_REFORMAT.format(error=result.error, schema=schema_text))]
+        return False
+
+    # Level 2: JSON mode, one reformat retry.
+    if resolved.json_mode:
+        try:
+            if await text_level(2, llm.bind(response_format={"type": "json_object"})):
+                return result
+        except _LevelFailed:
+            pass
+    # Level 3: plain text, regex fallback, one reformat retry.
+    try:
+        if await text_level(3, llm):
+            return result
+    except _LevelFailed:
+        pass
+    if default_value is not _UNSET:
+        result.value, result.level = default_value, None
+        return result
+    raise StructuredOutputError(result)

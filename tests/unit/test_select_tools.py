@@ -1,0 +1,116 @@
+"""Tool selection for large hubs (SPEC §5)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from langchain_core.messages import AIMessage
+from langchain_core.tools import StructuredTool
+
+from reactgraph import _TOOL_SELECTION_MAX, TOOL_SELECTION_THRESHOLD, AgentSettings, ModelAbilities, ReActAgent
+from reactgraph.nodes.select_tools import catalog_line
+from tests.scripted import ScriptedChatModel, tool_call
+
+NATIVE = ModelAbilities(tool_call=True, json_mode=True)
+
+
+def make_tools(count: int) -> list[StructuredTool]:
+    def make(i: int) -> StructuredTool:
+        def run(machine_id: str) -> str:
+            return f"tool{i} ran on {machine_id}"
+
+        return StructuredTool.from_function(
+            run, name=f"tool_{i:02d}",
+            description=f"Reads connector {i} data for one machine, with a deliberately long first line that goes on.\n"
+                        "Second line with details that must not reach the catalog.")
+    return [make(i) for i in range(count)]
+
+
+def selection(names):
+    return AIMessage(content="", tool_calls=[{"name": "select_tools", "args": {"tools": names}, "id": "s1", "type": "tool_call"}])
+
+
+def test_constants():
+    assert (TOOL_SELECTION_THRESHOLD, _TOOL_SELECTION_MAX) == (12, 6)
+    assert AgentSettings().tool_selection_threshold == 12 and AgentSettings().tool_selection_max == 6
+
+
+async def test_twelve_tools_make_no_selection_call():
+    model = ScriptedChatModel(responses=["answer"])
+    agent = ReActAgent(model, make_tools(12), abilities=NATIVE)
+    events = [e async for e in agent.astream_events("q")]
+    assert "phase" not in [e.channel for e in events]
+    assert len(model.call_kwargs[0]["tools"]) == 12
+    assert len(model.calls) == 2  # loop + synthesis
+
+
+async def test_thirteen_tools_make_one_selection_call_that_drives_the_loop():
+    tools = make_tools(13)
+    model = ScriptedChatModel(responses=[selection(["tool_03", "tool_07"]),
+                                         AIMessage(content="", tool_calls=[tool_call("tool_07", {"machine_id": "M1"}, "c1")]),
+                                         "done"])
+    agent = ReActAgent(model, tools, abilities=NATIVE)
+    events = [e async for e in agent.astream_events("check machine M1")]
+    phase = [e.data for e in events if e.channel == "phase"]
+    assert phase == [{"phase": "selecting_tools", "total_tools": 13}]
+    assert events[0].channel == "phase"
+    catalog = model.calls[0][-1].content
+    lines = [line for line in catalog.splitlines() if line.startswith("- ")]
+    assert len(lines) == 13 and all(len(line) <= 100 for line in lines)
+    assert "Second line" not in catalog and "properties" not in catalog and "machine_id" not in catalog
+    assert "check machine M1" in catalog
+    assert model.call_kwargs[0]["tool_choice"] == "select_tools"
+    bound = [t["function"]["name"] for t in model.call_kwargs[1]["tools"]]
+    assert bound == ["tool_03", "tool_07"]
+    assert events[-1].data["usage"]["model_calls"] == 4  # selection, two loop calls, synthesis
+
+
+async def test_invalid_names_are_filtered_and_the_count_capped():
+    names = ["nope", "tool_01", "tool_01", "tool_02", "tool_03", "tool_04", "tool_05", "tool_06", "tool_08", "bad"]
+    model = ScriptedChatModel(responses=[selection(names), "done"])
+    await ReActAgent(model, make_tools(20), abilities=NATIVE).run("q")
+    bound = [t["function"]["name"] for t in model.call_kwargs[1]["tools"]]
+    assert bound == ["tool_01", "tool_02", "tool_03", "tool_04", "tool_05", "tool_06"]
+
+
+@pytest.mark.parametrize("abilities", [NATIVE, ModelAbilities()])
+async def test_garbage_selection_keeps_every_tool_and_the_run_answers(abilities):
+    garbage = ["no idea", "still no idea", "nothing", "nope", "zilch"]
+    model = ScriptedChatModel(responses=[*garbage[: 5 if abilities.tool_call else 2],
+                                         json.dumps({"type": "final_answer", "answer": "fine"}) if not abilities.tool_call else "fine"])
+    result = await ReActAgent(model, make_tools(14), abilities=abilities).run("q")
+    assert result.answer == "fine"
+    if abilities.tool_call:
+        assert len(model.call_kwargs[-1]["tools"]) == 14
+    else:
+        assert all(f"tool_{i:02d}" in model.calls[-1][0].content for i in range(14))
+
+
+async def test_selection_naming_no_known_tool_keeps_every_tool():
+    model = ScriptedChatModel(responses=[selection(["ghost"]), "fine"])
+    await ReActAgent(model, make_tools(13), abilities=NATIVE).run("q")
+    assert len(model.call_kwargs[-1]["tools"]) == 13
+
+
+async def test_a_call_to_an_unselected_tool_is_an_unknown_tool_observation():
+    model = ScriptedChatModel(responses=[selection(["tool_01", "tool_02"]),
+                                         AIMessage(content="", tool_calls=[tool_call("tool_09", {"machine_id": "M"}, "c1")]),
+                                         "ok"])
+    result = await ReActAgent(model, make_tools(13), abilities=NATIVE).run("q")
+    assert result.steps[0].error == "unknown tool 'tool_09'. Available tools: tool_01, tool_02"
+
+
+async def test_settings_override_threshold_and_switch():
+    model = ScriptedChatModel(responses=[selection(["tool_00"]), "ok"])
+    await ReActAgent(model, make_tools(3), abilities=NATIVE, settings=AgentSettings(tool_selection_threshold=2)).run("q")
+    assert [t["function"]["name"] for t in model.call_kwargs[1]["tools"]] == ["tool_00"]
+    off = ScriptedChatModel(responses=["ok"])
+    await ReActAgent(off, make_tools(30), abilities=NATIVE, settings=AgentSettings(tool_selection=False)).run("q")
+    assert len(off.calls) == 1 and len(off.call_kwargs[0]["tools"]) == 30
+
+
+def test_catalog_line_is_compact():
+    (tool,) = make_tools(1)
+    line = catalog_line(tool)
+    assert len(line) == 80 and line.endswith("…") and line.startswith("- tool_00: Reads connector 0")
