@@ -22,6 +22,7 @@ test: $(BIN)/python
 bench: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	$(BIN)/python bench/overhead.py
+	$(BIN)/python bench/tool_tokens.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
