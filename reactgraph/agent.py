@@ -83,10 +83,12 @@ class ReActAgent:
             configurable["thread_id"] = thread_id
         return {"configurable": configurable, "recursion_limit": self.settings.recursion_limit}, thread_id
 
-    def _system_message(self) -> SystemMessage:
+    def _system_message(self, selected: list[str] | None) -> SystemMessage:
+        """The system prompt the loop sent: JSON mode lists the tools offered this turn."""
         base = self.settings.system_prompt or DEFAULT_SYSTEM_PROMPT
         if self.mode == "json":
-            return SystemMessage(json_mode_system_prompt(base, self.tools))
+            offered = [t for t in self.tools if selected is None or t.name in selected]
+            return SystemMessage(json_mode_system_prompt(base, offered))
         return SystemMessage(base)
 
     def _result(
@@ -103,7 +105,7 @@ class ReActAgent:
         usage = state.get("usage") or {}
         return AgentResult(
             answer=answer,
-            messages=[self._system_message(), *state.get("messages", [])],
+            messages=[self._system_message(state.get("selected_tools")), *state.get("messages", [])],
             steps=[Step.from_record(record) for record in steps],
             iterations=int(state.get("iteration", 0)),
             usage=Usage(**{key: int(usage.get(key, 0)) for key in ("input_tokens", "output_tokens", "total_tokens", "model_calls")}),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable
@@ -18,7 +18,7 @@ from langgraph.constants import TAG_NOSTREAM
 
 from reactgraph.abilities import ModelAbilities
 from reactgraph.config import AgentSettings
-from reactgraph.prompts import DEFAULT_SYSTEM_PROMPT
+from reactgraph.prompts import DEFAULT_SYSTEM_PROMPT, json_mode_system_prompt
 
 
 def is_transient_error(exc: BaseException) -> bool:
@@ -53,6 +53,7 @@ class Engine:
     settings: AgentSettings
     use_native_tools: bool = True
     _bound: dict[tuple[str, ...], Runnable] = field(default_factory=dict, repr=False)
+    _json_prompts: dict[tuple[str, ...], str] = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(
@@ -103,6 +104,13 @@ class Engine:
             self._bound[key] = model.with_config(tags=[TAG_NOSTREAM], run_name="react_loop_native")
         return self._bound[key]
 
+    def json_system_prompt(self, tools: Sequence[BaseTool]) -> str:
+        """The JSON-mode system prompt for ``tools`` (SPEC R2.3), cached per tool set."""
+        key = tuple(tool.name for tool in tools)
+        if key not in self._json_prompts:
+            self._json_prompts[key] = json_mode_system_prompt(self.base_system_prompt, tools)
+        return self._json_prompts[key]
+
     def json_model(self, *, json_format: bool) -> Runnable:
         """The loop model for JSON mode, with ``response_format={"type": "json_object"}``
         when ``json_format``, kept out of the token stream (SPEC R3.3)."""
@@ -110,7 +118,3 @@ class Engine:
         if json_format:
             model = self.llm.bind(response_format={"type": "json_object"})
         return model.with_config(tags=[TAG_NOSTREAM], run_name="react_loop_json")
-
-    def loop_config(self) -> dict[str, Any]:
-        """RunnableConfig additions for a model call of the loop."""
-        return {"tags": [TAG_NOSTREAM]}

@@ -24,7 +24,7 @@ from reactgraph.actions import message_text, parse_action, separate_reasoning
 from reactgraph.engine import Engine
 from reactgraph.events import emit
 from reactgraph.nodes.fallback import summarize_steps
-from reactgraph.prompts import REFORMAT_REQUEST, json_mode_system_prompt
+from reactgraph.prompts import REFORMAT_REQUEST
 from reactgraph.state import AgentState, ToolCallRequest
 
 
@@ -138,7 +138,7 @@ class LLMCallJSON:
         iteration = state.get("iteration", 0) + 1
         emit("step", type="thinking", status="start", iteration=iteration)
         tools = self.engine.tools_for(state.get("selected_tools"))
-        system = json_mode_system_prompt(self.engine.base_system_prompt, tools)
+        system = self.engine.json_system_prompt(tools)
         messages = [SystemMessage(system), *state["messages"]]
         response = await self._invoke(messages, config)
         raw = message_text(response)
