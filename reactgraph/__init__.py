@@ -7,9 +7,11 @@ from reactgraph.abilities import ModelAbilities, resolve_abilities
 from reactgraph.actions import PARSE_FAILURE_SENTINEL, Action, parse_action
 from reactgraph.agent import ReActAgent
 from reactgraph.artifacts import Artifact
-from reactgraph.config import _TOOL_SELECTION_MAX, TOOL_SELECTION_THRESHOLD, AgentSettings
+from reactgraph.config import _TOOL_SELECTION_MAX, COMPACTION_HINTS, TOOL_SELECTION_THRESHOLD, AgentSettings
+from reactgraph.context import ContextGuard, GuardResult, TokenCounter, context_budget
 from reactgraph.events import AgentEvent
 from reactgraph.graph.react import create_react_graph
+from reactgraph.interrupts import InMemoryInterruptQueue, InterruptQueue, NoActiveRunError, ThreadBusyError
 from reactgraph.jsonparse import extract_json
 from reactgraph.protocol import ProtocolError, check_protocol
 from reactgraph.result import AgentResult, Step, Usage
@@ -24,14 +26,23 @@ __all__ = [
     "AgentResult",
     "AgentSettings",
     "Artifact",
+    "COMPACTION_HINTS",
+    "ContextGuard",
+    "GuardResult",
+    "InMemoryInterruptQueue",
+    "InterruptQueue",
     "ModelAbilities",
+    "NoActiveRunError",
     "ProtocolError",
     "ReActAgent",
     "Step",
     "StructuredCallResult",
     "StructuredOutputError",
+    "ThreadBusyError",
+    "TokenCounter",
     "Usage",
     "check_protocol",
+    "context_budget",
     "create_react_graph",
     "extract_json",
     "parse_action",

@@ -19,6 +19,7 @@ from reactgraph.abilities import ModelAbilities, resolve_abilities
 from reactgraph.config import AgentSettings
 from reactgraph.events import AgentEvent, as_agent_event
 from reactgraph.graph.react import create_react_graph
+from reactgraph.interrupts import InMemoryInterruptQueue, InterruptQueue
 from reactgraph.nodes.fallback import summarize_steps
 from reactgraph.prompts import DEFAULT_SYSTEM_PROMPT, json_mode_system_prompt
 from reactgraph.result import AgentResult, Step, Usage
@@ -40,6 +41,11 @@ class ReActAgent:
         settings: :class:`~reactgraph.AgentSettings`.
         checkpointer: Any LangGraph checkpointer. With one, runs that share a
             ``thread_id`` continue one conversation and a failed run stays resumable.
+        interrupt_queue: Where follow-ups sent with :meth:`inject` wait for the running
+            loop (SPEC §7); ``None`` means a new in-memory queue. Give several server
+            processes one shared :class:`~reactgraph.InterruptQueue` (R7.5).
+        compaction_llm: A separate, cheaper chat model for context compaction (SPEC §6);
+            ``None`` compacts with ``llm``.
 
     Raises:
         TypeError, ValueError: Invalid tools (see :func:`~reactgraph.create_react_graph`).
@@ -54,6 +60,8 @@ class ReActAgent:
         abilities: ModelAbilities | dict[str, Any] | None = None,
         settings: AgentSettings | None = None,
         checkpointer: Any = None,
+        interrupt_queue: InterruptQueue | None = None,
+        compaction_llm: BaseChatModel | None = None,
     ) -> None:
         self.llm = llm
         self.tools = list(tools)
@@ -61,6 +69,7 @@ class ReActAgent:
         self.abilities = resolve_abilities(llm, abilities)
         self.use_native_tools = use_native_tools
         self.checkpointer = checkpointer
+        self.interrupts: InterruptQueue = interrupt_queue if interrupt_queue is not None else InMemoryInterruptQueue()
         self.graph: CompiledStateGraph = create_react_graph(
             llm,
             self.tools,
@@ -68,6 +77,8 @@ class ReActAgent:
             abilities=self.abilities,
             settings=self.settings,
             checkpointer=checkpointer,
+            interrupt_queue=self.interrupts,
+            compaction_llm=compaction_llm,
         )
 
     @property
@@ -75,13 +86,34 @@ class ReActAgent:
         """``"native"`` or ``"json"``: the loop protocol this agent uses (SPEC R2.2)."""
         return "native" if self.use_native_tools and self.abilities.tool_call else "json"
 
-    def _config(self, thread_id: str | None, *, synthesize: bool) -> tuple[RunnableConfig, str | None]:
-        if thread_id is None and self.checkpointer is not None:
-            thread_id = uuid.uuid4().hex
-        configurable: dict[str, Any] = {"synthesize": synthesize}
-        if thread_id is not None:
-            configurable["thread_id"] = thread_id
+    def _config(self, thread_id: str | None, *, synthesize: bool) -> tuple[RunnableConfig, str]:
+        """The run's config; every run gets a ``thread_id`` (generated when none is given)
+        so follow-ups can be sent to it with or without a checkpointer."""
+        thread_id = thread_id if thread_id is not None else uuid.uuid4().hex
+        configurable: dict[str, Any] = {"synthesize": synthesize, "thread_id": thread_id}
         return {"configurable": configurable, "recursion_limit": self.settings.recursion_limit}, thread_id
+
+    async def inject(self, thread_id: str, text: str) -> None:
+        """Send a follow-up message to the run going on ``thread_id`` (SPEC §7).
+
+        The loop takes it at its next drain point (R7.2) as a pinned ``[USER INTERRUPT] …``
+        message; follow-ups arriving together become one message (R7.3); a final answer
+        the model just gave is suppressed so the follow-up gets answered (R7.4). A
+        follow-up that arrives after the loop's answer is final (during synthesis, or
+        with ``max_iterations`` reached) waits for the thread's next run.
+
+        Args:
+            thread_id: The running conversation: the ``thread_id`` given to :meth:`run` or
+                :meth:`astream_events`, or the one they generated (in the result and in
+                the ``done`` event).
+            text: The user's follow-up, as written.
+
+        Raises:
+            NoActiveRunError: No run is going on ``thread_id``; start a run with ``text``
+                as its query instead.
+            TypeError, ValueError: ``text`` is not a string, or is blank.
+        """
+        await self.interrupts.put(thread_id, text)
 
     def _system_message(self, selected: list[str] | None) -> SystemMessage:
         """The system prompt the loop sent: JSON mode lists the tools offered this turn."""
@@ -122,22 +154,27 @@ class ReActAgent:
         Args:
             query: The user's question.
             thread_id: Conversation id; with a checkpointer, earlier turns of the thread
-                are the history. Generated when a checkpointer is set and none is given.
+                are the history. Generated when none is given. While the run is going,
+                :meth:`inject` sends follow-ups to it.
 
         Returns:
             The :class:`~reactgraph.AgentResult`. Never raises for what the model or a
             tool does: a model that keeps failing gives ``finish_reason="model_error"``,
             ``error`` set and a fallback answer (SPEC R2.7).
+
+        Raises:
+            ThreadBusyError: Another run is going on ``thread_id`` (one run per thread).
         """
         started = time.perf_counter()
         config, thread_id = self._config(thread_id, synthesize=False)
         state: dict[str, Any] = {}
-        try:
-            async for state in self.graph.astream({"messages": [HumanMessage(query)]}, config, stream_mode="values"):
-                pass
-        except Exception as exc:  # R2.7: the run ends with a fallback answer, not a crash
-            logger.warning("run failed: %s", exc)
-            return self._result(state, started, thread_id, exc)
+        async with self.interrupts.running(thread_id):
+            try:
+                async for state in self.graph.astream({"messages": [HumanMessage(query)]}, config, stream_mode="values"):
+                    pass
+            except Exception as exc:  # R2.7: the run ends with a fallback answer, not a crash
+                logger.warning("run failed: %s", exc)
+                return self._result(state, started, thread_id, exc)
         return self._result(state, started, thread_id)
 
     async def stream_answer(self, query: str, result: AgentResult) -> AsyncIterator[str]:
@@ -182,26 +219,33 @@ class ReActAgent:
             ``{answer, iterations, usage, elapsed}`` (``answer`` is the synthesized text).
             A run whose model kept failing yields an ``error`` event
             ``{message, kind: "model_error"}`` and the fallback answer on the ``answer``
-            channel before ``done`` (SPEC R2.7, R3.2). Every event stream ends with
-            ``done``, unless the consumer stops iterating.
+            channel before ``done`` (SPEC R2.7, R3.2). A follow-up sent with
+            :meth:`inject` yields an ``inject`` event ``{type: "inject", content}`` when
+            the loop takes it in. Every event stream ends with ``done``, unless the
+            consumer stops iterating; the run takes follow-ups until just before ``done``
+            (a consumer that stops early should ``aclose()`` the iterator to end the run).
+
+        Raises:
+            ThreadBusyError: Another run is going on ``thread_id`` (one run per thread).
         """
         started = time.perf_counter()
         config, thread_id = self._config(thread_id, synthesize=True)
         state: dict[str, Any] = {}
         failure: BaseException | None = None
-        try:
-            async for mode, chunk in self.graph.astream(
-                {"messages": [HumanMessage(query)]}, config, stream_mode=["custom", "values"]
-            ):
-                if mode == "values":
-                    state = chunk
-                    continue
-                event = as_agent_event(chunk)
-                if event is not None:
-                    yield event
-        except Exception as exc:  # R2.7
-            logger.warning("run failed: %s", exc)
-            failure = exc
+        async with self.interrupts.running(thread_id):
+            try:
+                async for mode, chunk in self.graph.astream(
+                    {"messages": [HumanMessage(query)]}, config, stream_mode=["custom", "values"]
+                ):
+                    if mode == "values":
+                        state = chunk
+                        continue
+                    event = as_agent_event(chunk)
+                    if event is not None:
+                        yield event
+            except Exception as exc:  # R2.7
+                logger.warning("run failed: %s", exc)
+                failure = exc
         result = self._result(state, started, thread_id, failure)
         final_answer = result.synthesis if result.synthesis is not None else result.answer
         if failure is not None:

@@ -10,6 +10,9 @@ TOOL_SELECTION_THRESHOLD = 12
 _TOOL_SELECTION_MAX = 6
 """Most tools a selection keeps (SPEC R5.1)."""
 
+COMPACTION_HINTS = ("react_iteration", "planner_input", "step_dependency", "general")
+"""The compaction prompts the context guard can use (SPEC R6.1)."""
+
 
 @dataclass(frozen=True)
 class AgentSettings:
@@ -38,6 +41,17 @@ class AgentSettings:
         tool_selection_max: Most tools a selection keeps (default :data:`_TOOL_SELECTION_MAX`, 6).
         synthesize: Whether the graph runs the streaming answer-synthesis node after
             the loop. ``ReActAgent.run`` always skips it; ``astream_events`` always runs it.
+        max_message_chars: Characters one message may have before the context guard cuts
+            it with a ``[Truncated]`` marker (SPEC R6.1, default 50,000).
+        context_window: The model's context window in tokens, overriding its abilities and
+            profile for the context budget (SPEC R6.3); ``None`` keeps theirs.
+        max_output_tokens: Output tokens reserved by the context budget, overriding the
+            abilities and profile; ``None`` keeps theirs.
+        compaction_hint: The compaction prompt, one of :data:`COMPACTION_HINTS`
+            (``react_iteration``, the default, keeps the recent reasoning chain, the goal
+            and critical data).
+        keep_recent_messages: Recent messages LLM compaction keeps verbatim when they fit
+            (default 6; a tool-call message and its results are kept together).
     """
 
     max_iterations: int = 50
@@ -52,6 +66,11 @@ class AgentSettings:
     tool_selection_threshold: int = TOOL_SELECTION_THRESHOLD
     tool_selection_max: int = _TOOL_SELECTION_MAX
     synthesize: bool = True
+    max_message_chars: int = 50_000
+    context_window: int | None = None
+    max_output_tokens: int | None = None
+    compaction_hint: str = "react_iteration"
+    keep_recent_messages: int = 6
 
     def __post_init__(self) -> None:
         if self.max_iterations < 1:
@@ -62,6 +81,16 @@ class AgentSettings:
             raise ValueError(f"tool_selection_max must be at least 1, got {self.tool_selection_max}")
         if self.model_attempts < 1:
             raise ValueError(f"model_attempts must be at least 1, got {self.model_attempts}")
+        if self.max_message_chars < 100:
+            raise ValueError(f"max_message_chars must be at least 100, got {self.max_message_chars}")
+        for name in ("context_window", "max_output_tokens"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be a positive number of tokens, got {value}")
+        if self.compaction_hint not in COMPACTION_HINTS:
+            raise ValueError(f"compaction_hint must be one of {', '.join(COMPACTION_HINTS)}, got {self.compaction_hint!r}")
+        if self.keep_recent_messages < 0:
+            raise ValueError(f"keep_recent_messages must not be negative, got {self.keep_recent_messages}")
 
     @property
     def recursion_limit(self) -> int:

@@ -18,6 +18,7 @@ from langgraph.constants import TAG_NOSTREAM
 
 from reactgraph.abilities import ModelAbilities
 from reactgraph.config import AgentSettings
+from reactgraph.interrupts import InMemoryInterruptQueue, InterruptQueue
 from reactgraph.prompts import DEFAULT_SYSTEM_PROMPT, json_mode_system_prompt
 
 
@@ -45,6 +46,9 @@ class Engine:
         abilities: What ``llm`` can do (SPEC R2.2).
         settings: The agent's settings.
         use_native_tools: The caller allows native tool calling.
+        interrupts: The follow-up queue drained by ``drain_interrupts`` (SPEC §7).
+        compaction_llm: A separate (cheaper) model for context compaction (SPEC §6);
+            ``None`` compacts with ``llm``.
     """
 
     llm: BaseChatModel
@@ -52,6 +56,8 @@ class Engine:
     abilities: ModelAbilities
     settings: AgentSettings
     use_native_tools: bool = True
+    interrupts: InterruptQueue = field(default_factory=InMemoryInterruptQueue)
+    compaction_llm: BaseChatModel | None = None
     _bound: dict[tuple[str, ...], Runnable] = field(default_factory=dict, repr=False)
     _json_prompts: dict[tuple[str, ...], str] = field(default_factory=dict, repr=False)
 
@@ -63,8 +69,13 @@ class Engine:
         abilities: ModelAbilities,
         settings: AgentSettings,
         use_native_tools: bool,
+        interrupt_queue: InterruptQueue | None = None,
+        *,
+        compaction_llm: BaseChatModel | None = None,
     ) -> Engine:
-        """Index the tools by name.
+        """Index the tools by name. ``interrupt_queue`` ``None`` means a new
+        :class:`~reactgraph.interrupts.InMemoryInterruptQueue`; ``compaction_llm`` ``None``
+        means context compaction uses ``llm``.
 
         Raises:
             TypeError: An item of ``tools`` is not a LangChain ``BaseTool``.
@@ -77,12 +88,18 @@ class Engine:
             if tool.name in registry:
                 raise ValueError(f"two tools are named {tool.name!r}")
             registry[tool.name] = tool
-        return cls(llm, registry, abilities, settings, use_native_tools)
+        interrupts = interrupt_queue if interrupt_queue is not None else InMemoryInterruptQueue()
+        return cls(llm, registry, abilities, settings, use_native_tools, interrupts=interrupts, compaction_llm=compaction_llm)
 
     @property
     def mode(self) -> Literal["native", "json"]:
         """``native`` iff native tools are allowed and the model can call tools (SPEC R2.2)."""
         return "native" if self.use_native_tools and self.abilities.tool_call else "json"
+
+    @property
+    def compaction_model(self) -> BaseChatModel:
+        """The model that compacts the context (SPEC §6): ``compaction_llm``, else ``llm``."""
+        return self.compaction_llm if self.compaction_llm is not None else self.llm
 
     @property
     def base_system_prompt(self) -> str:

@@ -2,17 +2,19 @@
 
 ::
 
-    START → start_turn → select_tools → guard_context ─┬→ llm_call_native ─┬→ execute_tools ×N (Send) → drain_interrupts
-                  ▲                                   │                   └→ drain_interrupts (final answer)
-                  │                                   ├→ llm_call_json → drain_interrupts ─┬→ execute_tools (Send) → guard_context
-                  │                                   │                                    ├→ guard_context (reformat retry)
-                  │                                   │                                    └→ synthesize
-                  │                                   └→ fallback (max_iterations) → synthesize
-    drain_interrupts (native) → guard_context | synthesize;   synthesize → END
+    START → start_turn → select_tools → drain_interrupts → guard_context ─┬→ llm_call_native ─┬→ execute_tools ×N (Send) → drain_interrupts
+                                                                          │                   └→ drain_interrupts (final answer)
+                                                                          ├→ llm_call_json → drain_interrupts ─┬→ execute_tools (Send) → drain_interrupts
+                                                                          │                                    ├→ guard_context (reformat retry)
+                                                                          │                                    └→ synthesize
+                                                                          └→ fallback (max_iterations) → synthesize
+    drain_interrupts → synthesize (final answer, no follow-up) | guard_context;   synthesize → END
 
 Phase one is the loop from ``guard_context`` to ``drain_interrupts``; phase two is
 ``synthesize``. The mode edge follows the model's abilities (R2.2); the drain points follow
-R7.2 (JSON mode: right after each assistant message; native mode: after all tool results).
+R7.2 (JSON mode: right after each assistant message; native mode: after all tool results;
+both modes: before the first model call and after tool results, see
+:mod:`reactgraph.nodes.drain_interrupts`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from langgraph.types import RetryPolicy, Send
 from reactgraph.abilities import ModelAbilities, resolve_abilities
 from reactgraph.config import AgentSettings
 from reactgraph.engine import Engine, is_transient_error
+from reactgraph.interrupts import InterruptQueue
 from reactgraph.nodes.drain_interrupts import DrainInterrupts
 from reactgraph.nodes.execute_tools import ExecuteTools
 from reactgraph.nodes.fallback import Fallback
@@ -83,6 +86,8 @@ def create_react_graph(
     abilities: ModelAbilities | dict[str, Any] | None = None,
     settings: AgentSettings | None = None,
     checkpointer: Any = None,
+    interrupt_queue: InterruptQueue | None = None,
+    compaction_llm: BaseChatModel | None = None,
     name: str = "reactgraph",
 ) -> CompiledStateGraph:
     """Build and compile the ReAct graph.
@@ -95,6 +100,12 @@ def create_react_graph(
             profile (see :func:`~reactgraph.abilities.resolve_abilities`).
         settings: :class:`~reactgraph.AgentSettings`; defaults when ``None``.
         checkpointer: Any LangGraph checkpointer, or ``None`` for none.
+        interrupt_queue: Where follow-ups for running threads wait (SPEC §7); ``None``
+            means a new in-memory queue. Runs invoked with ``configurable.thread_id`` drain
+            that thread's follow-ups; to accept follow-ups, wrap the call in
+            ``async with interrupt_queue.running(thread_id):``.
+        compaction_llm: A separate, cheaper chat model for context compaction (SPEC §6);
+            ``None`` compacts with ``llm``.
         name: The graph's name (shown in traces and Studio).
 
     Returns:
@@ -108,7 +119,10 @@ def create_react_graph(
         ValueError: Two tools share a name.
     """
     settings = settings or AgentSettings()
-    engine = Engine.build(llm, tools, resolve_abilities(llm, abilities), settings, use_native_tools)
+    engine = Engine.build(
+        llm, tools, resolve_abilities(llm, abilities), settings, use_native_tools, interrupt_queue,
+        compaction_llm=compaction_llm,
+    )
     retry = RetryPolicy(
         max_attempts=settings.model_attempts,
         initial_interval=settings.retry_initial_delay,
@@ -130,16 +144,16 @@ def create_react_graph(
 
     builder.add_edge(START, "start_turn")
     builder.add_edge("start_turn", "select_tools")
-    builder.add_edge("select_tools", "guard_context")
+    builder.add_edge("select_tools", "drain_interrupts")
     builder.add_conditional_edges(
         "guard_context", lambda state: route_model(state, engine), ["llm_call_native", "llm_call_json", "fallback"]
     )
     builder.add_conditional_edges("llm_call_native", route_after_native_call, ["execute_tools", "drain_interrupts"])
     builder.add_edge("llm_call_json", "drain_interrupts")
-    # Native mode drains after all tool results are in (the superstep barrier); JSON mode
-    # drained right after the assistant message already (R7.2). The mode is fixed per agent,
-    # so this is a plain edge: no routing cost per tool call.
-    builder.add_edge("execute_tools", "drain_interrupts" if engine.mode == "native" else "guard_context")
+    # Both modes drain after all tool results are in (the superstep barrier): native mode
+    # may only drain there (R7.2); JSON mode drained right after the assistant message
+    # already and drains again so a follow-up sent during a tool reaches the next call.
+    builder.add_edge("execute_tools", "drain_interrupts")
     builder.add_conditional_edges("drain_interrupts", route_after_drain, ["execute_tools", "synthesize", "guard_context"])
     builder.add_edge("fallback", "synthesize")
     builder.add_edge("synthesize", END)

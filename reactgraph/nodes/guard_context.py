@@ -1,23 +1,92 @@
 """``guard_context``: the context guard at the top of every iteration (SPEC §6).
 
-Placeholder until the ContextGuard issue lands: it passes state through. It already sits
-where the guard belongs, between the loop's routing and each model call, so that issue
-only replaces this body (truncate, count, compact) and emits the ``compact`` event.
+Before each loop model call it runs :class:`~reactgraph.context.ContextGuard` on the
+conversation, counting the system prompt and the tool schemas the call will add (the
+system prompt is not in state: the model nodes prepend it). What the guard changes is
+written back to state, so later iterations and checkpoints carry the compacted history:
+
+- messages cut to ``max_message_chars`` replace the originals by id;
+- a compaction replaces the whole history (``RemoveMessage(REMOVE_ALL_MESSAGES)`` and the
+  new list), emits ``compact`` ``{original_messages, kept_messages}`` (SPEC §8) and adds
+  the compaction call's tokens to ``usage``.
+
+When the iteration cap is reached the next node is the fallback answer, which calls no
+model, so the guard passes.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 from typing import Any
 
+from langchain_core.messages import RemoveMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
+
+from reactgraph.context import ContextGuard, TokenCounter, context_budget, model_name_of
 from reactgraph.engine import Engine
+from reactgraph.events import emit
 from reactgraph.state import AgentState
 
 
 class GuardContext:
-    """Pass-through for now (see the module docstring)."""
+    """The ``guard_context`` node (see the module docstring).
+
+    Args:
+        engine: The shared engine: its compaction model, abilities and settings decide the
+            guard (budget from :func:`~reactgraph.context.context_budget`, tokens counted
+            with the loop model's encoding).
+    """
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        settings = engine.settings
+        self.guard = ContextGuard(
+            engine.compaction_model,
+            budget=context_budget(engine.abilities, settings),
+            counter=TokenCounter(model_name_of(engine.llm)),
+            max_message_chars=settings.max_message_chars,
+            hint=settings.compaction_hint,
+            keep_recent_messages=settings.keep_recent_messages,
+        )
+        self._overheads: dict[tuple[str, ...], int] = {}
 
-    async def __call__(self, state: AgentState) -> dict[str, Any]:
-        return {}
+    def overhead_tokens(self, selected: list[str] | None) -> int:
+        """Tokens the loop call adds around the messages: its system prompt, plus the tool
+        schemas in native mode (JSON mode lists the tools in the system prompt). Cached
+        per tool set."""
+        tools = self.engine.tools_for(selected)
+        key = tuple(tool.name for tool in tools)
+        if key not in self._overheads:
+            counter = self.guard.counter
+            if self.engine.mode == "native":
+                system = self.engine.base_system_prompt
+                schemas = sum(
+                    counter.count_text(json.dumps(convert_to_openai_tool(tool), ensure_ascii=False)) for tool in tools
+                )
+            else:
+                system, schemas = self.engine.json_system_prompt(tools), 0
+            self._overheads[key] = counter.count_message(SystemMessage(system)) + schemas
+        return self._overheads[key]
+
+    async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        if state.get("iteration", 0) >= self.engine.settings.max_iterations:
+            return {}
+        if not self.guard.counter.loaded:  # the first load may try a download: off the event loop
+            await asyncio.to_thread(self.guard.counter.load)
+        messages = list(state.get("messages", []))
+        result = await self.guard.aguard(
+            messages, overhead_tokens=self.overhead_tokens(state.get("selected_tools")), config=config
+        )
+        update: dict[str, Any] = {}
+        if result.usage["model_calls"]:
+            update["usage"] = result.usage
+        if result.compacted:
+            emit("compact", original_messages=len(messages), kept_messages=len(result.messages))
+            update["messages"] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *result.messages]
+        elif result.truncated:
+            cut = set(result.truncated)
+            update["messages"] = [message for message in result.messages if message.id in cut]
+        return update

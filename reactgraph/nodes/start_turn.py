@@ -9,6 +9,7 @@ from langchain_core.messages import HumanMessage
 
 from reactgraph.actions import message_text
 from reactgraph.engine import Engine
+from reactgraph.pinning import is_pinned, pin
 from reactgraph.state import RESET, AgentState
 
 
@@ -17,7 +18,9 @@ class StartTurn:
 
     The query is the text of the last human message (the one the caller just sent);
     the mode is fixed for the whole turn from the model's abilities (SPEC R2.2).
-    Earlier turns' messages stay in ``messages`` as history.
+    Earlier turns' messages stay in ``messages`` as history. The query message is pinned
+    (written back with the same id and the pinned flag), so every context compaction
+    keeps it (SPEC R6.2).
     """
 
     def __init__(self, engine: Engine) -> None:
@@ -25,11 +28,13 @@ class StartTurn:
 
     async def __call__(self, state: AgentState) -> dict[str, Any]:
         query = ""
+        pinned: list[HumanMessage] = []
         for message in reversed(state.get("messages", [])):
             if isinstance(message, HumanMessage):
                 query = message_text(message)
+                pinned = [] if is_pinned(message) else [pin(message)]
                 break
-        return {
+        update: dict[str, Any] = {
             "query": query,
             "mode": self.engine.mode,
             "iteration": 0,
@@ -45,3 +50,6 @@ class StartTurn:
             "synthesis": None,
             "started_at": time.time(),
         }
+        if pinned:
+            update["messages"] = pinned
+        return update

