@@ -23,6 +23,7 @@ bench: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	$(BIN)/python bench/overhead.py
 	$(BIN)/python bench/tool_tokens.py
+	$(BIN)/python bench/guard_cost.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
