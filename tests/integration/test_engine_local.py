@@ -18,7 +18,7 @@ def hub(tmp_path_factory):
 
 
 def _agent(server, hub, *, native: bool) -> ReActAgent:
-    settings = AgentSettings(max_iterations=4, system_prompt=DEMO_SYSTEM_PROMPT, tool_timeout=30)
+    settings = AgentSettings(max_iterations=3, system_prompt=DEMO_SYSTEM_PROMPT, tool_timeout=30)
     return ReActAgent(server.chat_model(), hub, use_native_tools=native, abilities=server.abilities, settings=settings)
 
 
@@ -32,7 +32,7 @@ async def test_demo_question_ends_with_answer_trace_and_done(local_server, hub, 
     assert "error" not in channels
     done = events[-1].data
     assert done["answer"].strip()
-    assert 1 <= done["iterations"] <= 4
+    assert 1 <= done["iterations"] <= 3
     assert done["usage"]["model_calls"] >= 2 and done["usage"]["total_tokens"] > 0
     answer_events = [event.data["status"] for event in events if event.channel == "answer"]
     assert answer_events[0] == "start" and answer_events[-1] == "done" and "delta" in answer_events
@@ -47,7 +47,7 @@ async def test_run_returns_a_valid_trace_and_stream_answer_streams(local_server,
     assert result.answer.strip()
     check_protocol(result.messages)
     assert result.messages[0].type == "system" and result.messages[1].content == QUESTIONS[0]
-    assert result.usage.model_calls == result.iterations >= 1
+    assert result.usage.model_calls >= result.iterations >= 1  # plus tool selection and any compaction
     for step in result.steps:
         assert isinstance(step.observation, str) and step.observation
     chunks = [chunk async for chunk in agent.stream_answer(QUESTIONS[0], result)]
