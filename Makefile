@@ -13,7 +13,7 @@ $(BIN)/python:
 
 demo: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[local]"
-	$(BIN)/reactgraph run "$(QUESTION)"
+	$(BIN)/reactgraph run --max-iterations 6 "$(QUESTION)"
 
 test: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[local,dev]"

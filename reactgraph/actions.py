@@ -167,6 +167,8 @@ def parse_action(content: str | None, *, separate_reasoning_text: str = "") -> A
         kind = "tool_call"
     is_final = kind in _FINAL_TYPES or (not kind and name is None and answer is not None)
     if is_final:
+        if answer is None:  # {"action": "Final Answer", "action_input": "..."} (LangChain's ReAct format)
+            answer = _first(obj, _ARGS_KEYS)
         text = _text(answer) if answer is not None else ""
         if not text.strip():
             text = reasoning

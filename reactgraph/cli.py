@@ -6,14 +6,17 @@ the answer, and ends with a footer (iterations, tokens, elapsed). With no model
 configured it starts the embedded local model (the ``[local]`` extra).
 
 Exit status: 0 when an answer was produced; 2 with a one-line reason when set-up failed
-(bad option or environment value, the local model could not start); 1 when the run
-ended without an answer.
+(bad option or environment value, unreadable demo database, the local model could not
+start, a configured model that never answered); 1 with a one-line reason when the model
+failed partway through the run.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
+import sqlite3
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -69,11 +72,14 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
 
     if args.max_iterations < 1:
         raise ValueError("--max-iterations must be at least 1")
-    tools = build_factory_hub(args.db)
+    if not args.question.strip():
+        raise ValueError("the question is empty")
+    try:
+        tools = build_factory_hub(args.db)
+    except sqlite3.Error as exc:
+        raise SetupError(f"cannot open the demo database {args.db or ''}: {exc}".replace("  ", " ")) from exc
     try:
         context = open_model(model=args.model, base_url=args.base_url, api_key=args.api_key)
-        if not (args.model or args.base_url or args.api_key):
-            console.print("[dim]starting the model…[/dim]")
         resolved = await context.__aenter__()
     except LocalModelError as exc:
         raise SetupError(str(exc)) from exc
@@ -82,11 +88,14 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
         agent = ReActAgent(resolved.llm, tools, use_native_tools=not args.json_mode,
                            abilities=resolved.abilities, settings=settings)
         console.print(f"[dim]model: {escape(resolved.description)} · mode: {agent.mode} · tools: {len(tools)}[/dim]")
-        console.print(f"[bold]? {escape(args.question)}[/bold]")
-        answer = ""
+        console.print(f"[bold]? {escape(_short(args.question, 300))}[/bold]")
+        done: dict[str, Any] = {}
+        failure = ""
         async for event in agent.astream_events(args.question):
             data = event.data
-            if event.channel == "step" and data.get("type") == "iteration":
+            if event.channel == "phase":
+                console.print(f"[dim]… selecting tools ({data['total_tools']} available)[/dim]")
+            elif event.channel == "step" and data.get("type") == "iteration":
                 if data["status"] == "start":
                     console.print(f"[cyan]▶ {escape(data['tool_name'])}[/cyan]({escape(_short(data['tool_args']))})")
                 else:
@@ -100,9 +109,14 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
             elif event.channel == "answer" and data["status"] == "done":
                 console.print()
             elif event.channel == "error":
-                console.print(f"[red]model error: {escape(str(data.get('message')))}[/red]")
+                failure = str(data.get("message"))
+                console.print(f"[red]model error: {escape(failure)}[/red]")
+            elif event.channel == "inject":
+                console.print(f"[magenta]↳ follow-up: {escape(_short(data['content']))}[/magenta]")
+            elif event.channel == "compact":
+                console.print(f"[dim]── context compacted: {data['original_messages']} → {data['kept_messages']} messages ──[/dim]")
             elif event.channel == "done":
-                answer = data["answer"]
+                done = data
                 usage = data["usage"]
                 console.rule(style="dim")
                 console.print(
@@ -110,13 +124,21 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
                     f"(in {usage['input_tokens']}, out {usage['output_tokens']}, {usage['model_calls']} calls) · "
                     f"elapsed: {data['elapsed']:.1f}s · finish: {data.get('finish_reason')}[/dim]"
                 )
-        return 0 if answer.strip() else 1
+        if done.get("finish_reason") == "model_error":
+            reason = f"the model failed: {_short(failure or 'no answer', 300)}"
+            # A model that never answered is a set-up problem (wrong URL, key or model name).
+            raise SetupError(reason) if not done.get("iterations") else RunFailed(reason)
+        return 0 if str(done.get("answer", "")).strip() else 1
     finally:
         await context.__aexit__(None, None, None)
 
 
 class SetupError(Exception):
     """The command could not start (reported as one line, exit status 2)."""
+
+
+class RunFailed(Exception):
+    """The run started but ended without a real answer (reported as one line, exit status 1)."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -126,15 +148,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv: Arguments without the program name; ``sys.argv[1:]`` when ``None``.
 
     Returns:
-        The exit status: 0 answer produced, 1 no answer, 2 set-up failed.
+        The exit status: 0 answer produced, 1 the model failed mid-run, 2 set-up failed.
     """
     args = _parser().parse_args(argv)
-    console = Console(highlight=False)
+    logging.basicConfig(level=logging.ERROR, format="reactgraph: %(message)s")
+    console = Console(highlight=False, soft_wrap=True)
     try:
         return asyncio.run(_run(args, console))
     except (SetupError, ValueError, OSError) as exc:
         print(f"reactgraph: error: {exc}", file=sys.stderr)
         return 2
+    except RunFailed as exc:
+        print(f"reactgraph: error: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("reactgraph: interrupted", file=sys.stderr)
         return 130

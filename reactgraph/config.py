@@ -30,6 +30,10 @@ class AgentSettings:
         retry_max_delay: Upper bound of one retry delay, in seconds.
         synthesis_result_chars: Characters of each tool result shown to the synthesis
             call (SPEC R3.1, default 2,000).
+        refuse_repeated_calls: A tool call with the same name and arguments as a call that
+            already succeeded in this turn is not run again; the model gets an error
+            observation pointing it to the earlier result. Turn off for tools whose result
+            changes between calls (polling a job, reading a clock).
         observation_preview_chars: Characters of an observation put in ``iteration``
             events; the full observation stays in the result's steps.
         system_prompt: Domain instructions put at the top of the loop's system prompt
@@ -61,6 +65,7 @@ class AgentSettings:
     retry_max_delay: float = 8.0
     synthesis_result_chars: int = 2000
     observation_preview_chars: int = 4000
+    refuse_repeated_calls: bool = True
     system_prompt: str | None = None
     tool_selection: bool = True
     tool_selection_threshold: int = TOOL_SELECTION_THRESHOLD

@@ -23,6 +23,7 @@ from langchain_core.runnables import RunnableConfig
 from reactgraph.actions import message_text, parse_action, separate_reasoning
 from reactgraph.engine import Engine
 from reactgraph.events import emit
+from reactgraph.jsonparse import safe_json
 from reactgraph.nodes.fallback import summarize_steps
 from reactgraph.prompts import REFORMAT_REQUEST
 from reactgraph.state import AgentState, ToolCallRequest
@@ -91,6 +92,28 @@ def normalize_tool_calls(
     return cleaned, requests
 
 
+def mark_repeats(requests: list[ToolCallRequest], steps: list[dict[str, Any]], enabled: bool) -> list[ToolCallRequest]:
+    """Refuse tool calls that repeat an earlier successful call of this turn.
+
+    A call with the same tool name and arguments as a step that already succeeded gets an
+    ``error`` instead of running again, so the model is told to use the result it has (small
+    models otherwise repeat one call until ``max_iterations``). Off when ``enabled`` is false
+    (``AgentSettings.refuse_repeated_calls``), for tools whose result changes between calls.
+    """
+    if not enabled:
+        return requests
+    done = {(step.get("tool_name"), safe_json(step.get("tool_args"))): step.get("iteration")
+            for step in steps if not step.get("error")}
+    for request in requests:
+        earlier = done.get((request.get("name"), safe_json(request.get("args"))))
+        if earlier is not None and not request.get("error"):
+            request["error"] = (
+                f"repeated call: {request.get('name')} already ran with these arguments in iteration {earlier} "
+                "and its result is in the conversation above. Use that result to answer, or call a different tool."
+            )
+    return requests
+
+
 class LLMCallNative:
     """The native-mode loop call (see the module docstring)."""
 
@@ -107,6 +130,7 @@ class LLMCallNative:
             response = AIMessage(content=message_text(response))
         used = {c["id"] for m in state["messages"] if isinstance(m, AIMessage) for c in m.tool_calls if c.get("id")}
         response, requests = normalize_tool_calls(response, used)
+        requests = mark_repeats(requests, state.get("steps", []), self.engine.settings.refuse_repeated_calls)
         reasoning = separate_reasoning(response) or (message_text(response) if requests else "")
         emit("step", type="thinking", status="done", iteration=iteration, reasoning=reasoning)
         update: dict[str, Any] = {
@@ -163,7 +187,10 @@ class LLMCallJSON:
         emit("step", type="thinking", status="done", iteration=iteration, reasoning=action.reasoning)
         update["parse_failures"] = 0
         if action.type == "tool_call":
-            update["pending_tool_calls"] = [{"id": new_call_id(), "name": action.tool_name or "", "args": action.tool_args}]
+            request: ToolCallRequest = {"id": new_call_id(), "name": action.tool_name or "", "args": action.tool_args}
+            update["pending_tool_calls"] = mark_repeats(
+                [request], state.get("steps", []), self.engine.settings.refuse_repeated_calls
+            )
         else:
             update.update(_final_update(state, action.answer, "final_answer"))
         return update

@@ -83,3 +83,8 @@ def test_separate_reasoning_reads_content_blocks():
     message = AIMessage(content=[{"type": "reasoning", "reasoning": "step by step"}, {"type": "text", "text": "hi"}])
     assert separate_reasoning(message) == "step by step"
     assert separate_reasoning(AIMessage(content="plain")) == ""
+
+
+def test_langchain_react_final_answer_format():
+    action = parse_action('{"action": "Final Answer", "action_input": "CNC-003 is running"}')
+    assert (action.type, action.answer) == ("final_answer", "CNC-003 is running")

@@ -325,3 +325,21 @@ async def test_a_thread_continues_the_conversation(tools):
     assert first.thread_id == "t1"
     assert [m.content for m in model.calls[1][1:]] == ["first question", "first answer", "second question"]
     assert second.iterations == 1 and second.steps == []
+
+
+@pytest.mark.parametrize("native", [True, False])
+async def test_a_repeated_successful_call_is_refused_with_a_pointer_to_the_result(tools, native):
+    if native:
+        same = AIMessage(content="", tool_calls=[tool_call("get_status", {"equipment_id": "A"})])
+        script, kwargs = [same, same, "A is normal"], {"abilities": NATIVE}
+    else:
+        script, kwargs = [call_json("get_status", {"equipment_id": "A"})] * 2 + [final("A is normal")], {}
+    model = ScriptedChatModel(responses=script)
+    result = await ReActAgent(model, tools, **kwargs).run("q")
+    first, second = result.steps
+    assert first.ok and first.observation == "A: normal"
+    assert second.error.startswith("repeated call: get_status already ran with these arguments in iteration 1")
+    assert result.answer == "A is normal"
+    allowed = ScriptedChatModel(responses=script)
+    again = await ReActAgent(allowed, tools, settings=AgentSettings(refuse_repeated_calls=False), **kwargs).run("q")
+    assert [s.observation for s in again.steps] == ["A: normal", "A: normal"]
