@@ -57,6 +57,7 @@ class ScriptedChatModel(BaseChatModel):
     calls: list[list[BaseMessage]] = Field(default_factory=list)
     call_kwargs: list[dict[str, Any]] = Field(default_factory=list)
     stream_chunks: list[int] = Field(default_factory=list)
+    stream_kwargs: list[dict[str, Any]] = Field(default_factory=list)
     delay: float = 0.0
     usage: dict[str, int] = Field(default_factory=lambda: {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15})
     cursor: int = 0
@@ -124,6 +125,7 @@ class ScriptedChatModel(BaseChatModel):
 
     async def _astream(self, messages: list[BaseMessage], stop: Any = None,
                        run_manager: AsyncCallbackManagerForLLMRun | None = None, **kwargs: Any) -> AsyncIterator[ChatGenerationChunk]:
+        self.stream_kwargs.append(kwargs)
         if not self._is_synthesis(messages):
             if self.delay:
                 await asyncio.sleep(self.delay)

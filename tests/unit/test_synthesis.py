@@ -29,7 +29,7 @@ async def test_stream_answer_streams_a_separate_synthesis_call(tools):
         assert rule in system.content
     assert "CNC-003 상태 확인해줘" in user.content
     assert 'get_status({"equipment_id": "CNC-003"})\nResult: CNC-003: normal' in user.content
-    assert "tools" not in model.call_kwargs[-1] if len(model.call_kwargs) > 2 else True
+    assert "tools" not in model.stream_kwargs[-1]  # synthesis is a plain call: no tools bound
 
 
 async def test_each_tool_result_is_cut_to_2000_characters(tools):
