@@ -29,7 +29,7 @@ from pydantic import BaseModel, ValidationError
 
 from reactgraph.abilities import ModelAbilities, resolve_abilities
 from reactgraph.actions import message_text
-from reactgraph.jsonparse import extract_json
+from reactgraph.jsonparse import extract_json, safe_json
 
 _UNSET: Any = object()
 
@@ -186,7 +186,7 @@ async def structured_llm_call(
             model = llm.bind_tools([function], tool_choice=name)
             response = await invoke(model, base, 1)
             calls = response.tool_calls
-            result.raw = json.dumps(calls[0]["args"], ensure_ascii=False) if calls else message_text(response)
+            result.raw = safe_json(calls[0]["args"]) if calls else message_text(response)
             data = calls[0]["args"] if calls else extract_json(message_text(response))
             if data is None:
                 result.error = "level 1: the model returned no function call"
@@ -194,7 +194,7 @@ async def structured_llm_call(
                 return result
         except _LevelFailed:
             pass
-        except (NotImplementedError, TypeError, ValueError) as exc:  # model class cannot bind tools
+        except NotImplementedError as exc:  # this chat model class has no tool calling: next level
             result.error = f"level 1: {type(exc).__name__}: {exc}"
 
     instruction = HumanMessage(STRUCTURED_INSTRUCTION.format(schema=schema_text))
@@ -206,15 +206,13 @@ async def structured_llm_call(
             raw = message_text(response)
             result.raw = raw
             data = extract_json(raw)
+            result.error = f"level {level}: no JSON object in the reply"
             if data is None and level == 3 and regex_fallback is not None:
                 try:
                     data = regex_fallback(raw)
                 except Exception as exc:  # a broken fallback is a failed attempt
                     result.error = f"level 3: regex_fallback raised {type(exc).__name__}: {exc}"
-                    data = None
-            if data is None:
-                result.error = result.error if result.error and "regex_fallback" in result.error else f"level {level}: no JSON object in the reply"
-            elif accept(data, level):
+            if data is not None and accept(data, level):
                 return True
             if attempt == 0:
                 prompt = [*prompt, AIMessage(content=raw), HumanMessage(STRUCTURED_REFORMAT.format(error=result.error, schema=schema_text))]

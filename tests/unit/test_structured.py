@@ -118,3 +118,13 @@ async def test_missing_required_keys_fail_a_dict_schema():
     result = await structured_llm_call(model, ASK, SCHEMA, abilities=PLAIN)
     assert (result.value, result.level, result.calls) == ({"tools": ["ok"]}, 3, 2)
     assert "missing required keys: tools" in model.calls[1][-1].content
+
+
+async def test_a_raising_regex_fallback_is_a_failed_attempt():
+    def broken(text):
+        raise RuntimeError("bad pattern")
+
+    model = ScriptedChatModel(responses=["no json"], repeat_last=True)
+    result = await structured_llm_call(model, ASK, SCHEMA, abilities=PLAIN, regex_fallback=broken, default_value=None)
+    assert (result.value, result.level, result.calls) == (None, None, 2)
+    assert result.error == "level 3: regex_fallback raised RuntimeError: bad pattern"
