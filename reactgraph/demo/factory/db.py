@@ -25,11 +25,12 @@ All data is pinned to the reference date :data:`REFERENCE_DATE` (2026-01-29).
 
 from __future__ import annotations
 
-import os
 import random
 import sqlite3
 from datetime import date, timedelta
 from pathlib import Path
+
+from reactgraph.paths import data_home
 
 REFERENCE_DATE = date(2026, 1, 29)
 DATA_START = date(2026, 1, 16)
@@ -168,18 +169,9 @@ _METRICS = ("utilization", "temperature", "vibration")
 
 
 def default_db_path() -> Path:
-    """Return the default database location.
-
-    ``$REACTGRAPH_HOME/factory.db`` if ``REACTGRAPH_HOME`` is set, else
-    ``$XDG_DATA_HOME/reactgraph/factory.db``, else
-    ``~/.local/share/reactgraph/factory.db``.
-    """
-    home = os.environ.get("REACTGRAPH_HOME")
-    if home:
-        return Path(home).expanduser() / "factory.db"
-    xdg = os.environ.get("XDG_DATA_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "share"
-    return base / "reactgraph" / "factory.db"
+    """Return the default database location: ``factory.db`` under
+    :func:`reactgraph.paths.data_home` (``$REACTGRAPH_HOME``, else the XDG data directory)."""
+    return data_home() / "factory.db"
 
 
 def connect_readonly(path: str | Path) -> sqlite3.Connection:
