@@ -9,10 +9,12 @@ from reactgraph.agent import ReActAgent
 from reactgraph.artifacts import Artifact
 from reactgraph.config import _TOOL_SELECTION_MAX, COMPACTION_HINTS, TOOL_SELECTION_THRESHOLD, AgentSettings
 from reactgraph.context import ContextGuard, GuardResult, TokenCounter, context_budget
+from reactgraph.dag import DAGAgent, DAGResult, DAGSettings, StepOutcome, create_dag_graph
 from reactgraph.events import AgentEvent
 from reactgraph.graph.react import create_react_graph
 from reactgraph.interrupts import InMemoryInterruptQueue, InterruptQueue, NoActiveRunError, ThreadBusyError
 from reactgraph.jsonparse import extract_json
+from reactgraph.models.registry import ModelRegistry, RegisteredModel
 from reactgraph.protocol import ProtocolError, check_protocol
 from reactgraph.result import AgentResult, Step, Usage
 from reactgraph.structured import StructuredCallResult, StructuredOutputError, structured_llm_call
@@ -28,14 +30,20 @@ __all__ = [
     "Artifact",
     "COMPACTION_HINTS",
     "ContextGuard",
+    "DAGAgent",
+    "DAGResult",
+    "DAGSettings",
     "GuardResult",
     "InMemoryInterruptQueue",
     "InterruptQueue",
     "ModelAbilities",
+    "ModelRegistry",
     "NoActiveRunError",
     "ProtocolError",
     "ReActAgent",
+    "RegisteredModel",
     "Step",
+    "StepOutcome",
     "StructuredCallResult",
     "StructuredOutputError",
     "ThreadBusyError",
@@ -43,6 +51,7 @@ __all__ = [
     "Usage",
     "check_protocol",
     "context_budget",
+    "create_dag_graph",
     "create_react_graph",
     "extract_json",
     "parse_action",

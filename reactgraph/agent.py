@@ -23,7 +23,7 @@ from reactgraph.interrupts import InMemoryInterruptQueue, InterruptQueue
 from reactgraph.nodes.fallback import summarize_steps
 from reactgraph.prompts import DEFAULT_SYSTEM_PROMPT, json_mode_system_prompt
 from reactgraph.result import AgentResult, Step, Usage
-from reactgraph.synthesis import stream_synthesis
+from reactgraph.synthesis import stream_synthesis, with_fallback
 
 logger = logging.getLogger(__name__)
 
@@ -192,19 +192,9 @@ class ReActAgent:
             {"tool_name": s.tool_name, "tool_args": s.tool_args, "observation": s.observation, "error": s.error}
             for s in result.steps
         ]
-        streamed = False
-        try:
-            async for text in stream_synthesis(
-                self.llm, query, records, result.answer, result_chars=self.settings.synthesis_result_chars
-            ):
-                streamed = streamed or bool(text.strip())
-                yield text
-        except Exception as exc:  # R3.2
-            logger.warning("synthesis failed, falling back to the loop's answer: %s", exc)
-            yield f"\n\n{result.answer}" if streamed else result.answer
-            return
-        if not streamed:
-            yield result.answer
+        chunks = stream_synthesis(self.llm, query, records, result.answer, result_chars=self.settings.synthesis_result_chars)
+        async for text in with_fallback(chunks, result.answer):
+            yield text
 
     async def astream_events(self, query: str, *, thread_id: str | None = None) -> AsyncIterator[AgentEvent]:
         """Run the loop and the synthesis, yielding the events of SPEC §8 in order.

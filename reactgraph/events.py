@@ -15,8 +15,9 @@ from langgraph.config import get_stream_writer
 
 from reactgraph.jsonparse import safe_json
 
-Channel = Literal["step", "answer", "compact", "phase", "inject", "error", "done"]
-"""Event channels: the SPEC §8 ones, plus ``error`` for a run that failed (R2.7)."""
+Channel = Literal["step", "answer", "compact", "phase", "inject", "error", "done", "plan", "dag_step", "analysis"]
+"""Event channels: the SPEC §8 ones, ``error`` for a run that failed (R2.7), and DAG mode's
+``plan``, ``dag_step`` and ``analysis`` (SPEC R9.5; payloads in the README's events table)."""
 
 _MARK = "reactgraph_event"
 
@@ -27,7 +28,7 @@ class AgentEvent:
 
     Attributes:
         channel: The SSE channel (``step``, ``answer``, ``compact``, ``phase``, ``inject``,
-            ``error``, ``done``).
+            ``error``, ``done``; in DAG mode also ``plan``, ``dag_step``, ``analysis``).
         data: The JSON payload, exactly as SPEC §8 gives it for the channel.
     """
 

@@ -3,6 +3,7 @@ user-facing answer."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -13,6 +14,8 @@ from langchain_core.runnables import RunnableConfig
 from reactgraph.actions import message_text
 from reactgraph.jsonparse import safe_json
 from reactgraph.prompts import SYNTHESIS_SYSTEM, SYNTHESIS_USER
+
+logger = logging.getLogger(__name__)
 
 TRUNCATION_MARK = "… [truncated]"
 
@@ -79,8 +82,35 @@ async def stream_synthesis(
         Whatever the model call raises; callers fall back to the loop's answer (R3.2).
     """
     messages = synthesis_messages(query, steps, draft_answer, result_chars)
+    async for text in stream_messages(llm, messages, config=config, usage_out=usage_out):
+        yield text
+
+
+async def stream_messages(
+    llm: BaseChatModel,
+    messages: Sequence[BaseMessage],
+    *,
+    config: RunnableConfig | None = None,
+    usage_out: dict[str, int] | None = None,
+) -> AsyncIterator[str]:
+    """Stream one model call's text (the core of :func:`stream_synthesis`, also used by
+    DAG mode's synthesis with its own prompt).
+
+    Args:
+        llm: The chat model.
+        messages: The prompt.
+        config: RunnableConfig for the call.
+        usage_out: When given, filled with the call's token usage and ``model_calls: 1``
+            once the stream ended.
+
+    Yields:
+        Non-empty text chunks.
+
+    Raises:
+        Whatever the model call raises.
+    """
     total: AIMessageChunk | None = None
-    async for chunk in llm.astream(messages, config):
+    async for chunk in llm.astream(list(messages), config):
         if isinstance(chunk, AIMessageChunk):
             total = chunk if total is None else total + chunk
         text = message_text(chunk)
@@ -94,3 +124,29 @@ async def stream_synthesis(
             total_tokens=int(usage.get("total_tokens", 0) or 0),
             model_calls=1,
         )
+
+
+async def with_fallback(chunks: AsyncIterator[str], fallback: str) -> AsyncIterator[str]:
+    """Pass ``chunks`` through; the user always gets an answer (SPEC R3.2).
+
+    Args:
+        chunks: A streamed answer (e.g. :func:`stream_synthesis`).
+        fallback: The answer to give instead: all of it when the stream failed before any
+            visible text or produced only whitespace; after a blank line when the stream
+            broke off midway.
+
+    Yields:
+        The streamed chunks, then the fallback when needed. Never raises for a failure of
+        ``chunks`` (it is logged).
+    """
+    streamed = False
+    try:
+        async for text in chunks:
+            streamed = streamed or bool(text.strip())
+            yield text
+    except Exception as exc:  # R3.2: a failed synthesis falls back, it never fails the run
+        logger.warning("synthesis failed, falling back to the earlier answer: %s", exc)
+        yield f"\n\n{fallback}" if streamed else fallback
+        return
+    if not streamed:
+        yield fallback

@@ -9,7 +9,7 @@ off. Skipped (no events, ``synthesis`` stays ``None``) when the run's config say
 
 from __future__ import annotations
 
-import logging
+from collections.abc import AsyncIterator
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -17,9 +17,23 @@ from langchain_core.runnables import RunnableConfig
 from reactgraph.engine import Engine
 from reactgraph.events import emit
 from reactgraph.state import AgentState
-from reactgraph.synthesis import stream_synthesis
+from reactgraph.synthesis import stream_synthesis, with_fallback
 
-logger = logging.getLogger(__name__)
+
+async def emit_answer(chunks: AsyncIterator[str], fallback: str) -> str:
+    """Send a streamed answer as ``answer`` events (start, one delta per chunk, done),
+    falling back to ``fallback`` as :func:`~reactgraph.synthesis.with_fallback` does (R3.2).
+
+    Returns:
+        The whole text sent.
+    """
+    emit("answer", status="start")
+    parts: list[str] = []
+    async for text in with_fallback(chunks, fallback):
+        parts.append(text)
+        emit("answer", status="delta", content=text)
+    emit("answer", status="done")
+    return "".join(parts)
 
 
 class Synthesize:
@@ -32,30 +46,15 @@ class Synthesize:
         enabled = (config.get("configurable") or {}).get("synthesize", self.engine.settings.synthesize)
         if not enabled:
             return {}
-        answer = state.get("answer") or ""
-        emit("answer", status="start")
-        parts: list[str] = []
         usage: dict[str, int] = {}
-        try:
-            async for text in stream_synthesis(
-                self.engine.llm,
-                state.get("query", ""),
-                state.get("steps", []),
-                answer,
-                result_chars=self.engine.settings.synthesis_result_chars,
-                config=config,
-                usage_out=usage,
-            ):
-                parts.append(text)
-                emit("answer", status="delta", content=text)
-        except Exception as exc:  # synthesis must never cost the user the answer (R3.2)
-            logger.warning("synthesis failed, falling back to the loop's answer: %s", exc)
-            fallback = answer if not parts else f"\n\n{answer}"
-            parts.append(fallback)
-            emit("answer", status="delta", content=fallback)
-            usage = {"model_calls": 1}
-        if not "".join(parts).strip():  # the model streamed nothing useful
-            parts.append(answer)
-            emit("answer", status="delta", content=answer)
-        emit("answer", status="done")
-        return {"synthesis": "".join(parts), "usage": usage}
+        chunks = stream_synthesis(
+            self.engine.llm,
+            state.get("query", ""),
+            state.get("steps", []),
+            state.get("answer") or "",
+            result_chars=self.engine.settings.synthesis_result_chars,
+            config=config,
+            usage_out=usage,
+        )
+        text = await emit_answer(chunks, state.get("answer") or "")
+        return {"synthesis": text, "usage": usage or {"model_calls": 1}}

@@ -1,0 +1,271 @@
+"""The DAG agent facade (SPEC R9, R10.1): ``run``, ``stream_answer`` and
+``astream_events`` over the compiled DAG graph, the same surface as
+:class:`~reactgraph.ReActAgent`."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+
+from reactgraph.config import AgentSettings
+from reactgraph.dag.analyze import results_answer
+from reactgraph.dag.graph import create_dag_graph
+from reactgraph.dag.settings import DAGSettings
+from reactgraph.dag.state import PlanStep, StepResult
+from reactgraph.dag.synthesize import dag_synthesis_messages
+from reactgraph.events import AgentEvent, as_agent_event
+from reactgraph.models.registry import ModelRegistry
+from reactgraph.result import Step, Usage
+from reactgraph.synthesis import stream_messages, with_fallback
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    """One plan step of the last executed round.
+
+    Attributes:
+        id, task, dependencies, tool_hint, model_hint: The step as planned (SPEC R9.1).
+        status: ``"completed"`` or ``"failed"``.
+        result: The step loop's answer (empty when failed).
+        error: Why it failed (loop error, ``timed out after … s``, ``dependency failed: …``).
+        model_role: The registry role it ran on (``None`` when it never started).
+        iterations: Model calls of its loop.
+        elapsed: Seconds it took.
+        steps: Its loop's tool calls.
+    """
+
+    id: str
+    task: str
+    dependencies: list[str]
+    tool_hint: str | None
+    model_hint: str | None
+    status: str
+    result: str
+    error: str | None
+    model_role: str | None
+    iterations: int
+    elapsed: float
+    steps: list[Step] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when the step completed."""
+        return self.status == "completed"
+
+
+@dataclass(frozen=True)
+class DAGResult:
+    """The outcome of a DAG run.
+
+    Attributes:
+        answer: The answer before synthesis: the analyzer's final answer, else the
+            completed steps' results joined, else the planner's failure message.
+        steps: The steps of the last executed plan, in plan order.
+        rounds: Rounds run (plans accepted or attempted).
+        achieved, confidence, reasoning, final_answer: The analyzer's last verdict (``False``,
+            0.0, ``""``, ``None`` when no analysis ran).
+        warnings: What the planner repaired in the last plan (pruned dependencies …).
+        usage: Tokens and model calls summed over planner, steps, analyzer (and synthesis).
+        elapsed: Seconds of the run.
+        finish_reason: ``achieved``, ``not_achieved``, ``max_rounds``, ``plan_failed``, or
+            ``error`` when the graph itself failed.
+        error: Why the run failed, ``None`` when it did not.
+        thread_id: The run's thread.
+        synthesis: The streamed answer when the run synthesized one, else ``None``.
+    """
+
+    answer: str
+    steps: list[StepOutcome] = field(default_factory=list)
+    rounds: int = 0
+    achieved: bool = False
+    confidence: float = 0.0
+    reasoning: str = ""
+    final_answer: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    elapsed: float = 0.0
+    finish_reason: str | None = None
+    error: str | None = None
+    thread_id: str | None = None
+    synthesis: str | None = None
+
+    @property
+    def iterations(self) -> int:
+        """Loop model calls summed over the steps."""
+        return sum(step.iterations for step in self.steps)
+
+
+def _outcomes(plan: Sequence[PlanStep], results: dict[str, StepResult]) -> list[StepOutcome]:
+    outcomes = []
+    for planned in plan:
+        record = results.get(planned["id"])
+        if record is None:
+            continue
+        outcomes.append(StepOutcome(
+            id=planned["id"], task=planned["task"], dependencies=list(planned["dependencies"]),
+            tool_hint=planned.get("tool_hint"), model_hint=planned.get("model_hint"), status=record["status"],
+            result=record["result"], error=record["error"], model_role=record["model_role"],
+            iterations=int(record["iterations"]), elapsed=float(record["elapsed"]),
+            steps=[Step.from_record(r) for r in record["tool_steps"]],
+        ))
+    return outcomes
+
+
+class DAGAgent:
+    """Plan, run each step as a ReAct loop on its own model, analyze, re-plan, answer (SPEC §9).
+
+    Args:
+        models: A :class:`~reactgraph.ModelRegistry` (steps run on the role their
+            ``model_hint`` names, with fallback to ``general``), or one chat model for everything.
+        tools: LangChain tools every step can use.
+        use_native_tools: Allow native tool calling where a role's model has it (SPEC R2.2).
+        settings: The steps' loop settings (:class:`~reactgraph.AgentSettings`).
+        dag_settings: :class:`~reactgraph.DAGSettings`.
+        checkpointer: Any LangGraph checkpointer.
+
+    Raises:
+        TypeError, ValueError: Invalid tools.
+    """
+
+    def __init__(
+        self,
+        models: ModelRegistry | BaseChatModel,
+        tools: Sequence[BaseTool],
+        *,
+        use_native_tools: bool = True,
+        settings: AgentSettings | None = None,
+        dag_settings: DAGSettings | None = None,
+        checkpointer: Any = None,
+    ) -> None:
+        self.models = models if isinstance(models, ModelRegistry) else ModelRegistry(models)
+        self.tools = list(tools)
+        self.settings = settings or AgentSettings()
+        self.dag_settings = dag_settings or DAGSettings()
+        self.graph = create_dag_graph(self.models, self.tools, use_native_tools=use_native_tools,
+                                      settings=self.settings, dag_settings=self.dag_settings, checkpointer=checkpointer)
+
+    def _config(self, thread_id: str | None, *, synthesize: bool) -> tuple[RunnableConfig, str]:
+        thread_id = thread_id if thread_id is not None else uuid.uuid4().hex
+        config: RunnableConfig = {"configurable": {"synthesize": synthesize, "thread_id": thread_id},
+                                  "recursion_limit": self.dag_settings.recursion_limit}
+        return config, thread_id
+
+    def _result(self, state: dict[str, Any], started: float, thread_id: str,
+                failure: BaseException | None = None) -> DAGResult:
+        plan = state.get("plan") or []
+        results = state.get("results") or {}
+        analysis = state.get("analysis") or {}
+        usage = state.get("usage") or {}
+        answer, finish, error = state.get("answer") or "", state.get("finish_reason"), state.get("error")
+        if failure is not None:
+            error, finish = f"{type(failure).__name__}: {failure}", "error"
+            answer = answer or (results_answer(plan, results) if results else f"The run failed: {error}")
+        return DAGResult(
+            answer=answer, steps=_outcomes(plan, results), rounds=int(state.get("round", 0)),
+            achieved=bool(analysis.get("achieved", False)), confidence=float(analysis.get("confidence", 0.0)),
+            reasoning=str(analysis.get("reasoning", "")), final_answer=analysis.get("final_answer"), warnings=list(state.get("plan_warnings") or []),
+            usage=Usage(**{key: int(usage.get(key, 0)) for key in ("input_tokens", "output_tokens", "total_tokens", "model_calls")}),
+            elapsed=time.perf_counter() - started, finish_reason=finish, error=error, thread_id=thread_id,
+            synthesis=state.get("synthesis"),
+        )
+
+    async def run(self, goal: str, *, thread_id: str | None = None) -> DAGResult:
+        """Plan and run the steps for ``goal`` round by round, without synthesis.
+
+        Args:
+            goal: The user's request.
+            thread_id: The run's thread (for a checkpointer); generated when ``None``.
+
+        Returns:
+            The :class:`DAGResult`. Never raises for what a model or tool does: steps fail
+            on their own, the planner and analyzer fall back, and a failure of the graph
+            itself gives ``finish_reason="error"`` with ``error`` set.
+        """
+        started = time.perf_counter()
+        config, thread_id = self._config(thread_id, synthesize=False)
+        state: dict[str, Any] = {}
+        try:
+            async for state in self.graph.astream({"messages": [HumanMessage(goal)]}, config, stream_mode="values"):
+                pass
+        except Exception as exc:  # SPEC R2.7: a result, never a crash
+            logger.warning("DAG run failed: %s", exc)
+            return self._result(state, started, thread_id, exc)
+        return self._result(state, started, thread_id)
+
+    async def stream_answer(self, goal: str, result: DAGResult) -> AsyncIterator[str]:
+        """Stream the synthesized answer for a finished :meth:`run` (SPEC R9.4).
+
+        Args:
+            goal: The user's request.
+            result: The run's result.
+
+        Yields:
+            Text chunks on the synthesis role's model; ``result.answer`` instead when the
+            call fails or streams nothing (after a blank line when it broke off midway).
+        """
+        plan: list[PlanStep] = [{"id": s.id, "task": s.task, "dependencies": s.dependencies,
+                                 "tool_hint": s.tool_hint, "model_hint": s.model_hint} for s in result.steps]
+        results: dict[str, StepResult] = {
+            s.id: {"id": s.id, "status": "completed" if s.ok else "failed", "result": s.result, "error": s.error,
+                   "model_role": s.model_role, "iterations": s.iterations, "elapsed": s.elapsed,
+                   "finish_reason": None, "tool_steps": []} for s in result.steps}
+        messages = dag_synthesis_messages(goal, plan, results, result.final_answer, self.dag_settings.result_chars)
+        chunks = stream_messages(self.models.resolve(self.dag_settings.synthesis_role).llm, messages)
+        async for text in with_fallback(chunks, result.answer):
+            yield text
+
+    async def astream_events(self, goal: str, *, thread_id: str | None = None) -> AsyncIterator[AgentEvent]:
+        """Run plan, steps, analysis and synthesis, yielding events as they happen.
+
+        Args:
+            goal: The user's request.
+            thread_id: The run's thread (see :meth:`run`).
+
+        Yields:
+            :class:`~reactgraph.AgentEvent` items: ``phase`` (``planning`` / ``analyzing``
+            with ``round``), ``plan``, ``dag_step`` (``started``, ``iteration``, ``tool``,
+            ``completed``), ``analysis``, ``error`` (``kind: "plan_error"`` when the planner
+            failed, ``"dag_error"`` when the graph failed), ``answer`` (start, deltas, done)
+            and last ``done`` ``{answer, iterations, usage, elapsed, finish_reason,
+            thread_id, rounds, achieved, confidence}``. See the README's events table.
+        """
+        started = time.perf_counter()
+        config, thread_id = self._config(thread_id, synthesize=True)
+        state: dict[str, Any] = {}
+        failure: BaseException | None = None
+        try:
+            async for mode, chunk in self.graph.astream({"messages": [HumanMessage(goal)]}, config,
+                                                        stream_mode=["custom", "values"]):
+                if mode == "values":
+                    state = chunk
+                    continue
+                event = as_agent_event(chunk)
+                if event is not None:
+                    yield event
+        except Exception as exc:  # SPEC R2.7
+            logger.warning("DAG run failed: %s", exc)
+            failure = exc
+        result = self._result(state, started, thread_id, failure)
+        final_answer = result.synthesis if result.synthesis is not None else result.answer
+        if failure is not None:
+            yield AgentEvent("error", {"message": result.error, "kind": "dag_error"})
+            yield AgentEvent("answer", {"status": "start"})
+            yield AgentEvent("answer", {"status": "delta", "content": result.answer})
+            yield AgentEvent("answer", {"status": "done"})
+            final_answer = result.answer
+        yield AgentEvent("done", {
+            "answer": final_answer, "iterations": result.iterations, "usage": result.usage.to_dict(),
+            "elapsed": round(result.elapsed, 3), "finish_reason": result.finish_reason, "thread_id": thread_id,
+            "rounds": result.rounds, "achieved": result.achieved, "confidence": result.confidence,
+        })

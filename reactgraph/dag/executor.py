@@ -1,0 +1,219 @@
+"""The executor (SPEC R9.2, R9.3, R9.5): every plan step runs as the ReAct graph, as a
+subgraph, on the model its ``model_hint`` resolves to.
+
+``schedule`` (a node) marks the steps whose dependencies failed as failed themselves,
+transitively, so none is left waiting; its conditional edge then sends one ``Send`` to
+``run_step`` per *ready* step (every dependency completed), at most
+``DAGSettings.max_concurrency`` at a time, in plan order. The ``run_step`` tasks of one
+superstep run in parallel; when they are all done, ``schedule`` runs again, until no step
+is left, and the analyzer takes over.
+
+``run_step`` resolves the step's model from the registry right before its loop starts
+(R9.3; never changed inside the step), takes the ReAct graph compiled for that role
+(compiled once per role and cached), and runs it on a fresh context: the step's task, the
+goal and its dependencies' results (each cut to ``dependency_chars``, ending with
+``… [truncated]``). The loop runs without its own synthesis and without follow-ups (its
+interrupt queue is private). A loop that raises or outlasts ``step_timeout`` fails the step.
+
+Events (channel ``dag_step``): ``started`` when the loop starts, ``iteration`` before each
+of its model calls, ``tool`` when one of its tools finished, ``completed`` at the end
+(also for a failed step).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Send
+
+from reactgraph.config import AgentSettings
+from reactgraph.dag.settings import DAGSettings
+from reactgraph.dag.state import DAGState, PlanStep, StepResult, StepTask
+from reactgraph.events import as_agent_event, emit
+from reactgraph.graph.react import create_react_graph
+from reactgraph.models.registry import ModelRegistry, RegisteredModel
+from reactgraph.synthesis import TRUNCATION_MARK
+
+logger = logging.getLogger(__name__)
+
+STEP_CONTEXT = "Overall goal: {goal}\n\nYour task (step {id} of a larger plan): {task}"
+STEP_TOOL_HINT = "\n\nSuggested tool: {tool}"
+STEP_DEPENDENCIES = "\n\nResults of earlier steps you can use:"
+
+
+def cut(text: str, limit: int) -> str:
+    """``text`` itself when it has at most ``limit`` characters, else its first ``limit``
+    characters followed by :data:`~reactgraph.synthesis.TRUNCATION_MARK`."""
+    return text if len(text) <= limit else text[:limit] + TRUNCATION_MARK
+
+
+def step_context(task: StepTask, dependency_chars: int) -> str:
+    """The one user message a step's loop starts from (SPEC R9.2): the goal, the task,
+    the tool hint, and each dependency's task and result cut to ``dependency_chars``."""
+    step = task["step"]
+    text = STEP_CONTEXT.format(goal=task["goal"], id=step["id"], task=step["task"])
+    if step.get("tool_hint"):
+        text += STEP_TOOL_HINT.format(tool=step["tool_hint"])
+    if task["dependency_results"]:
+        text += STEP_DEPENDENCIES
+        for dep in task["dependency_results"]:
+            text += f"\n\n[{dep['id']}] {dep['task']}\n{cut(dep['result'], dependency_chars)}"
+    return text
+
+
+def failed_result(step_id: str, error: str, *, role: str | None = None, elapsed: float = 0.0,
+                  iterations: int = 0, tool_steps: list[dict[str, Any]] | None = None) -> StepResult:
+    """The result record of a step that failed (SPEC R9.2)."""
+    return {"id": step_id, "status": "failed", "result": "", "error": error, "model_role": role, "iterations": iterations,
+            "elapsed": elapsed, "finish_reason": None, "tool_steps": tool_steps or []}
+
+
+class Schedule:
+    """The ``schedule`` node: fail the steps whose dependencies failed (transitively),
+    emitting ``completed`` for each, so no step is left hanging (SPEC R9.2)."""
+
+    async def __call__(self, state: DAGState) -> dict[str, Any]:
+        results = dict(state.get("results") or {})
+        update: dict[str, StepResult] = {}
+        changed = True
+        while changed:
+            changed = False
+            for step in state.get("plan") or []:
+                if step["id"] in results:
+                    continue
+                failed = [dep for dep in step["dependencies"] if results.get(dep, {}).get("status") == "failed"]
+                if failed:
+                    record = failed_result(step["id"], f"dependency failed: {', '.join(failed)}")
+                    results[step["id"]] = update[step["id"]] = record
+                    emit("dag_step", status="completed", round=state.get("round", 1), step_id=step["id"],
+                         ok=False, error=record["error"], elapsed=0.0, iterations=0, model_role=None)
+                    changed = True
+        return {"results": update} if update else {}
+
+
+def route_schedule(state: DAGState, settings: DAGSettings) -> list[Send] | Literal["analyze"]:
+    """One ``Send("run_step", StepTask)`` per ready step, at most ``max_concurrency``, in
+    plan order; ``"analyze"`` when every step has a result."""
+    results = state.get("results") or {}
+    plan = state.get("plan") or []
+    by_id = {step["id"]: step for step in plan}
+    sends: list[Send] = []
+    for step in plan:
+        if step["id"] in results or len(sends) >= settings.max_concurrency:
+            continue
+        if all(results.get(dep, {}).get("status") == "completed" for dep in step["dependencies"]):
+            dependency_results = [{"id": dep, "task": by_id[dep]["task"], "result": results[dep]["result"]}
+                                  for dep in step["dependencies"]]
+            task: StepTask = {"step": step, "goal": state.get("goal", ""), "round": state.get("round", 1),
+                              "dependency_results": dependency_results}
+            sends.append(Send("run_step", task))
+    return sends or "analyze"
+
+
+class StepGraphs:
+    """The ReAct graph compiled once per registry role (and model), for the steps.
+
+    Args:
+        tools: Every step's tools.
+        settings: The steps' loop settings; synthesis is always off inside a step.
+        use_native_tools: Allow native tool calling where the role's model has it (SPEC R2.2).
+    """
+
+    def __init__(self, tools: Sequence[BaseTool], settings: AgentSettings, use_native_tools: bool) -> None:
+        self.tools = list(tools)
+        self.settings = settings
+        self.use_native_tools = use_native_tools
+        self._graphs: dict[tuple[str, int], CompiledStateGraph] = {}
+
+    def graph_for(self, entry: RegisteredModel) -> CompiledStateGraph:
+        """The compiled ReAct graph bound to ``entry``'s model (compiled on first use)."""
+        key = (entry.role, id(entry.llm))
+        if key not in self._graphs:
+            self._graphs[key] = create_react_graph(
+                entry.llm, self.tools, use_native_tools=self.use_native_tools, abilities=entry.abilities,
+                settings=self.settings, name=f"dag_step_{entry.role}",
+            )
+        return self._graphs[key]
+
+
+class RunStep:
+    """The ``run_step`` node: one plan step as a ReAct subgraph (see the module docstring).
+
+    Args:
+        models: The registry the step's model is resolved from (SPEC R9.3).
+        graphs: The per-role compiled ReAct graphs.
+        settings: The DAG settings (``step_timeout``, ``dependency_chars``).
+    """
+
+    def __init__(self, models: ModelRegistry, graphs: StepGraphs, settings: DAGSettings) -> None:
+        self.models = models
+        self.graphs = graphs
+        self.settings = settings
+
+    async def __call__(self, task: StepTask, config: RunnableConfig) -> dict[str, Any]:
+        step: PlanStep = task["step"]
+        round_number = task["round"]
+        entry = self.models.resolve(step.get("model_hint"))  # R9.3: right before the loop starts
+        graph = self.graphs.graph_for(entry)
+        emit("dag_step", status="started", round=round_number, step_id=step["id"], task=step["task"],
+             model_role=entry.role, dependencies=step["dependencies"])
+        step_config: RunnableConfig = {
+            **config,
+            "configurable": {**(config.get("configurable") or {}), "synthesize": False},
+            "recursion_limit": self.graphs.settings.recursion_limit,
+        }
+        inner: dict[str, Any] = {}
+        started = time.perf_counter()
+        error: str | None = None
+        try:
+            async with asyncio.timeout(self.settings.step_timeout):
+                async for mode, chunk in graph.astream(
+                    {"messages": [HumanMessage(step_context(task, self.settings.dependency_chars))]},
+                    step_config, stream_mode=["custom", "values"],
+                ):
+                    if mode == "values":
+                        inner = chunk
+                    else:
+                        self._forward(round_number, step["id"], chunk)
+        except TimeoutError:
+            error = f"timed out after {self.settings.step_timeout:g} s"
+        except Exception as exc:  # a failing loop fails its step, never the run (R9.2)
+            error = f"{type(exc).__name__}: {exc}"
+        elapsed = time.perf_counter() - started
+        iterations = int(inner.get("iteration", 0))
+        tool_steps = list(inner.get("steps") or [])
+        if error is not None:
+            logger.warning("step %s failed: %s", step["id"], error)
+            record = failed_result(step["id"], error, role=entry.role, elapsed=elapsed, iterations=iterations,
+                                   tool_steps=tool_steps)
+        else:
+            record = {"id": step["id"], "status": "completed", "result": str(inner.get("answer") or ""), "error": None,
+                      "model_role": entry.role, "iterations": iterations, "elapsed": elapsed,
+                      "finish_reason": inner.get("finish_reason"), "tool_steps": tool_steps}
+        emit("dag_step", status="completed", round=round_number, step_id=step["id"], ok=error is None,
+             error=error, elapsed=round(elapsed, 3), iterations=iterations, model_role=entry.role,
+             result=cut(record["result"], self.settings.result_chars))
+        return {"results": {step["id"]: record}, "usage": inner.get("usage") or {}}
+
+    @staticmethod
+    def _forward(round_number: int, step_id: str, chunk: Any) -> None:
+        """Re-emit a loop event as step progress: ``iteration`` for each model call,
+        ``tool`` for each finished tool call (SPEC R9.5)."""
+        event = as_agent_event(chunk)
+        if event is None or event.channel != "step":
+            return
+        data = event.data
+        if data.get("type") == "thinking" and data.get("status") == "start":
+            emit("dag_step", status="iteration", round=round_number, step_id=step_id, iteration=data.get("iteration"))
+        elif data.get("type") == "iteration" and data.get("status") == "done":
+            emit("dag_step", status="tool", round=round_number, step_id=step_id, iteration=data.get("iteration"),
+                 tool_name=data.get("tool_name"), observation=data.get("observation"), error=data.get("error"),
+                 iter_elapsed=data.get("iter_elapsed"))

@@ -1,0 +1,106 @@
+"""The DAG graph (SPEC §1 "DAG mode", §9).
+
+::
+
+    START → start_dag → plan ─┬→ schedule ─┬→ run_step ×N (Send, one ReAct subgraph per ready step) → schedule
+                              │            └→ analyze ─┬→ plan (re-plan)
+                              │                        └→ synthesize → END
+                              └→ synthesize (planner failed) → END
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage
+from langchain_core.tools import BaseTool
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from reactgraph.actions import message_text
+from reactgraph.config import AgentSettings
+from reactgraph.dag.analyze import Analyzer, route_analysis
+from reactgraph.dag.executor import RunStep, Schedule, StepGraphs, route_schedule
+from reactgraph.dag.plan import Planner
+from reactgraph.dag.settings import DAGSettings
+from reactgraph.dag.state import DAGState
+from reactgraph.dag.synthesize import DAGSynthesize
+from reactgraph.models.registry import ModelRegistry
+from reactgraph.state import RESET, InputState
+
+
+async def start_dag(state: DAGState) -> dict[str, Any]:
+    """Open the run: the goal is the last human message; every per-run field is reset."""
+    goal = next((message_text(m) for m in reversed(state.get("messages", [])) if isinstance(m, HumanMessage)), "")
+    return {"goal": goal, "round": 0, "plan": [], "plan_warnings": [], "results": RESET, "analysis": None,
+            "round_summary": "", "answer": "", "synthesis": None, "finish_reason": None, "error": None,
+            "usage": RESET, "started_at": time.time()}
+
+
+def route_plan(state: DAGState) -> Literal["schedule", "synthesize"]:
+    """After the planner: run the plan, or go to synthesis when planning failed."""
+    return "synthesize" if state.get("finish_reason") == "plan_failed" else "schedule"
+
+
+def create_dag_graph(
+    models: ModelRegistry | BaseChatModel,
+    tools: Sequence[BaseTool],
+    *,
+    use_native_tools: bool = True,
+    settings: AgentSettings | None = None,
+    dag_settings: DAGSettings | None = None,
+    checkpointer: Any = None,
+    name: str = "reactgraph_dag",
+) -> CompiledStateGraph:
+    """Build and compile the DAG graph: plan, run every step as a ReAct subgraph on the
+    model of its hint, analyze, re-plan or synthesize (SPEC §9).
+
+    Args:
+        models: A :class:`~reactgraph.ModelRegistry`, or one chat model (then every role
+            resolves to it).
+        tools: The tools every step's loop gets.
+        use_native_tools: Allow native tool calling in the steps (SPEC R2.2).
+        settings: The steps' loop settings (:class:`~reactgraph.AgentSettings`: ``max_iterations``,
+            ``tool_timeout`` …); their synthesis is always off.
+        dag_settings: :class:`~reactgraph.DAGSettings` (rounds, threshold, concurrency,
+            step timeout …).
+        checkpointer: Any LangGraph checkpointer, or ``None``; the step subgraphs use it too.
+        name: The graph's name (traces, Studio).
+
+    Returns:
+        The compiled graph (a LangChain Runnable; async use only, as for the ReAct graph).
+        Input ``{"messages": [HumanMessage(goal)]}``; the output state carries ``goal``,
+        ``round``, ``plan``, ``results`` (by step id), ``analysis``, ``answer``,
+        ``synthesis``, ``finish_reason``, ``error``, ``usage``. Pass
+        ``{"configurable": {"synthesize": False}}`` to skip synthesis. Progress goes out
+        on the custom stream (``plan``, ``dag_step``, ``analysis``, ``phase``, ``answer``).
+
+    Raises:
+        TypeError, ValueError: Invalid tools (as for :func:`~reactgraph.create_react_graph`).
+    """
+    registry = models if isinstance(models, ModelRegistry) else ModelRegistry(models)
+    dag_settings = dag_settings or DAGSettings()
+    step_settings = settings or AgentSettings()
+    graphs = StepGraphs(tools, step_settings, use_native_tools)
+    graphs.graph_for(registry.resolve(None))  # compiled now, so invalid tools fail here
+
+    builder = StateGraph(DAGState, input_schema=InputState)
+    builder.add_node("start_dag", start_dag)
+    builder.add_node("plan", Planner(registry, tools, dag_settings))
+    builder.add_node("schedule", Schedule())
+    builder.add_node("run_step", RunStep(registry, graphs, dag_settings))
+    builder.add_node("analyze", Analyzer(registry, dag_settings))
+    builder.add_node("synthesize", DAGSynthesize(registry, dag_settings))
+
+    builder.add_edge(START, "start_dag")
+    builder.add_edge("start_dag", "plan")
+    builder.add_conditional_edges("plan", route_plan, ["schedule", "synthesize"])
+    builder.add_conditional_edges("schedule", lambda state: route_schedule(state, dag_settings), ["run_step", "analyze"])
+    builder.add_edge("run_step", "schedule")
+    builder.add_conditional_edges("analyze", route_analysis, ["plan", "synthesize"])
+    builder.add_edge("synthesize", END)
+    graph = builder.compile(checkpointer=checkpointer, name=name)
+    return graph.with_config(recursion_limit=dag_settings.recursion_limit)  # type: ignore[return-value]

@@ -1,0 +1,239 @@
+"""The planner (SPEC R9.1): ``structured_llm_call`` with the plan schema, then repairs.
+
+- The model is asked for 2–6 steps (``DAGSettings.min_steps``/``max_steps``), each with
+  ``id``, ``task``, ``dependencies``, ``tool_hint``, ``model_hint``, tasks in the goal's language.
+- A single step object (``{"id": …, "task": …}`` instead of ``{"steps": [...]}``) is wrapped
+  into a one-step plan; steps past ``max_steps`` are dropped with a warning.
+- Dependencies naming no step of the plan are pruned with a warning (logged and put in
+  the ``plan`` event).
+- A cycle (found by a depth-first topological sort) is rejected: the planner is told the
+  cycle and asked once more; a second cyclic plan ends the run with a clear failure
+  (``finish_reason="plan_failed"``, an ``error`` event of kind ``plan_error``).
+- Output that cannot be read at all runs the goal as one step (with a warning), so the
+  user still gets an answer (SPEC R2.7).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+
+from reactgraph.dag.settings import DAGSettings
+from reactgraph.dag.state import DAGState, PlanStep
+from reactgraph.events import emit
+from reactgraph.models.registry import ModelRegistry
+from reactgraph.nodes.select_tools import catalog_line
+from reactgraph.state import RESET, add_usage
+from reactgraph.structured import structured_llm_call
+
+logger = logging.getLogger(__name__)
+
+PLANNER_SYSTEM = """You are the planner of an assistant that works in steps. Break the user's goal into {min_steps} to {max_steps} steps. Each step is carried out by an assistant with tools that sees only its own task, the goal, and the results of the steps it depends on.
+For every step give:
+- id: a short unique id such as "s1";
+- task: a clear, self-contained instruction, written in the same language as the goal;
+- dependencies: the ids of the steps whose results it needs ([] when none); steps that do not depend on each other run in parallel;
+- tool_hint: the tool the step will most likely use, or "";
+- model_hint: the model role to run the step on, one of:
+{roles}
+Reply with a JSON object {{"steps": [...]}}."""
+
+PLANNER_USER = "Goal: {goal}\n\nTools the steps can use:\n{catalog}"
+
+REPLAN_NOTE = (
+    "\n\nAn earlier round did not achieve the goal. What happened:\n{summary}\n\n"
+    "Plan the work that is still missing. The new steps do not see the earlier results, so put "
+    "any figure they need into their tasks."
+)
+
+CYCLE_FEEDBACK = (
+    "That plan has a dependency cycle ({cycle}). Steps must form a directed acyclic graph: a step "
+    "may only depend on steps that do not depend on it, directly or indirectly. Reply with the corrected plan."
+)
+
+
+class PlanError(ValueError):
+    """The planner's output is not a usable plan (no steps, a step without a task, duplicate ids)."""
+
+
+def plan_schema(roles: Sequence[str], max_steps: int) -> dict[str, Any]:
+    """The plan's JSON schema (SPEC R9.1). ``model_hint`` is limited to ``roles``. The top
+    level has no ``required`` key, so a bare step object reaches :func:`parse_plan` and is
+    wrapped there."""
+    step = {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string"},
+            "task": {"type": "string"},
+            "dependencies": {"type": "array", "items": {"type": "string"}},
+            "tool_hint": {"type": "string"},
+            "model_hint": {"type": "string", "enum": list(roles)},
+        },
+        "required": ["id", "task", "dependencies"],
+    }
+    return {
+        "title": "plan",
+        "description": "The steps that achieve the goal.",
+        "type": "object",
+        "properties": {"steps": {"type": "array", "items": step, "minItems": 1, "maxItems": max_steps}},
+    }
+
+
+def _hint(value: Any) -> str | None:
+    text = str(value).strip() if isinstance(value, (str, int, float)) else ""
+    return text or None
+
+
+def parse_plan(data: Any, max_steps: int) -> tuple[list[PlanStep], list[str]]:
+    """Turn the planner's JSON into plan steps (SPEC R9.1).
+
+    Args:
+        data: The decoded reply: ``{"steps": [...]}`` (``plan`` is read too), or one step
+            object, which becomes a one-step plan.
+        max_steps: Steps kept; the rest are dropped with a warning.
+
+    Returns:
+        ``(steps, warnings)``: steps with string ids, deduplicated dependencies that all
+        name a step of the plan (dangling ones pruned, each with a warning), hints as
+        stripped strings or ``None``. Cycles are left for :func:`find_cycle`.
+
+    Raises:
+        PlanError: No steps, a step that is not an object or has no task, duplicate ids.
+    """
+    if not isinstance(data, dict):
+        raise PlanError(f"expected a JSON object, got {type(data).__name__}")
+    items = data.get("steps", data.get("plan"))
+    if items is None and "task" in data:
+        items = [data]
+    if isinstance(items, dict):
+        items = [items]
+    if not isinstance(items, list) or not items:
+        raise PlanError("the plan has no steps")
+    warnings: list[str] = []
+    if len(items) > max_steps:
+        warnings.append(f"the plan had {len(items)} steps; only the first {max_steps} are kept")
+        items = items[:max_steps]
+    steps: list[PlanStep] = []
+    for number, item in enumerate(items, start=1):
+        if not isinstance(item, dict) or not str(item.get("task") or "").strip():
+            raise PlanError(f"step {number} has no task")
+        step_id = _hint(item.get("id")) or f"s{number}"
+        if any(step["id"] == step_id for step in steps):
+            raise PlanError(f"two steps have the id {step_id!r}")
+        raw = item.get("dependencies")
+        raw = [raw] if isinstance(raw, (str, int)) else raw if isinstance(raw, list) else []
+        dependencies = list(dict.fromkeys(_hint(dep) for dep in raw if _hint(dep)))
+        steps.append({"id": step_id, "task": str(item["task"]).strip(), "dependencies": dependencies,  # type: ignore[typeddict-item]
+                      "tool_hint": _hint(item.get("tool_hint")), "model_hint": _hint(item.get("model_hint"))})
+    known = {step["id"] for step in steps}
+    for step in steps:
+        dangling = [dep for dep in step["dependencies"] if dep not in known]
+        for dep in dangling:
+            warnings.append(f"step {step['id']}: dependency {dep!r} names no step of the plan and was removed")
+        step["dependencies"] = [dep for dep in step["dependencies"] if dep in known]
+    return steps, warnings
+
+
+def find_cycle(steps: Sequence[PlanStep]) -> list[str] | None:
+    """A dependency cycle of the plan, or ``None`` when the steps form a DAG.
+
+    A depth-first topological sort over the dependency edges; the first back edge found
+    gives the cycle as ids, first id repeated at the end (``["s1", "s2", "s1"]``; a step
+    depending on itself gives ``["s1", "s1"]``)."""
+    depends = {step["id"]: step["dependencies"] for step in steps}
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for dep in depends.get(node, []):
+            if state.get(dep) == 1:
+                return path[path.index(dep):] + [dep]
+            if dep not in state:
+                found = visit(dep)
+                if found:
+                    return found
+        state[node] = 2
+        path.pop()
+        return None
+
+    for step in steps:
+        if step["id"] not in state:
+            cycle = visit(step["id"])
+            if cycle:
+                return cycle
+    return None
+
+
+def planner_messages(
+    goal: str, tools: Sequence[BaseTool], models: ModelRegistry, settings: DAGSettings, summary: str = ""
+) -> list[BaseMessage]:
+    """The planner's prompt: instructions with the registry's roles, then the goal, the
+    tool catalog (one ~80-character line per tool) and, when re-planning, the summary
+    of the last round."""
+    catalog = "\n".join(catalog_line(tool) for tool in tools) or "(no tools)"
+    system = PLANNER_SYSTEM.format(min_steps=settings.min_steps, max_steps=settings.max_steps, roles=models.describe())
+    user = PLANNER_USER.format(goal=goal, catalog=catalog)
+    if summary:
+        user += REPLAN_NOTE.format(summary=summary)
+    return [SystemMessage(system), HumanMessage(user)]
+
+
+class Planner:
+    """The ``plan`` node (see the module docstring). Emits ``phase`` ``{phase: "planning",
+    round}`` before the call and ``plan`` ``{round, steps, warnings}`` with the accepted plan.
+
+    Args:
+        models: The registry; the planner runs on ``settings.planner_role``.
+        tools: The tools the steps will have (shown as a catalog).
+        settings: The DAG settings.
+    """
+
+    def __init__(self, models: ModelRegistry, tools: Sequence[BaseTool], settings: DAGSettings) -> None:
+        self.models = models
+        self.tools = list(tools)
+        self.settings = settings
+
+    async def __call__(self, state: DAGState, config: RunnableConfig) -> dict[str, Any]:
+        round_number = state.get("round", 0) + 1
+        goal = state.get("goal", "")
+        emit("phase", phase="planning", round=round_number)
+        entry = self.models.resolve(self.settings.planner_role)
+        schema = plan_schema(self.models.roles, self.settings.max_steps)
+        messages = planner_messages(goal, self.tools, self.models, self.settings, state.get("round_summary", ""))
+        usage: dict[str, int] = {}
+        cycle: list[str] | None = None
+        for _attempt in range(2):  # the second attempt only after a cyclic plan
+            result = await structured_llm_call(
+                entry.llm, messages, schema, abilities=entry.abilities, default_value=None, config=config,
+                parse_fn=lambda data: parse_plan(data, self.settings.max_steps),
+            )
+            usage = add_usage(usage, result.usage)
+            if result.value is None:
+                warning = f"the planner's output could not be read ({result.error}); the goal runs as one step"
+                steps: list[PlanStep] = [{"id": "s1", "task": goal, "dependencies": [], "tool_hint": None, "model_hint": None}]
+                return self._accept(round_number, steps, [warning], usage)
+            steps, warnings = result.value
+            cycle = find_cycle(steps)
+            if cycle is None:
+                return self._accept(round_number, steps, warnings, usage)
+            logger.warning("the plan has a dependency cycle %s; asking the planner again", " → ".join(cycle))
+            messages = [*messages, AIMessage(result.raw), HumanMessage(CYCLE_FEEDBACK.format(cycle=" → ".join(cycle)))]
+        message = f"the planner returned a plan with a dependency cycle twice ({' → '.join(cycle or [])}); no step was run"
+        emit("error", message=message, kind="plan_error")
+        return {"round": round_number, "finish_reason": "plan_failed", "error": message, "usage": usage,
+                "answer": state.get("answer") or message}
+
+    @staticmethod
+    def _accept(round_number: int, steps: list[PlanStep], warnings: list[str], usage: dict[str, int]) -> dict[str, Any]:
+        for warning in warnings:
+            logger.warning("plan round %d: %s", round_number, warning)
+        emit("plan", round=round_number, steps=steps, warnings=warnings)
+        return {"round": round_number, "plan": steps, "plan_warnings": warnings, "results": RESET,
+                "analysis": None, "finish_reason": None, "error": None, "usage": usage}

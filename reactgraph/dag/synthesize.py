@@ -1,0 +1,68 @@
+"""DAG mode's answer phase (SPEC R9.4): one streamed synthesis over the last round.
+
+The synthesizer prompt of the ReAct engine (SPEC R3.1) with the steps' results as the
+work log and the analyzer's final answer as the draft. It falls back to the analyzer's
+answer, then to the concatenated step results (``DAGState.answer`` holds whichever
+applies): when the call fails, or streams nothing. After a planner failure with no
+results, the failure message is the answer and no model is called. Skipped when the
+run's config says ``configurable.synthesize = False`` (``DAGAgent.run`` uses that).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+
+from reactgraph.dag.analyze import format_results
+from reactgraph.dag.settings import DAGSettings
+from reactgraph.dag.state import DAGState, PlanStep, StepResult
+from reactgraph.models.registry import ModelRegistry
+from reactgraph.nodes.synthesize import emit_answer
+from reactgraph.prompts import SYNTHESIS_SYSTEM, SYNTHESIS_USER
+from reactgraph.synthesis import stream_messages
+
+
+def dag_synthesis_messages(goal: str, plan: Sequence[PlanStep], results: Mapping[str, StepResult],
+                           draft: str | None, chars: int) -> list[BaseMessage]:
+    """The synthesis prompt: the synthesizer system prompt, and the goal with the steps'
+    results (each cut to ``chars``) and the analyzer's draft answer as the work log."""
+    trace = format_results(plan, results, chars)
+    if draft:
+        trace += f"\n\nDraft answer from the assistant:\n{draft}"
+    return [SystemMessage(SYNTHESIS_SYSTEM), HumanMessage(SYNTHESIS_USER.format(query=goal, trace=trace))]
+
+
+async def _just(text: str) -> AsyncIterator[str]:
+    yield text
+
+
+class DAGSynthesize:
+    """The ``synthesize`` node of the DAG graph (see the module docstring).
+
+    Args:
+        models: The registry; synthesis runs on ``settings.synthesis_role``.
+        settings: The DAG settings.
+    """
+
+    def __init__(self, models: ModelRegistry, settings: DAGSettings) -> None:
+        self.models = models
+        self.settings = settings
+
+    async def __call__(self, state: DAGState, config: RunnableConfig) -> dict[str, Any]:
+        if not (config.get("configurable") or {}).get("synthesize", True):
+            return {}
+        answer = state.get("answer") or ""
+        results = state.get("results") or {}
+        if not results:  # the planner failed before any step ran: its message is the answer
+            return {"synthesis": await emit_answer(_just(answer), answer)}
+        draft = (state.get("analysis") or {}).get("final_answer")
+        messages = dag_synthesis_messages(state.get("goal", ""), state.get("plan") or [], results, draft,
+                                          self.settings.result_chars)
+        usage: dict[str, int] = {}
+        chunks = stream_messages(self.models.resolve(self.settings.synthesis_role).llm, messages, config=config,
+                                 usage_out=usage)
+        text = await emit_answer(chunks, answer)
+        return {"synthesis": text, "usage": usage or {"model_calls": 1}}
