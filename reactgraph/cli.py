@@ -25,6 +25,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from reactgraph.agent import ReActAgent
+from reactgraph.cli_dag import build_dag_agent, print_dag_event
 from reactgraph.config import AgentSettings
 from reactgraph.jsonparse import safe_json
 
@@ -42,6 +43,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY)")
     run.add_argument("--max-iterations", type=int, default=AgentSettings.max_iterations,
                      help="most model calls in the tool loop (default: %(default)s)")
+    run.add_argument("--dag", action="store_true", help="plan, run each step as its own ReAct loop, analyze, re-plan")
+    run.add_argument("--max-rounds", type=int, default=3, help="with --dag: plan/run/analyze rounds at most (default: %(default)s)")
     run.add_argument("--db", help="demo plant database file (default: under $REACTGRAPH_HOME or ~/.local/share/reactgraph)")
     return parser
 
@@ -85,14 +88,22 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
         raise SetupError(str(exc)) from exc
     try:
         settings = AgentSettings(max_iterations=args.max_iterations, system_prompt=DEMO_SYSTEM_PROMPT)
-        agent = ReActAgent(resolved.llm, tools, use_native_tools=not args.json_mode,
-                           abilities=resolved.abilities, settings=settings)
-        console.print(f"[dim]model: {escape(resolved.description)} · mode: {agent.mode} · tools: {len(tools)}[/dim]")
+        if args.dag:
+            agent: Any = build_dag_agent(resolved, tools, settings=settings, native=not args.json_mode,
+                                         max_rounds=args.max_rounds)
+            mode = f"DAG, roles: {', '.join(agent.models.roles)}"
+        else:
+            agent = ReActAgent(resolved.llm, tools, use_native_tools=not args.json_mode,
+                               abilities=resolved.abilities, settings=settings)
+            mode = agent.mode
+        console.print(f"[dim]model: {escape(resolved.description)} · mode: {mode} · tools: {len(tools)}[/dim]")
         console.print(f"[bold]? {escape(_short(args.question, 300))}[/bold]")
         done: dict[str, Any] = {}
         failure = ""
         async for event in agent.astream_events(args.question):
             data = event.data
+            if args.dag and print_dag_event(console, event):
+                continue
             if event.channel == "phase":
                 console.print(f"[dim]… selecting tools ({data['total_tools']} available)[/dim]")
             elif event.channel == "step" and data.get("type") == "iteration":
@@ -128,6 +139,8 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
             reason = f"the model failed: {_short(failure or 'no answer', 300)}"
             # A model that never answered is a set-up problem (wrong URL, key or model name).
             raise SetupError(reason) if not done.get("iterations") else RunFailed(reason)
+        if done.get("finish_reason") == "plan_failed":
+            raise RunFailed(str(done.get("answer")))
         return 0 if str(done.get("answer", "")).strip() else 1
     finally:
         await context.__aexit__(None, None, None)

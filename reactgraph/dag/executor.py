@@ -55,7 +55,7 @@ def cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + TRUNCATION_MARK
 
 
-def step_context(task: StepTask, dependency_chars: int) -> str:
+def step_context(task: StepTask | dict[str, Any], dependency_chars: int) -> str:
     """The one user message a step's loop starts from (SPEC R9.2): the goal, the task,
     the tool hint, and each dependency's task and result cut to ``dependency_chars``."""
     step = task["step"]
@@ -158,7 +158,9 @@ class RunStep:
         self.graphs = graphs
         self.settings = settings
 
-    async def __call__(self, task: StepTask, config: RunnableConfig) -> dict[str, Any]:
+    async def __call__(self, task: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        # ``task`` is a StepTask; typed as a plain dict so LangGraph does not add its keys
+        # to the graph's state channels.
         step: PlanStep = task["step"]
         round_number = task["round"]
         entry = self.models.resolve(step.get("model_hint"))  # R9.3: right before the loop starts

@@ -362,3 +362,15 @@ def test_registry_from_env_adds_one_role_per_variable():
         ModelRegistry.from_env(embedded, environ={"REACTGRAPH_MODEL_FAST": "small"})
     with pytest.raises(ValueError, match="no general model"):
         ModelRegistry.from_env(environ={})
+
+
+async def test_a_checkpointed_run_keeps_the_plan_and_results(tools):
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    general = general_model([plan(step("a"), step("b", deps=["a"]))], [verdict(True, 1.0, "ok")])
+    agent = DAGAgent(general, tools, settings=SETTINGS, checkpointer=InMemorySaver())
+    result = await agent.run("goal", thread_id="dag-1")
+    saved = (await agent.graph.aget_state({"configurable": {"thread_id": "dag-1"}})).values
+    assert [s["id"] for s in saved["plan"]] == ["a", "b"]
+    assert {k: v["result"] for k, v in saved["results"].items()} == {"a": "result a", "b": "result b"}
+    assert saved["finish_reason"] == "achieved" and result.thread_id == "dag-1"
