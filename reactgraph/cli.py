@@ -3,7 +3,8 @@
 ``reactgraph run "CNC-003 상태 확인해줘"`` answers a question with the demo plant's tools:
 it prints each tool call as it happens (tool, arguments, observation, elapsed), streams
 the answer, and ends with a footer (iterations, tokens, elapsed). With no model
-configured it starts the embedded local model (the ``[local]`` extra).
+configured it starts the embedded local model (the ``[local]`` extra). With ``--dag`` it
+answers in DAG mode (plan, steps, analysis; see :mod:`reactgraph.cli_dag`).
 
 Exit status: 0 when an answer was produced; 2 with a one-line reason when set-up failed
 (bad option or environment value, unreadable demo database, the local model could not
