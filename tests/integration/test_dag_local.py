@@ -1,6 +1,7 @@
 """DAG mode end to end on the real embedded model over HTTP (issue 9): the planner, step
 loops, analyzer and synthesis all talk to SmolLM2 through llama.cpp. Kept short (two
-tools, one iteration per step, one round): CI time matters and the model is tiny."""
+tools, one iteration per step, one round, a short synthesis on a custom ``writer`` role):
+CI time matters and the model is tiny."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
 async def test_dag_run_plans_runs_steps_and_synthesizes(local_server, tmp_path):
     hub = [t for t in build_factory_hub(tmp_path / "factory.db") if t.name in ("get_equipment_status", "compare_equipment")]
-    models = ModelRegistry(local_server.chat_model(), abilities=local_server.abilities)
+    models = (ModelRegistry(local_server.chat_model(), abilities=local_server.abilities)
+              .register("writer", local_server.chat_model(max_tokens=128), abilities=local_server.abilities))
     agent = DAGAgent(models, hub, settings=AgentSettings(max_iterations=1, system_prompt=DEMO_SYSTEM_PROMPT, tool_timeout=30),
-                     dag_settings=DAGSettings(max_rounds=1, max_steps=3, step_timeout=300))
+                     dag_settings=DAGSettings(max_rounds=1, max_steps=3, step_timeout=300, synthesis_role="writer"))
     events = [event async for event in agent.astream_events("Compare CNC-001 and CNC-003")]
     channels = [event.channel for event in events]
     assert channels[:2] == ["phase", "plan"] and channels[-1] == "done", channels
