@@ -21,6 +21,7 @@ next run at once, and its next run answers any tool call the cancelled one left 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 from collections.abc import AsyncIterator
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from importlib.resources import files
 from typing import Annotated, Any
 
+import anyio
 from fastapi import Depends, FastAPI, HTTPException, status
 from fastapi import Path as FastAPIPath
 from fastapi.responses import FileResponse
@@ -39,6 +41,7 @@ from sse_starlette import EventSourceResponse
 
 from reactgraph.actions import message_text
 from reactgraph.agent import ReActAgent
+from reactgraph.events import AgentEvent
 from reactgraph.interrupts import NoActiveRunError, ThreadBusyError
 from reactgraph.pinning import is_pinned
 
@@ -47,6 +50,9 @@ API_KEY_ENV = "REACTGRAPH_API_KEY"
 
 DEFAULT_MAX_MESSAGE_CHARS = 20_000
 """Default limit on a message's length, in characters (runs and follow-ups)."""
+
+CANCEL_WAIT_SECONDS = 5.0
+"""Most seconds a stream whose client went away waits for its cancelled run to end."""
 
 THREAD_ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
 """Accepted thread ids: 1–128 letters, digits, ``.``, ``_``, ``:`` or ``-``."""
@@ -152,8 +158,11 @@ class Health(BaseModel):
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorBody, "description": "An API key is configured and the request has no valid bearer token."},
-    413: {"model": ErrorBody, "description": "The message is longer than the server's limit."},
     422: {"model": ErrorBody, "description": "The body or the thread id is invalid."},
+}
+MESSAGE_ERRORS: dict[int | str, dict[str, Any]] = {
+    **ERRORS,
+    413: {"model": ErrorBody, "description": "The message is longer than the server's limit."},
 }
 
 SSE_DESCRIPTION = (
@@ -194,6 +203,21 @@ def _result_view(values: dict[str, Any]) -> ThreadResult | None:
     )
 
 
+async def _produce(agent: ReActAgent, message: str, thread_id: str,
+                   queue: asyncio.Queue[AgentEvent | ThreadBusyError | None]) -> None:
+    """Run ``agent`` and put its events on ``queue``, then ``None``; a busy thread puts
+    the :class:`ThreadBusyError` instead. Runs as its own task, so that a disconnect
+    cancels it with a plain ``Task.cancel()`` and its clean-up (closing the graph's
+    stream, freeing the thread) is not cut short by the response's cancel scope."""
+    try:
+        async for event in agent.astream_events(message, thread_id=thread_id):
+            queue.put_nowait(event)
+    except ThreadBusyError as exc:
+        queue.put_nowait(exc)
+        return
+    queue.put_nowait(None)
+
+
 def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> FastAPI:
     """Build the FastAPI app that serves ``agent`` (SPEC §8, R10.3).
 
@@ -205,7 +229,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
 
     Returns:
         The app. ``app.state.agent`` and ``app.state.settings`` hold the arguments;
-        ``app.state.running`` is the set of thread ids with a run streaming. More routes
+        ``app.state.runs`` maps the thread id of each run going to its asyncio task. More routes
         can be added to it like to any FastAPI app; ``app.state.require_key`` is the
         dependency that enforces the bearer token.
 
@@ -221,7 +245,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
     )
     app.state.agent = agent
     app.state.settings = settings
-    app.state.running = set()
+    app.state.runs = runs = {}
 
     async def require_key(credentials: Credentials) -> None:
         if not api_key:
@@ -248,7 +272,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
         responses={
             200: {"description": SSE_DESCRIPTION, "content": {"text/event-stream": {"schema": {"type": "string"}}}},
             409: {"model": ErrorBody, "description": "A run is already going on this thread."},
-            **ERRORS,
+            **MESSAGE_ERRORS,
         },
         summary="Start a run and stream its events",
     )
@@ -256,21 +280,24 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
         """Run the agent on `message` in the thread and stream every SPEC §8 event, ending
         with `done`. One run per thread at a time; disconnecting cancels the run."""
         message = checked_message(body)
-        events = agent.astream_events(message, thread_id=thread_id)
-        try:
-            first = await anext(events)  # opens the thread: a busy one raises here, before any byte is sent
-        except ThreadBusyError as exc:
-            raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from exc
-        app.state.running.add(thread_id)
+        queue: asyncio.Queue[AgentEvent | ThreadBusyError | None] = asyncio.Queue()
+        task = asyncio.create_task(_produce(agent, message, thread_id, queue), name=f"reactgraph-run-{thread_id}")
+        first = await queue.get()  # the run opens its thread first: a busy one fails here, before any byte is sent
+        if isinstance(first, ThreadBusyError):
+            raise HTTPException(status.HTTP_409_CONFLICT, str(first))
+        runs[thread_id] = task
+        task.add_done_callback(lambda _: runs.pop(thread_id, None))
 
         async def stream() -> AsyncIterator[bytes]:
+            item = first
             try:
-                yield first.to_sse().encode()
-                async for event in events:
-                    yield event.to_sse().encode()
-            finally:
-                app.state.running.discard(thread_id)
-                await events.aclose()
+                while isinstance(item, AgentEvent):
+                    yield item.to_sse().encode()
+                    item = await queue.get()
+            finally:  # the stream ended, or the client went away: stop the run and wait until it has
+                task.cancel()
+                with anyio.CancelScope(shield=True):
+                    await asyncio.wait([task], timeout=CANCEL_WAIT_SECONDS)
 
         return EventSourceResponse(stream(), ping=settings.ping_seconds, sep="\n",
                                    headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
@@ -279,7 +306,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
         "/threads/{thread_id}/inject",
         dependencies=[Depends(require_key)],
         status_code=status.HTTP_202_ACCEPTED,
-        responses={409: {"model": ErrorBody, "description": "No run is going on this thread."}, **ERRORS},
+        responses={409: {"model": ErrorBody, "description": "No run is going on this thread."}, **MESSAGE_ERRORS},
         summary="Send a follow-up to the running run",
     )
     async def inject(thread_id: ThreadId, body: MessageRequest) -> Accepted:
@@ -308,7 +335,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
             raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown thread {thread_id!r}")
         return ThreadState(
             thread_id=thread_id,
-            running=thread_id in app.state.running,
+            running=thread_id in runs,
             messages=[_message_view(message) for message in values["messages"]],
             result=_result_view(values),
         )
