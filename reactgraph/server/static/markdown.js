@@ -45,7 +45,7 @@
     return row.split("|").map(function (cell) { return cell.trim(); });
   }
 
-  const TABLE_RULE = /^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$/;
+  const TABLE_RULE = /^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$/;
   const BULLET = /^\s*[-*+]\s+(.*)$/;
   const NUMBERED = /^\s*\d+[.)]\s+(.*)$/;
 
