@@ -11,10 +11,9 @@ from typing import Any
 
 import httpx
 import pytest
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import StructuredTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
-from pydantic import Field
 
 from reactgraph import ModelAbilities, ReActAgent
 from reactgraph.checkpointing import open_checkpointer
@@ -23,6 +22,7 @@ from reactgraph.protocol import UNFINISHED_TOOL_RESULT, answer_unfinished_tool_c
 from reactgraph.server import ServerSettings, create_app
 from tests.scripted import ScriptedChatModel, tool_call
 from tests.serving import parse_sse, read_events, running_server
+from tests.unit.test_interrupts import HookedModel  # awaits hooks[n] right after its n-th model call
 
 NATIVE = ModelAbilities(tool_call=True, json_mode=True)
 SMALL = ModelAbilities(tool_call=True, json_mode=True, context_window=9_000, max_output_tokens=1_000)  # 8,000-token budget
@@ -48,22 +48,6 @@ def filler_tools(count: int) -> list[StructuredTool]:
         return StructuredTool.from_function(lambda machine: f"connector {i}: {machine}", name=f"connector_{i:02d}",
                                             description=f"Reads connector {i} data for one machine.")
     return [make(i) for i in range(count)]
-
-
-class HookedModel(ScriptedChatModel):
-    """A scripted model that awaits ``hooks[n]`` right after its n-th call (1-based,
-    selection included) has produced its response: what a hook does happens while
-    that model call is in flight."""
-
-    hooks: dict[int, Any] = Field(default_factory=dict)
-
-    async def _agenerate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                         **kwargs: Any) -> Any:
-        result = await super()._agenerate(messages, stop, run_manager, **kwargs)
-        hook = self.hooks.pop(len(self.calls), None)
-        if hook is not None:
-            await hook()
-        return result
 
 
 def logs(*machines: str) -> AIMessage:
