@@ -205,17 +205,18 @@ def _result_view(values: dict[str, Any]) -> ThreadResult | None:
 
 async def _produce(agent: ReActAgent, message: str, thread_id: str,
                    queue: asyncio.Queue[AgentEvent | ThreadBusyError | None]) -> None:
-    """Run ``agent`` and put its events on ``queue``, then ``None``; a busy thread puts
-    the :class:`ThreadBusyError` instead. Runs as its own task, so that a disconnect
-    cancels it with a plain ``Task.cancel()`` and its clean-up (closing the graph's
-    stream, freeing the thread) is not cut short by the response's cancel scope."""
+    """Run ``agent`` and put its events on ``queue``, then ``None`` (also when the run
+    stops early); a busy thread puts the :class:`ThreadBusyError` first. Runs as its own
+    task, so that a disconnect cancels it with a plain ``Task.cancel()`` and its clean-up
+    (closing the graph's stream, freeing the thread) is not cut short by the response's
+    cancel scope."""
     try:
         async for event in agent.astream_events(message, thread_id=thread_id):
             queue.put_nowait(event)
     except ThreadBusyError as exc:
         queue.put_nowait(exc)
-        return
-    queue.put_nowait(None)
+    finally:
+        queue.put_nowait(None)
 
 
 def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> FastAPI:
@@ -286,7 +287,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
         if isinstance(first, ThreadBusyError):
             raise HTTPException(status.HTTP_409_CONFLICT, str(first))
         runs[thread_id] = task
-        task.add_done_callback(lambda _: runs.pop(thread_id, None))
+        task.add_done_callback(lambda done: runs.pop(thread_id) if runs.get(thread_id) is done else None)
 
         async def stream() -> AsyncIterator[bytes]:
             item = first
