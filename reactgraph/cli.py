@@ -6,7 +6,7 @@ the answer, and ends with a footer (iterations, tokens, elapsed). With no model
 configured it starts the embedded local model (the ``[local]`` extra).
 
 ``reactgraph serve [--host 127.0.0.1] [--port 8000]`` serves the HTTP API and web page
-(:mod:`reactgraph.server`) with the same tools and model until stopped (exit status 0).
+(:mod:`reactgraph.server`) with the same tools and model until stopped with Ctrl-C.
 
 Exit status of ``run``: 0 when an answer was produced; 2 with a one-line reason when set-up failed
 (bad option or environment value, unreadable demo database, the local model could not
