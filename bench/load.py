@@ -7,7 +7,9 @@ of its three calls per run: the loop asks for ``lookup(ticket)``, then answers, 
 synthesis streams ``"Ticket <id> is open."`` in a few chunks. So each run spends
 3 × latency in the model; the rest of its time is the server, the engine and the client.
 
-For N in (10, 50, 200) it starts N runs at once, each on its own thread, and reports:
+For N in (10, 50, 200) it starts N runs at once, each on its own thread, and reports (row
+``http``), next to the same N runs of the same agent called in this process without HTTP
+(row ``direct``, the engine alone):
 
 * throughput: runs finished per second of wall time;
 * time to first event (TTFE): from sending the request to receiving the first SSE event,
@@ -174,31 +176,67 @@ async def one_run(client: httpx.AsyncClient, index: int, size: int) -> tuple[str
     return thread_id, RunOutcome(ticket, response.status_code, first, time.perf_counter() - started, events)
 
 
+async def one_direct_run(agent: Any, index: int, size: int) -> tuple[str, RunOutcome]:
+    """The same run without HTTP: ``agent.astream_events`` in this process (the baseline)."""
+    ticket = f"T{index:05d}"
+    thread_id = f"direct-{size}-{index}"
+    started = time.perf_counter()
+    first: float | None = None
+    events: list[tuple[str, dict[str, Any]]] = []
+    async for event in agent.astream_events(f"What is the state of ticket {ticket}?", thread_id=thread_id):
+        if first is None:
+            first = time.perf_counter() - started
+        events.append((event.channel, json.loads(json.dumps(event.data))))
+    return thread_id, RunOutcome(ticket, 200, first, time.perf_counter() - started, events)
+
+
 def percentile(values: Sequence[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
 
 
-async def load(base_url: str, size: int, latency: float) -> dict[str, Any]:
-    limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
-    async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=120) as client:
-        await asyncio.gather(*(one_run(client, 90_000 + i, size) for i in range(min(size, 10))))  # warm-up
-        started = time.perf_counter()
-        results = await asyncio.gather(*(one_run(client, i, size) for i in range(size)))
-        wall = time.perf_counter() - started
+def summarize(results: Sequence[tuple[str, RunOutcome]], wall: float, latency: float) -> dict[str, Any]:
+    """The row of one round: throughput, percentiles of the good runs, lost and cross-wired counts."""
     problems = [outcome.problem(thread_id) for thread_id, outcome in results]
     good = [outcome for (_, outcome), problem in zip(results, problems, strict=True) if problem is None]
     ttfe = [o.first_event for o in good if o.first_event is not None]
     totals = [o.total for o in good]
     model_time = MODEL_CALLS_PER_RUN * latency
     return {
-        "runs": size,
+        "runs": len(results),
         "throughput": len(good) / wall,
         "ttfe_p50": percentile(ttfe, 50), "ttfe_p99": percentile(ttfe, 99),
         "run_p50": percentile(totals, 50), "run_p99": percentile(totals, 99),
         "overhead_p50": percentile(totals, 50) - model_time, "overhead_p99": percentile(totals, 99) - model_time,
         "lost": problems.count("lost"), "cross_wired": problems.count("cross-wired"),
     }
+
+
+async def load(base_url: str, size: int, latency: float) -> dict[str, Any]:
+    """N concurrent runs through the HTTP server (after a warm-up of up to 10)."""
+    limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
+    async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=120) as client:
+        await asyncio.gather(*(one_run(client, 90_000 + i, size) for i in range(min(size, 10))))
+        started = time.perf_counter()
+        results = await asyncio.gather(*(one_run(client, i, size) for i in range(size)))
+        return summarize(results, time.perf_counter() - started, latency)
+
+
+async def load_direct(size: int, latency: float) -> dict[str, Any]:
+    """N concurrent runs of the same agent in this process, no HTTP: what the engine alone costs."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    agent = build_app(latency, InMemorySaver()).state.agent
+    await asyncio.gather(*(one_direct_run(agent, 90_000 + i, size) for i in range(min(size, 10))))
+    started = time.perf_counter()
+    results = await asyncio.gather(*(one_direct_run(agent, i, size) for i in range(size)))
+    return summarize(results, time.perf_counter() - started, latency)
+
+
+def row(label: str, r: dict[str, Any]) -> str:
+    return (f"{label:<7}{r['runs']:>5} {r['throughput']:>8.1f} {r['ttfe_p50'] * 1000:>7.0f}ms {r['ttfe_p99'] * 1000:>7.0f}ms "
+            f"{r['run_p50'] * 1000:>6.0f}ms {r['run_p99'] * 1000:>6.0f}ms {r['overhead_p50'] * 1000:>6.0f}ms "
+            f"{r['overhead_p99'] * 1000:>6.0f}ms {r['lost']:>5} {r['cross_wired']:>8}")
 
 
 def free_port() -> int:
@@ -232,18 +270,19 @@ async def main_async(args: argparse.Namespace) -> int:
             await wait_ready(base_url, child)
             print(f"server: 1 uvicorn worker, checkpointer {args.checkpointer}; model latency {args.latency * 1000:.0f} ms "
                   f"× {MODEL_CALLS_PER_RUN} calls per run = {MODEL_CALLS_PER_RUN * args.latency * 1000:.0f} ms of model time")
-            header = (f"{'N':>5} {'runs/s':>8} {'TTFE p50':>9} {'TTFE p99':>9} {'run p50':>8} {'run p99':>8} "
+            header = (f"{'path':<7}{'N':>5} {'runs/s':>8} {'TTFE p50':>9} {'TTFE p99':>9} {'run p50':>8} {'run p99':>8} "
                       f"{'ovh p50':>8} {'ovh p99':>8} {'lost':>5} {'x-wired':>8}")
             print(header)
             print("-" * len(header))
             failures = 0
             for size in args.sizes:
-                r = await load(base_url, size, args.latency)
-                failures += r["lost"] + r["cross_wired"]
-                print(f"{r['runs']:>5} {r['throughput']:>8.1f} {r['ttfe_p50'] * 1000:>7.0f}ms {r['ttfe_p99'] * 1000:>7.0f}ms "
-                      f"{r['run_p50'] * 1000:>6.0f}ms {r['run_p99'] * 1000:>6.0f}ms {r['overhead_p50'] * 1000:>6.0f}ms "
-                      f"{r['overhead_p99'] * 1000:>6.0f}ms {r['lost']:>5} {r['cross_wired']:>8}")
-            print("times in ms; ovh = run time − model time; every run checked for a complete stream with only its own ticket")
+                for label, result in (("http", await load(base_url, size, args.latency)),
+                                      ("direct", await load_direct(size, args.latency))):
+                    failures += result["lost"] + result["cross_wired"]
+                    print(row(label, result))
+            print("times in ms; ovh = run time − model time; http = through the server (a child process), direct = "
+                  "astream_events in this process (no HTTP, memory checkpointer); every run checked for a complete "
+                  "stream carrying only its own ticket and thread")
             return 1 if failures else 0
         finally:
             child.terminate()
