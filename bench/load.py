@@ -97,7 +97,7 @@ def build_app(latency: float, checkpointer: Any) -> Any:
         async def _astream(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
                            **kwargs: Any) -> AsyncIterator[ChatGenerationChunk]:
             await asyncio.sleep(self.latency)
-            if messages[0].content != SYNTHESIS_SYSTEM:
+            if messages[0].content != SYNTHESIS_SYSTEM:  # a loop call, streamed when a token handler is attached
                 reply = self._reply(messages)
                 yield ChatGenerationChunk(message=AIMessageChunk(content=reply.content, tool_call_chunks=[
                     {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "index": i, "type": "tool_call_chunk"}
@@ -157,6 +157,8 @@ class RunOutcome:
 
 
 async def one_run(client: httpx.AsyncClient, index: int, size: int) -> tuple[str, RunOutcome]:
+    """One run through the server: ticket ``T<index>`` on thread ``load-<size>-<index>``; returns
+    the thread id and what the client saw."""
     ticket = f"T{index:05d}"
     thread_id = f"load-{size}-{index}"
     started = time.perf_counter()
@@ -191,6 +193,7 @@ async def one_direct_run(agent: Any, index: int, size: int) -> tuple[str, RunOut
 
 
 def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0–100) of ``values`` by the nearest-rank method."""
     ordered = sorted(values)
     return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
 
@@ -234,18 +237,25 @@ async def load_direct(size: int, latency: float) -> dict[str, Any]:
 
 
 def row(label: str, r: dict[str, Any]) -> str:
+    """One line of the table for a :func:`summarize` result (times printed in ms)."""
     return (f"{label:<7}{r['runs']:>5} {r['throughput']:>8.1f} {r['ttfe_p50'] * 1000:>7.0f}ms {r['ttfe_p99'] * 1000:>7.0f}ms "
             f"{r['run_p50'] * 1000:>6.0f}ms {r['run_p99'] * 1000:>6.0f}ms {r['overhead_p50'] * 1000:>6.0f}ms "
             f"{r['overhead_p99'] * 1000:>6.0f}ms {r['lost']:>5} {r['cross_wired']:>8}")
 
 
 def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
 
 
 async def wait_ready(base_url: str, child: subprocess.Popen) -> None:
+    """Poll ``/healthz`` until the server answers (at most 30 s).
+
+    Raises:
+        RuntimeError: The child exited, or did not answer in time.
+    """
     async with httpx.AsyncClient(base_url=base_url) as client:
         for _ in range(300):
             if child.poll() is not None:
@@ -260,6 +270,7 @@ async def wait_ready(base_url: str, child: subprocess.Popen) -> None:
 
 
 async def main_async(args: argparse.Namespace) -> int:
+    """Start the server, run every round, print the table; 1 when a run was lost or cross-wired."""
     port = free_port()
     base_url = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory() as tmp:
@@ -290,6 +301,7 @@ async def main_async(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Command line entry: the bench, or (``--serve PORT``, internal) the server child."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--latency", type=float, default=0.05, help="seconds per model call (default: %(default)s)")
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 50, 200], help="concurrent runs per round")

@@ -42,6 +42,7 @@ def chromium_path() -> str:
 
 @asynccontextmanager
 async def browser_page(url: str) -> AsyncIterator[Page]:
+    """A page of a fresh headless Chromium opened at ``url``; fails the test on any page script error."""
     async with async_playwright() as playwright:
         browser: Browser = await playwright.chromium.launch(executable_path=chromium_path(), headless=True,
                                                             args=CHROMIUM_ARGS)
@@ -64,6 +65,7 @@ def artifact_path(name: str) -> Path:
 
 
 async def ask(page: Page, text: str) -> None:
+    """Type ``text`` in the chat box and press Enter, as a user would."""
     await page.fill("#message", text)
     await page.press("#message", "Enter")
 
