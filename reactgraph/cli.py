@@ -166,7 +166,8 @@ async def _serve(args: argparse.Namespace, console: Console) -> int:
 
     if args.max_iterations < 1:
         raise ValueError("--max-iterations must be at least 1")
-    server_settings = ServerSettings(max_message_chars=args.max_message_chars or DEFAULT_MAX_MESSAGE_CHARS)
+    limit = DEFAULT_MAX_MESSAGE_CHARS if args.max_message_chars is None else args.max_message_chars
+    server_settings = ServerSettings(max_message_chars=limit)
     try:
         context = open_demo_agent(model=args.model, base_url=args.base_url, api_key=args.api_key,
                                   json_mode=args.json_mode, max_iterations=args.max_iterations,

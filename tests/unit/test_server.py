@@ -15,9 +15,9 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import StructuredTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from reactgraph import ModelAbilities, ReActAgent
+from reactgraph import ModelAbilities, NoActiveRunError, ReActAgent
 from reactgraph.checkpointing import open_checkpointer
-from reactgraph.cli import _parser
+from reactgraph.cli import _parser, main
 from reactgraph.protocol import UNFINISHED_TOOL_RESULT, answer_unfinished_tool_calls
 from reactgraph.server import ServerSettings, create_app
 from tests.scripted import ScriptedChatModel, tool_call
@@ -245,6 +245,60 @@ async def test_a_disconnect_cancels_the_run_within_a_second_and_the_thread_stays
     assert [m["type"] for m in history] == ["human", "ai", "tool", "human", "ai"]
 
 
+async def test_a_disconnect_during_a_model_call_cancels_it_within_a_second():
+    cancelled_at: list[float] = []
+
+    async def thinks_for_half_a_minute() -> None:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled_at.append(time.perf_counter())
+            raise
+
+    model = HookedModel(responses=["never delivered", "CNC-003 is fine."], hooks={1: thinks_for_half_a_minute})
+    app = app_for(model, [get_status])
+    async with running_server(app) as url, httpx.AsyncClient(base_url=url) as client:
+        async with client.stream("POST", "/threads/t1/runs", json={"message": "CNC-003?"}) as response:
+            async for channel, data in read_events(response):
+                assert (channel, data) == ("step", {"type": "thinking", "status": "start", "iteration": 1})
+                break
+            await asyncio.sleep(0.2)  # the model call is in flight
+            disconnected_at = time.perf_counter()
+        for _ in range(100):
+            if cancelled_at and not app.state.runs:
+                break
+            await asyncio.sleep(0.01)
+        assert cancelled_at and cancelled_at[0] - disconnected_at < 1.0 and not app.state.runs
+        again = await client.post("/threads/t1/runs", json={"message": "CNC-003 now?"})
+        assert parse_sse(again.text)[-1][1]["finish_reason"] == "final_answer"
+    assert [m.content for m in model.calls[1][1:]] == ["CNC-003?", "CNC-003 now?"]  # the cancelled call left nothing
+
+
+async def test_an_event_stream_closed_early_cancels_the_run_at_once():
+    cancelled = asyncio.Event()
+
+    @tool
+    async def slow_scan(machine: str) -> str:
+        """A scan that takes half a minute."""
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "scanned"
+
+    model = ScriptedChatModel(responses=[AIMessage(content="", tool_calls=[tool_call("slow_scan", {"machine": "A"}, "s1")])])
+    agent = ReActAgent(model, [slow_scan], abilities=NATIVE)
+    events = agent.astream_events("scan A", thread_id="t")
+    async for event in events:
+        if event.data.get("type") == "iteration":
+            break
+    await events.aclose()
+    assert cancelled.is_set()  # closing the library's iterator stopped the tool, no garbage collection needed
+    with pytest.raises(NoActiveRunError):
+        await agent.inject("t", "the run is over")
+
+
 def test_unfinished_tool_calls_are_answered_in_order_and_complete_histories_are_left_alone():
     calls = AIMessage(content="", tool_calls=[tool_call("a", {}, "c1"), tool_call("b", {}, "c2")], id="ai1")
     done = ToolMessage("b ok", tool_call_id="c2", id="t2")
@@ -394,6 +448,14 @@ async def test_the_page_and_its_files_are_served_from_the_package_without_extern
     assert '<script src="/static/app.js">' in page.text and '<form id="chat">' in page.text
     for text in (page.text, *(response.text for response in files.values())):
         assert "http://" not in text and "https://" not in text and "//cdn" not in text
+
+
+def test_serve_refuses_bad_settings_with_exit_status_2(capsys):
+    assert main(["serve", "--max-iterations", "0"]) == 2
+    assert main(["serve", "--max-message-chars", "0"]) == 2
+    errors = capsys.readouterr().err.splitlines()
+    assert errors == ["reactgraph: error: --max-iterations must be at least 1",
+                      "reactgraph: error: max_message_chars must be at least 1, got 0"]
 
 
 def test_serve_command_options():
