@@ -12,7 +12,7 @@
   const authBox = document.getElementById("auth");
   const keyInput = document.getElementById("api-key");
 
-  let threadId = sessionStorage.getItem("reactgraph.thread") || newThreadId();
+  let threadId = newThreadId();  // one conversation per page load; "New conversation" starts another
   let running = false;
   let pendingRetry = null;
   showThread();
@@ -24,7 +24,6 @@
   }
 
   function showThread() {
-    sessionStorage.setItem("reactgraph.thread", threadId);
     threadLabel.textContent = "thread " + threadId;
   }
 
