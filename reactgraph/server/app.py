@@ -203,20 +203,64 @@ def _result_view(values: dict[str, Any]) -> ThreadResult | None:
     )
 
 
-async def _produce(agent: ReActAgent, message: str, thread_id: str,
-                   queue: asyncio.Queue[AgentEvent | ThreadBusyError | None]) -> None:
-    """Run ``agent`` and put its events on ``queue``, then ``None`` (also when the run
-    stops early); a busy thread puts the :class:`ThreadBusyError` first. Runs as its own
-    task, so that a disconnect cancels it with a plain ``Task.cancel()`` and its clean-up
-    (closing the graph's stream, freeing the thread) is not cut short by the response's
-    cancel scope."""
+async def _produce(events: AsyncIterator[AgentEvent], queue: asyncio.Queue[AgentEvent | ThreadBusyError | None]) -> None:
+    """Put the run's events on ``queue``, then ``None`` (also when the run stops early);
+    a busy thread puts the :class:`ThreadBusyError` first. Runs as its own task, so that a
+    disconnect cancels it with a plain ``Task.cancel()`` and its clean-up (closing the
+    graph's stream, freeing the thread) is not cut short by the response's cancel scope."""
     try:
-        async for event in agent.astream_events(message, thread_id=thread_id):
+        async for event in events:
             queue.put_nowait(event)
     except ThreadBusyError as exc:
         queue.put_nowait(exc)
     finally:
         queue.put_nowait(None)
+
+
+async def stream_events(app: FastAPI, thread_id: str, events: AsyncIterator[AgentEvent]) -> EventSourceResponse:
+    """Stream one run's events as the SSE response of SPEC §8; the building block of
+    ``POST /threads/{thread_id}/runs``, for any endpoint that streams a run of the app's agent.
+
+    The run is consumed in its own task, registered in ``app.state.runs[thread_id]`` while it
+    goes. When the client disconnects, the task is cancelled (the agent closes the graph's
+    stream, which cancels its model call or tools) and the response waits up to
+    :data:`CANCEL_WAIT_SECONDS` for it to end, so the thread is free when the response is done.
+
+    Args:
+        app: An app made by :func:`create_app`.
+        thread_id: The run's thread.
+        events: The run, not started yet: e.g. ``agent.astream_events(message, thread_id=...)``.
+            It must open the thread (raising :class:`ThreadBusyError` for a busy one) before
+            its first event.
+
+    Returns:
+        The ``text/event-stream`` response, its first event already produced.
+
+    Raises:
+        HTTPException: 409 when the thread already has a run going.
+    """
+    runs: dict[str, asyncio.Task[None]] = app.state.runs
+    queue: asyncio.Queue[AgentEvent | ThreadBusyError | None] = asyncio.Queue()
+    task = asyncio.create_task(_produce(events, queue), name=f"reactgraph-run-{thread_id}")
+    first = await queue.get()  # the run opens its thread first: a busy one fails here, before any byte is sent
+    if isinstance(first, ThreadBusyError):
+        raise HTTPException(status.HTTP_409_CONFLICT, str(first))
+    runs[thread_id] = task
+    task.add_done_callback(lambda done: runs.pop(thread_id) if runs.get(thread_id) is done else None)
+
+    async def stream() -> AsyncIterator[bytes]:
+        item = first
+        try:
+            while isinstance(item, AgentEvent):
+                yield item.to_sse().encode()
+                item = await queue.get()
+        finally:  # the stream ended, or the client went away: stop the run and wait until it has
+            task.cancel()
+            with anyio.CancelScope(shield=True):
+                await asyncio.wait([task], timeout=CANCEL_WAIT_SECONDS)
+
+    return EventSourceResponse(stream(), ping=app.state.settings.ping_seconds, sep="\n",
+                               headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
 
 
 def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> FastAPI:
@@ -231,8 +275,8 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
     Returns:
         The app. ``app.state.agent`` and ``app.state.settings`` hold the arguments;
         ``app.state.runs`` maps the thread id of each run going to its asyncio task. More routes
-        can be added to it like to any FastAPI app; ``app.state.require_key`` is the
-        dependency that enforces the bearer token.
+        can be added to it like to any FastAPI app: ``app.state.require_key`` is the
+        dependency that enforces the bearer token, :func:`stream_events` streams a run.
 
     Raises:
         ValueError: Invalid settings.
@@ -246,7 +290,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
     )
     app.state.agent = agent
     app.state.settings = settings
-    app.state.runs = runs = {}
+    app.state.runs = {}
 
     async def require_key(credentials: Credentials) -> None:
         if not api_key:
@@ -281,27 +325,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
         """Run the agent on `message` in the thread and stream every SPEC §8 event, ending
         with `done`. One run per thread at a time; disconnecting cancels the run."""
         message = checked_message(body)
-        queue: asyncio.Queue[AgentEvent | ThreadBusyError | None] = asyncio.Queue()
-        task = asyncio.create_task(_produce(agent, message, thread_id, queue), name=f"reactgraph-run-{thread_id}")
-        first = await queue.get()  # the run opens its thread first: a busy one fails here, before any byte is sent
-        if isinstance(first, ThreadBusyError):
-            raise HTTPException(status.HTTP_409_CONFLICT, str(first))
-        runs[thread_id] = task
-        task.add_done_callback(lambda done: runs.pop(thread_id) if runs.get(thread_id) is done else None)
-
-        async def stream() -> AsyncIterator[bytes]:
-            item = first
-            try:
-                while isinstance(item, AgentEvent):
-                    yield item.to_sse().encode()
-                    item = await queue.get()
-            finally:  # the stream ended, or the client went away: stop the run and wait until it has
-                task.cancel()
-                with anyio.CancelScope(shield=True):
-                    await asyncio.wait([task], timeout=CANCEL_WAIT_SECONDS)
-
-        return EventSourceResponse(stream(), ping=settings.ping_seconds, sep="\n",
-                                   headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+        return await stream_events(app, thread_id, agent.astream_events(message, thread_id=thread_id))
 
     @app.post(
         "/threads/{thread_id}/inject",
@@ -336,7 +360,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
             raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown thread {thread_id!r}")
         return ThreadState(
             thread_id=thread_id,
-            running=thread_id in runs,
+            running=thread_id in app.state.runs,
             messages=[_message_view(message) for message in values["messages"]],
             result=_result_view(values),
         )
