@@ -24,6 +24,7 @@ bench: $(BIN)/python
 	$(BIN)/python bench/overhead.py
 	$(BIN)/python bench/tool_tokens.py
 	$(BIN)/python bench/guard_cost.py
+	$(BIN)/python bench/load.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

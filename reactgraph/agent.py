@@ -7,6 +7,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
+from contextlib import aclosing
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -224,15 +225,18 @@ class ReActAgent:
         failure: BaseException | None = None
         async with self.interrupts.running(thread_id):
             try:
-                async for mode, chunk in self.graph.astream(
-                    {"messages": [HumanMessage(query)]}, config, stream_mode=["custom", "values"]
-                ):
-                    if mode == "values":
-                        state = chunk
-                        continue
-                    event = as_agent_event(chunk)
-                    if event is not None:
-                        yield event
+                # aclosing: a consumer that stops early (a disconnected client) closes the
+                # graph's stream at once, which cancels the run's model call or tools.
+                async with aclosing(
+                    self.graph.astream({"messages": [HumanMessage(query)]}, config, stream_mode=["custom", "values"])
+                ) as stream:
+                    async for mode, chunk in stream:
+                        if mode == "values":
+                            state = chunk
+                            continue
+                        event = as_agent_event(chunk)
+                        if event is not None:
+                            yield event
             except Exception as exc:  # R2.7
                 logger.warning("run failed: %s", exc)
                 failure = exc

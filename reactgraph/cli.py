@@ -6,7 +6,10 @@ the answer, and ends with a footer (iterations, tokens, elapsed). With no model
 configured it starts the embedded local model (the ``[local]`` extra). With ``--dag`` it
 answers in DAG mode (plan, steps, analysis; see :mod:`reactgraph.cli_dag`).
 
-Exit status: 0 when an answer was produced; 2 with a one-line reason when set-up failed
+``reactgraph serve [--host 127.0.0.1] [--port 8000]`` serves the HTTP API and web page
+(:mod:`reactgraph.server`) with the same tools and model until stopped with Ctrl-C.
+
+Exit status of ``run``: 0 when an answer was produced; 2 with a one-line reason when set-up failed
 (bad option or environment value, unreadable demo database, the local model could not
 start, a configured model that never answered); 1 with a one-line reason when the model
 failed partway through the run.
@@ -47,7 +50,27 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--dag", action="store_true", help="plan, run each step as its own ReAct loop, analyze, re-plan")
     run.add_argument("--max-rounds", type=int, default=3, help="with --dag: plan/run/analyze rounds at most (default: %(default)s)")
     run.add_argument("--db", help="demo plant database file (default: under $REACTGRAPH_HOME or ~/.local/share/reactgraph)")
+    _add_serve_parser(commands)
     return parser
+
+
+def _add_serve_parser(commands: Any) -> None:
+    serve = commands.add_parser("serve", help="serve the HTTP API (SSE) and the web page with the demo plant's tools")
+    serve.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: %(default)s)")
+    serve.add_argument("--port", type=int, default=8000, help="TCP port (default: %(default)s)")
+    serve.add_argument("--json-mode", action="store_true", help="force the JSON-in-content protocol instead of native tool calls")
+    serve.add_argument("--model", help="model name (default: $REACTGRAPH_MODEL, else the embedded model)")
+    serve.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
+    serve.add_argument("--api-key", help="the model endpoint's API key (default: $OPENAI_API_KEY); "
+                                         "clients of this server authenticate with $REACTGRAPH_API_KEY")
+    serve.add_argument("--max-iterations", type=int, default=AgentSettings.max_iterations,
+                       help="most model calls in the tool loop of one run (default: %(default)s)")
+    serve.add_argument("--db", help="demo plant database file (default: under $REACTGRAPH_HOME or ~/.local/share/reactgraph)")
+    serve.add_argument("--checkpoints", help="where threads are kept: a SQLite file, sqlite:///path, a postgresql:// URL "
+                                             "or 'memory' (default: $REACTGRAPH_DATABASE_URL, else checkpoints.db "
+                                             "beside the demo database)")
+    serve.add_argument("--max-message-chars", type=int, default=None,
+                       help="longest accepted message in characters (default: 20000)")
 
 
 def _short(value: Any, limit: int = 200) -> str:
@@ -147,6 +170,36 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
         await context.__aexit__(None, None, None)
 
 
+async def _serve(args: argparse.Namespace, console: Console) -> int:
+    from reactgraph.models import LocalModelError
+
+    try:
+        from reactgraph.server import DEFAULT_MAX_MESSAGE_CHARS, ServerSettings, create_app, open_demo_agent, serve
+    except ImportError as exc:
+        raise SetupError(f"the server needs the server extra: pip install 'reactgraph[server]' ({exc})") from exc
+
+    if args.max_iterations < 1:
+        raise ValueError("--max-iterations must be at least 1")
+    limit = DEFAULT_MAX_MESSAGE_CHARS if args.max_message_chars is None else args.max_message_chars
+    server_settings = ServerSettings(max_message_chars=limit)
+    try:
+        context = open_demo_agent(model=args.model, base_url=args.base_url, api_key=args.api_key,
+                                  json_mode=args.json_mode, max_iterations=args.max_iterations,
+                                  db=args.db, checkpoints=args.checkpoints)
+        demo = await context.__aenter__()
+    except (LocalModelError, sqlite3.Error, ImportError) as exc:
+        raise SetupError(str(exc)) from exc
+    try:
+        auth = "bearer token required" if server_settings.resolved_api_key() else "no authentication"
+        console.print(f"[dim]model: {escape(demo.model)} · mode: {demo.agent.mode} · tools: {len(demo.agent.tools)} · "
+                      f"threads: {escape(demo.checkpoints)} · {auth}[/dim]")
+        console.print(f"[bold]page: http://{args.host}:{args.port}/[/bold]")
+        await serve(create_app(demo.agent, server_settings), args.host, args.port)
+        return 0
+    finally:
+        await context.__aexit__(None, None, None)
+
+
 class SetupError(Exception):
     """The command could not start (reported as one line, exit status 2)."""
 
@@ -168,7 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.ERROR, format="reactgraph: %(message)s")
     console = Console(highlight=False, soft_wrap=True)
     try:
-        return asyncio.run(_run(args, console))
+        return asyncio.run(_serve(args, console) if args.command == "serve" else _run(args, console))
     except (SetupError, ValueError, OSError) as exc:
         print(f"reactgraph: error: {exc}", file=sys.stderr)
         return 2

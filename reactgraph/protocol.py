@@ -69,3 +69,52 @@ def check_protocol(messages: Sequence[BaseMessage]) -> None:
             i += len(expected) + 1
             continue
         i += 1
+
+
+UNFINISHED_TOOL_RESULT = (
+    "Error: this tool call did not finish: the run was stopped (cancelled or disconnected) "
+    "before its result arrived. Call the tool again if its result is still needed."
+)
+"""Content of the tool message :func:`answer_unfinished_tool_calls` adds for a call
+that has no result."""
+
+
+def answer_unfinished_tool_calls(messages: Sequence[BaseMessage]) -> list[BaseMessage] | None:
+    """Repair a history whose run was stopped between a tool-call message and its results.
+
+    A run cancelled while its tools were running (a client that disconnected, a stopped
+    server) leaves an assistant message whose tool calls have no tool messages in the
+    checkpoint; a provider rejects every later request on that thread (SPEC R2.5, §12).
+
+    Args:
+        messages: A thread's history, without the system prompt.
+
+    Returns:
+        ``None`` when every tool call is answered. Otherwise a new list in which each
+        assistant message with tool calls is followed by one tool message per call, in
+        the calls' order: the one the history has for it (the first tool message with that
+        ``tool_call_id`` directly after the assistant message), else a new one with
+        :data:`UNFINISHED_TOOL_RESULT`. Other messages keep their order and ids; when a repair
+        is made, tool messages there that answer none of the calls are left out.
+    """
+    repaired: list[BaseMessage] = []
+    changed = False
+    i = 0
+    while i < len(messages):
+        message = messages[i]
+        i += 1
+        repaired.append(message)
+        if not isinstance(message, AIMessage) or not message.tool_calls:
+            continue
+        answered: dict[str, ToolMessage] = {}
+        while i < len(messages) and isinstance(messages[i], ToolMessage):
+            answered.setdefault(messages[i].tool_call_id, messages[i])
+            i += 1
+        for call in message.tool_calls:
+            reply = answered.get(call.get("id") or "")
+            if reply is None:
+                changed = True
+                reply = ToolMessage(UNFINISHED_TOOL_RESULT, tool_call_id=call.get("id") or "", name=call.get("name"),
+                                    status="error")
+            repaired.append(reply)
+    return repaired if changed else None

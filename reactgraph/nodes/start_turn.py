@@ -5,11 +5,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import HumanMessage, RemoveMessage
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from reactgraph.actions import message_text
 from reactgraph.engine import Engine
 from reactgraph.pinning import is_pinned, pin
+from reactgraph.protocol import answer_unfinished_tool_calls
 from reactgraph.state import RESET, AgentState
 
 
@@ -20,7 +22,9 @@ class StartTurn:
     the mode is fixed for the whole turn from the model's abilities (SPEC R2.2).
     Earlier turns' messages stay in ``messages`` as history. The query message is pinned
     (written back with the same id and the pinned flag), so every context compaction
-    keeps it (SPEC R6.2).
+    keeps it (SPEC R6.2). A history left by a run that was stopped while its tools ran
+    (a client that disconnected from the server) gets an error result for each
+    unanswered tool call, so the thread stays usable (SPEC R2.5).
     """
 
     def __init__(self, engine: Engine) -> None:
@@ -50,6 +54,11 @@ class StartTurn:
             "synthesis": None,
             "started_at": time.time(),
         }
-        if pinned:
+        repaired = answer_unfinished_tool_calls(state.get("messages", []))
+        if repaired is not None:
+            pinned_ids = {message.id for message in pinned}
+            rebuilt = [pin(message) if message.id in pinned_ids else message for message in repaired]
+            update["messages"] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *rebuilt]
+        elif pinned:
             update["messages"] = pinned
         return update

@@ -1,0 +1,20 @@
+"""The HTTP server of SPEC §8/§10: a FastAPI app that streams runs as server-sent events
+and serves the web page (extra ``[server]``).
+
+``create_app(agent)`` builds the app around any :class:`~reactgraph.ReActAgent` (for
+embedding in another ASGI deployment); ``reactgraph serve`` runs it under uvicorn with the
+demo plant's tools, the configured model and the SQLite checkpointer.
+"""
+
+from reactgraph.server.app import API_KEY_ENV, DEFAULT_MAX_MESSAGE_CHARS, ServerSettings, create_app, stream_events
+from reactgraph.server.serve import open_demo_agent, serve
+
+__all__ = [
+    "API_KEY_ENV",
+    "DEFAULT_MAX_MESSAGE_CHARS",
+    "ServerSettings",
+    "create_app",
+    "open_demo_agent",
+    "serve",
+    "stream_events",
+]

@@ -1,0 +1,378 @@
+"""The HTTP API and web page of SPEC §8/§10 as a FastAPI app.
+
+:func:`create_app` wraps one :class:`~reactgraph.ReActAgent`. Endpoints:
+
+- ``POST /threads/{thread_id}/runs`` ``{"message": ...}`` streams the run as the SSE event
+  protocol of SPEC §8 (``text/event-stream``, ``event: <channel>\\ndata: <json>\\n\\n``),
+  ending with ``done``; 409 when the thread already has a run going.
+- ``POST /threads/{thread_id}/inject`` ``{"message": ...}`` queues a follow-up for the
+  running run (202; SPEC §7), 409 when nothing is running on the thread.
+- ``GET /threads/{thread_id}`` returns the thread's messages and last result from the
+  checkpointer; 404 for a thread it does not know.
+- ``GET /healthz`` and the page at ``/`` (static files under ``/static``).
+
+When an API key is configured (``REACTGRAPH_API_KEY``), every ``/threads`` endpoint needs
+``Authorization: Bearer <key>`` (401 otherwise); ``/healthz``, the page, its static files
+and the OpenAPI documents hold no data and stay open.
+
+A client that disconnects from a run's stream cancels the run; the thread is free for its
+next run at once, and its next run answers any tool call the cancelled one left unfinished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from importlib.resources import files
+from typing import Annotated, Any
+
+import anyio
+from fastapi import Depends, FastAPI, HTTPException, status
+from fastapi import Path as FastAPIPath
+from fastapi.responses import FileResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.staticfiles import StaticFiles
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from pydantic import BaseModel, Field
+from sse_starlette import EventSourceResponse
+
+from reactgraph.actions import message_text
+from reactgraph.agent import ReActAgent
+from reactgraph.events import AgentEvent
+from reactgraph.interrupts import NoActiveRunError, ThreadBusyError
+from reactgraph.pinning import is_pinned
+
+API_KEY_ENV = "REACTGRAPH_API_KEY"
+"""Environment variable holding the bearer token the API requires, when set."""
+
+DEFAULT_MAX_MESSAGE_CHARS = 20_000
+"""Default limit on a message's length, in characters (runs and follow-ups)."""
+
+CANCEL_WAIT_SECONDS = 5.0
+"""Most seconds a stream whose client went away waits for its cancelled run to end."""
+
+THREAD_ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
+"""Accepted thread ids: 1–128 letters, digits, ``.``, ``_``, ``:`` or ``-``."""
+
+STATIC_DIR = files("reactgraph.server") / "static"
+
+Credentials = Annotated[
+    HTTPAuthorizationCredentials | None,
+    Depends(HTTPBearer(auto_error=False, description="Required when REACTGRAPH_API_KEY is set.")),
+]
+
+ThreadId = Annotated[str, FastAPIPath(pattern=THREAD_ID_PATTERN, description="The conversation's id.")]
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """Settings of one app made by :func:`create_app`.
+
+    Attributes:
+        api_key: Bearer token every ``/threads`` endpoint requires; ``None`` (the default)
+            reads ``$REACTGRAPH_API_KEY`` when the app is created; an empty string turns
+            authentication off.
+        max_message_chars: Longest accepted ``message``, in characters; a longer one gets
+            413 (default :data:`DEFAULT_MAX_MESSAGE_CHARS`).
+        ping_seconds: Seconds between SSE keep-alive comments on an idle stream.
+    """
+
+    api_key: str | None = None
+    max_message_chars: int = DEFAULT_MAX_MESSAGE_CHARS
+    ping_seconds: float = 15.0
+
+    def __post_init__(self) -> None:
+        if self.max_message_chars < 1:
+            raise ValueError(f"max_message_chars must be at least 1, got {self.max_message_chars}")
+        if self.ping_seconds <= 0:
+            raise ValueError(f"ping_seconds must be positive, got {self.ping_seconds}")
+
+    def resolved_api_key(self) -> str:
+        """The key in force: :attr:`api_key`, else ``$REACTGRAPH_API_KEY``, else ``""`` (open)."""
+        return self.api_key if self.api_key is not None else os.environ.get(API_KEY_ENV, "")
+
+
+class MessageRequest(BaseModel):
+    """Body of ``POST /threads/{thread_id}/runs`` and ``/inject``."""
+
+    message: str = Field(min_length=1, description="The user's question (runs) or follow-up (inject).",
+                         examples=["CNC-003 상태 확인해줘"])
+
+
+class Accepted(BaseModel):
+    """Answer of ``POST /threads/{thread_id}/inject``: the follow-up is queued."""
+
+    thread_id: str
+    queued: bool = True
+
+
+class ErrorBody(BaseModel):
+    """Body of every 4xx answer: why the request was refused."""
+
+    detail: Any = Field(description="The reason (a string), or the list of validation errors (422).")
+
+
+class ThreadMessage(BaseModel):
+    """One message of a thread, as ``GET /threads/{thread_id}`` returns it."""
+
+    type: str = Field(description="human, ai or tool (the system prompt is not stored).")
+    content: str
+    pinned: bool = Field(description="Kept by every compaction: the turn's query and follow-ups (SPEC R6.2).")
+    tool_calls: list[dict[str, Any]] = Field(default_factory=list, description="ai: [{id, name, args}].")
+    tool_call_id: str | None = Field(default=None, description="tool: the call it answers.")
+    name: str | None = Field(default=None, description="tool: the tool's name.")
+
+
+class ThreadResult(BaseModel):
+    """The last run's result, as the checkpointer holds it."""
+
+    query: str
+    answer: str = Field(description="The synthesized answer, or the loop's answer when synthesis did not run.")
+    loop_answer: str = Field(description="The tool loop's brief answer (SPEC R2.10).")
+    iterations: int
+    usage: dict[str, int]
+    finish_reason: str | None
+    steps: list[dict[str, Any]]
+
+
+class ThreadState(BaseModel):
+    """Answer of ``GET /threads/{thread_id}``."""
+
+    thread_id: str
+    running: bool = Field(description="A run started through this server is going on the thread.")
+    messages: list[ThreadMessage]
+    result: ThreadResult | None
+
+
+class Health(BaseModel):
+    """Answer of ``GET /healthz``."""
+
+    status: str = "ok"
+    model_mode: str = Field(description="native or json (SPEC R2.2).")
+    tools: int
+    checkpoints: bool = Field(description="Threads are kept by a checkpointer.")
+
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorBody, "description": "An API key is configured and the request has no valid bearer token."},
+    422: {"model": ErrorBody, "description": "The body or the thread id is invalid."},
+}
+MESSAGE_ERRORS: dict[int | str, dict[str, Any]] = {
+    **ERRORS,
+    413: {"model": ErrorBody, "description": "The message is longer than the server's limit."},
+}
+
+SSE_DESCRIPTION = (
+    "A `text/event-stream` of the SPEC §8 events, `event: <channel>\\ndata: <json>\\n\\n`, in order: "
+    "`phase`, `step` (thinking, iteration, answer signal), `compact`, `inject`, `error`, "
+    "`answer` (start, delta, done), and last `done` {answer, iterations, usage, elapsed, finish_reason, thread_id}."
+)
+
+
+def _message_view(message: BaseMessage) -> ThreadMessage:
+    tool_calls = [
+        {"id": call.get("id"), "name": call.get("name"), "args": call.get("args")}
+        for call in (message.tool_calls if isinstance(message, AIMessage) else [])
+    ]
+    return ThreadMessage(
+        type=message.type,
+        content=message_text(message),
+        pinned=is_pinned(message),
+        tool_calls=tool_calls,
+        tool_call_id=message.tool_call_id if isinstance(message, ToolMessage) else None,
+        name=message.name if isinstance(message, ToolMessage) else None,
+    )
+
+
+def _result_view(values: dict[str, Any]) -> ThreadResult | None:
+    if "query" not in values:
+        return None
+    usage = values.get("usage") or {}
+    synthesis = values.get("synthesis")
+    return ThreadResult(
+        query=values.get("query", ""),
+        answer=synthesis if synthesis is not None else values.get("answer", ""),
+        loop_answer=values.get("answer", ""),
+        iterations=int(values.get("iteration", 0)),
+        usage={key: int(value) for key, value in usage.items()},
+        finish_reason=values.get("finish_reason"),
+        steps=list(values.get("steps") or []),
+    )
+
+
+async def _produce(events: AsyncIterator[AgentEvent], queue: asyncio.Queue[AgentEvent | ThreadBusyError | None]) -> None:
+    """Put the run's events on ``queue``, then ``None`` (also when the run stops early);
+    a busy thread puts the :class:`ThreadBusyError` first. Runs as its own task, so that a
+    disconnect cancels it with a plain ``Task.cancel()`` and its clean-up (closing the
+    graph's stream, freeing the thread) is not cut short by the response's cancel scope."""
+    try:
+        async for event in events:
+            queue.put_nowait(event)
+    except ThreadBusyError as exc:
+        queue.put_nowait(exc)
+    finally:
+        queue.put_nowait(None)
+
+
+async def stream_events(app: FastAPI, thread_id: str, events: AsyncIterator[AgentEvent]) -> EventSourceResponse:
+    """Stream one run's events as the SSE response of SPEC §8; the building block of
+    ``POST /threads/{thread_id}/runs``, for any endpoint that streams a run of the app's agent.
+
+    The run is consumed in its own task, registered in ``app.state.runs[thread_id]`` while it
+    goes. When the client disconnects, the task is cancelled (the agent closes the graph's
+    stream, which cancels its model call or tools) and the response waits up to
+    :data:`CANCEL_WAIT_SECONDS` for it to end, so the thread is free when the response is done.
+
+    Args:
+        app: An app made by :func:`create_app`.
+        thread_id: The run's thread.
+        events: The run, not started yet: e.g. ``agent.astream_events(message, thread_id=...)``.
+            It must open the thread (raising :class:`ThreadBusyError` for a busy one) before
+            its first event.
+
+    Returns:
+        The ``text/event-stream`` response, its first event already produced.
+
+    Raises:
+        HTTPException: 409 when the thread already has a run going.
+    """
+    runs: dict[str, asyncio.Task[None]] = app.state.runs
+    queue: asyncio.Queue[AgentEvent | ThreadBusyError | None] = asyncio.Queue()
+    task = asyncio.create_task(_produce(events, queue), name=f"reactgraph-run-{thread_id}")
+    first = await queue.get()  # the run opens its thread first: a busy one fails here, before any byte is sent
+    if isinstance(first, ThreadBusyError):
+        raise HTTPException(status.HTTP_409_CONFLICT, str(first))
+    runs[thread_id] = task
+    task.add_done_callback(lambda done: runs.pop(thread_id) if runs.get(thread_id) is done else None)
+
+    async def stream() -> AsyncIterator[bytes]:
+        item = first
+        try:
+            while isinstance(item, AgentEvent):
+                yield item.to_sse().encode()
+                item = await queue.get()
+        finally:  # the stream ended, or the client went away: stop the run and wait until it has
+            task.cancel()
+            with anyio.CancelScope(shield=True):
+                await asyncio.wait([task], timeout=CANCEL_WAIT_SECONDS)
+
+    return EventSourceResponse(stream(), ping=app.state.settings.ping_seconds, sep="\n",
+                               headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+
+
+def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> FastAPI:
+    """Build the FastAPI app that serves ``agent`` (SPEC §8, R10.3).
+
+    Args:
+        agent: The agent every run uses. Give it a checkpointer for ``GET /threads/{id}``
+            and for threads that continue across runs and server restarts; without one,
+            runs still stream but the server keeps no threads (``GET`` answers 404).
+        settings: :class:`ServerSettings`; defaults read ``$REACTGRAPH_API_KEY``.
+
+    Returns:
+        The app. ``app.state.agent`` and ``app.state.settings`` hold the arguments;
+        ``app.state.runs`` maps the thread id of each run going to its asyncio task. More routes
+        can be added to it like to any FastAPI app: ``app.state.require_key`` is the
+        dependency that enforces the bearer token, :func:`stream_events` streams a run.
+
+    Raises:
+        ValueError: Invalid settings.
+    """
+    settings = settings or ServerSettings()
+    api_key = settings.resolved_api_key()
+    app = FastAPI(
+        title="reactgraph",
+        version="0.1.0",
+        summary="A ReAct agent engine: runs streamed as server-sent events (SPEC §8).",
+    )
+    app.state.agent = agent
+    app.state.settings = settings
+    app.state.runs = {}
+
+    async def require_key(credentials: Credentials) -> None:
+        if not api_key:
+            return
+        token = credentials.credentials if credentials is not None else ""
+        if not secrets.compare_digest(token.encode(), api_key.encode()):
+            raise HTTPException(status.HTTP_401_UNAUTHORIZED, "missing or wrong API key: send "
+                                "'Authorization: Bearer <REACTGRAPH_API_KEY>'", headers={"WWW-Authenticate": "Bearer"})
+
+    app.state.require_key = require_key
+
+    def checked_message(body: MessageRequest) -> str:
+        if not body.message.strip():
+            raise HTTPException(422, "the message is blank")
+        if len(body.message) > settings.max_message_chars:
+            raise HTTPException(413, f"the message has {len(body.message)} "
+                                f"characters; this server accepts at most {settings.max_message_chars}")
+        return body.message
+
+    @app.post(
+        "/threads/{thread_id}/runs",
+        dependencies=[Depends(require_key)],
+        response_class=EventSourceResponse,
+        responses={
+            200: {"description": SSE_DESCRIPTION, "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+            409: {"model": ErrorBody, "description": "A run is already going on this thread."},
+            **MESSAGE_ERRORS,
+        },
+        summary="Start a run and stream its events",
+    )
+    async def start_run(thread_id: ThreadId, body: MessageRequest) -> EventSourceResponse:
+        """Run the agent on `message` in the thread and stream every SPEC §8 event, ending
+        with `done`. One run per thread at a time; disconnecting cancels the run."""
+        message = checked_message(body)
+        return await stream_events(app, thread_id, agent.astream_events(message, thread_id=thread_id))
+
+    @app.post(
+        "/threads/{thread_id}/inject",
+        dependencies=[Depends(require_key)],
+        status_code=status.HTTP_202_ACCEPTED,
+        responses={409: {"model": ErrorBody, "description": "No run is going on this thread."}, **MESSAGE_ERRORS},
+        summary="Send a follow-up to the running run",
+    )
+    async def inject(thread_id: ThreadId, body: MessageRequest) -> Accepted:
+        """Queue a follow-up for the run going on the thread (SPEC §7). The run takes it in
+        at its next drain point and streams an `inject` event."""
+        message = checked_message(body)
+        try:
+            await agent.inject(thread_id, message)
+        except NoActiveRunError as exc:
+            raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from exc
+        return Accepted(thread_id=thread_id)
+
+    @app.get(
+        "/threads/{thread_id}",
+        dependencies=[Depends(require_key)],
+        responses={404: {"model": ErrorBody, "description": "The checkpointer has no such thread."}, **ERRORS},
+        summary="A thread's messages and last result",
+    )
+    async def get_thread(thread_id: ThreadId) -> ThreadState:
+        """The thread's messages and its last run's result, from the checkpointer."""
+        if agent.checkpointer is None:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, "this server keeps no threads (its agent has no checkpointer)")
+        snapshot = await agent.graph.aget_state({"configurable": {"thread_id": thread_id}})
+        values = snapshot.values or {}
+        if not values.get("messages"):
+            raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown thread {thread_id!r}")
+        return ThreadState(
+            thread_id=thread_id,
+            running=thread_id in app.state.runs,
+            messages=[_message_view(message) for message in values["messages"]],
+            result=_result_view(values),
+        )
+
+    @app.get("/healthz", summary="Liveness")
+    async def healthz() -> Health:
+        """`ok` while the server runs, with the agent's mode and tool count."""
+        return Health(model_mode=agent.mode, tools=len(agent.tools), checkpoints=agent.checkpointer is not None)
+
+    @app.get("/", include_in_schema=False)
+    async def page() -> FileResponse:
+        return FileResponse(str(STATIC_DIR / "index.html"), headers={"Cache-Control": "no-cache"})
+
+    app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
+    return app

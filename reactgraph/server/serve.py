@@ -1,0 +1,97 @@
+"""``reactgraph serve``: the demo agent behind the HTTP server, under uvicorn (SPEC R10.3)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import uvicorn
+from fastapi import FastAPI
+
+from reactgraph.agent import ReActAgent
+from reactgraph.checkpointing import checkpoint_target, open_checkpointer
+from reactgraph.config import AgentSettings
+
+
+@dataclass(frozen=True)
+class DemoAgent:
+    """What :func:`open_demo_agent` yields.
+
+    Attributes:
+        agent: The agent: the demo plant's tools, the resolved model, the checkpointer.
+        model: One-line description of the model (e.g. ``"embedded SmolLM2-135M (…)"``).
+        checkpoints: Where threads are kept: a SQLite file path, a Postgres URL or ``"memory"``.
+    """
+
+    agent: ReActAgent
+    model: str
+    checkpoints: str
+
+
+@asynccontextmanager
+async def open_demo_agent(
+    *,
+    model: str | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    json_mode: bool = False,
+    max_iterations: int = AgentSettings.max_iterations,
+    db: str | os.PathLike[str] | None = None,
+    checkpoints: str | os.PathLike[str] | None = None,
+) -> AsyncIterator[DemoAgent]:
+    """Open the model and the checkpointer and build the demo agent, for the block.
+
+    The model is resolved as for ``reactgraph run`` (arguments, then the environment, then
+    the embedded local model; :func:`reactgraph.models.open_model`); checkpoints go where
+    :func:`reactgraph.checkpointing.open_checkpointer` puts them (``checkpoints``, then
+    ``$REACTGRAPH_DATABASE_URL``, then ``checkpoints.db`` in the data directory), so a
+    thread survives a server restart.
+
+    Args:
+        model, base_url, api_key: Endpoint settings of the model (``None``: environment).
+        json_mode: Force the JSON-in-content protocol (SPEC R2.3).
+        max_iterations: Loop cap per run (SPEC R2.6).
+        db: The demo plant's SQLite file (``None``: the default under the data directory).
+        checkpoints: Checkpoint path or URL (see above).
+
+    Yields:
+        :class:`DemoAgent`.
+
+    Raises:
+        ValueError: ``max_iterations`` below 1, or a malformed model setting.
+        sqlite3.Error, OSError: The plant database or the checkpoint file cannot be opened.
+        reactgraph.models.LocalModelError: The embedded model cannot start.
+    """
+    from reactgraph.demo.factory import DEMO_SYSTEM_PROMPT, build_factory_hub
+    from reactgraph.models import open_model
+
+    settings = AgentSettings(max_iterations=max_iterations, system_prompt=DEMO_SYSTEM_PROMPT)
+    tools = build_factory_hub(db)
+    async with (
+        open_model(model=model, base_url=base_url, api_key=api_key) as resolved,
+        open_checkpointer(checkpoints) as saver,
+    ):
+        agent = ReActAgent(resolved.llm, tools, use_native_tools=not json_mode, abilities=resolved.abilities,
+                           settings=settings, checkpointer=saver)
+        yield DemoAgent(agent=agent, model=resolved.description, checkpoints=checkpoint_target(checkpoints))
+
+
+async def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8000) -> None:
+    """Serve ``app`` with uvicorn in the running event loop until the process is told to
+    stop (Ctrl-C / SIGTERM), then return.
+
+    Args:
+        app: Usually from :func:`reactgraph.server.create_app`.
+        host: Interface to listen on.
+        port: TCP port (0 picks a free one; uvicorn logs the address).
+
+    Raises:
+        OSError: The address is in use or not available (uvicorn logs the cause).
+    """
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info", lifespan="off"))
+    try:
+        await server.serve()
+    except SystemExit as exc:  # uvicorn exits when it cannot bind; its log line says why
+        raise OSError(f"could not listen on {host}:{port}") from exc

@@ -1,0 +1,251 @@
+// The chat page: starts runs with POST /threads/{id}/runs, reads the SSE stream of
+// SPEC §8 from the response body, and renders it: tool cards from `step` events, the
+// answer from `answer` deltas (markdown), a divider on `compact`, follow-ups (sent to
+// /inject while a run is going) as interrupts, and a footer from `done`.
+"use strict";
+
+(function () {
+  const transcript = document.getElementById("transcript");
+  const form = document.getElementById("chat");
+  const input = document.getElementById("message");
+  const threadLabel = document.getElementById("thread");
+  const authBox = document.getElementById("auth");
+  const keyInput = document.getElementById("api-key");
+
+  let threadId = newThreadId();  // one conversation per page load; "New conversation" starts another
+  let running = false;
+  let pendingRetry = null;
+  showThread();
+
+  function newThreadId() {
+    const bytes = new Uint8Array(12);
+    crypto.getRandomValues(bytes);
+    return "web-" + Array.from(bytes, function (b) { return b.toString(16).padStart(2, "0"); }).join("");
+  }
+
+  function showThread() {
+    threadLabel.textContent = "thread " + threadId;
+  }
+
+  function el(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
+  function add(node) {
+    transcript.appendChild(node);
+    transcript.scrollTop = transcript.scrollHeight;
+    return node;
+  }
+
+  function headers() {
+    const h = { "Content-Type": "application/json", "Accept": "text/event-stream" };
+    const key = sessionStorage.getItem("reactgraph.key");
+    if (key) h["Authorization"] = "Bearer " + key;
+    return h;
+  }
+
+  async function reason(response) {
+    try {
+      const body = await response.json();
+      return typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail);
+    } catch (_) {
+      return response.statusText;
+    }
+  }
+
+  function askForKey(retry) {
+    pendingRetry = retry;
+    authBox.hidden = false;
+    keyInput.focus();
+  }
+
+  document.getElementById("save-key").addEventListener("click", function () {
+    sessionStorage.setItem("reactgraph.key", keyInput.value);
+    authBox.hidden = true;
+    const retry = pendingRetry;
+    pendingRetry = null;
+    if (retry) retry();
+  });
+
+  document.getElementById("new-thread").addEventListener("click", function () {
+    if (running) return;
+    threadId = newThreadId();
+    showThread();
+    transcript.replaceChildren();
+  });
+
+  input.addEventListener("keydown", function (event) {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      form.requestSubmit();
+    }
+  });
+
+  form.addEventListener("submit", function (event) {
+    event.preventDefault();
+    const text = input.value.trim();
+    if (!text) return;
+    input.value = "";
+    if (running) sendFollowUp(text); else startRun(text);
+  });
+
+  async function sendFollowUp(text) {
+    const note = add(el("div", "interrupt"));
+    note.appendChild(el("span", "label", "follow-up · sent"));
+    note.appendChild(document.createTextNode(text));
+    const response = await fetch("/threads/" + encodeURIComponent(threadId) + "/inject", {
+      method: "POST", headers: headers(), body: JSON.stringify({ message: text }),
+    });
+    if (response.status === 401) { note.remove(); askForKey(function () { sendFollowUp(text); }); return; }
+    note.querySelector(".label").textContent = response.ok ? "follow-up · queued" : "follow-up · not delivered: " + await reason(response);
+    if (response.ok) note.dataset.pending = text;
+  }
+
+  async function startRun(text) {
+    running = true;
+    const turn = { cards: {}, answer: null, answerText: "", status: null, frame: 0 };
+    add(el("div", "user", text));
+    turn.status = add(el("div", "status", "starting…"));
+    let response;
+    try {
+      response = await fetch("/threads/" + encodeURIComponent(threadId) + "/runs", {
+        method: "POST", headers: headers(), body: JSON.stringify({ message: text }),
+      });
+    } catch (error) {
+      fail(turn, "the server cannot be reached: " + error);
+      return;
+    }
+    if (response.status === 401) { running = false; turn.status.remove(); askForKey(function () { startRun(text); }); return; }
+    if (!response.ok) { fail(turn, await reason(response)); return; }
+    try {
+      await readEvents(response.body, function (channel, data) { handle(turn, channel, data); });
+    } catch (error) {
+      add(el("div", "failure", "the stream broke off: " + error));
+    }
+    running = false;
+    turn.status.remove();
+  }
+
+  function fail(turn, message) {
+    running = false;
+    turn.status.remove();
+    add(el("div", "failure", message));
+  }
+
+  // Server-sent events from a fetch body: frames end with a blank line; lines starting
+  // with ":" are keep-alive comments.
+  async function readEvents(body, onEvent) {
+    const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += value.replace(/\r\n?/g, "\n");
+      let end;
+      while ((end = buffer.indexOf("\n\n")) >= 0) {
+        const frame = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        let channel = "message";
+        const data = [];
+        for (const line of frame.split("\n")) {
+          if (line.startsWith("event:")) channel = line.slice(6).trim();
+          else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+        }
+        if (data.length) onEvent(channel, JSON.parse(data.join("\n")));
+      }
+    }
+  }
+
+  function cardFor(turn, data) {
+    const key = data.tool_call_id || data.iteration + ":" + data.tool_name;
+    let card = turn.cards[key];
+    if (card) return card;
+    card = add(el("details", "tool-card"));
+    card.dataset.status = "running";
+    const summary = el("summary");
+    summary.appendChild(el("span", "tool-name", data.tool_name));
+    summary.appendChild(el("span", "state", "running…"));
+    summary.appendChild(el("span", "elapsed", ""));
+    card.appendChild(summary);
+    const body = el("div", "body");
+    body.appendChild(el("h4", "", "arguments"));
+    body.appendChild(el("pre", "args", JSON.stringify(data.tool_args === undefined ? {} : data.tool_args, null, 2)));
+    card.appendChild(body);
+    turn.cards[key] = card;
+    return card;
+  }
+
+  function finishCard(turn, data) {
+    const card = cardFor(turn, data);
+    const body = card.querySelector(".body");
+    card.dataset.status = data.error ? "error" : "ok";
+    card.querySelector(".state").textContent = data.error ? "✗ error" : "✓ done";
+    card.querySelector(".elapsed").textContent = Number(data.iter_elapsed || 0).toFixed(2) + " s";
+    body.appendChild(el("h4", "", "observation"));
+    body.appendChild(el("pre", "observation", String(data.observation || "")));
+    if (data.error) {
+      body.appendChild(el("h4", "", "error"));
+      body.appendChild(el("pre", "error", String(data.error)));
+    }
+  }
+
+  function renderAnswer(turn) {
+    turn.frame = 0;
+    turn.answer.querySelector(".answer-body").innerHTML = window.renderMarkdown(turn.answerText);
+  }
+
+  function handle(turn, channel, data) {
+    if (channel === "phase") {
+      turn.status.textContent = "selecting tools among " + data.total_tools + "…";
+    } else if (channel === "step" && data.type === "thinking") {
+      if (data.status === "start") turn.status.textContent = "thinking (iteration " + data.iteration + ")…";
+      else if (data.reasoning) add(el("div", "reasoning", data.reasoning));
+    } else if (channel === "step" && data.type === "iteration") {
+      if (data.status === "start") { cardFor(turn, data); turn.status.textContent = "running " + data.tool_name + "…"; }
+      else finishCard(turn, data);
+    } else if (channel === "step" && data.type === "answer") {
+      turn.status.textContent = "writing the answer…";
+    } else if (channel === "answer") {
+      if (data.status === "start" && !turn.answer) {
+        turn.answer = add(el("div", "answer"));
+        turn.answer.appendChild(el("div", "answer-body"));
+      } else if (data.status === "delta") {
+        turn.answerText += data.content;
+        if (!turn.frame) turn.frame = requestAnimationFrame(function () { renderAnswer(turn); });
+      } else if (data.status === "done") {
+        if (turn.frame) cancelAnimationFrame(turn.frame);
+        renderAnswer(turn);
+      }
+    } else if (channel === "compact") {
+      add(el("div", "divider", "context compacted: " + data.original_messages + " → " + data.kept_messages + " messages"));
+    } else if (channel === "inject") {
+      const pending = Array.from(transcript.querySelectorAll(".interrupt[data-pending]"))
+        .find(function (node) { return node.dataset.pending === data.content; });
+      if (pending) {
+        delete pending.dataset.pending;
+        pending.querySelector(".label").textContent = "interrupt · taken in by the agent";
+      } else {
+        const note = add(el("div", "interrupt"));
+        note.appendChild(el("span", "label", "interrupt · taken in by the agent"));
+        note.appendChild(document.createTextNode(data.content));
+      }
+    } else if (channel === "error") {
+      add(el("div", "failure", "model error: " + data.message));
+    } else if (channel === "done") {
+      if (!turn.answer) {
+        turn.answer = add(el("div", "answer"));
+        turn.answer.appendChild(el("div", "answer-body"));
+        turn.answerText = data.answer;
+        renderAnswer(turn);
+      }
+      const usage = data.usage || {};
+      turn.answer.appendChild(el("div", "footer",
+        "iterations " + data.iterations + " · tokens " + (usage.total_tokens || 0) +
+        " (in " + (usage.input_tokens || 0) + ", out " + (usage.output_tokens || 0) + ") · " +
+        Number(data.elapsed || 0).toFixed(1) + " s"));
+    }
+  }
+})();

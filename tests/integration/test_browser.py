@@ -1,0 +1,187 @@
+"""The web page in headless Chromium (issue 6, SPEC §8): Debian's ``chromium`` driven by
+Playwright's Python API against a real uvicorn server. One test asks the demo question on
+the embedded model and saves a screenshot; the others use scripted models so that what
+the page must show (tool cards, compaction divider, follow-up as an interrupt, footer,
+safe markdown) is checked exactly."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import AIMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from playwright.async_api import Browser, Page, async_playwright
+
+from reactgraph import AgentSettings, ModelAbilities, ReActAgent
+from reactgraph.checkpointing import open_checkpointer
+from reactgraph.demo.factory import DEMO_QUESTION, DEMO_SYSTEM_PROMPT, build_factory_hub
+from reactgraph.paths import data_home
+from reactgraph.server import ServerSettings, create_app
+from tests.scripted import ScriptedChatModel, tool_call
+from tests.serving import running_server
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-dev-shm-usage"]
+
+
+def chromium_path() -> str:
+    """``$REACTGRAPH_CHROMIUM``, else Debian's ``chromium`` on the PATH (installed by ``.ci/run``)."""
+    path = os.environ.get("REACTGRAPH_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    if not path:
+        pytest.fail("headless Chromium is needed: apt-get install chromium (or set REACTGRAPH_CHROMIUM)")
+    return path
+
+
+@asynccontextmanager
+async def browser_page(url: str) -> AsyncIterator[Page]:
+    """A page of a fresh headless Chromium opened at ``url``; fails the test on any page script error."""
+    async with async_playwright() as playwright:
+        browser: Browser = await playwright.chromium.launch(executable_path=chromium_path(), headless=True,
+                                                            args=CHROMIUM_ARGS)
+        try:
+            page = await browser.new_page(viewport={"width": 1100, "height": 900})
+            errors: list[str] = []
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            await page.goto(url)
+            yield page
+            assert errors == [], errors
+        finally:
+            await browser.close()
+
+
+def artifact_path(name: str) -> Path:
+    """Where a test artifact goes: ``$REACTGRAPH_HOME/artifacts`` (``.reactgraph/artifacts`` in CI, git-ignored)."""
+    directory = data_home() / "artifacts"
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory / name
+
+
+async def ask(page: Page, text: str) -> None:
+    """Type ``text`` in the chat box and press Enter, as a user would."""
+    await page.fill("#message", text)
+    await page.press("#message", "Enter")
+
+
+# ------------------------------------------------------------------ the embedded model
+
+
+async def test_the_demo_question_on_the_embedded_model(local_server, tmp_path):
+    settings = AgentSettings(max_iterations=3, system_prompt=DEMO_SYSTEM_PROMPT, tool_timeout=30)
+    async with open_checkpointer(tmp_path / "threads.db") as saver:
+        agent = ReActAgent(local_server.chat_model(), build_factory_hub(tmp_path / "factory.db"),
+                           abilities=local_server.abilities, settings=settings, checkpointer=saver)
+        async with running_server(create_app(agent, ServerSettings(api_key=""))) as url, browser_page(url) as page:
+            await ask(page, DEMO_QUESTION)
+            footer = page.locator(".answer .footer")
+            await footer.wait_for(timeout=600_000)
+            screenshot = artifact_path("browser-demo.png")
+            await page.screenshot(path=str(screenshot), full_page=True)
+            print(f"\nscreenshot: {screenshot}")
+            cards = page.locator("details.tool-card")
+            assert await cards.count() >= 1
+            assert await page.locator("details.tool-card .tool-name").first.inner_text()
+            assert await page.locator('details.tool-card[data-status="running"]').count() == 0  # every card finished
+            answer = (await page.locator(".answer .answer-body").inner_text()).strip()
+            assert answer
+            assert "iterations" in await footer.inner_text() and "tokens" in await footer.inner_text()
+            assert await page.locator(".user").inner_text() == DEMO_QUESTION
+
+
+# -------------------------------------------------------------------- scripted models
+
+
+async def test_the_page_shows_cards_a_compaction_divider_a_follow_up_and_the_footer():
+    release = asyncio.Event()
+
+    @tool
+    async def inspect_machine(machine: str) -> str:
+        """Inspect one machine (waits until the test lets it finish)."""
+        await release.wait()
+        return f"{machine}: spindle 71.5°C, vibration 4.2 mm/s\n" + "log line. " * 3000
+
+    model = ScriptedChatModel(
+        responses=[AIMessage(content="", tool_calls=[tool_call("inspect_machine", {"machine": "CNC-001"}, "a"),
+                                                     tool_call("inspect_machine", {"machine": "CNC-003"}, "b")]),
+                   AIMessage(content="", tool_calls=[tool_call("inspect_machine", {"machine": "CNC-005"}, "c")]),
+                   "All three are running."],
+        synthesis="## Status\n\n| machine | state |\n|---|---|\n| CNC-001 | normal |\n| CNC-003 | **warning** |\n\n- follow-up: CNC-005 checked",
+    )
+    summarizer = ScriptedChatModel(responses=["Summary: CNC-001 and CNC-003 inspected."], repeat_last=True)
+    abilities = ModelAbilities(tool_call=True, context_window=11_000, max_output_tokens=1_000)
+    agent = ReActAgent(model, [inspect_machine], abilities=abilities, compaction_llm=summarizer, checkpointer=InMemorySaver())
+    async with running_server(create_app(agent, ServerSettings(api_key=""))) as url, browser_page(url) as page:
+        await ask(page, "Check CNC-001 and CNC-003")
+        await page.locator("details.tool-card").nth(1).wait_for()
+        assert await page.locator('details.tool-card[data-status="running"]').count() == 2
+        await ask(page, "also CNC-005")  # a run is going: this goes to /inject
+        await page.locator(".interrupt .label", has_text="queued").wait_for()
+        release.set()
+        footer = page.locator(".answer .footer")
+        await footer.wait_for(timeout=30_000)
+        await page.screenshot(path=str(artifact_path("browser-scripted.png")), full_page=True)
+
+        cards = page.locator("details.tool-card")
+        assert await cards.count() == 3
+        assert await page.locator('details.tool-card[data-status="ok"]').count() == 3
+        first = cards.first
+        assert await first.locator(".tool-name").inner_text() == "inspect_machine"
+        await first.locator("summary").click()  # collapsible: opens to arguments and observation
+        assert '"machine": "CNC-001"' in await first.locator("pre.args").inner_text()
+        assert (await first.locator("pre.observation").inner_text()).startswith("CNC-001: spindle 71.5°C")
+        assert (await first.locator(".elapsed").inner_text()).endswith(" s")
+        interrupt = page.locator(".interrupt")
+        assert await interrupt.count() == 1
+        assert "taken in" in await interrupt.locator(".label").inner_text()
+        assert "also CNC-005" in await interrupt.inner_text()
+        assert "context compacted" in await page.locator(".divider").first.inner_text()
+        answer = page.locator(".answer .answer-body")
+        assert await answer.locator("h2").inner_text() == "Status"
+        assert await answer.locator("table td strong").inner_text() == "warning"
+        assert await answer.locator("li").inner_text() == "follow-up: CNC-005 checked"
+        footer_text = await footer.inner_text()
+        assert footer_text.startswith("iterations 3 · tokens ") and footer_text.endswith(" s")
+
+
+async def test_the_page_shows_refusals_and_asks_for_the_api_key():
+    model = ScriptedChatModel(responses=["CNC-003 is normal."], synthesis="CNC-003 is *normal*.")
+    agent = ReActAgent(model, [], abilities=ModelAbilities(tool_call=True), checkpointer=InMemorySaver())
+    async with running_server(create_app(agent, ServerSettings(api_key="k3y"))) as url, browser_page(url) as page:
+        await ask(page, "CNC-003?")
+        await page.locator("#auth").wait_for(state="visible")
+        await page.fill("#api-key", "k3y")
+        await page.click("#save-key")
+        await page.locator(".answer .footer").wait_for()
+        assert await page.locator(".answer em").inner_text() == "normal"
+        assert await page.locator(".failure").count() == 0
+
+
+async def test_the_markdown_renderer_formats_and_stays_safe():
+    agent = ReActAgent(ScriptedChatModel(responses=[]), [], abilities=ModelAbilities(tool_call=True))
+    async with running_server(create_app(agent, ServerSettings(api_key=""))) as url, browser_page(url) as page:
+        render = "source => renderMarkdown(source)"
+        html = await page.evaluate(render, "# Title\n\n**bold** and *it* and `co*de*`\n\n```py\nx = 1 < 2\n```\n\n"
+                                           "1. one\n2. two\n\n- a\n- b\n\n| a | b |\n|---|:-:|\n| 1 | 2 |\n\n"
+                                           "> quoted\n\n[docs](https://example.org/x?a=1&b=2)")
+        assert "<h1>Title</h1>" in html
+        assert "<strong>bold</strong> and <em>it</em> and <code>co*de*</code>" in html
+        assert '<pre><code class="language-py">x = 1 &lt; 2</code></pre>' in html
+        assert "<ol><li>one</li><li>two</li></ol>" in html and "<ul><li>a</li><li>b</li></ul>" in html
+        assert "<table><thead><tr><th>a</th><th>b</th></tr></thead><tbody><tr><td>1</td><td>2</td></tr></tbody></table>" in html
+        assert "<blockquote>quoted</blockquote>" in html
+        assert '<a href="https://example.org/x?a=1&amp;b=2" target="_blank" rel="noopener noreferrer">docs</a>' in html
+        hostile = await page.evaluate(render, '<img src=x onerror="alert(1)"> [click](javascript:alert(1)) '
+                                              '[x](JaVaScRiPt:alert(2)) <script>alert(3)</script>')
+        assert "<img" not in hostile and "<script" not in hostile and "<a " not in hostile
+        assert "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in hostile
+        await page.evaluate("source => { document.getElementById('transcript').innerHTML = renderMarkdown(source); }",
+                            "<img src=x onerror=window.pwned=1> [x](javascript:window.pwned=2)")
+        await page.click("#transcript")
+        assert await page.evaluate("window.pwned === undefined")

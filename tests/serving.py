@@ -1,0 +1,61 @@
+"""Test helpers for the HTTP server: a real uvicorn server in the test's event loop, and
+a strict parser of the SSE wire format (SPEC §8)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import uvicorn
+from fastapi import FastAPI
+
+
+@asynccontextmanager
+async def running_server(app: FastAPI) -> AsyncIterator[str]:
+    """Serve ``app`` with uvicorn on a free loopback port for the block; yields the base URL.
+
+    The server runs in the current event loop, so scripted models and tests share it."""
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await task
+
+
+def parse_frame(frame: str) -> tuple[str, dict[str, Any]] | None:
+    """One SSE frame (without its blank line) → ``(channel, data)``; ``None`` for a
+    keep-alive comment. Asserts the exact SPEC §8 form ``event: <channel>\\ndata: <json>``."""
+    lines = frame.split("\n")
+    if all(line.startswith(":") for line in lines):
+        return None
+    assert len(lines) == 2 and lines[0].startswith("event: ") and lines[1].startswith("data: "), frame
+    return lines[0][len("event: "):], json.loads(lines[1][len("data: "):])
+
+
+def parse_sse(text: str) -> list[tuple[str, dict[str, Any]]]:
+    """A whole SSE body → its ``(channel, data)`` events, in order."""
+    assert "\r" not in text, "frames are separated by \\n only"
+    assert text.endswith("\n\n"), "the stream ends with a complete frame"
+    return [event for frame in text[:-2].split("\n\n") if (event := parse_frame(frame)) is not None]
+
+
+async def read_events(response: Any) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+    """Events of a streaming httpx response, as they arrive."""
+    buffer = ""
+    async for text in response.aiter_text():
+        buffer += text
+        while "\n\n" in buffer:
+            frame, buffer = buffer.split("\n\n", 1)
+            event = parse_frame(frame)
+            if event is not None:
+                yield event
