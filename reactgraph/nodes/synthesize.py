@@ -38,7 +38,7 @@ class Synthesize:
         usage: dict[str, int] = {}
         try:
             async for text in stream_synthesis(
-                self.engine.llm,
+                self.engine.synthesis_model,
                 state.get("query", ""),
                 state.get("steps", []),
                 answer,
