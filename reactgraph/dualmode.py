@@ -11,8 +11,9 @@ functions of this module (:func:`call_model`, :func:`stream_model`, :func:`call_
   worker thread with a ``concurrent.futures`` timeout) and never suspend, so
   :func:`run_sync` drives the coroutine to its end with ``send(None)`` and no event loop.
 
-:func:`dual_node` turns a node body into a graph node with both entry points; the sync
-one marks the context as sync mode for the duration of the body. No event loop is started
+:func:`dual_node` turns a node body into a graph node with both entry points (LangGraph's
+``RunnableCallable(func, afunc)``, the class its prebuilt agent uses for the same purpose); the
+sync one marks the context as sync mode for the duration of the body. No event loop is started
 per call: a model client whose async connection pool is bound to one loop (``ChatOpenAI``)
 is only ever used through its sync client in sync mode.
 

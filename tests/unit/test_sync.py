@@ -222,3 +222,12 @@ def test_settings_are_shared_by_both_modes():
         _, state = run_graph(create_react_graph(model, [read_log], abilities=NATIVE, settings=settings), mode,
                              [HumanMessage("q")])
         assert state["finish_reason"] == "max_iterations" and state["iteration"] == 2
+
+
+def test_transient_model_failures_are_retried_in_both_modes(tools, fast_settings):
+    def make():
+        return ScriptedChatModel(responses=[ConnectionError("reset"), "recovered"], synthesis="fine")
+
+    _, state, model = both_modes(make, tools, [HumanMessage("q")], abilities=NATIVE, settings=fast_settings)
+    assert state["answer"] == "recovered" and state["synthesis"] == "fine"
+    assert model.cursor == 2  # the failed call, then the retry
