@@ -32,6 +32,9 @@ from tests.unit.test_context import SMALL, log_calls, read_log
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from langgraph.prebuilt import create_react_agent
+from langchain.agents import create_agent
+
+pytestmark = pytest.mark.filterwarnings("ignore:create_react_agent has been moved")
 
 NATIVE = ModelAbilities(tool_call=True, json_mode=True)
 
@@ -230,9 +233,14 @@ def shape(messages) -> list[tuple]:
     return out
 
 
+PEERS = {"create_react_agent": create_react_agent, "create_agent": create_agent}
+
+
+@pytest.mark.parametrize("peer", list(PEERS))
 @pytest.mark.parametrize("name", list(SCRIPTS))
-def test_drop_in_for_the_prebuilt_react_agent(tools, name):
-    """Same scripted conversation, same tool calls and the same final message list shape.
+def test_drop_in_for_the_prebuilt_react_agent(tools, name, peer):
+    """Same scripted conversation, same tool calls and the same final message list shape as
+    LangGraph's prebuilt agent (and its successor, LangChain's ``create_agent``).
 
     Our graph appends nothing for its synthesis phase: ``messages`` ends with the loop's
     final assistant message exactly as the prebuilt agent's does, and the synthesized
@@ -240,7 +248,7 @@ def test_drop_in_for_the_prebuilt_react_agent(tools, name):
     """
     prebuilt_model = ScriptedChatModel(responses=list(SCRIPTS[name]))
     ours_model = ScriptedChatModel(responses=list(SCRIPTS[name]), synthesis="Synthesized.")
-    theirs = create_react_agent(prebuilt_model, tools).invoke(question("status?"))
+    theirs = PEERS[peer](prebuilt_model, tools).invoke(question("status?"))
     ours = create_react_graph(ours_model, tools, abilities=NATIVE).invoke(question("status?"))
     assert shape(ours["messages"]) == shape(theirs["messages"])
     assert ours["messages"][-1].content == theirs["messages"][-1].content == SCRIPTS[name][-1].content
