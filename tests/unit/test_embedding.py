@@ -6,7 +6,13 @@ trace run names that say node and phase."""
 from __future__ import annotations
 
 import asyncio
+import http.server
+import os
+import subprocess
+import sys
+import threading
 import warnings
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -300,3 +306,52 @@ def test_model_calls_are_named_by_phase_and_node(mode):
     compacting.invoke(question(), {"callbacks": [compaction_recorder]})
     assert (RUN_NAME_COMPACTION, "guard_context") in compaction_recorder.names
     assert {name for name, _ in compaction_recorder.names} == {RUN_NAME_NATIVE, RUN_NAME_COMPACTION}
+
+
+TRACED_RUN = """
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.tracers.langchain import wait_for_all_tracers
+from reactgraph import create_react_graph
+from tests.conftest import get_status
+from tests.scripted import ScriptedChatModel, tool_call
+
+model = ScriptedChatModel(responses=[AIMessage(content="", tool_calls=[tool_call("get_status", {"equipment_id": "A"}, "c1")]),
+                                     "A is normal."], synthesis="A runs normally.")
+create_react_graph(model, [get_status], abilities={"tool_call": True}).invoke({"messages": [HumanMessage("How is A?")]})
+wait_for_all_tracers()
+"""
+
+
+def test_langsmith_tracing_by_environment_variables_alone():
+    """A plain script (no tracing code) run with LangSmith's variables posts its runs, named
+    by phase and node, to the endpoint they name (here a loopback stand-in for LangSmith)."""
+    received: list[bytes] = []
+
+    class FakeLangSmith(http.server.BaseHTTPRequestHandler):
+        def _reply(self) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            received.append(self.rfile.read(length) if length else b"")
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        do_GET = do_POST = do_PATCH = _reply
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeLangSmith)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    repo = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "LANGSMITH_TRACING": "true", "LANGSMITH_API_KEY": "lsv2_test_key",
+           "LANGSMITH_ENDPOINT": f"http://127.0.0.1:{server.server_port}", "NO_PROXY": "127.0.0.1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [repo, os.environ.get("PYTHONPATH")]))}
+    try:
+        done = subprocess.run([sys.executable, "-c", TRACED_RUN], env=env, cwd=repo, capture_output=True, text=True, timeout=120)
+    finally:
+        server.shutdown()
+    assert done.returncode == 0, done.stderr[-2000:]
+    posted = b"".join(received)
+    for name in (RUN_NAME_NATIVE, RUN_NAME_SYNTHESIS, "execute_tools", "get_status", "reactgraph"):
+        assert f'"{name}"'.encode() in posted, name
