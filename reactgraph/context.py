@@ -43,6 +43,7 @@ from langgraph.constants import TAG_NOSTREAM
 from reactgraph.abilities import ModelAbilities
 from reactgraph.actions import message_text
 from reactgraph.config import COMPACTION_HINTS, AgentSettings
+from reactgraph.dualmode import call_model
 from reactgraph.nodes.llm_call import usage_of
 from reactgraph.pinning import is_pinned
 
@@ -484,6 +485,7 @@ class ContextGuard:
             (``react_iteration``, ``planner_input``, ``step_dependency``, ``general``).
         keep_recent_messages: Recent messages LLM compaction keeps verbatim when they fit
             (whole tool-call groups, so a group may take it past this number).
+        run_name: Name of the compaction call's run in traces (LangSmith).
 
     Raises:
         ValueError: ``budget`` is not positive, ``max_message_chars`` is below 100, ``hint``
@@ -499,6 +501,7 @@ class ContextGuard:
         max_message_chars: int = 50_000,
         hint: str = "react_iteration",
         keep_recent_messages: int = 6,
+        run_name: str = "react_compaction",
     ) -> None:
         if budget < 1:
             raise ValueError(f"budget must be a positive number of tokens, got {budget}")
@@ -514,7 +517,7 @@ class ContextGuard:
         self.max_message_chars = max_message_chars
         self.hint = hint
         self.keep_recent_messages = keep_recent_messages
-        self._model = llm.with_config(tags=[TAG_NOSTREAM], run_name="react_compaction") if llm is not None else None
+        self._model = llm.with_config(tags=[TAG_NOSTREAM], run_name=run_name) if llm is not None else None
 
     @property
     def summary_tokens(self) -> int:
@@ -663,7 +666,7 @@ class ContextGuard:
         )
         entries = self._fit_texts([_render(m) for i in older for m in units[i]], max(0, transcript_room))
         prompt = [SystemMessage(system), HumanMessage(COMPACTION_USER.format(pinned=pinned_text, transcript="\n".join(entries)))]
-        response = await model.ainvoke(prompt, config)
+        response = await call_model(model, prompt, config)
         for key, value in usage_of(response).items():
             usage[key] += value
         text = message_text(response).strip()

@@ -22,6 +22,19 @@ from reactgraph.interrupts import InMemoryInterruptQueue, InterruptQueue
 from reactgraph.prompts import DEFAULT_SYSTEM_PROMPT, json_mode_system_prompt
 
 
+RUN_NAME_SELECTION = "tool_loop/select_tools"
+"""Trace name of the tool-selection model calls: ``<phase>/<node>``. LangSmith (or any
+callback handler) shows which node and phase each model call belongs to."""
+RUN_NAME_COMPACTION = "tool_loop/guard_context"
+"""Trace name of the context guard's compaction call."""
+RUN_NAME_NATIVE = "tool_loop/llm_call_native"
+"""Trace name of a native-mode loop call."""
+RUN_NAME_JSON = "tool_loop/llm_call_json"
+"""Trace name of a JSON-mode loop call."""
+RUN_NAME_SYNTHESIS = "synthesis/synthesize"
+"""Trace name of the streaming answer-synthesis call."""
+
+
 def is_transient_error(exc: BaseException) -> bool:
     """Whether a failed model call is worth retrying (SPEC R2.7): connection errors,
     timeouts, HTTP 408/429 and 5xx. A 4xx such as a rejected request is not."""
@@ -118,8 +131,13 @@ class Engine:
         key = tuple(tool.name for tool in tools)
         if key not in self._bound:
             model: Runnable = self.llm.bind_tools(list(tools)) if tools else self.llm
-            self._bound[key] = model.with_config(tags=[TAG_NOSTREAM], run_name="react_loop_native")
+            self._bound[key] = model.with_config(tags=[TAG_NOSTREAM], run_name=RUN_NAME_NATIVE)
         return self._bound[key]
+
+    @property
+    def synthesis_model(self) -> Runnable:
+        """The model for answer synthesis, named for traces (it streams into the answer)."""
+        return self.llm.with_config(run_name=RUN_NAME_SYNTHESIS)
 
     def json_system_prompt(self, tools: Sequence[BaseTool]) -> str:
         """The JSON-mode system prompt for ``tools`` (SPEC R2.3), cached per tool set."""
@@ -134,4 +152,4 @@ class Engine:
         model: Runnable = self.llm
         if json_format:
             model = self.llm.bind(response_format={"type": "json_object"})
-        return model.with_config(tags=[TAG_NOSTREAM], run_name="react_loop_json")
+        return model.with_config(tags=[TAG_NOSTREAM], run_name=RUN_NAME_JSON)

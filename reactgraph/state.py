@@ -97,3 +97,21 @@ class AgentState(InputState, total=False):
     """Tokens summed over every model call of this turn, and the number of calls."""
     started_at: float
     """Wall-clock start of the turn (seconds since the epoch), for ``elapsed``."""
+
+
+class OutputState(InputState, total=False):
+    """What the graph returns from ``invoke``/``ainvoke``: the conversation, the answers
+    of both phases and the trace. The loop's internal bookkeeping (pending tool calls, the
+    pending final answer, parse failures, the start time) stays in the checkpointed state
+    only. Field meanings as in :class:`AgentState`."""
+
+    query: str
+    mode: Literal["native", "json"]
+    selected_tools: list[str] | None
+    steps: Annotated[list[dict[str, Any]], append_steps]
+    answer: str
+    finish_reason: Literal["final_answer", "raw_content", "max_iterations", "model_error"] | None
+    error: str | None
+    synthesis: str | None
+    usage: Annotated[dict[str, int], add_usage]
+    iteration: int

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ValidationError
 
 from reactgraph.abilities import ModelAbilities, resolve_abilities
 from reactgraph.actions import message_text
+from reactgraph.dualmode import call_model
 from reactgraph.jsonparse import extract_json, safe_json
 
 _UNSET: Any = object()
@@ -172,7 +173,7 @@ async def structured_llm_call(
         result.calls += 1
         result.usage["model_calls"] += 1
         try:
-            response = await model.ainvoke(prompt, call_config)
+            response = await call_model(model, prompt, call_config)
         except Exception as exc:  # the provider refused this request format: next level
             result.error = f"level {level}: request failed: {type(exc).__name__}: {exc}"
             raise _LevelFailed from exc

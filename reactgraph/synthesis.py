@@ -9,9 +9,10 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import Runnable, RunnableConfig
 
 from reactgraph.actions import message_text
+from reactgraph.dualmode import stream_model
 from reactgraph.jsonparse import safe_json
 from reactgraph.prompts import SYNTHESIS_SYSTEM, SYNTHESIS_USER
 
@@ -54,7 +55,7 @@ def synthesis_messages(query: str, steps: Sequence[dict[str, Any]], draft_answer
 
 
 async def stream_synthesis(
-    llm: BaseChatModel,
+    llm: BaseChatModel | Runnable,
     query: str,
     steps: Sequence[dict[str, Any]],
     draft_answer: str,
@@ -66,7 +67,7 @@ async def stream_synthesis(
     """Stream the synthesized answer, chunk by chunk (SPEC R3.1).
 
     Args:
-        llm: The agent's model (SPEC R2.1).
+        llm: The agent's model (SPEC R2.1), possibly wrapped (``with_config``).
         query: The user's question.
         steps: The run's step records.
         draft_answer: The loop's brief answer.
@@ -110,7 +111,7 @@ async def stream_messages(
         Whatever the model call raises.
     """
     total: AIMessageChunk | None = None
-    async for chunk in llm.astream(list(messages), config):
+    async for chunk in stream_model(llm, list(messages), config):
         if isinstance(chunk, AIMessageChunk):
             total = chunk if total is None else total + chunk
         text = message_text(chunk)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
@@ -44,7 +45,8 @@ class ScriptedChatModel(BaseChatModel):
     A response may be an ``AIMessage``, a string (content), an exception (raised), or a
     callable taking the messages and returning one of those. ``calls`` records every
     message list sent, ``call_kwargs`` the bound kwargs (tools, response_format), and
-    ``stream_chunks`` how many chunks each streamed call produced. Every message list is
+    ``stream_chunks`` how many chunks each streamed call produced, ``apis`` which model
+    API served each call (``generate``, ``agenerate``, ``stream``, ``astream``). Every message list is
     checked with :func:`reactgraph.check_protocol`, so a protocol break fails the test.
     ``synthesis`` is the text (or exception) streamed for answer synthesis calls.
     """
@@ -58,6 +60,7 @@ class ScriptedChatModel(BaseChatModel):
     call_kwargs: list[dict[str, Any]] = Field(default_factory=list)
     stream_chunks: list[int] = Field(default_factory=list)
     stream_kwargs: list[dict[str, Any]] = Field(default_factory=list)
+    apis: list[str] = Field(default_factory=list)
     delay: float = 0.0
     usage: dict[str, int] = Field(default_factory=lambda: {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15})
     cursor: int = 0
@@ -89,16 +92,23 @@ class ScriptedChatModel(BaseChatModel):
             response = response.model_copy(update={"usage_metadata": dict(self.usage)})
         return response
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None,
-                  run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
+    def _respond(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> ChatResult:
         self.call_kwargs.append(kwargs)
         return ChatResult(generations=[ChatGeneration(message=self._next(messages))])
 
+    def _generate(self, messages: list[BaseMessage], stop: Any = None,
+                  run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
+        self.apis.append("generate")
+        if self.delay:
+            time.sleep(self.delay)
+        return self._respond(messages, kwargs)
+
     async def _agenerate(self, messages: list[BaseMessage], stop: Any = None,
                          run_manager: AsyncCallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
+        self.apis.append("agenerate")
         if self.delay:
             await asyncio.sleep(self.delay)
-        return self._generate(messages, stop, None, **kwargs)
+        return self._respond(messages, kwargs)
 
     @staticmethod
     def _is_synthesis(messages: list[BaseMessage]) -> bool:
@@ -113,22 +123,13 @@ class ScriptedChatModel(BaseChatModel):
         words = text.split(" ")
         return [w + (" " if i < len(words) - 1 else "") for i, w in enumerate(words)]
 
-    def _stream(self, messages: list[BaseMessage], stop: Any = None,
-                run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
-        if not self._is_synthesis(messages):  # a loop call streamed because a stream handler is attached
-            yield ChatGenerationChunk(message=_as_chunk(self._next(messages)))
-            return
-        chunks = self._synthesis_chunks(messages)
-        self.stream_chunks.append(len(chunks))
-        for piece in chunks:
-            yield ChatGenerationChunk(message=AIMessageChunk(content=piece))
-
-    async def _astream(self, messages: list[BaseMessage], stop: Any = None,
-                       run_manager: AsyncCallbackManagerForLLMRun | None = None, **kwargs: Any) -> AsyncIterator[ChatGenerationChunk]:
+    def _chunks(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> Iterator[ChatGenerationChunk]:
+        """What a streamed call yields, the same for ``stream`` and ``astream``: a loop call
+        (streamed because a stream handler is attached) is one chunk; a synthesis call is
+        one chunk per word, the last one carrying usage; ``FAIL_MIDWAY`` in the synthesis
+        text breaks the stream after two chunks."""
         self.stream_kwargs.append(kwargs)
         if not self._is_synthesis(messages):
-            if self.delay:
-                await asyncio.sleep(self.delay)
             yield ChatGenerationChunk(message=_as_chunk(self._next(messages)))
             return
         chunks = self._synthesis_chunks(messages)
@@ -138,3 +139,18 @@ class ScriptedChatModel(BaseChatModel):
                 raise ConnectionError("stream broke")
             last = i == len(chunks) - 1
             yield ChatGenerationChunk(message=AIMessageChunk(content=piece, usage_metadata=dict(self.usage) if last else None))
+
+    def _stream(self, messages: list[BaseMessage], stop: Any = None,
+                run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
+        self.apis.append("stream")
+        if self.delay and not self._is_synthesis(messages):
+            time.sleep(self.delay)
+        yield from self._chunks(messages, kwargs)
+
+    async def _astream(self, messages: list[BaseMessage], stop: Any = None,
+                       run_manager: AsyncCallbackManagerForLLMRun | None = None, **kwargs: Any) -> AsyncIterator[ChatGenerationChunk]:
+        self.apis.append("astream")
+        if self.delay and not self._is_synthesis(messages):
+            await asyncio.sleep(self.delay)
+        for chunk in self._chunks(messages, kwargs):
+            yield chunk

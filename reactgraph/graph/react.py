@@ -30,6 +30,7 @@ from langgraph.types import RetryPolicy, Send
 
 from reactgraph.abilities import ModelAbilities, resolve_abilities
 from reactgraph.config import AgentSettings
+from reactgraph.dualmode import dual_node
 from reactgraph.engine import Engine, is_transient_error
 from reactgraph.interrupts import InterruptQueue
 from reactgraph.nodes.drain_interrupts import DrainInterrupts
@@ -40,7 +41,22 @@ from reactgraph.nodes.llm_call import LLMCallJSON, LLMCallNative
 from reactgraph.nodes.select_tools import SelectTools
 from reactgraph.nodes.start_turn import StartTurn
 from reactgraph.nodes.synthesize import Synthesize
-from reactgraph.state import AgentState, InputState
+from reactgraph.state import AgentState, InputState, OutputState
+
+NODE_PHASES: dict[str, str] = {
+    "start_turn": "tool_loop",
+    "select_tools": "tool_loop",
+    "drain_interrupts": "tool_loop",
+    "guard_context": "tool_loop",
+    "llm_call_native": "tool_loop",
+    "llm_call_json": "tool_loop",
+    "execute_tools": "tool_loop",
+    "fallback": "tool_loop",
+    "synthesize": "synthesis",
+}
+"""The phase of each node, put in its metadata (Studio shows it on the node, traces carry
+it on the node's run): ``tool_loop`` (phase one, tool selection included) and ``synthesis``
+(phase two)."""
 
 
 def _tool_sends(state: AgentState) -> list[Send]:
@@ -109,10 +125,14 @@ def create_react_graph(
         name: The graph's name (shown in traces and Studio).
 
     Returns:
-        The compiled graph, a LangChain Runnable. Input ``{"messages": [...]}``; the
-        output state carries ``messages``, ``answer``, ``synthesis``, ``steps``,
-        ``iteration``, ``usage``, ``finish_reason``. Its ``recursion_limit`` default is
-        derived from ``max_iterations`` so the iteration cap is always reached first.
+        The compiled graph, a LangChain Runnable with sync and async entry points
+        (``invoke``, ``ainvoke``, ``stream``, ``astream``, ``batch``, ``abatch``,
+        ``astream_events``; see :mod:`reactgraph.dualmode`). Input ``{"messages": [...]}``
+        as LangGraph's prebuilt agent; the output is :class:`~reactgraph.state.OutputState`:
+        ``messages``, ``query``, ``mode``, ``selected_tools``, ``answer``, ``synthesis``,
+        ``steps``, ``iteration``, ``usage``, ``finish_reason``, ``error``. Its
+        ``recursion_limit`` default is derived from ``max_iterations`` so the iteration cap
+        is always reached first.
 
     Raises:
         TypeError: A tool is not a ``BaseTool``.
@@ -131,16 +151,25 @@ def create_react_graph(
         jitter=True,
         retry_on=is_transient_error,
     )
-    builder = StateGraph(AgentState, input_schema=InputState)
-    builder.add_node("start_turn", StartTurn(engine))
-    builder.add_node("select_tools", SelectTools(engine))
-    builder.add_node("guard_context", GuardContext(engine))
-    builder.add_node("llm_call_native", LLMCallNative(engine), retry_policy=retry)
-    builder.add_node("llm_call_json", LLMCallJSON(engine), retry_policy=retry)
-    builder.add_node("execute_tools", ExecuteTools(engine))
-    builder.add_node("drain_interrupts", DrainInterrupts(engine))
-    builder.add_node("fallback", Fallback(engine))
-    builder.add_node("synthesize", Synthesize(engine))
+    builder = StateGraph(AgentState, input_schema=InputState, output_schema=OutputState)
+    nodes = {
+        "start_turn": StartTurn(engine),
+        "select_tools": SelectTools(engine),
+        "guard_context": GuardContext(engine),
+        "llm_call_native": LLMCallNative(engine),
+        "llm_call_json": LLMCallJSON(engine),
+        "execute_tools": ExecuteTools(engine),
+        "drain_interrupts": DrainInterrupts(engine),
+        "fallback": Fallback(engine),
+        "synthesize": Synthesize(engine),
+    }
+    for node_name, body in nodes.items():
+        builder.add_node(
+            node_name,
+            dual_node(body, node_name),
+            metadata={"phase": NODE_PHASES[node_name]},
+            retry_policy=retry if node_name.startswith("llm_call") else None,
+        )
 
     builder.add_edge(START, "start_turn")
     builder.add_edge("start_turn", "select_tools")

@@ -8,7 +8,6 @@ artifact — the outcome is a string observation the model sees next iteration.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any
 
@@ -17,6 +16,7 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import ValidationError
 
 from reactgraph.artifacts import Artifact
+from reactgraph.dualmode import call_tool
 from reactgraph.engine import Engine
 from reactgraph.events import emit
 from reactgraph.jsonparse import safe_json
@@ -78,8 +78,8 @@ async def run_tool_call(
         tool = available[name]
         invocation = {"type": "tool_call", "name": name, "args": call["args"], "id": call["id"]}
         try:
-            output = await asyncio.wait_for(tool.ainvoke(invocation, config), engine.settings.tool_timeout)
-        except asyncio.TimeoutError:
+            output = await call_tool(tool, invocation, config, engine.settings.tool_timeout)
+        except TimeoutError:
             error = f"tool {name!r} timed out after {engine.settings.tool_timeout:g} seconds"
         except ValidationError as exc:
             error = _validation_message(exc)

@@ -16,7 +16,6 @@ model, so the guard passes.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
@@ -26,7 +25,8 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from reactgraph.context import ContextGuard, TokenCounter, context_budget, model_name_of
-from reactgraph.engine import Engine
+from reactgraph.dualmode import run_blocking
+from reactgraph.engine import RUN_NAME_COMPACTION, Engine
 from reactgraph.events import emit
 from reactgraph.state import AgentState
 
@@ -50,6 +50,7 @@ class GuardContext:
             max_message_chars=settings.max_message_chars,
             hint=settings.compaction_hint,
             keep_recent_messages=settings.keep_recent_messages,
+            run_name=RUN_NAME_COMPACTION,
         )
         self._overheads: dict[tuple[str, ...], int] = {}
 
@@ -75,7 +76,7 @@ class GuardContext:
         if state.get("iteration", 0) >= self.engine.settings.max_iterations:
             return {}
         if not self.guard.counter.loaded:  # the first load may try a download: off the event loop
-            await asyncio.to_thread(self.guard.counter.load)
+            await run_blocking(self.guard.counter.load)
         messages = list(state.get("messages", []))
         result = await self.guard.aguard(
             messages, overhead_tokens=self.overhead_tokens(state.get("selected_tools")), config=config

@@ -21,6 +21,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import RunnableConfig
 
 from reactgraph.actions import message_text, parse_action, separate_reasoning
+from reactgraph.dualmode import call_model
 from reactgraph.engine import Engine
 from reactgraph.events import emit
 from reactgraph.jsonparse import safe_json
@@ -125,7 +126,7 @@ class LLMCallNative:
         emit("step", type="thinking", status="start", iteration=iteration)
         tools = self.engine.tools_for(state.get("selected_tools"))
         messages = [SystemMessage(self.engine.base_system_prompt), *state["messages"]]
-        response = await self.engine.native_model(tools).ainvoke(messages, config)
+        response = await call_model(self.engine.native_model(tools), messages, config)
         if not isinstance(response, AIMessage):
             response = AIMessage(content=message_text(response))
         used = {c["id"] for m in state["messages"] if isinstance(m, AIMessage) for c in m.tool_calls if c.get("id")}
@@ -153,10 +154,10 @@ class LLMCallJSON:
     async def _invoke(self, messages: list[BaseMessage], config: RunnableConfig) -> AIMessage:
         if self.engine.abilities.json_mode:
             try:
-                return await self.engine.json_model(json_format=True).ainvoke(messages, config)
+                return await call_model(self.engine.json_model(json_format=True), messages, config)
             except Exception:  # provider refused response_format: ask again without it
                 pass
-        return await self.engine.json_model(json_format=False).ainvoke(messages, config)
+        return await call_model(self.engine.json_model(json_format=False), messages, config)
 
     async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         iteration = state.get("iteration", 0) + 1

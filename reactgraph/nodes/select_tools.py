@@ -22,7 +22,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 
 from reactgraph.abilities import ModelAbilities
-from reactgraph.engine import Engine
+from reactgraph.engine import RUN_NAME_SELECTION, Engine
 from reactgraph.events import emit
 from reactgraph.state import AgentState
 from reactgraph.structured import structured_llm_call
@@ -121,6 +121,7 @@ class SelectTools:
             return {}
         emit("phase", phase="selecting_tools", total_tools=len(tools))
         names, usage = await select_tool_names(
-            self.engine.llm, self.engine.abilities, state.get("query", ""), tools, settings.tool_selection_max, config
+            self.engine.llm, self.engine.abilities, state.get("query", ""), tools, settings.tool_selection_max,
+            {**config, "run_name": RUN_NAME_SELECTION},
         )
         return {"selected_tools": names, "usage": usage}

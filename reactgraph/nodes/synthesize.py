@@ -48,7 +48,7 @@ class Synthesize:
             return {}
         usage: dict[str, int] = {}
         chunks = stream_synthesis(
-            self.engine.llm,
+            self.engine.synthesis_model,
             state.get("query", ""),
             state.get("steps", []),
             state.get("answer") or "",

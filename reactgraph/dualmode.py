@@ -1,0 +1,185 @@
+"""One node body, two entry points: the graph runs under ``invoke``/``stream``/``batch``
+as well as ``ainvoke``/``astream``/``abatch`` (SPEC R10.1).
+
+Every node's logic is written once, as a coroutine that does its I/O only through the
+functions of this module (:func:`call_model`, :func:`stream_model`, :func:`call_tool`,
+:func:`run_blocking`). Each of them looks at the run's mode:
+
+- async mode (the default): they await the async APIs (``ainvoke``, ``astream``, the
+  tool's ``ainvoke`` under ``asyncio.wait_for``, ``asyncio.to_thread``);
+- sync mode: they call the sync APIs (``invoke``, ``stream``, the tool's ``invoke`` in a
+  worker thread with a ``concurrent.futures`` timeout) and never suspend, so
+  :func:`run_sync` drives the coroutine to its end with ``send(None)`` and no event loop.
+
+:func:`dual_node` turns a node body into a graph node with both entry points (LangGraph's
+``RunnableCallable(func, afunc)``, the class its prebuilt agent uses for the same purpose); the
+sync one marks the context as sync mode for the duration of the body. No event loop is started
+per call: a model client whose async connection pool is bound to one loop (``ChatOpenAI``)
+is only ever used through its sync client in sync mode.
+
+A coroutine that awaits anything else during a sync run (for example a custom
+:class:`~reactgraph.InterruptQueue` doing network I/O) cannot finish without a loop;
+:func:`run_sync` then raises :class:`SyncRunError` naming the node.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import inspect
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from contextvars import ContextVar
+from typing import Any, TypeVar
+
+from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.tools import BaseTool, StructuredTool
+from langgraph._internal._runnable import RunnableCallable
+
+T = TypeVar("T")
+
+_SYNC: ContextVar[bool] = ContextVar("reactgraph_sync_run", default=False)
+
+
+class SyncRunError(RuntimeError):
+    """A node awaited real asynchronous work during a synchronous run (``invoke``,
+    ``stream``, ``batch``); run the graph with ``ainvoke``/``astream`` instead."""
+
+
+def in_sync_run() -> bool:
+    """Whether the current node body runs under a synchronous entry point."""
+    return _SYNC.get()
+
+
+def run_sync(coro: Coroutine[Any, Any, T], name: str = "node") -> T:
+    """Drive a coroutine that never suspends to completion, without an event loop.
+
+    Args:
+        coro: A coroutine whose awaits all complete immediately (the sync-mode I/O
+            functions of this module).
+        name: Named in the error message.
+
+    Returns:
+        The coroutine's return value.
+
+    Raises:
+        SyncRunError: The coroutine suspended (it awaited a future, a sleep or async I/O).
+        Exception: Whatever the coroutine raises.
+    """
+    try:
+        suspended_on = coro.send(None)
+    except StopIteration as stop:
+        return stop.value
+    coro.close()
+    raise SyncRunError(
+        f"{name} awaited {suspended_on!r} during a synchronous run; use ainvoke/astream, "
+        "or give the agent components with synchronous support"
+    )
+
+
+def dual_node(body: Callable[..., Awaitable[Any]], name: str) -> RunnableCallable:
+    """A graph node with a sync and an async entry point over one coroutine body.
+
+    Args:
+        body: The node logic: an async callable ``(state, config?) -> update`` whose I/O
+            goes through this module. Its signature decides what LangGraph injects
+            (``config``, ``runtime``…), as for any node.
+        name: The node's name.
+
+    Returns:
+        A LangGraph ``RunnableCallable`` whose ``invoke`` runs ``body`` in sync mode
+        (:func:`run_sync`) and whose ``ainvoke`` awaits it in async mode.
+    """
+    signature = inspect.signature(body)
+
+    def sync_entry(*args: Any, **kwargs: Any) -> Any:
+        token = _SYNC.set(True)
+        try:
+            return run_sync(body(*args, **kwargs), name)
+        finally:
+            _SYNC.reset(token)
+
+    async def async_entry(*args: Any, **kwargs: Any) -> Any:
+        token = _SYNC.set(False)  # an async run nested in a sync one (a tool) is async again
+        try:
+            return await body(*args, **kwargs)
+        finally:
+            _SYNC.reset(token)
+
+    sync_entry.__signature__ = signature  # type: ignore[attr-defined]
+    async_entry.__signature__ = signature  # type: ignore[attr-defined]
+    return RunnableCallable(sync_entry, async_entry, name=name, trace=False)
+
+
+async def call_model(runnable: Runnable, input: Any, config: RunnableConfig | None = None) -> Any:
+    """``runnable.invoke`` in sync mode, ``await runnable.ainvoke`` otherwise."""
+    if _SYNC.get():
+        return runnable.invoke(input, config)
+    return await runnable.ainvoke(input, config)
+
+
+async def stream_model(runnable: Runnable, input: Any, config: RunnableConfig | None = None) -> AsyncIterator[Any]:
+    """Chunks of ``runnable.stream`` in sync mode, of ``runnable.astream`` otherwise."""
+    if _SYNC.get():
+        for chunk in runnable.stream(input, config):
+            yield chunk
+    else:
+        async for chunk in runnable.astream(input, config):
+            yield chunk
+
+
+async def run_blocking(fn: Callable[[], T]) -> T:
+    """Run blocking work: directly in sync mode, in a worker thread otherwise (so the
+    event loop keeps running)."""
+    if _SYNC.get():
+        return fn()
+    return await asyncio.to_thread(fn)
+
+
+def _async_only(tool: BaseTool) -> bool:
+    return isinstance(tool, StructuredTool) and tool.func is None and tool.coroutine is not None
+
+
+def _in_daemon_thread(fn: Callable[[], T], timeout: float) -> T:
+    """``fn()`` in a new daemon thread (with this context), waiting at most ``timeout``
+    seconds. A daemon thread, so a tool that never returns does not hold up interpreter
+    exit. Raises TimeoutError, or what ``fn`` raised."""
+    future: concurrent.futures.Future[T] = concurrent.futures.Future()
+    context = contextvars.copy_context()
+
+    def target() -> None:
+        try:
+            future.set_result(context.run(fn))
+        except BaseException as exc:  # handed to the waiting caller
+            future.set_exception(exc)
+
+    threading.Thread(target=target, name="reactgraph-tool", daemon=True).start()
+    return future.result(timeout)
+
+
+async def call_tool(tool: BaseTool, invocation: dict[str, Any], config: RunnableConfig | None, timeout: float) -> Any:
+    """Run one tool call with a timeout (SPEC R2.7).
+
+    Args:
+        tool: The tool.
+        invocation: A ``ToolCall`` dict (``type``, ``name``, ``args``, ``id``).
+        config: RunnableConfig for the tool run.
+        timeout: Seconds before the call counts as timed out.
+
+    Returns:
+        What the tool returned (a ``ToolMessage`` for a tool call input).
+
+    Raises:
+        TimeoutError: The tool did not finish in ``timeout`` seconds. In sync mode its
+            worker thread keeps running; only the result is discarded.
+        Exception: Whatever the tool raised.
+
+    In sync mode a tool with only an async implementation runs on its own event loop
+    in the worker thread.
+    """
+    if not _SYNC.get():
+        return await asyncio.wait_for(tool.ainvoke(invocation, config), timeout)
+    if _async_only(tool):
+        return _in_daemon_thread(lambda: asyncio.run(tool.ainvoke(invocation, config)), timeout)
+    return _in_daemon_thread(lambda: tool.invoke(invocation, config), timeout)
