@@ -7,6 +7,7 @@ from reactgraph.abilities import ModelAbilities, resolve_abilities
 from reactgraph.actions import PARSE_FAILURE_SENTINEL, Action, parse_action
 from reactgraph.agent import ReActAgent
 from reactgraph.artifacts import Artifact
+from reactgraph.checkpointing import NothingToResumeError, Persistence, open_checkpointer, open_persistence
 from reactgraph.config import _TOOL_SELECTION_MAX, COMPACTION_HINTS, TOOL_SELECTION_THRESHOLD, AgentSettings
 from reactgraph.context import ContextGuard, GuardResult, TokenCounter, context_budget
 from reactgraph.dag import DAGAgent, DAGResult, DAGSettings, StepOutcome, create_dag_graph
@@ -39,6 +40,8 @@ __all__ = [
     "ModelAbilities",
     "ModelRegistry",
     "NoActiveRunError",
+    "NothingToResumeError",
+    "Persistence",
     "ProtocolError",
     "ReActAgent",
     "RegisteredModel",
@@ -54,6 +57,8 @@ __all__ = [
     "create_dag_graph",
     "create_react_graph",
     "extract_json",
+    "open_checkpointer",
+    "open_persistence",
     "parse_action",
     "resolve_abilities",
     "structured_llm_call",

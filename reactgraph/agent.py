@@ -1,5 +1,5 @@
-"""The agent facade (SPEC R10.1): ``run``, ``stream_answer`` and ``astream_events`` over
-the compiled ReAct graph."""
+"""The agent facade (SPEC R10.1): ``run``, ``stream_answer``, ``astream_events`` and, with
+a checkpointer, ``resume`` over the compiled ReAct graph."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from langchain_core.tools import BaseTool
 from langgraph.graph.state import CompiledStateGraph
 
 from reactgraph.abilities import ModelAbilities, resolve_abilities
+from reactgraph.checkpointing import NothingToResumeError
 from reactgraph.config import AgentSettings
 from reactgraph.events import AgentEvent, as_agent_event
 from reactgraph.graph.react import create_react_graph
@@ -149,6 +150,57 @@ class ReActAgent:
             synthesis=state.get("synthesis"),
         )
 
+    async def _drive(
+        self, graph_input: dict[str, Any] | None, thread_id: str | None, *, synthesize: bool, events: bool
+    ) -> AsyncIterator[AgentEvent | AgentResult]:
+        """Run the graph on ``thread_id`` inside the thread's run bookkeeping.
+
+        ``graph_input`` ``None`` resumes the thread's interrupted run. Yields the run's
+        :class:`AgentEvent` items when ``events``, and last the :class:`AgentResult`.
+
+        Raises:
+            ThreadBusyError: Another run is going on the thread.
+            NothingToResumeError: Resuming, and the thread has no interrupted run.
+        """
+        started = time.perf_counter()
+        config, thread_id = self._config(thread_id, synthesize=synthesize)
+        state: dict[str, Any] = {}
+        failure: BaseException | None = None
+        options: dict[str, Any] = {"stream_mode": ["custom", "values"] if events else ["values"]}
+        if self.checkpointer is not None:
+            options["durability"] = self.settings.durability
+        async with self.interrupts.running(thread_id):
+            if graph_input is None:
+                state = await self._interrupted_state(thread_id)
+            try:
+                async with aclosing(self.graph.astream(graph_input, config, **options)) as stream:
+                    async for mode, chunk in stream:
+                        if mode == "values":
+                            state = chunk
+                            continue
+                        event = as_agent_event(chunk)
+                        if event is not None:
+                            yield event
+            except Exception as exc:  # R2.7: the run ends with a fallback answer, not a crash
+                logger.warning("run failed: %s", exc)
+                failure = exc
+        yield self._result(state, started, thread_id, failure)
+
+    async def _interrupted_state(self, thread_id: str) -> dict[str, Any]:
+        """The checkpointed state of the thread's interrupted run.
+
+        Raises:
+            NothingToResumeError: No checkpointer, no checkpoint, or the last run finished.
+        """
+        if self.checkpointer is None:
+            raise NothingToResumeError("this agent has no checkpointer, so no run can be resumed")
+        snapshot = await self.graph.aget_state({"configurable": {"thread_id": thread_id}})
+        if not snapshot.values:
+            raise NothingToResumeError(f"thread {thread_id!r} has no checkpoint")
+        if not snapshot.next:
+            raise NothingToResumeError(f"the last run on thread {thread_id!r} finished; start a new run instead")
+        return dict(snapshot.values)
+
     async def run(self, query: str, *, thread_id: str | None = None) -> AgentResult:
         """Run the tool loop on ``query`` and return its result, without synthesis.
 
@@ -161,22 +213,64 @@ class ReActAgent:
         Returns:
             The :class:`~reactgraph.AgentResult`. Never raises for what the model or a
             tool does: a model that keeps failing gives ``finish_reason="model_error"``,
-            ``error`` set and a fallback answer (SPEC R2.7).
+            ``error`` set and a fallback answer (SPEC R2.7); with a checkpointer the run
+            stays resumable (:meth:`resume`).
 
         Raises:
             ThreadBusyError: Another run is going on ``thread_id`` (one run per thread).
         """
-        started = time.perf_counter()
-        config, thread_id = self._config(thread_id, synthesize=False)
-        state: dict[str, Any] = {}
-        async with self.interrupts.running(thread_id):
-            try:
-                async for state in self.graph.astream({"messages": [HumanMessage(query)]}, config, stream_mode="values"):
-                    pass
-            except Exception as exc:  # R2.7: the run ends with a fallback answer, not a crash
-                logger.warning("run failed: %s", exc)
-                return self._result(state, started, thread_id, exc)
-        return self._result(state, started, thread_id)
+        return await self._final(self._drive({"messages": [HumanMessage(query)]}, thread_id, synthesize=False, events=False))
+
+    async def resume(self, thread_id: str) -> AgentResult:
+        """Continue the thread's interrupted run from its last checkpoint to the
+        synthesized answer (SPEC §1: crash resume).
+
+        A run is interrupted when its process died (crash, ``SIGKILL``, Ctrl-C) or its
+        model kept failing. Tool results that finished tasks of the interrupted fan-out
+        wrote are reused; only tool calls that had not finished run (again).
+
+        Args:
+            thread_id: The interrupted run's thread.
+
+        Returns:
+            The :class:`~reactgraph.AgentResult` of the whole turn: ``steps`` and
+            ``usage`` include the part before the interruption, ``synthesis`` holds the
+            synthesized answer, ``elapsed`` counts this call only.
+
+        Raises:
+            NothingToResumeError: No checkpointer, no checkpoint for ``thread_id``, or its
+                last run finished.
+            ThreadBusyError: A run is going on ``thread_id`` (with a shared queue: in any
+                process).
+        """
+        return await self._final(self._drive(None, thread_id, synthesize=True, events=False))
+
+    @staticmethod
+    async def _final(items: AsyncIterator[AgentEvent | AgentResult]) -> AgentResult:
+        result: AgentResult | None = None
+        async for item in items:
+            if isinstance(item, AgentResult):
+                result = item
+        assert result is not None  # _drive always ends with the result
+        return result
+
+    async def thread_status(self, thread_id: str) -> str:
+        """Where a conversation stands.
+
+        Returns:
+            ``"running"`` (a run is going; with a shared queue, in any process),
+            ``"interrupted"`` (its last run stopped before the end: :meth:`resume` it),
+            ``"idle"`` (its last run finished) or ``"new"`` (no checkpoint, or no
+            checkpointer).
+        """
+        if await self.interrupts.is_running(thread_id):
+            return "running"
+        if self.checkpointer is None:
+            return "new"
+        snapshot = await self.graph.aget_state({"configurable": {"thread_id": thread_id}})
+        if not snapshot.values:
+            return "new"
+        return "interrupted" if snapshot.next else "idle"
 
     async def stream_answer(self, query: str, result: AgentResult) -> AsyncIterator[str]:
         """Stream the synthesized answer for a finished loop (SPEC R3.1).
@@ -219,30 +313,38 @@ class ReActAgent:
         Raises:
             ThreadBusyError: Another run is going on ``thread_id`` (one run per thread).
         """
-        started = time.perf_counter()
-        config, thread_id = self._config(thread_id, synthesize=True)
-        state: dict[str, Any] = {}
-        failure: BaseException | None = None
-        async with self.interrupts.running(thread_id):
-            try:
-                # aclosing: a consumer that stops early (a disconnected client) closes the
-                # graph's stream at once, which cancels the run's model call or tools.
-                async with aclosing(
-                    self.graph.astream({"messages": [HumanMessage(query)]}, config, stream_mode=["custom", "values"])
-                ) as stream:
-                    async for mode, chunk in stream:
-                        if mode == "values":
-                            state = chunk
-                            continue
-                        event = as_agent_event(chunk)
-                        if event is not None:
-                            yield event
-            except Exception as exc:  # R2.7
-                logger.warning("run failed: %s", exc)
-                failure = exc
-        result = self._result(state, started, thread_id, failure)
+        # aclosing, here and below: a consumer that stops early (a disconnected client)
+        # closes the graph's stream at once, which cancels the run's model call or tools.
+        async with aclosing(self._events(self._drive({"messages": [HumanMessage(query)]}, thread_id,
+                                                     synthesize=True, events=True))) as events:
+            async for event in events:
+                yield event
+
+    async def aresume_events(self, thread_id: str) -> AsyncIterator[AgentEvent]:
+        """:meth:`resume` as events: the events of the rest of the interrupted run, as
+        :meth:`astream_events` yields them, ending with ``done`` (its ``iterations`` and
+        ``usage`` cover the whole turn, ``elapsed`` the resumed part).
+
+        Raises:
+            NothingToResumeError, ThreadBusyError: As for :meth:`resume`, before any event.
+        """
+        async with aclosing(self._events(self._drive(None, thread_id, synthesize=True, events=True))) as events:
+            async for event in events:
+                yield event
+
+    @staticmethod
+    async def _events(items: AsyncIterator[AgentEvent | AgentResult]) -> AsyncIterator[AgentEvent]:
+        """The run's events, then the ``error`` tail of a failed run and ``done``."""
+        result: AgentResult | None = None
+        async with aclosing(items):
+            async for item in items:
+                if isinstance(item, AgentEvent):
+                    yield item
+                else:
+                    result = item
+        assert result is not None  # _drive always ends with the result
         final_answer = result.synthesis if result.synthesis is not None else result.answer
-        if failure is not None:
+        if result.error is not None:
             yield AgentEvent("error", {"message": result.error, "kind": "model_error"})
             yield AgentEvent("answer", {"status": "start"})
             yield AgentEvent("answer", {"status": "delta", "content": result.answer})
@@ -256,6 +358,6 @@ class ReActAgent:
                 "usage": result.usage.to_dict(),
                 "elapsed": round(result.elapsed, 3),
                 "finish_reason": result.finish_reason,
-                "thread_id": thread_id,
+                "thread_id": result.thread_id,
             },
         )

@@ -4,6 +4,8 @@ The CLI and the server keep checkpoints in SQLite by default; a Postgres URL (in
 argument or in ``REACTGRAPH_DATABASE_URL``) selects the Postgres checkpointer (extra
 ``[postgres]``); ``"memory"`` keeps them in the process. Library users can pass any
 LangGraph checkpointer to :class:`~reactgraph.ReActAgent` directly instead.
+:func:`open_persistence` opens the checkpointer together with the interrupt queue that
+goes with it: shared through the same database for Postgres, in memory otherwise.
 """
 
 from __future__ import annotations
@@ -11,13 +13,20 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from reactgraph.interrupts import InMemoryInterruptQueue, InterruptQueue
 from reactgraph.paths import data_home
 
 DATABASE_URL_ENV = "REACTGRAPH_DATABASE_URL"
+
+
+class NothingToResumeError(LookupError):
+    """``resume`` found no interrupted run on the thread: the agent has no checkpointer,
+    the thread has no checkpoint, or its last run finished."""
 
 
 def default_checkpoint_path() -> Path:
@@ -53,41 +62,111 @@ def is_postgres_url(url: str) -> bool:
     return scheme.split("+", 1)[0] in ("postgres", "postgresql")
 
 
+@dataclass(frozen=True)
+class Persistence:
+    """What an agent needs to keep runs across processes, opened together.
+
+    Attributes:
+        checkpointer: The LangGraph checkpointer (``AsyncSqliteSaver``,
+            ``AsyncPostgresSaver`` or ``InMemorySaver``).
+        interrupt_queue: The follow-up queue and run bookkeeping: a
+            :class:`~reactgraph.postgres.PostgresInterruptQueue` on the same database for
+            Postgres (shared by every process, SPEC R7.5), else an
+            :class:`~reactgraph.InMemoryInterruptQueue` (this process only).
+        target: Where the checkpoints are: ``"memory"``, the Postgres URL, or the SQLite
+            file path.
+    """
+
+    checkpointer: BaseCheckpointSaver
+    interrupt_queue: InterruptQueue
+    target: str
+
+    @property
+    def shared(self) -> bool:
+        """True when other processes see this process's runs (Postgres)."""
+        return is_postgres_url(self.target)
+
+
 @asynccontextmanager
-async def open_checkpointer(url: str | os.PathLike[str] | None = None) -> AsyncIterator[BaseCheckpointSaver]:
-    """Open a checkpointer for the lifetime of the ``async with`` block.
+async def open_persistence(
+    url: str | os.PathLike[str] | None = None, *, pool_size: int = 10
+) -> AsyncIterator[Persistence]:
+    """Open a checkpointer and its interrupt queue for the lifetime of the ``async with`` block.
+
+    Pass both to ``ReActAgent(..., checkpointer=p.checkpointer,
+    interrupt_queue=p.interrupt_queue)``.
 
     Args:
         url: As for :func:`checkpoint_target`. A SQLite file's parent directory is
-            created; Postgres tables are created on first use (``setup()``).
+            created; Postgres tables (LangGraph's and ``reactgraph_interrupts``) are
+            created on first use.
+        pool_size: Most pooled Postgres connections (checkpoint reads and writes,
+            follow-ups); each running thread holds one more of its own. Unused otherwise.
 
     Yields:
-        An ``AsyncSqliteSaver``, ``AsyncPostgresSaver`` or ``InMemorySaver``.
+        A :class:`Persistence`.
 
     Raises:
         ImportError: A Postgres URL without the ``[postgres]`` extra installed (the
             message names the extra).
         OSError: The SQLite file's directory cannot be created.
+        psycopg.OperationalError: The Postgres database cannot be reached.
     """
     target = checkpoint_target(url)
     if target == "memory":
         from langgraph.checkpoint.memory import InMemorySaver
 
-        yield InMemorySaver()
+        yield Persistence(InMemorySaver(), InMemoryInterruptQueue(), target)
         return
     if is_postgres_url(target):
         try:
             from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+            from psycopg.rows import dict_row
+            from psycopg_pool import AsyncConnectionPool
+
+            from reactgraph.postgres import PostgresInterruptQueue, psycopg_conninfo
         except ImportError as exc:  # pragma: no cover - depends on the installed extras
             raise ImportError(
                 "a Postgres checkpoint URL needs the postgres extra: pip install 'reactgraph[postgres]'"
             ) from exc
-        async with AsyncPostgresSaver.from_conn_string(target) as saver:
+        conninfo = psycopg_conninfo(target)
+        pool = AsyncConnectionPool(
+            conninfo,
+            min_size=1,
+            max_size=pool_size,
+            open=False,
+            kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+        )
+        await pool.open(wait=True)
+        try:
+            saver = AsyncPostgresSaver(pool)
             await saver.setup()
-            yield saver
+            queue = PostgresInterruptQueue(pool, conninfo)
+            await queue.setup()
+            yield Persistence(saver, queue, target)
+        finally:
+            await pool.close()
         return
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
     Path(target).parent.mkdir(parents=True, exist_ok=True)
     async with AsyncSqliteSaver.from_conn_string(target) as saver:
-        yield saver
+        yield Persistence(saver, InMemoryInterruptQueue(), target)
+
+
+@asynccontextmanager
+async def open_checkpointer(url: str | os.PathLike[str] | None = None) -> AsyncIterator[BaseCheckpointSaver]:
+    """Open a checkpointer for the lifetime of the ``async with`` block (the checkpointer
+    of :func:`open_persistence`, without its interrupt queue).
+
+    Args:
+        url: As for :func:`checkpoint_target`.
+
+    Yields:
+        An ``AsyncSqliteSaver``, ``AsyncPostgresSaver`` or ``InMemorySaver``.
+
+    Raises:
+        ImportError, OSError, psycopg.OperationalError: As for :func:`open_persistence`.
+    """
+    async with open_persistence(url) as persistence:
+        yield persistence.checkpointer

@@ -10,6 +10,9 @@ TOOL_SELECTION_THRESHOLD = 12
 _TOOL_SELECTION_MAX = 6
 """Most tools a selection keeps (SPEC R5.1)."""
 
+DURABILITY_MODES = ("sync", "async", "exit")
+"""LangGraph's checkpoint durability modes, for :attr:`AgentSettings.durability`."""
+
 COMPACTION_HINTS = ("react_iteration", "planner_input", "step_dependency", "general")
 """The compaction prompts the context guard can use (SPEC R6.1)."""
 
@@ -56,6 +59,13 @@ class AgentSettings:
             and critical data).
         keep_recent_messages: Recent messages LLM compaction keeps verbatim when they fit
             (default 6; a tool-call message and its results are kept together).
+        durability: When ``ReActAgent`` runs write checkpoints (with a checkpointer):
+            ``"sync"`` (default) stores each superstep's checkpoint before the next
+            superstep starts, so no tool starts before the checkpoint it resumes from is
+            stored; ``"async"`` stores it while the next superstep runs (a crash can lose
+            the last step and run its tools again); ``"exit"`` only when the run ends (a
+            crash loses the whole run). Finished tool results are written as soon as each
+            tool returns in every mode but ``"exit"``.
     """
 
     max_iterations: int = 50
@@ -76,6 +86,7 @@ class AgentSettings:
     max_output_tokens: int | None = None
     compaction_hint: str = "react_iteration"
     keep_recent_messages: int = 6
+    durability: str = "sync"
 
     def __post_init__(self) -> None:
         if self.max_iterations < 1:
@@ -94,6 +105,8 @@ class AgentSettings:
                 raise ValueError(f"{name} must be a positive number of tokens, got {value}")
         if self.compaction_hint not in COMPACTION_HINTS:
             raise ValueError(f"compaction_hint must be one of {', '.join(COMPACTION_HINTS)}, got {self.compaction_hint!r}")
+        if self.durability not in DURABILITY_MODES:
+            raise ValueError(f"durability must be one of {', '.join(DURABILITY_MODES)}, got {self.durability!r}")
         if self.keep_recent_messages < 0:
             raise ValueError(f"keep_recent_messages must not be negative, got {self.keep_recent_messages}")
 

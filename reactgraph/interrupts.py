@@ -23,9 +23,10 @@ Lifecycle of a thread's queue:
   fails before its next drain.
 
 :class:`InMemoryInterruptQueue` is the default and serves one process. A deployment with
-several server processes (R7.5) implements :class:`InterruptQueue` on shared storage, for
-example the checkpointer's database, and passes it as ``interrupt_queue=`` to
-``ReActAgent`` or ``create_react_graph``. Delivery is at most once: :meth:`InterruptQueue.take`
+several server processes (R7.5) uses :class:`reactgraph.postgres.PostgresInterruptQueue`
+(opened with the checkpointer by :func:`reactgraph.checkpointing.open_persistence` when
+the database is Postgres) or implements :class:`InterruptQueue` on other shared storage,
+and passes it as ``interrupt_queue=`` to ``ReActAgent`` or ``create_react_graph``. Delivery is at most once: :meth:`InterruptQueue.take`
 removes the follow-ups before the drain's write is checkpointed, so a crash in between
 loses them.
 """
@@ -108,6 +109,12 @@ class InterruptQueue(ABC):
         """Remove and return every follow-up queued for ``thread_id``, oldest first
         (an empty list when there is none)."""
 
+    @abstractmethod
+    async def is_running(self, thread_id: str) -> bool:
+        """Whether a run is going on ``thread_id`` (opened and not closed yet), as far as
+        this queue can see: in this process for an in-memory queue, anywhere for a
+        shared one."""
+
     @asynccontextmanager
     async def running(self, thread_id: str) -> AsyncIterator[None]:
         """``async with queue.running(thread_id):`` opens the thread for the block and
@@ -163,3 +170,7 @@ class InMemoryInterruptQueue(InterruptQueue):
     async def take(self, thread_id: str) -> list[str]:
         with self._lock:
             return self._queues.pop(thread_id, [])
+
+    async def is_running(self, thread_id: str) -> bool:
+        with self._lock:
+            return thread_id in self._open

@@ -369,6 +369,9 @@ class LoggedQueue(InterruptQueue):
         texts, row["texts"] = row["texts"], []
         return texts
 
+    async def is_running(self, thread_id: str) -> bool:
+        return bool(self.table.get(thread_id, {}).get("open"))
+
 
 async def test_another_queue_implementation_replaces_the_in_memory_one(tools):
     queue = LoggedQueue()

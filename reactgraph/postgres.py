@@ -1,0 +1,193 @@
+"""Follow-ups and run bookkeeping shared through Postgres (SPEC R7.5; extra ``[postgres]``).
+
+Several server processes on one Postgres database serve the same conversations: a run
+started by one process must refuse a second run on its thread in another process, take
+the follow-ups another process accepted for it, and let any process resume it after a
+crash. :class:`PostgresInterruptQueue` does this with two pieces of the database that
+holds the checkpoints:
+
+- **Which thread has a run going**: a Postgres session-level advisory lock per thread,
+  held on a connection of its own for the whole run. Taking it fails while another
+  session holds it (:class:`~reactgraph.ThreadBusyError`). It needs no lease and no
+  heartbeat: when the process holding it dies, even by ``SIGKILL``, the kernel closes its
+  socket, Postgres ends the session and the lock is gone, so the thread can be resumed
+  at once. (A host that vanishes without closing its socket holds the lock until
+  Postgres notices the dead connection: TCP keepalive, ``tcp_keepalives_*`` settings.)
+- **The follow-ups**: the table ``reactgraph_interrupts`` (id, thread_id, content,
+  created_at). ``put`` inserts a row only while the thread's lock is held by some session
+  (it reads ``pg_locks``), ``take`` deletes the thread's rows and returns them oldest
+  first. Delivery is at most once, as for every :class:`~reactgraph.InterruptQueue`.
+
+A thread's lock key is two 32-bit integers from the BLAKE2b hash of its ``thread_id``
+(the same in every process); two thread ids sharing all 64 bits would block each other.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from reactgraph.interrupts import InterruptQueue, NoActiveRunError, ThreadBusyError, _check_text
+
+_SETUP = (
+    "CREATE TABLE IF NOT EXISTS reactgraph_interrupts ("
+    " id BIGSERIAL PRIMARY KEY,"
+    " thread_id TEXT NOT NULL,"
+    " content TEXT NOT NULL,"
+    " created_at TIMESTAMPTZ NOT NULL DEFAULT now())",
+    "CREATE INDEX IF NOT EXISTS reactgraph_interrupts_thread ON reactgraph_interrupts (thread_id, id)",
+)
+_SETUP_LOCK = 0x52470001
+"""Advisory transaction lock serializing ``setup`` between processes (concurrent
+``CREATE TABLE IF NOT EXISTS`` can fail on the type catalog)."""
+
+_LOCK_HELD = (
+    "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2"
+    " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+    " AND classid = %(high)s::int8::oid AND objid = %(low)s::int8::oid"
+)
+
+
+def psycopg_conninfo(url: str) -> str:
+    """A ``postgres(ql)[+driver]://`` URL in the form psycopg accepts (the ``+driver``
+    suffix of SQLAlchemy-style URLs dropped; anything else unchanged)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    return f"{scheme.split('+', 1)[0]}://{rest}"
+
+
+def thread_lock_key(thread_id: str) -> tuple[int, int]:
+    """The advisory lock key of a thread: two signed 32-bit integers (the first and last
+    four bytes of the BLAKE2b-64 digest of the UTF-8 ``thread_id``)."""
+    digest = hashlib.blake2b(thread_id.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest[:4], "big", signed=True), int.from_bytes(digest[4:], "big", signed=True)
+
+
+def _lock_params(thread_id: str) -> dict[str, int]:
+    high, low = thread_lock_key(thread_id)
+    return {"high": high & 0xFFFFFFFF, "low": low & 0xFFFFFFFF}
+
+
+class PostgresInterruptQueue(InterruptQueue):
+    """An :class:`~reactgraph.InterruptQueue` shared by every process using one Postgres
+    database (see the module docstring for how).
+
+    Args:
+        pool: A ``psycopg_pool.AsyncConnectionPool`` in autocommit mode (the one the
+            checkpointer uses, see :func:`reactgraph.checkpointing.open_persistence`);
+            ``put``, ``take`` and ``is_running`` borrow a connection for one statement.
+        conninfo: The database URL or conninfo string; each running thread opens one
+            connection of its own with it to hold the thread's lock until ``close``.
+
+    Call :meth:`setup` once before use (it creates the table if missing). A process may
+    run many threads: it holds one connection per running thread, so Postgres'
+    ``max_connections`` bounds the runs going at once across all processes.
+    """
+
+    def __init__(self, pool: Any, conninfo: str) -> None:
+        self._pool = pool
+        self._conninfo = psycopg_conninfo(conninfo)
+        self._held: dict[str, Any] = {}
+
+    async def setup(self) -> None:
+        """Create ``reactgraph_interrupts`` and its index if they do not exist.
+
+        Raises:
+            psycopg.Error: The database refused (e.g. no ``CREATE`` privilege).
+        """
+        async with self._pool.connection() as conn:
+            async with conn.transaction():
+                await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SETUP_LOCK,))
+                for statement in _SETUP:
+                    await conn.execute(statement)
+
+    async def open(self, thread_id: str) -> None:
+        """Take the thread's lock on a new connection held until :meth:`close`.
+
+        Raises:
+            ThreadBusyError: A run is going on ``thread_id`` in this or another process.
+            psycopg.OperationalError: The database cannot be reached.
+        """
+        import psycopg
+
+        conn = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
+        try:
+            cursor = await conn.execute("SELECT pg_try_advisory_lock(%s::int4, %s::int4)", thread_lock_key(thread_id))
+            row = await cursor.fetchone()
+        except BaseException:
+            await conn.close()
+            raise
+        if not row or not row[0]:
+            await conn.close()
+            raise ThreadBusyError(
+                f"a run is already going on thread {thread_id!r} (in this or another process); wait for it "
+                "to end, or send this message to it as a follow-up with inject()"
+            )
+        self._held[thread_id] = conn
+
+    async def close(self, thread_id: str) -> None:
+        """Release the thread's lock and close its connection (nothing when not open
+        here). Queued follow-ups stay for the thread's next run."""
+        conn = self._held.pop(thread_id, None)
+        if conn is None:
+            return
+        try:
+            if not conn.closed:
+                await conn.execute("SELECT pg_advisory_unlock(%s::int4, %s::int4)", thread_lock_key(thread_id))
+        finally:
+            await conn.close()  # ending the session releases the lock in any case
+
+    async def put(self, thread_id: str, text: str) -> None:
+        """Queue one follow-up, if some process is running ``thread_id``.
+
+        Raises:
+            NoActiveRunError: No process holds the thread's lock.
+            TypeError, ValueError: ``text`` is not a string, or is blank.
+            psycopg.Error: The database failed.
+        """
+        _check_text(text)
+        params: dict[str, Any] = {"thread_id": thread_id, "content": text, **_lock_params(thread_id)}
+        async with self._pool.connection() as conn:
+            cursor = await conn.execute(
+                "INSERT INTO reactgraph_interrupts (thread_id, content)"
+                f" SELECT %(thread_id)s, %(content)s WHERE EXISTS ({_LOCK_HELD})",
+                params,
+            )
+            inserted = cursor.rowcount
+        if inserted != 1:
+            raise NoActiveRunError(
+                f"no run is going on thread {thread_id!r}, so there is nothing to send a "
+                "follow-up to; start a run with this message as its query instead"
+            )
+
+    async def take(self, thread_id: str) -> list[str]:
+        """Delete and return the thread's queued follow-ups, oldest first."""
+        async with self._pool.connection() as conn:
+            cursor = await conn.execute(
+                "DELETE FROM reactgraph_interrupts WHERE thread_id = %s RETURNING id, content", (thread_id,)
+            )
+            rows = await cursor.fetchall()
+        return [_content(row) for row in sorted(rows, key=_row_id)]
+
+    async def is_running(self, thread_id: str) -> bool:
+        """Whether any process holds the thread's lock (a run is going on it)."""
+        async with self._pool.connection() as conn:
+            cursor = await conn.execute(f"SELECT EXISTS ({_LOCK_HELD})", _lock_params(thread_id))
+            row = await cursor.fetchone()
+        return bool(_first(row))
+
+
+def _first(row: Any) -> Any:
+    """The first column of a tuple row or a dict row (the checkpointer's pool uses dict rows)."""
+    if row is None:
+        return None
+    return next(iter(row.values())) if isinstance(row, dict) else row[0]
+
+
+def _row_id(row: Any) -> int:
+    return int(row["id"] if isinstance(row, dict) else row[0])
+
+
+def _content(row: Any) -> str:
+    return str(row["content"] if isinstance(row, dict) else row[1])
