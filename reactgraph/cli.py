@@ -4,14 +4,19 @@
 it prints each tool call as it happens (tool, arguments, observation, elapsed), streams
 the answer, and ends with a footer (iterations, tokens, elapsed). With no model
 configured it starts the embedded local model (the ``[local]`` extra). With ``--dag`` it
-answers in DAG mode (plan, steps, analysis; see :mod:`reactgraph.cli_dag`).
+answers in DAG mode (plan, steps, analysis; see :mod:`reactgraph.cli_dag`). ReAct runs are
+checkpointed (SQLite under ``$REACTGRAPH_HOME`` by default, ``--db-url`` or
+``$REACTGRAPH_DATABASE_URL`` for another file or Postgres); ``--thread ID`` continues a
+conversation, and ``reactgraph resume ID`` finishes a run that was interrupted (crash,
+Ctrl-C, a model that kept failing).
 
 ``reactgraph serve [--host 127.0.0.1] [--port 8000]`` serves the HTTP API and web page
 (:mod:`reactgraph.server`) with the same tools and model until stopped with Ctrl-C.
 
-Exit status of ``run``: 0 when an answer was produced; 2 with a one-line reason when set-up failed
-(bad option or environment value, unreadable demo database, the local model could not
-start, a configured model that never answered); 1 with a one-line reason when the model
+Exit status of ``run`` and ``resume``: 0 when an answer was produced; 2 with a one-line
+reason when set-up failed (bad option or environment value, unreadable demo or checkpoint
+database, the local model could not start, a configured model that never answered, nothing
+to resume, a run already going on the thread); 1 with a one-line reason when the model
 failed partway through the run.
 """
 
@@ -22,7 +27,9 @@ import asyncio
 import logging
 import sqlite3
 import sys
+import uuid
 from collections.abc import Sequence
+from contextlib import AsyncExitStack
 from typing import Any
 
 from rich.console import Console
@@ -41,17 +48,28 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="answer a question with the demo plant's tools")
     run.add_argument("question", help='the question, e.g. "CNC-003 상태 확인해줘"')
-    run.add_argument("--json-mode", action="store_true", help="force the JSON-in-content protocol instead of native tool calls")
-    run.add_argument("--model", help="model name (default: $REACTGRAPH_MODEL, else the embedded model)")
-    run.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
-    run.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY)")
-    run.add_argument("--max-iterations", type=int, default=AgentSettings.max_iterations,
-                     help="most model calls in the tool loop (default: %(default)s)")
+    run.add_argument("--thread", help="conversation id: continue this thread (default: a new one, printed)")
     run.add_argument("--dag", action="store_true", help="plan, run each step as its own ReAct loop, analyze, re-plan")
     run.add_argument("--max-rounds", type=int, default=3, help="with --dag: plan/run/analyze rounds at most (default: %(default)s)")
-    run.add_argument("--db", help="demo plant database file (default: under $REACTGRAPH_HOME or ~/.local/share/reactgraph)")
+    resume = commands.add_parser("resume", help="finish an interrupted run from its last checkpoint")
+    resume.add_argument("thread", help="the interrupted run's thread id")
+    for command in (run, resume):
+        _add_agent_options(command)
     _add_serve_parser(commands)
     return parser
+
+
+def _add_agent_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--json-mode", action="store_true", help="force the JSON-in-content protocol instead of native tool calls")
+    command.add_argument("--model", help="model name (default: $REACTGRAPH_MODEL, else the embedded model)")
+    command.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
+    command.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY)")
+    command.add_argument("--max-iterations", type=int, default=AgentSettings.max_iterations,
+                         help="most model calls in the tool loop (default: %(default)s)")
+    command.add_argument("--db", help="demo plant database file (default: under $REACTGRAPH_HOME or ~/.local/share/reactgraph)")
+    command.add_argument("--db-url", "--checkpoints", dest="db_url",
+                         help="where threads are kept: a SQLite file, a postgresql:// URL or 'memory' (default: "
+                              "$REACTGRAPH_DATABASE_URL, else checkpoints.db under $REACTGRAPH_HOME)")
 
 
 def _add_serve_parser(commands: Any) -> None:
@@ -94,80 +112,120 @@ def _print_card(console: Console, data: dict[str, Any]) -> None:
 
 
 async def _run(args: argparse.Namespace, console: Console) -> int:
+    from reactgraph.checkpointing import NothingToResumeError, open_persistence
     from reactgraph.demo.factory import DEMO_SYSTEM_PROMPT, build_factory_hub
+    from reactgraph.interrupts import ThreadBusyError
     from reactgraph.models import LocalModelError, open_model
 
     if args.max_iterations < 1:
         raise ValueError("--max-iterations must be at least 1")
-    if not args.question.strip():
+    if args.command == "run" and not args.question.strip():
         raise ValueError("the question is empty")
     try:
         tools = build_factory_hub(args.db)
     except sqlite3.Error as exc:
         raise SetupError(f"cannot open the demo database {args.db or ''}: {exc}".replace("  ", " ")) from exc
-    try:
-        context = open_model(model=args.model, base_url=args.base_url, api_key=args.api_key)
-        resolved = await context.__aenter__()
-    except LocalModelError as exc:
-        raise SetupError(str(exc)) from exc
-    try:
+    async with AsyncExitStack() as stack:
+        try:
+            persistence = await stack.enter_async_context(open_persistence(args.db_url))
+        except (ImportError, sqlite3.Error) as exc:
+            raise SetupError(f"cannot open the checkpoint database: {exc}") from exc
+        except Exception as exc:  # psycopg.OperationalError and friends: the database is unreachable
+            if type(exc).__module__.split(".")[0] not in ("psycopg", "psycopg_pool"):
+                raise
+            raise SetupError(f"cannot open the checkpoint database: {exc}") from exc
+        try:
+            resolved = await stack.enter_async_context(open_model(model=args.model, base_url=args.base_url, api_key=args.api_key))
+        except LocalModelError as exc:
+            raise SetupError(str(exc)) from exc
         settings = AgentSettings(max_iterations=args.max_iterations, system_prompt=DEMO_SYSTEM_PROMPT)
-        if args.dag:
+        dag = args.command == "run" and args.dag
+        if dag:
             agent: Any = build_dag_agent(resolved, tools, settings=settings, native=not args.json_mode,
                                          max_rounds=args.max_rounds)
             mode = f"DAG, roles: {', '.join(agent.models.roles)}"
         else:
-            agent = ReActAgent(resolved.llm, tools, use_native_tools=not args.json_mode,
-                               abilities=resolved.abilities, settings=settings)
+            agent = ReActAgent(resolved.llm, tools, use_native_tools=not args.json_mode, abilities=resolved.abilities,
+                               settings=settings, checkpointer=persistence.checkpointer,
+                               interrupt_queue=persistence.interrupt_queue)
             mode = agent.mode
+        args.thread = args.thread or uuid.uuid4().hex[:12]
+        args.resumable = not dag and persistence.target != "memory"
         console.print(f"[dim]model: {escape(resolved.description)} · mode: {mode} · tools: {len(tools)}[/dim]")
-        console.print(f"[bold]? {escape(_short(args.question, 300))}[/bold]")
-        done: dict[str, Any] = {}
-        failure = ""
-        async for event in agent.astream_events(args.question):
-            data = event.data
-            if args.dag and print_dag_event(console, event):
-                continue
-            if event.channel == "phase":
-                console.print(f"[dim]… selecting tools ({data['total_tools']} available)[/dim]")
-            elif event.channel == "step" and data.get("type") == "iteration":
-                if data["status"] == "start":
-                    console.print(f"[cyan]▶ {escape(data['tool_name'])}[/cyan]({escape(_short(data['tool_args']))})")
-                else:
-                    _print_card(console, data)
-            elif event.channel == "step" and data.get("type") == "thinking" and data["status"] == "start":
-                console.print(f"[dim]… thinking (iteration {data['iteration']})[/dim]")
-            elif event.channel == "answer" and data["status"] == "start":
-                console.rule("answer", style="dim")
-            elif event.channel == "answer" and data["status"] == "delta":
-                console.print(data["content"], end="", markup=False, highlight=False, soft_wrap=True)
-            elif event.channel == "answer" and data["status"] == "done":
-                console.print()
-            elif event.channel == "error":
-                failure = str(data.get("message"))
-                console.print(f"[red]model error: {escape(failure)}[/red]")
-            elif event.channel == "inject":
-                console.print(f"[magenta]↳ follow-up: {escape(_short(data['content']))}[/magenta]")
-            elif event.channel == "compact":
-                console.print(f"[dim]── context compacted: {data['original_messages']} → {data['kept_messages']} messages ──[/dim]")
-            elif event.channel == "done":
-                done = data
-                usage = data["usage"]
-                console.rule(style="dim")
-                console.print(
-                    f"[dim]iterations: {data['iterations']} · tokens: {usage['total_tokens']} "
-                    f"(in {usage['input_tokens']}, out {usage['output_tokens']}, {usage['model_calls']} calls) · "
-                    f"elapsed: {data['elapsed']:.1f}s · finish: {data.get('finish_reason')}[/dim]"
-                )
+        if not dag:
+            console.print(f"[dim]thread: {escape(args.thread)} · checkpoints: {escape(_redact(persistence.target))}[/dim]")
+        if args.command == "run":
+            console.print(f"[bold]? {escape(_short(args.question, 300))}[/bold]")
+            events = agent.astream_events(args.question, thread_id=args.thread)
+        else:
+            console.print(f"[bold]↻ resuming thread {escape(args.thread)}[/bold]")
+            events = agent.aresume_events(args.thread)
+        try:
+            done, failure = await _print_events(console, events, dag=dag)
+        except (NothingToResumeError, ThreadBusyError) as exc:
+            raise SetupError(str(exc)) from exc
         if done.get("finish_reason") == "model_error":
             reason = f"the model failed: {_short(failure or 'no answer', 300)}"
+            if args.resumable:
+                reason += f"; resume with: reactgraph resume {args.thread}"
             # A model that never answered is a set-up problem (wrong URL, key or model name).
             raise SetupError(reason) if not done.get("iterations") else RunFailed(reason)
         if done.get("finish_reason") == "plan_failed":
             raise RunFailed(str(done.get("answer")))
         return 0 if str(done.get("answer", "")).strip() else 1
-    finally:
-        await context.__aexit__(None, None, None)
+
+
+def _redact(target: str) -> str:
+    """A checkpoint target fit to print: a URL's password replaced by ``***``."""
+    scheme, sep, rest = target.partition("://")
+    if not sep or "@" not in rest:
+        return target
+    credentials, at, host = rest.rpartition("@")
+    user = credentials.split(":", 1)[0]
+    return f"{scheme}://{user}:***@{host}" if ":" in credentials else target
+
+
+async def _print_events(console: Console, events: Any, *, dag: bool = False) -> tuple[dict[str, Any], str]:
+    """Print a run's events as they come (DAG-mode events too when ``dag``); returns the
+    ``done`` payload and the last model error message (``""`` when none)."""
+    done: dict[str, Any] = {}
+    failure = ""
+    async for event in events:
+        data = event.data
+        if dag and print_dag_event(console, event):
+            continue
+        if event.channel == "phase":
+            console.print(f"[dim]… selecting tools ({data['total_tools']} available)[/dim]")
+        elif event.channel == "step" and data.get("type") == "iteration":
+            if data["status"] == "start":
+                console.print(f"[cyan]▶ {escape(data['tool_name'])}[/cyan]({escape(_short(data['tool_args']))})")
+            else:
+                _print_card(console, data)
+        elif event.channel == "step" and data.get("type") == "thinking" and data["status"] == "start":
+            console.print(f"[dim]… thinking (iteration {data['iteration']})[/dim]")
+        elif event.channel == "answer" and data["status"] == "start":
+            console.rule("answer", style="dim")
+        elif event.channel == "answer" and data["status"] == "delta":
+            console.print(data["content"], end="", markup=False, highlight=False, soft_wrap=True)
+        elif event.channel == "answer" and data["status"] == "done":
+            console.print()
+        elif event.channel == "error":
+            failure = str(data.get("message"))
+            console.print(f"[red]model error: {escape(failure)}[/red]")
+        elif event.channel == "inject":
+            console.print(f"[magenta]↳ follow-up: {escape(_short(data['content']))}[/magenta]")
+        elif event.channel == "compact":
+            console.print(f"[dim]── context compacted: {data['original_messages']} → {data['kept_messages']} messages ──[/dim]")
+        elif event.channel == "done":
+            done = data
+            usage = data["usage"]
+            console.rule(style="dim")
+            console.print(
+                f"[dim]iterations: {data['iterations']} · tokens: {usage['total_tokens']} "
+                f"(in {usage['input_tokens']}, out {usage['output_tokens']}, {usage['model_calls']} calls) · "
+                f"elapsed: {data['elapsed']:.1f}s · finish: {data.get('finish_reason')}[/dim]"
+            )
+    return done, failure
 
 
 async def _serve(args: argparse.Namespace, console: Console) -> int:
@@ -220,6 +278,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.ERROR, format="reactgraph: %(message)s")
     console = Console(highlight=False, soft_wrap=True)
+    args.thread = getattr(args, "thread", None)
+    args.resumable = False
     try:
         return asyncio.run(_serve(args, console) if args.command == "serve" else _run(args, console))
     except (SetupError, ValueError, OSError) as exc:
@@ -229,7 +289,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"reactgraph: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("reactgraph: interrupted", file=sys.stderr)
+        hint = f"; resume with: reactgraph resume {args.thread}" if args.resumable else ""
+        print(f"reactgraph: interrupted{hint}", file=sys.stderr)
         return 130
 
 

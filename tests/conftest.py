@@ -1,8 +1,9 @@
-"""Shared fixtures: tools with known behaviour for the unit tests."""
+"""Shared fixtures: tools with known behaviour for the unit tests, and the test databases."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 
 import pytest
@@ -64,3 +65,29 @@ def tools():
 @pytest.fixture
 def fast_settings():
     return AgentSettings(max_iterations=8, tool_timeout=0.3, retry_initial_delay=0.01, retry_max_delay=0.02)
+
+
+TEST_DATABASE_URL_ENV = "REACTGRAPH_TEST_DATABASE_URL"
+"""The Postgres database the Postgres tests use (``.ci/run`` sets it; tables are shared,
+every test uses thread ids of its own)."""
+
+
+@pytest.fixture
+def postgres_url() -> str:
+    """The test Postgres URL. Without one the test is skipped, except in CI (``$CI`` set),
+    where a missing database fails the test: CI must run the Postgres tests."""
+    url = os.environ.get(TEST_DATABASE_URL_ENV)
+    if not url:
+        message = f"no test Postgres: set {TEST_DATABASE_URL_ENV}=postgresql://user:password@127.0.0.1/db"
+        if os.environ.get("CI"):
+            pytest.fail(message + " (CI must run the Postgres tests)")
+        pytest.skip(message)
+    return url
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def checkpoint_url(request, tmp_path) -> str:
+    """A checkpoint database URL: a fresh SQLite file, or the test Postgres database."""
+    if request.param == "sqlite":
+        return str(tmp_path / "checkpoints.db")
+    return request.getfixturevalue("postgres_url")

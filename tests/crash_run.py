@@ -1,0 +1,122 @@
+"""A run to kill and resume, in its own process (used by tests/unit/test_resume.py).
+
+``python -m tests.crash_run start|resume|ask|inject --db-url URL --thread ID --counter FILE
+[--slow SECONDS] [--text TEXT]``
+
+The agent has two tools that record every call in the SQLite file ``--counter`` (table
+``calls``: tool, tool_call_id, phase, pid): ``fast_count`` records one ``done`` row;
+``slow_check`` records ``start``, sleeps ``--slow`` seconds, then records ``done``. Both
+take their tool call id with ``InjectedToolCallId``, as an idempotent tool would.
+
+The scripted model reads its next move off the conversation, so a new process continues
+where a killed one stopped: no tool result yet → ``fast_count(CNC-001)``; one result →
+``fast_count(CNC-002)`` and ``slow_check(CNC-003)`` in one response; three → the final
+answer. A follow-up in the conversation adds one more ``fast_count(CNC-009)`` before the
+answer.
+
+``start`` streams a new run, ``resume`` resumes the thread, ``ask`` starts a new turn
+with ``--text`` and ``inject`` sends ``--text`` to the thread's run. Each event is printed
+as one JSON line ``{"channel": ..., "data": ...}``; an error as ``{"error": type, "message": ...}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sqlite3
+import sys
+import time
+from typing import Annotated, Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.tools import InjectedToolCallId, tool
+
+from reactgraph import AgentSettings, ModelAbilities, ReActAgent, open_persistence
+from tests.scripted import ScriptedChatModel, tool_call
+
+QUERY = "Check CNC-001, CNC-002 and CNC-003."
+ANSWER = "CNC-001, CNC-002 and CNC-003 are all normal."
+SYNTHESIS = "All three machines are normal."
+
+
+def record(counter: str, tool_name: str, tool_call_id: str, phase: str) -> None:
+    """Append one row to the counter table (created on first use)."""
+    with sqlite3.connect(counter, timeout=30) as db:
+        db.execute("CREATE TABLE IF NOT EXISTS calls (tool TEXT, tool_call_id TEXT, phase TEXT, pid INTEGER)")
+        db.execute("INSERT INTO calls VALUES (?, ?, ?, ?)", (tool_name, tool_call_id, phase, os.getpid()))
+
+
+def build_tools(counter: str, slow_seconds: float) -> list[Any]:
+    """The two counting tools, writing to ``counter``."""
+
+    @tool
+    def fast_count(machine: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> str:
+        """Count one status read of a machine."""
+        record(counter, "fast_count", tool_call_id, "done")
+        return f"{machine}: normal"
+
+    @tool
+    async def slow_check(machine: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> str:
+        """A slow inspection of a machine."""
+        record(counter, "slow_check", tool_call_id, "start")
+        await asyncio.sleep(slow_seconds)
+        record(counter, "slow_check", tool_call_id, "done")
+        return f"{machine}: normal, inspected"
+
+    return [fast_count, slow_check]
+
+
+def next_move(messages: list[BaseMessage]) -> AIMessage | str:
+    """The scripted model's answer, read off the conversation of the current turn."""
+    turn_start = max(i for i, m in enumerate(messages) if isinstance(m, HumanMessage) and not m.content.startswith("[USER"))
+    turn = messages[turn_start:]
+    results = sum(isinstance(m, ToolMessage) for m in turn)
+    followed_up = any(isinstance(m, HumanMessage) and m.content.startswith("[USER INTERRUPT]") for m in turn)
+    if results == 0:
+        return AIMessage(content="", tool_calls=[tool_call("fast_count", {"machine": "CNC-001"}, "call-fast-1")])
+    if results == 1:
+        return AIMessage(content="", tool_calls=[tool_call("fast_count", {"machine": "CNC-002"}, "call-fast-2"),
+                                                 tool_call("slow_check", {"machine": "CNC-003"}, "call-slow-3")])
+    if followed_up and results == 3:
+        return AIMessage(content="", tool_calls=[tool_call("fast_count", {"machine": "CNC-009"}, "call-fast-9")])
+    return ANSWER
+
+
+def emit(payload: dict[str, Any]) -> None:
+    print(json.dumps(payload, ensure_ascii=False), flush=True)
+
+
+async def main(args: argparse.Namespace) -> int:
+    model = ScriptedChatModel(responses=[next_move], repeat_last=True, synthesis=SYNTHESIS)
+    async with open_persistence(args.db_url) as persistence:
+        agent = ReActAgent(model, build_tools(args.counter, args.slow), abilities=ModelAbilities(tool_call=True),
+                           settings=AgentSettings(tool_timeout=120), checkpointer=persistence.checkpointer,
+                           interrupt_queue=persistence.interrupt_queue)
+        try:
+            if args.command == "inject":
+                await agent.inject(args.thread, args.text)
+                emit({"injected": args.text, "status": await agent.thread_status(args.thread)})
+                return 0
+            if args.command == "resume":
+                events = agent.aresume_events(args.thread)
+            else:
+                events = agent.astream_events(QUERY if args.command == "start" else args.text, thread_id=args.thread)
+            async for event in events:
+                emit({"channel": event.channel, "data": event.data, "t": time.time()})
+        except Exception as exc:
+            emit({"error": type(exc).__name__, "message": str(exc)})
+            return 3
+    return 0
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("command", choices=["start", "resume", "ask", "inject"])
+    parser.add_argument("--db-url", required=True)
+    parser.add_argument("--thread", required=True)
+    parser.add_argument("--counter", required=True)
+    parser.add_argument("--slow", type=float, default=0.0)
+    parser.add_argument("--text", default="")
+    sys.exit(asyncio.run(main(parser.parse_args())))
