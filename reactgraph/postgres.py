@@ -25,9 +25,12 @@ A thread's lock key is two 32-bit integers from the BLAKE2b hash of its ``thread
 from __future__ import annotations
 
 import hashlib
+import logging
 from typing import Any
 
 from reactgraph.interrupts import InterruptQueue, NoActiveRunError, ThreadBusyError, _check_text
+
+logger = logging.getLogger(__name__)
 
 _SETUP = (
     "CREATE TABLE IF NOT EXISTS reactgraph_interrupts ("
@@ -129,12 +132,15 @@ class PostgresInterruptQueue(InterruptQueue):
     async def close(self, thread_id: str) -> None:
         """Release the thread's lock and close its connection (nothing when not open
         here). Queued follow-ups stay for the thread's next run."""
+        import psycopg
+
         conn = self._held.pop(thread_id, None)
         if conn is None:
             return
         try:
-            if not conn.closed:
-                await conn.execute("SELECT pg_advisory_unlock(%s::int4, %s::int4)", thread_lock_key(thread_id))
+            await conn.execute("SELECT pg_advisory_unlock(%s::int4, %s::int4)", thread_lock_key(thread_id))
+        except psycopg.Error as exc:  # the session is gone already, and its lock with it
+            logger.debug("thread %r: lock connection already broken: %s", thread_id, exc)
         finally:
             await conn.close()  # ending the session releases the lock in any case
 

@@ -1,0 +1,119 @@
+"""Runs shared between processes through Postgres (issue 7 point 4, SPEC R7.5): run
+bookkeeping and follow-ups in ``PostgresInterruptQueue``, and an inject from one process
+reaching a run going in another.
+
+Two ``open_persistence`` calls stand for two processes (each has its own connection
+pool); the last test uses a real second process (``tests/crash_run.py``). Needs
+``$REACTGRAPH_TEST_DATABASE_URL``; every test uses thread ids of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+
+import pytest
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+from reactgraph import ModelAbilities, NoActiveRunError, ReActAgent, ThreadBusyError, open_persistence
+from reactgraph.checkpointing import DATABASE_URL_ENV
+from reactgraph.postgres import PostgresInterruptQueue, psycopg_conninfo, thread_lock_key
+from tests import crash_run
+from tests.scripted import ScriptedChatModel
+from tests.unit.test_resume import REPO, helper, wait_for_saved_result
+
+pytestmark = pytest.mark.postgres
+
+
+def test_sqlalchemy_style_urls_are_given_to_psycopg_without_the_driver():
+    assert psycopg_conninfo("postgresql+psycopg://u:p@127.0.0.1:5432/db") == "postgresql://u:p@127.0.0.1:5432/db"
+    assert psycopg_conninfo("postgres://u@h/db") == "postgres://u@h/db"
+    assert thread_lock_key("plant-1") == thread_lock_key("plant-1") != thread_lock_key("plant-2")
+
+
+async def test_database_url_from_the_environment_selects_postgres(postgres_url, monkeypatch):
+    monkeypatch.setenv(DATABASE_URL_ENV, postgres_url)
+    async with open_persistence() as persistence:
+        assert persistence.shared and persistence.target == postgres_url
+        assert isinstance(persistence.checkpointer, AsyncPostgresSaver)
+        assert isinstance(persistence.interrupt_queue, PostgresInterruptQueue)
+
+
+async def test_one_run_per_thread_and_follow_ups_across_processes(postgres_url):
+    thread = f"pg-{uuid.uuid4().hex}"
+    async with open_persistence(postgres_url) as one, open_persistence(postgres_url) as two:
+        a, b = one.interrupt_queue, two.interrupt_queue
+        assert not await b.is_running(thread)
+        with pytest.raises(NoActiveRunError):
+            await b.put(thread, "nobody is running this")
+        await a.open(thread)
+        assert await b.is_running(thread)
+        with pytest.raises(ThreadBusyError):
+            await b.open(thread)
+        with pytest.raises(ThreadBusyError):
+            await a.open(thread)  # the same process is refused as well
+        await b.put(thread, "first")
+        await b.put(thread, "second")
+        assert await a.take(thread) == ["first", "second"]
+        assert await a.take(thread) == []
+        await b.put(thread, "arrived after the last drain")
+        with pytest.raises(ValueError):
+            await b.put(thread, "   ")
+        await a.close(thread)
+        assert not await b.is_running(thread)
+        with pytest.raises(NoActiveRunError):
+            await b.put(thread, "too late")
+        async with b.running(thread):  # the other process may run the thread now
+            assert await a.is_running(thread)
+            assert await b.take(thread) == ["arrived after the last drain"]  # kept for the next run
+        assert not await a.is_running(thread)
+
+
+async def test_a_dead_session_frees_its_thread_at_once(postgres_url):
+    thread = f"pg-{uuid.uuid4().hex}"
+    async with open_persistence(postgres_url) as one, open_persistence(postgres_url) as two:
+        a, b = one.interrupt_queue, two.interrupt_queue
+        await a.open(thread)
+        holder = a._held[thread].info.backend_pid
+        async with two.checkpointer.conn.connection() as conn:  # what Postgres does when a process dies
+            await conn.execute("SELECT pg_terminate_backend(%s)", (holder,))
+        assert not await b.is_running(thread)
+        async with b.running(thread):
+            assert await a.is_running(thread)
+        await a.close(thread)  # the broken connection is only closed
+
+
+async def test_follow_up_sent_from_another_process_reaches_the_running_loop(postgres_url, tmp_path):
+    thread = f"pg-{uuid.uuid4().hex}"
+    counter = tmp_path / "calls.db"
+    running = subprocess.Popen(helper("start", postgres_url, thread, counter, slow=3), cwd=REPO,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        async with open_persistence(postgres_url) as persistence:
+            agent = ReActAgent(ScriptedChatModel(), crash_run.build_tools(str(counter), 0),
+                               abilities=ModelAbilities(tool_call=True), checkpointer=persistence.checkpointer,
+                               interrupt_queue=persistence.interrupt_queue)
+            await wait_for_saved_result(persistence.checkpointer, thread, "call-fast-2")
+            assert await agent.thread_status(thread) == "running"
+            with pytest.raises(ThreadBusyError):
+                await agent.resume(thread)
+            await agent.inject(thread, "also CNC-009")  # while slow_check sleeps in the other process
+            stdout, stderr = running.communicate(timeout=120)
+            assert running.returncode == 0, stdout + stderr
+            events = [json.loads(line) for line in stdout.splitlines()]
+            assert {"channel": "inject", "data": {"type": "inject", "content": "also CNC-009"}} in [
+                {k: e[k] for k in ("channel", "data")} for e in events]
+            started = [e["data"]["tool_call_id"] for e in events
+                       if e["channel"] == "step" and e["data"].get("type") == "iteration" and e["data"]["status"] == "start"]
+            assert started[-1] == "call-fast-9"  # the loop acted on the follow-up
+            assert events[-1]["channel"] == "done" and events[-1]["data"]["answer"] == crash_run.SYNTHESIS
+            # And the other process reads the finished run from the shared checkpoints.
+            assert await agent.thread_status(thread) == "idle"
+            state = (await agent.graph.aget_state({"configurable": {"thread_id": thread}})).values
+            assert "[USER INTERRUPT] also CNC-009" in [m.content for m in state["messages"]]
+            assert state["synthesis"] == crash_run.SYNTHESIS
+    finally:
+        if running.poll() is None:
+            running.kill()
