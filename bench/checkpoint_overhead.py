@@ -1,0 +1,103 @@
+"""Checkpoint overhead per loop iteration: no checkpointer, in-memory, SQLite, Postgres.
+
+The same ``ReActAgent.run`` (loop only, no synthesis) on the scripted model and trivial
+``add`` tool of ``overhead.py``: K tool calls, one per iteration, then a text answer. Every
+run uses a new ``thread_id``, so each starts from an empty thread. Variants:
+
+* ``none``            no checkpointer
+* ``memory``          ``InMemorySaver``
+* ``sqlite``          ``AsyncSqliteSaver`` on a file in a temporary directory
+* ``postgres``        ``AsyncPostgresSaver`` + ``PostgresInterruptQueue`` (``open_persistence``)
+
+each persistent one with ``durability="sync"`` (the agent's default: every superstep's
+checkpoint is stored before the next starts) and ``"async"`` (stored while the next step
+runs). Postgres runs only with a URL (``--postgres URL``, else
+``$REACTGRAPH_TEST_DATABASE_URL``). Prints the median ms per run, ms per iteration (run /
+K) and the ratio to ``none``; times are taken in turns (after warm-up, ``gc.collect()``
+before each run), so a slow moment hits every variant. Nothing is asserted.
+
+Run:  .venv/bin/python bench/checkpoint_overhead.py [--repeats 20] [--quick] [--ks 10 25]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import os
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from contextlib import AsyncExitStack
+from pathlib import Path
+
+from overhead import QUERY, TOOLS, BenchModel
+
+from reactgraph import AgentSettings, ModelAbilities, ReActAgent, open_persistence
+
+
+async def build_agents(stack: AsyncExitStack, k: int, tmp: Path, postgres: str | None) -> dict[str, ReActAgent]:
+    """One agent per variant, each on its own model instance (building is not timed)."""
+    abilities = ModelAbilities(tool_call=True)
+    agents = {"none": ReActAgent(BenchModel(k=k), TOOLS, abilities=abilities)}
+    targets = {"memory": "memory", "sqlite": str(tmp / f"bench-{k}.db")}
+    if postgres:
+        targets["postgres"] = postgres
+    for name, url in targets.items():
+        persistence = await stack.enter_async_context(open_persistence(url))
+        modes = ("sync",) if name == "memory" else ("sync", "async")
+        for mode in modes:
+            label = name if name == "memory" else f"{name}/{mode}"
+            agents[label] = ReActAgent(BenchModel(k=k), TOOLS, abilities=abilities,
+                                       settings=AgentSettings(durability=mode), checkpointer=persistence.checkpointer,
+                                       interrupt_queue=persistence.interrupt_queue)
+    return agents
+
+
+async def one_run(agent: ReActAgent, k: int) -> float:
+    gc.collect()
+    started = time.perf_counter()
+    result = await agent.run(QUERY, thread_id=uuid.uuid4().hex)
+    elapsed = time.perf_counter() - started
+    if result.error is not None or len(result.steps) != k:
+        raise RuntimeError(f"run failed or made {len(result.steps)} tool calls, expected {k}: {result.error}")
+    return elapsed
+
+
+async def main(ks: list[int], repeats: int, postgres: str | None) -> None:
+    import langgraph.version
+
+    print(f"python {sys.version.split()[0]}, langgraph {langgraph.version.__version__}; repeats {repeats}; "
+          f"postgres: {'yes' if postgres else 'skipped (no URL)'}")
+    header = f"{'checkpointer':<16}{'K':>4}{'ms/run':>10}{'ms/iter':>9}{'x none':>8}"
+    print(header)
+    print("-" * len(header))
+    with tempfile.TemporaryDirectory() as tmp:
+        for k in ks:
+            async with AsyncExitStack() as stack:
+                agents = await build_agents(stack, k, Path(tmp), postgres)
+                for agent in agents.values():
+                    for _ in range(2):
+                        await one_run(agent, k)
+                samples: dict[str, list[float]] = {name: [] for name in agents}
+                for _ in range(repeats):
+                    for name, agent in agents.items():
+                        samples[name].append(await one_run(agent, k))
+                medians = {name: statistics.median(values) for name, values in samples.items()}
+                for name, seconds in medians.items():
+                    ms = seconds * 1000
+                    print(f"{name:<16}{k:>4}{ms:>10.2f}{ms / k:>9.3f}{seconds / medians['none']:>8.2f}")
+                print()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=20, help="timed runs per variant and K (default 20)")
+    parser.add_argument("--quick", action="store_true", help="smoke check: 3 repeats")
+    parser.add_argument("--ks", type=int, nargs="+", default=[10, 25], help="iterations per run")
+    parser.add_argument("--postgres", default=os.environ.get("REACTGRAPH_TEST_DATABASE_URL"),
+                        help="Postgres URL (default: $REACTGRAPH_TEST_DATABASE_URL; none: Postgres skipped)")
+    args = parser.parse_args()
+    asyncio.run(main(args.ks, 3 if args.quick else args.repeats, args.postgres))
