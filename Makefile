@@ -1,5 +1,6 @@
 # Two commands: `make demo` answers the demo question on the embedded model,
-# `make test` runs the whole suite (unit and integration). Both create .venv first.
+# `make test` runs the whole suite (unit and integration; the Postgres tests need
+# $REACTGRAPH_TEST_DATABASE_URL, which .ci/run sets up). Both create .venv first.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -16,15 +17,16 @@ demo: $(BIN)/python
 	$(BIN)/reactgraph run --max-iterations 6 "$(QUESTION)"
 
 test: $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[local,dev]"
+	$(BIN)/python -m pip install --quiet -e ".[local,dev,postgres]"
 	$(BIN)/python -m pytest
 
 bench: $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,postgres]"
 	$(BIN)/python bench/overhead.py
 	$(BIN)/python bench/tool_tokens.py
 	$(BIN)/python bench/guard_cost.py
 	$(BIN)/python bench/load.py
+	$(BIN)/python bench/checkpoint_overhead.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
