@@ -122,9 +122,10 @@ async def test_sigkill_during_tool_fan_out_then_resume_in_a_new_process(checkpoi
     rows = calls(counter)
     fast_runs = Counter(call_id for tool, call_id, phase, _ in rows if tool == "fast_count")
     assert fast_runs == {"call-fast-1": 1, "call-fast-2": 1}  # each fast call ran exactly once
-    slow = [(phase, pid) for tool, _, phase, pid in rows if tool == "slow_check"]
-    assert [phase for phase, _ in slow] == ["start", "start", "done"]  # mid-flight when killed: ran again
-    assert slow[0][1] == first.pid and slow[1][1] == slow[2][1] != first.pid
+    slow = [(call_id, phase, pid) for tool, call_id, phase, pid in rows if tool == "slow_check"]
+    assert [phase for _, phase, _ in slow] == ["start", "start", "done"]  # mid-flight when killed: ran again
+    assert {call_id for call_id, _, _ in slow} == {"call-slow-3"}  # with the same id: an idempotency key
+    assert slow[0][2] == first.pid and slow[1][2] == slow[2][2] != first.pid
 
     async with open_persistence(checkpoint_url) as persistence:
         agent = observer(persistence)
