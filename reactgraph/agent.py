@@ -8,7 +8,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -254,7 +254,7 @@ class ReActAgent:
         assert result is not None  # _drive always ends with the result
         return result
 
-    async def thread_status(self, thread_id: str) -> str:
+    async def thread_status(self, thread_id: str) -> Literal["running", "interrupted", "idle", "new"]:
         """Where a conversation stands.
 
         Returns:
