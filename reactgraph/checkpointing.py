@@ -110,7 +110,8 @@ async def open_persistence(
         ImportError: A Postgres URL without the ``[postgres]`` extra installed (the
             message names the extra).
         OSError: The SQLite file's directory cannot be created.
-        psycopg.OperationalError: The Postgres database cannot be reached.
+        psycopg.OperationalError: The Postgres database cannot be reached (or refuses the
+            credentials); raised at once, with the server's reason.
     """
     target = checkpoint_target(url)
     if target == "memory":
@@ -120,6 +121,7 @@ async def open_persistence(
         return
     if is_postgres_url(target):
         try:
+            import psycopg
             from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
             from psycopg.rows import dict_row
             from psycopg_pool import AsyncConnectionPool
@@ -130,6 +132,10 @@ async def open_persistence(
                 "a Postgres checkpoint URL needs the postgres extra: pip install 'reactgraph[postgres]'"
             ) from exc
         conninfo = psycopg_conninfo(target)
+        # One plain connection first: an unreachable database fails here at once with the
+        # server's reason, instead of the pool retrying in the background until its timeout.
+        probe = await psycopg.AsyncConnection.connect(conninfo, connect_timeout=10)
+        await probe.close()
         pool = AsyncConnectionPool(
             conninfo,
             min_size=1,
@@ -137,7 +143,7 @@ async def open_persistence(
             open=False,
             kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
         )
-        await pool.open(wait=True)
+        await pool.open(wait=True, timeout=15)
         try:
             saver = AsyncPostgresSaver(pool)
             await saver.setup()

@@ -133,7 +133,7 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
         except Exception as exc:  # psycopg.OperationalError and friends: the database is unreachable
             if type(exc).__module__.split(".")[0] not in ("psycopg", "psycopg_pool"):
                 raise
-            raise SetupError(f"cannot open the checkpoint database: {exc}") from exc
+            raise SetupError(f"cannot open the checkpoint database: {' '.join(str(exc).split())}") from exc
         try:
             resolved = await stack.enter_async_context(open_model(model=args.model, base_url=args.base_url, api_key=args.api_key))
         except LocalModelError as exc:
