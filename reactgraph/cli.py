@@ -128,10 +128,8 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
     async with AsyncExitStack() as stack:
         try:
             persistence = await stack.enter_async_context(open_persistence(args.db_url))
-        except (ImportError, sqlite3.Error) as exc:
-            raise SetupError(f"cannot open the checkpoint database: {exc}") from exc
-        except Exception as exc:  # psycopg.OperationalError and friends: the database is unreachable
-            if type(exc).__module__.split(".")[0] not in ("psycopg", "psycopg_pool"):
+        except Exception as exc:
+            if not _is_database_error(exc):
                 raise
             raise SetupError(f"cannot open the checkpoint database: {' '.join(str(exc).split())}") from exc
         try:
@@ -173,6 +171,12 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
         if done.get("finish_reason") == "plan_failed":
             raise RunFailed(str(done.get("answer")))
         return 0 if str(done.get("answer", "")).strip() else 1
+
+
+def _is_database_error(exc: BaseException) -> bool:
+    """True for the errors of opening a checkpoint database: SQLite's, psycopg's (Postgres
+    unreachable, credentials refused) and the missing ``[postgres]`` extra."""
+    return isinstance(exc, (ImportError, sqlite3.Error)) or type(exc).__module__.split(".")[0] in ("psycopg", "psycopg_pool")
 
 
 def _redact(target: str) -> str:
@@ -245,12 +249,14 @@ async def _serve(args: argparse.Namespace, console: Console) -> int:
                                   json_mode=args.json_mode, max_iterations=args.max_iterations,
                                   db=args.db, checkpoints=args.checkpoints)
         demo = await context.__aenter__()
-    except (LocalModelError, sqlite3.Error, ImportError) as exc:
-        raise SetupError(str(exc)) from exc
+    except Exception as exc:
+        if not isinstance(exc, LocalModelError) and not _is_database_error(exc):
+            raise
+        raise SetupError(" ".join(str(exc).split())) from exc
     try:
         auth = "bearer token required" if server_settings.resolved_api_key() else "no authentication"
         console.print(f"[dim]model: {escape(demo.model)} · mode: {demo.agent.mode} · tools: {len(demo.agent.tools)} · "
-                      f"threads: {escape(demo.checkpoints)} · {auth}[/dim]")
+                      f"threads: {escape(_redact(demo.checkpoints))} · {auth}[/dim]")
         console.print(f"[bold]page: http://{args.host}:{args.port}/[/bold]")
         await serve(create_app(demo.agent, server_settings), args.host, args.port)
         return 0

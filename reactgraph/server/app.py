@@ -7,8 +7,12 @@
   ending with ``done``; 409 when the thread already has a run going.
 - ``POST /threads/{thread_id}/inject`` ``{"message": ...}`` queues a follow-up for the
   running run (202; SPEC §7), 409 when nothing is running on the thread.
-- ``GET /threads/{thread_id}`` returns the thread's messages and last result from the
-  checkpointer; 404 for a thread it does not know.
+- ``POST /threads/{thread_id}/resume`` finishes the thread's interrupted run (its process
+  died, or its model kept failing) from its last checkpoint and streams the rest of it like
+  ``/runs``; 404 for a thread the checkpointer does not know, 409 when its last run finished
+  or a run is going on it.
+- ``GET /threads/{thread_id}`` returns the thread's status, messages and last result from
+  the checkpointer; 404 for a thread it does not know.
 - ``GET /healthz`` and the page at ``/`` (static files under ``/static``).
 
 When an API key is configured (``REACTGRAPH_API_KEY``), every ``/threads`` endpoint needs
@@ -17,6 +21,12 @@ and the OpenAPI documents hold no data and stay open.
 
 A client that disconnects from a run's stream cancels the run; the thread is free for its
 next run at once, and its next run answers any tool call the cancelled one left unfinished.
+
+Several server processes serve the same threads when their agents share a Postgres
+checkpointer and its :class:`~reactgraph.postgres.PostgresInterruptQueue`
+(:func:`reactgraph.checkpointing.open_persistence`; ``reactgraph serve`` does this for a
+Postgres URL): a follow-up sent to any of them reaches the run wherever it goes, ``GET``
+shows it running, and a run interrupted on one is resumed by another.
 """
 
 from __future__ import annotations
@@ -27,7 +37,7 @@ import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from importlib.resources import files
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import anyio
 from fastapi import Depends, FastAPI, HTTPException, status
@@ -41,6 +51,7 @@ from sse_starlette import EventSourceResponse
 
 from reactgraph.actions import message_text
 from reactgraph.agent import ReActAgent
+from reactgraph.checkpointing import NothingToResumeError
 from reactgraph.events import AgentEvent
 from reactgraph.interrupts import NoActiveRunError, ThreadBusyError
 from reactgraph.pinning import is_pinned
@@ -142,7 +153,11 @@ class ThreadState(BaseModel):
     """Answer of ``GET /threads/{thread_id}``."""
 
     thread_id: str
-    running: bool = Field(description="A run started through this server is going on the thread.")
+    running: bool = Field(description="A run is going on the thread: in this server, or with a shared (Postgres) "
+                                      "queue in any server process.")
+    status: Literal["running", "interrupted", "idle"] = Field(
+        description="running; interrupted: its last run stopped before its end (POST .../resume finishes it); "
+                    "idle: its last run finished.")
     messages: list[ThreadMessage]
     result: ThreadResult | None
 
@@ -203,15 +218,17 @@ def _result_view(values: dict[str, Any]) -> ThreadResult | None:
     )
 
 
-async def _produce(events: AsyncIterator[AgentEvent], queue: asyncio.Queue[AgentEvent | ThreadBusyError | None]) -> None:
+async def _produce(events: AsyncIterator[AgentEvent],
+                   queue: asyncio.Queue[AgentEvent | ThreadBusyError | NothingToResumeError | None]) -> None:
     """Put the run's events on ``queue``, then ``None`` (also when the run stops early);
-    a busy thread puts the :class:`ThreadBusyError` first. Runs as its own task, so that a
+    a busy thread puts the :class:`ThreadBusyError` first, a resume with nothing to resume
+    the :class:`NothingToResumeError`. Runs as its own task, so that a
     disconnect cancels it with a plain ``Task.cancel()`` and its clean-up (closing the
     graph's stream, freeing the thread) is not cut short by the response's cancel scope."""
     try:
         async for event in events:
             queue.put_nowait(event)
-    except ThreadBusyError as exc:
+    except (ThreadBusyError, NothingToResumeError) as exc:
         queue.put_nowait(exc)
     finally:
         queue.put_nowait(None)
@@ -230,20 +247,21 @@ async def stream_events(app: FastAPI, thread_id: str, events: AsyncIterator[Agen
         app: An app made by :func:`create_app`.
         thread_id: The run's thread.
         events: The run, not started yet: e.g. ``agent.astream_events(message, thread_id=...)``.
-            It must open the thread (raising :class:`ThreadBusyError` for a busy one) before
-            its first event.
+            It must open the thread (raising :class:`ThreadBusyError` for a busy one, or
+            :class:`NothingToResumeError` for a resume with nothing to resume) before its
+            first event.
 
     Returns:
         The ``text/event-stream`` response, its first event already produced.
 
     Raises:
-        HTTPException: 409 when the thread already has a run going.
+        HTTPException: 409 when the thread already has a run going, or has nothing to resume.
     """
     runs: dict[str, asyncio.Task[None]] = app.state.runs
-    queue: asyncio.Queue[AgentEvent | ThreadBusyError | None] = asyncio.Queue()
+    queue: asyncio.Queue[AgentEvent | ThreadBusyError | NothingToResumeError | None] = asyncio.Queue()
     task = asyncio.create_task(_produce(events, queue), name=f"reactgraph-run-{thread_id}")
     first = await queue.get()  # the run opens its thread first: a busy one fails here, before any byte is sent
-    if isinstance(first, ThreadBusyError):
+    if isinstance(first, (ThreadBusyError, NothingToResumeError)):
         raise HTTPException(status.HTTP_409_CONFLICT, str(first))
     runs[thread_id] = task
     task.add_done_callback(lambda done: runs.pop(thread_id) if runs.get(thread_id) is done else None)
@@ -344,6 +362,29 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
             raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from exc
         return Accepted(thread_id=thread_id)
 
+    @app.post(
+        "/threads/{thread_id}/resume",
+        dependencies=[Depends(require_key)],
+        response_class=EventSourceResponse,
+        responses={
+            200: {"description": SSE_DESCRIPTION, "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+            404: {"model": ErrorBody, "description": "The checkpointer has no such thread."},
+            409: {"model": ErrorBody, "description": "A run is going on this thread, or its last run finished."},
+            **ERRORS,
+        },
+        summary="Finish an interrupted run and stream the rest of its events",
+    )
+    async def resume_run(thread_id: ThreadId) -> EventSourceResponse:
+        """Continue the thread's interrupted run (its server process died, or its model kept
+        failing) from its last checkpoint: tool calls that had finished are not run again.
+        Streams the rest of the run's SPEC §8 events, ending with `done`; any server process
+        sharing the checkpointer can do it."""
+        if agent.checkpointer is None:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, "this server keeps no threads (its agent has no checkpointer)")
+        if await agent.thread_status(thread_id) == "new":
+            raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown thread {thread_id!r}")
+        return await stream_events(app, thread_id, agent.aresume_events(thread_id))
+
     @app.get(
         "/threads/{thread_id}",
         dependencies=[Depends(require_key)],
@@ -358,9 +399,11 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
         values = snapshot.values or {}
         if not values.get("messages"):
             raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown thread {thread_id!r}")
+        running = thread_id in app.state.runs or await agent.interrupts.is_running(thread_id)
         return ThreadState(
             thread_id=thread_id,
-            running=thread_id in app.state.runs,
+            running=running,
+            status="running" if running else "interrupted" if snapshot.next else "idle",
             messages=[_message_view(message) for message in values["messages"]],
             result=_result_view(values),
         )

@@ -11,7 +11,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from reactgraph.agent import ReActAgent
-from reactgraph.checkpointing import checkpoint_target, open_checkpointer
+from reactgraph.checkpointing import open_persistence
 from reactgraph.config import AgentSettings
 
 
@@ -20,7 +20,8 @@ class DemoAgent:
     """What :func:`open_demo_agent` yields.
 
     Attributes:
-        agent: The agent: the demo plant's tools, the resolved model, the checkpointer.
+        agent: The agent: the demo plant's tools, the resolved model, the checkpointer and
+            its interrupt queue.
         model: One-line description of the model (e.g. ``"embedded SmolLM2-135M (…)"``).
         checkpoints: Where threads are kept: a SQLite file path, a Postgres URL or ``"memory"``.
     """
@@ -45,9 +46,11 @@ async def open_demo_agent(
 
     The model is resolved as for ``reactgraph run`` (arguments, then the environment, then
     the embedded local model; :func:`reactgraph.models.open_model`); checkpoints go where
-    :func:`reactgraph.checkpointing.open_checkpointer` puts them (``checkpoints``, then
+    :func:`reactgraph.checkpointing.open_persistence` puts them (``checkpoints``, then
     ``$REACTGRAPH_DATABASE_URL``, then ``checkpoints.db`` in the data directory), so a
-    thread survives a server restart.
+    thread survives a server restart. With a Postgres URL the follow-up queue and run
+    bookkeeping live in the same database, so several server processes serve the same
+    threads (SPEC R7.5).
 
     Args:
         model, base_url, api_key: Endpoint settings of the model (``None``: environment).
@@ -62,6 +65,8 @@ async def open_demo_agent(
     Raises:
         ValueError: ``max_iterations`` below 1, or a malformed model setting.
         sqlite3.Error, OSError: The plant database or the checkpoint file cannot be opened.
+        ImportError: A Postgres URL without the ``[postgres]`` extra.
+        psycopg.OperationalError: The Postgres database cannot be reached.
         reactgraph.models.LocalModelError: The embedded model cannot start.
     """
     from reactgraph.demo.factory import DEMO_SYSTEM_PROMPT, build_factory_hub
@@ -71,11 +76,12 @@ async def open_demo_agent(
     tools = build_factory_hub(db)
     async with (
         open_model(model=model, base_url=base_url, api_key=api_key) as resolved,
-        open_checkpointer(checkpoints) as saver,
+        open_persistence(checkpoints) as persistence,
     ):
         agent = ReActAgent(resolved.llm, tools, use_native_tools=not json_mode, abilities=resolved.abilities,
-                           settings=settings, checkpointer=saver)
-        yield DemoAgent(agent=agent, model=resolved.description, checkpoints=checkpoint_target(checkpoints))
+                           settings=settings, checkpointer=persistence.checkpointer,
+                           interrupt_queue=persistence.interrupt_queue)
+        yield DemoAgent(agent=agent, model=resolved.description, checkpoints=persistence.target)
 
 
 async def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8000) -> None:

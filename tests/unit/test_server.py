@@ -397,7 +397,7 @@ async def test_a_thread_survives_a_server_restart_on_the_sqlite_checkpointer(tmp
         model = ScriptedChatModel(responses=["Still normal."], synthesis="Still normal.")
         async with asgi_client(app_for(model, [get_status], checkpointer=saver)) as client:
             state = (await client.get("/threads/plant-7")).json()
-            assert state["thread_id"] == "plant-7" and state["running"] is False
+            assert state["thread_id"] == "plant-7" and state["running"] is False and state["status"] == "idle"
             assert [m["type"] for m in state["messages"]] == ["human", "ai", "tool", "ai"]
             assert state["messages"][0] == {"type": "human", "content": "CNC-003?", "pinned": True, "tool_calls": [],
                                             "tool_call_id": None, "name": None}
@@ -419,7 +419,10 @@ async def test_the_openapi_schema_documents_every_endpoint():
     async with asgi_client(app_for(ScriptedChatModel(responses=[]), [get_status])) as client:
         schema = (await client.get("/openapi.json")).json()
     paths = schema["paths"]
-    assert set(paths) == {"/threads/{thread_id}/runs", "/threads/{thread_id}/inject", "/threads/{thread_id}", "/healthz"}
+    assert set(paths) == {"/threads/{thread_id}/runs", "/threads/{thread_id}/inject", "/threads/{thread_id}/resume",
+                          "/threads/{thread_id}", "/healthz"}
+    resume = paths["/threads/{thread_id}/resume"]["post"]
+    assert set(resume["responses"]) == {"200", "401", "404", "409", "422"} and "requestBody" not in resume
     runs = paths["/threads/{thread_id}/runs"]["post"]
     assert set(runs["responses"]) == {"200", "401", "409", "413", "422"}
     assert "text/event-stream" in runs["responses"]["200"]["content"]
@@ -466,3 +469,25 @@ def test_serve_command_options():
     assert (args.host, args.port, args.checkpoints, args.max_message_chars, args.max_iterations, args.json_mode) == (
         "0.0.0.0", 9001, "memory", 500, 4, True)
 
+
+
+async def test_resume_endpoint_finishes_a_run_whose_model_kept_failing():
+    model = ScriptedChatModel(responses=[AIMessage(content="", tool_calls=[tool_call("get_status", {"equipment_id": "CNC-003"}, "c1")]),
+                                         RuntimeError("model endpoint rejected the request"), "CNC-003 is normal."],
+                              synthesis="CNC-003 is **normal**.")
+    async with asgi_client(app_for(model, [get_status])) as client:
+        assert (await client.post("/threads/nope/resume")).status_code == 404
+        failed = parse_sse((await client.post("/threads/plant-9/runs", json={"message": "CNC-003?"})).text)
+        assert [channel for channel, _ in failed][-5:] == ["error", "answer", "answer", "answer", "done"]
+        state = (await client.get("/threads/plant-9")).json()
+        assert state["status"] == "interrupted" and state["running"] is False
+        resumed = await client.post("/threads/plant-9/resume")
+        assert resumed.status_code == 200 and resumed.headers["content-type"].startswith("text/event-stream")
+        events = parse_sse(resumed.text)
+        assert not any(channel == "step" and data["type"] == "iteration" for channel, data in events)  # c1 is not run again
+        assert events[-1] == ("done", {"answer": "CNC-003 is **normal**.", "iterations": 2, "usage": events[-1][1]["usage"],
+                                       "elapsed": events[-1][1]["elapsed"], "finish_reason": "final_answer",
+                                       "thread_id": "plant-9"})
+        assert (await client.get("/threads/plant-9")).json()["status"] == "idle"
+        again = await client.post("/threads/plant-9/resume")
+        assert again.status_code == 409 and "finished" in again.json()["detail"]
