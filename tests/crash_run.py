@@ -1,6 +1,6 @@
 """A run to kill and resume, in its own process (used by tests/unit/test_resume.py).
 
-``python -m tests.crash_run start|resume|ask|inject --db-url URL --thread ID --counter FILE
+``python -m tests.crash_run start|resume|ask|inject|serve --db-url URL --thread ID --counter FILE
 [--slow SECONDS] [--text TEXT]``
 
 The agent has two tools that record every call in the SQLite file ``--counter`` (table
@@ -17,6 +17,8 @@ answer.
 ``start`` streams a new run, ``resume`` resumes the thread, ``ask`` starts a new turn
 with ``--text`` and ``inject`` sends ``--text`` to the thread's run. Each event is printed
 as one JSON line ``{"channel": ..., "data": ...}``; an error as ``{"error": type, "message": ...}``.
+``serve`` serves the agent over HTTP (``reactgraph.server.create_app``, no API key) on a
+free loopback port, prints ``{"url": ...}`` and runs until killed (``--thread`` unused).
 """
 
 from __future__ import annotations
@@ -94,6 +96,13 @@ async def main(args: argparse.Namespace) -> int:
         agent = ReActAgent(model, build_tools(args.counter, args.slow), abilities=ModelAbilities(tool_call=True),
                            settings=AgentSettings(tool_timeout=120), checkpointer=persistence.checkpointer,
                            interrupt_queue=persistence.interrupt_queue)
+        if args.command == "serve":
+            from reactgraph.server import ServerSettings, create_app
+            from tests.serving import running_server
+
+            async with running_server(create_app(agent, ServerSettings(api_key=""))) as url:
+                emit({"url": url})
+                await asyncio.Event().wait()  # until the process is killed
         try:
             if args.command == "inject":
                 await agent.inject(args.thread, args.text)
@@ -113,7 +122,7 @@ async def main(args: argparse.Namespace) -> int:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("command", choices=["start", "resume", "ask", "inject"])
+    parser.add_argument("command", choices=["start", "resume", "ask", "inject", "serve"])
     parser.add_argument("--db-url", required=True)
     parser.add_argument("--thread", required=True)
     parser.add_argument("--counter", required=True)
