@@ -26,9 +26,9 @@ Lifecycle of a thread's queue:
 several server processes (R7.5) uses :class:`reactgraph.postgres.PostgresInterruptQueue`
 (opened with the checkpointer by :func:`reactgraph.checkpointing.open_persistence` when
 the database is Postgres) or implements :class:`InterruptQueue` on other shared storage,
-and passes it as ``interrupt_queue=`` to ``ReActAgent`` or ``create_react_graph``. Delivery is at most once: :meth:`InterruptQueue.take`
-removes the follow-ups before the drain's write is checkpointed, so a crash in between
-loses them.
+and passes it as ``interrupt_queue=`` to ``ReActAgent`` or ``create_react_graph``.
+Delivery is at most once: :meth:`InterruptQueue.take` removes the follow-ups before the
+drain's write is checkpointed, so a crash in between loses them.
 """
 
 from __future__ import annotations
