@@ -235,6 +235,8 @@ async def test_default_persistence_is_a_sqlite_file_under_reactgraph_home(tools,
         assert isinstance(persistence.checkpointer, AsyncSqliteSaver)
         assert isinstance(persistence.interrupt_queue, InMemoryInterruptQueue) and not persistence.shared
         assert persistence.target == str(tmp_path / "home" / "checkpoints.db")
+        cursor = await persistence.checkpointer.conn.execute("PRAGMA synchronous")
+        assert await cursor.fetchone() == (1,)  # NORMAL: no fsync per checkpoint
         agent = ReActAgent(ScriptedChatModel(responses=["ok"]), tools, abilities=NATIVE, settings=fast_settings,
                            checkpointer=persistence.checkpointer)
         await agent.run("hello", thread_id="t")
