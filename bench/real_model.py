@@ -25,8 +25,9 @@ mode:
 
 Usage::
 
-    python bench/real_model.py                      # 12 questions, 3 iterations, all modes
-    python bench/real_model.py --questions 4 --max-iterations 2 --modes json+schema
+    python bench/real_model.py                      # 12 questions, 2 iterations, all modes
+    python bench/real_model.py --questions 14 --max-iterations 3 --max-tokens 512
+    python bench/real_model.py --questions 4 --modes json+schema
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ TOOLS = [
 ]
 """The slice of the demo hub offered to the agent."""
 
-MODES = ("native", "json", "json+schema")
+MODES = ("json+schema", "json", "native")
 _ID = re.compile(r"\b(?:[A-Z]{3}-\d{3}|[EWI]-\d{4})\b")
 
 
@@ -164,7 +165,8 @@ async def run_mode(server: LocalModelServer, mode: str, questions: list[str], ma
         except Exception as exc:  # a run that fails is counted, not fatal to the benchmark
             result.errors.append(f"{question}: {type(exc).__name__}: {exc}")
             continue
-        result.seconds += time.perf_counter() - began
+        elapsed = time.perf_counter() - began
+        result.seconds += elapsed
         result.runs += 1
         result.turns += counter.turns
         result.parsed += counter.parsed
@@ -177,6 +179,10 @@ async def run_mode(server: LocalModelServer, mode: str, questions: list[str], ma
             result.id_copied += all(ident in args for ident in wanted)
         result.answered += state.get("finish_reason") == "final_answer"
         result.calls += state.get("usage", {}).get("model_calls", 0)
+        first = steps[0] if steps else {}
+        print(f"  {mode} | {question} | first call {first.get('tool_name')} {first.get('tool_args')} | "
+              f"{state.get('finish_reason')} | {counter.parsed}/{counter.turns} parsed | {elapsed:.0f} s",
+              file=sys.stderr, flush=True)
     return result
 
 
@@ -203,13 +209,15 @@ async def main(argv: list[str] | None = None) -> int:
     """Parse the arguments, start the embedded model, run the modes, print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--questions", type=int, default=12, help=f"how many of the {len(QUESTIONS)} questions (default 12)")
-    parser.add_argument("--max-iterations", type=int, default=3, help="loop iterations per run (default 3)")
+    parser.add_argument("--max-iterations", type=int, default=2,
+                        help="loop iterations per run (default 2: a tool call, then the answer)")
+    parser.add_argument("--max-tokens", type=int, default=256, help="output cap per model call, tokens (default 256)")
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     args = parser.parse_args(argv)
     questions = QUESTIONS[: max(1, min(args.questions, len(QUESTIONS)))]
     tools = [tool for tool in build_factory_hub(Path(tempfile.mkdtemp()) / "factory.db") if tool.name in TOOLS]
     results = []
-    async with LocalModelServer() as server:
+    async with LocalModelServer(max_tokens=args.max_tokens) as server:
         for mode in args.modes:
             result = await run_mode(server, mode, questions, args.max_iterations, tools)
             print(f"{mode}: {result.runs} runs in {result.seconds:.0f} s", file=sys.stderr, flush=True)
@@ -217,7 +225,7 @@ async def main(argv: list[str] | None = None) -> int:
                 print(f"  failed run: {error}", file=sys.stderr)
             results.append(result)
     print(f"{len(questions)} questions, {len(tools)} tools, max_iterations={args.max_iterations}, "
-          "embedded SmolLM2-135M-Instruct Q4_1 (llama.cpp)\n")
+          f"max_tokens={args.max_tokens}, embedded SmolLM2-135M-Instruct Q4_1 (llama.cpp)\n")
     print(table(results))
     return 0
 
