@@ -17,8 +17,8 @@ mode:
   call with unreadable arguments);
 * ``first call ok``: runs whose first tool call names an offered tool with arguments its
   argument schema accepts;
-* ``id copied``: of the questions naming a machine or alarm, runs whose first tool call
-  carries that id;
+* ``id copied``: of the questions naming a machine or alarm, runs whose first tool call's
+  arguments contain every id the question names (extra ids do not count against it);
 * ``answered``: runs that ended with the model's final answer (not the iteration cap or
   raw content);
 * ``calls/run``: mean model calls per run; ``s/run``: mean wall time per run.

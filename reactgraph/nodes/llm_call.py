@@ -35,6 +35,7 @@ from reactgraph.state import AgentState, ToolCallRequest
 
 logger = logging.getLogger(__name__)
 
+
 def usage_of(message: BaseMessage) -> dict[str, int]:
     """The token usage a provider reported on a message, plus one model call."""
     usage = getattr(message, "usage_metadata", None) or {}
