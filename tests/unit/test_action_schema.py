@@ -245,7 +245,7 @@ async def test_a_failure_that_is_no_refusal_keeps_the_schema(tools):
 
 
 async def test_a_refusal_without_json_mode_falls_back_to_no_response_format(tools):
-    model = ScriptedChatModel(responses=[Refused("no"), final("ok"), ])
+    model = ScriptedChatModel(responses=[Refused("no"), final("ok")])
     result = await ReActAgent(model, tools, abilities=ModelAbilities(schema_output="json_object_schema")).run("q")
     assert result.answer == "ok"
     assert "response_format" not in model.call_kwargs[1]
