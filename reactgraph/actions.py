@@ -8,7 +8,8 @@ In JSON mode the model answers each loop call with one JSON object, either::
 :func:`parse_action` reads that wire format and the common variants real models write
 (``action`` for ``type``, ``name``/``arguments`` for ``tool_name``/``tool_args``,
 arguments as a JSON string, OpenAI-style ``{"function": {...}}``, a ``<tool_call>``
-wrapper). Unreadable content becomes a final answer whose reasoning is
+wrapper, and ``{"action": {...}}``, the shape OpenAI's strict schema output is given, see
+:mod:`reactgraph.action_schema`). Unreadable content becomes a final answer whose reasoning is
 :data:`PARSE_FAILURE_SENTINEL`, which the loop recognises (R2.4).
 """
 
@@ -19,6 +20,7 @@ from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from reactgraph.action_schema import ACTION_WRAPPER_KEY
 from reactgraph.jsonparse import extract_json, safe_json
 
 PARSE_FAILURE_SENTINEL = "(could not parse LLM output as JSON)"
@@ -149,6 +151,9 @@ def parse_action(content: str | None, *, separate_reasoning_text: str = "") -> A
     obj = extract_json(raw)
     if obj is None:
         return Action(type="final_answer", reasoning=PARSE_FAILURE_SENTINEL, answer=raw, raw=raw)
+    wrapped = obj.get(ACTION_WRAPPER_KEY)
+    if len(obj) == 1 and isinstance(wrapped, dict):  # {"action": {...}}: OpenAI json_schema output
+        obj = wrapped
     # OpenAI-style {"function": {"name": ..., "arguments": ...}} or {"tool_calls": [...]}
     calls = obj.get("tool_calls")
     if isinstance(calls, list) and calls and isinstance(calls[0], dict):

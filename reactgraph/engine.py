@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable
@@ -17,6 +17,7 @@ from langchain_core.tools import BaseTool
 from langgraph.constants import TAG_NOSTREAM
 
 from reactgraph.abilities import ModelAbilities
+from reactgraph.action_schema import action_response_format
 from reactgraph.config import AgentSettings
 from reactgraph.interrupts import InMemoryInterruptQueue, InterruptQueue
 from reactgraph.prompts import DEFAULT_SYSTEM_PROMPT, json_mode_system_prompt
@@ -73,6 +74,7 @@ class Engine:
     compaction_llm: BaseChatModel | None = None
     _bound: dict[tuple[str, ...], Runnable] = field(default_factory=dict, repr=False)
     _json_prompts: dict[tuple[str, ...], str] = field(default_factory=dict, repr=False)
+    _action_formats: dict[tuple[str, ...], dict[str, Any] | None] = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(
@@ -146,10 +148,29 @@ class Engine:
             self._json_prompts[key] = json_mode_system_prompt(self.base_system_prompt, tools)
         return self._json_prompts[key]
 
-    def json_model(self, *, json_format: bool) -> Runnable:
-        """The loop model for JSON mode, with ``response_format={"type": "json_object"}``
-        when ``json_format``, kept out of the token stream (SPEC R3.3)."""
+    def action_format(self, tools: Sequence[BaseTool]) -> dict[str, Any] | None:
+        """The schema-constrained ``response_format`` for a JSON-mode call offering ``tools``
+        (issue 10), in the request shape of ``abilities.schema_output``; ``None`` when the
+        model cannot take a schema. Cached per tool set.
+        See :func:`~reactgraph.action_schema.action_response_format`."""
+        key = tuple(tool.name for tool in tools)
+        if key not in self._action_formats:
+            self._action_formats[key] = action_response_format(
+                self.abilities.schema_output, tools, max_output_tokens=self.abilities.max_output_tokens
+            )
+        return self._action_formats[key]
+
+    def json_model(self, *, json_format: bool, response_format: dict[str, Any] | None = None) -> Runnable:
+        """The loop model for JSON mode, kept out of the token stream (SPEC R3.3).
+
+        Args:
+            json_format: Bind ``response_format={"type": "json_object"}``.
+            response_format: A schema-constrained format (:meth:`action_format`) bound
+                instead; wins over ``json_format``.
+        """
         model: Runnable = self.llm
-        if json_format:
+        if response_format is not None:
+            model = self.llm.bind(response_format=response_format)
+        elif json_format:
             model = self.llm.bind(response_format={"type": "json_object"})
         return model.with_config(tags=[TAG_NOSTREAM], run_name=RUN_NAME_JSON)

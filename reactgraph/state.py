@@ -82,6 +82,9 @@ class AgentState(InputState, total=False):
     follow-up may still suppress it, SPEC R7.4)."""
     parse_failures: int
     """Consecutive JSON-mode outputs that could not be parsed (SPEC R2.4)."""
+    schema_rejected: bool
+    """The provider refused a schema-constrained JSON-mode request in this turn; the rest of
+    the turn's loop calls are sent without the action schema (issue 10)."""
     steps: Annotated[list[dict[str, Any]], append_steps]
     """Tool trace of this turn: one record per tool call (see :class:`reactgraph.Step`)."""
     answer: str

@@ -5,7 +5,10 @@ Three levels, tried in order as the model's abilities allow:
 1. native function calling — one function whose parameters are the schema, forced with
    ``tool_choice``; its arguments are the value (``tool_call`` ability; 1 call);
 2. JSON mode — ``response_format={"type": "json_object"}``; one reformat retry on a
-   parse failure (``json_mode`` ability; at most 2 calls);
+   parse failure (``json_mode`` ability; at most 2 calls). A model that can take a schema
+   (``schema_output`` ability, issue 10) is sent the caller's schema in its request shape
+   instead; if it refuses that request, the level's second call is plain JSON mode (or,
+   without ``json_mode``, the level ends);
 3. plain text — ``extract_json`` on the reply, then ``regex_fallback``; one reformat
    retry (always; at most 2 calls).
 
@@ -28,6 +31,7 @@ from langgraph.constants import TAG_NOSTREAM
 from pydantic import BaseModel, ValidationError
 
 from reactgraph.abilities import ModelAbilities, resolve_abilities
+from reactgraph.action_schema import schema_response_format
 from reactgraph.actions import message_text
 from reactgraph.dualmode import call_model
 from reactgraph.jsonparse import extract_json, safe_json
@@ -135,7 +139,8 @@ async def structured_llm_call(
             model class (fully validated; the value is the model instance).
         abilities: The model's abilities; resolved from its profile when ``None``
             (see :func:`~reactgraph.abilities.resolve_abilities`). ``tool_call`` enables
-            level 1, ``json_mode`` level 2; level 3 always runs.
+            level 1, ``json_mode`` or ``schema_output`` level 2 (``schema_output`` sends
+            ``schema`` with the request, issue 10); level 3 always runs.
         parse_fn: Turns the validated value into a domain object; an exception it raises
             counts as a failure of that level.
         default_value: Returned (with ``level=None``) when every level fails.
@@ -200,10 +205,18 @@ async def structured_llm_call(
 
     instruction = HumanMessage(STRUCTURED_INSTRUCTION.format(schema=schema_text))
 
-    async def text_level(level: int, model: Any) -> bool:
+    async def text_level(level: int, model: Any, fallback: Any = None) -> bool:
+        """Two calls at most; when the first call's request fails and ``fallback`` is
+        given, the second call is made with ``fallback`` on the same prompt."""
         prompt = [*base, instruction]
         for attempt in range(2):
-            response = await invoke(model, prompt, level)
+            try:
+                response = await invoke(model, prompt, level)
+            except _LevelFailed:
+                if fallback is None or attempt:
+                    raise
+                model, fallback = fallback, None
+                continue
             raw = message_text(response)
             result.raw = raw
             data = extract_json(raw)
@@ -219,10 +232,15 @@ async def structured_llm_call(
                 prompt = [*prompt, AIMessage(content=raw), HumanMessage(STRUCTURED_REFORMAT.format(error=result.error, schema=schema_text))]
         return False
 
-    # Level 2: JSON mode, one reformat retry.
-    if resolved.json_mode:
+    # Level 2: JSON mode (with the schema when the provider takes one), one reformat retry.
+    constrained = schema_response_format(resolved.schema_output, json_schema, name=name)
+    plain = llm.bind(response_format={"type": "json_object"}) if resolved.json_mode else None
+    if constrained is not None or plain is not None:
         try:
-            if await text_level(2, llm.bind(response_format={"type": "json_object"})):
+            if constrained is not None:
+                if await text_level(2, llm.bind(response_format=constrained), plain):
+                    return result
+            elif await text_level(2, plain):
                 return result
         except _LevelFailed:
             pass

@@ -84,7 +84,7 @@ class ResolvedModel:
     abilities: ModelAbilities | None
     description: str
     server: LocalModelServer | None = None
-    overrides: dict[str, bool | int] = field(default_factory=dict)
+    overrides: dict[str, bool | int | str] = field(default_factory=dict)
 
 
 @asynccontextmanager
@@ -109,8 +109,8 @@ async def open_model(
     Yields:
         :class:`ResolvedModel`. For a configured endpoint, ``abilities`` is
         ``ModelAbilities(**abilities_from_env())`` when any override variable is set, else
-        ``None``. For the embedded model, ``abilities`` is the server's (tool calls and JSON
-        mode on, ``local_n_ctx`` window, 512-token output cap) updated by any override
+        ``None``. For the embedded model, ``abilities`` is the server's (tool calls, JSON
+        mode and ``json_object_schema`` schema output on, ``local_n_ctx`` window, 512-token output cap) updated by any override
         (``REACTGRAPH_MAX_OUTPUT_TOKENS`` also sets the client's ``max_tokens``); the server
         starts in a worker thread and is stopped when the block exits (also on error or
         cancellation).

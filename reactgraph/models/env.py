@@ -15,6 +15,9 @@ and, optionally, what the model can do, overriding its profile:
 ``REACTGRAPH_JSON_MODE``            ``response_format=json_object``: same values
 ``REACTGRAPH_CONTEXT_WINDOW``       input window, tokens (positive integer)
 ``REACTGRAPH_MAX_OUTPUT_TOKENS``    output cap, tokens (positive integer)
+``REACTGRAPH_SCHEMA_OUTPUT``        how the server takes an output schema:
+                                    ``json_schema`` (OpenAI), ``json_object_schema``
+                                    (llama.cpp) or ``none``
 ==================================  ============================================
 
 Empty variables count as unset. With none of the first three set, :func:`model_from_env`
@@ -27,6 +30,8 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from reactgraph.abilities import SCHEMA_OUTPUT_KINDS
+
 if TYPE_CHECKING:
     from langchain_openai import ChatOpenAI
 
@@ -38,6 +43,7 @@ __all__ = [
     "ENV_JSON_MODE",
     "ENV_MAX_OUTPUT_TOKENS",
     "ENV_MODEL",
+    "ENV_SCHEMA_OUTPUT",
     "ENV_TOOL_CALL",
     "OPENAI_DEFAULT_BASE_URL",
     "PLACEHOLDER_API_KEY",
@@ -53,6 +59,7 @@ ENV_TOOL_CALL = "REACTGRAPH_TOOL_CALL"
 ENV_JSON_MODE = "REACTGRAPH_JSON_MODE"
 ENV_CONTEXT_WINDOW = "REACTGRAPH_CONTEXT_WINDOW"
 ENV_MAX_OUTPUT_TOKENS = "REACTGRAPH_MAX_OUTPUT_TOKENS"
+ENV_SCHEMA_OUTPUT = "REACTGRAPH_SCHEMA_OUTPUT"
 
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 """Model used when a key or base URL is configured but no model name."""
@@ -71,6 +78,7 @@ _ABILITY_VARS: tuple[tuple[str, str, type], ...] = (
     (ENV_JSON_MODE, "json_mode", bool),
     (ENV_CONTEXT_WINDOW, "context_window", int),
     (ENV_MAX_OUTPUT_TOKENS, "max_output_tokens", int),
+    (ENV_SCHEMA_OUTPUT, "schema_output", str),
 )
 
 
@@ -172,32 +180,43 @@ def _parse_positive_int(name: str, raw: str) -> int:
     return value
 
 
-def abilities_from_env(environ: Mapping[str, str] | None = None) -> dict[str, bool | int]:
+def _parse_schema_output(name: str, raw: str) -> str:
+    value = raw.strip().lower()
+    if value not in SCHEMA_OUTPUT_KINDS:
+        raise ValueError(f"{name}={raw!r} is not one of {', '.join(SCHEMA_OUTPUT_KINDS)}")
+    return value
+
+
+def abilities_from_env(environ: Mapping[str, str] | None = None) -> dict[str, bool | int | str]:
     """Model-ability overrides set in the environment.
 
     Reads ``REACTGRAPH_TOOL_CALL`` and ``REACTGRAPH_JSON_MODE`` (booleans:
-    ``1/0/true/false/yes/no/on/off``, any case) and ``REACTGRAPH_CONTEXT_WINDOW`` and
-    ``REACTGRAPH_MAX_OUTPUT_TOKENS`` (positive integers, tokens).
+    ``1/0/true/false/yes/no/on/off``, any case), ``REACTGRAPH_CONTEXT_WINDOW`` and
+    ``REACTGRAPH_MAX_OUTPUT_TOKENS`` (positive integers, tokens) and
+    ``REACTGRAPH_SCHEMA_OUTPUT`` (``json_schema``, ``json_object_schema`` or ``none``,
+    any case: how the server takes a JSON schema constraining its output, issue 10).
 
     Args:
         environ: variables to read instead of ``os.environ``.
 
     Returns:
         Keyword arguments for ``ModelAbilities`` (``tool_call``, ``json_mode``,
-        ``context_window``, ``max_output_tokens``), holding only the variables that are set
+        ``context_window``, ``max_output_tokens``, ``schema_output``), holding only the variables that are set
         and non-empty; ``{}`` when none is.
 
     Raises:
         ValueError: a value does not parse; the message names the variable.
     """
     env = os.environ if environ is None else environ
-    overrides: dict[str, bool | int] = {}
+    overrides: dict[str, bool | int | str] = {}
     for var, field, kind in _ABILITY_VARS:
         raw = env.get(var, "")
         if not raw.strip():
             continue
         if kind is bool:
             overrides[field] = _parse_bool(var, raw)
+        elif kind is str:
+            overrides[field] = _parse_schema_output(var, raw)
         else:
             overrides[field] = _parse_positive_int(var, raw)
     return overrides

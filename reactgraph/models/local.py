@@ -479,10 +479,12 @@ class LocalModelServer:
 
     @property
     def abilities(self) -> ModelAbilities:
-        """What the served model supports: native tools, JSON mode, window and output cap."""
+        """What the served model supports: native tools, JSON mode, schema-constrained JSON
+        in llama.cpp's ``json_object`` + ``schema`` shape (issue 10), window and output cap."""
         return ModelAbilities(
             tool_call=True,
             json_mode=True,
+            schema_output="json_object_schema",
             context_window=self.n_ctx,
             max_output_tokens=self.max_tokens,
         )

@@ -5,7 +5,10 @@ tool calls; a response without tool calls is the final answer.
 
 JSON mode (SPEC R2.3, R2.4): the system prompt carries the tools and the reply protocol;
 the content is parsed with :func:`~reactgraph.actions.parse_action`; unparseable content
-gets one reformat request, and a second failure makes the raw content the answer.
+gets one reformat request, and a second failure makes the raw content the answer. When the
+model can take a schema (``abilities.schema_output``), each call carries the action schema
+of the offered tools (issue 10); a provider that refuses it is asked again without it in
+the same iteration, and the run stays unconstrained from then on (``schema_rejected``).
 
 Both nodes emit ``thinking`` start/done events and the ``answer`` signal, and leave the
 tool calls to run in ``pending_tool_calls``. A failing model call raises; the node's
@@ -14,12 +17,14 @@ retry policy retries transient failures (SPEC R2.7).
 
 from __future__ import annotations
 
+import logging
 import uuid
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
+from reactgraph.action_schema import is_rejection
 from reactgraph.actions import message_text, parse_action, separate_reasoning
 from reactgraph.dualmode import call_model
 from reactgraph.engine import Engine
@@ -28,6 +33,8 @@ from reactgraph.jsonparse import safe_json
 from reactgraph.nodes.fallback import summarize_steps
 from reactgraph.prompts import REFORMAT_REQUEST
 from reactgraph.state import AgentState, ToolCallRequest
+
+logger = logging.getLogger(__name__)
 
 
 def usage_of(message: BaseMessage) -> dict[str, int]:
@@ -159,13 +166,34 @@ class LLMCallJSON:
                 pass
         return await call_model(self.engine.json_model(json_format=False), messages, config)
 
+    async def _invoke_constrained(
+        self, messages: list[BaseMessage], config: RunnableConfig, action_format: dict[str, Any]
+    ) -> tuple[AIMessage, bool]:
+        """The call with the action schema; when it fails, the plain call. Returns the
+        response and whether the provider refused the schema (:func:`is_rejection`)."""
+        try:
+            response = await call_model(
+                self.engine.json_model(json_format=True, response_format=action_format), messages, config
+            )
+            return response, False
+        except Exception as exc:  # refused, or cut off at the output cap: ask again unconstrained
+            rejected = is_rejection(exc)
+            if rejected:
+                logger.warning("the provider refused the action schema, plain JSON mode for the rest of the run: %s", exc)
+        return await self._invoke(messages, config), rejected
+
     async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         iteration = state.get("iteration", 0) + 1
         emit("step", type="thinking", status="start", iteration=iteration)
         tools = self.engine.tools_for(state.get("selected_tools"))
         system = self.engine.json_system_prompt(tools)
         messages = [SystemMessage(system), *state["messages"]]
-        response = await self._invoke(messages, config)
+        action_format = None if state.get("schema_rejected") else self.engine.action_format(tools)
+        rejected = False
+        if action_format is None:
+            response = await self._invoke(messages, config)
+        else:
+            response, rejected = await self._invoke_constrained(messages, config, action_format)
         raw = message_text(response)
         action = parse_action(raw, separate_reasoning_text=separate_reasoning(response))
         # Stored without provider tool calls: in JSON mode the content is the action.
@@ -176,6 +204,8 @@ class LLMCallJSON:
             "usage": usage_of(response),
             "pending_tool_calls": [],
         }
+        if rejected:
+            update["schema_rejected"] = True
         if action.parse_failed:
             emit("step", type="thinking", status="done", iteration=iteration, reasoning=action.reasoning)
             failures = state.get("parse_failures", 0) + 1

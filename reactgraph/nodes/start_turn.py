@@ -46,6 +46,7 @@ class StartTurn:
             "pending_tool_calls": [],
             "pending_final": None,
             "parse_failures": 0,
+            "schema_rejected": False,
             "steps": RESET,
             "usage": RESET,
             "answer": "",

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from langchain_core.tools import ToolException
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ValidationError
 
 from reactgraph.demo.factory import (
@@ -18,7 +19,7 @@ from reactgraph.demo.factory import (
     default_db_path,
     ensure_database,
 )
-from reactgraph.demo.factory.db import connect_readonly
+from reactgraph.demo.factory.db import ALARMS, EQUIPMENT, connect_readonly
 
 CNC_003_STATUS = """Equipment ID: CNC-003
 Name: CNC Lathe #1
@@ -164,12 +165,31 @@ def test_sloppy_line_and_alarm_code(hub: dict) -> None:
     assert "W-1105" in hub["get_alarm_details"].invoke({"alarm_code": "w1105"})
 
 
-def test_unknown_id_is_an_observation(hub: dict) -> None:
-    out = hub["get_equipment_status"].invoke({"equipment_id": "CNC-009"})
-    assert out.startswith("Unknown equipment ID 'CNC-009'")
-    assert "CNC-001" in out and "CNC-003" in out
-    compared = hub["compare_equipment"].invoke({"equipment_ids": ["CNC-001", "XYZ-123"]})
-    assert "Unknown equipment ID 'XYZ-123'" in compared and compared.startswith("CNC-001 |")
+def test_unknown_id_is_refused_naming_the_known_ids(hub: dict) -> None:
+    with pytest.raises(ValidationError) as refused:
+        hub["get_equipment_status"].invoke({"equipment_id": "CNC-009"})
+    assert "CNC-009" in str(refused.value) and "'CNC-001'" in str(refused.value) and "'CMP-002'" in str(refused.value)
+    with pytest.raises(ValidationError):
+        hub["compare_equipment"].invoke({"equipment_ids": ["CNC-001", "XYZ-123"]})
+    with pytest.raises(ValidationError) as refused:
+        hub["get_alarm_details"].invoke({"alarm_code": "W-9999"})
+    assert "'W-1105'" in str(refused.value)
+
+
+def _params(tool) -> dict:
+    return convert_to_openai_tool(tool)["function"]["parameters"]["properties"]
+
+
+def test_argument_schemas_enumerate_the_plant(hub: dict) -> None:
+    ids = [row[0] for row in EQUIPMENT]
+    assert _params(hub["get_equipment_status"])["equipment_id"]["enum"] == ids
+    assert _params(hub["compare_equipment"])["equipment_ids"]["items"]["enum"] == ids
+    assert _params(hub["get_alarm_details"])["alarm_code"]["enum"] == sorted({row[0] for row in ALARMS})
+    assert _params(hub["get_shift_output"])["line"]["enum"] == ["Line A", "Line B", "Line C"]
+    day = _params(hub["get_shift_output"])["day"]
+    assert day["format"] == "date" and day["pattern"] == r"^\d{4}-\d{2}-\d{2}$"
+    optional_id = _params(hub["get_energy_usage"])["equipment_id"]["anyOf"]
+    assert optional_id == [{"enum": ids, "type": "string"}, {"type": "null"}]
 
 
 def test_empty_date_range_is_an_observation(hub: dict) -> None:

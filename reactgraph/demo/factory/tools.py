@@ -3,12 +3,17 @@
 :func:`build_factory_hub` returns read-only ``StructuredTool`` objects grouped
 into connectors (see :data:`CONNECTORS`). Every tool:
 
-* takes a strict pydantic ``args_schema`` (per-field descriptions, ``Literal``
-  enums, regex patterns, numeric ranges); sloppy equipment ids / line names are
+* takes a strict pydantic ``args_schema`` (per-field descriptions, numeric
+  ranges, and enums wherever the plant's data allows: the known equipment ids
+  and alarm codes, line names, machine kinds; dates carry ``format: date``
+  besides their pattern, because llama.cpp grammars cannot use regex patterns).
+  A model whose output is constrained to these schemas can only name a machine
+  that exists (issue 10). Sloppy equipment ids / line names / alarm codes are
   normalized *before* validation (``cnc003``, ``CNC 003``, ``cnc-3`` ->
-  ``CNC-003``; ``a``/``line-a`` -> ``Line A``). Malformed input (e.g. a date
-  that is not ``YYYY-MM-DD``) makes ``tool.invoke`` raise
-  ``pydantic.ValidationError``; the engine reports that as an observation.
+  ``CNC-003``; ``a``/``line-a`` -> ``Line A``). Malformed input (an unknown
+  equipment id, a date that is not ``YYYY-MM-DD``) makes ``tool.invoke`` raise
+  ``pydantic.ValidationError`` naming the allowed values; the engine reports
+  that as an observation.
 * runs parameterized SQL on its own read-only connection (thread-safe).
 * returns a human-readable ``str``; domain misses (unknown id, no rows in a
   date range) are returned as explanatory text, never raised.
@@ -30,14 +35,18 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from langchain_core.tools import BaseTool, StructuredTool
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
-from .db import DATA_START, REFERENCE_DATE, connect_readonly, ensure_database
+from .db import ALARMS, DATA_START, EQUIPMENT, REFERENCE_DATE, connect_readonly, ensure_database
 
 # --------------------------------------------------------------------------- argument types
 
 _ID_RE = re.compile(r"^([A-Z]{2,5})[\s_\-#]*0*(\d{1,3})$")
 _KINDS = ("CNC lathe", "CNC mill", "press", "robot", "conveyor", "compressor", "injection molder")
+EQUIPMENT_IDS: tuple[str, ...] = tuple(row[0] for row in EQUIPMENT)
+"""Every machine of the demo plant, the enum of equipment id arguments."""
+ALARM_CODES: tuple[str, ...] = tuple(sorted({row[0] for row in ALARMS}))
+"""Every alarm code the demo plant has raised, the enum of alarm code arguments."""
 
 
 def normalize_equipment_id(value: object) -> object:
@@ -77,14 +86,16 @@ def _real_date(value: str) -> str:
     return value
 
 
-EquipmentId = Annotated[str, Field(pattern=r"^[A-Z]{2,5}-\d{3}$"), BeforeValidator(normalize_equipment_id)]
-DateStr = Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}$"), AfterValidator(_real_date)]
+EquipmentId = Annotated[Literal[EQUIPMENT_IDS], BeforeValidator(normalize_equipment_id)]
+_DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}$"
+DateStr = Annotated[str, Field(pattern=_DATE_PATTERN), AfterValidator(_real_date),
+                    WithJsonSchema({"type": "string", "format": "date", "pattern": _DATE_PATTERN})]
 ProductionLine = Annotated[Literal["Line A", "Line B", "Line C"], BeforeValidator(_norm_line)]
 PlantLine = Annotated[Literal["Line A", "Line B", "Line C", "Utility"], BeforeValidator(_norm_line)]
 Kind = Annotated[Literal[_KINDS], BeforeValidator(_norm_kind)]
-AlarmCode = Annotated[str, Field(pattern=r"^[EWI]-\d{4}$"), BeforeValidator(_norm_alarm)]
+AlarmCode = Annotated[Literal[ALARM_CODES], BeforeValidator(_norm_alarm)]
 
-_EID = "Equipment ID like CNC-003 (prefix + 3 digits; case/spacing tolerant)"
+_EID = "Equipment ID like CNC-003"
 _START = "First day, YYYY-MM-DD (default: 6 days before end_date)"
 _END = "Last day, YYYY-MM-DD (default: 2026-01-29, the data reference date)"
 

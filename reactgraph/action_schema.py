@@ -1,0 +1,239 @@
+"""Schema-constrained output: the JSON-mode action schema and the request shapes (issue 10).
+
+A provider that can constrain generation to a JSON schema (``ModelAbilities.schema_output``)
+is sent one with every JSON-mode loop call and with ``structured_llm_call`` level 2, so even
+a small model can only write a well-formed action.
+
+* :func:`action_schema` builds the action schema of SPEC R2.3 for the tools offered this
+  turn: one ``tool_call`` branch per tool (its name as the only allowed ``tool_name``, its
+  own argument schema as ``tool_args``) plus the ``final_answer`` branch.
+* :func:`schema_response_format` wraps any schema in the provider's request shape:
+  OpenAI's ``json_schema`` (strict, after :func:`strict_json_schema`) or llama.cpp's
+  ``json_object`` + ``schema``.
+* :func:`action_response_format` does both for the loop. OpenAI's strict mode needs an
+  object at the root, so there the branches sit under one ``action`` key
+  (:data:`ACTION_WRAPPER_KEY`), which :func:`reactgraph.actions.parse_action` unwraps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+from reactgraph.abilities import SchemaOutput
+
+ACTION_WRAPPER_KEY = "action"
+"""The root key that holds the action in the OpenAI ``json_schema`` request shape."""
+
+ACTION_SCHEMA_NAME = "react_action"
+"""The schema name sent with OpenAI's ``json_schema`` response format for loop calls."""
+
+_NESTED_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_NESTED_MAPS = ("$defs", "definitions")
+
+
+def tool_args_schema(tool: BaseTool) -> dict[str, Any]:
+    """A tool's argument JSON schema, as the JSON-mode prompt shows it (SPEC R2.3).
+
+    Args:
+        tool: Any LangChain tool.
+
+    Returns:
+        An object schema (``{"type": "object", "properties": {...}, "required": [...]}``,
+        references resolved, titles removed); ``{"type": "object", "properties": {}}`` for
+        a tool without arguments.
+    """
+    params = convert_to_openai_tool(tool)["function"].get("parameters") or {}
+    return {"type": "object", "properties": {}, **params}
+
+
+def _string_const(value: str) -> dict[str, Any]:
+    return {"type": "string", "enum": [value]}
+
+
+def action_schema(tools: Sequence[BaseTool], *, max_text_chars: int | None = None) -> dict[str, Any]:
+    """The JSON schema of one JSON-mode action for ``tools`` (SPEC R2.3, issue 10).
+
+    Args:
+        tools: The tools offered this turn, in order.
+        max_text_chars: When set, ``reasoning`` may hold at most a third of it and
+            ``answer`` the rest (``maxLength``, characters), so a constrained reply ends
+            before the provider's output cap cuts it off; ``None`` leaves them unbounded.
+
+    Returns:
+        ``{"anyOf": [branch, ...]}``: for each tool, an object with exactly ``type``
+        (``"tool_call"``), ``reasoning`` (string), ``tool_name`` (that tool's name only)
+        and ``tool_args`` (:func:`tool_args_schema` of that tool); last, the
+        ``final_answer`` object with exactly ``type``, ``reasoning`` and ``answer``. Every
+        key is required, no other key is allowed; the key order is the wire format's.
+    """
+    reasoning: dict[str, Any] = {"type": "string"}
+    answer: dict[str, Any] = {"type": "string"}
+    if max_text_chars is not None:
+        reasoning["maxLength"] = max_text_chars // 3
+        answer["maxLength"] = max_text_chars - max_text_chars // 3
+    branches: list[dict[str, Any]] = [
+        {
+            "type": "object",
+            "properties": {
+                "type": _string_const("tool_call"),
+                "reasoning": reasoning,
+                "tool_name": _string_const(tool.name),
+                "tool_args": tool_args_schema(tool),
+            },
+            "required": ["type", "reasoning", "tool_name", "tool_args"],
+            "additionalProperties": False,
+        }
+        for tool in tools
+    ]
+    branches.append(
+        {
+            "type": "object",
+            "properties": {
+                "type": _string_const("final_answer"),
+                "reasoning": reasoning,
+                "answer": answer,
+            },
+            "required": ["type", "reasoning", "answer"],
+            "additionalProperties": False,
+        }
+    )
+    return {"anyOf": branches}
+
+
+def _allows_null(schema: Any) -> bool:
+    if not isinstance(schema, dict):
+        return False
+    kind = schema.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind):
+        return True
+    return any(_allows_null(branch) for branch in schema.get("anyOf", []))
+
+
+def strict_json_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``schema`` that OpenAI's strict structured outputs accept.
+
+    Strict mode wants every object closed (``additionalProperties: false``) with every
+    property required, and has no ``default`` or ``oneOf``. So each object gets those, a
+    property that was optional becomes nullable (``{"anyOf": [schema, {"type": "null"}]}``;
+    the model writes ``null`` where it would have left the key out, which a pydantic
+    argument model with a ``None`` default accepts), ``default`` keywords are dropped and
+    ``oneOf`` becomes ``anyOf``. Nested schemas (properties, items, branches, ``$defs``)
+    are converted too; ``schema`` is not modified.
+
+    Args:
+        schema: A JSON schema dict.
+
+    Returns:
+        The converted schema.
+    """
+
+    def walk(node: Any) -> Any:
+        if not isinstance(node, dict):
+            return node
+        out = {("anyOf" if key == "oneOf" else key): value for key, value in node.items() if key != "default"}
+        for key in _NESTED_LISTS:
+            if isinstance(out.get(key), list):
+                out[key] = [walk(item) for item in out[key]]
+        for key in _NESTED_MAPS:
+            if isinstance(out.get(key), dict):
+                out[key] = {name: walk(item) for name, item in out[key].items()}
+        if isinstance(out.get("items"), dict):
+            out["items"] = walk(out["items"])
+        if out.get("type") == "object" or isinstance(out.get("properties"), dict):
+            required = set(out.get("required", []))
+            properties: dict[str, Any] = {}
+            for name, item in (out.get("properties") or {}).items():
+                item = walk(item)
+                if name not in required and not _allows_null(item):
+                    item = {"anyOf": [item, {"type": "null"}]}
+                properties[name] = item
+            out["properties"] = properties
+            out["required"] = list(properties)
+            out["additionalProperties"] = False
+        return out
+
+    return walk(schema)
+
+
+def schema_response_format(kind: SchemaOutput, schema: dict[str, Any], *, name: str) -> dict[str, Any] | None:
+    """The ``response_format`` that constrains a reply to ``schema`` (issue 10).
+
+    Args:
+        kind: The provider's request shape (``ModelAbilities.schema_output``).
+        schema: A JSON schema; for ``"json_schema"`` its root should be an object
+            (OpenAI's strict mode refuses other roots).
+        name: The schema's name for ``"json_schema"`` (letters, digits, ``_`` and ``-``,
+            at most 64 characters).
+
+    Returns:
+        ``{"type": "json_schema", "json_schema": {"name": name, "schema":
+        strict_json_schema(schema), "strict": True}}`` for ``"json_schema"``;
+        ``{"type": "json_object", "schema": schema}`` for ``"json_object_schema"``;
+        ``None`` for ``"none"``.
+
+    Raises:
+        ValueError: ``kind`` is not a :data:`~reactgraph.abilities.SchemaOutput` value.
+    """
+    if kind == "none":
+        return None
+    if kind == "json_object_schema":
+        return {"type": "json_object", "schema": schema}
+    if kind == "json_schema":
+        return {"type": "json_schema", "json_schema": {"name": name, "schema": strict_json_schema(schema), "strict": True}}
+    raise ValueError(f"unknown schema_output kind {kind!r}")
+
+
+def action_response_format(
+    kind: SchemaOutput, tools: Sequence[BaseTool], *, max_output_tokens: int | None = None
+) -> dict[str, Any] | None:
+    """The ``response_format`` of a JSON-mode loop call offering ``tools`` (issue 10).
+
+    Args:
+        kind: The provider's request shape (``ModelAbilities.schema_output``).
+        tools: The tools offered this turn.
+        max_output_tokens: The model's output cap (tokens), when known. For
+            ``"json_object_schema"`` it bounds the free text to three quarters of it in
+            characters (:func:`action_schema`'s ``max_text_chars``; a token is at least one
+            character), so a small model that rambles still closes its object. OpenAI's
+            strict mode documents no ``maxLength``, so ``"json_schema"`` is not bounded.
+
+    Returns:
+        :func:`schema_response_format` of :func:`action_schema` (``"json_object_schema"``),
+        or of an object whose only key :data:`ACTION_WRAPPER_KEY` holds it
+        (``"json_schema"``: OpenAI's strict mode wants an object at the root); ``None``
+        for ``"none"``.
+
+    Raises:
+        ValueError: ``kind`` is not a :data:`~reactgraph.abilities.SchemaOutput` value.
+    """
+    if kind == "none":
+        return None
+    bounded = kind == "json_object_schema" and max_output_tokens is not None
+    schema = action_schema(tools, max_text_chars=max_output_tokens * 3 // 4 if bounded else None)
+    if kind == "json_schema":
+        schema = {
+            "type": "object",
+            "properties": {ACTION_WRAPPER_KEY: schema},
+            "required": [ACTION_WRAPPER_KEY],
+            "additionalProperties": False,
+        }
+    return schema_response_format(kind, schema, name=ACTION_SCHEMA_NAME)
+
+
+def is_rejection(exc: BaseException) -> bool:
+    """Whether a failed constrained request means the provider refuses schema requests
+    (issue 10): it answered with HTTP 400-499 other than 408, 409 and 429 (OpenAI answers
+    an unsupported schema with 400), or with 500 (what older llama.cpp servers answer to a
+    ``json_schema`` format). Timeouts, rate limits, 502-504, connection errors and a reply
+    cut off at the output cap are not refusals.
+    """
+    status = getattr(exc, "status_code", None)
+    if status is None:
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+    if not isinstance(status, int):
+        return False
+    return status == 500 or (400 <= status < 500 and status not in (408, 409, 429))
