@@ -8,6 +8,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -245,14 +246,16 @@ class DAGAgent:
         state: dict[str, Any] = {}
         failure: BaseException | None = None
         try:
-            async for mode, chunk in self.graph.astream({"messages": [HumanMessage(goal)]}, config,
-                                                        stream_mode=["custom", "values"]):
-                if mode == "values":
-                    state = chunk
-                    continue
-                event = as_agent_event(chunk)
-                if event is not None:
-                    yield event
+            # Closed when the consumer stops early (a disconnect), so the run is cancelled at once.
+            stream = self.graph.astream({"messages": [HumanMessage(goal)]}, config, stream_mode=["custom", "values"])
+            async with aclosing(stream):
+                async for mode, chunk in stream:
+                    if mode == "values":
+                        state = chunk
+                        continue
+                    event = as_agent_event(chunk)
+                    if event is not None:
+                        yield event
         except Exception as exc:  # SPEC R2.7
             logger.warning("DAG run failed: %s", exc)
             failure = exc

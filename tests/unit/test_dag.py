@@ -8,6 +8,7 @@ context, so parallel steps get deterministic replies whatever order they run in.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -413,3 +414,32 @@ async def test_cli_prints_every_dag_event(tools):
         "… analyzing (round 1)",
         "analysis: not achieved (confidence 0.90) checked",
     ]
+
+
+async def test_closing_the_event_stream_cancels_the_running_step(tools):
+    """A consumer that stops reading (a client disconnect) cancels the DAG run at once."""
+    from langchain_core.tools import tool
+
+    started, cancelled = asyncio.Event(), asyncio.Event()
+
+    @tool
+    async def wait_forever() -> str:
+        """Wait for a long time."""
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "finished"
+
+    call = json.dumps({"type": "tool_call", "reasoning": "wait", "tool_name": "wait_forever", "tool_args": {}})
+    general = general_model([plan(step("a"))], [verdict(True, 1.0)], steps=lambda messages: call)
+    agent = DAGAgent(general, [wait_forever], settings=AgentSettings(max_iterations=3, tool_timeout=120))
+    events = agent.astream_events("goal")
+    async for event in events:
+        if event.channel == "dag_step" and event.data["status"] == "started":
+            break
+    await asyncio.wait_for(started.wait(), 5)
+    await events.aclose()
+    await asyncio.wait_for(cancelled.wait(), 1)
