@@ -295,8 +295,8 @@ def test_server_exits_when_its_parent_is_killed(tmp_path: object) -> None:
         os.kill(parent.pid, signal.SIGKILL)
         parent.wait(timeout=10)
         assert _wait_until(lambda: _process_gone(pid), timeout=10.0), "orphan server left"
-        assert not _port_open(port)
-        assert not os.path.exists(log_dir), "temporary log directory left behind"
+        assert _wait_until(lambda: not _port_open(port), timeout=10.0), "the server's port is still open"
+        assert _wait_until(lambda: not os.path.exists(log_dir), timeout=10.0), "temporary log directory left behind"
     finally:
         if parent.poll() is None:
             parent.kill()

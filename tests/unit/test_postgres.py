@@ -77,7 +77,9 @@ async def test_a_dead_session_frees_its_thread_at_once(postgres_url):
         await a.open(thread)
         holder = a._held[thread].info.backend_pid
         async with two.checkpointer.conn.connection() as conn:  # what Postgres does when a process dies
-            await conn.execute("SELECT pg_terminate_backend(%s)", (holder,))
+            # The timeout (ms) makes Postgres wait until the backend has exited, as a dead
+            # process's backend has; without it the signal is only sent.
+            await conn.execute("SELECT pg_terminate_backend(%s, 5000)", (holder,))
         assert not await b.is_running(thread)
         async with b.running(thread):
             assert await a.is_running(thread)
