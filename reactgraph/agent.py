@@ -19,7 +19,7 @@ from langgraph.graph.state import CompiledStateGraph
 from reactgraph.abilities import ModelAbilities, resolve_abilities
 from reactgraph.checkpointing import NothingToResumeError
 from reactgraph.config import AgentSettings
-from reactgraph.events import AgentEvent, as_agent_event
+from reactgraph.events import AgentEvent, graph_events
 from reactgraph.graph.react import create_react_graph
 from reactgraph.interrupts import InMemoryInterruptQueue, InterruptQueue
 from reactgraph.nodes.fallback import summarize_steps
@@ -173,14 +173,9 @@ class ReActAgent:
             if graph_input is None:
                 state = await self._interrupted_state(thread_id)
             try:
-                async with aclosing(self.graph.astream(graph_input, config, **options)) as stream:
-                    async for mode, chunk in stream:
-                        if mode == "values":
-                            state = chunk
-                            continue
-                        event = as_agent_event(chunk)
-                        if event is not None:
-                            yield event
+                async with aclosing(graph_events(self.graph, graph_input, config, state, **options)) as stream:
+                    async for event in stream:
+                        yield event
             except Exception as exc:  # R2.7: the run ends with a fallback answer, not a crash
                 logger.warning("run failed: %s", exc)
                 failure = exc

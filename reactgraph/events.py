@@ -8,6 +8,8 @@ Nodes report progress with :func:`emit`, which writes to LangGraph's custom stre
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -59,3 +61,36 @@ def as_agent_event(chunk: Any) -> AgentEvent | None:
     if isinstance(chunk, dict) and _MARK in chunk:
         return AgentEvent(chunk[_MARK], dict(chunk.get("data") or {}))
     return None
+
+
+async def graph_events(
+    graph: Any, graph_input: Any, config: Any, state_out: dict[str, Any], **options: Any
+) -> AsyncIterator[AgentEvent]:
+    """Run ``graph.astream`` and yield its engine events, keeping its latest state.
+
+    Args:
+        graph: A compiled graph.
+        graph_input: Its input (``None`` resumes from the checkpoint).
+        config: The run's RunnableConfig.
+        state_out: Updated in place with each ``values`` chunk, so the caller has the last
+            state even when the stream raises.
+        options: More ``astream`` options (``stream_mode`` must include ``values``;
+            default ``["custom", "values"]``).
+
+    Yields:
+        The :class:`AgentEvent` of each engine write to the custom stream.
+
+    Raises:
+        Whatever the graph raises. The stream is closed when the consumer stops early (a
+        client disconnect), which cancels the run at once.
+    """
+    options.setdefault("stream_mode", ["custom", "values"])
+    async with aclosing(graph.astream(graph_input, config, **options)) as stream:
+        async for mode, chunk in stream:
+            if mode == "values":
+                state_out.clear()
+                state_out.update(chunk)
+                continue
+            event = as_agent_event(chunk)
+            if event is not None:
+                yield event

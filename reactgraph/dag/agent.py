@@ -23,7 +23,7 @@ from reactgraph.dag.graph import create_dag_graph
 from reactgraph.dag.settings import DAGSettings
 from reactgraph.dag.state import PlanStep, StepResult
 from reactgraph.dag.synthesize import dag_synthesis_messages
-from reactgraph.events import AgentEvent, as_agent_event
+from reactgraph.events import AgentEvent, graph_events
 from reactgraph.models.registry import ModelRegistry
 from reactgraph.result import Step, Usage
 from reactgraph.synthesis import stream_messages, with_fallback
@@ -247,15 +247,9 @@ class DAGAgent:
         failure: BaseException | None = None
         try:
             # Closed when the consumer stops early (a disconnect), so the run is cancelled at once.
-            stream = self.graph.astream({"messages": [HumanMessage(goal)]}, config, stream_mode=["custom", "values"])
-            async with aclosing(stream):
-                async for mode, chunk in stream:
-                    if mode == "values":
-                        state = chunk
-                        continue
-                    event = as_agent_event(chunk)
-                    if event is not None:
-                        yield event
+            async with aclosing(graph_events(self.graph, {"messages": [HumanMessage(goal)]}, config, state)) as stream:
+                async for event in stream:
+                    yield event
         except Exception as exc:  # SPEC R2.7
             logger.warning("DAG run failed: %s", exc)
             failure = exc
