@@ -35,7 +35,6 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from reactgraph.agent import ReActAgent
 from reactgraph.cli_dag import build_dag_agent, print_dag_event
 from reactgraph.config import AgentSettings
 from reactgraph.jsonparse import safe_json
@@ -113,7 +112,8 @@ def _print_card(console: Console, data: dict[str, Any]) -> None:
 
 async def _run(args: argparse.Namespace, console: Console) -> int:
     from reactgraph.checkpointing import NothingToResumeError, open_persistence
-    from reactgraph.demo.factory import DEMO_SYSTEM_PROMPT, build_factory_hub
+    from reactgraph.demo.agent import build_demo_agent, demo_settings
+    from reactgraph.demo.factory import build_factory_hub
     from reactgraph.interrupts import ThreadBusyError
     from reactgraph.models import LocalModelError, open_model
 
@@ -136,16 +136,15 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
             resolved = await stack.enter_async_context(open_model(model=args.model, base_url=args.base_url, api_key=args.api_key))
         except LocalModelError as exc:
             raise SetupError(str(exc)) from exc
-        settings = AgentSettings(max_iterations=args.max_iterations, system_prompt=DEMO_SYSTEM_PROMPT)
         dag = args.command == "run" and args.dag
         if dag:
+            settings = demo_settings(resolved, max_iterations=args.max_iterations)
             agent: Any = build_dag_agent(resolved, tools, settings=settings, native=not args.json_mode,
                                          max_rounds=args.max_rounds)
             mode = f"DAG, roles: {', '.join(agent.models.roles)}"
         else:
-            agent = ReActAgent(resolved.llm, tools, use_native_tools=not args.json_mode, abilities=resolved.abilities,
-                               settings=settings, checkpointer=persistence.checkpointer,
-                               interrupt_queue=persistence.interrupt_queue)
+            agent = build_demo_agent(resolved, tools, json_mode=args.json_mode, max_iterations=args.max_iterations,
+                                     checkpointer=persistence.checkpointer, interrupt_queue=persistence.interrupt_queue)
             mode = agent.mode
         args.thread = args.thread or uuid.uuid4().hex[:12]
         args.resumable = not dag and persistence.target != "memory"

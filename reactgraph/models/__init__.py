@@ -20,6 +20,7 @@ import dataclasses
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
@@ -73,6 +74,9 @@ class ResolvedModel:
         description: one-line human label, e.g. ``"gpt-4o-mini at https://api.openai.com/v1"``
             or ``"embedded SmolLM2-135M (llama.cpp on 127.0.0.1:41234)"``.
         server: the embedded server when that is what ``llm`` talks to, else ``None``.
+        recommended_settings: :class:`~reactgraph.AgentSettings` fields this model's
+            profile recommends, e.g. ``{"grounding": "enforce"}`` for the embedded model
+            (SPEC R13.1); :func:`reactgraph.demo.agent.demo_settings` applies them.
         overrides: only the ability fields set in the environment (see
             :func:`abilities_from_env`), e.g. ``{"context_window": 32768}``. ``abilities``
             fills the unset fields with ``ModelAbilities`` defaults (no tool calls, no JSON
@@ -85,6 +89,7 @@ class ResolvedModel:
     description: str
     server: LocalModelServer | None = None
     overrides: dict[str, bool | int | str] = field(default_factory=dict)
+    recommended_settings: dict[str, Any] = field(default_factory=dict)
 
 
 @asynccontextmanager

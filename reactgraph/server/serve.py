@@ -69,18 +69,19 @@ async def open_demo_agent(
         psycopg.OperationalError: The Postgres database cannot be reached.
         reactgraph.models.LocalModelError: The embedded model cannot start.
     """
-    from reactgraph.demo.factory import DEMO_SYSTEM_PROMPT, build_factory_hub
+    from reactgraph.demo.agent import build_demo_agent
+    from reactgraph.demo.factory import build_factory_hub
     from reactgraph.models import open_model
 
-    settings = AgentSettings(max_iterations=max_iterations, system_prompt=DEMO_SYSTEM_PROMPT)
+    if max_iterations < 1:
+        raise ValueError(f"max_iterations must be at least 1, got {max_iterations}")
     tools = build_factory_hub(db)
     async with (
         open_model(model=model, base_url=base_url, api_key=api_key) as resolved,
         open_persistence(checkpoints) as persistence,
     ):
-        agent = ReActAgent(resolved.llm, tools, use_native_tools=not json_mode, abilities=resolved.abilities,
-                           settings=settings, checkpointer=persistence.checkpointer,
-                           interrupt_queue=persistence.interrupt_queue)
+        agent = build_demo_agent(resolved, tools, json_mode=json_mode, max_iterations=max_iterations,
+                                 checkpointer=persistence.checkpointer, interrupt_queue=persistence.interrupt_queue)
         yield DemoAgent(agent=agent, model=resolved.description, checkpoints=persistence.target)
 
 

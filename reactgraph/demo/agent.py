@@ -1,0 +1,70 @@
+"""The demo agent exactly as ``reactgraph run`` and ``reactgraph serve`` build it.
+
+One builder for both surfaces and for ``bench/answer_quality.py``, so what is measured is
+what a user runs: the demo plant's system prompt, the model's resolved abilities and the
+settings its profile recommends (:attr:`reactgraph.models.ResolvedModel.recommended_settings`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.tools import BaseTool
+
+from reactgraph.agent import ReActAgent
+from reactgraph.config import AgentSettings
+from reactgraph.demo.factory import DEMO_SYSTEM_PROMPT
+from reactgraph.models import ResolvedModel
+
+
+def demo_settings(resolved: ResolvedModel, *, max_iterations: int = AgentSettings.max_iterations) -> AgentSettings:
+    """The settings of a demo run on ``resolved``.
+
+    Args:
+        resolved: The model from :func:`reactgraph.models.open_model`.
+        max_iterations: Most model calls in the tool loop (SPEC R2.6).
+
+    Returns:
+        :class:`AgentSettings` with the demo system prompt, ``max_iterations`` and the
+        model's recommended settings.
+
+    Raises:
+        ValueError: ``max_iterations`` below 1.
+    """
+    settings = AgentSettings(max_iterations=max_iterations, system_prompt=DEMO_SYSTEM_PROMPT)
+    return dataclasses.replace(settings, **resolved.recommended_settings)
+
+
+def build_demo_agent(
+    resolved: ResolvedModel,
+    tools: Sequence[BaseTool],
+    *,
+    json_mode: bool = False,
+    max_iterations: int = AgentSettings.max_iterations,
+    checkpointer: Any = None,
+    interrupt_queue: Any = None,
+) -> ReActAgent:
+    """The demo :class:`ReActAgent` on ``resolved`` with ``tools``.
+
+    Args:
+        resolved: The model from :func:`reactgraph.models.open_model`.
+        tools: Usually :func:`reactgraph.demo.factory.build_factory_hub`.
+        json_mode: Force the JSON protocol (``--json-mode``) even for a model with native
+            tool calls (SPEC R2.2).
+        max_iterations: Most model calls in the tool loop (SPEC R2.6).
+        checkpointer, interrupt_queue: From :func:`reactgraph.checkpointing.open_persistence`;
+            ``None`` for none / a new in-memory queue.
+
+    Returns:
+        The agent.
+
+    Raises:
+        ValueError: ``max_iterations`` below 1.
+    """
+    return ReActAgent(
+        resolved.llm, tools, use_native_tools=not json_mode, abilities=resolved.abilities,
+        settings=demo_settings(resolved, max_iterations=max_iterations), checkpointer=checkpointer,
+        interrupt_queue=interrupt_queue,
+    )
