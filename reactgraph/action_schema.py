@@ -31,6 +31,17 @@ ACTION_WRAPPER_KEY = "action"
 ACTION_SCHEMA_NAME = "react_action"
 """The schema name sent with OpenAI's ``json_schema`` response format for loop calls."""
 
+ANSWER_CHOICE = "final_answer"
+"""The choice that means "give the final answer" in tool-first mode (:func:`choice_schema`)."""
+
+
+def choice_schema(choices: Sequence[str]) -> dict[str, Any]:
+    """The schema of tool-first mode's first call (SPEC R13.1): ``{"next": name}`` with the
+    tool names and :data:`ANSWER_CHOICE` as an enum, in the given order (best first)."""
+    return {"type": "object", "properties": {"next": {"type": "string", "enum": list(choices)}},
+            "required": ["next"], "additionalProperties": False}
+
+
 _NESTED_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
 _NESTED_MAPS = ("$defs", "definitions")
 

@@ -13,6 +13,9 @@ _TOOL_SELECTION_MAX = 6
 DURABILITY_MODES = ("sync", "async", "exit")
 """LangGraph's checkpoint durability modes, for :attr:`AgentSettings.durability`."""
 
+JSON_ACTIONS = ("single", "tool_first")
+"""How a schema-capable model writes a JSON-mode action, for :attr:`AgentSettings.json_action`."""
+
 GROUNDING_MODES = ("off", "report", "enforce")
 """What to do about numbers and ids in the answer that the trace does not hold (SPEC R13.1),
 for :attr:`AgentSettings.grounding`."""
@@ -68,6 +71,11 @@ class AgentSettings:
         stall_detection: When the loop is stuck (a call refused as a repeat, or two model
             calls without a new successful observation) the next call may only give the
             final answer, instead of burning iterations to the cap (SPEC R13.1; default on).
+        json_action: How a model that takes a JSON schema (``schema_output``) writes a
+            JSON-mode action: ``"single"`` (the default: one call constrained to the
+            action schema) or ``"tool_first"`` (two small constrained calls: the choice of
+            tool or answer as an enum best first, then the arguments or the answer; small
+            grammars, the decision made before any free text, SPEC R13.1).
         grounding: After synthesis, check every number and id of the answer against the
             trace and the question (SPEC R13.1): ``"off"``; ``"report"`` (the default:
             the result goes in ``done`` and ``AgentResult.grounding``); ``"enforce"``
@@ -105,6 +113,7 @@ class AgentSettings:
     keep_recent_messages: int = 6
     durability: str = "sync"
     stall_detection: bool = True
+    json_action: str = "single"
     grounding: str = "report"
 
     def __post_init__(self) -> None:
@@ -128,6 +137,8 @@ class AgentSettings:
             raise ValueError(f"compaction_hint must be one of {', '.join(COMPACTION_HINTS)}, got {self.compaction_hint!r}")
         if self.durability not in DURABILITY_MODES:
             raise ValueError(f"durability must be one of {', '.join(DURABILITY_MODES)}, got {self.durability!r}")
+        if self.json_action not in JSON_ACTIONS:
+            raise ValueError(f"json_action must be one of {', '.join(JSON_ACTIONS)}, got {self.json_action!r}")
         if self.grounding not in GROUNDING_MODES:
             raise ValueError(f"grounding must be one of {', '.join(GROUNDING_MODES)}, got {self.grounding!r}")
         if self.keep_recent_messages < 0:

@@ -4,7 +4,8 @@ A small model writing the answer copies figures from the work log when it can, a
 them up when it cannot. :func:`check_grounding` finds every value in the answer — ids such
 as ``CNC-003`` or ``W-1105``, dates, numbers (``72.3``, ``1,250``, ``48.70``) — and looks
 for each in the evidence: the tool calls' arguments and observations, and the question.
-A value found nowhere is *ungrounded*.
+A value found nowhere is *ungrounded*. An answer that passes on none of the values the
+tools returned, when they returned some, is *factless* (a small model's answer often is).
 
 Values are compared in a normal form: ids upper-cased, numbers without thousands
 separators or trailing zeros (``48.70`` = ``48.7``, ``85.0`` = ``85``). Not checked: list
@@ -86,20 +87,32 @@ class GroundingReport:
     Attributes:
         checked: Every value found in the answer, in normal form.
         ungrounded: The values found neither in the trace nor in the question.
+        cited: The answer's values that come from a successful observation and are not
+            in the question (the facts the answer passes on).
+        facts_available: Whether the successful observations hold any value the question
+            does not already name.
     """
 
     checked: list[str] = field(default_factory=list)
     ungrounded: list[str] = field(default_factory=list)
+    cited: list[str] = field(default_factory=list)
+    facts_available: bool = False
 
     @property
     def grounded(self) -> bool:
         """True when no value is ungrounded."""
         return not self.ungrounded
 
+    @property
+    def factless(self) -> bool:
+        """True when the tools returned facts and the answer passes on none of them."""
+        return self.facts_available and not self.cited
+
     def to_dict(self, mode: str, action: str) -> dict[str, Any]:
         """The JSON form put in state, ``AgentResult.grounding`` and ``done``:
-        ``{mode, action, checked, ungrounded}``."""
-        return {"mode": mode, "action": action, "checked": len(self.checked), "ungrounded": list(self.ungrounded)}
+        ``{mode, action, checked, cited, ungrounded}`` (counts, and the ungrounded values)."""
+        return {"mode": mode, "action": action, "checked": len(self.checked), "cited": len(self.cited),
+                "ungrounded": list(self.ungrounded)}
 
 
 def check_grounding(answer: str, steps: Sequence[dict[str, Any]], question: str) -> GroundingReport:
@@ -115,7 +128,15 @@ def check_grounding(answer: str, steps: Sequence[dict[str, Any]], question: str)
     """
     checked = extract_values(answer, skip_list_markers=True)
     evidence = _evidence(steps, question)
-    return GroundingReport(checked=checked, ungrounded=[value for value in checked if value not in evidence])
+    asked = set(extract_values(question))
+    facts = {value for step in steps if not step.get("error")
+             for value in extract_values(str(step.get("observation") or ""))} - asked
+    return GroundingReport(
+        checked=checked,
+        ungrounded=[value for value in checked if value not in evidence],
+        cited=[value for value in checked if value in facts],
+        facts_available=bool(facts),
+    )
 
 
 def _is_korean(text: str) -> bool:

@@ -38,6 +38,12 @@ FINAL_ONLY_REQUEST = (
 )
 """Sent with the last call of a stalled loop, which may only give the final answer (SPEC R13.1)."""
 
+TOOL_ARGS_REQUEST = "Write the arguments of {tool_name} for the user's request as a JSON object."
+"""Tool-first mode's second call, after the model chose a tool (SPEC R13.1)."""
+
+ANSWER_REQUEST = 'Write the final answer to the user\'s request as {"answer": "..."}, using the observations above.'
+"""Tool-first mode's second call, after the model chose to answer (SPEC R13.1)."""
+
 OBSERVATION = "Observation from {tool_name}:\n{observation}"
 """JSON mode: how a tool result is shown to the model, as a user message (SPEC R2.3)."""
 
@@ -53,16 +59,20 @@ SYNTHESIS_SYSTEM = (
 SYNTHESIS_USER = "Question:\n{query}\n\nWork log:\n{trace}\n\nWrite the answer to the question."
 
 SYNTHESIS_STRICT = (
-    "Copy every number, id and date exactly as the work log writes it, and write no number, id or date "
-    "that is not in the work log."
+    "Quote the key figures of the work log (states, readings, ids, codes, dates) exactly as it writes them, "
+    "and write no number, id or date that is not in the work log."
 )
 """Added to the synthesis system prompt when an answer is asked for again because it held
 values found nowhere in the trace (SPEC R13.1, ``grounding="enforce"``)."""
 
 SYNTHESIS_STRICT_USER = (
-    "Question:\n{query}\n\nWork log:\n{trace}\n\nAn earlier answer wrote these values, which are not in "
-    "the work log: {values}. Write the answer to the question again using only values from the work log."
+    "Question:\n{query}\n\nWork log:\n{trace}\n\n{avoid}Write the answer to the question, quoting the figures "
+    "of the work log that answer it."
 )
+"""The user message of a synthesis asked for again (SPEC R13.1); ``avoid`` is empty or
+:data:`SYNTHESIS_STRICT_AVOID`."""
+
+SYNTHESIS_STRICT_AVOID = "An earlier answer wrote values that are not in the work log ({values}); do not write them. "
 
 
 def json_mode_system_prompt(base: str, tools: Sequence[BaseTool], named: Sequence[str] = ()) -> str:

@@ -14,7 +14,13 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from reactgraph.actions import message_text
 from reactgraph.dualmode import stream_model
 from reactgraph.jsonparse import safe_json
-from reactgraph.prompts import SYNTHESIS_STRICT, SYNTHESIS_STRICT_USER, SYNTHESIS_SYSTEM, SYNTHESIS_USER
+from reactgraph.prompts import (
+    SYNTHESIS_STRICT,
+    SYNTHESIS_STRICT_AVOID,
+    SYNTHESIS_STRICT_USER,
+    SYNTHESIS_SYSTEM,
+    SYNTHESIS_USER,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +73,7 @@ def synthesis_messages(
     draft_answer: str,
     result_chars: int = 2000,
     *,
+    strict: bool = False,
     ungrounded: Sequence[str] = (),
 ) -> list[BaseMessage]:
     """The synthesis prompt: the synthesizer system prompt and one user message with the
@@ -74,16 +81,18 @@ def synthesis_messages(
 
     Args:
         query, steps, draft_answer, result_chars: As :func:`format_trace`.
-        ungrounded: Values an earlier answer made up (SPEC R13.1): when given, the strict
-            prompt is used (copy figures exactly, never write these values) and the draft
-            is left out.
+        strict: Ask again after an answer failed the grounding check (SPEC R13.1): the
+            strict prompt (copy figures exactly from the log, quote them), no draft.
+        ungrounded: With ``strict``, the values the earlier answer made up, named in the
+            prompt as values not to write.
 
     Returns:
         ``[SystemMessage, HumanMessage]``.
     """
-    if ungrounded:
+    if strict:
         trace = format_trace(steps, "", result_chars)
-        user = SYNTHESIS_STRICT_USER.format(query=query, trace=trace, values=", ".join(ungrounded))
+        avoid = SYNTHESIS_STRICT_AVOID.format(values=", ".join(ungrounded)) if ungrounded else ""
+        user = SYNTHESIS_STRICT_USER.format(query=query, trace=trace, avoid=avoid)
         return [SystemMessage(SYNTHESIS_SYSTEM + " " + SYNTHESIS_STRICT), HumanMessage(user)]
     trace = format_trace(steps, draft_answer, result_chars)
     return [SystemMessage(SYNTHESIS_SYSTEM), HumanMessage(SYNTHESIS_USER.format(query=query, trace=trace))]
@@ -98,6 +107,7 @@ async def stream_synthesis(
     result_chars: int = 2000,
     config: RunnableConfig | None = None,
     usage_out: dict[str, int] | None = None,
+    strict: bool = False,
     ungrounded: Sequence[str] = (),
 ) -> AsyncIterator[str]:
     """Stream the synthesized answer, chunk by chunk (SPEC R3.1).
@@ -111,7 +121,7 @@ async def stream_synthesis(
         config: RunnableConfig for the model call.
         usage_out: When given, filled with the call's token usage (if the provider
             reports it) and ``model_calls: 1``.
-        ungrounded: Values an earlier answer made up; asks with the strict prompt
+        strict, ungrounded: Ask with the strict prompt after a failed grounding check
             (see :func:`synthesis_messages`, SPEC R13.1).
 
     Yields:
@@ -120,7 +130,7 @@ async def stream_synthesis(
     Raises:
         Whatever the model call raises; callers fall back to the loop's answer (R3.2).
     """
-    messages = synthesis_messages(query, steps, draft_answer, result_chars, ungrounded=ungrounded)
+    messages = synthesis_messages(query, steps, draft_answer, result_chars, strict=strict, ungrounded=ungrounded)
     async for text in stream_messages(llm, messages, config=config, usage_out=usage_out):
         yield text
 

@@ -112,7 +112,7 @@ class ScriptedChatModel(BaseChatModel):
 
     @staticmethod
     def _is_synthesis(messages: list[BaseMessage]) -> bool:
-        return bool(messages) and messages[0].content == SYNTHESIS_SYSTEM
+        return bool(messages) and str(messages[0].content).startswith(SYNTHESIS_SYSTEM)
 
     def _synthesis_chunks(self, messages: list[BaseMessage]) -> list[str]:
         check_protocol(messages)

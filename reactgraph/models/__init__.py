@@ -47,6 +47,7 @@ __all__ = [
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_N_CTX",
     "DEFAULT_OPENAI_MODEL",
+    "EMBEDDED_SETTINGS",
     "GGUF_FILENAME",
     "INSTALL_HINT",
     "LOCAL_MODEL_NAME",
@@ -60,6 +61,11 @@ __all__ = [
     "model_from_env",
     "open_model",
 ]
+
+
+EMBEDDED_SETTINGS: dict[str, Any] = {"grounding": "enforce"}
+"""What the embedded model's profile recommends (SPEC R13.1): a 135M model writes figures
+that are not in its tool results, so its answers are grounded by enforcement."""
 
 
 @dataclass(frozen=True)
@@ -150,6 +156,7 @@ async def open_model(
             description=server.description,
             server=server,
             overrides=overrides,
+            recommended_settings=dict(EMBEDDED_SETTINGS),
         )
     finally:
         await server.stop_async()

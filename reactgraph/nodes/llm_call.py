@@ -9,6 +9,9 @@ gets one reformat request, and a second failure makes the raw content the answer
 model can take a schema (``abilities.schema_output``), each call carries the action schema
 of the offered tools (issue 10); a provider that refuses it is asked again without it in
 the same iteration, and the run stays unconstrained from then on (``schema_rejected``).
+With ``AgentSettings.json_action="tool_first"`` such a model is asked in two small
+constrained calls instead of one: the choice (a tool name or the answer, best first), then
+the tool's arguments or the answer (:meth:`LLMCallJSON._tool_first`, SPEC R13.1).
 
 Both nodes offer the tools most relevant to the question first, with the enum values it
 names first (SPEC R13.1, :mod:`reactgraph.ranking`), emit ``thinking`` start/done events
@@ -32,14 +35,21 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
-from reactgraph.action_schema import is_rejection
+from reactgraph.action_schema import (
+    ANSWER_CHOICE,
+    choice_schema,
+    is_rejection,
+    prefer_named_values,
+    schema_response_format,
+    tool_args_schema,
+)
 from reactgraph.actions import message_text, parse_action, separate_reasoning
 from reactgraph.dualmode import call_model
 from reactgraph.engine import Engine
 from reactgraph.events import emit
-from reactgraph.jsonparse import safe_json
+from reactgraph.jsonparse import extract_json, safe_json
 from reactgraph.nodes.fallback import summarize_steps
-from reactgraph.prompts import FINAL_ONLY_REQUEST, REFORMAT_REQUEST
+from reactgraph.prompts import ANSWER_REQUEST, FINAL_ONLY_REQUEST, REFORMAT_REQUEST, TOOL_ARGS_REQUEST
 from reactgraph.state import AgentState, ToolCallRequest
 
 logger = logging.getLogger(__name__)
@@ -243,6 +253,52 @@ class LLMCallJSON:
                 logger.warning("the provider refused the action schema, plain JSON mode for the rest of the run: %s", exc)
         return await self._invoke(messages, config), rejected
 
+    async def _tool_first(
+        self, messages: list[BaseMessage], config: RunnableConfig, tools: list[Any], named: tuple[str, ...],
+        answer_first: bool,
+    ) -> tuple[str, dict[str, int], AIMessage]:
+        """The action in two constrained calls (``json_action="tool_first"``, SPEC R13.1):
+        first the choice alone — a tool name or ``final_answer``, as an enum best first
+        (the answer first when the last call brought a new observation) — then that
+        tool's arguments (named values first) or the answer text.
+
+        Returns:
+            The action as the one-call wire format (JSON text), the summed usage, and
+            the last response (for its id and metadata).
+
+        Raises:
+            Whatever a model call raises (the caller falls back to one unconstrained call).
+        """
+        kind = self.engine.abilities.schema_output
+        choices = [tool.name for tool in tools]
+        choices = [ANSWER_CHOICE, *choices] if answer_first else [*choices, ANSWER_CHOICE]
+        usage: dict[str, int] = {}
+
+        async def ask(prompt: list[BaseMessage], schema: dict[str, Any]) -> tuple[dict[str, Any], AIMessage]:
+            response_format = schema_response_format(kind, schema, name="react_action_step")
+            response = await call_model(self.engine.json_model(json_format=True, response_format=response_format),
+                                        prompt, config)
+            for key, value in usage_of(response).items():
+                usage[key] = usage.get(key, 0) + value
+            return extract_json(message_text(response)) or {}, response
+
+        choice = ANSWER_CHOICE
+        if len(choices) > 1:
+            picked, response = await ask(messages, choice_schema(choices))
+            choice = str(picked.get("next", ANSWER_CHOICE))
+        if choice in self.engine.tools:
+            tool = self.engine.tools[choice]
+            args_schema = prefer_named_values(tool_args_schema(tool), named)
+            args, response = await ask([*messages, HumanMessage(TOOL_ARGS_REQUEST.format(tool_name=choice))], args_schema)
+            action = {"type": "tool_call", "reasoning": "", "tool_name": choice, "tool_args": args}
+        else:
+            cap = self.engine.abilities.max_output_tokens
+            answer_schema = {"type": "object", "properties": {"answer": {"type": "string", **(
+                {"maxLength": cap * 3 // 4} if cap else {})}}, "required": ["answer"]}
+            written, response = await ask([*messages, HumanMessage(ANSWER_REQUEST)], answer_schema)
+            action = {"type": "final_answer", "reasoning": "", "answer": str(written.get("answer", ""))}
+        return safe_json(action), usage, response
+
     async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         iteration = state.get("iteration", 0) + 1
         stalled = _stall_check(self.engine, state, iteration)
@@ -256,18 +312,29 @@ class LLMCallJSON:
             messages.append(HumanMessage(FINAL_ONLY_REQUEST))
         action_format = None if state.get("schema_rejected") else self.engine.action_format(tools, named)
         rejected = False
-        if action_format is None:
+        usage: dict[str, int] | None = None
+        raw: str | None = None
+        if action_format is not None and self.engine.settings.json_action == "tool_first":
+            steps = state.get("steps", [])
+            answer_first = any(not step.get("error") for step in steps if step.get("iteration") == iteration - 1)
+            try:
+                raw, usage, response = await self._tool_first(messages, config, tools, named, answer_first)
+            except Exception as exc:  # refused or failed: one unconstrained call instead
+                rejected = is_rejection(exc)
+                logger.warning("tool-first action failed, asking in one unconstrained call: %s", exc)
+                response = await self._invoke(messages, config)
+        elif action_format is None:
             response = await self._invoke(messages, config)
         else:
             response, rejected = await self._invoke_constrained(messages, config, action_format)
-        raw = message_text(response)
+        raw = raw if raw is not None else message_text(response)
         action = parse_action(raw, separate_reasoning_text=separate_reasoning(response))
         # Stored without provider tool calls: in JSON mode the content is the action.
         stored = AIMessage(content=raw, id=response.id, response_metadata=response.response_metadata)
         update: dict[str, Any] = {
             "messages": [stored],
             "iteration": iteration,
-            "usage": usage_of(response),
+            "usage": usage if usage is not None else usage_of(response),
             "pending_tool_calls": [],
         }
         if rejected:

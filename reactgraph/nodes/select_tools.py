@@ -112,6 +112,11 @@ async def select_tool_names(
     return (chosen[:limit] or None), usage
 
 
+RELEVANT_SHARE = 0.5
+"""A tool kept from the lexical ranking alone must score at least this share of the best
+tool's score (words every tool shares, like a machine id in every enum, score a little)."""
+
+
 def hybrid_selection(picked: list[str] | None, ranked: list[tuple[str, float]], limit: int) -> list[str] | None:
     """Merge the model's pick with the lexical ranking (SPEC R5.3, R13.1).
 
@@ -122,11 +127,13 @@ def hybrid_selection(picked: list[str] | None, ranked: list[tuple[str, float]], 
 
     Returns:
         The names best first by lexical rank: the model's pick plus the lexically best tool
-        when it scores strictly above every other, is missing and there is room; the lexical top ``limit`` tools with a
-        positive score when the model picked nothing; ``None`` (every tool) when nothing
+        when it scores strictly above every other, is missing and there is room; when the
+        model picked nothing, the lexical top ``limit`` tools scoring at least
+        :data:`RELEVANT_SHARE` of the best score; ``None`` (every tool) when nothing
         was picked and no tool shares a word with the question.
     """
-    matching = [name for name, score in ranked if score > 0]
+    best = ranked[0][1] if ranked else 0.0
+    matching = [name for name, score in ranked if score > 0 and score >= best * RELEVANT_SHARE]
     if not picked:
         return matching[:limit] or None
     chosen = list(picked[:limit])

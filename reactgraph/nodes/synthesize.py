@@ -10,7 +10,7 @@ The synthesis sees only the model's own draft answer, never a step summary (SPEC
 Then, unless ``AgentSettings.grounding`` is ``"off"``, every number and id of the answer is
 checked against the trace and the question (:func:`~reactgraph.grounding.check_grounding`)
 and the result stored in ``grounding``. Under ``"enforce"`` an answer with ungrounded
-values is withdrawn — an ``answer`` event ``{status: "reset", ungrounded}`` tells clients to
+values, or a factless one (tools returned facts, the answer passes on none), is withdrawn — an ``answer`` event ``{status: "reset", ungrounded}`` tells clients to
 drop the text streamed so far — and asked for once more with the strict prompt; if that
 answer is not grounded either, it is withdrawn too and replaced by
 :func:`~reactgraph.grounding.observation_answer`.
@@ -57,16 +57,19 @@ class Synthesize:
         self.engine = engine
 
     async def _stream(self, state: AgentState, config: RunnableConfig, usage: dict[str, int],
-                      fallback: str, ungrounded: list[str] | None = None) -> str:
+                      fallback: str, *, strict: bool = False, ungrounded: list[str] | None = None) -> str:
         call_usage: dict[str, int] = {}
+        # A stalled loop's last answer was forced out of a model that was going in circles.
+        draft = (state.get("draft_answer") or "") if state.get("finish_reason") != "stalled" else ""
         chunks = stream_synthesis(
             self.engine.synthesis_model,
             state.get("query", ""),
             state.get("steps", []),
-            state.get("draft_answer") or "",
+            draft,
             result_chars=self.engine.settings.synthesis_result_chars,
             config=config,
             usage_out=call_usage,
+            strict=strict,
             ungrounded=ungrounded or (),
         )
         text = await emit_answer(chunks, fallback)
@@ -85,13 +88,13 @@ class Synthesize:
         if settings.grounding == "off":
             return {"synthesis": text, "usage": usage}
         report, action = check_grounding(text, steps, query), "kept"
-        if not report.grounded and settings.grounding == "enforce":
+        if settings.grounding == "enforce" and (report.ungrounded or report.factless):
             last_resort = observation_answer(query, steps, settings.synthesis_result_chars)
-            emit("answer", status="reset", ungrounded=report.ungrounded)
-            text = await self._stream(state, config, usage, last_resort, report.ungrounded)
+            emit("answer", status="reset", ungrounded=report.ungrounded, factless=report.factless)
+            text = await self._stream(state, config, usage, last_resort, strict=True, ungrounded=report.ungrounded)
             report, action = check_grounding(text, steps, query), "reasked"
-            if not report.grounded:
-                emit("answer", status="reset", ungrounded=report.ungrounded)
+            if report.ungrounded or report.factless:
+                emit("answer", status="reset", ungrounded=report.ungrounded, factless=report.factless)
                 text = await emit_answer(_one_chunk(last_resort), last_resort)
                 report, action = check_grounding(text, steps, query), "fallback"
         return {"synthesis": text, "usage": usage, "grounding": report.to_dict(settings.grounding, action)}

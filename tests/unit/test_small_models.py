@@ -1,0 +1,258 @@
+"""Right answers from small models (SPEC R13.1, issue 14): relevance-ranked offering, hybrid
+tool selection, stall detection, grounded synthesis. Scripted models record what the engine
+sends, so each test checks the order, the binding or the prompt a model really received."""
+
+from __future__ import annotations
+
+import json
+from typing import Literal
+
+import pytest
+from langchain_core.messages import AIMessage
+from langchain_core.tools import StructuredTool
+from pydantic import BaseModel, Field
+
+from reactgraph import AgentSettings, ModelAbilities, ReActAgent
+from reactgraph.grounding import check_grounding, extract_values, observation_answer
+from reactgraph.nodes.llm_call import detect_stall
+from reactgraph.nodes.select_tools import hybrid_selection
+from reactgraph.ranking import ToolRanker, named_values, tokenize
+from tests.scripted import ScriptedChatModel, tool_call
+
+NATIVE = ModelAbilities(tool_call=True, json_mode=True)
+SCHEMA = ModelAbilities(json_mode=True, schema_output="json_object_schema")
+MACHINES = ["CNC-001", "CNC-002", "CNC-003", "PRS-001"]  # MachineArgs' enum
+
+
+class MachineArgs(BaseModel):
+    machine_id: Literal["CNC-001", "CNC-002", "CNC-003", "PRS-001"] = Field(description="Machine id")
+
+
+def make_tool(name: str, description: str, keywords: list[str] | None = None, output: str = "") -> StructuredTool:
+    def run(machine_id: str) -> str:
+        return output or f"{name} of {machine_id}: temperature 48.7 °C, vibration 1.2 mm/s, alarm W-1105"
+
+    return StructuredTool.from_function(run, name=name, description=description, args_schema=MachineArgs,
+                                        metadata={"keywords": keywords or []})
+
+
+def plant_tools() -> list[StructuredTool]:
+    return [
+        make_tool("list_machines", "List every machine with its line."),
+        make_tool("energy_report", "Electricity use in kWh of a machine.", ["에너지", "전력"]),
+        make_tool("maintenance_log", "Past work orders and repairs of a machine.", ["정비", "이력"]),
+        make_tool("machine_status", "Current state, readings and alarms of one machine.", ["상태", "현황"]),
+    ]
+
+
+def final(text: str) -> str:
+    return json.dumps({"type": "final_answer", "reasoning": "done", "answer": text})
+
+
+def call_json(name: str, args: dict) -> str:
+    return json.dumps({"type": "tool_call", "reasoning": "look", "tool_name": name, "tool_args": args})
+
+
+# ranking -----------------------------------------------------------------------------
+
+
+def test_tokens_split_ids_and_korean_into_bigrams():
+    assert tokenize("CNC-003 상태 확인해줘") == ["cnc", "003", "상태", "확인", "인해", "해줘"]
+    assert tokenize("What are the alarms?") == ["alarm"]
+
+
+def test_ranker_uses_descriptions_and_declared_korean_keywords():
+    ranker = ToolRanker(plant_tools())
+    assert ranker.rank("CNC-003 상태 확인해줘")[0][0] == "machine_status"
+    assert ranker.rank("Show the repair history")[0][0] == "maintenance_log"
+    assert ranker.rank("CNC-003 전력 사용량")[0][0] == "energy_report"
+    assert all(score == 0 for _, score in ranker.rank("안녕하세요"))
+    assert [name for name, _ in ranker.rank("안녕하세요")] == [t.name for t in plant_tools()]  # ties keep order
+
+
+def test_named_values_in_question_order():
+    assert named_values("Compare CNC-003 and CNC-001", MACHINES) == ["CNC-003", "CNC-001"]
+    assert named_values("cnc-002 상태", MACHINES) == ["CNC-002"]
+    assert named_values("how is the plant", MACHINES) == []
+
+
+async def test_native_binding_puts_the_relevant_tool_and_the_named_id_first():
+    model = ScriptedChatModel(responses=["fine"])
+    await ReActAgent(model, plant_tools(), abilities=NATIVE).run("CNC-003 상태 확인해줘")
+    bound = model.call_kwargs[0]["tools"]
+    assert bound[0]["function"]["name"] == "machine_status"
+    assert bound[0]["function"]["parameters"]["properties"]["machine_id"]["enum"][0] == "CNC-003"
+
+
+async def test_action_schema_branches_and_enums_follow_the_question():
+    model = ScriptedChatModel(responses=[final("fine")])
+    await ReActAgent(model, plant_tools(), abilities=SCHEMA).run("Show the repair history of PRS-001")
+    schema = model.call_kwargs[0]["response_format"]["schema"]
+    branch_names = [b["properties"]["tool_name"]["enum"][0] for b in schema["anyOf"][:-1]]
+    assert branch_names[0] == "maintenance_log"
+    assert schema["anyOf"][-1]["properties"]["type"]["enum"] == ["final_answer"]
+    first_args = schema["anyOf"][0]["properties"]["tool_args"]["properties"]["machine_id"]["enum"]
+    assert first_args == ["PRS-001", "CNC-001", "CNC-002", "CNC-003"]
+    prompt = model.calls[0][0].content
+    assert prompt.index("- maintenance_log") < prompt.index("- list_machines")
+
+
+# hybrid selection ----------------------------------------------------------------------
+
+
+def hub(count: int = 14) -> list[StructuredTool]:
+    extra = [make_tool(f"tool_{i:02d}", f"Unrelated connector {i} data.") for i in range(count - 4)]
+    return [*extra, *plant_tools()]
+
+
+def selection(names: list[str]) -> AIMessage:
+    return AIMessage(content="", tool_calls=[{"name": "select_tools", "args": {"tools": names}, "id": "s1",
+                                              "type": "tool_call"}])
+
+
+async def test_the_selection_catalog_is_the_lexical_shortlist_best_first():
+    model = ScriptedChatModel(responses=[selection(["machine_status"]), "fine"])
+    await ReActAgent(model, hub(20), abilities=NATIVE).run("CNC-003 상태 확인해줘")
+    catalog = [line for line in model.calls[0][-1].content.splitlines() if line.startswith("- ")]
+    assert len(catalog) == 12 and catalog[0].startswith("- machine_status")
+    assert [t["function"]["name"] for t in model.call_kwargs[1]["tools"]] == ["machine_status"]
+
+
+@pytest.mark.parametrize("pick", [selection([]), selection(["ghost"]), "no idea at all"])
+async def test_an_empty_or_invalid_pick_keeps_the_lexical_top_tools(pick):
+    model = ScriptedChatModel(responses=[pick, "still no idea", "nothing", "nope", "zilch", "fine"], repeat_last=True)
+    await ReActAgent(model, hub(), abilities=NATIVE).run("maintenance history of CNC-003")
+    bound = [t["function"]["name"] for t in model.call_kwargs[-1]["tools"]]
+    assert bound[0] == "maintenance_log" and len(bound) <= 6 and "tool_00" not in bound
+
+
+def test_hybrid_selection_rules():
+    ranked = [("a", 5.0), ("b", 2.0), ("c", 0.0)]
+    assert hybrid_selection(None, ranked, 6) == ["a"]  # b scores under half of the best
+    assert hybrid_selection(None, [("a", 5.0), ("b", 3.0), ("c", 0.0)], 6) == ["a", "b"]
+    assert hybrid_selection(["b"], ranked, 6) == ["a", "b"]  # the clear lexical winner joins, ranked order
+    assert hybrid_selection(["c", "b"], ranked, 2) == ["b", "c"]  # no room
+    assert hybrid_selection(None, [("a", 0.0), ("b", 0.0)], 6) is None  # no lexical signal: every tool
+    assert hybrid_selection(["b"], [("a", 1.0), ("b", 1.0)], 6) == ["b"]  # a tie is no clear winner
+
+
+# stall detection -----------------------------------------------------------------------
+
+
+def test_detect_stall_rules():
+    ok = {"iteration": 1, "error": None}
+    assert detect_stall([ok], 1) is None
+    assert detect_stall([ok, {"iteration": 2, "error": "repeated", "refused": "repeat"}], 2) == "repeated_call"
+    assert detect_stall([ok, {"iteration": 2, "error": "bad"}], 2) is None
+    assert detect_stall([ok, {"iteration": 2, "error": "bad"}, {"iteration": 3, "error": "bad"}], 3) == "no_progress"
+    assert detect_stall([], 2) == "no_progress"
+    assert detect_stall([], 2, progress_iteration=1) is None  # a follow-up came in
+    assert detect_stall([], 5, enabled=False) is None
+
+
+async def test_native_stall_asks_for_the_answer_with_no_tools_bound():
+    call = AIMessage(content="", tool_calls=[tool_call("machine_status", {"machine_id": "CNC-003"})])
+    model = ScriptedChatModel(responses=[call, call, "CNC-003 is at 48.7 °C."])
+    agent = ReActAgent(model, plant_tools(), abilities=NATIVE, settings=AgentSettings(max_iterations=6))
+    events = [e async for e in agent.astream_events("CNC-003 상태 확인해줘")]
+    stall = [e.data for e in events if e.channel == "stall"]
+    assert stall == [{"iteration": 3, "reason": "repeated_call"}]
+    assert "tools" not in model.call_kwargs[2]  # the third loop call had no tools bound
+    assert "do not call any tool" in model.calls[2][-1].content
+    done = events[-1].data
+    assert done["finish_reason"] == "stalled" and done["iterations"] == 3
+
+
+async def test_json_stall_offers_only_the_final_answer_branch():
+    model = ScriptedChatModel(responses=[call_json("machine_status", {"machine_id": "CNC-003"}),
+                                         call_json("machine_status", {"machine_id": "CNC-003"}),
+                                         final("CNC-003 is at 48.7 °C.")])
+    result = await ReActAgent(model, plant_tools(), abilities=SCHEMA).run("CNC-003 status")
+    assert result.finish_reason == "stalled" and result.answer == "CNC-003 is at 48.7 °C."
+    schema = model.call_kwargs[2]["response_format"]["schema"]
+    assert [b["properties"]["type"]["enum"] for b in schema["anyOf"]] == [["final_answer"]]
+    assert "(no tools)" in model.calls[2][0].content
+
+
+async def test_two_calls_without_a_new_observation_stall_in_both_modes():
+    bad = AIMessage(content="", tool_calls=[tool_call("ghost_tool", {})])
+    model = ScriptedChatModel(responses=[bad, bad, "I could not find it."])
+    result = await ReActAgent(model, plant_tools(), abilities=NATIVE).run("q")
+    assert (result.finish_reason, result.iterations, len(model.calls)) == ("stalled", 3, 3)
+
+
+# grounding -----------------------------------------------------------------------------
+
+STEPS = [{"tool_name": "machine_status", "tool_args": {"machine_id": "CNC-003"}, "error": None,
+          "observation": "State: warning\nTemperature: 48.70°C\nVibration: 1.2 mm/s\nActive alarms: W-1105"}]
+
+
+def test_values_are_normalized():
+    assert extract_values("1. CNC-003의 온도 48.70°C, 1,250.50 kWh\n2. cnc-3", skip_list_markers=True) == \
+        ["CNC-003", "48.7", "1250.5", "CNC-3"]
+
+
+def test_a_fabricated_number_is_caught_and_trace_numbers_pass():
+    good = check_grounding("**CNC-003**: warning, 48.7 °C, vibration 1.2 mm/s, alarm W-1105.", STEPS, "CNC-003?")
+    assert good.grounded and good.ungrounded == [] and not good.factless and "W-1105" in good.cited
+    bad = check_grounding("CNC-003 runs at 93.4 % and 48.7 °C.", STEPS, "CNC-003?")
+    assert bad.ungrounded == ["93.4"]
+    empty = check_grounding("CNC-003 is fine.", STEPS, "CNC-003?")
+    assert empty.grounded and empty.factless  # passes on nothing the tool said
+
+
+def grounding_agent(synthesis, mode: str, steps_ok: bool = True) -> tuple[ReActAgent, ScriptedChatModel]:
+    model = ScriptedChatModel(responses=[AIMessage(content="", tool_calls=[tool_call("machine_status", {"machine_id": "CNC-003"})]),
+                                         "CNC-003 is in warning."], synthesis=synthesis)
+    return ReActAgent(model, plant_tools(), abilities=NATIVE, settings=AgentSettings(grounding=mode)), model
+
+
+async def test_report_mode_reports_and_keeps_the_answer():
+    agent, _ = grounding_agent("CNC-003 runs at 93.4 %.", "report")
+    events = [e async for e in agent.astream_events("CNC-003 상태")]
+    assert events[-1].data["answer"] == "CNC-003 runs at 93.4 %."
+    assert events[-1].data["grounding"] == {"mode": "report", "action": "kept", "checked": 2, "cited": 0,
+                                            "ungrounded": ["93.4"]}
+    assert not any(e.channel == "answer" and e.data.get("status") == "reset" for e in events)
+
+
+async def test_enforce_reasks_once_with_the_strict_prompt():
+    def synthesis(messages):
+        strict = "do not write them" in messages[-1].content
+        return "CNC-003: 48.7 °C, alarm W-1105." if strict else "CNC-003 runs at 93.4 %."
+
+    agent, model = grounding_agent(synthesis, "enforce")
+    events = [e async for e in agent.astream_events("CNC-003 상태")]
+    resets = [e.data for e in events if e.channel == "answer" and e.data["status"] == "reset"]
+    assert resets == [{"status": "reset", "ungrounded": ["93.4"], "factless": True}]
+    assert "93.4" in model.calls[-1][-1].content  # the strict prompt names the made-up value
+    done = events[-1].data
+    assert done["answer"] == "CNC-003: 48.7 °C, alarm W-1105."
+    assert done["grounding"]["action"] == "reasked" and done["grounding"]["ungrounded"] == []
+
+
+async def test_enforce_falls_back_to_the_observations_themselves():
+    agent, _ = grounding_agent("CNC-003 runs at 93.4 %, trust me.", "enforce")
+    events = [e async for e in agent.astream_events("CNC-003 상태 확인해줘")]
+    assert [e.data["status"] for e in events if e.channel == "answer"].count("reset") == 2
+    done = events[-1].data
+    assert done["grounding"]["action"] == "fallback" and done["grounding"]["ungrounded"] == []
+    assert "Temperature: 48.7 °C" not in done["answer"]  # verbatim, not rewritten
+    assert "machine_status of CNC-003: temperature 48.7 °C, vibration 1.2 mm/s, alarm W-1105" in done["answer"]
+    assert done["answer"].startswith("도구가 반환한 데이터입니다")  # the question's language
+    deltas = "".join(e.data["content"] for e in events if e.channel == "answer" and e.data["status"] == "delta")
+    assert deltas.endswith(done["answer"])
+
+
+def test_observation_answer_without_results():
+    failed = [{"tool_name": "x", "error": "boom", "observation": "Error: boom"}]
+    assert observation_answer("status?", failed) == "No tool returned data that answers this question."
+
+
+async def test_synthesis_never_sees_a_step_summary():
+    model = ScriptedChatModel(responses=[AIMessage(content="", tool_calls=[tool_call("ghost_tool", {})])], repeat_last=True)
+    agent = ReActAgent(model, plant_tools(), abilities=NATIVE, settings=AgentSettings(max_iterations=2, stall_detection=False))
+    [e async for e in agent.astream_events("q")]
+    user = model.calls[-1][-1].content
+    assert "Steps taken" not in user and "Draft answer" not in user
+    assert "Failed attempts (no data):\n- ghost_tool({}): failed (unknown tool 'ghost_tool'" in user
