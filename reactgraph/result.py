@@ -95,7 +95,8 @@ class AgentResult:
         usage: Tokens summed over every model call.
         elapsed: Seconds from the start of the run to the end of the loop (or of
             synthesis, for results built by ``astream_events``).
-        finish_reason: ``"final_answer"``, ``"raw_content"``, ``"max_iterations"`` or
+        finish_reason: ``"final_answer"``, ``"raw_content"``, ``"return_direct"`` (a
+            ``return_direct`` tool's result is the answer), ``"max_iterations"`` or
             ``"model_error"``.
         error: Why the run failed, ``None`` when it did not.
         thread_id: The conversation thread the run belongs to.

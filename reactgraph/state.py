@@ -7,7 +7,10 @@ from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
+from langgraph.managed import RemainingSteps
 from typing_extensions import NotRequired, TypedDict
+
+from reactgraph.pinning import merge_pinned
 
 RESET: dict[str, Any] = {"__reset__": True}
 """Write this to ``steps`` or ``usage`` to clear them at the start of a turn."""
@@ -89,7 +92,7 @@ class AgentState(InputState, total=False):
     """Tool trace of this turn: one record per tool call (see :class:`reactgraph.Step`)."""
     answer: str
     """The loop's brief answer (SPEC R2.10)."""
-    finish_reason: Literal["final_answer", "raw_content", "max_iterations", "model_error"] | None
+    finish_reason: Literal["final_answer", "raw_content", "return_direct", "max_iterations", "model_error"] | None
     """How the loop ended."""
     error: str | None
     """Why the loop failed, when it did."""
@@ -100,6 +103,15 @@ class AgentState(InputState, total=False):
     """Tokens summed over every model call of this turn, and the number of calls."""
     started_at: float
     """Wall-clock start of the turn (seconds since the epoch), for ``elapsed``."""
+    structured_response: Any
+    """The answer as an object of the caller's ``response_format`` (issue 21); only
+    written when the graph was built with one."""
+    pinned: Annotated[list[str], merge_pinned]
+    """Ids of the pinned messages (each turn's query, injected follow-ups) that every
+    compaction keeps (SPEC R6.2); kept here so the messages themselves stay as sent."""
+    remaining_steps: RemainingSteps
+    """Graph steps left before the run's ``recursion_limit`` (LangGraph's managed value,
+    not stored); the loop ends gracefully before reaching it (SPEC R2.6)."""
 
 
 class OutputState(InputState, total=False):
@@ -113,8 +125,9 @@ class OutputState(InputState, total=False):
     selected_tools: list[str] | None
     steps: Annotated[list[dict[str, Any]], append_steps]
     answer: str
-    finish_reason: Literal["final_answer", "raw_content", "max_iterations", "model_error"] | None
+    finish_reason: Literal["final_answer", "raw_content", "return_direct", "max_iterations", "model_error"] | None
     error: str | None
     synthesis: str | None
     usage: Annotated[dict[str, int], add_usage]
     iteration: int
+    structured_response: Any

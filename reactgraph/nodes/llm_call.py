@@ -21,7 +21,7 @@ import logging
 import uuid
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
 from reactgraph.action_schema import is_rejection
@@ -132,12 +132,14 @@ class LLMCallNative:
         iteration = state.get("iteration", 0) + 1
         emit("step", type="thinking", status="start", iteration=iteration)
         tools = self.engine.tools_for(state.get("selected_tools"))
-        messages = [SystemMessage(self.engine.base_system_prompt), *state["messages"]]
+        messages = await self.engine.loop_input(state, config)
         response = await call_model(self.engine.native_model(tools), messages, config)
         if not isinstance(response, AIMessage):
             response = AIMessage(content=message_text(response))
         used = {c["id"] for m in state["messages"] if isinstance(m, AIMessage) for c in m.tool_calls if c.get("id")}
         response, requests = normalize_tool_calls(response, used)
+        if self.engine.message_name:
+            response.name = self.engine.message_name
         requests = mark_repeats(requests, state.get("steps", []), self.engine.settings.refuse_repeated_calls)
         reasoning = separate_reasoning(response) or (message_text(response) if requests else "")
         emit("step", type="thinking", status="done", iteration=iteration, reasoning=reasoning)
@@ -186,8 +188,7 @@ class LLMCallJSON:
         iteration = state.get("iteration", 0) + 1
         emit("step", type="thinking", status="start", iteration=iteration)
         tools = self.engine.tools_for(state.get("selected_tools"))
-        system = self.engine.json_system_prompt(tools)
-        messages = [SystemMessage(system), *state["messages"]]
+        messages = await self.engine.loop_input(state, config, lambda base: self.engine.json_system_prompt(tools, base))
         action_format = None if state.get("schema_rejected") else self.engine.action_format(tools)
         rejected = False
         if action_format is None:
@@ -197,7 +198,8 @@ class LLMCallJSON:
         raw = message_text(response)
         action = parse_action(raw, separate_reasoning_text=separate_reasoning(response))
         # Stored without provider tool calls: in JSON mode the content is the action.
-        stored = AIMessage(content=raw, id=response.id, response_metadata=response.response_metadata)
+        stored = AIMessage(content=raw, id=response.id, response_metadata=response.response_metadata,
+                           name=self.engine.message_name)
         update: dict[str, Any] = {
             "messages": [stored],
             "iteration": iteration,

@@ -5,6 +5,8 @@ If the synthesis call fails for any reason, the loop's answer is sent instead (R
 the only delta when nothing was streamed yet, or after a blank line when the stream broke
 off. Skipped (no events, ``synthesis`` stays ``None``) when the run's config says
 ``configurable.synthesize = False`` or the settings disable it; ``ReActAgent.run`` uses that.
+A run ended by a ``return_direct`` tool makes no model call: the tool's result is sent as
+the answer, as it is (issue 21).
 """
 
 from __future__ import annotations
@@ -36,6 +38,10 @@ async def emit_answer(chunks: AsyncIterator[str], fallback: str) -> str:
     return "".join(parts)
 
 
+async def _once(text: str) -> AsyncIterator[str]:
+    yield text
+
+
 class Synthesize:
     """Stream the synthesis (see the module docstring)."""
 
@@ -46,6 +52,8 @@ class Synthesize:
         enabled = (config.get("configurable") or {}).get("synthesize", self.engine.settings.synthesize)
         if not enabled:
             return {}
+        if state.get("finish_reason") == "return_direct":
+            return {"synthesis": await emit_answer(_once(state.get("answer") or ""), "")}
         usage: dict[str, int] = {}
         chunks = stream_synthesis(
             self.engine.synthesis_model,
