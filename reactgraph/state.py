@@ -49,6 +49,9 @@ class InputState(TypedDict):
     ``{"messages": [...]}``. The last human message is the turn's query."""
 
     messages: Annotated[list[AnyMessage], add_messages]
+    pinned: NotRequired[Annotated[list[str], merge_pinned]]
+    """Ids of messages (of this input or earlier) that every context compaction must keep
+    (SPEC R6.2); the turn's query is pinned without being listed."""
 
 
 class ToolCallRequest(TypedDict):
@@ -107,19 +110,21 @@ class AgentState(InputState, total=False):
     """The answer as an object of the caller's ``response_format`` (issue 21); only
     written when the graph was built with one."""
     pinned: Annotated[list[str], merge_pinned]
-    """Ids of the pinned messages (each turn's query, injected follow-ups) that every
-    compaction keeps (SPEC R6.2); kept here so the messages themselves stay as sent."""
+    """Ids of the pinned messages (each turn's query, injected follow-ups, ids the caller
+    passed) that every compaction keeps (SPEC R6.2); kept here so the messages themselves
+    stay as sent."""
     remaining_steps: RemainingSteps
     """Graph steps left before the run's ``recursion_limit`` (LangGraph's managed value,
     not stored); the loop ends gracefully before reaching it (SPEC R2.6)."""
 
 
-class OutputState(InputState, total=False):
+class OutputState(TypedDict, total=False):
     """What the graph returns from ``invoke``/``ainvoke``: the conversation, the answers
     of both phases and the trace. The loop's internal bookkeeping (pending tool calls, the
     pending final answer, parse failures, the start time) stays in the checkpointed state
     only. Field meanings as in :class:`AgentState`."""
 
+    messages: Annotated[list[AnyMessage], add_messages]
     query: str
     mode: Literal["native", "json"]
     selected_tools: list[str] | None
