@@ -104,25 +104,27 @@ def map_node_names(names: Any) -> Any:
     return mapped
 
 
-def _typed_dict(name: str, *schemas: type) -> type:
-    """One TypedDict with the fields of ``schemas`` (earlier ones win on a shared key)."""
-    fields: dict[str, Any] = {}
-    for schema in reversed(schemas):
-        fields.update(get_type_hints(schema, include_extras=True))
-    return TypedDict(name, fields, total=False)  # type: ignore[operator]
+def _extended(name: str, ours: type, extra: dict[str, Any]) -> type:
+    """A TypedDict with the fields of ``ours`` plus ``extra`` (ours win on a shared key)."""
+    return TypedDict(name, {**extra, **get_type_hints(ours, include_extras=True)}, total=False)  # type: ignore[operator]
 
 
 def _schemas(state_schema: type | None) -> tuple[type, type, type]:
     """State, input and output schemas: ours, extended with the keys of the caller's
-    ``state_schema`` (a TypedDict, e.g. a subclass of the prebuilt agent's ``AgentState``)."""
+    ``state_schema`` (a TypedDict, e.g. a subclass of the prebuilt agent's ``AgentState``).
+    Its keys that are also ours (``messages``, ``remaining_steps``) keep our definition; the
+    others are state, input and output keys."""
     if state_schema is None:
         return AgentState, InputState, OutputState
     if not (isinstance(state_schema, type) and hasattr(state_schema, "__total__")):
         raise TypeError(f"state_schema must be a TypedDict class, got {state_schema!r}")
+    ours = get_type_hints(AgentState, include_extras=True)
+    extra = {key: hint for key, hint in get_type_hints(state_schema, include_extras=True).items() if key not in ours}
+    name = state_schema.__name__
     return (
-        _typed_dict(state_schema.__name__, AgentState, state_schema),
-        _typed_dict(f"{state_schema.__name__}Input", InputState, state_schema),
-        _typed_dict(f"{state_schema.__name__}Output", OutputState, state_schema),
+        _extended(name, AgentState, extra),
+        _extended(f"{name}Input", InputState, extra),
+        _extended(f"{name}Output", OutputState, extra),
     )
 
 
