@@ -7,6 +7,7 @@ checkpointed state (SPEC R2.1: one model instance for every call of a run).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -25,7 +26,6 @@ from reactgraph.dualmode import call_model
 from reactgraph.interrupts import InMemoryInterruptQueue, InterruptQueue
 from reactgraph.prompts import DEFAULT_SYSTEM_PROMPT, json_mode_system_prompt
 from reactgraph.tooling import ToolErrorPolicy, ToolRunner, prepare_tools
-
 
 RUN_NAME_SELECTION = "tool_loop/select_tools"
 """Trace name of the tool-selection model calls: ``<phase>/<node>``. LangSmith (or any
@@ -67,6 +67,16 @@ def _bound_tool_name(spec: Any) -> str | None:
     if isinstance(function, dict):
         return function.get("name")
     return spec.get("name") if isinstance(spec, dict) and "input_schema" in spec else None
+
+
+def split_prompt(settings: AgentSettings, prompt: Any) -> tuple[AgentSettings, Any]:
+    """A ``prompt`` argument that is a string or a ``SystemMessage`` becomes the settings'
+    ``system_prompt`` (returned with ``None``); any other prompt is returned unchanged,
+    with the settings."""
+    if isinstance(prompt, (str, SystemMessage)):
+        text = prompt if isinstance(prompt, str) else str(prompt.text)
+        return dataclasses.replace(settings, system_prompt=text), None
+    return settings, prompt
 
 
 def as_prompt_runnable(prompt: Any) -> Runnable | None:

@@ -101,6 +101,8 @@ class AgentResult:
         error: Why the run failed, ``None`` when it did not.
         thread_id: The conversation thread the run belongs to.
         synthesis: The synthesized answer when the run streamed one, else ``None``.
+        structured_response: The answer as an object of the agent's ``response_format``
+            (issue 21); ``None`` without one, or when no level of structured output worked.
     """
 
     answer: str
@@ -113,6 +115,7 @@ class AgentResult:
     error: str | None = None
     thread_id: str | None = None
     synthesis: str | None = None
+    structured_response: Any = None
 
     @property
     def artifacts(self) -> list[Artifact]:

@@ -20,12 +20,10 @@ both modes: before the first model call and after tool results, see
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from typing import Any, Literal, get_type_hints
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import SystemMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import RetryPolicy, Send
@@ -34,7 +32,7 @@ from typing_extensions import TypedDict
 from reactgraph.abilities import ModelAbilities, resolve_abilities
 from reactgraph.config import AgentSettings
 from reactgraph.dualmode import dual_node
-from reactgraph.engine import Engine, is_transient_error
+from reactgraph.engine import Engine, is_transient_error, split_prompt
 from reactgraph.interrupts import InterruptQueue
 from reactgraph.nodes.drain_interrupts import DrainInterrupts
 from reactgraph.nodes.execute_tools import ExecuteTools
@@ -242,11 +240,7 @@ def create_react_graph(
         ValueError: Two tools share a name; a pre-bound model's tools differ from
             ``tools``; an unknown node in ``interrupt_before``/``interrupt_after``.
     """
-    settings = settings or AgentSettings()
-    if isinstance(prompt, (str, SystemMessage)):
-        text = prompt if isinstance(prompt, str) else str(prompt.text)
-        settings = dataclasses.replace(settings, system_prompt=text)
-        prompt = None
+    settings, prompt = split_prompt(settings or AgentSettings(), prompt)
     engine = Engine.build(
         llm, tools, resolve_abilities(llm, abilities), settings, use_native_tools, interrupt_queue,
         compaction_llm=compaction_llm, handle_tool_errors=handle_tool_errors, prompt=prompt, message_name=name,

@@ -35,9 +35,8 @@ holding the answer (issue 21: every way the loop ends leaves an assistant messag
 
 from __future__ import annotations
 
-from typing import Any
-
 import uuid
+from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig

@@ -518,3 +518,51 @@ async def test_difference_the_messages_stream_and_synthesize_false(kind):
     streamed = texts({})
     assert streamed[:2] == ["3", "3"] and streamed[2:] == ["The ", "sum ", "is ", "3."]  # then token by token
     assert texts({"configurable": {"synthesize": False}}) == ["3", "3"]
+
+
+# ------------------------------------------- the same mechanisms in JSON mode, sync, facade
+
+
+def json_call(name: str, args: dict[str, Any]) -> str:
+    return json.dumps({"type": "tool_call", "reasoning": "", "tool_name": name, "tool_args": args})
+
+
+def json_final(answer: str) -> str:
+    return json.dumps({"type": "final_answer", "reasoning": "", "answer": answer})
+
+
+async def test_json_mode_interrupt_and_command_work_as_in_native_mode():
+    model = ScriptedChatModel(responses=[json_call("approve_transfer", {"amount": 5}),
+                                         json_call("remember_name", {"name": "Ann"}), json_final("done")])
+    graph = create_react_graph(model, [approve_transfer, remember_name], state_schema=Profile, checkpointer=InMemorySaver())
+    paused = await graph.ainvoke({"messages": [HumanMessage("send 5, I am Ann")]}, thread("t"))
+    assert paused["__interrupt__"][0].value == {"question": "transfer 5?"} and len(model.calls) == 1
+    state = await graph.ainvoke(Command(resume="ok"), thread("t"))
+    observations = [m.content for m in state["messages"] if isinstance(m, HumanMessage)][1:]
+    assert observations == ["Observation from approve_transfer:\ntransfer 5: ok", "Observation from remember_name:\nsaved Ann"]
+    assert state["user_name"] == "Ann" and state["answer"] == "done"
+    assert [s["tool_name"] for s in state["steps"]] == ["approve_transfer", "remember_name"]
+
+
+def test_a_sync_run_pauses_on_interrupt_and_resumes():
+    model = ScriptedChatModel(responses=[calls(("approve_transfer", {"amount": 7}, "c1")), "sent"])
+    graph = create_react_graph(model, [approve_transfer], abilities=NATIVE, checkpointer=InMemorySaver())
+    paused = graph.invoke({"messages": [HumanMessage("send 7")]}, thread("s"))
+    assert paused["__interrupt__"][0].value == {"question": "transfer 7?"}
+    state = graph.invoke(Command(resume="yes"), thread("s"))
+    assert [m.content for m in state["messages"] if isinstance(m, ToolMessage)] == ["transfer 7: yes"]
+    assert set(model.apis) == {"generate", "stream"}  # sync model APIs only
+
+
+async def test_the_facade_takes_prompt_function_tools_and_response_format():
+    from reactgraph import ReActAgent
+
+    structured = AIMessage(content="", tool_calls=[tool_call("Weather", {"city": "Busan", "celsius": 19}, "s1")])
+    model = ScriptedChatModel(responses=[calls(("add", {"a": 9, "b": 10}, "c1")), "19 °C in Busan.", structured])
+    agent = ReActAgent(model, [add], abilities=NATIVE, prompt="You are the weather desk.", response_format=Weather,
+                       name="desk")
+    result = await agent.run("Busan?")
+    assert result.structured_response == Weather(city="Busan", celsius=19)
+    assert model.calls[0][0] == SystemMessage("You are the weather desk.") == result.messages[0]
+    assert [s.observation for s in result.steps] == ["19"]
+    assert result.messages[-1].name == "desk"
