@@ -566,3 +566,44 @@ async def test_the_facade_takes_prompt_function_tools_and_response_format():
     assert model.calls[0][0] == SystemMessage("You are the weather desk.") == result.messages[0]
     assert [s.observation for s in result.steps] == ["19"]
     assert result.messages[-1].name == "desk"
+
+
+# ------------------------------------------------------ supervisor with Command.PARENT
+
+
+@tool
+def transfer_to_billing(state: Annotated[dict, InjectedState], tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:
+    """Hand the conversation to the billing agent."""
+    done = ToolMessage("Transferred to billing.", tool_call_id=tool_call_id, name="transfer_to_billing")
+    return Command(graph=Command.PARENT, goto="billing", update={"messages": [*state["messages"], done]})
+
+
+@tool
+def invoice_total(invoice: str) -> str:
+    """Total of an invoice."""
+    return f"{invoice}: 1,200 EUR"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_supervisor_hands_off_between_two_agents_through_command_parent(kind):
+    from langgraph.graph import START, MessagesState, StateGraph
+
+    triage_model = ScriptedChatModel(responses=[calls(("transfer_to_billing", {}, "h1"))])
+    billing_model = ScriptedChatModel(responses=[calls(("invoice_total", {"invoice": "INV-7"}, "b1")),
+                                                 "INV-7 totals 1,200 EUR."])
+    triage = build(kind, triage_model, [transfer_to_billing], name="triage")
+    billing = build(kind, billing_model, [invoice_total], name="billing")
+    builder = StateGraph(MessagesState)
+    builder.add_node("triage", triage, destinations=("billing",))
+    builder.add_node("billing", billing)
+    builder.add_edge(START, "triage")
+    supervisor = builder.compile()
+
+    state = await supervisor.ainvoke({"messages": [HumanMessage("What is the total of INV-7?")]})
+    check_protocol(state["messages"])
+    names = [(type(m).__name__, m.name) for m in state["messages"]]
+    assert names == [("HumanMessage", None), ("AIMessage", "triage"), ("ToolMessage", "transfer_to_billing"),
+                     ("AIMessage", "billing"), ("ToolMessage", "invoice_total"), ("AIMessage", "billing")]
+    assert state["messages"][-1].content == "INV-7 totals 1,200 EUR."
+    assert len(triage_model.calls) == 1  # the handoff ended the triage agent's run
+    assert [type(m).__name__ for m in billing_model.calls[0]][-3:] == ["HumanMessage", "AIMessage", "ToolMessage"]
