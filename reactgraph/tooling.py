@@ -15,9 +15,14 @@ as under ``create_react_agent``:
 
 What the engine adds around that one mechanism: exceptions become observations (SPEC R2.7)
 unless the caller chooses otherwise (``handle_tool_errors``), a timeout per call, and tools
-returning an :class:`~reactgraph.Artifact` (SPEC R2.9). A later hook around tool calls (human
-approval, issue 18) wraps :meth:`ToolRunner.run` requests through ``wrap_tool_call`` /
-``awrap_tool_call`` of the same ToolNode, not a second path.
+returning an :class:`~reactgraph.Artifact` (SPEC R2.9).
+
+Every call passes through ToolNode's ``wrap_tool_call`` / ``awrap_tool_call`` hook
+(``ToolRunner._wrap`` / ``_awrap``), which sees the ``ToolCallRequest`` (the call, the graph
+state, the ``ToolRuntime``) before the tool runs. That is the one place for steps around a
+call, such as asking a human to approve it with ``interrupt()`` (R13.3): an ``interrupt()``
+there pauses the run like one inside the tool, and the call can be changed
+(``request.override``) or answered without running.
 """
 
 from __future__ import annotations

@@ -153,14 +153,17 @@ class ExecuteTools:
         update: dict[str, Any] = {"steps": [record], "pending_tool_calls": []}
         if not isinstance(output, (Command, list)):
             return {**update, "messages": [message]}
-        commands = [item for item in (output if isinstance(output, list) else [output]) if isinstance(item, Command)]
+        # A Command for this graph: its messages join ours (the answer to the call rewritten
+        # as above); a Command for the parent graph is passed on as it is.
+        applied: list[Command] = []
         messages: list[Any] = []
         for item in output if isinstance(output, list) else [output]:
-            extra = item.update.get("messages", []) if isinstance(item, Command) and isinstance(item.update, dict) else [item]
-            messages.extend(message if getattr(m, "tool_call_id", None) == call["id"] else m for m in extra)
-        applied = [
-            Command(graph=c.graph, update={k: v for k, v in c.update.items() if k != "messages"}, goto=c.goto)
-            if isinstance(c.update, dict) else c
-            for c in commands
-        ]
+            if not isinstance(item, Command):
+                messages.append(message if item.tool_call_id == call["id"] else item)
+            elif item.graph == Command.PARENT or not isinstance(item.update, dict):
+                applied.append(item)
+            else:
+                messages.extend(message if getattr(m, "tool_call_id", None) == call["id"] else m
+                                for m in item.update.get("messages", []))
+                applied.append(Command(update={k: v for k, v in item.update.items() if k != "messages"}, goto=item.goto))
         return [*applied, {**update, "messages": messages}]

@@ -607,3 +607,13 @@ async def test_a_supervisor_hands_off_between_two_agents_through_command_parent(
     assert state["messages"][-1].content == "INV-7 totals 1,200 EUR."
     assert len(triage_model.calls) == 1  # the handoff ended the triage agent's run
     assert [type(m).__name__ for m in billing_model.calls[0]][-3:] == ["HumanMessage", "AIMessage", "ToolMessage"]
+
+
+async def test_interrupt_after_maps_the_model_node_and_unknown_names_are_refused():
+    model = ScriptedChatModel(responses=[calls(("add", {"a": 1, "b": 2}, "c1")), "3"])
+    graph = create_react_graph(model, [add], abilities=NATIVE, checkpointer=InMemorySaver(), interrupt_after=["agent"])
+    await graph.ainvoke({"messages": [HumanMessage("1+2")]}, thread("t"))
+    snapshot = await graph.aget_state(thread("t"))
+    assert snapshot.next == ("execute_tools",) and len(model.calls) == 1  # paused right after the model call
+    with pytest.raises(ValueError, match="no node named 'planner'"):
+        create_react_graph(model, [add], abilities=NATIVE, interrupt_before=["planner"])
