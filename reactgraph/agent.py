@@ -14,11 +14,13 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
+from langchain_core.tools import tool as create_tool
 from langgraph.graph.state import CompiledStateGraph
 
 from reactgraph.abilities import ModelAbilities, resolve_abilities
 from reactgraph.checkpointing import NothingToResumeError
 from reactgraph.config import AgentSettings
+from reactgraph.engine import split_bindings, split_prompt
 from reactgraph.events import AgentEvent, graph_events
 from reactgraph.graph.react import create_react_graph
 from reactgraph.interrupts import InMemoryInterruptQueue, InterruptQueue
@@ -26,6 +28,7 @@ from reactgraph.nodes.fallback import summarize_steps
 from reactgraph.prompts import DEFAULT_SYSTEM_PROMPT, json_mode_system_prompt
 from reactgraph.result import AgentResult, Step, Usage
 from reactgraph.synthesis import stream_synthesis, with_fallback
+from reactgraph.tooling import ToolErrorPolicy
 
 logger = logging.getLogger(__name__)
 
@@ -48,9 +51,22 @@ class ReActAgent:
             processes one shared :class:`~reactgraph.InterruptQueue` (R7.5).
         compaction_llm: A separate, cheaper chat model for context compaction (SPEC §6);
             ``None`` compacts with ``llm``.
+        prompt: The loop's instructions: a string or ``SystemMessage`` (the system
+            prompt), or a callable / Runnable building the loop's messages from the state.
+        store: A LangGraph store, for tools with ``InjectedStore`` / ``ToolRuntime.store``.
+        response_format: A schema for ``AgentResult.structured_response`` (pydantic model,
+            JSON schema dict, TypedDict, or ``(prompt, schema)``), filled through
+            :func:`~reactgraph.structured_llm_call` after the loop.
+        handle_tool_errors: What tool exceptions become (LangGraph ``ToolNode``'s
+            argument); default an ``Error: …`` observation (SPEC R2.7).
+        name: The graph's name and the ``name`` of its assistant messages.
+
+        ``llm`` may be pre-bound and ``tools`` may hold functions and provider tool dicts,
+        as for :func:`~reactgraph.create_react_graph`.
 
     Raises:
-        TypeError, ValueError: Invalid tools (see :func:`~reactgraph.create_react_graph`).
+        TypeError, ValueError: Invalid tools, prompt or schema (see
+            :func:`~reactgraph.create_react_graph`).
     """
 
     def __init__(
@@ -64,10 +80,15 @@ class ReActAgent:
         checkpointer: Any = None,
         interrupt_queue: InterruptQueue | None = None,
         compaction_llm: BaseChatModel | None = None,
+        prompt: Any = None,
+        store: Any = None,
+        response_format: Any = None,
+        handle_tool_errors: ToolErrorPolicy | None = None,
+        name: str | None = None,
     ) -> None:
-        self.llm = llm
-        self.tools = list(tools)
-        self.settings = settings or AgentSettings()
+        self.llm, _ = split_bindings(llm)
+        self.tools = [t if isinstance(t, (BaseTool, dict)) else create_tool(t) for t in tools]
+        self.settings, prompt = split_prompt(settings or AgentSettings(), prompt)
         self.abilities = resolve_abilities(llm, abilities)
         self.use_native_tools = use_native_tools
         self.checkpointer = checkpointer
@@ -81,6 +102,11 @@ class ReActAgent:
             checkpointer=checkpointer,
             interrupt_queue=self.interrupts,
             compaction_llm=compaction_llm,
+            prompt=prompt,
+            store=store,
+            response_format=response_format,
+            handle_tool_errors=handle_tool_errors,
+            name=name,
         )
 
     @property
@@ -121,7 +147,7 @@ class ReActAgent:
         """The system prompt the loop sent: JSON mode lists the tools offered this turn."""
         base = self.settings.system_prompt or DEFAULT_SYSTEM_PROMPT
         if self.mode == "json":
-            offered = [t for t in self.tools if selected is None or t.name in selected]
+            offered = [t for t in self.tools if isinstance(t, BaseTool) and (selected is None or t.name in selected)]
             return SystemMessage(json_mode_system_prompt(base, offered))
         return SystemMessage(base)
 
@@ -149,6 +175,7 @@ class ReActAgent:
             thread_id=thread_id,
             synthesis=state.get("synthesis"),
             grounding=state.get("grounding"),
+            structured_response=state.get("structured_response"),
         )
 
     async def _drive(

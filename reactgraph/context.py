@@ -30,7 +30,7 @@ import re
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -397,9 +397,9 @@ def _units(messages: Sequence[BaseMessage]) -> list[list[BaseMessage]]:
     return units
 
 
-def _protected(unit: list[BaseMessage]) -> bool:
+def _protected(unit: list[BaseMessage], pinned: Collection[str]) -> bool:
     """System messages and units holding a pinned message are always kept."""
-    return isinstance(unit[0], SystemMessage) or any(is_pinned(message) for message in unit)
+    return isinstance(unit[0], SystemMessage) or any(is_pinned(message, pinned) for message in unit)
 
 
 def _orphan(unit: list[BaseMessage]) -> bool:
@@ -534,7 +534,12 @@ class ContextGuard:
         return overhead + self.counter.count_messages(messages)
 
     async def aguard(
-        self, messages: Sequence[BaseMessage], *, overhead_tokens: int = 0, config: RunnableConfig | None = None
+        self,
+        messages: Sequence[BaseMessage],
+        *,
+        overhead_tokens: int = 0,
+        config: RunnableConfig | None = None,
+        pinned: Collection[str] = frozenset(),
     ) -> GuardResult:
         """Run the three steps of SPEC R6.1 on ``messages``.
 
@@ -545,6 +550,7 @@ class ContextGuard:
                 and the tool schemas).
             config: RunnableConfig for the compaction call; the call is tagged
                 ``TAG_NOSTREAM`` so it never reaches a token stream (SPEC R3.3).
+            pinned: Ids of the pinned messages, kept by every compaction (SPEC R6.2).
 
         Returns:
             The :class:`GuardResult`. Its messages pass :func:`~reactgraph.check_protocol`
@@ -566,7 +572,7 @@ class ContextGuard:
         units = _units(work)
         if self._model is not None:
             try:
-                summarized = await self._summarize(self._model, units, overhead_tokens, config, result.usage)
+                summarized = await self._summarize(self._model, units, overhead_tokens, config, result.usage, pinned)
             except Exception as exc:  # any failure of the compaction model: heuristic truncation
                 result.error = f"{type(exc).__name__}: {exc}"
                 logger.warning("context compaction failed, truncating instead: %s", result.error)
@@ -578,16 +584,16 @@ class ContextGuard:
                         return result
                     result.error = f"the summarized conversation is still over budget ({after} > {self.budget} tokens)"
                     units = _units(summarized)
-        result.messages = self._truncate_history(units, overhead_tokens)
+        result.messages = self._truncate_history(units, overhead_tokens, pinned)
         result.method = "truncation"
         result.tokens_after = self._tokens(result.messages, overhead_tokens)
         if result.tokens_after > self.budget:
             logger.warning("pinned messages alone exceed the context budget (%d > %d tokens)", result.tokens_after, self.budget)
         return result
 
-    def _fixed_tokens(self, units: list[list[BaseMessage]], overhead: int) -> int:
+    def _fixed_tokens(self, units: list[list[BaseMessage]], overhead: int, pinned: Collection[str]) -> int:
         """Tokens of the request with only its protected units."""
-        return self._tokens((m for unit in units if _protected(unit) for m in unit), overhead)
+        return self._tokens((m for unit in units if _protected(unit, pinned) for m in unit), overhead)
 
     def _fit_texts(self, texts: list[str], room: int) -> list[str]:
         """Cut ``texts`` by the same proportion until their tokens fit ``room``; after ten
@@ -625,6 +631,7 @@ class ContextGuard:
         overhead: int,
         config: RunnableConfig | None,
         usage: dict[str, int],
+        pinned_ids: Collection[str],
     ) -> list[BaseMessage] | None:
         """LLM compaction: the older units become one summary message; system, pinned and
         the most recent units that fit stay. ``None`` when there is nothing older to
@@ -634,14 +641,14 @@ class ContextGuard:
             Exception: Whatever the compaction model raises; ValueError for an empty summary.
         """
         room = (
-            self.budget - self._fixed_tokens(units, overhead) - self.summary_tokens
+            self.budget - self._fixed_tokens(units, overhead, pinned_ids) - self.summary_tokens
             - self.counter.count_text(SUMMARY_HEADER) - MESSAGE_OVERHEAD_TOKENS - 2
         )
         tail: set[int] = set()
         kept = 0
         for index in range(len(units) - 1, -1, -1):
             unit = units[index]
-            if _protected(unit):
+            if _protected(unit, pinned_ids):
                 continue
             cost = self.counter.count_messages(unit) - REQUEST_OVERHEAD_TOKENS
             if _orphan(unit) or kept >= self.keep_recent_messages or cost > room:
@@ -649,10 +656,10 @@ class ContextGuard:
             tail.add(index)
             kept += len(unit)
             room -= cost
-        older = [index for index, unit in enumerate(units) if index not in tail and not _protected(unit)]
+        older = [index for index, unit in enumerate(units) if index not in tail and not _protected(unit, pinned_ids)]
         if not older:
             return None
-        pinned = [message_text(m) for unit in units if _protected(unit) for m in unit if not isinstance(m, SystemMessage)]
+        pinned = [message_text(m) for unit in units if _protected(unit, pinned_ids) for m in unit if not isinstance(m, SystemMessage)]
         language = conversation_language(pinned or [message_text(m) for i in older for m in units[i] if isinstance(m, HumanMessage)])
         system = COMPACTION_SYSTEM.format(
             hint=COMPACTION_HINT_PROMPTS[self.hint],
@@ -684,13 +691,13 @@ class ContextGuard:
                 compacted.extend(unit)
         return compacted
 
-    def _truncate_history(self, units: list[list[BaseMessage]], overhead: int) -> list[BaseMessage]:
+    def _truncate_history(self, units: list[list[BaseMessage]], overhead: int, pinned: Collection[str]) -> list[BaseMessage]:
         """Heuristic truncation: keep system and pinned units, then walk back from the end
         keeping whole units while they fit (the first one that does not fit is cut to fit
         when it can); one :data:`DROPPED_NOTE` stands where messages were removed."""
         note = HumanMessage(DROPPED_NOTE, id=f"dropped-{uuid.uuid4().hex}")
-        room = self.budget - self._fixed_tokens(units, overhead) - self.counter.count_message(note)
-        keep: dict[int, list[BaseMessage]] = {index: unit for index, unit in enumerate(units) if _protected(unit)}
+        room = self.budget - self._fixed_tokens(units, overhead, pinned) - self.counter.count_message(note)
+        keep: dict[int, list[BaseMessage]] = {index: unit for index, unit in enumerate(units) if _protected(unit, pinned)}
         for index in range(len(units) - 1, -1, -1):
             unit = units[index]
             if index in keep:

@@ -2,13 +2,13 @@
 as well as ``ainvoke``/``astream``/``abatch`` (SPEC R10.1).
 
 Every node's logic is written once, as a coroutine that does its I/O only through the
-functions of this module (:func:`call_model`, :func:`stream_model`, :func:`call_tool`,
-:func:`run_blocking`). Each of them looks at the run's mode:
+functions of this module (:func:`call_model`, :func:`stream_model`, :func:`run_blocking`,
+:func:`run_in_daemon_thread`). Each of them looks at the run's mode:
 
 - async mode (the default): they await the async APIs (``ainvoke``, ``astream``, the
   tool's ``ainvoke`` under ``asyncio.wait_for``, ``asyncio.to_thread``);
-- sync mode: they call the sync APIs (``invoke``, ``stream``, the tool's ``invoke`` in a
-  worker thread with a ``concurrent.futures`` timeout) and never suspend, so
+- sync mode: they call the sync APIs (``invoke``, ``stream``; a tool runs in a worker thread with
+  a ``concurrent.futures`` timeout) and never suspend, so
   :func:`run_sync` drives the coroutine to its end with ``send(None)`` and no event loop.
 
 :func:`dual_node` turns a node body into a graph node with both entry points (LangGraph's
@@ -137,14 +137,22 @@ async def run_blocking(fn: Callable[[], T]) -> T:
     return await asyncio.to_thread(fn)
 
 
-def _async_only(tool: BaseTool) -> bool:
+def is_async_only(tool: BaseTool) -> bool:
+    """Whether ``tool`` has only an async implementation (a ``StructuredTool`` made from a
+    coroutine), so a sync run must give it its own event loop."""
     return isinstance(tool, StructuredTool) and tool.func is None and tool.coroutine is not None
 
 
-def _in_daemon_thread(fn: Callable[[], T], timeout: float) -> T:
-    """``fn()`` in a new daemon thread (with this context), waiting at most ``timeout``
-    seconds. A daemon thread, so a tool that never returns does not hold up interpreter
-    exit. Raises TimeoutError, or what ``fn`` raised."""
+def run_in_daemon_thread(fn: Callable[[], T], timeout: float) -> T:
+    """``fn()`` in a new daemon thread (with this context, so LangGraph's config and
+    ``interrupt()`` work inside it), waiting at most ``timeout`` seconds. A daemon thread,
+    so a tool that never returns does not hold up interpreter exit.
+
+    Raises:
+        TimeoutError: ``fn`` did not return in time; its thread keeps running, only the
+            result is discarded.
+        BaseException: What ``fn`` raised.
+    """
     future: concurrent.futures.Future[T] = concurrent.futures.Future()
     context = contextvars.copy_context()
 
@@ -156,30 +164,3 @@ def _in_daemon_thread(fn: Callable[[], T], timeout: float) -> T:
 
     threading.Thread(target=target, name="reactgraph-tool", daemon=True).start()
     return future.result(timeout)
-
-
-async def call_tool(tool: BaseTool, invocation: dict[str, Any], config: RunnableConfig | None, timeout: float) -> Any:
-    """Run one tool call with a timeout (SPEC R2.7).
-
-    Args:
-        tool: The tool.
-        invocation: A ``ToolCall`` dict (``type``, ``name``, ``args``, ``id``).
-        config: RunnableConfig for the tool run.
-        timeout: Seconds before the call counts as timed out.
-
-    Returns:
-        What the tool returned (a ``ToolMessage`` for a tool call input).
-
-    Raises:
-        TimeoutError: The tool did not finish in ``timeout`` seconds. In sync mode its
-            worker thread keeps running; only the result is discarded.
-        Exception: Whatever the tool raised.
-
-    In sync mode a tool with only an async implementation runs on its own event loop
-    in the worker thread.
-    """
-    if not _SYNC.get():
-        return await asyncio.wait_for(tool.ainvoke(invocation, config), timeout)
-    if _async_only(tool):
-        return _in_daemon_thread(lambda: asyncio.run(tool.ainvoke(invocation, config)), timeout)
-    return _in_daemon_thread(lambda: tool.invoke(invocation, config), timeout)

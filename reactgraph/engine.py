@@ -7,21 +7,26 @@ checkpointed state (SPEC R2.1: one model instance for every call of a run).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.runnables import Runnable
+from langchain_core.messages import BaseMessage, SystemMessage
+from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig, RunnableLambda
 from langchain_core.tools import BaseTool
 from langgraph.constants import TAG_NOSTREAM
 
 from reactgraph.abilities import ModelAbilities
 from reactgraph.action_schema import action_response_format, prefer_named_values, tool_args_schema
+from reactgraph.actions import message_text
 from reactgraph.config import AgentSettings
+from reactgraph.dualmode import call_model
 from reactgraph.interrupts import InMemoryInterruptQueue, InterruptQueue
 from reactgraph.prompts import DEFAULT_SYSTEM_PROMPT, json_mode_system_prompt
 from reactgraph.ranking import ToolRanker, enum_values, named_values
+from reactgraph.tooling import ToolErrorPolicy, ToolRunner, prepare_tools
 
 RUN_NAME_SELECTION = "tool_loop/select_tools"
 """Trace name of the tool-selection model calls: ``<phase>/<node>``. LangSmith (or any
@@ -34,6 +39,62 @@ RUN_NAME_JSON = "tool_loop/llm_call_json"
 """Trace name of a JSON-mode loop call."""
 RUN_NAME_SYNTHESIS = "synthesis/synthesize"
 """Trace name of the streaming answer-synthesis call."""
+
+
+TOOL_BINDING_KEYS = frozenset({"tools", "tool_choice", "parallel_tool_calls", "functions", "function_call"})
+"""Keyword bindings of a pre-bound model that concern tools: kept for the native loop calls
+only (synthesis, JSON mode and structured calls never see tools)."""
+
+
+def split_bindings(llm: Any) -> tuple[BaseChatModel, dict[str, Any]]:
+    """The chat model inside a pre-bound model (``llm.bind_tools(...)``, ``llm.bind(...)``)
+    and its keyword bindings merged (outer bindings win); ``(llm, {})`` for a plain model.
+
+    Raises:
+        TypeError: No LangChain chat model inside.
+    """
+    kwargs: dict[str, Any] = {}
+    model = llm
+    while isinstance(model, RunnableBinding):
+        kwargs = {**model.kwargs, **kwargs}
+        model = model.bound
+    if not isinstance(model, BaseChatModel):
+        raise TypeError(f"the model must be a LangChain chat model (or one with bindings), got {type(model).__name__}")
+    return model, kwargs
+
+
+def _bound_tool_name(spec: Any) -> str | None:
+    function = spec.get("function") if isinstance(spec, dict) else None
+    if isinstance(function, dict):
+        return function.get("name")
+    return spec.get("name") if isinstance(spec, dict) and "input_schema" in spec else None
+
+
+def split_prompt(settings: AgentSettings, prompt: Any) -> tuple[AgentSettings, Any]:
+    """A ``prompt`` argument that is a string or a ``SystemMessage`` becomes the settings'
+    ``system_prompt`` (returned with ``None``); any other prompt is returned unchanged,
+    with the settings."""
+    if isinstance(prompt, (str, SystemMessage)):
+        text = prompt if isinstance(prompt, str) else str(prompt.text)
+        return dataclasses.replace(settings, system_prompt=text), None
+    return settings, prompt
+
+
+def as_prompt_runnable(prompt: Any) -> Runnable | None:
+    """A ``prompt`` argument as the runnable that builds the loop's model input from the
+    state, or ``None`` for a fixed system prompt (``None``, a string, a ``SystemMessage``).
+
+    Raises:
+        TypeError: ``prompt`` is none of: ``None``, ``str``, ``SystemMessage``, a callable
+            ``state -> list of messages``, a ``Runnable``.
+    """
+    if prompt is None or isinstance(prompt, (str, SystemMessage)):
+        return None
+    if isinstance(prompt, Runnable):
+        return prompt
+    if callable(prompt):
+        return RunnableLambda(prompt, name="prompt")
+    raise TypeError(f"prompt must be a string, a SystemMessage, a callable or a Runnable, got {type(prompt).__name__}")
 
 
 def is_transient_error(exc: BaseException) -> bool:
@@ -64,6 +125,16 @@ class Engine:
         compaction_llm: A separate (cheaper) model for context compaction (SPEC §6);
             ``None`` compacts with ``llm``.
         ranker: BM25 index of ``tools``, for relevance-ranked offering (SPEC R13.1).
+        runner: Runs tool calls the LangGraph way (:class:`~reactgraph.tooling.ToolRunner`).
+        provider_tools: Provider tool dicts, bound in native mode, run by the provider.
+        tool_bindings: Tool-related keyword bindings of a pre-bound model
+            (:data:`TOOL_BINDING_KEYS` but ``tools``), kept on native loop calls.
+        model_bindings: The pre-bound model's other keyword bindings, kept on every call
+            the engine builds (loop and synthesis).
+        prompt: A runnable building the loop's model input from the state (the
+            ``prompt`` argument as a callable or Runnable), ``None`` for the system prompt.
+        message_name: Set as ``name`` on the loop's assistant messages (the graph's
+            ``name`` when the caller gave one, as LangGraph's prebuilt agent does).
     """
 
     llm: BaseChatModel
@@ -73,6 +144,12 @@ class Engine:
     use_native_tools: bool = True
     interrupts: InterruptQueue = field(default_factory=InMemoryInterruptQueue)
     compaction_llm: BaseChatModel | None = None
+    runner: ToolRunner | None = None
+    provider_tools: list[dict[str, Any]] = field(default_factory=list)
+    tool_bindings: dict[str, Any] = field(default_factory=dict)
+    model_bindings: dict[str, Any] = field(default_factory=dict)
+    prompt: Runnable | None = None
+    message_name: str | None = None
     ranker: ToolRanker = field(default_factory=lambda: ToolRanker([]), repr=False)
     _enum_values: list[str] = field(default_factory=list, repr=False)
     _bound: dict[tuple[Any, ...], Runnable] = field(default_factory=dict, repr=False)
@@ -82,33 +159,58 @@ class Engine:
     @classmethod
     def build(
         cls,
-        llm: BaseChatModel,
-        tools: Sequence[BaseTool],
+        llm: Any,
+        tools: Sequence[Any],
         abilities: ModelAbilities,
         settings: AgentSettings,
         use_native_tools: bool,
         interrupt_queue: InterruptQueue | None = None,
         *,
         compaction_llm: BaseChatModel | None = None,
+        handle_tool_errors: ToolErrorPolicy | None = None,
+        prompt: Any = None,
+        message_name: str | None = None,
     ) -> Engine:
-        """Index the tools by name. ``interrupt_queue`` ``None`` means a new
+        """Prepare the model and the tools. ``interrupt_queue`` ``None`` means a new
         :class:`~reactgraph.interrupts.InMemoryInterruptQueue`; ``compaction_llm`` ``None``
         means context compaction uses ``llm``.
 
+        Args:
+            llm: A chat model, or one with bindings (``bind_tools(..., parallel_tool_calls=False)``,
+                ``bind(temperature=0)``): the bindings are kept, the tools re-bound per
+                selection (see :func:`split_bindings`).
+            tools: ``BaseTool`` objects, functions and provider tool dicts
+                (:func:`~reactgraph.tooling.prepare_tools`).
+            handle_tool_errors: The tool error policy (:class:`~reactgraph.tooling.ToolRunner`).
+            prompt: A callable or Runnable prompt (:func:`as_prompt_runnable`); strings
+                and system messages are ``settings.system_prompt``.
+
         Raises:
-            TypeError: An item of ``tools`` is not a LangChain ``BaseTool``.
-            ValueError: Two tools share a name.
+            TypeError: An item of ``tools`` is not a tool; ``llm`` is not a chat model.
+            ValueError: Two tools share a name; a pre-bound model's tools are not the
+                ``tools`` given.
         """
-        registry: dict[str, BaseTool] = {}
-        for tool in tools:
-            if not isinstance(tool, BaseTool):
-                raise TypeError(f"tools must be LangChain BaseTool objects, got {type(tool).__name__}")
-            if tool.name in registry:
-                raise ValueError(f"two tools are named {tool.name!r}")
-            registry[tool.name] = tool
+        model, bindings = split_bindings(llm)
+        runnable, provider = prepare_tools(tools)
+        runner = ToolRunner(runnable, handle_tool_errors)
+        bound_tools = bindings.pop("tools", None)
+        if bound_tools is not None:
+            bound_names = {_bound_tool_name(spec) for spec in bound_tools} - {None}
+            if bound_names != set(runner.tools):
+                raise ValueError(
+                    f"the model is bound to tools {sorted(bound_names)} but the agent was given {sorted(runner.tools)}; "
+                    "bind the same tools, or pass the model without bindings"
+                )
+            provider = provider + [spec for spec in bound_tools if _bound_tool_name(spec) is None and spec not in provider]
         interrupts = interrupt_queue if interrupt_queue is not None else InMemoryInterruptQueue()
-        return cls(llm, registry, abilities, settings, use_native_tools, interrupts=interrupts, compaction_llm=compaction_llm,
-                   ranker=ToolRanker(list(registry.values())), _enum_values=enum_values(list(registry.values())))
+        return cls(
+            model, dict(runner.tools), abilities, settings, use_native_tools, interrupts=interrupts,
+            compaction_llm=compaction_llm, runner=runner, provider_tools=provider,
+            tool_bindings={k: v for k, v in bindings.items() if k in TOOL_BINDING_KEYS},
+            model_bindings={k: v for k, v in bindings.items() if k not in TOOL_BINDING_KEYS},
+            prompt=as_prompt_runnable(prompt), message_name=message_name,
+            ranker=ToolRanker(list(runner.tools.values())), _enum_values=enum_values(list(runner.tools.values())),
+        )
 
     @property
     def mode(self) -> Literal["native", "json"]:
@@ -137,34 +239,68 @@ class Engine:
         """The argument enum values ``query`` names, in its order (SPEC R13.1)."""
         return tuple(named_values(query, self._enum_values))
 
-    def native_model(self, tools: Sequence[BaseTool], named: Sequence[str] = ()) -> Runnable:
-        """The loop model with ``tools`` bound in the given order, enum values the question
-        names first, kept out of the token stream (SPEC R3.3, R13.1). Cached per tool set
-        and named values; no tools means the plain model (a stalled loop's last call)."""
-        key = (tuple(tool.name for tool in tools), tuple(named))
+    def native_model(self, tools: Sequence[BaseTool], named: Sequence[str] = (), *, final_only: bool = False) -> Runnable:
+        """The loop model with ``tools`` (and the caller's provider tools) bound in the given
+        order, enum values the question names first, kept out of the token stream (SPEC
+        R3.3, R13.1). Cached per tool set and named values. ``final_only`` (a stalled
+        loop's last call) binds no tool at all."""
+        key = (tuple(tool.name for tool in tools), tuple(named), final_only)
         if key not in self._bound:
-            model: Runnable = self.llm
-            if tools:
-                specs = [
-                    {"type": "function", "function": {"name": tool.name, "description": tool.description or "",
-                                                      "parameters": prefer_named_values(tool_args_schema(tool), named)}}
-                    for tool in tools
-                ]
-                model = self.llm.bind_tools(specs)
+            offered: list[Any] = [
+                {"type": "function", "function": {"name": tool.name, "description": tool.description or "",
+                                                  "parameters": prefer_named_values(tool_args_schema(tool), named)}}
+                for tool in tools
+            ]
+            offered += [] if final_only else self.provider_tools
+            model: Runnable = self.llm.bind_tools(offered) if offered else self.llm
+            bindings = {**self.model_bindings, **(self.tool_bindings if offered else {})}
+            if bindings:
+                model = model.bind(**bindings)
             self._bound[key] = model.with_config(tags=[TAG_NOSTREAM], run_name=RUN_NAME_NATIVE)
         return self._bound[key]
 
+    def _plain(self) -> Runnable:
+        """The model with the caller's non-tool bindings."""
+        return self.llm.bind(**self.model_bindings) if self.model_bindings else self.llm
+
     @property
     def synthesis_model(self) -> Runnable:
-        """The model for answer synthesis, named for traces (it streams into the answer)."""
-        return self.llm.with_config(run_name=RUN_NAME_SYNTHESIS)
+        """The model for answer synthesis, named for traces (it streams into the answer).
+        It never sees tools, also when the caller passed a pre-bound model."""
+        return self._plain().with_config(run_name=RUN_NAME_SYNTHESIS)
 
-    def json_system_prompt(self, tools: Sequence[BaseTool], named: Sequence[str] = ()) -> str:
-        """The JSON-mode system prompt for ``tools`` in the given order (SPEC R2.3, R13.1),
-        cached per tool set and named values."""
-        key = (tuple(tool.name for tool in tools), tuple(named))
+    async def loop_input(self, state: dict[str, Any], config: RunnableConfig,
+                         system: Callable[[str], str] | None = None) -> list[BaseMessage]:
+        """The messages of one loop model call: the system prompt and the conversation,
+        or what the caller's ``prompt`` callable/Runnable builds from the state.
+
+        Args:
+            state: The graph state.
+            config: The node's config (for a Runnable prompt).
+            system: Turns the domain instructions into the mode's system prompt (JSON
+                mode adds the tools and the reply protocol); ``None`` keeps them. With a
+                prompt runnable, a leading system message it returns is the instructions.
+        """
+        if self.prompt is None:
+            text = self.base_system_prompt
+            return [SystemMessage(system(text) if system else text), *state["messages"]]
+        built = await call_model(self.prompt, state, config)
+        messages: list[BaseMessage] = list(built.to_messages() if hasattr(built, "to_messages") else built)
+        if system is None:
+            return messages
+        text = self.base_system_prompt
+        if messages and isinstance(messages[0], SystemMessage):
+            text, messages = message_text(messages[0]), messages[1:]
+        return [SystemMessage(system(text)), *messages]
+
+    def json_system_prompt(self, tools: Sequence[BaseTool], base: str | None = None, named: Sequence[str] = ()) -> str:
+        """The JSON-mode system prompt for ``tools`` in the given order (SPEC R2.3, R13.1)
+        under the domain instructions ``base`` (default :attr:`base_system_prompt`), enum
+        values the question names first; cached per instructions, tool set and named values."""
+        base = self.base_system_prompt if base is None else base
+        key = (base, tuple(tool.name for tool in tools), tuple(named))
         if key not in self._json_prompts:
-            self._json_prompts[key] = json_mode_system_prompt(self.base_system_prompt, tools, named)
+            self._json_prompts[key] = json_mode_system_prompt(base, tools, named)
         return self._json_prompts[key]
 
     def action_format(self, tools: Sequence[BaseTool], named: Sequence[str] = ()) -> dict[str, Any] | None:
@@ -188,9 +324,9 @@ class Engine:
             response_format: A schema-constrained format (:meth:`action_format`) bound
                 instead; wins over ``json_format``.
         """
-        model: Runnable = self.llm
+        model: Runnable = self._plain()
         if response_format is not None:
-            model = self.llm.bind(response_format=response_format)
+            model = model.bind(response_format=response_format)
         elif json_format:
-            model = self.llm.bind(response_format={"type": "json_object"})
+            model = model.bind(response_format={"type": "json_object"})
         return model.with_config(tags=[TAG_NOSTREAM], run_name=RUN_NAME_JSON)

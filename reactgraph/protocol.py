@@ -17,6 +17,12 @@ class ProtocolError(ValueError):
     """A message list that a provider would reject; the message says where and why."""
 
 
+def _valid_tool_content(content: object) -> bool:
+    if isinstance(content, str):
+        return True
+    return isinstance(content, list) and bool(content) and all(isinstance(b, dict) and "type" in b for b in content)
+
+
 def check_protocol(messages: Sequence[BaseMessage]) -> None:
     """Raise :class:`ProtocolError` unless ``messages`` is a valid conversation.
 
@@ -24,7 +30,8 @@ def check_protocol(messages: Sequence[BaseMessage]) -> None:
     assistant or tool message; every assistant message with tool calls is followed
     directly by exactly one tool message per call, in the calls' order, with matching
     ``tool_call_id``; every tool message answers such a call; tool message content is a
-    string; tool call ids are non-empty and unique.
+    string, or a list of content blocks (dicts with a ``type``: what a tool returning an
+    image gives, as LangGraph keeps it, issue 21); tool call ids are non-empty and unique.
 
     Args:
         messages: The list as it would be sent to the model.
@@ -64,8 +71,10 @@ def check_protocol(messages: Sequence[BaseMessage]) -> None:
                     raise ProtocolError(
                         f"message {j}: tool message answers {reply.tool_call_id!r}, expected {call_id!r}"
                     )
-                if not isinstance(reply.content, str):
-                    raise ProtocolError(f"message {j}: tool message content is {type(reply.content).__name__}, not str")
+                if not _valid_tool_content(reply.content):
+                    raise ProtocolError(
+                        f"message {j}: tool message content is {type(reply.content).__name__}, not str or content blocks"
+                    )
             i += len(expected) + 1
             continue
         i += 1

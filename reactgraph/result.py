@@ -96,12 +96,15 @@ class AgentResult:
         elapsed: Seconds from the start of the run to the end of the loop (or of
             synthesis, for results built by ``astream_events``).
         finish_reason: ``"final_answer"``, ``"stalled"`` (the model's answer after the loop
-            stalled, SPEC R13.1), ``"raw_content"``, ``"max_iterations"`` or ``"model_error"``.
+            stalled, SPEC R13.1), ``"raw_content"``, ``"return_direct"`` (a ``return_direct``
+            tool's result is the answer), ``"max_iterations"`` or ``"model_error"``.
         error: Why the run failed, ``None`` when it did not.
         thread_id: The conversation thread the run belongs to.
         synthesis: The synthesized answer when the run streamed one, else ``None``.
         grounding: The grounding check of the synthesized answer (SPEC R13.1; see
             :func:`reactgraph.grounding.check_grounding`), ``None`` when not run.
+        structured_response: The answer as an object of the agent's ``response_format``
+            (issue 21); ``None`` without one, or when no level of structured output worked.
     """
 
     answer: str
@@ -115,6 +118,7 @@ class AgentResult:
     thread_id: str | None = None
     synthesis: str | None = None
     grounding: dict[str, Any] | None = None
+    structured_response: Any = None
 
     @property
     def artifacts(self) -> list[Artifact]:

@@ -7,11 +7,14 @@ from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
+from langgraph.managed import RemainingSteps
 from typing_extensions import NotRequired, TypedDict
 
-FinishReason = Literal["final_answer", "stalled", "raw_content", "max_iterations", "model_error"]
+from reactgraph.pinning import merge_pinned
+
+FinishReason = Literal["final_answer", "stalled", "raw_content", "return_direct", "max_iterations", "model_error"]
 """How a turn's loop ended: the model's final answer; its final answer after the loop
-stalled (SPEC R13.1); unparseable content twice (R2.4); the iteration cap (R2.6); a model
+stalled (SPEC R13.1); unparseable content twice (R2.4); a ``return_direct`` tool (issue 21); the iteration cap (R2.6); a model
 that kept failing (R2.7)."""
 
 RESET: dict[str, Any] = {"__reset__": True}
@@ -51,6 +54,9 @@ class InputState(TypedDict):
     ``{"messages": [...]}``. The last human message is the turn's query."""
 
     messages: Annotated[list[AnyMessage], add_messages]
+    pinned: NotRequired[Annotated[list[str], merge_pinned]]
+    """Ids of messages (of this input or earlier) that every context compaction must keep
+    (SPEC R6.2); the turn's query is pinned without being listed."""
 
 
 class ToolCallRequest(TypedDict):
@@ -117,14 +123,25 @@ class AgentState(InputState, total=False):
     """Tokens summed over every model call of this turn, and the number of calls."""
     started_at: float
     """Wall-clock start of the turn (seconds since the epoch), for ``elapsed``."""
+    structured_response: Any
+    """The answer as an object of the caller's ``response_format`` (issue 21); only
+    written when the graph was built with one."""
+    pinned: Annotated[list[str], merge_pinned]
+    """Ids of the pinned messages (each turn's query, injected follow-ups, ids the caller
+    passed) that every compaction keeps (SPEC R6.2); kept here so the messages themselves
+    stay as sent."""
+    remaining_steps: RemainingSteps
+    """Graph steps left before the run's ``recursion_limit`` (LangGraph's managed value,
+    not stored); the loop ends gracefully before reaching it (SPEC R2.6)."""
 
 
-class OutputState(InputState, total=False):
+class OutputState(TypedDict, total=False):
     """What the graph returns from ``invoke``/``ainvoke``: the conversation, the answers
     of both phases and the trace. The loop's internal bookkeeping (pending tool calls, the
     pending final answer, parse failures, the start time) stays in the checkpointed state
     only. Field meanings as in :class:`AgentState`."""
 
+    messages: Annotated[list[AnyMessage], add_messages]
     query: str
     mode: Literal["native", "json"]
     selected_tools: list[str] | None
@@ -136,3 +153,4 @@ class OutputState(InputState, total=False):
     grounding: dict[str, Any] | None
     usage: Annotated[dict[str, int], add_usage]
     iteration: int
+    structured_response: Any

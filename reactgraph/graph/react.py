@@ -9,6 +9,7 @@
                                                                           │                                    └→ synthesize
                                                                           └→ fallback (max_iterations) → synthesize
     drain_interrupts → synthesize (final answer, no follow-up) | guard_context;   synthesize → END
+    (with ``response_format``: synthesize → structured_response → END)
 
 Phase one is the loop from ``guard_context`` to ``drain_interrupts``; phase two is
 ``synthesize``. The mode edge follows the model's abilities (R2.2); the drain points follow
@@ -20,28 +21,30 @@ both modes: before the first model call and after tool results, see
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_type_hints
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import RetryPolicy, Send
+from typing_extensions import TypedDict
 
 from reactgraph.abilities import ModelAbilities, resolve_abilities
 from reactgraph.config import AgentSettings
 from reactgraph.dualmode import dual_node
-from reactgraph.engine import Engine, is_transient_error
+from reactgraph.engine import Engine, is_transient_error, split_prompt
 from reactgraph.interrupts import InterruptQueue
 from reactgraph.nodes.drain_interrupts import DrainInterrupts
 from reactgraph.nodes.execute_tools import ExecuteTools
-from reactgraph.nodes.fallback import Fallback
+from reactgraph.nodes.fallback import Fallback, iteration_cap_reached
 from reactgraph.nodes.guard_context import GuardContext
 from reactgraph.nodes.llm_call import LLMCallJSON, LLMCallNative
 from reactgraph.nodes.select_tools import SelectTools
 from reactgraph.nodes.start_turn import StartTurn
+from reactgraph.nodes.structured_response import StructuredResponse
 from reactgraph.nodes.synthesize import Synthesize
 from reactgraph.state import AgentState, InputState, OutputState
+from reactgraph.tooling import ToolErrorPolicy
 
 NODE_PHASES: dict[str, str] = {
     "start_turn": "tool_loop",
@@ -53,6 +56,7 @@ NODE_PHASES: dict[str, str] = {
     "execute_tools": "tool_loop",
     "fallback": "tool_loop",
     "synthesize": "synthesis",
+    "structured_response": "synthesis",
 }
 """The phase of each node, put in its metadata (Studio shows it on the node, traces carry
 it on the node's run): ``tool_loop`` (phase one, tool selection included) and ``synthesis``
@@ -70,9 +74,62 @@ def _tool_sends(state: AgentState) -> list[Send]:
     ]
 
 
+PREBUILT_NODE_NAMES: dict[str, tuple[str, ...]] = {
+    "agent": ("llm_call_native", "llm_call_json"),
+    "model": ("llm_call_native", "llm_call_json"),
+    "tools": ("execute_tools",),
+}
+"""The node names of LangGraph's prebuilt agents (``create_react_agent``: ``agent``,
+``tools``; ``create_agent``: ``model``, ``tools``) and the nodes they mean here."""
+
+
+def map_node_names(names: Any) -> Any:
+    """``interrupt_before``/``interrupt_after`` in this graph's node names: prebuilt names
+    are mapped (:data:`PREBUILT_NODE_NAMES`), this graph's names and ``"*"`` kept.
+
+    Raises:
+        ValueError: A name that is neither.
+    """
+    if names is None or names == "*":
+        return names
+    mapped: list[str] = []
+    for name in names:
+        for node in PREBUILT_NODE_NAMES.get(name, (name,)):
+            if node not in NODE_PHASES:
+                raise ValueError(f"no node named {name!r}; nodes: {', '.join(NODE_PHASES)} (or agent, model, tools)")
+            if node not in mapped:
+                mapped.append(node)
+    return mapped
+
+
+def _extended(name: str, ours: type, extra: dict[str, Any]) -> type:
+    """A TypedDict with the fields of ``ours`` plus ``extra`` (ours win on a shared key)."""
+    return TypedDict(name, {**extra, **get_type_hints(ours, include_extras=True)}, total=False)  # type: ignore[operator]
+
+
+def _schemas(state_schema: type | None) -> tuple[type, type, type]:
+    """State, input and output schemas: ours, extended with the keys of the caller's
+    ``state_schema`` (a TypedDict, e.g. a subclass of the prebuilt agent's ``AgentState``).
+    Its keys that are also ours (``messages``, ``remaining_steps``) keep our definition; the
+    others are state, input and output keys."""
+    if state_schema is None:
+        return AgentState, InputState, OutputState
+    if not (isinstance(state_schema, type) and hasattr(state_schema, "__total__")):
+        raise TypeError(f"state_schema must be a TypedDict class, got {state_schema!r}")
+    ours = get_type_hints(AgentState, include_extras=True)
+    extra = {key: hint for key, hint in get_type_hints(state_schema, include_extras=True).items() if key not in ours}
+    name = state_schema.__name__
+    return (
+        _extended(name, AgentState, extra),
+        _extended(f"{name}Input", InputState, extra),
+        _extended(f"{name}Output", OutputState, extra),
+    )
+
+
 def route_model(state: AgentState, engine: Engine) -> Literal["llm_call_native", "llm_call_json", "fallback"]:
-    """After the guard: the iteration cap (R2.6), else the mode's model node (R2.2)."""
-    if state.get("iteration", 0) >= engine.settings.max_iterations:
+    """After the guard: the iteration cap (R2.6: ``max_iterations``, or the caller's
+    ``recursion_limit`` too close), else the mode's model node (R2.2)."""
+    if iteration_cap_reached(state, engine.settings.max_iterations):
         return "fallback"
     return "llm_call_native" if state.get("mode") == "native" else "llm_call_json"
 
@@ -95,8 +152,8 @@ def route_after_drain(state: AgentState) -> list[Send] | Literal["synthesize", "
 
 
 def create_react_graph(
-    llm: BaseChatModel,
-    tools: Sequence[BaseTool],
+    llm: Any,
+    tools: Sequence[Any],
     *,
     use_native_tools: bool = True,
     abilities: ModelAbilities | dict[str, Any] | None = None,
@@ -104,13 +161,31 @@ def create_react_graph(
     checkpointer: Any = None,
     interrupt_queue: InterruptQueue | None = None,
     compaction_llm: BaseChatModel | None = None,
-    name: str = "reactgraph",
+    name: str | None = None,
+    prompt: Any = None,
+    state_schema: type | None = None,
+    context_schema: type | None = None,
+    store: Any = None,
+    response_format: Any = None,
+    interrupt_before: Any = None,
+    interrupt_after: Any = None,
+    handle_tool_errors: ToolErrorPolicy | None = None,
 ) -> CompiledStateGraph:
     """Build and compile the ReAct graph.
 
+    Accepts what a user of LangGraph's ``create_react_agent`` passes, where it fits the
+    two-phase design (issue 21; the README's drop-in table lists the differences).
+
     Args:
-        llm: Any LangChain chat model; every call of a run uses it (SPEC R2.1).
-        tools: LangChain tools (``@tool`` functions, ``StructuredTool``, any ``BaseTool``).
+        llm: Any LangChain chat model; every call of a run uses it (SPEC R2.1). A
+            pre-bound model (``model.bind_tools(tools, parallel_tool_calls=False)``) keeps
+            its bindings on the loop calls; its tools must be ``tools``; synthesis and
+            structured calls never see tools.
+        tools: LangChain tools, plain functions (made tools from their signature and
+            docstring) and provider tool dicts (bound in native mode, run by the provider).
+            Tools run through LangGraph's ``ToolNode``: ``interrupt()``, ``Command``
+            results, ``InjectedState``/``InjectedStore``/``ToolRuntime`` and
+            ``return_direct`` work as in LangGraph (see :mod:`reactgraph.tooling`).
         use_native_tools: Allow native tool calling; JSON mode otherwise (SPEC R2.2).
         abilities: Explicit abilities, or a dict of some of them, merged over the model's
             profile (see :func:`~reactgraph.abilities.resolve_abilities`).
@@ -122,7 +197,29 @@ def create_react_graph(
             ``async with interrupt_queue.running(thread_id):``.
         compaction_llm: A separate, cheaper chat model for context compaction (SPEC §6);
             ``None`` compacts with ``llm``.
-        name: The graph's name (shown in traces and Studio).
+        name: The graph's name (traces, Studio, a subgraph node's name) and the ``name``
+            of its assistant messages, as in LangGraph; ``None`` names the graph
+            ``reactgraph`` and leaves messages unnamed.
+        prompt: The loop's instructions: a string or ``SystemMessage`` (the system prompt,
+            as ``settings.system_prompt``), or a callable / Runnable taking the state and
+            returning the messages to send (native mode sends them as they are; JSON mode
+            puts its tool protocol in their leading system message).
+        state_schema: A TypedDict whose extra keys the graph keeps (input, state, output),
+            e.g. a subclass of ``langgraph.prebuilt.chat_agent_executor.AgentState``; tools
+            read them (``InjectedState``) and update them (``Command(update=...)``).
+        context_schema: The runtime context type (``invoke(..., context=...)``), read by
+            tools through ``ToolRuntime.context``.
+        store: A LangGraph store (``InjectedStore``, ``ToolRuntime.store``).
+        response_format: A pydantic model, JSON schema dict, TypedDict or ``(prompt,
+            schema)``: after synthesis, ``structured_response`` is filled through
+            :func:`~reactgraph.structured_llm_call` (three levels, so plain-text models
+            work too; ``None`` when every level fails).
+        interrupt_before: Nodes to pause before (``"*"``, this graph's names, or the
+            prebuilt ``agent``/``model``/``tools``; see :func:`map_node_names`).
+        interrupt_after: Nodes to pause after, as ``interrupt_before``.
+        handle_tool_errors: What tool exceptions become, as ``ToolNode``'s argument:
+            default every exception is an ``Error: …`` observation (SPEC R2.7); ``False``
+            lets them fail the run.
 
     Returns:
         The compiled graph, a LangChain Runnable with sync and async entry points
@@ -130,18 +227,23 @@ def create_react_graph(
         ``astream_events``; see :mod:`reactgraph.dualmode`). Input ``{"messages": [...]}``
         as LangGraph's prebuilt agent; the output is :class:`~reactgraph.state.OutputState`:
         ``messages``, ``query``, ``mode``, ``selected_tools``, ``answer``, ``synthesis``,
-        ``steps``, ``iteration``, ``usage``, ``finish_reason``, ``error``. Its
-        ``recursion_limit`` default is derived from ``max_iterations`` so the iteration cap
-        is always reached first.
+        ``steps``, ``iteration``, ``usage``, ``finish_reason``, ``error``, and
+        ``structured_response`` with ``response_format``, plus the ``state_schema`` keys.
+        The last message is always an assistant message. Its ``recursion_limit`` default
+        is derived from ``max_iterations``; a lower one given by the caller lowers the
+        iteration cap instead of raising ``GraphRecursionError`` (SPEC R2.6; a limit
+        below about 10 leaves no room for even the fallback and LangGraph raises).
 
     Raises:
-        TypeError: A tool is not a ``BaseTool``.
-        ValueError: Two tools share a name.
+        TypeError: A tool is none of the accepted kinds; ``prompt``, ``state_schema`` or
+            ``response_format`` of an unsupported kind; ``llm`` is not a chat model.
+        ValueError: Two tools share a name; a pre-bound model's tools differ from
+            ``tools``; an unknown node in ``interrupt_before``/``interrupt_after``.
     """
-    settings = settings or AgentSettings()
+    settings, prompt = split_prompt(settings or AgentSettings(), prompt)
     engine = Engine.build(
         llm, tools, resolve_abilities(llm, abilities), settings, use_native_tools, interrupt_queue,
-        compaction_llm=compaction_llm,
+        compaction_llm=compaction_llm, handle_tool_errors=handle_tool_errors, prompt=prompt, message_name=name,
     )
     retry = RetryPolicy(
         max_attempts=settings.model_attempts,
@@ -151,7 +253,8 @@ def create_react_graph(
         jitter=True,
         retry_on=is_transient_error,
     )
-    builder = StateGraph(AgentState, input_schema=InputState, output_schema=OutputState)
+    state, input_schema, output_schema = _schemas(state_schema)
+    builder = StateGraph(state, context_schema=context_schema, input_schema=input_schema, output_schema=output_schema)
     nodes = {
         "start_turn": StartTurn(engine),
         "select_tools": SelectTools(engine),
@@ -163,6 +266,8 @@ def create_react_graph(
         "fallback": Fallback(engine),
         "synthesize": Synthesize(engine),
     }
+    if response_format is not None:
+        nodes["structured_response"] = StructuredResponse(engine, response_format)
     for node_name, body in nodes.items():
         builder.add_node(
             node_name,
@@ -185,6 +290,13 @@ def create_react_graph(
     builder.add_edge("execute_tools", "drain_interrupts")
     builder.add_conditional_edges("drain_interrupts", route_after_drain, ["execute_tools", "synthesize", "guard_context"])
     builder.add_edge("fallback", "synthesize")
-    builder.add_edge("synthesize", END)
-    graph = builder.compile(checkpointer=checkpointer, name=name)
+    if response_format is not None:
+        builder.add_edge("synthesize", "structured_response")
+        builder.add_edge("structured_response", END)
+    else:
+        builder.add_edge("synthesize", END)
+    graph = builder.compile(
+        checkpointer=checkpointer, store=store, name=name or "reactgraph",
+        interrupt_before=map_node_names(interrupt_before), interrupt_after=map_node_names(interrupt_after),
+    )
     return graph.with_config(recursion_limit=settings.recursion_limit)  # type: ignore[return-value]

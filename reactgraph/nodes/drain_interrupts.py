@@ -25,20 +25,36 @@ answers them as well. A drain that finds the loop at ``max_iterations`` takes no
 no model call is left to answer, so the follow-ups stay queued for the thread's next run
 and the loop ends as it would have. A graph invoked without a ``thread_id`` has no queue
 to drain.
+
+The drain is also where the loop's answer is accepted (nothing more can suppress it after
+this point): a successful call of a ``return_direct`` tool in the iteration just run makes
+its result the answer (``finish_reason="return_direct"``, no model call follows), and an
+accepted answer whose conversation does not end with an assistant message gets one
+holding the answer (issue 21: every way the loop ends leaves an assistant message last).
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
 from reactgraph.engine import Engine
 from reactgraph.events import emit
 from reactgraph.interrupts import format_interrupt
-from reactgraph.pinning import pin
+from reactgraph.nodes.fallback import iteration_cap_reached
 from reactgraph.state import AgentState
+
+
+def direct_answer(state: AgentState) -> str | None:
+    """The answer given by ``return_direct`` tools in the current iteration: the
+    observations of their successful calls, joined by blank lines; ``None`` if none."""
+    iteration = state.get("iteration", 0)
+    texts = [step["observation"] for step in state.get("steps", [])
+             if step.get("return_direct") and step.get("iteration") == iteration]
+    return "\n\n".join(texts) if texts else None
 
 
 class DrainInterrupts:
@@ -47,21 +63,30 @@ class DrainInterrupts:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+    async def _take(self, state: AgentState, config: RunnableConfig) -> list[str]:
         thread_id = (config.get("configurable") or {}).get("thread_id")
-        if thread_id is None or state.get("iteration", 0) >= self.engine.settings.max_iterations:
-            return {}
-        texts = await self.engine.interrupts.take(str(thread_id))
-        if not texts:
-            return {}
-        for text in texts:
-            emit("inject", type="inject", content=text)
-        content = format_interrupt(texts)
-        update: dict[str, Any] = {
-            "messages": [pin(HumanMessage(content))],
-            "query": f"{state.get('query', '')}\n\n{content}".lstrip(),
-            "progress_iteration": state.get("iteration", 0),  # a new request is progress (SPEC R13.1)
-        }
-        if state.get("pending_final") is not None:
-            update.update(pending_final=None, answer="", finish_reason=None, parse_failures=0)
+        if thread_id is None or iteration_cap_reached(state, self.engine.settings.max_iterations):
+            return []
+        return await self.engine.interrupts.take(str(thread_id))
+
+    async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        update: dict[str, Any] = {}
+        pending = state.get("pending_final")
+        if pending is None and (direct := direct_answer(state)) is not None:
+            pending = direct
+            emit("step", type="answer", status="start")
+            update.update(pending_final=direct, answer=direct, finish_reason="return_direct")
+        texts = await self._take(state, config)
+        if texts:
+            for text in texts:
+                emit("inject", type="inject", content=text)
+            content = format_interrupt(texts)
+            injected = HumanMessage(content, id=str(uuid.uuid4()))
+            update.update(messages=[injected], pinned=[injected.id],
+                          query=f"{state.get('query', '')}\n\n{content}".lstrip(),
+                          progress_iteration=state.get("iteration", 0))  # a new request is progress (SPEC R13.1)
+            if pending is not None:
+                update.update(pending_final=None, answer="", finish_reason=None, parse_failures=0)
+        elif pending is not None and not isinstance((state.get("messages") or [None])[-1], AIMessage):
+            update["messages"] = [AIMessage(pending, name=self.engine.message_name)]
         return update

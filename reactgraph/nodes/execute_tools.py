@@ -1,9 +1,12 @@
-"""``execute_tools``: run one tool call (SPEC R2.5, R2.7, R2.9, §12).
+"""``execute_tools``: run one tool call (SPEC R2.5, R2.7, R2.9, §12; issue 21).
 
 The graph sends one task per tool call (``Send``), so the calls of one native response
-run concurrently and each finished result is its own checkpointed write. Whatever the
-tool does — raise, time out, reject its arguments, return a dict, an object or an
-artifact — the outcome is a string observation the model sees next iteration.
+run concurrently and each finished result is its own checkpointed write. The call runs
+through LangGraph's ``ToolNode`` (:class:`~reactgraph.tooling.ToolRunner`), so
+``interrupt()`` pauses the run, a returned ``Command`` is applied, and injected arguments
+are filled, exactly as under LangGraph's prebuilt agent. Whatever else the tool does —
+raise, time out, reject its arguments, return a dict, an object or an artifact — the
+outcome is an observation the model sees next iteration.
 """
 
 from __future__ import annotations
@@ -11,132 +14,131 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from langchain_core.messages import HumanMessage, ToolMessage
+from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from pydantic import ValidationError
+from langgraph.types import Command
 
 from reactgraph.artifacts import Artifact
-from reactgraph.dualmode import call_tool
 from reactgraph.engine import Engine
 from reactgraph.events import emit
 from reactgraph.jsonparse import safe_json
 from reactgraph.prompts import OBSERVATION
 from reactgraph.state import ToolCallRequest
+from reactgraph.tooling import error_of
 
 
 def to_observation_text(value: Any) -> str:
-    """A tool's output as the string the model is sent (SPEC §12: tool results are strings).
+    """A tool result's content as text, for the step record, the ``iteration`` event,
+    answer synthesis and JSON mode (SPEC §12).
 
-    Strings pass through; text content blocks are joined; anything else is JSON
-    (non-ASCII kept, unknown objects through ``str``)."""
+    Strings pass through; content blocks give their text, and ``[<type> block]`` for a
+    block without text (an image); anything else is JSON (non-ASCII kept)."""
     if isinstance(value, str):
         return value
-    if isinstance(value, list) and all(isinstance(b, (str, dict)) for b in value):
-        texts = [b if isinstance(b, str) else b.get("text") for b in value]
-        if all(isinstance(t, str) for t in texts):
-            return "\n".join(texts)  # type: ignore[arg-type]
+    if isinstance(value, list) and value and all(isinstance(b, dict) and "type" in b for b in value):
+        return "\n".join(
+            b["text"] if isinstance(b.get("text"), str) else f"[{b['type']} block]" for b in value
+        )
     return safe_json(value)
 
 
-def _validation_message(exc: ValidationError) -> str:
-    problems = []
-    for error in exc.errors():
-        where = ".".join(str(part) for part in error.get("loc", ())) or "arguments"
-        problems.append(f"{where}: {error.get('msg')}")
-    return "invalid arguments — " + "; ".join(problems)
-
-
-async def run_tool_call(
-    engine: Engine, call: ToolCallRequest, selected: list[str] | None, config: RunnableConfig | None = None
-) -> tuple[str, str | None, Artifact | None]:
-    """Run one tool call and describe the outcome.
-
-    Args:
-        engine: The agent's engine (tools, timeout).
-        call: The call: id, tool name, arguments, and an ``error`` when the call was
-            already unusable (e.g. arguments that were not valid JSON).
-        selected: Tool names offered this turn (``None`` = all); a call to any other
-            name is an "unknown tool" observation listing the available ones (SPEC R5.2).
-        config: RunnableConfig passed to the tool (callbacks, tracing).
-
-    Returns:
-        ``(observation, error, artifact)``: the text for the model, the error message
-        (``None`` on success; then the observation is the result), and an artifact if the
-        tool returned one. Never raises except for cancellation.
-    """
+def _refusal(call: ToolCallRequest, selected: list[str] | None, engine: Engine) -> str | None:
+    """Why the call cannot run at all (bad JSON arguments, a tool not offered, arguments
+    that are not an object), or ``None``."""
     name = call.get("name") or ""
-    available = {tool.name: tool for tool in engine.tools_for(selected)}
+    available = [tool.name for tool in engine.tools_for(selected)]
     if call.get("error"):
-        error = str(call["error"])
-    elif name not in available:
-        known = ", ".join(available) or "(none)"
-        error = f"unknown tool {name!r}. Available tools: {known}"
-    elif not isinstance(call.get("args"), dict):
+        return str(call["error"])
+    if name not in available:
+        return f"unknown tool {name!r}. Available tools: {', '.join(available) or '(none)'}"
+    if not isinstance(call.get("args"), dict):
         args = call.get("args")
-        error = f"arguments must be a JSON object, got {type(args).__name__}: {to_observation_text(args)[:200]}"
-    else:
-        tool = available[name]
-        invocation = {"type": "tool_call", "name": name, "args": call["args"], "id": call["id"]}
-        try:
-            output = await call_tool(tool, invocation, config, engine.settings.tool_timeout)
-        except TimeoutError:
-            error = f"tool {name!r} timed out after {engine.settings.tool_timeout:g} seconds"
-        except ValidationError as exc:
-            error = _validation_message(exc)
-        except Exception as exc:  # a tool failure is an observation, never a crash (R2.7)
-            error = f"{type(exc).__name__}: {exc}"
-        else:
-            return _describe_output(output)
-    return f"Error: {error}", error, None
+        return f"arguments must be a JSON object, got {type(args).__name__}: {to_observation_text(args)[:200]}"
+    return None
 
 
-def _describe_output(output: Any) -> tuple[str, str | None, Artifact | None]:
-    artifact: Artifact | None = None
-    if isinstance(output, Artifact):
-        return output.note(), None, output
-    if isinstance(output, ToolMessage):
-        if isinstance(output.artifact, Artifact):
-            artifact = output.artifact
-        text = to_observation_text(output.content)
-        if artifact is not None:
-            text = f"{artifact.note()}\n{text}" if text.strip() else artifact.note()
-        if output.status == "error":  # the tool's own handle_tool_error produced it
-            return text, text or "tool reported an error", artifact
-        return text or "(empty result)", None, artifact
-    text = to_observation_text(output)
-    return text or "(empty result)", None, None
+def _answer(output: Any, call_id: str) -> ToolMessage | None:
+    """The tool message answering ``call_id`` in what the tool returned."""
+    items = output if isinstance(output, list) else [output]
+    for item in items:
+        if isinstance(item, ToolMessage) and item.tool_call_id == call_id:
+            return item
+        if isinstance(item, Command) and isinstance(item.update, dict):
+            for message in item.update.get("messages", []):
+                if isinstance(message, ToolMessage) and message.tool_call_id == call_id:
+                    return message
+    return None
+
+
+def _with_artifact_note(message: ToolMessage) -> tuple[ToolMessage, Artifact | None]:
+    """The model is sent the artifact's note, not its content (SPEC R2.9); an empty
+    result says so."""
+    artifact = message.artifact if isinstance(message.artifact, Artifact) else None
+    content = message.content
+    if artifact is not None and not (isinstance(content, str) and content.startswith(artifact.note())):
+        text = to_observation_text(content)
+        content = f"{artifact.note()}\n{text}" if text.strip() else artifact.note()
+    elif content == "" or content == []:
+        content = "(empty result)"
+    if content is message.content:
+        return message, artifact
+    return message.model_copy(update={"content": content}), artifact
 
 
 class ExecuteTools:
     """Run the tool call routed to this task and append its observation.
 
     Input is the ``Send`` payload ``{"call": ToolCallRequest, "iteration": int,
-    "mode": "native" | "json", "selected_tools": list | None}``. Native mode appends a
-    ``ToolMessage`` answering the call id; JSON mode appends the observation as a user
-    message (SPEC R2.3). Both append one step record and emit ``iteration`` start/done.
+    "mode": "native" | "json", "selected_tools": list | None}``. Native mode appends the
+    ``ToolMessage`` answering the call id (string content, or the tool's content blocks);
+    JSON mode appends the observation as a user message (SPEC R2.3). Both append one step
+    record (``return_direct`` set for a successful call of a ``return_direct`` tool) and
+    emit ``iteration`` start/done.
+
+    A tool that returns a ``Command`` gets it applied: its ``update`` (with the tool
+    message, in JSON mode rewritten as the observation) plus the step record, and its
+    ``goto``; a ``Command(graph=Command.PARENT)`` goes to the parent graph as is (a handoff
+    ends this agent's run). ``interrupt()`` in a tool propagates: the run pauses with
+    ``__interrupt__`` and, resumed with ``Command(resume=...)``, runs the call again from
+    the start (LangGraph's semantics: the tool's ``interrupt()`` then returns the value).
     """
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    async def __call__(self, task: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+    async def __call__(self, task: dict[str, Any], config: RunnableConfig) -> Any:
         call: ToolCallRequest = task["call"]
         iteration = task["iteration"]
         name = call.get("name") or ""
         emit("step", type="iteration", status="start", iteration=iteration, tool_name=name,
              tool_args=call.get("args"), tool_call_id=call["id"])
         started = time.perf_counter()
-        observation, error, artifact = await run_tool_call(self.engine, call, task.get("selected_tools"), config)
+        output: Any = None
+        refusal = _refusal(call, task.get("selected_tools"), self.engine)
+        if refusal is None:
+            invocation = {"type": "tool_call", "name": name, "args": call["args"], "id": call["id"]}
+            assert self.engine.runner is not None  # Engine.build always sets it
+            try:
+                output = await self.engine.runner.run(invocation, config, self.engine.settings.tool_timeout)
+            except TimeoutError:
+                refusal = f"tool {name!r} timed out after {self.engine.settings.tool_timeout:g} seconds"
+        answer = _answer(output, call["id"]) if refusal is None else None
+        if answer is None:
+            text = f"Error: {refusal}" if refusal else "(no result: the tool handed control to another agent)"
+            answer = ToolMessage(text, tool_call_id=call["id"], name=name or "unknown", status="error" if refusal else "success")
+        answer, artifact = _with_artifact_note(answer)
+        observation = to_observation_text(answer.content)
+        error = error_of(answer)
         elapsed = time.perf_counter() - started
-        preview_limit = self.engine.settings.observation_preview_chars
         emit("step", type="iteration", status="done", iteration=iteration, tool_name=name,
-             observation=observation[:preview_limit], error=error, iter_elapsed=round(elapsed, 4),
-             tool_call_id=call["id"], artifact=artifact.to_dict() if artifact else None)
-        if task["mode"] == "native":
-            message: Any = ToolMessage(content=observation, tool_call_id=call["id"], name=name or "unknown",
-                                       status="error" if error else "success")
-        else:
+             observation=observation[: self.engine.settings.observation_preview_chars], error=error,
+             iter_elapsed=round(elapsed, 4), tool_call_id=call["id"], artifact=artifact.to_dict() if artifact else None)
+        if isinstance(output, Command) and output.graph == Command.PARENT:
+            return output
+        message: BaseMessage = answer
+        if task["mode"] == "json":
             message = HumanMessage(OBSERVATION.format(tool_name=name or "unknown", observation=observation))
+        tool = self.engine.tools.get(name)
         record = {
             "iteration": iteration,
             "tool_call_id": call["id"],
@@ -147,5 +149,22 @@ class ExecuteTools:
             "refused": call.get("refused"),
             "elapsed": elapsed,
             "artifact": artifact.to_dict() if artifact else None,
+            "return_direct": bool(tool is not None and tool.return_direct and error is None),
         }
-        return {"messages": [message], "steps": [record], "pending_tool_calls": []}
+        update: dict[str, Any] = {"steps": [record], "pending_tool_calls": []}
+        if not isinstance(output, (Command, list)):
+            return {**update, "messages": [message]}
+        # A Command for this graph: its messages join ours (the answer to the call rewritten
+        # as above); a Command for the parent graph is passed on as it is.
+        applied: list[Command] = []
+        messages: list[Any] = []
+        for item in output if isinstance(output, list) else [output]:
+            if not isinstance(item, Command):
+                messages.append(message if item.tool_call_id == call["id"] else item)
+            elif item.graph == Command.PARENT or not isinstance(item.update, dict):
+                applied.append(item)
+            else:
+                messages.extend(message if getattr(m, "tool_call_id", None) == call["id"] else m
+                                for m in item.update.get("messages", []))
+                applied.append(Command(update={k: v for k, v in item.update.items() if k != "messages"}, goto=item.goto))
+        return [*applied, {**update, "messages": messages}]

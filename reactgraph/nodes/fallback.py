@@ -1,13 +1,18 @@
-"""``fallback``: the end of a loop that reached ``max_iterations`` (SPEC R2.6).
+"""``fallback``: the end of a loop that reached its iteration cap (SPEC R2.6).
 
-The answer is built from the recorded steps: which tools were called and whether each
-succeeded. The same summary serves a run whose model kept failing (SPEC R2.7).
+The cap is ``max_iterations``, or lower when the caller's ``recursion_limit`` leaves too few
+graph steps for another iteration (LangGraph's ``RemainingSteps``): the user never sees a
+``GraphRecursionError``. The answer is built from the recorded steps: which tools were
+called and whether each succeeded, and is added as the last assistant message. The same
+summary serves a run whose model kept failing (SPEC R2.7).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
+from langchain_core.messages import AIMessage
 
 from reactgraph.engine import Engine
 from reactgraph.jsonparse import safe_json
@@ -34,16 +39,34 @@ def summarize_steps(steps: Sequence[dict[str, Any]], reason: str) -> str:
     return "\n".join(lines)
 
 
+STEPS_TO_FINISH = 9
+"""Graph steps one more loop iteration may take before the run ends, counted from the
+guard's routing: model call, (drain), tools, drain, guard, fallback, synthesis and the
+structured response. With fewer left (``remaining_steps``), the loop stops at the cap."""
+
+
+def iteration_cap_reached(state: AgentState, max_iterations: int) -> bool:
+    """Whether the loop must stop (SPEC R2.6): ``max_iterations`` model calls made, or the
+    run's ``recursion_limit`` too close for another iteration (``remaining_steps``)."""
+    if state.get("iteration", 0) >= max_iterations:
+        return True
+    remaining = state.get("remaining_steps")
+    return remaining is not None and remaining < STEPS_TO_FINISH
+
+
 class Fallback:
-    """Write the step summary as the answer when the iteration cap is reached."""
+    """Write the step summary as the answer when the iteration cap is reached, as the
+    last assistant message too (issue 21: every way the loop ends leaves one)."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
     async def __call__(self, state: AgentState) -> dict[str, Any]:
-        reason = f"I stopped after {self.engine.settings.max_iterations} iterations without reaching a final answer."
+        reason = f"I stopped after {state.get('iteration', 0)} iterations without reaching a final answer."
+        answer = summarize_steps(state.get("steps", []), reason)
         return {
-            "answer": summarize_steps(state.get("steps", []), reason),
+            "messages": [AIMessage(answer, name=self.engine.message_name)],
+            "answer": answer,
             "finish_reason": "max_iterations",
             "pending_final": None,
             "pending_tool_calls": [],

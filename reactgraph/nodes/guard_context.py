@@ -28,6 +28,8 @@ from reactgraph.context import ContextGuard, TokenCounter, context_budget, model
 from reactgraph.dualmode import run_blocking
 from reactgraph.engine import RUN_NAME_COMPACTION, Engine
 from reactgraph.events import emit
+from reactgraph.nodes.fallback import iteration_cap_reached
+from reactgraph.pinning import pinned_ids
 from reactgraph.state import AgentState
 
 
@@ -73,13 +75,14 @@ class GuardContext:
         return self._overheads[key]
 
     async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
-        if state.get("iteration", 0) >= self.engine.settings.max_iterations:
+        if iteration_cap_reached(state, self.engine.settings.max_iterations):
             return {}
         if not self.guard.counter.loaded:  # the first load may try a download: off the event loop
             await run_blocking(self.guard.counter.load)
         messages = list(state.get("messages", []))
         result = await self.guard.aguard(
-            messages, overhead_tokens=self.overhead_tokens(state.get("selected_tools")), config=config
+            messages, overhead_tokens=self.overhead_tokens(state.get("selected_tools")), config=config,
+            pinned=pinned_ids(state),
         )
         update: dict[str, Any] = {}
         if result.usage["model_calls"]:

@@ -32,7 +32,7 @@ import logging
 import uuid
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
 from reactgraph.action_schema import (
@@ -195,14 +195,17 @@ class LLMCallNative:
         emit("step", type="thinking", status="start", iteration=iteration)
         query = state.get("query", "")
         tools = [] if stalled else self.engine.tools_for(state.get("selected_tools"), query)
-        messages = [SystemMessage(self.engine.base_system_prompt), *state["messages"]]
+        messages = await self.engine.loop_input(state, config)
         if stalled:
             messages.append(HumanMessage(FINAL_ONLY_REQUEST))
-        response = await call_model(self.engine.native_model(tools, self.engine.named_values(query)), messages, config)
+        model = self.engine.native_model(tools, self.engine.named_values(query), final_only=bool(stalled))
+        response = await call_model(model, messages, config)
         if not isinstance(response, AIMessage):
             response = AIMessage(content=message_text(response))
         used = {c["id"] for m in state["messages"] if isinstance(m, AIMessage) for c in m.tool_calls if c.get("id")}
         response, requests = normalize_tool_calls(response, used)
+        if self.engine.message_name:
+            response.name = self.engine.message_name
         requests = mark_repeats(requests, state.get("steps", []), self.engine.settings.refuse_repeated_calls)
         reasoning = separate_reasoning(response) or (message_text(response) if requests else "")
         emit("step", type="thinking", status="done", iteration=iteration, reasoning=reasoning)
@@ -306,8 +309,9 @@ class LLMCallJSON:
         query = state.get("query", "")
         named = self.engine.named_values(query)
         tools = [] if stalled else self.engine.tools_for(state.get("selected_tools"), query)
-        system = self.engine.json_system_prompt(tools, named)
-        messages = [SystemMessage(system), *state["messages"]]
+        messages = await self.engine.loop_input(
+            state, config, lambda base: self.engine.json_system_prompt(tools, base, named)
+        )
         if stalled:
             messages.append(HumanMessage(FINAL_ONLY_REQUEST))
         action_format = None if state.get("schema_rejected") else self.engine.action_format(tools, named)
@@ -330,7 +334,8 @@ class LLMCallJSON:
         raw = raw if raw is not None else message_text(response)
         action = parse_action(raw, separate_reasoning_text=separate_reasoning(response))
         # Stored without provider tool calls: in JSON mode the content is the action.
-        stored = AIMessage(content=raw, id=response.id, response_metadata=response.response_metadata)
+        stored = AIMessage(content=raw, id=response.id, response_metadata=response.response_metadata,
+                           name=self.engine.message_name)
         update: dict[str, Any] = {
             "messages": [stored],
             "iteration": iteration,

@@ -10,7 +10,6 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from reactgraph.actions import message_text
 from reactgraph.engine import Engine
-from reactgraph.pinning import is_pinned, pin
 from reactgraph.protocol import answer_unfinished_tool_calls
 from reactgraph.state import RESET, AgentState
 
@@ -21,8 +20,8 @@ class StartTurn:
     The query is the text of the last human message (the one the caller just sent);
     the mode is fixed for the whole turn from the model's abilities (SPEC R2.2).
     Earlier turns' messages stay in ``messages`` as history. The query message is pinned
-    (written back with the same id and the pinned flag), so every context compaction
-    keeps it (SPEC R6.2). A history left by a run that was stopped while its tools ran
+    (its id added to ``pinned``; the message itself is left as sent), so every context
+    compaction keeps it (SPEC R6.2). A history left by a run that was stopped while its tools ran
     (a client that disconnected from the server) gets an error result for each
     unanswered tool call, so the thread stays usable (SPEC R2.5).
     """
@@ -32,11 +31,11 @@ class StartTurn:
 
     async def __call__(self, state: AgentState) -> dict[str, Any]:
         query = ""
-        pinned: list[HumanMessage] = []
+        pinned: list[str] = []
         for message in reversed(state.get("messages", [])):
             if isinstance(message, HumanMessage):
                 query = message_text(message)
-                pinned = [] if is_pinned(message) else [pin(message)]
+                pinned = [message.id] if message.id else []
                 break
         update: dict[str, Any] = {
             "query": query,
@@ -57,12 +56,9 @@ class StartTurn:
             "error": None,
             "synthesis": None,
             "started_at": time.time(),
+            "pinned": pinned,
         }
         repaired = answer_unfinished_tool_calls(state.get("messages", []))
         if repaired is not None:
-            pinned_ids = {message.id for message in pinned}
-            rebuilt = [pin(message) if message.id in pinned_ids else message for message in repaired]
-            update["messages"] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *rebuilt]
-        elif pinned:
-            update["messages"] = pinned
+            update["messages"] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *repaired]
         return update

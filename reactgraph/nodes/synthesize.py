@@ -14,6 +14,8 @@ values, or a factless one (tools returned facts, the answer passes on none), is 
 drop the text streamed so far — and asked for once more with the strict prompt; if that
 answer is not grounded either, it is withdrawn too and replaced by
 :func:`~reactgraph.grounding.observation_answer`.
+A run ended by a ``return_direct`` tool makes no model call: the tool's result is sent as
+the answer, as it is (issue 21).
 """
 
 from __future__ import annotations
@@ -82,6 +84,8 @@ class Synthesize:
         enabled = (config.get("configurable") or {}).get("synthesize", settings.synthesize)
         if not enabled:
             return {}
+        if state.get("finish_reason") == "return_direct":  # the tool's result is the answer (issue 21)
+            return {"synthesis": await emit_answer(_one_chunk(state.get("answer") or ""), "")}
         usage: dict[str, int] = {}
         query, steps = state.get("query", ""), state.get("steps", [])
         text = await self._stream(state, config, usage, state.get("answer") or "")

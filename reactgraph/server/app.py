@@ -54,7 +54,7 @@ from reactgraph.agent import ReActAgent
 from reactgraph.checkpointing import NothingToResumeError
 from reactgraph.events import AgentEvent
 from reactgraph.interrupts import NoActiveRunError, ThreadBusyError
-from reactgraph.pinning import is_pinned
+from reactgraph.pinning import is_pinned, pinned_ids
 
 API_KEY_ENV = "REACTGRAPH_API_KEY"
 """Environment variable holding the bearer token the API requires, when set."""
@@ -187,7 +187,7 @@ SSE_DESCRIPTION = (
 )
 
 
-def _message_view(message: BaseMessage) -> ThreadMessage:
+def _message_view(message: BaseMessage, pinned: frozenset[str]) -> ThreadMessage:
     tool_calls = [
         {"id": call.get("id"), "name": call.get("name"), "args": call.get("args")}
         for call in (message.tool_calls if isinstance(message, AIMessage) else [])
@@ -195,7 +195,7 @@ def _message_view(message: BaseMessage) -> ThreadMessage:
     return ThreadMessage(
         type=message.type,
         content=message_text(message),
-        pinned=is_pinned(message),
+        pinned=is_pinned(message, pinned),
         tool_calls=tool_calls,
         tool_call_id=message.tool_call_id if isinstance(message, ToolMessage) else None,
         name=message.name if isinstance(message, ToolMessage) else None,
@@ -404,7 +404,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
             thread_id=thread_id,
             running=running,
             status="running" if running else "interrupted" if snapshot.next else "idle",
-            messages=[_message_view(message) for message in values["messages"]],
+            messages=[_message_view(message, pinned_ids(values)) for message in values["messages"]],
             result=_result_view(values),
         )
 

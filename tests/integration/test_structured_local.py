@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from typing import Literal
 
 import pytest
 from langchain_core.messages import HumanMessage
+from pydantic import BaseModel
 
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent, check_protocol, structured_llm_call
 from reactgraph.demo.factory import DEMO_SYSTEM_PROMPT, build_factory_hub
@@ -45,3 +47,22 @@ async def test_demo_hub_run_with_selection_completes(local_server, tmp_path):
     result = await agent.run("Compare CNC-001 and CNC-003")
     check_protocol(result.messages)
     assert result.answer.strip()
+
+
+class MachineState(BaseModel):
+    """The state of one machine of the plant."""
+
+    equipment_id: str
+    state: Literal["normal", "warning", "stopped"]
+
+
+async def test_response_format_on_the_embedded_model_returns_a_validated_object(local_server, tmp_path):
+    """Issue 21: ``response_format`` goes through ``structured_llm_call`` (SPEC §4), so even
+    the embedded model returns an object that passed the pydantic model's validation."""
+    agent = ReActAgent(local_server.chat_model(), build_factory_hub(tmp_path / "factory.db"),
+                       abilities=local_server.abilities, response_format=MachineState,
+                       settings=AgentSettings(max_iterations=3, system_prompt=DEMO_SYSTEM_PROMPT, tool_timeout=30))
+    result = await agent.run("What is the state of CNC-003?")
+    check_protocol(result.messages)
+    assert isinstance(result.structured_response, MachineState)
+    assert result.structured_response.equipment_id.strip()

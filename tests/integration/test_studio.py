@@ -17,6 +17,8 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -27,6 +29,7 @@ from reactgraph.demo.factory import DEMO_QUESTION
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
 STUDIO_DIR = Path(__file__).resolve().parents[2] / "studio"
+APPROVAL_DIR = Path(__file__).resolve().parent / "studio_approval"
 CONTEXT = {"max_iterations": 2, "mode": "auto", "tool_selection": True}
 
 
@@ -82,9 +85,9 @@ def server_env(trap: ProxyTrap, home: Path) -> dict[str, str]:
     return env
 
 
-@pytest.fixture
-def studio_server(tmp_path):
-    """``langgraph dev --no-browser`` from ``studio/`` on a free loopback port; yields
+@contextmanager
+def langgraph_dev(directory: Path, tmp_path: Path) -> Iterator[tuple[str, ProxyTrap, Path]]:
+    """``langgraph dev --no-browser`` from ``directory`` on a free loopback port; yields
     ``(url, trap, log_path)`` and stops the server's process group afterwards."""
     langgraph = Path(sys.executable).parent / "langgraph"
     assert langgraph.exists(), "langgraph-cli[inmem] is not installed (pip install -e '.[dev]')"
@@ -94,7 +97,7 @@ def studio_server(tmp_path):
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
             [str(langgraph), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port)],
-            cwd=STUDIO_DIR, env=server_env(trap, tmp_path / "home"), stdout=log, stderr=subprocess.STDOUT,
+            cwd=directory, env=server_env(trap, tmp_path / "home"), stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True,
         )
     url = f"http://127.0.0.1:{port}"
@@ -120,6 +123,13 @@ def studio_server(tmp_path):
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait(10)
         trap.close()
+
+
+@pytest.fixture
+def studio_server(tmp_path):
+    """The Studio server of ``studio/`` (see :func:`langgraph_dev`)."""
+    with langgraph_dev(STUDIO_DIR, tmp_path) as served:
+        yield served
 
 
 async def test_studio_server_runs_inspects_and_forks_a_demo_run(studio_server):
@@ -183,3 +193,29 @@ async def test_studio_server_runs_inspects_and_forks_a_demo_run(studio_server):
 
     assert trap.requests == [], f"the server tried to reach the network: {trap.requests}"
     assert "Traceback" not in log_path.read_text(errors="replace")
+
+
+async def test_a_tool_interrupt_is_resumed_through_langgraph_sdk(tmp_path):
+    """Issue 21: ``interrupt()`` inside a tool pauses a run served by ``langgraph dev``;
+    Studio's path (langgraph-sdk) shows the interrupt and resumes it with
+    ``Command(resume=...)``. The graph is ``studio_approval/graph.py`` (a scripted model)."""
+    with langgraph_dev(APPROVAL_DIR, tmp_path) as (url, trap, log_path):
+        client = get_client(url=url)
+        thread_id = (await client.threads.create())["thread_id"]
+        await client.runs.wait(thread_id, "approval", input={"messages": [{"role": "user", "content": "Stop CNC-003."}]})
+        paused = await client.threads.get_state(thread_id)
+        assert paused["next"] == ["execute_tools"]
+        [pending] = [i for task in paused["tasks"] for i in task["interrupts"]]
+        assert pending["value"] == {"action": "stop_machine", "machine": "CNC-003"}
+        assert not [m for m in paused["values"]["messages"] if m["type"] == "tool"]  # nothing ran yet
+        assert (await client.threads.get(thread_id))["status"] == "interrupted"
+
+        final = await client.runs.wait(thread_id, "approval", command={"resume": "approved by Kim"})
+        tool_messages = [m["content"] for m in final["messages"] if m["type"] == "tool"]
+        assert tool_messages == ["CNC-003 stopped (approved by Kim)"]
+        assert final["messages"][-1]["type"] == "ai" and final["messages"][-1]["content"] == "CNC-003 is stopped."
+        assert final["synthesis"] == "CNC-003 has been stopped."
+        done = await client.threads.get_state(thread_id)
+        assert done["next"] == [] and not done["tasks"]
+        assert trap.requests == [], f"the server tried to reach the network: {trap.requests}"
+        assert "Traceback" not in log_path.read_text(errors="replace")

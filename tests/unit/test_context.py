@@ -39,7 +39,6 @@ from reactgraph.context import (
 )
 from reactgraph.engine import Engine
 from reactgraph.nodes.guard_context import GuardContext
-from reactgraph.pinning import is_pinned, pin
 from reactgraph.prompts import SYNTHESIS_SYSTEM
 from tests.scripted import ScriptedChatModel, tool_call
 
@@ -130,8 +129,7 @@ async def test_over_budget_history_is_compacted_in_the_conversations_language():
 
     after = last_loop_call(model)  # the loop call after the last compaction
     assert any(isinstance(m, HumanMessage) and m.content.startswith(SUMMARY_HEADER) and "W-1105" in m.content for m in after)
-    pinned = [m for m in after if isinstance(m, HumanMessage) and is_pinned(m)]
-    assert [m.content for m in pinned] == [QUERY]
+    assert [m.content for m in after if m.content == QUERY] == [QUERY]  # the pinned query is kept
     assert TokenCounter().count_messages(after) <= 8_000  # the system prompt included
     assert isinstance(after[-1], ToolMessage)  # the most recent result is kept verbatim
     assert after[-1].content == f"CNC-004 log:\n{BIG_LOG}"
@@ -145,13 +143,15 @@ async def test_every_pinned_message_survives_compaction():
     history = [
         HumanMessage("Check the plant."),
         AIMessage("Which machine?"),
-        pin(HumanMessage("Always report temperatures in °C.")),
+        HumanMessage("Always report temperatures in °C.", id="rule"),
         AIMessage("Noted."),
-        HumanMessage(QUERY),
+        HumanMessage(QUERY, id="query"),
     ]
-    state = await graph.ainvoke({"messages": history}, {"configurable": {"synthesize": False}})
+    # a caller pins a message by id (SPEC R6.2); the turn's query is pinned by the engine
+    state = await graph.ainvoke({"messages": history, "pinned": ["rule"]}, {"configurable": {"synthesize": False}})
     check_protocol(state["messages"])
-    texts = [m.content for m in state["messages"] if is_pinned(m)]
+    assert "pinned" not in state  # bookkeeping stays in the checkpointed state, not the output
+    texts = [m.content for m in state["messages"] if m.id in ("rule", "query")]
     assert texts == ["Always report temperatures in °C.", QUERY]
     assert "Check the plant." not in [m.content for m in state["messages"]]  # old, unpinned: summarized
     assert any(str(m.content).startswith(SUMMARY_HEADER) for m in state["messages"])
@@ -190,20 +190,20 @@ async def test_compaction_failure_falls_back_to_truncation_and_the_run_answers()
     assert done["finish_reason"] == "final_answer" and done["answer"]
     assert any(e.channel == "compact" for e in events)
     last = last_loop_call(model)
-    assert last[1].content == QUERY and is_pinned(last[1])
+    assert last[1].content == QUERY  # the pinned query survived the truncation
     assert any(m.content == DROPPED_NOTE for m in last)
     assert not any(str(m.content).startswith(SUMMARY_HEADER) for m in last)
 
 
 async def test_guard_without_a_model_truncates_whole_tool_groups():
     guard = ContextGuard(None, budget=600, counter=TokenCounter())
-    messages = [pin(HumanMessage(QUERY, id="q"))]
+    messages = [HumanMessage(QUERY, id="q")]
     for i in range(6):
         messages += [AIMessage("", id=f"a{i}", tool_calls=[tool_call("read_log", {"machine": str(i)}, f"t{i}a"),
                                                              tool_call("read_log", {"machine": str(i)}, f"t{i}b")]),
                      ToolMessage("result " * 60, tool_call_id=f"t{i}a", id=f"r{i}a"),
                      ToolMessage("result " * 60, tool_call_id=f"t{i}b", id=f"r{i}b")]
-    result = await guard.aguard(messages)
+    result = await guard.aguard(messages, pinned={"q"})
     assert result.method == "truncation" and result.tokens_after <= 600 < result.tokens_before
     check_protocol(result.messages)
     assert result.messages[0].id == "q" and result.messages[1].content == DROPPED_NOTE
@@ -269,7 +269,7 @@ def test_char_estimate_is_cjk_aware():
     assert estimate_tokens("温度" * 50) == 100
 
 
-async def test_query_is_pinned_and_the_flag_survives_checkpoints(tmp_path):
+async def test_queries_are_pinned_by_id_in_checkpointed_state_and_left_as_sent(tmp_path):
     async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "c.db")) as saver:
         agent = ReActAgent(ScriptedChatModel(responses=["one", "two"]), [read_log],
                            abilities=ModelAbilities(tool_call=True), checkpointer=saver)
@@ -278,7 +278,8 @@ async def test_query_is_pinned_and_the_flag_survives_checkpoints(tmp_path):
         state = (await agent.graph.aget_state({"configurable": {"thread_id": "t"}})).values
     humans = [m for m in state["messages"] if isinstance(m, HumanMessage)]
     assert [m.content for m in humans] == ["first question", "second question"]
-    assert all(is_pinned(m) for m in humans)
+    assert state["pinned"] == [m.id for m in humans]  # SPEC R6.2, kept across runs
+    assert all(m.additional_kwargs == {} for m in humans)  # issue 21: the messages are as sent
 
 
 # ----------------------------------------------------------------------------- offline

@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from reactgraph import ContextGuard, TokenCounter, check_protocol
-from reactgraph.pinning import is_pinned, pin
 from tests.scripted import ScriptedChatModel
 
 COUNTER = TokenCounter()  # shared, so its per-message cache is exercised across examples
@@ -34,7 +33,8 @@ texts = st.one_of(
 
 @st.composite
 def conversations(draw: st.DrawFn) -> list[BaseMessage]:
-    """A valid conversation: optional system message, a first user message, then turns."""
+    """A valid conversation: optional system message, a first user message, then turns.
+    Pinned user messages have ids starting with ``p`` (see :func:`pinned_of`)."""
     counter = iter(range(10_000))
 
     def new_id(prefix: str) -> str:
@@ -43,12 +43,10 @@ def conversations(draw: st.DrawFn) -> list[BaseMessage]:
     messages: list[BaseMessage] = []
     if draw(st.booleans()):
         messages.append(SystemMessage(draw(texts), id=new_id("s")))
-    first = HumanMessage(draw(texts) or "question", id=new_id("h"))
-    messages.append(pin(first) if draw(st.booleans()) else first)
+    messages.append(HumanMessage(draw(texts) or "question", id=new_id("p" if draw(st.booleans()) else "h")))
     for kind in draw(st.lists(st.sampled_from(["user", "pinned", "reply", "tools"]), max_size=14)):
         if kind in ("user", "pinned"):
-            message = HumanMessage(draw(texts), id=new_id("h"))
-            messages.append(pin(message) if kind == "pinned" else message)
+            messages.append(HumanMessage(draw(texts), id=new_id("p" if kind == "pinned" else "h")))
         elif kind == "reply":
             messages.append(AIMessage(draw(texts), id=new_id("a")))
         else:
@@ -69,8 +67,13 @@ summaries = st.one_of(
 )
 
 
+def pinned_of(messages: list[BaseMessage]) -> frozenset[str]:
+    """The pinned ids of a drawn conversation (SPEC R6.2: pins live in the state, by id)."""
+    return frozenset(m.id for m in messages if m.id and m.id.startswith("p"))
+
+
 def pinned_alone_tokens(guard: ContextGuard, messages: list[BaseMessage], overhead: int) -> int:
-    kept = [guard.truncate_message(m) for m in messages if isinstance(m, SystemMessage) or is_pinned(m)]
+    kept = [guard.truncate_message(m) for m in messages if isinstance(m, SystemMessage) or m.id in pinned_of(messages)]
     return overhead + COUNTER.count_messages(kept)
 
 
@@ -91,14 +94,14 @@ def test_guard_output_is_valid_keeps_pinned_and_fits(
     model = None if summary is None else ScriptedChatModel(responses=[summary], repeat_last=True)
     guard = ContextGuard(model, budget=budget, counter=COUNTER, max_message_chars=max_chars,
                          keep_recent_messages=keep_recent)
-    result = asyncio.run(guard.aguard(messages, overhead_tokens=overhead))
+    result = asyncio.run(guard.aguard(messages, overhead_tokens=overhead, pinned=pinned_of(messages)))
 
     event(f"method: {result.method}")
     event(f"pinned alone fit: {pinned_alone_tokens(guard, messages, overhead) <= budget}")
     check_protocol(result.messages)
     out = {m.id: m for m in result.messages}
     for message in messages:
-        if is_pinned(message) or isinstance(message, SystemMessage):
+        if message.id in pinned_of(messages) or isinstance(message, SystemMessage):
             assert message.id in out, f"pinned/system message {message.id} was dropped"
             assert out[message.id].content == guard.truncate_message(message).content
     assert result.tokens_after == overhead + COUNTER.count_messages(result.messages)

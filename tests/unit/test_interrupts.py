@@ -29,7 +29,6 @@ from reactgraph import (
     create_react_graph,
 )
 from reactgraph.interrupts import INTERRUPT_PREFIX, format_interrupt
-from reactgraph.pinning import is_pinned
 from tests.scripted import ScriptedChatModel, tool_call
 
 ABILITIES = ModelAbilities(tool_call=True, json_mode=True)
@@ -109,7 +108,7 @@ async def test_follow_up_queued_before_the_first_model_call_reaches_it(tools, mo
                                     {"configurable": {"thread_id": "plant-7", "synthesize": False}})
     first = model.calls[0]
     assert [type(m).__name__ for m in first[1:]] == ["HumanMessage", "HumanMessage"]
-    assert first[-1].content == "[USER INTERRUPT] also CNC-001" and is_pinned(first[-1])
+    assert first[-1].content == "[USER INTERRUPT] also CNC-001"
     assert state["answer"] == "CNC-003 and CNC-001 are normal." and len(model.calls) == 1
 
 
@@ -180,7 +179,6 @@ async def test_three_follow_ups_in_one_drain_become_one_pinned_message(tools, mo
     [message] = interrupts_in(model.calls[1])
     assert message.content == format_interrupt(["also CNC-001", "and CNC-002", "in Korean please"])
     assert message.content == "[USER INTERRUPT] also CNC-001\n\nand CNC-002\n\nin Korean please"
-    assert is_pinned(message)
     assert interrupts_in(result.messages) == [message]
 
 
@@ -393,7 +391,7 @@ async def test_pinned_follow_up_is_stored_in_the_checkpoint(tools):
     await agent.run("CNC-003?", thread_id="t")
     snapshot = await agent.graph.aget_state({"configurable": {"thread_id": "t"}})
     [stored] = interrupts_in(snapshot.values["messages"])
-    assert is_pinned(stored) and stored.content == "[USER INTERRUPT] also CNC-001"
+    assert stored.id in snapshot.values["pinned"] and stored.content == "[USER INTERRUPT] also CNC-001"
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -417,7 +415,7 @@ async def test_follow_up_survives_compaction(mode):
     last = model.calls[4]
     assert not any("CNC-001 log:" in str(m.content) for m in last)  # older messages were compacted away
     [kept] = interrupts_in(last)
-    assert kept.content == "[USER INTERRUPT] also list the alarm codes" and is_pinned(kept)
+    assert kept.content == "[USER INTERRUPT] also list the alarm codes"  # pinned: kept through compaction
     assert events[-1].data["finish_reason"] == "final_answer"
 
 

@@ -15,6 +15,7 @@ import threading
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import StructuredTool, tool
+from langgraph.config import get_config
 
 from reactgraph import AgentSettings, InMemoryInterruptQueue, ModelAbilities, create_react_graph
 from reactgraph.dualmode import SyncRunError, run_sync
@@ -175,13 +176,15 @@ def test_a_sync_tool_runs_in_a_worker_thread_and_sees_the_run_config():
     @tool
     def where(x: int) -> str:
         """Report the thread."""
-        seen["thread"] = threading.current_thread().name
+        seen["thread"] = threading.current_thread()
+        seen["thread_id"] = get_config()["configurable"].get("thread_id")
         return "here"
 
     model = ScriptedChatModel(responses=[AIMessage(content="", tool_calls=[tool_call("where", {"x": 1}, "c1")]), "ok"])
     create_react_graph(model, [where], abilities=NATIVE).invoke(
-        {"messages": [HumanMessage("q")]}, {"configurable": {"synthesize": False}})
-    assert seen["thread"] == "reactgraph-tool"
+        {"messages": [HumanMessage("q")]}, {"configurable": {"synthesize": False, "thread_id": "t-sync"}})
+    assert seen["thread"] is not threading.main_thread()  # off the caller's thread, under the tool timeout
+    assert seen["thread_id"] == "t-sync"
 
 
 class SuspendingQueue(InMemoryInterruptQueue):

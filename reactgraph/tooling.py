@@ -1,0 +1,194 @@
+"""How the engine runs tools: the LangGraph way (issue 21).
+
+Every tool call goes through LangGraph's own :class:`~langgraph.prebuilt.ToolNode`, invoked
+by ``execute_tools`` with the one call of its ``Send`` task. So a tool behaves here exactly
+as under ``create_react_agent``:
+
+- ``interrupt()`` inside a tool pauses the run (``GraphInterrupt`` is never turned into an
+  observation); the run is checkpointed and resumed with ``Command(resume=...)``;
+- a returned ``Command`` is validated by ToolNode and applied by the graph (its ``update``,
+  its ``goto``, ``graph=Command.PARENT`` for handoffs);
+- ``InjectedState``, ``InjectedStore``, ``InjectedToolCallId`` and ``ToolRuntime``
+  arguments are filled from the graph (state, store, context, stream writer, call id);
+- tool output is ToolMessage content as LangGraph makes it (strings kept, content blocks
+  kept, anything else JSON).
+
+What the engine adds around that one mechanism: exceptions become observations (SPEC R2.7)
+unless the caller chooses otherwise (``handle_tool_errors``), a timeout per call, and tools
+returning an :class:`~reactgraph.Artifact` (SPEC R2.9).
+
+Every call passes through ToolNode's ``wrap_tool_call`` / ``awrap_tool_call`` hook
+(``ToolRunner._wrap`` / ``_awrap``), which sees the ``ToolCallRequest`` (the call, the graph
+state, the ``ToolRuntime``) before the tool runs. That is the one place for steps around a
+call, such as asking a human to approve it with ``interrupt()`` (R13.3): an ``interrupt()``
+there pauses the run like one inside the tool, and the call can be changed
+(``request.override``) or answered without running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from langchain_core.messages import ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+from langgraph.prebuilt import ToolNode
+from langgraph.prebuilt.tool_node import ToolCallRequest, ToolInvocationError
+from langgraph.types import Command
+
+from reactgraph.artifacts import Artifact
+from reactgraph.dualmode import in_sync_run, is_async_only, run_in_daemon_thread
+
+ToolErrorPolicy = bool | str | Callable[..., str] | type[Exception] | tuple[type[Exception], ...]
+"""What ``handle_tool_errors`` accepts: the values of LangGraph's ``ToolNode``."""
+
+
+def prepare_tools(tools: Sequence[Any]) -> tuple[list[Any], list[dict[str, Any]]]:
+    """Split what a caller passes as tools, as ``create_react_agent`` accepts them.
+
+    Args:
+        tools: LangChain ``BaseTool`` objects, plain functions (made tools by LangGraph's
+            ``ToolNode``, name and schema from the signature and docstring) and provider
+            tool dicts (e.g. ``{"type": "web_search_preview"}`` or an OpenAI function
+            spec): bound to the model in native mode, run by the provider, never by the
+            engine.
+
+    Returns:
+        ``(runnable, provider)``: the tools the engine runs (``BaseTool`` or functions), and
+        the provider tool dicts.
+
+    Raises:
+        TypeError: An item is none of these.
+    """
+    runnable: list[Any] = []
+    provider: list[dict[str, Any]] = []
+    for item in tools:
+        if isinstance(item, dict):
+            provider.append(item)
+        elif isinstance(item, BaseTool) or callable(item):
+            runnable.append(item)
+        else:
+            raise TypeError(f"a tool must be a LangChain BaseTool, a function or a provider tool dict, got {type(item).__name__}")
+    return runnable, provider
+
+
+def describe_tool_error(exc: Exception) -> str:
+    """The default error policy (SPEC R2.7): every exception a tool raises becomes the
+    observation ``Error: <what went wrong>``; arguments that fail the tool's schema are
+    listed field by field (injected arguments left out)."""
+    if isinstance(exc, ToolInvocationError):
+        problems = [
+            f"{'.'.join(str(part) for part in error.get('loc', ())) or 'arguments'}: {error.get('msg')}"
+            for error in (exc.filtered_errors if exc.filtered_errors is not None else exc.source.errors())
+        ]
+        return "Error: invalid arguments — " + "; ".join(problems)
+    return f"Error: {type(exc).__name__}: {exc}"
+
+
+def error_of(message: ToolMessage) -> str | None:
+    """The error a tool message reports (``status="error"``), without the ``Error: ``
+    prefix; ``None`` for a successful result."""
+    if message.status != "error":
+        return None
+    text = message.content if isinstance(message.content, str) else str(message.content)
+    return text.removeprefix("Error: ") or "tool reported an error"
+
+
+class _ArtifactAware(BaseTool):
+    """The tool as ``execute_tools`` invokes it: the wrapped tool, with an
+    :class:`~reactgraph.Artifact` returned directly turned into a ``ToolMessage`` whose
+    content is the artifact's note and whose ``artifact`` is the artifact (SPEC R2.9).
+    Injection is unaffected: ToolNode computes it from the registered tool by name."""
+
+    inner: BaseTool
+
+    def _run(self, *args: Any, **kwargs: Any) -> Any:  # every call goes through invoke/ainvoke
+        raise NotImplementedError
+
+    @staticmethod
+    def _message(output: Any, call: Any) -> Any:
+        if isinstance(output, Artifact) and isinstance(call, dict) and call.get("type") == "tool_call":
+            return ToolMessage(output.note(), artifact=output, tool_call_id=call["id"], name=call.get("name"))
+        return output
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        return self._message(self.inner.invoke(input, config, **kwargs), input)
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        return self._message(await self.inner.ainvoke(input, config, **kwargs), input)
+
+
+class ToolRunner:
+    """Runs one tool call through LangGraph's ``ToolNode`` (see the module docstring).
+
+    Args:
+        tools: The tools to run (``BaseTool`` objects or functions).
+        handle_tool_errors: ``ToolNode``'s error policy. Default
+            :func:`describe_tool_error`: every exception becomes an error observation
+            (SPEC R2.7). ``False`` lets exceptions fail the run, as LangGraph does.
+
+    Raises:
+        ValueError: Two tools share a name.
+    """
+
+    def __init__(self, tools: Sequence[Any], handle_tool_errors: ToolErrorPolicy | None = None) -> None:
+        self.node = ToolNode(
+            list(tools),
+            handle_tool_errors=describe_tool_error if handle_tool_errors is None else handle_tool_errors,
+            wrap_tool_call=self._wrap,
+            awrap_tool_call=self._awrap,
+        )
+        if len(self.node.tools_by_name) != len(tools):
+            names = [getattr(t, "name", getattr(t, "__name__", "")) for t in tools]
+            twice = sorted({n for n in names if names.count(n) > 1})
+            raise ValueError(f"two tools are named {', '.join(map(repr, twice))}")
+        self.tools: dict[str, BaseTool] = dict(self.node.tools_by_name)
+        self._invoked = {
+            name: _ArtifactAware(name=tool.name, description=tool.description, args_schema=tool.args_schema,
+                                 return_direct=tool.return_direct, inner=tool)
+            for name, tool in self.tools.items()
+        }
+
+    def _wrap(self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Any]) -> Any:
+        return execute(request.override(tool=self._invoked[request.tool_call["name"]]))
+
+    async def _awrap(self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Awaitable[Any]]) -> Any:
+        return await execute(request.override(tool=self._invoked[request.tool_call["name"]]))
+
+    async def run(self, call: dict[str, Any], config: RunnableConfig, timeout: float) -> ToolMessage | Command | list[Any]:
+        """Run one tool call inside the current graph task.
+
+        Args:
+            call: A ``ToolCall`` dict (``name``, ``args``, ``id``, ``type``) naming a
+                registered tool.
+            config: The task's config (ToolNode reads the graph state, store and runtime
+                through it).
+            timeout: Seconds before the call counts as timed out. In a sync run the call
+                runs in a worker thread (a tool with only an async implementation on its
+                own event loop there).
+
+        Returns:
+            A ``ToolMessage`` answering the call, or what the tool returned for the graph
+            to apply: a ``Command`` (validated by ToolNode), or a list of ``Command`` and
+            ``ToolMessage``.
+
+        Raises:
+            GraphBubbleUp: ``interrupt()`` in the tool (``GraphInterrupt``), or a
+                ``Command`` for a parent graph; the graph handles both.
+            TimeoutError: The call did not finish in ``timeout`` seconds.
+            Exception: What the tool raised, when the error policy does not handle it.
+        """
+        if in_sync_run() and is_async_only(self.tools[call["name"]]):  # its own loop in the worker thread
+            output = run_in_daemon_thread(lambda: asyncio.run(self.node.ainvoke([call], config)), timeout)
+        elif in_sync_run():
+            output = run_in_daemon_thread(lambda: self.node.invoke([call], config), timeout)
+        else:
+            output = await asyncio.wait_for(self.node.ainvoke([call], config), timeout)
+        if isinstance(output, dict):  # no Command: {"messages": [ToolMessage]}
+            return output["messages"][0]
+        items: list[Any] = []
+        for item in output:
+            items.extend(item["messages"] if isinstance(item, dict) else [item])
+        return items[0] if len(items) == 1 else items
