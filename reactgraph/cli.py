@@ -212,6 +212,12 @@ async def _print_events(console: Console, events: Any, *, dag: bool = False) -> 
             console.print(data["content"], end="", markup=False, highlight=False, soft_wrap=True)
         elif event.channel == "answer" and data["status"] == "done":
             console.print()
+        elif event.channel == "answer" and data["status"] == "reset":
+            why = f"values not in the tool results: {', '.join(data['ungrounded'])}" if data.get("ungrounded") \
+                else "it passed on none of the tool results"
+            console.print(f"[yellow]↺ answer withdrawn ({escape(why)}); writing it again[/yellow]")
+        elif event.channel == "stall":
+            console.print(f"[yellow]… the loop is stuck ({escape(str(data['reason']))}): asking for the final answer[/yellow]")
         elif event.channel == "error":
             failure = str(data.get("message"))
             console.print(f"[red]model error: {escape(failure)}[/red]")

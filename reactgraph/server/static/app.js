@@ -218,7 +218,16 @@
       } else if (data.status === "done") {
         if (turn.frame) cancelAnimationFrame(turn.frame);
         renderAnswer(turn);
+      } else if (data.status === "reset" && turn.answer) {
+        // The answer failed the grounding check (SPEC R13.1): drop it, a new one follows.
+        if (turn.frame) cancelAnimationFrame(turn.frame);
+        turn.frame = 0;
+        turn.answerText = "";
+        renderAnswer(turn);
+        turn.status.textContent = "rewriting the answer from the tool results…";
       }
+    } else if (channel === "stall") {
+      turn.status.textContent = "the loop is stuck: asking for the final answer…";
     } else if (channel === "compact") {
       add(el("div", "divider", "context compacted: " + data.original_messages + " → " + data.kept_messages + " messages"));
     } else if (channel === "inject") {
