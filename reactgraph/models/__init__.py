@@ -63,9 +63,12 @@ __all__ = [
 ]
 
 
-EMBEDDED_SETTINGS: dict[str, Any] = {"grounding": "enforce"}
-"""What the embedded model's profile recommends (SPEC R13.1): a 135M model writes figures
-that are not in its tool results, so its answers are grounded by enforcement."""
+EMBEDDED_SETTINGS: dict[str, Any] = {"grounding": "enforce", "tool_selection_max": 1}
+"""What the embedded model's profile recommends (SPEC R13.1), by measurement: a 135M model
+writes figures that are not in its tool results, so its answers are grounded by
+enforcement; and it cannot choose among tools (it takes the same favourite whatever the
+position or the question), so selection keeps one tool for it: the clear lexical winner, or
+the best-ranked of its own picks."""
 
 
 @dataclass(frozen=True)

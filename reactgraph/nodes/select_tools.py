@@ -6,7 +6,8 @@ ranked against the question lexically (:class:`~reactgraph.ranking.ToolRanker`, 
 the model a compact catalog — each tool's name and the first line of its description, about
 80 characters, no parameter schemas — and asks for at most ``tool_selection_max`` (6) names
 with the schema ``{"tools": [...]}`` (an enum in ranked order). Unknown names are dropped.
-A clear lexical winner is added when the model left it out and there is room; the selection
+A clear lexical winner is added when the model left it out (and kept when the pick is cut
+to the limit); the selection
 is stored best first in ``selected_tools``, which drives both the prompt/binding of the loop
 nodes and execution (a call to any other tool is an "unknown tool" observation).
 
@@ -126,9 +127,9 @@ def hybrid_selection(picked: list[str] | None, ranked: list[tuple[str, float]], 
         limit: Most names to keep.
 
     Returns:
-        The names best first by lexical rank: the model's pick plus the lexically best tool
-        when it scores strictly above every other, is missing and there is room; when the
-        model picked nothing, the lexical top ``limit`` tools scoring at least
+        The model's pick plus the lexically best tool when it scores strictly above every
+        other, best first by lexical rank, cut to ``limit`` (so a clear lexical winner is
+        always kept); when the model picked nothing, the lexical top ``limit`` tools scoring at least
         :data:`RELEVANT_SHARE` of the best score; ``None`` (every tool) when nothing
         was picked and no tool shares a word with the question.
     """
@@ -136,12 +137,12 @@ def hybrid_selection(picked: list[str] | None, ranked: list[tuple[str, float]], 
     matching = [name for name, score in ranked if score > 0 and score >= best * RELEVANT_SHARE]
     if not picked:
         return matching[:limit] or None
-    chosen = list(picked[:limit])
+    chosen = list(dict.fromkeys(picked))
     clear_best = matching and (len(ranked) == 1 or ranked[0][1] > ranked[1][1])
-    if clear_best and matching[0] not in chosen and len(chosen) < limit:
+    if clear_best and matching[0] not in chosen:
         chosen.append(matching[0])
     position = {name: index for index, (name, _) in enumerate(ranked)}
-    return sorted(chosen, key=lambda name: position.get(name, len(position)))
+    return sorted(chosen, key=lambda name: position.get(name, len(position)))[:limit]
 
 
 class SelectTools:

@@ -131,7 +131,9 @@ def test_hybrid_selection_rules():
     assert hybrid_selection(None, ranked, 6) == ["a"]  # b scores under half of the best
     assert hybrid_selection(None, [("a", 5.0), ("b", 3.0), ("c", 0.0)], 6) == ["a", "b"]
     assert hybrid_selection(["b"], ranked, 6) == ["a", "b"]  # the clear lexical winner joins, ranked order
-    assert hybrid_selection(["c", "b"], ranked, 2) == ["b", "c"]  # no room
+    assert hybrid_selection(["c", "b"], ranked, 2) == ["a", "b"]  # cut to the limit, the winner kept
+    assert hybrid_selection(["c", "b", "b"], ranked, 1) == ["a"]
+    assert hybrid_selection(["c", "b"], [("a", 1.0), ("b", 1.0), ("c", 0.0)], 1) == ["b"]  # best-ranked pick
     assert hybrid_selection(None, [("a", 0.0), ("b", 0.0)], 6) is None  # no lexical signal: every tool
     assert hybrid_selection(["b"], [("a", 1.0), ("b", 1.0)], 6) == ["b"]  # a tie is no clear winner
 
