@@ -18,7 +18,7 @@ from langchain_core.tools import tool as create_tool
 from langgraph.graph.state import CompiledStateGraph
 
 from reactgraph.abilities import ModelAbilities, resolve_abilities
-from reactgraph.checkpointing import NothingToResumeError
+from reactgraph.checkpointing import NothingToResumeError, has_pending_work
 from reactgraph.config import AgentSettings
 from reactgraph.engine import split_bindings, split_prompt
 from reactgraph.events import AgentEvent, graph_events
@@ -194,7 +194,8 @@ class ReActAgent:
         config, thread_id = self._config(thread_id, synthesize=synthesize)
         state: dict[str, Any] = {}
         failure: BaseException | None = None
-        options: dict[str, Any] = {"stream_mode": ["custom", "values"] if events else ["values"]}
+        options: dict[str, Any] = {"stream_mode": ["custom", "updates", "values"] if events else ["values"],
+                                   "preview_chars": self.settings.observation_preview_chars}
         if self.checkpointer is not None:
             options["durability"] = self.settings.durability
         async with self.interrupts.running(thread_id):
@@ -220,7 +221,7 @@ class ReActAgent:
         snapshot = await self.graph.aget_state({"configurable": {"thread_id": thread_id}})
         if not snapshot.values:
             raise NothingToResumeError(f"thread {thread_id!r} has no checkpoint")
-        if not snapshot.next:
+        if not has_pending_work(snapshot):
             raise NothingToResumeError(f"the last run on thread {thread_id!r} finished; start a new run instead")
         return dict(snapshot.values)
 
@@ -293,7 +294,7 @@ class ReActAgent:
         snapshot = await self.graph.aget_state({"configurable": {"thread_id": thread_id}})
         if not snapshot.values:
             return "new"
-        return "interrupted" if snapshot.next else "idle"
+        return "interrupted" if has_pending_work(snapshot) else "idle"
 
     async def stream_answer(self, query: str, result: AgentResult) -> AsyncIterator[str]:
         """Stream the synthesized answer for a finished loop (SPEC R3.1).

@@ -51,7 +51,7 @@ from sse_starlette import EventSourceResponse
 
 from reactgraph.actions import message_text
 from reactgraph.agent import ReActAgent
-from reactgraph.checkpointing import NothingToResumeError
+from reactgraph.checkpointing import NothingToResumeError, has_pending_work
 from reactgraph.events import AgentEvent
 from reactgraph.interrupts import NoActiveRunError, ThreadBusyError
 from reactgraph.pinning import is_pinned, pinned_ids
@@ -403,7 +403,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
         return ThreadState(
             thread_id=thread_id,
             running=running,
-            status="running" if running else "interrupted" if snapshot.next else "idle",
+            status="running" if running else "interrupted" if has_pending_work(snapshot) else "idle",
             messages=[_message_view(message, pinned_ids(values)) for message in values["messages"]],
             result=_result_view(values),
         )
