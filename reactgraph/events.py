@@ -9,6 +9,9 @@ Nodes report progress with :func:`emit`, which writes to LangGraph's custom stre
 from __future__ import annotations
 
 import asyncio
+import json
+import math
+import re
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -27,6 +30,48 @@ only answer (``{iteration, reason}``, SPEC R13.1), ``error`` for a run that fail
 
 _MARK = "reactgraph_event"
 
+_LINE_BREAKING = re.compile("[\u0085\u2028\u2029\ud800-\udfff]")
+"""Characters JSON may leave raw that break a wire: U+0085, U+2028 and U+2029 end a line
+for line-splitting clients (Python's ``str.splitlines``, httpx ``iter_lines``), and lone
+surrogates cannot be encoded as UTF-8 at all."""
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every NaN or infinite float (nested in dicts and lists) made ``None``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
+
+
+def wire_json(value: Any) -> str:
+    """``value`` as one line of standard JSON that is safe on any wire (SSE ``data:``
+    lines, HTTP error bodies), whatever strings a tool or model produced (issue 15).
+
+    Non-ASCII text is kept as is, except U+0085, U+2028, U+2029 and lone surrogates,
+    which are written as ``\\uXXXX`` escapes (a JSON parser reads back the same string;
+    the UTF-8 encoding of the result never fails). NaN and infinities become ``null``;
+    objects JSON cannot encode go through ``str``. Never raises.
+
+    Args:
+        value: Any JSON-like value.
+
+    Returns:
+        The JSON text, without line breaks.
+    """
+    dumps = {"ensure_ascii": False, "allow_nan": False, "default": str}
+    try:
+        text = json.dumps(value, **dumps)
+    except (ValueError, TypeError, RecursionError, OverflowError):
+        try:
+            text = json.dumps(_finite(value), **dumps)
+        except (ValueError, TypeError, RecursionError, OverflowError):
+            text = json.dumps(safe_json(value), **dumps)
+    return _LINE_BREAKING.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
 
 @dataclass(frozen=True)
 class AgentEvent:
@@ -42,8 +87,9 @@ class AgentEvent:
     data: dict[str, Any] = field(default_factory=dict)
 
     def to_sse(self) -> str:
-        """The event in Server-Sent Events wire format (non-ASCII text kept as is)."""
-        return f"event: {self.channel}\ndata: {safe_json(self.data)}\n\n"
+        """The event in Server-Sent Events wire format; the data is :func:`wire_json`, so
+        the frame is two lines and encodes as UTF-8 whatever its strings hold."""
+        return f"event: {self.channel}\ndata: {wire_json(self.data)}\n\n"
 
 
 def emit(channel: Channel, **data: Any) -> None:

@@ -66,7 +66,7 @@ def app_for(model: ScriptedChatModel, tools: list, *, abilities: ModelAbilities 
 
 
 def asgi_client(app) -> httpx.AsyncClient:
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test")
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost")
 
 
 def shape(channel: str, data: dict[str, Any]) -> tuple:
@@ -422,17 +422,17 @@ async def test_the_openapi_schema_documents_every_endpoint():
     assert set(paths) == {"/threads/{thread_id}/runs", "/threads/{thread_id}/inject", "/threads/{thread_id}/resume",
                           "/threads/{thread_id}", "/healthz"}
     resume = paths["/threads/{thread_id}/resume"]["post"]
-    assert set(resume["responses"]) == {"200", "401", "404", "409", "422"} and "requestBody" not in resume
+    assert set(resume["responses"]) == {"200", "400", "401", "404", "409", "422"} and "requestBody" not in resume
     runs = paths["/threads/{thread_id}/runs"]["post"]
-    assert set(runs["responses"]) == {"200", "401", "409", "413", "422"}
+    assert set(runs["responses"]) == {"200", "400", "401", "409", "413", "422"}
     assert "text/event-stream" in runs["responses"]["200"]["content"]
     assert runs["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/MessageRequest")
     assert runs["security"] == [{"HTTPBearer": []}]
     inject = paths["/threads/{thread_id}/inject"]["post"]
-    assert set(inject["responses"]) == {"202", "401", "409", "413", "422"}
+    assert set(inject["responses"]) == {"202", "400", "401", "409", "413", "422", "429"}
     assert inject["responses"]["202"]["content"]["application/json"]["schema"]["$ref"].endswith("/Accepted")
     thread = paths["/threads/{thread_id}"]["get"]
-    assert set(thread["responses"]) == {"200", "401", "404", "422"}
+    assert set(thread["responses"]) == {"200", "400", "401", "404", "422"}
     assert thread["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].endswith("/ThreadState")
     assert "security" not in paths["/healthz"]["get"]
     parameter = runs["parameters"][0]
