@@ -51,7 +51,7 @@ from fastapi.responses import FileResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sse_starlette import EventSourceResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
@@ -131,7 +131,10 @@ class ServerSettings:
 
 
 class MessageRequest(BaseModel):
-    """Body of ``POST /threads/{thread_id}/runs`` and ``/inject``."""
+    """Body of ``POST /threads/{thread_id}/runs`` and ``/inject``: exactly ``message``
+    (any other member is refused with 422, so nothing unchecked rides along)."""
+
+    model_config = ConfigDict(extra="forbid")
 
     message: str = Field(min_length=1, description="The user's question (runs) or follow-up (inject).",
                          examples=["CNC-003 상태 확인해줘"])
