@@ -20,7 +20,9 @@ one tool per iteration: ``fast_count(CNC-001)``, ``fast_count(CNC-002)``,
 with ``--text`` and ``inject`` sends ``--text`` to the thread's run. Each event is printed
 as one JSON line ``{"channel": ..., "data": ...}``; an error as ``{"error": type, "message": ...}``.
 ``serve`` serves the agent over HTTP (``reactgraph.server.create_app``, no API key) on a
-free loopback port, prints ``{"url": ...}`` and runs until killed (``--thread`` unused).
+free loopback port, prints ``{"url": ..., "pid": ...}`` and runs until killed (``--thread``
+unused). ``fork-server`` (no other options) runs the command lines it reads on stdin in
+forked children, one at a time (see :func:`fork_servers`).
 """
 
 from __future__ import annotations
@@ -121,7 +123,7 @@ async def main(args: argparse.Namespace) -> int:
             from tests.serving import running_server
 
             async with running_server(create_app(agent, ServerSettings(api_key=""))) as url:
-                emit({"url": url})
+                emit({"url": url, "pid": os.getpid()})
                 await asyncio.Event().wait()  # until the process is killed
         try:
             if args.command == "inject":
@@ -140,13 +142,33 @@ async def main(args: argparse.Namespace) -> int:
     return 0
 
 
+def fork_servers(parser: argparse.ArgumentParser) -> int:
+    """``fork-server``: read one command line per stdin line (a JSON list of arguments, e.g.
+    ``["serve", "--db-url", ...]``), run each in a forked child of this already-imported
+    process (a server starts in milliseconds instead of a new interpreter's seconds), wait
+    for the child to end, then print ``{"exited": pid, "signal": number or null}``."""
+    for line in sys.stdin:
+        options = parser.parse_args(json.loads(line))
+        pid = os.fork()
+        if pid == 0:  # the child: no event loop or thread was started before the fork
+            code = 1
+            try:
+                code = asyncio.run(main(options))
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        emit({"exited": pid, "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None})
+    return 0
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("command", choices=["start", "resume", "ask", "inject", "serve"])
+    parser.add_argument("command", choices=["start", "resume", "ask", "inject", "serve", "fork-server"])
     parser.add_argument("--db-url", required=True)
     parser.add_argument("--thread", required=True)
     parser.add_argument("--counter", required=True)
     parser.add_argument("--slow", type=float, default=0.0)
     parser.add_argument("--text", default="")
     parser.add_argument("--mode", choices=["native", "json"], default="native")
-    sys.exit(asyncio.run(main(parser.parse_args())))
+    arguments = parser.parse_args()
+    sys.exit(fork_servers(parser) if arguments.command == "fork-server" else asyncio.run(main(arguments)))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import sqlite3
 import subprocess
@@ -154,28 +155,34 @@ async def test_a_run_whose_client_disconnects_at_every_event_boundary_ends_answe
 @pytest.mark.parametrize("mode", ["native", "json"])
 async def test_a_server_killed_at_every_event_boundary_leaves_a_resumable_thread(mode, checkpoint_url, tmp_path):
     boundaries = len(await full_run_channels(mode, checkpoint_url, tmp_path))
-    async with open_persistence(checkpoint_url) as persistence:
-        for k in range(1, boundaries):
-            counter = tmp_path / f"kill-{k}.db"
-            thread = f"kill-{k}-{uuid.uuid4().hex}"
-            server = subprocess.Popen(
-                [sys.executable, "-m", "tests.crash_run", "serve", "--db-url", checkpoint_url, "--thread", thread,
-                 "--counter", str(counter), "--slow", str(SLOW), "--mode", mode],
-                cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-            try:
-                url = json.loads(await asyncio.to_thread(server.stdout.readline))["url"]
-                async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+    # One process imports everything once and forks a fresh server process per cut.
+    forks = subprocess.Popen([sys.executable, "-m", "tests.crash_run", "fork-server", "--db-url", "-", "--thread", "-",
+                              "--counter", "-"], cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True)
+
+    async def line() -> dict[str, Any]:
+        return json.loads(await asyncio.wait_for(asyncio.to_thread(forks.stdout.readline), 60))
+
+    try:
+        async with open_persistence(checkpoint_url) as persistence:
+            for k in range(1, boundaries):
+                counter = tmp_path / f"kill-{k}.db"
+                thread = f"kill-{k}-{uuid.uuid4().hex}"
+                forks.stdin.write(json.dumps(["serve", "--db-url", checkpoint_url, "--thread", thread, "--counter",
+                                              str(counter), "--slow", str(SLOW), "--mode", mode]) + "\n")
+                forks.stdin.flush()
+                server = await line()
+                async with httpx.AsyncClient(base_url=server["url"], timeout=30) as client:
                     async with client.stream("POST", f"/threads/{thread}/runs", json={"message": crash_run.QUERY}) as response:
                         seen = []
                         async for event in read_events(response):
                             seen.append(event)
                             if len(seen) == k:
-                                server.send_signal(signal.SIGKILL)
+                                os.kill(server["pid"], signal.SIGKILL)
                                 break
-                assert server.wait(timeout=30) == -signal.SIGKILL
-            finally:
-                if server.poll() is None:
-                    server.kill()
-                    server.wait()
-            agent = crash_run.build_agent(str(counter), SLOW, mode, persistence.checkpointer, persistence.interrupt_queue)
-            await finish_and_check(agent, thread, counter, seen)
+                assert await line() == {"exited": server["pid"], "signal": signal.SIGKILL}
+                agent = crash_run.build_agent(str(counter), SLOW, mode, persistence.checkpointer, persistence.interrupt_queue)
+                await finish_and_check(agent, thread, counter, seen)
+    finally:
+        forks.stdin.close()
+        forks.wait(timeout=30)
