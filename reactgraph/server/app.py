@@ -36,6 +36,7 @@ shows it running, and a run interrupted on one is resumed by another.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -63,6 +64,8 @@ from reactgraph.events import AgentEvent
 from reactgraph.interrupts import FollowUpLimitError, NoActiveRunError, ThreadBusyError
 from reactgraph.pinning import is_pinned, pinned_ids
 from reactgraph.server.gate import LOOPBACK_HOSTS, RequestGate, error_response
+
+logger = logging.getLogger(__name__)
 
 API_KEY_ENV = "REACTGRAPH_API_KEY"
 """Environment variable holding the bearer token the API requires, when set."""
@@ -259,7 +262,8 @@ async def _produce(events: AsyncIterator[AgentEvent],
                    queue: asyncio.Queue[AgentEvent | ThreadBusyError | NothingToResumeError | None]) -> None:
     """Put the run's events on ``queue``, then ``None`` (also when the run stops early);
     a busy thread puts the :class:`ThreadBusyError` first, a resume with nothing to resume
-    the :class:`NothingToResumeError`. Runs as its own task, so that a
+    the :class:`NothingToResumeError`; any other failure (its checkpointer or queue lost
+    their database) an ``error`` event ``{message, kind: "server_error"}``. Runs as its own task, so that a
     disconnect cancels it with a plain ``Task.cancel()`` and its clean-up (closing the
     graph's stream, freeing the thread) is not cut short by the response's cancel scope."""
     try:
@@ -267,6 +271,9 @@ async def _produce(events: AsyncIterator[AgentEvent],
             queue.put_nowait(event)
     except (ThreadBusyError, NothingToResumeError) as exc:
         queue.put_nowait(exc)
+    except Exception as exc:  # R13.5: a stream ends with `done` or `error`, whatever failed
+        logger.exception("run stream failed")
+        queue.put_nowait(AgentEvent("error", {"message": f"{type(exc).__name__}: {exc}", "kind": "server_error"}))
     finally:
         queue.put_nowait(None)
 

@@ -147,6 +147,23 @@ async def test_a_tool_output_with_lone_surrogates_and_line_separators_streams_to
     assert state["status"] == "idle" and state["result"]["finish_reason"] == "final_answer"
 
 
+class LosingQueue(InMemoryInterruptQueue):
+    """A queue whose database goes away: ``close`` (at the end of every run) fails."""
+
+    async def close(self, thread_id: str) -> None:
+        await super().close(thread_id)
+        raise OSError("the queue's database went away")
+
+
+async def test_a_failure_outside_the_run_still_ends_the_stream_with_an_error_event():
+    agent = agent_with(["CNC-003 is normal."], interrupt_queue=LosingQueue())
+    async with running_server(create_app(agent, ServerSettings(api_key=""))) as url:
+        async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+            response = await client.post("/threads/t/runs", json={"message": "CNC-003?"})
+    events = parse_sse(response.text)
+    assert events[-1] == ("error", {"message": "OSError: the queue's database went away", "kind": "server_error"})
+
+
 # Host check (DNS rebinding) --------------------------------------------------------------------
 
 

@@ -17,9 +17,10 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from reactgraph import ModelAbilities, NoActiveRunError, ReActAgent
 from reactgraph.checkpointing import open_checkpointer
-from reactgraph.cli import _parser, main
+from reactgraph.cli import _parser, _server_settings, main
 from reactgraph.protocol import UNFINISHED_TOOL_RESULT, answer_unfinished_tool_calls
 from reactgraph.server import ServerSettings, create_app
+from reactgraph.server.app import DEFAULT_MAX_BODY_BYTES
 from tests.scripted import ScriptedChatModel, tool_call
 from tests.serving import parse_sse, read_events, running_server
 from tests.unit.test_interrupts import HookedModel  # awaits hooks[n] right after its n-th model call
@@ -468,6 +469,13 @@ def test_serve_command_options():
                                  "--max-message-chars", "500", "--max-iterations", "4", "--json-mode"])
     assert (args.host, args.port, args.checkpoints, args.max_message_chars, args.max_iterations, args.json_mode) == (
         "0.0.0.0", 9001, "memory", 500, 4, True)
+    settings = _server_settings(args)
+    assert (settings.max_message_chars, settings.max_body_bytes) == (500, DEFAULT_MAX_BODY_BYTES)
+    assert settings.allowed_hosts == ("localhost", "127.0.0.1", "::1")  # a wildcard address names no host
+    lan = _server_settings(_parser().parse_args(["serve", "--host", "192.168.1.5", "--max-body-bytes", "9000"]))
+    assert lan.allowed_hosts == ("localhost", "127.0.0.1", "::1", "192.168.1.5") and lan.max_body_bytes == 9000
+    named = _parser().parse_args(["serve", "--host", "0.0.0.0", "--allowed-host", "plant.example", "--allowed-host", "*"])
+    assert _server_settings(named).allowed_hosts == ("plant.example", "*")
 
 
 
