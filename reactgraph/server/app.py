@@ -45,9 +45,9 @@ from typing import Annotated, Any, Literal
 
 import anyio
 from fastapi import Depends, FastAPI, HTTPException, Request, status
+from fastapi import Path as FastAPIPath
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
-from fastapi import Path as FastAPIPath
 from fastapi.responses import FileResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
@@ -364,8 +364,9 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
     async def invalid_request(_request: Request, exc: RequestValidationError) -> Response:
         return error_response(422, jsonable_encoder(exc.errors(), custom_encoder={BaseException: str}))
 
-    async def require_key(credentials: Credentials) -> None:
-        """Documents the bearer scheme on an endpoint (the gate has checked the key)."""
+    async def bearer_scheme(credentials: Credentials) -> None:
+        """Declares the bearer scheme on an endpoint in the OpenAPI schema; the gate has
+        checked the key before the request got here."""
 
     def checked_message(body: MessageRequest) -> str:
         if not body.message.strip():
@@ -377,7 +378,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
 
     @app.post(
         "/threads/{thread_id}/runs",
-        dependencies=[Depends(require_key)],
+        dependencies=[Depends(bearer_scheme)],
         response_class=EventSourceResponse,
         responses={
             200: {"description": SSE_DESCRIPTION, "content": {"text/event-stream": {"schema": {"type": "string"}}}},
@@ -394,7 +395,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
 
     @app.post(
         "/threads/{thread_id}/inject",
-        dependencies=[Depends(require_key)],
+        dependencies=[Depends(bearer_scheme)],
         status_code=status.HTTP_202_ACCEPTED,
         responses={409: {"model": ErrorBody, "description": "No run is going on this thread."},
                    429: {"model": ErrorBody, "description": "The run has as many follow-ups (or characters of them) "
@@ -416,7 +417,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
 
     @app.post(
         "/threads/{thread_id}/resume",
-        dependencies=[Depends(require_key)],
+        dependencies=[Depends(bearer_scheme)],
         response_class=EventSourceResponse,
         responses={
             200: {"description": SSE_DESCRIPTION, "content": {"text/event-stream": {"schema": {"type": "string"}}}},
@@ -439,7 +440,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
 
     @app.get(
         "/threads/{thread_id}",
-        dependencies=[Depends(require_key)],
+        dependencies=[Depends(bearer_scheme)],
         responses={404: {"model": ErrorBody, "description": "The checkpointer has no such thread."}, **ERRORS},
         summary="A thread's messages and last result",
     )

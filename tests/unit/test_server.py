@@ -19,8 +19,7 @@ from reactgraph import ModelAbilities, NoActiveRunError, ReActAgent
 from reactgraph.checkpointing import open_checkpointer
 from reactgraph.cli import _parser, _server_settings, main
 from reactgraph.protocol import UNFINISHED_TOOL_RESULT, answer_unfinished_tool_calls
-from reactgraph.server import ServerSettings, create_app
-from reactgraph.server.app import DEFAULT_MAX_BODY_BYTES
+from reactgraph.server import DEFAULT_MAX_BODY_BYTES, ServerSettings, create_app
 from tests.scripted import ScriptedChatModel, tool_call
 from tests.serving import parse_sse, read_events, running_server
 from tests.unit.test_interrupts import HookedModel  # awaits hooks[n] right after its n-th model call
