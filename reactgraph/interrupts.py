@@ -47,6 +47,9 @@ from dataclasses import dataclass
 INTERRUPT_PREFIX = "[USER INTERRUPT] "
 """Start of the user message that carries drained follow-ups (SPEC R7.3)."""
 
+_SEPARATOR = "\n\n"
+"""Between two follow-ups of one drained message."""
+
 
 class NoActiveRunError(RuntimeError):
     """A follow-up was sent to a thread with no run going; start a run with it instead."""
@@ -68,9 +71,12 @@ class FollowUpLimits:
 
     Attributes:
         max_count: Most follow-ups waiting at once (default 20).
-        max_chars: Most characters of the waiting follow-ups together (default 50,000:
-            the context guard's default cut of one message, SPEC R6.1, which the
-            ``[USER INTERRUPT]`` message they become must stay under).
+        max_chars: Most characters of the one ``[USER INTERRUPT] …`` message the waiting
+            follow-ups become at the next drain (:func:`format_interrupt`: the prefix, the
+            follow-ups and the blank lines between them). Default 50,000: the context
+            guard's default cut of one message (SPEC R6.1, ``AgentSettings.max_message_chars``),
+            so the message is never cut without notice. ``ReActAgent``'s own default queue
+            uses its settings' ``max_message_chars``.
     """
 
     max_count: int = 20
@@ -81,17 +87,21 @@ class FollowUpLimits:
             raise ValueError(f"follow-up limits must be at least 1, got {self.max_count} and {self.max_chars}")
 
     def check(self, thread_id: str, count: int, chars: int, text: str) -> None:
-        """Refuse ``text`` when ``count`` follow-ups of ``chars`` characters already wait.
+        """Refuse ``text`` when ``count`` follow-ups of ``chars`` characters (together)
+        already wait on ``thread_id``.
 
         Raises:
-            FollowUpLimitError: One more would pass :attr:`max_count` or :attr:`max_chars`.
+            FollowUpLimitError: One more would pass :attr:`max_count`, or would make the
+                drained message longer than :attr:`max_chars`.
         """
         if count + 1 > self.max_count:
             raise FollowUpLimitError(f"thread {thread_id!r} already has {count} follow-ups waiting, the most this "
                                      "server accepts; send this one after the run has taken them in")
-        if chars + len(text) > self.max_chars:
+        message_chars = len(INTERRUPT_PREFIX) + chars + len(text) + len(_SEPARATOR) * count
+        if message_chars > self.max_chars:
             raise FollowUpLimitError(f"thread {thread_id!r} has {chars} characters of follow-ups waiting; with this "
-                                     f"one ({len(text)}) they would pass the limit of {self.max_chars}")
+                                     f"one ({len(text)}) they would make a message of {message_chars} characters, "
+                                     f"past the limit of {self.max_chars}")
 
 
 def format_interrupt(texts: Sequence[str]) -> str:
@@ -104,7 +114,7 @@ def format_interrupt(texts: Sequence[str]) -> str:
         :data:`INTERRUPT_PREFIX` followed by the follow-ups, separated by blank lines
         (SPEC R7.3: several injections in one drain become one message).
     """
-    return INTERRUPT_PREFIX + "\n\n".join(texts)
+    return INTERRUPT_PREFIX + _SEPARATOR.join(texts)
 
 
 def _check_text(text: str) -> str:

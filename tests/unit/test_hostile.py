@@ -18,6 +18,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from reactgraph import (
+    AgentSettings,
     FollowUpLimitError,
     FollowUpLimits,
     InMemoryInterruptQueue,
@@ -26,6 +27,7 @@ from reactgraph import (
     open_persistence,
 )
 from reactgraph.demo.factory import connect_readonly, ensure_database
+from reactgraph.interrupts import format_interrupt
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.server.gate import host_name
 from tests.scripted import ScriptedChatModel, tool_call
@@ -214,6 +216,19 @@ async def test_follow_ups_past_the_limits_get_429_and_fit_again_once_taken():
             assert too_long.status_code == 429 and "limit of 100" in too_long.json()["detail"]
     with pytest.raises(ValueError):
         FollowUpLimits(max_count=0)
+
+
+async def test_the_drained_follow_ups_fit_the_guards_cut_exactly():
+    agent = agent_with(["unused"], settings=AgentSettings(max_message_chars=1_000))
+    queue = agent.interrupts
+    assert queue.limits == FollowUpLimits(max_count=20, max_chars=1_000)  # the agent's own cut
+    async with queue.running("t"):
+        await agent.inject("t", "a" * 500)
+        room = 1_000 - len(format_interrupt(["a" * 500, ""]))
+        with pytest.raises(FollowUpLimitError, match="past the limit of 1000"):
+            await agent.inject("t", "b" * (room + 1))
+        await agent.inject("t", "b" * room)
+        assert len(format_interrupt(await queue.take("t"))) == 1_000  # never over: the guard cuts nothing
 
 
 @pytest.mark.postgres
