@@ -155,10 +155,11 @@ async def _result_saved(graph: Any, config: Any, tool_call_id: Any) -> None:
     update at once; a process killed in between would lose a result its client was told
     about. No checkpointer, or no ``thread_id``: returns at once."""
     saver = getattr(graph, "checkpointer", None)
-    thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
+    configurable = (config or {}).get("configurable") or {}
+    thread_id = configurable.get("thread_id")
     if not hasattr(saver, "aget_tuple") or thread_id is None:
         return
-    target = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+    target = {"configurable": {"thread_id": thread_id, "checkpoint_ns": configurable.get("checkpoint_ns", "")}}
     deadline = asyncio.get_running_loop().time() + SAVED_WAIT_SECONDS
     while True:
         saved = await saver.aget_tuple(target)
