@@ -32,6 +32,7 @@ import pytest
 from langchain_core.messages import HumanMessage, ToolMessage
 
 from reactgraph import check_protocol, open_persistence
+from reactgraph.events import AgentEvent
 from reactgraph.server import ServerSettings, create_app
 from tests import crash_run
 from tests.serving import parse_sse, read_events, running_server
@@ -186,3 +187,36 @@ async def test_a_server_killed_at_every_event_boundary_leaves_a_resumable_thread
     finally:
         forks.stdin.close()
         forks.wait(timeout=30)
+
+
+async def test_a_stream_writer_that_fails_mid_run_leaves_a_resumable_thread(tmp_path, monkeypatch):
+    """An exception while writing an event (here: the first tool's ``done`` frame) ends the
+    response like a disconnect; the thread is resumable and one resume answers it."""
+    counter = tmp_path / "writer.db"
+    original = AgentEvent.to_sse
+
+    def failing(event: AgentEvent) -> str:
+        if event.data.get("type") == "iteration" and event.data.get("status") == "done":
+            raise RuntimeError("the stream writer broke")
+        return original(event)
+
+    async with open_persistence(str(tmp_path / "checkpoints.db")) as persistence:
+        agent = crash_run.build_agent(str(counter), SLOW, "native", persistence.checkpointer, persistence.interrupt_queue)
+        async with running_server(create_app(agent, ServerSettings(api_key=""))) as url:
+            async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+                monkeypatch.setattr(AgentEvent, "to_sse", failing)
+                seen = []
+                with pytest.raises(httpx.HTTPError):  # the response is cut off without its last frame
+                    async with client.stream("POST", "/threads/w/runs", json={"message": crash_run.QUERY}) as response:
+                        async for event in read_events(response):
+                            seen.append(event)
+                monkeypatch.setattr(AgentEvent, "to_sse", original)
+                assert seen and all(channel != "done" for channel, _ in seen)
+                deadline = time.monotonic() + 10
+                while (view := (await client.get("/threads/w")).json())["running"]:
+                    assert time.monotonic() < deadline
+                    await asyncio.sleep(0.02)
+                assert view["status"] == "interrupted"
+                resumed = await client.post("/threads/w/resume")
+                assert parse_sse(resumed.text)[-1][0] == "done"
+        assert await finish_and_check(agent, "w", counter, seen) == "idle"
