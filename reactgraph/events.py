@@ -211,7 +211,9 @@ async def graph_events(
                 continue
             if mode == "updates":
                 update = chunk.get(TOOL_NODE) if isinstance(chunk, dict) else None
-                for record in (update or {}).get("steps") or []:
+                parts = update if isinstance(update, list) else [update]  # a tool's Commands: one part each
+                records = [record for part in parts if isinstance(part, dict) for record in part.get("steps") or []]
+                for record in records:
                     if options.get("durability") != "exit":
                         await _result_saved(graph, config, record.get("tool_call_id"))
                     yield tool_done_event(record, preview_chars)
