@@ -27,6 +27,7 @@ bench: $(BIN)/python
 	$(BIN)/python bench/guard_cost.py
 	$(BIN)/python bench/load.py
 	$(BIN)/python bench/checkpoint_overhead.py
+	$(BIN)/python bench/renderer.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

@@ -13,7 +13,14 @@ from reactgraph.context import ContextGuard, GuardResult, TokenCounter, context_
 from reactgraph.dag import DAGAgent, DAGResult, DAGSettings, StepOutcome, create_dag_graph
 from reactgraph.events import AgentEvent
 from reactgraph.graph.react import create_react_graph
-from reactgraph.interrupts import InMemoryInterruptQueue, InterruptQueue, NoActiveRunError, ThreadBusyError
+from reactgraph.interrupts import (
+    FollowUpLimitError,
+    FollowUpLimits,
+    InMemoryInterruptQueue,
+    InterruptQueue,
+    NoActiveRunError,
+    ThreadBusyError,
+)
 from reactgraph.jsonparse import extract_json
 from reactgraph.models.registry import ModelRegistry, RegisteredModel
 from reactgraph.protocol import ProtocolError, check_protocol
@@ -34,6 +41,8 @@ __all__ = [
     "DAGAgent",
     "DAGResult",
     "DAGSettings",
+    "FollowUpLimitError",
+    "FollowUpLimits",
     "GuardResult",
     "InMemoryInterruptQueue",
     "InterruptQueue",

@@ -18,12 +18,12 @@ from langchain_core.tools import tool as create_tool
 from langgraph.graph.state import CompiledStateGraph
 
 from reactgraph.abilities import ModelAbilities, resolve_abilities
-from reactgraph.checkpointing import NothingToResumeError
+from reactgraph.checkpointing import NothingToResumeError, has_pending_work
 from reactgraph.config import AgentSettings
 from reactgraph.engine import split_bindings, split_prompt
 from reactgraph.events import AgentEvent, graph_events
 from reactgraph.graph.react import create_react_graph
-from reactgraph.interrupts import InMemoryInterruptQueue, InterruptQueue
+from reactgraph.interrupts import FollowUpLimits, InMemoryInterruptQueue, InterruptQueue
 from reactgraph.nodes.fallback import summarize_steps
 from reactgraph.prompts import DEFAULT_SYSTEM_PROMPT, json_mode_system_prompt
 from reactgraph.result import AgentResult, Step, Usage
@@ -47,8 +47,10 @@ class ReActAgent:
         checkpointer: Any LangGraph checkpointer. With one, runs that share a
             ``thread_id`` continue one conversation and a failed run stays resumable.
         interrupt_queue: Where follow-ups sent with :meth:`inject` wait for the running
-            loop (SPEC §7); ``None`` means a new in-memory queue. Give several server
-            processes one shared :class:`~reactgraph.InterruptQueue` (R7.5).
+            loop (SPEC §7); ``None`` means a new in-memory queue whose
+            :class:`~reactgraph.FollowUpLimits` keep the drained message within
+            ``settings.max_message_chars``. Give several server processes one shared
+            :class:`~reactgraph.InterruptQueue` (R7.5).
         compaction_llm: A separate, cheaper chat model for context compaction (SPEC §6);
             ``None`` compacts with ``llm``.
         prompt: The loop's instructions: a string or ``SystemMessage`` (the system
@@ -92,7 +94,9 @@ class ReActAgent:
         self.abilities = resolve_abilities(llm, abilities)
         self.use_native_tools = use_native_tools
         self.checkpointer = checkpointer
-        self.interrupts: InterruptQueue = interrupt_queue if interrupt_queue is not None else InMemoryInterruptQueue()
+        self.interrupts: InterruptQueue = (
+            interrupt_queue if interrupt_queue is not None
+            else InMemoryInterruptQueue(FollowUpLimits(max_chars=self.settings.max_message_chars)))
         self.graph: CompiledStateGraph = create_react_graph(
             llm,
             self.tools,
@@ -139,6 +143,8 @@ class ReActAgent:
         Raises:
             NoActiveRunError: No run is going on ``thread_id``; start a run with ``text``
                 as its query instead.
+            FollowUpLimitError: The run already has as many follow-ups (or characters of
+                them) waiting as the queue's :class:`~reactgraph.FollowUpLimits` allow.
             TypeError, ValueError: ``text`` is not a string, or is blank.
         """
         await self.interrupts.put(thread_id, text)
@@ -194,7 +200,8 @@ class ReActAgent:
         config, thread_id = self._config(thread_id, synthesize=synthesize)
         state: dict[str, Any] = {}
         failure: BaseException | None = None
-        options: dict[str, Any] = {"stream_mode": ["custom", "values"] if events else ["values"]}
+        options: dict[str, Any] = {"stream_mode": ["custom", "updates", "values"] if events else ["values"],
+                                   "preview_chars": self.settings.observation_preview_chars}
         if self.checkpointer is not None:
             options["durability"] = self.settings.durability
         async with self.interrupts.running(thread_id):
@@ -220,7 +227,7 @@ class ReActAgent:
         snapshot = await self.graph.aget_state({"configurable": {"thread_id": thread_id}})
         if not snapshot.values:
             raise NothingToResumeError(f"thread {thread_id!r} has no checkpoint")
-        if not snapshot.next:
+        if not has_pending_work(snapshot):
             raise NothingToResumeError(f"the last run on thread {thread_id!r} finished; start a new run instead")
         return dict(snapshot.values)
 
@@ -293,7 +300,7 @@ class ReActAgent:
         snapshot = await self.graph.aget_state({"configurable": {"thread_id": thread_id}})
         if not snapshot.values:
             return "new"
-        return "interrupted" if snapshot.next else "idle"
+        return "interrupted" if has_pending_work(snapshot) else "idle"
 
     async def stream_answer(self, query: str, result: AgentResult) -> AsyncIterator[str]:
         """Stream the synthesized answer for a finished loop (SPEC R3.1).

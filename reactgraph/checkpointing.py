@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.types import StateSnapshot
 
 from reactgraph.interrupts import InMemoryInterruptQueue, InterruptQueue
 from reactgraph.paths import data_home
@@ -27,6 +28,25 @@ DATABASE_URL_ENV = "REACTGRAPH_DATABASE_URL"
 class NothingToResumeError(LookupError):
     """``resume`` found no interrupted run on the thread: the agent has no checkpointer,
     the thread has no checkpoint, or its last run finished."""
+
+
+def has_pending_work(snapshot: StateSnapshot) -> bool:
+    """Whether the thread's last run has work left that resuming would do (SPEC R13.5).
+
+    Decided from the checkpoint's tasks, not from ``snapshot.next`` alone: LangGraph's
+    live snapshot leaves a task out of ``next`` once its write is saved, so a run cut
+    after every tool of a fan-out finished (a client disconnect, ``kill -9``) but before
+    the step's checkpoint was committed shows ``next == ()`` although the graph still
+    has to apply those writes and go on. A finished run's checkpoint has no tasks.
+
+    Args:
+        snapshot: ``await graph.aget_state({"configurable": {"thread_id": ...}})``.
+
+    Returns:
+        True when there is a task still to run, or a finished task whose step was not
+        committed; False for a thread with no checkpoint or whose last run ended.
+    """
+    return bool(snapshot.values) and bool(snapshot.next or snapshot.tasks)
 
 
 def default_checkpoint_path() -> Path:

@@ -88,6 +88,11 @@ def _add_serve_parser(commands: Any) -> None:
                                              "beside the demo database)")
     serve.add_argument("--max-message-chars", type=int, default=None,
                        help="longest accepted message in characters (default: 20000)")
+    serve.add_argument("--max-body-bytes", type=int, default=None,
+                       help="largest accepted request body in bytes (default: 262144)")
+    serve.add_argument("--allowed-host", action="append", dest="allowed_hosts", metavar="HOST",
+                       help="a host name clients may address while no $REACTGRAPH_API_KEY is set (repeatable; "
+                            "default: localhost, 127.0.0.1, ::1; '*' allows any)")
 
 
 def _short(value: Any, limit: int = 200) -> str:
@@ -237,18 +242,36 @@ async def _print_events(console: Console, events: Any, *, dag: bool = False) -> 
     return done, failure
 
 
+def _server_settings(args: argparse.Namespace) -> Any:
+    """The ``ServerSettings`` of ``reactgraph serve``'s options. Without ``--allowed-host``,
+    the allowed hosts are the loopback names plus ``--host`` when it names one interface
+    (not ``0.0.0.0`` or ``::``), so the page opens at the printed address.
+
+    Raises:
+        ValueError: An option out of range (the settings' own checks).
+        ImportError: The ``server`` extra is not installed.
+    """
+    from reactgraph.server import ServerSettings
+
+    options: dict[str, Any] = {"max_message_chars": args.max_message_chars, "max_body_bytes": args.max_body_bytes}
+    if args.allowed_hosts:
+        options["allowed_hosts"] = tuple(args.allowed_hosts)
+    elif args.host not in ("0.0.0.0", "::", "", *ServerSettings.allowed_hosts):
+        options["allowed_hosts"] = (*ServerSettings.allowed_hosts, args.host)
+    return ServerSettings(**{key: value for key, value in options.items() if value is not None})
+
+
 async def _serve(args: argparse.Namespace, console: Console) -> int:
     from reactgraph.models import LocalModelError
 
     try:
-        from reactgraph.server import DEFAULT_MAX_MESSAGE_CHARS, ServerSettings, create_app, open_demo_agent, serve
+        from reactgraph.server import create_app, open_demo_agent, serve
     except ImportError as exc:
         raise SetupError(f"the server needs the server extra: pip install 'reactgraph[server]' ({exc})") from exc
 
     if args.max_iterations < 1:
         raise ValueError("--max-iterations must be at least 1")
-    limit = DEFAULT_MAX_MESSAGE_CHARS if args.max_message_chars is None else args.max_message_chars
-    server_settings = ServerSettings(max_message_chars=limit)
+    server_settings = _server_settings(args)
     try:
         context = open_demo_agent(model=args.model, base_url=args.base_url, api_key=args.api_key,
                                   json_mode=args.json_mode, max_iterations=args.max_iterations,

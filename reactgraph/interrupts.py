@@ -29,6 +29,11 @@ the database is Postgres) or implements :class:`InterruptQueue` on other shared 
 and passes it as ``interrupt_queue=`` to ``ReActAgent`` or ``create_react_graph``.
 Delivery is at most once: :meth:`InterruptQueue.take` removes the follow-ups before the
 drain's write is checkpointed, so a crash in between loses them.
+
+Each thread's waiting follow-ups are bounded (:class:`FollowUpLimits`: how many, and how many
+characters together): one more is refused with :class:`FollowUpLimitError` (the server
+answers 429) until the run takes them in, so the one message they become at the next
+drain is never cut by the context guard without notice.
 """
 
 from __future__ import annotations
@@ -37,9 +42,13 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 
 INTERRUPT_PREFIX = "[USER INTERRUPT] "
 """Start of the user message that carries drained follow-ups (SPEC R7.3)."""
+
+_SEPARATOR = "\n\n"
+"""Between two follow-ups of one drained message."""
 
 
 class NoActiveRunError(RuntimeError):
@@ -48,6 +57,51 @@ class NoActiveRunError(RuntimeError):
 
 class ThreadBusyError(RuntimeError):
     """A run was started on a thread that already has one going (one run per thread)."""
+
+
+class FollowUpLimitError(RuntimeError):
+    """A follow-up was refused: the thread already has as many follow-ups, or characters
+    of them, waiting as its queue accepts (:class:`FollowUpLimits`). Send it once the run
+    has taken them in (an ``inject`` event), or start a new run with it."""
+
+
+@dataclass(frozen=True)
+class FollowUpLimits:
+    """How much may wait in one thread's queue (issue 15).
+
+    Attributes:
+        max_count: Most follow-ups waiting at once (default 20).
+        max_chars: Most characters of the one ``[USER INTERRUPT] …`` message the waiting
+            follow-ups become at the next drain (:func:`format_interrupt`: the prefix, the
+            follow-ups and the blank lines between them). Default 50,000: the context
+            guard's default cut of one message (SPEC R6.1, ``AgentSettings.max_message_chars``),
+            so the message is never cut without notice. ``ReActAgent``'s own default queue
+            uses its settings' ``max_message_chars``.
+    """
+
+    max_count: int = 20
+    max_chars: int = 50_000
+
+    def __post_init__(self) -> None:
+        if self.max_count < 1 or self.max_chars < 1:
+            raise ValueError(f"follow-up limits must be at least 1, got {self.max_count} and {self.max_chars}")
+
+    def check(self, thread_id: str, count: int, chars: int, text: str) -> None:
+        """Refuse ``text`` when ``count`` follow-ups of ``chars`` characters (together)
+        already wait on ``thread_id``.
+
+        Raises:
+            FollowUpLimitError: One more would pass :attr:`max_count`, or would make the
+                drained message longer than :attr:`max_chars`.
+        """
+        if count + 1 > self.max_count:
+            raise FollowUpLimitError(f"thread {thread_id!r} already has {count} follow-ups waiting, the most this "
+                                     "server accepts; send this one after the run has taken them in")
+        message_chars = len(INTERRUPT_PREFIX) + chars + len(text) + len(_SEPARATOR) * count
+        if message_chars > self.max_chars:
+            raise FollowUpLimitError(f"thread {thread_id!r} has {chars} characters of follow-ups waiting; with this "
+                                     f"one ({len(text)}) they would make a message of {message_chars} characters, "
+                                     f"past the limit of {self.max_chars}")
 
 
 def format_interrupt(texts: Sequence[str]) -> str:
@@ -60,7 +114,7 @@ def format_interrupt(texts: Sequence[str]) -> str:
         :data:`INTERRUPT_PREFIX` followed by the follow-ups, separated by blank lines
         (SPEC R7.3: several injections in one drain become one message).
     """
-    return INTERRUPT_PREFIX + "\n\n".join(texts)
+    return INTERRUPT_PREFIX + _SEPARATOR.join(texts)
 
 
 def _check_text(text: str) -> str:
@@ -100,6 +154,8 @@ class InterruptQueue(ABC):
 
         Raises:
             NoActiveRunError: No run is going on ``thread_id``.
+            FollowUpLimitError: The thread's waiting follow-ups are at the queue's
+                :class:`FollowUpLimits`.
             TypeError: ``text`` is not a string.
             ValueError: ``text`` is empty or only whitespace.
         """
@@ -137,9 +193,13 @@ class InMemoryInterruptQueue(InterruptQueue):
     next drain of any other task, also across event loops in other threads (a lock
     guards the dictionaries). A thread takes memory only while it has a run going or
     follow-ups queued.
+
+    Args:
+        limits: How much may wait per thread (:class:`FollowUpLimits`; defaults when ``None``).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, limits: FollowUpLimits | None = None) -> None:
+        self.limits = limits or FollowUpLimits()
         self._queues: dict[str, list[str]] = {}
         self._open: set[str] = set()
         self._lock = threading.Lock()
@@ -165,7 +225,9 @@ class InMemoryInterruptQueue(InterruptQueue):
                     f"no run is going on thread {thread_id!r}, so there is nothing to send a "
                     "follow-up to; start a run with this message as its query instead"
                 )
-            self._queues.setdefault(thread_id, []).append(text)
+            waiting = self._queues.setdefault(thread_id, [])
+            self.limits.check(thread_id, len(waiting), sum(map(len, waiting)), text)
+            waiting.append(text)
 
     async def take(self, thread_id: str) -> list[str]:
         with self._lock:

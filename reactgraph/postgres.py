@@ -28,7 +28,7 @@ import hashlib
 import logging
 from typing import Any
 
-from reactgraph.interrupts import InterruptQueue, NoActiveRunError, ThreadBusyError, _check_text
+from reactgraph.interrupts import FollowUpLimits, InterruptQueue, NoActiveRunError, ThreadBusyError, _check_text
 
 logger = logging.getLogger(__name__)
 
@@ -82,13 +82,16 @@ class PostgresInterruptQueue(InterruptQueue):
             ``put``, ``take`` and ``is_running`` borrow a connection for one statement.
         conninfo: The database URL or conninfo string; each running thread opens one
             connection of its own with it to hold the thread's lock until ``close``.
+        limits: How much may wait per thread (:class:`~reactgraph.FollowUpLimits`;
+            defaults when ``None``), counted over every process.
 
     Call :meth:`setup` once before use (it creates the table if missing). A process may
     run many threads: it holds one connection per running thread, so Postgres'
     ``max_connections`` bounds the runs going at once across all processes.
     """
 
-    def __init__(self, pool: Any, conninfo: str) -> None:
+    def __init__(self, pool: Any, conninfo: str, limits: FollowUpLimits | None = None) -> None:
+        self.limits = limits or FollowUpLimits()
         self._pool = pool
         self._conninfo = psycopg_conninfo(conninfo)
         self._held: dict[str, Any] = {}
@@ -149,12 +152,23 @@ class PostgresInterruptQueue(InterruptQueue):
 
         Raises:
             NoActiveRunError: No process holds the thread's lock.
+            FollowUpLimitError: The thread's waiting follow-ups are at :attr:`limits`.
             TypeError, ValueError: ``text`` is not a string, or is blank.
             psycopg.Error: The database failed.
         """
         _check_text(text)
         params: dict[str, Any] = {"thread_id": thread_id, "content": text, **_lock_params(thread_id)}
-        async with self._pool.connection() as conn:
+        async with self._pool.connection() as conn, conn.transaction():
+            # Puts on one thread from any process take turns, so the limits hold across them.
+            # (The one-bigint key space: the run's own two-int4 lock on the thread is apart.)
+            high, low = thread_lock_key(thread_id)
+            await conn.execute("SELECT pg_advisory_xact_lock(%s::int8)", ((high << 32) | (low & 0xFFFFFFFF),))
+            cursor = await conn.execute(
+                "SELECT count(*), coalesce(sum(length(content)), 0) FROM reactgraph_interrupts WHERE thread_id = %s",
+                (thread_id,))
+            row = await cursor.fetchone()
+            values = list(row.values()) if isinstance(row, dict) else list(row or (0, 0))
+            self.limits.check(thread_id, int(values[0]), int(values[1]), text)
             cursor = await conn.execute(
                 "INSERT INTO reactgraph_interrupts (thread_id, content)"
                 f" SELECT %(thread_id)s, %(content)s WHERE EXISTS ({_LOCK_HELD})",

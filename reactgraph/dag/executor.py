@@ -26,6 +26,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Sequence
+from contextlib import aclosing
 from typing import Any, Literal
 
 from langchain_core.messages import HumanMessage
@@ -37,7 +38,7 @@ from langgraph.types import Send
 from reactgraph.config import AgentSettings
 from reactgraph.dag.settings import DAGSettings
 from reactgraph.dag.state import DAGState, PlanStep, StepResult, StepTask
-from reactgraph.events import as_agent_event, emit
+from reactgraph.events import AgentEvent, emit, graph_events
 from reactgraph.graph.react import create_react_graph
 from reactgraph.models.registry import ModelRegistry, RegisteredModel
 from reactgraph.synthesis import TRUNCATION_MARK
@@ -177,14 +178,12 @@ class RunStep:
         error: str | None = None
         try:
             async with asyncio.timeout(self.settings.step_timeout):
-                async for mode, chunk in graph.astream(
-                    {"messages": [HumanMessage(step_context(task, self.settings.dependency_chars))]},
-                    step_config, stream_mode=["custom", "values"],
-                ):
-                    if mode == "values":
-                        inner = chunk
-                    else:
-                        self._forward(round_number, step["id"], chunk)
+                async with aclosing(graph_events(
+                    graph, {"messages": [HumanMessage(step_context(task, self.settings.dependency_chars))]},
+                    step_config, inner, preview_chars=self.graphs.settings.observation_preview_chars,
+                )) as events:
+                    async for event in events:
+                        self._forward(round_number, step["id"], event)
         except TimeoutError:
             error = f"timed out after {self.settings.step_timeout:g} s"
         except Exception as exc:  # a failing loop fails its step, never the run (R9.2)
@@ -206,11 +205,10 @@ class RunStep:
         return {"results": {step["id"]: record}, "usage": inner.get("usage") or {}}
 
     @staticmethod
-    def _forward(round_number: int, step_id: str, chunk: Any) -> None:
+    def _forward(round_number: int, step_id: str, event: AgentEvent) -> None:
         """Re-emit a loop event as step progress: ``iteration`` for each model call,
         ``tool`` for each finished tool call (SPEC R9.5)."""
-        event = as_agent_event(chunk)
-        if event is None or event.channel != "step":
+        if event.channel != "step":
             return
         data = event.data
         if data.get("type") == "thinking" and data.get("status") == "start":

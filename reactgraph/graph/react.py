@@ -24,9 +24,10 @@ from collections.abc import Sequence
 from typing import Any, Literal, get_type_hints
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import RetryPolicy, Send
+from langgraph.types import Command, RetryPolicy, Send
 from typing_extensions import TypedDict
 
 from reactgraph.abilities import ModelAbilities, resolve_abilities
@@ -151,6 +152,34 @@ def route_after_drain(state: AgentState) -> list[Send] | Literal["synthesize", "
     return "guard_context"
 
 
+class RoutedNode:
+    """A node whose conditional edge is decided inside the node: it returns
+    ``Command(update=..., goto=route(state after the update))``.
+
+    LangGraph writes a node's update and a ``Command``'s ``goto`` in one step, while a
+    conditional edge runs as a step of its own after the update is written. A run
+    cancelled between the two (a client disconnect, ``aclose()`` of the event stream)
+    leaves the update saved without the route, and a resume would apply the update and
+    stop with nothing left to run: an unanswered thread (issue 15, SPEC R13.5). Folding the
+    route into the node makes the update and the route one write, saved whole or not at all.
+
+    Args:
+        body: The node body, ``async (state, config) -> update dict``.
+        route: ``(state) -> destination(s)``, the former conditional edge's function. It is
+            given the state with ``update`` laid over it, so it must read only keys that
+            the node replaces (no reducer adds to them): ``iteration``, ``mode``,
+            ``pending_tool_calls``, ``pending_final``, ``selected_tools``.
+    """
+
+    def __init__(self, body: Any, route: Any) -> None:
+        self.body = body
+        self.route = route
+
+    async def __call__(self, state: AgentState, config: RunnableConfig) -> Command:
+        update = await self.body(state, config)
+        return Command(update=update, goto=self.route({**state, **update}))
+
+
 def create_react_graph(
     llm: Any,
     tools: Sequence[Any],
@@ -268,27 +297,29 @@ def create_react_graph(
     }
     if response_format is not None:
         nodes["structured_response"] = StructuredResponse(engine, response_format)
+    routes = {  # conditional edges, decided inside their node (see RoutedNode)
+        "guard_context": (lambda state: route_model(state, engine), ("llm_call_native", "llm_call_json", "fallback")),
+        "llm_call_native": (route_after_native_call, ("execute_tools", "drain_interrupts")),
+        "drain_interrupts": (route_after_drain, ("execute_tools", "synthesize", "guard_context")),
+    }
     for node_name, body in nodes.items():
+        route, destinations = routes.get(node_name, (None, None))
         builder.add_node(
             node_name,
-            dual_node(body, node_name),
+            dual_node(RoutedNode(body, route) if route else body, node_name),
             metadata={"phase": NODE_PHASES[node_name]},
             retry_policy=retry if node_name.startswith("llm_call") else None,
+            destinations=destinations,
         )
 
     builder.add_edge(START, "start_turn")
     builder.add_edge("start_turn", "select_tools")
     builder.add_edge("select_tools", "drain_interrupts")
-    builder.add_conditional_edges(
-        "guard_context", lambda state: route_model(state, engine), ["llm_call_native", "llm_call_json", "fallback"]
-    )
-    builder.add_conditional_edges("llm_call_native", route_after_native_call, ["execute_tools", "drain_interrupts"])
     builder.add_edge("llm_call_json", "drain_interrupts")
     # Both modes drain after all tool results are in (the superstep barrier): native mode
     # may only drain there (R7.2); JSON mode drained right after the assistant message
     # already and drains again so a follow-up sent during a tool reaches the next call.
     builder.add_edge("execute_tools", "drain_interrupts")
-    builder.add_conditional_edges("drain_interrupts", route_after_drain, ["execute_tools", "synthesize", "guard_context"])
     builder.add_edge("fallback", "synthesize")
     if response_format is not None:
         builder.add_edge("synthesize", "structured_response")

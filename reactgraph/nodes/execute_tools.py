@@ -93,7 +93,9 @@ class ExecuteTools:
     ``ToolMessage`` answering the call id (string content, or the tool's content blocks);
     JSON mode appends the observation as a user message (SPEC R2.3). Both append one step
     record (``return_direct`` set for a successful call of a ``return_direct`` tool) and
-    emit ``iteration`` start/done.
+    emit ``iteration`` start; its ``done`` event is made from the saved update
+    (:func:`reactgraph.events.tool_done_event`), except for a handoff to the parent graph,
+    which saves nothing here and emits it itself.
 
     A tool that returns a ``Command`` gets it applied: its ``update`` (with the tool
     message, in JSON mode rewritten as the observation) plus the step record, and its
@@ -130,10 +132,13 @@ class ExecuteTools:
         observation = to_observation_text(answer.content)
         error = error_of(answer)
         elapsed = time.perf_counter() - started
-        emit("step", type="iteration", status="done", iteration=iteration, tool_name=name,
-             observation=observation[: self.engine.settings.observation_preview_chars], error=error,
-             iter_elapsed=round(elapsed, 4), tool_call_id=call["id"], artifact=artifact.to_dict() if artifact else None)
+        # The ``done`` event is made from this node's update once the checkpointer holds it
+        # (reactgraph.events.tool_done_event), never before (issue 15). A handoff to the
+        # parent graph saves no update here, so it is reported now.
         if isinstance(output, Command) and output.graph == Command.PARENT:
+            emit("step", type="iteration", status="done", iteration=iteration, tool_name=name,
+                 observation=observation[: self.engine.settings.observation_preview_chars], error=error,
+                 iter_elapsed=round(elapsed, 4), tool_call_id=call["id"], artifact=artifact.to_dict() if artifact else None)
             return output
         message: BaseMessage = answer
         if task["mode"] == "json":

@@ -6,11 +6,19 @@ embedding in another ASGI deployment); ``reactgraph serve`` runs it under uvicor
 demo plant's tools, the configured model and the SQLite checkpointer.
 """
 
-from reactgraph.server.app import API_KEY_ENV, DEFAULT_MAX_MESSAGE_CHARS, ServerSettings, create_app, stream_events
+from reactgraph.server.app import (
+    API_KEY_ENV,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_MESSAGE_CHARS,
+    ServerSettings,
+    create_app,
+    stream_events,
+)
 from reactgraph.server.serve import open_demo_agent, serve
 
 __all__ = [
     "API_KEY_ENV",
+    "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_MAX_MESSAGE_CHARS",
     "ServerSettings",
     "create_app",

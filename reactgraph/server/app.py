@@ -15,9 +15,13 @@
   the checkpointer; 404 for a thread it does not know.
 - ``GET /healthz`` and the page at ``/`` (static files under ``/static``).
 
-When an API key is configured (``REACTGRAPH_API_KEY``), every ``/threads`` endpoint needs
-``Authorization: Bearer <key>`` (401 otherwise); ``/healthz``, the page, its static files
-and the OpenAPI documents hold no data and stay open.
+Every request passes :class:`~reactgraph.server.gate.RequestGate` before its body is read:
+when an API key is configured (``REACTGRAPH_API_KEY``), every path but ``/healthz``, the
+page, its static files and the OpenAPI documents needs ``Authorization: Bearer <key>``
+(401 otherwise, whatever the body); without a key, the ``Host`` header must name an
+allowed host (400 otherwise: DNS rebinding); a body over the size limit gets 413 without
+being read further. Every refusal is a JSON ``{"detail": ...}`` body, and no request
+answers 5xx (SPEC R13.5).
 
 A client that disconnects from a run's stream cancels the run; the thread is free for its
 next run at once, and its next run answers any tool call the cancelled one left unfinished.
@@ -32,35 +36,46 @@ shows it running, and a run interrupted on one is resumed by another.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
-import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from importlib.resources import files
 from typing import Annotated, Any, Literal
 
 import anyio
-from fastapi import Depends, FastAPI, HTTPException, status
+from fastapi import Depends, FastAPI, HTTPException, Request, status
 from fastapi import Path as FastAPIPath
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sse_starlette import EventSourceResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
 
 from reactgraph.actions import message_text
 from reactgraph.agent import ReActAgent
-from reactgraph.checkpointing import NothingToResumeError
+from reactgraph.checkpointing import NothingToResumeError, has_pending_work
 from reactgraph.events import AgentEvent
-from reactgraph.interrupts import NoActiveRunError, ThreadBusyError
+from reactgraph.interrupts import FollowUpLimitError, NoActiveRunError, ThreadBusyError
 from reactgraph.pinning import is_pinned, pinned_ids
+from reactgraph.server.gate import LOOPBACK_HOSTS, RequestGate, error_response
+
+logger = logging.getLogger(__name__)
 
 API_KEY_ENV = "REACTGRAPH_API_KEY"
 """Environment variable holding the bearer token the API requires, when set."""
 
 DEFAULT_MAX_MESSAGE_CHARS = 20_000
 """Default limit on a message's length, in characters (runs and follow-ups)."""
+
+DEFAULT_MAX_BODY_BYTES = 256 * 1024
+"""Default limit on a request body, in bytes: room for a message at its default length
+however it is escaped, and no more."""
 
 CANCEL_WAIT_SECONDS = 5.0
 """Most seconds a stream whose client went away waits for its cancelled run to end."""
@@ -74,6 +89,7 @@ Credentials = Annotated[
     HTTPAuthorizationCredentials | None,
     Depends(HTTPBearer(auto_error=False, description="Required when REACTGRAPH_API_KEY is set.")),
 ]
+"""Declares the bearer scheme in the OpenAPI schema; the key is enforced by the gate."""
 
 ThreadId = Annotated[str, FastAPIPath(pattern=THREAD_ID_PATTERN, description="The conversation's id.")]
 
@@ -83,21 +99,32 @@ class ServerSettings:
     """Settings of one app made by :func:`create_app`.
 
     Attributes:
-        api_key: Bearer token every ``/threads`` endpoint requires; ``None`` (the default)
+        api_key: Bearer token every path but the open ones requires; ``None`` (the default)
             reads ``$REACTGRAPH_API_KEY`` when the app is created; an empty string turns
             authentication off.
         max_message_chars: Longest accepted ``message``, in characters; a longer one gets
             413 (default :data:`DEFAULT_MAX_MESSAGE_CHARS`).
+        max_body_bytes: Most bytes of a request body; a larger one gets 413 before it is
+            read further (default :data:`DEFAULT_MAX_BODY_BYTES`).
+        allowed_hosts: Host names (no port) a request's ``Host`` header may name while the
+            server has no API key; others get 400 (DNS rebinding). ``"*"`` allows any host.
+            Default: the loopback names. Not checked with an API key.
         ping_seconds: Seconds between SSE keep-alive comments on an idle stream.
     """
 
     api_key: str | None = None
     max_message_chars: int = DEFAULT_MAX_MESSAGE_CHARS
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
     ping_seconds: float = 15.0
 
     def __post_init__(self) -> None:
         if self.max_message_chars < 1:
             raise ValueError(f"max_message_chars must be at least 1, got {self.max_message_chars}")
+        if self.max_body_bytes < 64:
+            raise ValueError(f"max_body_bytes must be at least 64, got {self.max_body_bytes}")
+        if isinstance(self.allowed_hosts, str) or not all(isinstance(host, str) and host for host in self.allowed_hosts):
+            raise ValueError(f"allowed_hosts must be a tuple of host names, got {self.allowed_hosts!r}")
         if self.ping_seconds <= 0:
             raise ValueError(f"ping_seconds must be positive, got {self.ping_seconds}")
 
@@ -107,10 +134,22 @@ class ServerSettings:
 
 
 class MessageRequest(BaseModel):
-    """Body of ``POST /threads/{thread_id}/runs`` and ``/inject``."""
+    """Body of ``POST /threads/{thread_id}/runs`` and ``/inject``: exactly ``message``
+    (any other member is refused with 422, so nothing unchecked rides along)."""
+
+    model_config = ConfigDict(extra="forbid")
 
     message: str = Field(min_length=1, description="The user's question (runs) or follow-up (inject).",
                          examples=["CNC-003 상태 확인해줘"])
+
+    @field_validator("message")
+    @classmethod
+    def _unicode_text(cls, message: str) -> str:
+        try:
+            message.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate from a \udXXX escape
+            raise ValueError("the message is not valid Unicode text (it holds a lone surrogate)") from exc
+        return message
 
 
 class Accepted(BaseModel):
@@ -173,11 +212,12 @@ class Health(BaseModel):
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorBody, "description": "An API key is configured and the request has no valid bearer token."},
+    400: {"model": ErrorBody, "description": "No API key is set and the Host header names a host that is not allowed."},
     422: {"model": ErrorBody, "description": "The body or the thread id is invalid."},
 }
 MESSAGE_ERRORS: dict[int | str, dict[str, Any]] = {
     **ERRORS,
-    413: {"model": ErrorBody, "description": "The message is longer than the server's limit."},
+    413: {"model": ErrorBody, "description": "The message or the body is larger than the server's limit."},
 }
 
 SSE_DESCRIPTION = (
@@ -222,7 +262,8 @@ async def _produce(events: AsyncIterator[AgentEvent],
                    queue: asyncio.Queue[AgentEvent | ThreadBusyError | NothingToResumeError | None]) -> None:
     """Put the run's events on ``queue``, then ``None`` (also when the run stops early);
     a busy thread puts the :class:`ThreadBusyError` first, a resume with nothing to resume
-    the :class:`NothingToResumeError`. Runs as its own task, so that a
+    the :class:`NothingToResumeError`; any other failure (its checkpointer or queue lost
+    their database) an ``error`` event ``{message, kind: "server_error"}``. Runs as its own task, so that a
     disconnect cancels it with a plain ``Task.cancel()`` and its clean-up (closing the
     graph's stream, freeing the thread) is not cut short by the response's cancel scope."""
     try:
@@ -230,6 +271,9 @@ async def _produce(events: AsyncIterator[AgentEvent],
             queue.put_nowait(event)
     except (ThreadBusyError, NothingToResumeError) as exc:
         queue.put_nowait(exc)
+    except Exception as exc:  # R13.5: a stream ends with `done` or `error`, whatever failed
+        logger.exception("run stream failed")
+        queue.put_nowait(AgentEvent("error", {"message": f"{type(exc).__name__}: {exc}", "kind": "server_error"}))
     finally:
         queue.put_nowait(None)
 
@@ -293,8 +337,8 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
     Returns:
         The app. ``app.state.agent`` and ``app.state.settings`` hold the arguments;
         ``app.state.runs`` maps the thread id of each run going to its asyncio task. More routes
-        can be added to it like to any FastAPI app: ``app.state.require_key`` is the
-        dependency that enforces the bearer token, :func:`stream_events` streams a run.
+        can be added to it like to any FastAPI app; the gate guards them as the others
+        (key, host, body size), and :func:`stream_events` streams a run.
 
     Raises:
         ValueError: Invalid settings.
@@ -309,16 +353,20 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
     app.state.agent = agent
     app.state.settings = settings
     app.state.runs = {}
+    app.add_middleware(RequestGate, api_key=api_key, allowed_hosts=settings.allowed_hosts,
+                       max_body_bytes=settings.max_body_bytes)
 
-    async def require_key(credentials: Credentials) -> None:
-        if not api_key:
-            return
-        token = credentials.credentials if credentials is not None else ""
-        if not secrets.compare_digest(token.encode(), api_key.encode()):
-            raise HTTPException(status.HTTP_401_UNAUTHORIZED, "missing or wrong API key: send "
-                                "'Authorization: Bearer <REACTGRAPH_API_KEY>'", headers={"WWW-Authenticate": "Bearer"})
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_request: Request, exc: StarletteHTTPException) -> Response:
+        return error_response(exc.status_code, exc.detail, getattr(exc, "headers", None))
 
-    app.state.require_key = require_key
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(_request: Request, exc: RequestValidationError) -> Response:
+        return error_response(422, jsonable_encoder(exc.errors(), custom_encoder={BaseException: str}))
+
+    async def bearer_scheme(credentials: Credentials) -> None:
+        """Declares the bearer scheme on an endpoint in the OpenAPI schema; the gate has
+        checked the key before the request got here."""
 
     def checked_message(body: MessageRequest) -> str:
         if not body.message.strip():
@@ -330,7 +378,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
 
     @app.post(
         "/threads/{thread_id}/runs",
-        dependencies=[Depends(require_key)],
+        dependencies=[Depends(bearer_scheme)],
         response_class=EventSourceResponse,
         responses={
             200: {"description": SSE_DESCRIPTION, "content": {"text/event-stream": {"schema": {"type": "string"}}}},
@@ -347,9 +395,12 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
 
     @app.post(
         "/threads/{thread_id}/inject",
-        dependencies=[Depends(require_key)],
+        dependencies=[Depends(bearer_scheme)],
         status_code=status.HTTP_202_ACCEPTED,
-        responses={409: {"model": ErrorBody, "description": "No run is going on this thread."}, **MESSAGE_ERRORS},
+        responses={409: {"model": ErrorBody, "description": "No run is going on this thread."},
+                   429: {"model": ErrorBody, "description": "The run has as many follow-ups (or characters of them) "
+                                                            "waiting as the server accepts; send it once they are taken in."},
+                   **MESSAGE_ERRORS},
         summary="Send a follow-up to the running run",
     )
     async def inject(thread_id: ThreadId, body: MessageRequest) -> Accepted:
@@ -360,11 +411,13 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
             await agent.inject(thread_id, message)
         except NoActiveRunError as exc:
             raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from exc
+        except FollowUpLimitError as exc:
+            raise HTTPException(status.HTTP_429_TOO_MANY_REQUESTS, str(exc)) from exc
         return Accepted(thread_id=thread_id)
 
     @app.post(
         "/threads/{thread_id}/resume",
-        dependencies=[Depends(require_key)],
+        dependencies=[Depends(bearer_scheme)],
         response_class=EventSourceResponse,
         responses={
             200: {"description": SSE_DESCRIPTION, "content": {"text/event-stream": {"schema": {"type": "string"}}}},
@@ -387,7 +440,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
 
     @app.get(
         "/threads/{thread_id}",
-        dependencies=[Depends(require_key)],
+        dependencies=[Depends(bearer_scheme)],
         responses={404: {"model": ErrorBody, "description": "The checkpointer has no such thread."}, **ERRORS},
         summary="A thread's messages and last result",
     )
@@ -403,7 +456,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
         return ThreadState(
             thread_id=thread_id,
             running=running,
-            status="running" if running else "interrupted" if snapshot.next else "idle",
+            status="running" if running else "interrupted" if has_pending_work(snapshot) else "idle",
             messages=[_message_view(message, pinned_ids(values)) for message in values["messages"]],
             result=_result_view(values),
         )

@@ -180,8 +180,113 @@ async def test_the_markdown_renderer_formats_and_stays_safe():
         hostile = await page.evaluate(render, '<img src=x onerror="alert(1)"> [click](javascript:alert(1)) '
                                               '[x](JaVaScRiPt:alert(2)) <script>alert(3)</script>')
         assert "<img" not in hostile and "<script" not in hostile and "<a " not in hostile
-        assert "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in hostile
+        assert '&lt;img src=x onerror="alert(1)"&gt;' in hostile  # text: its quotes need no escape
         await page.evaluate("source => { document.getElementById('transcript').innerHTML = renderMarkdown(source); }",
                             "<img src=x onerror=window.pwned=1> [x](javascript:window.pwned=2)")
         await page.click("#transcript")
         assert await page.evaluate("window.pwned === undefined")
+
+
+# ------------------------------------------------------------------ hostile answers (issue 15)
+
+SCHEMES = ["javascript:alert(1)", "JaVaScRiPt:alert(1)", "vbscript:msgbox(1)", "VBScript:msgbox(1)",
+           "data:text/html,<script>alert(1)</script>", "DATA:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==",
+           "javascript://%0aalert(1)", "jav&#x09;ascript:alert(1)", "&#106;avascript:alert(1)",
+           "javascript&colon;alert(1)", "%6Aavascript:alert(1)", "java\u0000script:alert(1)", "file:///etc/passwd"]
+PREFIXES = ["", "\u0001", "\u0000", "\u001f", "\u000b", "\u000c", "\u0008", "\u007f", "\u00a0", "\ufeff"]
+HOSTILE = [f"[x]({prefix}{scheme})" for scheme in SCHEMES for prefix in PREFIXES] + [
+    '<img src=x onerror="window.pwned=1">', "<svg onload=window.pwned=2>", "<script>window.pwned=3</script>",
+    '<a href="javascript:window.pwned=4">a</a>', "[**bold** label](javascript:window.pwned=5)",
+    "| a | [x](\u0001javascript:window.pwned=6) |\n|---|---|\n| [y](javascript:1) | b |",
+    "# [h](\u0001javascript:1)\n\n- [l](\u0001javascript:1)\n\n> [q](\u0001javascript:1)",
+    '[a_](http://x/_y) and [*b*](http://x/*z*) and [c](http://x/"onmouseover="window.pwned=7)',
+    "`code` \u00000\u0000 and \u00001\u0000 `more`", "[x](http://a/b)[y](//evil.example/p)",
+    "[" * 3000 + "x](javascript:1)", "![img](javascript:window.pwned=8)", "<iframe src=javascript:window.pwned=9>",
+]
+SAFE_MARKUP = """
+(sources) => {
+  const allowed = new Set(["H1","H2","H3","H4","H5","H6","P","BR","STRONG","EM","CODE","PRE","UL","OL","LI",
+                           "TABLE","THEAD","TBODY","TR","TH","TD","BLOCKQUOTE","A","HR"]);
+  const attributes = {A: ["href", "target", "rel"], CODE: ["class"]};
+  const problems = [];
+  const links = [];
+  const check = (root, source) => {
+    for (const node of root.querySelectorAll("*")) {
+      if (!allowed.has(node.tagName)) problems.push([source, "tag " + node.tagName]);
+      for (const attribute of node.attributes) {
+        if (!(attributes[node.tagName] || []).includes(attribute.name)) problems.push([source, "attribute " + attribute.name]);
+      }
+      if (node.tagName === "A") {
+        const protocol = new URL(node.href).protocol;
+        links.push([source, node.href, node.getAttribute("target"), node.textContent]);
+        if (!["http:", "https:", "mailto:"].includes(protocol)) problems.push([source, "href " + node.href]);
+        if (node.getAttribute("target") !== "_blank") problems.push([source, "target " + node.getAttribute("target")]);
+      }
+    }
+  };
+  for (const source of sources) {
+    const whole = document.createElement("div");
+    whole.innerHTML = renderMarkdown(source);
+    check(whole, source);
+    const streamed = document.createElement("div");
+    const view = new MarkdownView(streamed);
+    for (let end = 1; end <= source.length; end += 7) view.update(source.slice(0, end));
+    view.update(source);
+    check(streamed, source);
+    if (streamed.innerHTML !== renderMarkdown(source)) problems.push([source, "incremental render differs"]);
+    document.getElementById("transcript").appendChild(streamed);
+  }
+  return {problems, links};
+}
+"""
+
+
+async def test_hostile_answers_render_no_executable_link_or_markup():
+    agent = ReActAgent(ScriptedChatModel(responses=[]), [], abilities=ModelAbilities(tool_call=True))
+    async with running_server(create_app(agent, ServerSettings(api_key=""))) as url, browser_page(url) as page:
+        outcome = await page.evaluate(SAFE_MARKUP, HOSTILE)
+        assert outcome["problems"] == []
+        await page.wait_for_timeout(300)  # an injected image's onerror would have run by now
+        assert await page.evaluate("window.pwned === undefined")
+        links = {source: (href, target, text) for source, href, target, text in outcome["links"]}
+        assert links['[a_](http://x/_y) and [*b*](http://x/*z*) and [c](http://x/"onmouseover="window.pwned=7)'] == (
+            'http://x/%22onmouseover=%22window.pwned=7', "_blank", "c")  # emphasis marks stay in the href
+        hrefs = [href for source, href, _, _ in outcome["links"] if source.startswith("[a_]")]
+        assert hrefs == ["http://x/_y", "http://x/*z*", 'http://x/%22onmouseover=%22window.pwned=7'] * 2  # whole, streamed
+        scheme_links = [href for source, href, _, _ in outcome["links"] if source.startswith("[x](") and ")[y]" not in source]
+        assert scheme_links and all(href.startswith(url + "/") for href in scheme_links)  # entity forms: relative paths
+        nul = await page.evaluate("s => { const d = document.createElement('div'); new MarkdownView(d).update(s); "
+                                  "return [d.textContent, d.querySelectorAll('code').length]; }",
+                                  "`code` \u00000\u0000 and `more`")
+        assert nul == ["code \u00000\u0000 and more", 2]  # NUL is text, not a placeholder
+
+
+async def test_the_streamed_answer_renders_incrementally_like_the_whole():
+    agent = ReActAgent(ScriptedChatModel(responses=[]), [], abilities=ModelAbilities(tool_call=True))
+    source = ("# Plant report\n\nCNC-003 is **normal** at *71.5 °C*; see [docs](https://example.org/a_b).\n\n"
+              "```py\nx = 1\n\ny = [x](2)\n```\n\n- one\n- two `code`\n\n1. first\n2. second\n\n"
+              "| id | state |\n|---|:-:|\n| CNC-001 | ok |\n\n> quoted\n> twice\n\n---\n\nlast *line* __here__")
+    async with running_server(create_app(agent, ServerSettings(api_key=""))) as url, browser_page(url) as page:
+        mismatches = await page.evaluate("""source => {
+          const bad = [];
+          for (const step of [1, 3, 17]) {
+            const box = document.createElement("div");
+            const view = new MarkdownView(box);
+            for (let end = step; end < source.length + step; end += step) {
+              const prefix = source.slice(0, end);
+              view.update(prefix);
+              if (box.innerHTML !== renderMarkdown(prefix)) bad.push([step, end]);
+            }
+          }
+          return bad;
+        }""", source)
+        assert mismatches == []
+        kept = await page.evaluate("""source => {
+          const box = document.createElement("div");
+          const view = new MarkdownView(box);
+          view.update(source.slice(0, source.indexOf("- one")));
+          const heading = box.querySelector("h1");
+          view.update(source);
+          return heading === box.querySelector("h1") && box.contains(heading);
+        }""", source)
+        assert kept  # a finished block is not rendered again

@@ -17,9 +17,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from reactgraph import ModelAbilities, NoActiveRunError, ReActAgent
 from reactgraph.checkpointing import open_checkpointer
-from reactgraph.cli import _parser, main
+from reactgraph.cli import _parser, _server_settings, main
 from reactgraph.protocol import UNFINISHED_TOOL_RESULT, answer_unfinished_tool_calls
-from reactgraph.server import ServerSettings, create_app
+from reactgraph.server import DEFAULT_MAX_BODY_BYTES, ServerSettings, create_app
 from tests.scripted import ScriptedChatModel, tool_call
 from tests.serving import parse_sse, read_events, running_server
 from tests.unit.test_interrupts import HookedModel  # awaits hooks[n] right after its n-th model call
@@ -66,7 +66,7 @@ def app_for(model: ScriptedChatModel, tools: list, *, abilities: ModelAbilities 
 
 
 def asgi_client(app) -> httpx.AsyncClient:
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test")
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost")
 
 
 def shape(channel: str, data: dict[str, Any]) -> tuple:
@@ -422,17 +422,17 @@ async def test_the_openapi_schema_documents_every_endpoint():
     assert set(paths) == {"/threads/{thread_id}/runs", "/threads/{thread_id}/inject", "/threads/{thread_id}/resume",
                           "/threads/{thread_id}", "/healthz"}
     resume = paths["/threads/{thread_id}/resume"]["post"]
-    assert set(resume["responses"]) == {"200", "401", "404", "409", "422"} and "requestBody" not in resume
+    assert set(resume["responses"]) == {"200", "400", "401", "404", "409", "422"} and "requestBody" not in resume
     runs = paths["/threads/{thread_id}/runs"]["post"]
-    assert set(runs["responses"]) == {"200", "401", "409", "413", "422"}
+    assert set(runs["responses"]) == {"200", "400", "401", "409", "413", "422"}
     assert "text/event-stream" in runs["responses"]["200"]["content"]
     assert runs["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/MessageRequest")
     assert runs["security"] == [{"HTTPBearer": []}]
     inject = paths["/threads/{thread_id}/inject"]["post"]
-    assert set(inject["responses"]) == {"202", "401", "409", "413", "422"}
+    assert set(inject["responses"]) == {"202", "400", "401", "409", "413", "422", "429"}
     assert inject["responses"]["202"]["content"]["application/json"]["schema"]["$ref"].endswith("/Accepted")
     thread = paths["/threads/{thread_id}"]["get"]
-    assert set(thread["responses"]) == {"200", "401", "404", "422"}
+    assert set(thread["responses"]) == {"200", "400", "401", "404", "422"}
     assert thread["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].endswith("/ThreadState")
     assert "security" not in paths["/healthz"]["get"]
     parameter = runs["parameters"][0]
@@ -468,6 +468,13 @@ def test_serve_command_options():
                                  "--max-message-chars", "500", "--max-iterations", "4", "--json-mode"])
     assert (args.host, args.port, args.checkpoints, args.max_message_chars, args.max_iterations, args.json_mode) == (
         "0.0.0.0", 9001, "memory", 500, 4, True)
+    settings = _server_settings(args)
+    assert (settings.max_message_chars, settings.max_body_bytes) == (500, DEFAULT_MAX_BODY_BYTES)
+    assert settings.allowed_hosts == ("localhost", "127.0.0.1", "::1")  # a wildcard address names no host
+    lan = _server_settings(_parser().parse_args(["serve", "--host", "192.168.1.5", "--max-body-bytes", "9000"]))
+    assert lan.allowed_hosts == ("localhost", "127.0.0.1", "::1", "192.168.1.5") and lan.max_body_bytes == 9000
+    named = _parser().parse_args(["serve", "--host", "0.0.0.0", "--allowed-host", "plant.example", "--allowed-host", "*"])
+    assert _server_settings(named).allowed_hosts == ("plant.example", "*")
 
 
 

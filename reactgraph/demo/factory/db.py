@@ -177,13 +177,15 @@ def default_db_path() -> Path:
 def connect_readonly(path: str | Path) -> sqlite3.Connection:
     """Open ``path`` read-only (``file:...?mode=ro`` URI) with ``sqlite3.Row`` rows.
 
-    Any write through the connection raises ``sqlite3.OperationalError``; a
-    missing file raises ``sqlite3.OperationalError`` too (call
+    Any write through the connection raises ``sqlite3.OperationalError``, and so does
+    ``ATTACH`` (the connection may attach no database: an attached file would be opened
+    read-write, issue 15); a missing file raises ``sqlite3.OperationalError`` too (call
     :func:`ensure_database` first). The connection may be used across threads
     (``check_same_thread=False``) but callers should not share one concurrently.
     """
     uri = Path(path).expanduser().resolve().as_uri() + "?mode=ro"
     con = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=30)
+    con.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
     con.row_factory = sqlite3.Row
     return con
 

@@ -106,7 +106,7 @@
 
   async function startRun(text) {
     running = true;
-    const turn = { cards: {}, answer: null, answerText: "", status: null, frame: 0 };
+    const turn = { cards: {}, answer: null, answerText: "", view: null, status: null, frame: 0 };
     add(el("div", "user", text));
     turn.status = add(el("div", "status", "starting…"));
     let response;
@@ -192,9 +192,11 @@
     }
   }
 
+  // The answer so far, rendered incrementally: only what changed since the last frame.
   function renderAnswer(turn) {
     turn.frame = 0;
-    turn.answer.querySelector(".answer-body").innerHTML = window.renderMarkdown(turn.answerText);
+    if (!turn.view) turn.view = new window.MarkdownView(turn.answer.querySelector(".answer-body"));
+    turn.view.update(turn.answerText);
   }
 
   function handle(turn, channel, data) {

@@ -1,0 +1,160 @@
+"""What a request must pass before the app reads its body (issue 15, SPEC R13.5).
+
+:class:`RequestGate` is an ASGI middleware in front of the whole app. For each HTTP
+request, in this order and before any byte of the body is read:
+
+1. **Host**: while the server has no API key, the ``Host`` header must name one of the
+   allowed hosts (a page on another site that rebinds its DNS name to this server's
+   address sends its own name): 400 otherwise.
+2. **Key**: with an API key, every path but the open ones (the page, its static files,
+   ``/healthz`` and the OpenAPI documents) needs ``Authorization: Bearer <key>``: 401
+   otherwise, whatever the body.
+3. **Size**: a body is read only up to the limit: a ``Content-Length`` over it gets 413 at
+   once, a streamed body gets 413 as soon as it passes the limit; the app then receives
+   the body already read, so no endpoint can read more.
+
+Every refusal, here and in the app, is one JSON body ``{"detail": ...}`` made by
+:func:`error_response`, which never fails whatever the request held.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from typing import Any
+
+from starlette.responses import Response
+
+from reactgraph.events import wire_json
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+OPEN_PATHS = frozenset({"/", "/healthz", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+"""Paths that hold no data and need no key (besides everything under ``/static/``)."""
+
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+"""The default allowed hosts of an unauthenticated server."""
+
+
+def error_response(status_code: int, detail: Any, headers: dict[str, str] | None = None) -> Response:
+    """The JSON error answer ``{"detail": detail}`` of every refusal (4xx), rendered with
+    :func:`reactgraph.events.wire_json`: NaN, infinities and lone surrogates an invalid
+    request carried come back escaped or ``null``, never as a 500.
+
+    Args:
+        status_code: The HTTP status.
+        detail: A string, or the list of validation errors (422).
+        headers: Extra response headers (e.g. ``WWW-Authenticate``).
+
+    Returns:
+        A Starlette ``Response`` with ``application/json``.
+    """
+    return Response(wire_json({"detail": detail}).encode("utf-8"), status_code=status_code,
+                    headers=headers, media_type="application/json")
+
+
+def host_name(header: str) -> str:
+    """The host of a ``Host`` header, lowercased, without its port and the brackets of
+    an IPv6 address: ``"[::1]:8000"`` → ``"::1"``, ``"Example.com:80"`` → ``"example.com"``."""
+    host = header.strip().lower()
+    if host.startswith("["):
+        return host[1:host.find("]")] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+class RequestGate:
+    """ASGI middleware: the host, key and body-size checks of the module docstring.
+
+    Args:
+        app: The ASGI app behind the gate.
+        api_key: The bearer token required on every path but :data:`OPEN_PATHS` and
+            ``/static/``; empty: no authentication, and the host check is on.
+        allowed_hosts: Host names accepted while ``api_key`` is empty (compared without
+            port, case-insensitively); ``"*"`` accepts any host.
+        max_body_bytes: Most bytes of a request body.
+    """
+
+    def __init__(self, app: ASGIApp, *, api_key: str, allowed_hosts: Iterable[str], max_body_bytes: int) -> None:
+        self.app = app
+        self.api_key = api_key.encode()
+        self.allowed_hosts = frozenset(host_name(host) for host in allowed_hosts)
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        refusal = self._refusal(scope)
+        if refusal is None:
+            body, refusal = await self._read_body(scope, receive)
+        if refusal is not None:
+            await refusal(scope, receive, send)
+            return
+        await self.app(scope, _replay(body, receive), send)
+
+    def _header(self, scope: Scope, name: bytes) -> str | None:
+        for key, value in scope.get("headers") or []:
+            if key.lower() == name:
+                return value.decode("latin-1")
+        return None
+
+    def _refusal(self, scope: Scope) -> Response | None:
+        """The answer to a request refused on its host or key, else ``None``."""
+        if not self.api_key:
+            host = host_name(self._header(scope, b"host") or "")
+            if "*" not in self.allowed_hosts and host not in self.allowed_hosts:
+                return error_response(400, f"host {host!r} is not allowed: this server has no API key, so it answers "
+                                      "only requests addressed to its allowed hosts (ServerSettings.allowed_hosts, "
+                                      "reactgraph serve --allowed-host)")
+            return None
+        path = scope.get("path", "")
+        if path in OPEN_PATHS or path.startswith("/static/"):
+            return None
+        scheme, _, token = (self._header(scope, b"authorization") or "").partition(" ")
+        if scheme.lower() != "bearer" or not secrets.compare_digest(token.strip().encode(), self.api_key):
+            return error_response(401, "missing or wrong API key: send 'Authorization: Bearer <REACTGRAPH_API_KEY>'",
+                                  {"WWW-Authenticate": "Bearer"})
+        return None
+
+    async def _read_body(self, scope: Scope, receive: Receive) -> tuple[bytes, Response | None]:
+        """The whole body, or the 413 answer once it passes :attr:`max_body_bytes`."""
+        too_large = error_response(413, f"the request body is larger than this server's limit of "
+                                   f"{self.max_body_bytes} bytes")
+        declared = self._header(scope, b"content-length")
+        if declared is not None:
+            if not declared.strip().isdigit():
+                return b"", error_response(400, "invalid Content-Length header")
+            if int(declared) > self.max_body_bytes:
+                return b"", too_large
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return b"", Response(status_code=400)  # nobody is left to answer
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                return b"", too_large
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks), None
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that gives the app ``body`` as one message, then the client's own
+    messages (a disconnect, which a streaming response listens for)."""
+    sent = False
+
+    async def replayed() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replayed
