@@ -4,7 +4,9 @@ user-facing answer."""
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import AsyncIterator, Sequence
+from contextlib import aclosing
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -173,6 +175,44 @@ async def stream_messages(
             total_tokens=int(usage.get("total_tokens", 0) or 0),
             model_calls=1,
         )
+
+
+REPEATED_LINE_LIMIT = 3
+"""A streamed answer is cut when one line (numbers aside) comes this many times: the model is
+looping (a small model's degenerate repetition, SPEC R13.1)."""
+
+_DIGITS = re.compile(r"\d+")
+
+
+async def until_repetition(chunks: AsyncIterator[str], limit: int = REPEATED_LINE_LIMIT) -> AsyncIterator[str]:
+    """Pass ``chunks`` through until the text repeats itself (SPEC R13.1).
+
+    A line of at least 12 characters that comes ``limit`` times — compared without its
+    numbers and surrounding blanks, so ``4. x failed`` and ``5. x failed`` are the same line —
+    ends the stream: the chunk that completed it is dropped and the source is closed, which
+    stops the model call.
+
+    Args:
+        chunks: Streamed text.
+        limit: Occurrences of one line that end the stream.
+
+    Yields:
+        The chunks before the one that completed the repeated line.
+    """
+    seen: dict[str, int] = {}
+    pending = ""
+    async with aclosing(chunks) as source:
+        async for chunk in source:
+            pending += chunk
+            *lines, pending = pending.split("\n")
+            for line in lines:
+                key = _DIGITS.sub("#", line).strip()
+                if len(key) >= 12:
+                    seen[key] = seen.get(key, 0) + 1
+                    if seen[key] >= limit:
+                        logger.info("synthesis cut: the line %r came %d times", key[:80], limit)
+                        return
+            yield chunk
 
 
 async def with_fallback(chunks: AsyncIterator[str], fallback: str) -> AsyncIterator[str]:

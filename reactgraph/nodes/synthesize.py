@@ -6,12 +6,15 @@ the only delta when nothing was streamed yet, or after a blank line when the str
 off. Skipped (no events, ``synthesis`` stays ``None``) when the run's config says
 ``configurable.synthesize = False`` or the settings disable it; ``ReActAgent.run`` uses that.
 
-The synthesis sees only the model's own draft answer, never a step summary (SPEC R13.1).
+The synthesis sees only the model's own draft answer, never a step summary, and a stream
+that starts repeating one line is cut there (:func:`~reactgraph.synthesis.until_repetition`,
+SPEC R13.1).
 Then, unless ``AgentSettings.grounding`` is ``"off"``, every number and id of the answer is
 checked against the trace and the question (:func:`~reactgraph.grounding.check_grounding`)
 and the result stored in ``grounding``. Under ``"enforce"`` an answer with ungrounded
-values, or a factless one (tools returned facts, the answer passes on none), is withdrawn — an ``answer`` event ``{status: "reset", ungrounded}`` tells clients to
-drop the text streamed so far — and asked for once more with the strict prompt; if that
+values, or a factless one (tools returned facts, the answer passes on none), is withdrawn —
+an ``answer`` event ``{status: "reset", ungrounded, factless}`` tells clients to drop the
+text streamed so far — and asked for once more with the strict prompt; if that
 answer is not grounded either, it is withdrawn too and replaced by
 :func:`~reactgraph.grounding.observation_answer`.
 A run ended by a ``return_direct`` tool makes no model call: the tool's result is sent as
@@ -29,7 +32,7 @@ from reactgraph.engine import Engine
 from reactgraph.events import emit
 from reactgraph.grounding import check_grounding, observation_answer
 from reactgraph.state import USAGE_KEYS, AgentState
-from reactgraph.synthesis import stream_synthesis, with_fallback
+from reactgraph.synthesis import stream_synthesis, until_repetition, with_fallback
 
 
 async def _one_chunk(text: str) -> AsyncIterator[str]:
@@ -74,7 +77,7 @@ class Synthesize:
             strict=strict,
             ungrounded=ungrounded or (),
         )
-        text = await emit_answer(chunks, fallback)
+        text = await emit_answer(until_repetition(chunks), fallback)
         for key in USAGE_KEYS:
             usage[key] = usage.get(key, 0) + (call_usage.get(key, 0) if call_usage else int(key == "model_calls"))
         return text

@@ -258,3 +258,12 @@ async def test_synthesis_never_sees_a_step_summary():
     user = model.calls[-1][-1].content
     assert "Steps taken" not in user and "Draft answer" not in user
     assert "Failed attempts (no data):\n- ghost_tool({}): failed (unknown tool 'ghost_tool'" in user
+
+
+async def test_a_looping_synthesis_is_cut_and_then_checked():
+    looping = "CNC-003 status:\n" + "".join(f"{i}. get_status(CNC-003): failed, repeated call\n" for i in range(1, 40))
+    agent, model = grounding_agent(looping, "report")
+    events = [e async for e in agent.astream_events("CNC-003 상태")]
+    answer = events[-1].data["answer"]
+    assert answer.startswith("CNC-003 status:") and answer.count("repeated call") == 2
+    assert len(model.calls) == 3  # two loop calls and one synthesis: the stream was cut, nothing more asked
