@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from reactgraph import AgentSettings, ReActAgent, check_protocol
+from reactgraph.demo.agent import build_demo_agent
 from reactgraph.demo.factory import DEMO_SYSTEM_PROMPT, build_factory_hub
+from reactgraph.models import EMBEDDED_SETTINGS, ResolvedModel
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
@@ -18,8 +22,11 @@ def hub(tmp_path_factory):
 
 
 def _agent(server, hub, *, native: bool) -> ReActAgent:
+    """The embedded model has no native tool calls (issue 22); ``native`` claims them anyway,
+    so native mode runs against a server that answers tool requests with text."""
     settings = AgentSettings(max_iterations=3, system_prompt=DEMO_SYSTEM_PROMPT, tool_timeout=30)
-    return ReActAgent(server.chat_model(), hub, use_native_tools=native, abilities=server.abilities, settings=settings)
+    abilities = dataclasses.replace(server.abilities, tool_call=True) if native else server.abilities
+    return ReActAgent(server.chat_model(), hub, use_native_tools=native, abilities=abilities, settings=settings)
 
 
 @pytest.mark.parametrize("native", [True, False], ids=["native", "json"])
@@ -53,3 +60,21 @@ async def test_run_returns_a_valid_trace_and_stream_answer_streams(local_server,
     chunks = [chunk async for chunk in agent.stream_answer(QUESTIONS[0], result)]
     assert len(chunks) > 1
     assert "".join(chunks).strip()
+
+
+async def test_the_demo_question_is_answered_with_the_machines_facts(local_server, hub):
+    """SPEC R13.1: the demo agent as ``reactgraph run`` builds it (ranked offering, hybrid
+    selection, stall detection, enforced grounding) answers "CNC-003 상태 확인해줘" with
+    CNC-003's state, vibration and alarm from the tool."""
+    resolved = ResolvedModel(llm=local_server.chat_model(), abilities=local_server.abilities,
+                             description=local_server.description, server=local_server,
+                             recommended_settings=dict(EMBEDDED_SETTINGS))
+    agent = build_demo_agent(resolved, hub, max_iterations=6)
+    events = [event async for event in agent.astream_events(QUESTIONS[0])]
+    calls = [e.data for e in events if e.channel == "step" and e.data.get("type") == "iteration" and e.data["status"] == "done"]
+    assert any(c["tool_name"] == "get_equipment_status" and not c["error"] and "CNC-003" in c["observation"] for c in calls)
+    done = events[-1].data
+    assert done["finish_reason"] in ("final_answer", "stalled")
+    for fact in ("warning", "1.2", "W-1105"):
+        assert fact in done["answer"], (fact, done["answer"])
+    assert done["grounding"]["ungrounded"] == []
