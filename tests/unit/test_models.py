@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-import json
 import os
 import sys
 import time
@@ -31,7 +30,6 @@ from reactgraph.models import (
     open_model,
 )
 from reactgraph.models import local as local_module
-from reactgraph.models.local import LlamaCppChatOpenAI, adapt_llama_cpp_payload
 
 
 def _key(llm: ChatOpenAI) -> str:
@@ -281,18 +279,18 @@ def test_find_smollm2_gguf_file_not_in_distribution(monkeypatch: pytest.MonkeyPa
         find_smollm2_gguf()
 
 
-def test_local_model_server_requires_llama_cpp(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_local_model_server_requires_xllamacpp(monkeypatch: pytest.MonkeyPatch) -> None:
     real_find_spec = importlib.util.find_spec
 
     def find_spec(name: str, *args: object, **kwargs: object) -> object:
-        if name == "llama_cpp":
+        if name == "xllamacpp":
             return None
         return real_find_spec(name, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(importlib.util, "find_spec", find_spec)
     with pytest.raises(LocalModelError) as info:
         LocalModelServer()
-    assert "llama_cpp" in str(info.value)
+    assert "xllamacpp" in str(info.value)
     assert INSTALL_HINT in str(info.value)
 
 
@@ -372,24 +370,21 @@ def test_server_properties_and_default_command() -> None:
     assert server.model_name == "SmolLM2-135M-Instruct"
     assert server.description == "embedded SmolLM2-135M (llama.cpp on 127.0.0.1:45678)"
     assert server.abilities == ModelAbilities(
-        tool_call=True, json_mode=True, context_window=4096, max_output_tokens=256, schema_output="json_object_schema"
+        tool_call=False, json_mode=True, context_window=4096, max_output_tokens=256, schema_output="json_object_schema"
     )
     assert not server.running and server.pid is None
-    command = server.command
-    assert command[0] == sys.executable
-    assert command[1].endswith("_llama_boot.py") and os.path.isfile(command[1])
-    assert command[2] == str(os.getpid())  # the boot script watches this process
-    assert str(find_smollm2_gguf()) in command
-    for flag, value in [
-        ("--chat_format", "chatml-function-calling"),
-        ("--host", "127.0.0.1"),
-        ("--port", "45678"),
-        ("--n_ctx", "4096"),
-        ("--model_alias", "SmolLM2-135M-Instruct"),
-        ("--interrupt_requests", "false"),
-        ("--logits_all", "false"),
-    ]:
-        assert command[command.index(flag) + 1] == value
+    assert server.command == [
+        sys.executable,
+        server.command[1],
+        str(os.getpid()),  # the boot script watches this process
+        str(find_smollm2_gguf()),
+        "127.0.0.1",
+        "45678",
+        "4096",
+        str(server.n_threads),
+        "SmolLM2-135M-Instruct",
+    ]
+    assert server.command[1].endswith("_llamacpp_boot.py") and os.path.isfile(server.command[1])
 
 
 def test_server_picks_distinct_free_ports() -> None:
@@ -466,163 +461,3 @@ async def test_open_model_local_failure_is_a_local_model_error(
     with pytest.raises(LocalModelError, match="reactgraph\\[local\\]"):
         async with open_model(environ={}):
             pass  # pragma: no cover
-
-
-# ---------------------------------------------------------------------------- request adapter
-
-
-def _tool(name: str, description: str = "") -> dict[str, object]:
-    function: dict[str, object] = {
-        "name": name,
-        "parameters": {"type": "object", "properties": {"x": {"type": "string"}}},
-    }
-    if description:
-        function["description"] = description
-    return {"type": "function", "function": function}
-
-
-def test_adapter_renames_max_completion_tokens() -> None:
-    body = adapt_llama_cpp_payload({"messages": [], "max_completion_tokens": 64})
-    assert body["max_tokens"] == 64
-    assert "max_completion_tokens" not in body
-    # an explicit max_tokens is kept
-    body = adapt_llama_cpp_payload({"max_tokens": 10, "max_completion_tokens": 64})
-    assert body["max_tokens"] == 10
-
-
-def test_adapter_rewrites_tool_history() -> None:
-    payload = {
-        "messages": [
-            {"role": "user", "content": "status of CNC-003?"},
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": "call_a",
-                        "type": "function",
-                        "function": {"name": "get_status", "arguments": '{"x": "CNC-003"}'},
-                    }
-                ],
-            },
-            {"role": "tool", "tool_call_id": "call_a", "content": "state=warning"},
-            {"role": "tool", "tool_call_id": "unknown", "content": [{"type": "text", "text": "t"}]},
-        ]
-    }
-    original = json.dumps(payload, sort_keys=True)
-    body = adapt_llama_cpp_payload(payload)
-    assert json.dumps(payload, sort_keys=True) == original  # input untouched
-    messages = body["messages"]
-    assert messages[1]["content"] == ""
-    assert messages[1]["tool_calls"] == payload["messages"][1]["tool_calls"]
-    assert messages[2] == {
-        "role": "user",
-        "content": "functions.get_status returned:\nstate=warning",
-    }
-    assert messages[3] == {"role": "user", "content": "functions.tool returned:\nt"}
-    assert "tool_choice" not in body  # no tools bound: nothing to choose
-
-
-def test_adapter_tools_get_auto_choice_one_system_message_and_descriptions() -> None:
-    payload = {
-        "messages": [
-            {"role": "system", "content": "You are a plant assistant."},
-            {"role": "user", "content": "hi"},
-            {"role": "system", "content": "Summary so far: nothing."},
-        ],
-        "tools": [_tool("get_status", "Status of one machine."), _tool("bare")],
-    }
-    body = adapt_llama_cpp_payload(payload)
-    assert body["tool_choice"] == "auto"
-    roles = [m["role"] for m in body["messages"]]
-    assert roles == ["system", "user"]
-    system = body["messages"][0]["content"]
-    assert system.startswith("You are a plant assistant.\n\nSummary so far: nothing.")
-    assert "- functions.get_status: Status of one machine." in system
-    assert "functions.bare" not in system  # no description to add
-
-
-def test_adapter_adds_system_message_when_tools_are_bound() -> None:
-    body = adapt_llama_cpp_payload({"messages": [{"role": "user", "content": "hi"}], "tools": [_tool("t")]})
-    assert body["messages"][0] == {"role": "system", "content": ""}
-
-
-@pytest.mark.parametrize(
-    ("tools", "choice", "expected"),
-    [
-        (["only"], "required", {"type": "function", "function": {"name": "only"}}),
-        (["only"], "any", {"type": "function", "function": {"name": "only"}}),
-        (["a", "b"], "required", "auto"),
-        (["a", "b"], "none", "none"),
-        (["a", "b"], "auto", "auto"),
-        (
-            ["a", "b"],
-            {"type": "function", "function": {"name": "b"}},
-            {"type": "function", "function": {"name": "b"}},
-        ),
-    ],
-)
-def test_adapter_tool_choice(tools: list[str], choice: object, expected: object) -> None:
-    body = adapt_llama_cpp_payload({"messages": [], "tools": [_tool(n) for n in tools], "tool_choice": choice})
-    assert body["tool_choice"] == expected
-
-
-def test_adapter_maps_json_schema_to_schema_constrained_json_object() -> None:
-    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
-    body = adapt_llama_cpp_payload(
-        {
-            "messages": [],
-            "response_format": {
-                "type": "json_schema",
-                "json_schema": {"name": "x", "schema": schema, "strict": True},
-            },
-        }
-    )
-    assert body["response_format"] == {"type": "json_object", "schema": schema}
-    body = adapt_llama_cpp_payload({"response_format": {"type": "json_object"}})
-    assert body["response_format"] == {"type": "json_object"}
-
-
-def test_chat_model_sends_adapted_payload() -> None:
-    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-
-    server = LocalModelServer(command=["true"], max_tokens=128)
-    llm = server.chat_model()
-    assert isinstance(llm, LlamaCppChatOpenAI)
-    assert llm.disable_streaming == "tool_calling"
-    history = [
-        HumanMessage("status?"),
-        AIMessage("", tool_calls=[{"name": "get_status", "args": {"x": "1"}, "id": "c1"}]),
-        ToolMessage("ok", tool_call_id="c1"),
-    ]
-    payload = llm._get_request_payload(history)
-    assert payload["max_tokens"] == 128
-    assert "max_completion_tokens" not in payload
-    assert payload["messages"][1]["content"] == ""
-    assert payload["messages"][2] == {"role": "user", "content": "functions.get_status returned:\nok"}
-
-
-def test_adapter_drops_regex_patterns_but_not_properties_named_pattern() -> None:
-    tool = {
-        "type": "function",
-        "function": {
-            "name": "find",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "equipment_id": {"type": "string", "pattern": r"^[A-Z]{2,5}-\d{3}$"},
-                    "pattern": {"type": "string", "description": "a search pattern"},
-                },
-                "required": ["equipment_id", "pattern"],
-            },
-        },
-    }
-    body = adapt_llama_cpp_payload({"messages": [], "tools": [tool], "tool_choice": "auto"})
-    properties = body["tools"][0]["function"]["parameters"]["properties"]
-    assert properties["equipment_id"] == {"type": "string"}
-    assert properties["pattern"] == {"type": "string", "description": "a search pattern"}
-    assert "pattern" in tool["function"]["parameters"]["properties"]["equipment_id"]  # untouched
-    body = adapt_llama_cpp_payload(
-        {"response_format": {"type": "json_object", "schema": {"type": "string", "pattern": r"\d+"}}}
-    )
-    assert body["response_format"] == {"type": "json_object", "schema": {"type": "string"}}
