@@ -839,6 +839,9 @@ async def main(argv: list[str] | None = None) -> int:
             summaries = {row: RowSummary(row, "-" if row == "create_agent" else agents[row].mode) for row in args.rows}
             print(f"model: {resolved.description} · {len(questions)} questions · {len(hub)} tools · "
                   f"max_iterations={args.max_iterations} · rows: {', '.join(args.rows)}", file=sys.stderr, flush=True)
+            if "native" in summaries and summaries["native"].mode == "json":
+                print("note: this model has no native tool calls, so the native row runs the JSON protocol "
+                      "(the same agent as the json row)", file=sys.stderr, flush=True)
             for number, question in enumerate(questions, 1):
                 for row in args.rows:  # rows take turns, so a slow moment of the machine hits them all
                     if row == "create_agent":

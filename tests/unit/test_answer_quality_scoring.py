@@ -60,6 +60,7 @@ def test_a_fabricated_number_or_id_is_ungrounded_and_trace_numbers_pass():
     assert aq.ungrounded("CNC-003 runs at 91.5% with alarm E-9999 since 2026-02-30.", sources) == [
         "date:2026-02-30", "id:E-9999", "num:91.5"]
     assert aq.ungrounded("Temperature 48.8°C", sources) == ["num:48.8"]  # a near miss is not the trace's number
+    assert aq.ungrounded("Vibration about 1 mm/s", ["Vibration: 1.2 mm/s"]) == ["num:1"]  # rounding off by > 1 %
 
 
 def test_grounded_needs_two_facts_of_the_right_observation_one_of_them_hard(hub):
