@@ -50,15 +50,41 @@ def tool_args_schema(tool: BaseTool) -> dict[str, Any]:
     return {"type": "object", "properties": {}, **params}
 
 
+def prefer_named_values(schema: Any, named: Sequence[str]) -> Any:
+    """A copy of ``schema`` whose string enums list the ``named`` values first (in the
+    given order), then the others in their original order. ``schema`` is not modified."""
+    if not named:
+        return schema
+    rank = {value: index for index, value in enumerate(named)}
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        out = {key: walk(value) for key, value in node.items()}
+        enum = node.get("enum")
+        if isinstance(enum, list) and any(isinstance(value, str) and value in rank for value in enum):
+            out["enum"] = sorted(enum, key=lambda value: rank.get(value, len(rank)) if isinstance(value, str) else len(rank))
+        return out
+
+    return walk(schema)
+
+
 def _string_const(value: str) -> dict[str, Any]:
     return {"type": "string", "enum": [value]}
 
 
-def action_schema(tools: Sequence[BaseTool], *, max_text_chars: int | None = None) -> dict[str, Any]:
+def action_schema(
+    tools: Sequence[BaseTool], *, max_text_chars: int | None = None, named: Sequence[str] = ()
+) -> dict[str, Any]:
     """The JSON schema of one JSON-mode action for ``tools`` (SPEC R2.3, issue 10).
 
     Args:
-        tools: The tools offered this turn, in order.
+        tools: The tools offered this turn, in order (most relevant first: the branches
+            keep this order, SPEC R13.1).
+        named: Enum values the question names, listed first in every argument enum
+            (:func:`prefer_named_values`).
         max_text_chars: When set, ``reasoning`` may hold at most a third of it and
             ``answer`` the rest (``maxLength``, characters), so a constrained reply ends
             before the provider's output cap cuts it off; ``None`` leaves them unbounded.
@@ -82,7 +108,7 @@ def action_schema(tools: Sequence[BaseTool], *, max_text_chars: int | None = Non
                 "type": _string_const("tool_call"),
                 "reasoning": reasoning,
                 "tool_name": _string_const(tool.name),
-                "tool_args": tool_args_schema(tool),
+                "tool_args": prefer_named_values(tool_args_schema(tool), named),
             },
             "required": ["type", "reasoning", "tool_name", "tool_args"],
             "additionalProperties": False,
@@ -188,13 +214,15 @@ def schema_response_format(kind: SchemaOutput, schema: dict[str, Any], *, name: 
 
 
 def action_response_format(
-    kind: SchemaOutput, tools: Sequence[BaseTool], *, max_output_tokens: int | None = None
+    kind: SchemaOutput, tools: Sequence[BaseTool], *, max_output_tokens: int | None = None, named: Sequence[str] = ()
 ) -> dict[str, Any] | None:
     """The ``response_format`` of a JSON-mode loop call offering ``tools`` (issue 10).
 
     Args:
         kind: The provider's request shape (``ModelAbilities.schema_output``).
-        tools: The tools offered this turn.
+        tools: The tools offered this turn, most relevant first; none leaves only the
+            ``final_answer`` branch (what a stalled loop is sent, SPEC R13.1).
+        named: Enum values the question names (see :func:`action_schema`).
         max_output_tokens: The model's output cap (tokens), when known. For
             ``"json_object_schema"`` it bounds the free text to three quarters of it in
             characters (:func:`action_schema`'s ``max_text_chars``; a token is at least one
@@ -213,7 +241,7 @@ def action_response_format(
     if kind == "none":
         return None
     bounded = kind == "json_object_schema" and max_output_tokens is not None
-    schema = action_schema(tools, max_text_chars=max_output_tokens * 3 // 4 if bounded else None)
+    schema = action_schema(tools, max_text_chars=max_output_tokens * 3 // 4 if bounded else None, named=named)
     if kind == "json_schema":
         schema = {
             "type": "object",

@@ -148,6 +148,7 @@ class ReActAgent:
             error=error_text,
             thread_id=thread_id,
             synthesis=state.get("synthesis"),
+            grounding=state.get("grounding"),
         )
 
     async def _drive(
@@ -354,5 +355,6 @@ class ReActAgent:
                 "elapsed": round(result.elapsed, 3),
                 "finish_reason": result.finish_reason,
                 "thread_id": result.thread_id,
+                "grounding": result.grounding,
             },
         )

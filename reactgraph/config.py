@@ -13,6 +13,10 @@ _TOOL_SELECTION_MAX = 6
 DURABILITY_MODES = ("sync", "async", "exit")
 """LangGraph's checkpoint durability modes, for :attr:`AgentSettings.durability`."""
 
+GROUNDING_MODES = ("off", "report", "enforce")
+"""What to do about numbers and ids in the answer that the trace does not hold (SPEC R13.1),
+for :attr:`AgentSettings.grounding`."""
+
 COMPACTION_HINTS = ("react_iteration", "planner_input", "step_dependency", "general")
 """The compaction prompts the context guard can use (SPEC R6.1)."""
 
@@ -46,6 +50,8 @@ class AgentSettings:
         tool_selection_threshold: Tool count above which selection runs (default
             :data:`TOOL_SELECTION_THRESHOLD`, 12).
         tool_selection_max: Most tools a selection keeps (default :data:`_TOOL_SELECTION_MAX`, 6).
+        tool_selection_shortlist: Tools, lexically best first, shown to the selection call
+            (SPEC R13.1; default 12; never fewer than ``tool_selection_max``).
         synthesize: Whether the graph runs the streaming answer-synthesis node after
             the loop. ``ReActAgent.run`` always skips it; ``astream_events`` always runs it.
         max_message_chars: Characters one message may have before the context guard cuts
@@ -59,6 +65,16 @@ class AgentSettings:
             and critical data).
         keep_recent_messages: Recent messages LLM compaction keeps verbatim when they fit
             (default 6; a tool-call message and its results are kept together).
+        stall_detection: When the loop is stuck (a call refused as a repeat, or two model
+            calls without a new successful observation) the next call may only give the
+            final answer, instead of burning iterations to the cap (SPEC R13.1; default on).
+        grounding: After synthesis, check every number and id of the answer against the
+            trace and the question (SPEC R13.1): ``"off"``; ``"report"`` (the default:
+            the result goes in ``done`` and ``AgentResult.grounding``); ``"enforce"``
+            (an answer with ungrounded values is withdrawn with an ``answer`` ``reset``
+            event and asked for once more with a stricter prompt, then replaced by an
+            answer built from the observations themselves). Enforce suits small models; a
+            big model's derived figures (a difference, a total) would be withdrawn too.
         durability: When ``ReActAgent`` runs write checkpoints (with a checkpointer):
             ``"sync"`` (default) stores each superstep's checkpoint before the next
             superstep starts, so no tool starts before the checkpoint it resumes from is
@@ -80,6 +96,7 @@ class AgentSettings:
     tool_selection: bool = True
     tool_selection_threshold: int = TOOL_SELECTION_THRESHOLD
     tool_selection_max: int = _TOOL_SELECTION_MAX
+    tool_selection_shortlist: int = 12
     synthesize: bool = True
     max_message_chars: int = 50_000
     context_window: int | None = None
@@ -87,6 +104,8 @@ class AgentSettings:
     compaction_hint: str = "react_iteration"
     keep_recent_messages: int = 6
     durability: str = "sync"
+    stall_detection: bool = True
+    grounding: str = "report"
 
     def __post_init__(self) -> None:
         if self.max_iterations < 1:
@@ -95,6 +114,8 @@ class AgentSettings:
             raise ValueError(f"tool_timeout must be positive seconds, got {self.tool_timeout}")
         if self.tool_selection_max < 1:
             raise ValueError(f"tool_selection_max must be at least 1, got {self.tool_selection_max}")
+        if self.tool_selection_shortlist < 1:
+            raise ValueError(f"tool_selection_shortlist must be at least 1, got {self.tool_selection_shortlist}")
         if self.model_attempts < 1:
             raise ValueError(f"model_attempts must be at least 1, got {self.model_attempts}")
         if self.max_message_chars < 100:
@@ -107,6 +128,8 @@ class AgentSettings:
             raise ValueError(f"compaction_hint must be one of {', '.join(COMPACTION_HINTS)}, got {self.compaction_hint!r}")
         if self.durability not in DURABILITY_MODES:
             raise ValueError(f"durability must be one of {', '.join(DURABILITY_MODES)}, got {self.durability!r}")
+        if self.grounding not in GROUNDING_MODES:
+            raise ValueError(f"grounding must be one of {', '.join(GROUNDING_MODES)}, got {self.grounding!r}")
         if self.keep_recent_messages < 0:
             raise ValueError(f"keep_recent_messages must not be negative, got {self.keep_recent_messages}")
 

@@ -17,11 +17,11 @@ from langchain_core.tools import BaseTool
 from langgraph.constants import TAG_NOSTREAM
 
 from reactgraph.abilities import ModelAbilities
-from reactgraph.action_schema import action_response_format
+from reactgraph.action_schema import action_response_format, prefer_named_values, tool_args_schema
 from reactgraph.config import AgentSettings
 from reactgraph.interrupts import InMemoryInterruptQueue, InterruptQueue
 from reactgraph.prompts import DEFAULT_SYSTEM_PROMPT, json_mode_system_prompt
-
+from reactgraph.ranking import ToolRanker, enum_values, named_values
 
 RUN_NAME_SELECTION = "tool_loop/select_tools"
 """Trace name of the tool-selection model calls: ``<phase>/<node>``. LangSmith (or any
@@ -63,6 +63,7 @@ class Engine:
         interrupts: The follow-up queue drained by ``drain_interrupts`` (SPEC §7).
         compaction_llm: A separate (cheaper) model for context compaction (SPEC §6);
             ``None`` compacts with ``llm``.
+        ranker: BM25 index of ``tools``, for relevance-ranked offering (SPEC R13.1).
     """
 
     llm: BaseChatModel
@@ -72,9 +73,11 @@ class Engine:
     use_native_tools: bool = True
     interrupts: InterruptQueue = field(default_factory=InMemoryInterruptQueue)
     compaction_llm: BaseChatModel | None = None
-    _bound: dict[tuple[str, ...], Runnable] = field(default_factory=dict, repr=False)
-    _json_prompts: dict[tuple[str, ...], str] = field(default_factory=dict, repr=False)
-    _action_formats: dict[tuple[str, ...], dict[str, Any] | None] = field(default_factory=dict, repr=False)
+    ranker: ToolRanker = field(default_factory=lambda: ToolRanker([]), repr=False)
+    _enum_values: list[str] = field(default_factory=list, repr=False)
+    _bound: dict[tuple[Any, ...], Runnable] = field(default_factory=dict, repr=False)
+    _json_prompts: dict[tuple[Any, ...], str] = field(default_factory=dict, repr=False)
+    _action_formats: dict[tuple[Any, ...], dict[str, Any] | None] = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(
@@ -104,7 +107,8 @@ class Engine:
                 raise ValueError(f"two tools are named {tool.name!r}")
             registry[tool.name] = tool
         interrupts = interrupt_queue if interrupt_queue is not None else InMemoryInterruptQueue()
-        return cls(llm, registry, abilities, settings, use_native_tools, interrupts=interrupts, compaction_llm=compaction_llm)
+        return cls(llm, registry, abilities, settings, use_native_tools, interrupts=interrupts, compaction_llm=compaction_llm,
+                   ranker=ToolRanker(list(registry.values())), _enum_values=enum_values(list(registry.values())))
 
     @property
     def mode(self) -> Literal["native", "json"]:
@@ -121,18 +125,32 @@ class Engine:
         """The domain instructions at the top of every loop system prompt."""
         return self.settings.system_prompt or DEFAULT_SYSTEM_PROMPT
 
-    def tools_for(self, selected: Sequence[str] | None) -> list[BaseTool]:
-        """The tools offered this turn: all of them, or the selected names that exist (SPEC R5.2)."""
+    def tools_for(self, selected: Sequence[str] | None, query: str = "") -> list[BaseTool]:
+        """The tools offered this turn, most relevant to ``query`` first (SPEC R5.2, R13.1):
+        the selected names that exist, in their order (selection ranks them), or every
+        tool ranked by :attr:`ranker`."""
         if selected is None:
-            return list(self.tools.values())
+            return [self.tools[name] for name, _ in self.ranker.rank(query)]
         return [self.tools[name] for name in selected if name in self.tools]
 
-    def native_model(self, tools: Sequence[BaseTool]) -> Runnable:
-        """The loop model with ``tools`` bound, kept out of the token stream (SPEC R3.3).
-        Cached per tool set, so binding happens once per distinct selection."""
-        key = tuple(tool.name for tool in tools)
+    def named_values(self, query: str) -> tuple[str, ...]:
+        """The argument enum values ``query`` names, in its order (SPEC R13.1)."""
+        return tuple(named_values(query, self._enum_values))
+
+    def native_model(self, tools: Sequence[BaseTool], named: Sequence[str] = ()) -> Runnable:
+        """The loop model with ``tools`` bound in the given order, enum values the question
+        names first, kept out of the token stream (SPEC R3.3, R13.1). Cached per tool set
+        and named values; no tools means the plain model (a stalled loop's last call)."""
+        key = (tuple(tool.name for tool in tools), tuple(named))
         if key not in self._bound:
-            model: Runnable = self.llm.bind_tools(list(tools)) if tools else self.llm
+            model: Runnable = self.llm
+            if tools:
+                specs = [
+                    {"type": "function", "function": {"name": tool.name, "description": tool.description or "",
+                                                      "parameters": prefer_named_values(tool_args_schema(tool), named)}}
+                    for tool in tools
+                ]
+                model = self.llm.bind_tools(specs)
             self._bound[key] = model.with_config(tags=[TAG_NOSTREAM], run_name=RUN_NAME_NATIVE)
         return self._bound[key]
 
@@ -141,22 +159,24 @@ class Engine:
         """The model for answer synthesis, named for traces (it streams into the answer)."""
         return self.llm.with_config(run_name=RUN_NAME_SYNTHESIS)
 
-    def json_system_prompt(self, tools: Sequence[BaseTool]) -> str:
-        """The JSON-mode system prompt for ``tools`` (SPEC R2.3), cached per tool set."""
-        key = tuple(tool.name for tool in tools)
+    def json_system_prompt(self, tools: Sequence[BaseTool], named: Sequence[str] = ()) -> str:
+        """The JSON-mode system prompt for ``tools`` in the given order (SPEC R2.3, R13.1),
+        cached per tool set and named values."""
+        key = (tuple(tool.name for tool in tools), tuple(named))
         if key not in self._json_prompts:
-            self._json_prompts[key] = json_mode_system_prompt(self.base_system_prompt, tools)
+            self._json_prompts[key] = json_mode_system_prompt(self.base_system_prompt, tools, named)
         return self._json_prompts[key]
 
-    def action_format(self, tools: Sequence[BaseTool]) -> dict[str, Any] | None:
+    def action_format(self, tools: Sequence[BaseTool], named: Sequence[str] = ()) -> dict[str, Any] | None:
         """The schema-constrained ``response_format`` for a JSON-mode call offering ``tools``
         (issue 10), in the request shape of ``abilities.schema_output``; ``None`` when the
-        model cannot take a schema. Cached per tool set.
+        model cannot take a schema. Branches in the order of ``tools``, enum values the
+        question names first (SPEC R13.1). Cached per tool set and named values.
         See :func:`~reactgraph.action_schema.action_response_format`."""
-        key = tuple(tool.name for tool in tools)
+        key = (tuple(tool.name for tool in tools), tuple(named))
         if key not in self._action_formats:
             self._action_formats[key] = action_response_format(
-                self.abilities.schema_output, tools, max_output_tokens=self.abilities.max_output_tokens
+                self.abilities.schema_output, tools, max_output_tokens=self.abilities.max_output_tokens, named=named
             )
         return self._action_formats[key]
 

@@ -17,8 +17,11 @@ from langgraph.config import get_stream_writer
 
 from reactgraph.jsonparse import safe_json
 
-Channel = Literal["step", "answer", "compact", "phase", "inject", "error", "done", "plan", "dag_step", "analysis"]
-"""Event channels: the SPEC §8 ones, ``error`` for a run that failed (R2.7), and DAG mode's
+Channel = Literal[
+    "step", "answer", "compact", "phase", "inject", "stall", "error", "done", "plan", "dag_step", "analysis"
+]
+"""Event channels: the SPEC §8 ones, ``stall`` when the loop is stuck and the next call may
+only answer (``{iteration, reason}``, SPEC R13.1), ``error`` for a run that failed (R2.7), and DAG mode's
 ``plan``, ``dag_step`` and ``analysis`` (SPEC R9.5; payloads in the README's events table)."""
 
 _MARK = "reactgraph_event"

@@ -6,7 +6,8 @@ import json
 from collections.abc import Sequence
 
 from langchain_core.tools import BaseTool
-from langchain_core.utils.function_calling import convert_to_openai_tool
+
+from reactgraph.action_schema import prefer_named_values, tool_args_schema
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a helpful assistant that answers by using the tools available to you. "
@@ -31,6 +32,12 @@ REFORMAT_REQUEST = (
     'or {"type": "final_answer", "reasoning": "...", "answer": "..."}. No text outside the object.'
 )
 
+FINAL_ONLY_REQUEST = (
+    "The tool results above are all you will get: do not call any tool again. Reply now with the final "
+    "answer to the user's question, using only facts from those results."
+)
+"""Sent with the last call of a stalled loop, which may only give the final answer (SPEC R13.1)."""
+
 OBSERVATION = "Observation from {tool_name}:\n{observation}"
 """JSON mode: how a tool result is shown to the model, as a user message (SPEC R2.3)."""
 
@@ -45,12 +52,25 @@ SYNTHESIS_SYSTEM = (
 
 SYNTHESIS_USER = "Question:\n{query}\n\nWork log:\n{trace}\n\nWrite the answer to the question."
 
+SYNTHESIS_STRICT = (
+    "Copy every number, id and date exactly as the work log writes it, and write no number, id or date "
+    "that is not in the work log."
+)
+"""Added to the synthesis system prompt when an answer is asked for again because it held
+values found nowhere in the trace (SPEC R13.1, ``grounding="enforce"``)."""
 
-def json_mode_system_prompt(base: str, tools: Sequence[BaseTool]) -> str:
+SYNTHESIS_STRICT_USER = (
+    "Question:\n{query}\n\nWork log:\n{trace}\n\nAn earlier answer wrote these values, which are not in "
+    "the work log: {values}. Write the answer to the question again using only values from the work log."
+)
+
+
+def json_mode_system_prompt(base: str, tools: Sequence[BaseTool], named: Sequence[str] = ()) -> str:
     """The JSON-mode system prompt (SPEC R2.3): ``base`` instructions, then every tool's
-    name, description and argument JSON schema, then the reply protocol."""
+    name, description and argument JSON schema (in the given order; enum values the
+    question names first, SPEC R13.1), then the reply protocol."""
     lines = []
     for tool in tools:
-        params = convert_to_openai_tool(tool)["function"].get("parameters", {})
+        params = prefer_named_values(tool_args_schema(tool), named)
         lines.append(f"- {tool.name}: {tool.description.strip()}\n  arguments: {json.dumps(params, ensure_ascii=False)}")
     return f"{base}\n\n" + JSON_PROTOCOL.format(tools="\n".join(lines) if lines else "(no tools)")

@@ -95,11 +95,13 @@ class AgentResult:
         usage: Tokens summed over every model call.
         elapsed: Seconds from the start of the run to the end of the loop (or of
             synthesis, for results built by ``astream_events``).
-        finish_reason: ``"final_answer"``, ``"raw_content"``, ``"max_iterations"`` or
-            ``"model_error"``.
+        finish_reason: ``"final_answer"``, ``"stalled"`` (the model's answer after the loop
+            stalled, SPEC R13.1), ``"raw_content"``, ``"max_iterations"`` or ``"model_error"``.
         error: Why the run failed, ``None`` when it did not.
         thread_id: The conversation thread the run belongs to.
         synthesis: The synthesized answer when the run streamed one, else ``None``.
+        grounding: The grounding check of the synthesized answer (SPEC R13.1; see
+            :func:`reactgraph.grounding.check_grounding`), ``None`` when not run.
     """
 
     answer: str
@@ -112,6 +114,7 @@ class AgentResult:
     error: str | None = None
     thread_id: str | None = None
     synthesis: str | None = None
+    grounding: dict[str, Any] | None = None
 
     @property
     def artifacts(self) -> list[Artifact]:

@@ -9,6 +9,11 @@ from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 from typing_extensions import NotRequired, TypedDict
 
+FinishReason = Literal["final_answer", "stalled", "raw_content", "max_iterations", "model_error"]
+"""How a turn's loop ended: the model's final answer; its final answer after the loop
+stalled (SPEC R13.1); unparseable content twice (R2.4); the iteration cap (R2.6); a model
+that kept failing (R2.7)."""
+
 RESET: dict[str, Any] = {"__reset__": True}
 """Write this to ``steps`` or ``usage`` to clear them at the start of a turn."""
 
@@ -57,6 +62,8 @@ class ToolCallRequest(TypedDict):
     """Arguments as the model gave them; a non-dict becomes an error observation."""
     error: NotRequired[str | None]
     """Set when the call is unusable before it runs (e.g. arguments that are not valid JSON)."""
+    refused: NotRequired[str | None]
+    """Why the engine refused to run the call (``"repeat"``: it repeated a successful call)."""
 
 
 class AgentState(InputState, total=False):
@@ -89,8 +96,18 @@ class AgentState(InputState, total=False):
     """Tool trace of this turn: one record per tool call (see :class:`reactgraph.Step`)."""
     answer: str
     """The loop's brief answer (SPEC R2.10)."""
-    finish_reason: Literal["final_answer", "raw_content", "max_iterations", "model_error"] | None
-    """How the loop ended."""
+    finish_reason: FinishReason | None
+    """How the loop ended (see :data:`FinishReason`)."""
+    progress_iteration: int
+    """The model call after which the loop last took in something new other than a tool
+    result (a follow-up); stall detection counts from it (SPEC R13.1)."""
+    draft_answer: str | None
+    """The model's own final answer, when it gave one (``None`` when the loop ended at the
+    cap, on a model error, with raw content, or empty): the only draft synthesis sees."""
+    grounding: dict[str, Any] | None
+    """The grounding check of the synthesized answer (SPEC R13.1): ``mode``, ``checked``
+    (values checked), ``ungrounded`` (values found nowhere in the trace or question) and
+    ``action`` (``kept``, ``reasked``, ``fallback``); ``None`` when off or not run."""
     error: str | None
     """Why the loop failed, when it did."""
     synthesis: str | None
@@ -113,8 +130,9 @@ class OutputState(InputState, total=False):
     selected_tools: list[str] | None
     steps: Annotated[list[dict[str, Any]], append_steps]
     answer: str
-    finish_reason: Literal["final_answer", "raw_content", "max_iterations", "model_error"] | None
+    finish_reason: FinishReason | None
     error: str | None
     synthesis: str | None
+    grounding: dict[str, Any] | None
     usage: Annotated[dict[str, int], add_usage]
     iteration: int

@@ -14,7 +14,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from reactgraph.actions import message_text
 from reactgraph.dualmode import stream_model
 from reactgraph.jsonparse import safe_json
-from reactgraph.prompts import SYNTHESIS_SYSTEM, SYNTHESIS_USER
+from reactgraph.prompts import SYNTHESIS_STRICT, SYNTHESIS_STRICT_USER, SYNTHESIS_SYSTEM, SYNTHESIS_USER
 
 logger = logging.getLogger(__name__)
 
@@ -22,34 +22,69 @@ TRUNCATION_MARK = "… [truncated]"
 
 
 def format_trace(steps: Sequence[dict[str, Any]], draft_answer: str, result_chars: int = 2000) -> str:
-    """The work log shown to the synthesis call (SPEC R3.1).
+    """The work log shown to the synthesis call (SPEC R3.1, R13.1).
+
+    Successful tool calls come first, each with its whole result (up to ``result_chars``);
+    every failed or refused attempt is one short line after them, so a small model finds
+    the facts and nothing it could copy as an answer about the attempts themselves.
 
     Args:
         steps: Step records, in order.
-        draft_answer: The loop's brief answer, added at the end as a draft.
+        draft_answer: The model's own brief answer (never a step summary), added at the
+            end as a draft; ``""`` for none.
         result_chars: Characters kept of each tool result (default 2,000); longer results
             end with :data:`TRUNCATION_MARK`.
 
     Returns:
-        One numbered block per tool call (call, then ``Result:`` or ``Error:``), and the draft.
+        The numbered results (call, then ``Result:``), the ``Failed attempts`` lines, and
+        the draft; ``(no tools were called)`` when there were no steps.
     """
-    blocks = []
-    for number, step in enumerate(steps, start=1):
+    results: list[str] = []
+    failures: list[str] = []
+    for step in steps:
+        call = f"{step.get('tool_name')}({safe_json(step.get('tool_args'))})"
+        if step.get("error"):
+            reason = "repeated call, not run" if step.get("refused") else str(step["error"]).strip().splitlines()[0]
+            line = f"- {call}: failed ({reason[:160]})"
+            if line not in failures:
+                failures.append(line)
+            continue
         observation = str(step.get("observation", ""))
         if len(observation) > result_chars:
             observation = observation[:result_chars] + TRUNCATION_MARK
-        label = "Error" if step.get("error") else "Result"
-        blocks.append(f"{number}. {step.get('tool_name')}({safe_json(step.get('tool_args'))})\n{label}: {observation}")
-    if not blocks:
-        blocks.append("(no tools were called)")
+        results.append(f"{len(results) + 1}. {call}\nResult:\n{observation}")
+    blocks = results or ["(no tool returned a result)" if failures else "(no tools were called)"]
+    if failures:
+        blocks.append("Failed attempts (no data):\n" + "\n".join(failures))
     if draft_answer.strip():
         blocks.append(f"Draft answer from the assistant:\n{draft_answer.strip()}")
     return "\n\n".join(blocks)
 
 
-def synthesis_messages(query: str, steps: Sequence[dict[str, Any]], draft_answer: str, result_chars: int = 2000) -> list[BaseMessage]:
+def synthesis_messages(
+    query: str,
+    steps: Sequence[dict[str, Any]],
+    draft_answer: str,
+    result_chars: int = 2000,
+    *,
+    ungrounded: Sequence[str] = (),
+) -> list[BaseMessage]:
     """The synthesis prompt: the synthesizer system prompt and one user message with the
-    question and the formatted trace (SPEC R3.1)."""
+    question and the formatted trace (SPEC R3.1).
+
+    Args:
+        query, steps, draft_answer, result_chars: As :func:`format_trace`.
+        ungrounded: Values an earlier answer made up (SPEC R13.1): when given, the strict
+            prompt is used (copy figures exactly, never write these values) and the draft
+            is left out.
+
+    Returns:
+        ``[SystemMessage, HumanMessage]``.
+    """
+    if ungrounded:
+        trace = format_trace(steps, "", result_chars)
+        user = SYNTHESIS_STRICT_USER.format(query=query, trace=trace, values=", ".join(ungrounded))
+        return [SystemMessage(SYNTHESIS_SYSTEM + " " + SYNTHESIS_STRICT), HumanMessage(user)]
     trace = format_trace(steps, draft_answer, result_chars)
     return [SystemMessage(SYNTHESIS_SYSTEM), HumanMessage(SYNTHESIS_USER.format(query=query, trace=trace))]
 
@@ -63,6 +98,7 @@ async def stream_synthesis(
     result_chars: int = 2000,
     config: RunnableConfig | None = None,
     usage_out: dict[str, int] | None = None,
+    ungrounded: Sequence[str] = (),
 ) -> AsyncIterator[str]:
     """Stream the synthesized answer, chunk by chunk (SPEC R3.1).
 
@@ -75,6 +111,8 @@ async def stream_synthesis(
         config: RunnableConfig for the model call.
         usage_out: When given, filled with the call's token usage (if the provider
             reports it) and ``model_calls: 1``.
+        ungrounded: Values an earlier answer made up; asks with the strict prompt
+            (see :func:`synthesis_messages`, SPEC R13.1).
 
     Yields:
         Non-empty text chunks as the model produces them.
@@ -82,7 +120,7 @@ async def stream_synthesis(
     Raises:
         Whatever the model call raises; callers fall back to the loop's answer (R3.2).
     """
-    messages = synthesis_messages(query, steps, draft_answer, result_chars)
+    messages = synthesis_messages(query, steps, draft_answer, result_chars, ungrounded=ungrounded)
     async for text in stream_messages(llm, messages, config=config, usage_out=usage_out):
         yield text
 

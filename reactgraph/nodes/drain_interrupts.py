@@ -60,6 +60,7 @@ class DrainInterrupts:
         update: dict[str, Any] = {
             "messages": [pin(HumanMessage(content))],
             "query": f"{state.get('query', '')}\n\n{content}".lstrip(),
+            "progress_iteration": state.get("iteration", 0),  # a new request is progress (SPEC R13.1)
         }
         if state.get("pending_final") is not None:
             update.update(pending_final=None, answer="", finish_reason=None, parse_failures=0)

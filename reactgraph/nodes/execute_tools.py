@@ -144,6 +144,7 @@ class ExecuteTools:
             "tool_args": call.get("args"),
             "observation": observation,
             "error": error,
+            "refused": call.get("refused"),
             "elapsed": elapsed,
             "artifact": artifact.to_dict() if artifact else None,
         }

@@ -10,9 +10,17 @@ model can take a schema (``abilities.schema_output``), each call carries the act
 of the offered tools (issue 10); a provider that refuses it is asked again without it in
 the same iteration, and the run stays unconstrained from then on (``schema_rejected``).
 
-Both nodes emit ``thinking`` start/done events and the ``answer`` signal, and leave the
-tool calls to run in ``pending_tool_calls``. A failing model call raises; the node's
-retry policy retries transient failures (SPEC R2.7).
+Both nodes offer the tools most relevant to the question first, with the enum values it
+names first (SPEC R13.1, :mod:`reactgraph.ranking`), emit ``thinking`` start/done events
+and the ``answer`` signal, and leave the tool calls to run in ``pending_tool_calls``. A
+failing model call raises; the node's retry policy retries transient failures (SPEC R2.7).
+
+Stall detection (SPEC R13.1): when the last model call's tool call was refused as a repeat,
+or two model calls in a row brought no new successful observation
+(:func:`detect_stall`), the loop is stuck. The next call is then asked for the final
+answer only — native mode with no tools bound, JSON mode with only the ``final_answer``
+branch — after a ``stall`` event; the turn ends with ``finish_reason: "stalled"``. Off
+with ``AgentSettings.stall_detection=False``.
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ from reactgraph.engine import Engine
 from reactgraph.events import emit
 from reactgraph.jsonparse import safe_json
 from reactgraph.nodes.fallback import summarize_steps
-from reactgraph.prompts import REFORMAT_REQUEST
+from reactgraph.prompts import FINAL_ONLY_REQUEST, REFORMAT_REQUEST
 from reactgraph.state import AgentState, ToolCallRequest
 
 logger = logging.getLogger(__name__)
@@ -53,13 +61,55 @@ def new_call_id() -> str:
     return f"call_{uuid.uuid4().hex[:24]}"
 
 
+REPEAT_REFUSAL = "repeat"
+"""``refused`` value of a tool call (and its step record) that repeated a successful call."""
+
+
 def _final_update(state: AgentState, text: str, reason: str) -> dict[str, Any]:
     """State update for an answer the loop is ready to give; an empty answer is replaced
-    by the step summary, so a run never ends with nothing to say."""
+    by the step summary, so a run never ends with nothing to say. ``draft_answer`` keeps
+    only the model's own words (``None`` for none), which is all synthesis is shown."""
+    draft = text if text.strip() and reason != "raw_content" else None
     if not text.strip():
         text = summarize_steps(state.get("steps", []), "The model gave an empty answer.")
     emit("step", type="answer", status="start")
-    return {"pending_final": text, "answer": text, "finish_reason": reason}
+    return {"pending_final": text, "answer": text, "finish_reason": reason, "draft_answer": draft}
+
+
+def detect_stall(
+    steps: list[dict[str, Any]], iteration: int, enabled: bool = True, progress_iteration: int = 0
+) -> str | None:
+    """Whether the tool loop is stuck (SPEC R13.1).
+
+    Args:
+        steps: The turn's step records (each with the ``iteration`` that asked for it).
+        iteration: Model calls made so far in this turn.
+        enabled: ``AgentSettings.stall_detection``.
+        progress_iteration: The model call after which a follow-up was taken in (it counts
+            as progress like a new observation); 0 for none.
+
+    Returns:
+        ``"repeated_call"`` when a tool call of the last model call was refused as a
+        repeat; ``"no_progress"`` when the last two model calls brought no new successful
+        observation; ``None`` when the loop is making progress (or detection is off).
+    """
+    if not enabled or iteration < 1:
+        return None
+    if any(step.get("refused") == REPEAT_REFUSAL for step in steps if step.get("iteration") == iteration):
+        return "repeated_call"
+    progress = max((int(step.get("iteration") or 0) for step in steps if not step.get("error")), default=0)
+    progress = max(progress, progress_iteration)
+    return "no_progress" if iteration - progress >= 2 else None
+
+
+def _stall_check(engine: Engine, state: AgentState, iteration: int) -> str | None:
+    """The stall reason for the call about to be made (emitting the ``stall`` event once
+    per turn), or ``None``."""
+    reason = detect_stall(state.get("steps", []), iteration - 1, engine.settings.stall_detection,
+                          state.get("progress_iteration", 0))
+    if reason is not None:
+        emit("stall", iteration=iteration, reason=reason)
+    return reason
 
 
 def normalize_tool_calls(
@@ -115,6 +165,7 @@ def mark_repeats(requests: list[ToolCallRequest], steps: list[dict[str, Any]], e
     for request in requests:
         earlier = done.get((request.get("name"), safe_json(request.get("args"))))
         if earlier is not None and not request.get("error"):
+            request["refused"] = REPEAT_REFUSAL
             request["error"] = (
                 f"repeated call: {request.get('name')} already ran with these arguments in iteration {earlier} "
                 "and its result is in the conversation above. Use that result to answer, or call a different tool."
@@ -130,10 +181,14 @@ class LLMCallNative:
 
     async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         iteration = state.get("iteration", 0) + 1
+        stalled = _stall_check(self.engine, state, iteration)
         emit("step", type="thinking", status="start", iteration=iteration)
-        tools = self.engine.tools_for(state.get("selected_tools"))
+        query = state.get("query", "")
+        tools = [] if stalled else self.engine.tools_for(state.get("selected_tools"), query)
         messages = [SystemMessage(self.engine.base_system_prompt), *state["messages"]]
-        response = await call_model(self.engine.native_model(tools), messages, config)
+        if stalled:
+            messages.append(HumanMessage(FINAL_ONLY_REQUEST))
+        response = await call_model(self.engine.native_model(tools, self.engine.named_values(query)), messages, config)
         if not isinstance(response, AIMessage):
             response = AIMessage(content=message_text(response))
         used = {c["id"] for m in state["messages"] if isinstance(m, AIMessage) for c in m.tool_calls if c.get("id")}
@@ -147,7 +202,13 @@ class LLMCallNative:
             "usage": usage_of(response),
             "pending_tool_calls": requests,
         }
-        if not requests:
+        if stalled:  # final answer only: whatever came back ends the loop, tool calls dropped
+            update["pending_tool_calls"] = []
+            if requests:
+                update["messages"] = [AIMessage(content=message_text(response), id=response.id,
+                                                response_metadata=response.response_metadata)]
+            update.update(_final_update(state, "" if requests else message_text(response), "stalled"))
+        elif not requests:
             update.update(_final_update(state, message_text(response), "final_answer"))
         return update
 
@@ -184,11 +245,16 @@ class LLMCallJSON:
 
     async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         iteration = state.get("iteration", 0) + 1
+        stalled = _stall_check(self.engine, state, iteration)
         emit("step", type="thinking", status="start", iteration=iteration)
-        tools = self.engine.tools_for(state.get("selected_tools"))
-        system = self.engine.json_system_prompt(tools)
+        query = state.get("query", "")
+        named = self.engine.named_values(query)
+        tools = [] if stalled else self.engine.tools_for(state.get("selected_tools"), query)
+        system = self.engine.json_system_prompt(tools, named)
         messages = [SystemMessage(system), *state["messages"]]
-        action_format = None if state.get("schema_rejected") else self.engine.action_format(tools)
+        if stalled:
+            messages.append(HumanMessage(FINAL_ONLY_REQUEST))
+        action_format = None if state.get("schema_rejected") else self.engine.action_format(tools, named)
         rejected = False
         if action_format is None:
             response = await self._invoke(messages, config)
@@ -206,6 +272,11 @@ class LLMCallJSON:
         }
         if rejected:
             update["schema_rejected"] = True
+        if stalled:  # final answer only: whatever came back ends the loop
+            emit("step", type="thinking", status="done", iteration=iteration, reasoning=action.reasoning)
+            answer = action.answer if action.type == "final_answer" and not action.parse_failed else ""
+            update.update(_final_update(state, answer, "stalled"))
+            return update
         if action.parse_failed:
             emit("step", type="thinking", status="done", iteration=iteration, reasoning=action.reasoning)
             failures = state.get("parse_failures", 0) + 1

@@ -1,13 +1,18 @@
-"""``select_tools``: pre-loop tool selection for large hubs (SPEC §5).
+"""``select_tools``: pre-loop tool selection for large hubs (SPEC §5), hybrid (SPEC R13.1).
 
-When more than ``tool_selection_threshold`` (12) tools are registered, one
-``structured_llm_call`` shows the model a compact catalog — each tool's name and the first
-line of its description, about 80 characters, no parameter schemas — and asks for at most
-``tool_selection_max`` (6) names with the schema ``{"tools": [...]}``. Unknown names are
-dropped. The chosen names go to ``selected_tools``, which drives both the prompt/binding
-of the loop nodes and execution (a call to any other tool is an "unknown tool"
-observation). Selection never fails a run: empty, unparseable or failed selection keeps
-every tool (R5.3).
+When more than ``tool_selection_threshold`` (12) tools are registered, the tools are first
+ranked against the question lexically (:class:`~reactgraph.ranking.ToolRanker`, BM25). The
+``tool_selection_shortlist`` best go, best first, into one ``structured_llm_call`` that shows
+the model a compact catalog — each tool's name and the first line of its description, about
+80 characters, no parameter schemas — and asks for at most ``tool_selection_max`` (6) names
+with the schema ``{"tools": [...]}`` (an enum in ranked order). Unknown names are dropped.
+A clear lexical winner is added when the model left it out and there is room; the selection
+is stored best first in ``selected_tools``, which drives both the prompt/binding of the loop
+nodes and execution (a call to any other tool is an "unknown tool" observation).
+
+Selection never fails a run (R5.3): when the model's pick is empty, unparseable or the call
+failed, the lexical top ``tool_selection_max`` tools are kept — every tool only when no tool
+shares a word with the question.
 """
 
 from __future__ import annotations
@@ -72,7 +77,7 @@ async def select_tool_names(
         llm: The agent's model.
         abilities: Its abilities (they decide the structured-output levels).
         query: The user's request.
-        tools: Every registered tool.
+        tools: The tools to choose from (the lexical shortlist), best first.
         limit: Most names to keep.
         config: RunnableConfig for the model calls.
 
@@ -107,6 +112,31 @@ async def select_tool_names(
     return (chosen[:limit] or None), usage
 
 
+def hybrid_selection(picked: list[str] | None, ranked: list[tuple[str, float]], limit: int) -> list[str] | None:
+    """Merge the model's pick with the lexical ranking (SPEC R5.3, R13.1).
+
+    Args:
+        picked: The model's valid names (:func:`select_tool_names`), ``None`` for none.
+        ranked: Every tool as ``(name, BM25 score)``, best first.
+        limit: Most names to keep.
+
+    Returns:
+        The names best first by lexical rank: the model's pick plus the lexically best tool
+        when it scores strictly above every other, is missing and there is room; the lexical top ``limit`` tools with a
+        positive score when the model picked nothing; ``None`` (every tool) when nothing
+        was picked and no tool shares a word with the question.
+    """
+    matching = [name for name, score in ranked if score > 0]
+    if not picked:
+        return matching[:limit] or None
+    chosen = list(picked[:limit])
+    clear_best = matching and (len(ranked) == 1 or ranked[0][1] > ranked[1][1])
+    if clear_best and matching[0] not in chosen and len(chosen) < limit:
+        chosen.append(matching[0])
+    position = {name: index for index, (name, _) in enumerate(ranked)}
+    return sorted(chosen, key=lambda name: position.get(name, len(position)))
+
+
 class SelectTools:
     """Choose the tools of this turn (see the module docstring). Emits the ``phase`` event
     ``{phase: "selecting_tools", total_tools}`` when it runs a selection."""
@@ -119,9 +149,11 @@ class SelectTools:
         tools = list(self.engine.tools.values())
         if not settings.tool_selection or len(tools) <= settings.tool_selection_threshold:
             return {}
+        ranked = self.engine.ranker.rank(state.get("query", ""))
+        shortlist = [self.engine.tools[name] for name, _ in ranked[: max(settings.tool_selection_shortlist, settings.tool_selection_max)]]
         emit("phase", phase="selecting_tools", total_tools=len(tools))
         names, usage = await select_tool_names(
-            self.engine.llm, self.engine.abilities, state.get("query", ""), tools, settings.tool_selection_max,
+            self.engine.llm, self.engine.abilities, state.get("query", ""), shortlist, settings.tool_selection_max,
             {**config, "run_name": RUN_NAME_SELECTION},
         )
-        return {"selected_tools": names, "usage": usage}
+        return {"selected_tools": hybrid_selection(names, ranked, settings.tool_selection_max), "usage": usage}

@@ -5,6 +5,15 @@ If the synthesis call fails for any reason, the loop's answer is sent instead (R
 the only delta when nothing was streamed yet, or after a blank line when the stream broke
 off. Skipped (no events, ``synthesis`` stays ``None``) when the run's config says
 ``configurable.synthesize = False`` or the settings disable it; ``ReActAgent.run`` uses that.
+
+The synthesis sees only the model's own draft answer, never a step summary (SPEC R13.1).
+Then, unless ``AgentSettings.grounding`` is ``"off"``, every number and id of the answer is
+checked against the trace and the question (:func:`~reactgraph.grounding.check_grounding`)
+and the result stored in ``grounding``. Under ``"enforce"`` an answer with ungrounded
+values is withdrawn — an ``answer`` event ``{status: "reset", ungrounded}`` tells clients to
+drop the text streamed so far — and asked for once more with the strict prompt; if that
+answer is not grounded either, it is withdrawn too and replaced by
+:func:`~reactgraph.grounding.observation_answer`.
 """
 
 from __future__ import annotations
@@ -16,8 +25,13 @@ from langchain_core.runnables import RunnableConfig
 
 from reactgraph.engine import Engine
 from reactgraph.events import emit
-from reactgraph.state import AgentState
+from reactgraph.grounding import check_grounding, observation_answer
+from reactgraph.state import USAGE_KEYS, AgentState
 from reactgraph.synthesis import stream_synthesis, with_fallback
+
+
+async def _one_chunk(text: str) -> AsyncIterator[str]:
+    yield text
 
 
 async def emit_answer(chunks: AsyncIterator[str], fallback: str) -> str:
@@ -37,24 +51,47 @@ async def emit_answer(chunks: AsyncIterator[str], fallback: str) -> str:
 
 
 class Synthesize:
-    """Stream the synthesis (see the module docstring)."""
+    """Stream the synthesis and check its grounding (see the module docstring)."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
-        enabled = (config.get("configurable") or {}).get("synthesize", self.engine.settings.synthesize)
-        if not enabled:
-            return {}
-        usage: dict[str, int] = {}
+    async def _stream(self, state: AgentState, config: RunnableConfig, usage: dict[str, int],
+                      fallback: str, ungrounded: list[str] | None = None) -> str:
+        call_usage: dict[str, int] = {}
         chunks = stream_synthesis(
             self.engine.synthesis_model,
             state.get("query", ""),
             state.get("steps", []),
-            state.get("answer") or "",
+            state.get("draft_answer") or "",
             result_chars=self.engine.settings.synthesis_result_chars,
             config=config,
-            usage_out=usage,
+            usage_out=call_usage,
+            ungrounded=ungrounded or (),
         )
-        text = await emit_answer(chunks, state.get("answer") or "")
-        return {"synthesis": text, "usage": usage or {"model_calls": 1}}
+        text = await emit_answer(chunks, fallback)
+        for key in USAGE_KEYS:
+            usage[key] = usage.get(key, 0) + (call_usage.get(key, 0) if call_usage else int(key == "model_calls"))
+        return text
+
+    async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        settings = self.engine.settings
+        enabled = (config.get("configurable") or {}).get("synthesize", settings.synthesize)
+        if not enabled:
+            return {}
+        usage: dict[str, int] = {}
+        query, steps = state.get("query", ""), state.get("steps", [])
+        text = await self._stream(state, config, usage, state.get("answer") or "")
+        if settings.grounding == "off":
+            return {"synthesis": text, "usage": usage}
+        report, action = check_grounding(text, steps, query), "kept"
+        if not report.grounded and settings.grounding == "enforce":
+            last_resort = observation_answer(query, steps, settings.synthesis_result_chars)
+            emit("answer", status="reset", ungrounded=report.ungrounded)
+            text = await self._stream(state, config, usage, last_resort, report.ungrounded)
+            report, action = check_grounding(text, steps, query), "reasked"
+            if not report.grounded:
+                emit("answer", status="reset", ungrounded=report.ungrounded)
+                text = await emit_answer(_one_chunk(last_resort), last_resort)
+                report, action = check_grounding(text, steps, query), "fallback"
+        return {"synthesis": text, "usage": usage, "grounding": report.to_dict(settings.grounding, action)}

@@ -149,7 +149,8 @@ async def test_endless_model_stops_at_max_iterations_with_a_step_summary(tools):
     model = ScriptedChatModel(
         responses=[AIMessage(content="", tool_calls=[tool_call("get_status", {"equipment_id": "X"})])], repeat_last=True
     )
-    result = await ReActAgent(model, tools, abilities=NATIVE).run("loop forever")  # default settings
+    # The cap itself, with stall detection (which would end this loop at once) off.
+    result = await ReActAgent(model, tools, abilities=NATIVE, settings=AgentSettings(stall_detection=False)).run("loop forever")
     assert result.iterations == 50
     assert result.finish_reason == "max_iterations"
     assert result.answer.startswith("I stopped after 50 iterations")
@@ -159,7 +160,7 @@ async def test_endless_model_stops_at_max_iterations_with_a_step_summary(tools):
 
 async def test_endless_json_model_with_broken_tools_reports_failures(tools):
     model = ScriptedChatModel(responses=[call_json("broken", {"x": 1})], repeat_last=True)
-    result = await ReActAgent(model, tools, settings=AgentSettings(max_iterations=3)).run("q")
+    result = await ReActAgent(model, tools, settings=AgentSettings(max_iterations=3, stall_detection=False)).run("q")
     assert result.iterations == 3
     assert result.answer.count("failed: RuntimeError: sensor bus offline for 1") == 3
 

@@ -31,7 +31,7 @@ from tests.scripted import ScriptedChatModel
 
 MAX_ITERATIONS = 6
 TOOL_TIMEOUT = 1.0
-FINISH_REASONS = {"final_answer", "raw_content", "max_iterations", "model_error"}
+FINISH_REASONS = {"final_answer", "stalled", "raw_content", "max_iterations", "model_error"}
 HUGE = 100_000
 
 PROPERTY_SETTINGS = settings(

@@ -57,7 +57,7 @@ async def test_thirteen_tools_make_one_selection_call_that_drives_the_loop():
     assert events[0].channel == "phase"
     catalog = model.calls[0][-1].content
     lines = [line for line in catalog.splitlines() if line.startswith("- ")]
-    assert len(lines) == 13 and all(len(line) <= 100 for line in lines)
+    assert len(lines) == 12 and all(len(line) <= 100 for line in lines)  # the lexical shortlist
     assert "Second line" not in catalog and "properties" not in catalog and "machine_id" not in catalog
     assert "check machine M1" in catalog
     assert model.call_kwargs[0]["tool_choice"] == "select_tools"

@@ -79,7 +79,9 @@ def test_schema_reads_do_not_start_the_embedded_model(monkeypatch):
     calls = []
     asyncio.run(studio_graph(recording_builder(calls))({"configurable": {"__is_for_execution__": False}}))
     assert embedded._server is not None and not embedded._server.running
-    assert isinstance(calls[0][2]["abilities"], ModelAbilities) and calls[0][2]["abilities"].tool_call
+    abilities = calls[0][2]["abilities"]  # the embedded model's: JSON mode with the action schema (issue 22)
+    assert isinstance(abilities, ModelAbilities) and not abilities.tool_call
+    assert abilities.schema_output == "json_object_schema"
 
 
 def test_langgraph_json_points_at_the_factories():

@@ -28,7 +28,7 @@ async def test_stream_answer_streams_a_separate_synthesis_call(tools):
     for rule in ("markdown", "same language as the question", "based on the tool output"):
         assert rule in system.content
     assert "CNC-003 상태 확인해줘" in user.content
-    assert 'get_status({"equipment_id": "CNC-003"})\nResult: CNC-003: normal' in user.content
+    assert '1. get_status({"equipment_id": "CNC-003"})\nResult:\nCNC-003: normal' in user.content
     assert "tools" not in model.stream_kwargs[-1]  # synthesis is a plain call: no tools bound
 
 

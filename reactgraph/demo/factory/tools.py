@@ -775,6 +775,39 @@ def get_top_energy_consumers(db: Path, start_date: str | None = None, end_date: 
 
 # --------------------------------------------------------------------------- hub
 
+KEYWORDS: dict[str, tuple[str, ...]] = {
+    "get_equipment_status": ("status", "state", "condition", "check", "reading", "current", "machine",
+                             "상태", "현황", "확인", "점검", "장비", "설비", "현재"),
+    "list_equipment": ("list", "all", "machines", "inventory of equipment", "which", "목록", "전체", "장비", "설비"),
+    "get_sensor_trend": ("trend", "history", "daily", "over time", "temperature", "vibration", "utilization",
+                         "추이", "추세", "변화", "온도", "진동", "가동률", "센서"),
+    "compare_equipment": ("compare", "comparison", "versus", "vs", "difference", "between", "비교", "차이", "대비"),
+    "check_threshold_violations": ("threshold", "limit", "exceed", "over", "overheating", "within limits",
+                                   "한계", "초과", "임계", "기준", "과열"),
+    "list_active_alarms": ("alarms", "active", "alerts", "warnings", "critical", "알람", "경보", "경고", "활성"),
+    "get_alarm_details": ("alarm code", "details", "meaning", "알람", "코드", "상세", "내용"),
+    "get_alarm_history": ("alarm history", "past alarms", "raised", "cleared", "알람", "이력", "기록", "과거"),
+    "get_maintenance_history": ("maintenance history", "work orders", "repairs", "past maintenance",
+                                "정비", "보수", "수리", "이력", "작업", "내역"),
+    "get_scheduled_maintenance": ("scheduled", "upcoming", "planned", "next maintenance", "정비", "예정", "계획", "일정"),
+    "get_maintenance_due": ("due", "overdue", "inspection", "periodic", "점검", "예정", "기한", "도래", "지연"),
+    "get_production_summary": ("production", "output", "target", "summary", "생산", "생산량", "실적", "목표", "요약"),
+    "get_shift_output": ("shift", "day", "per shift", "교대", "근무조", "일별", "생산"),
+    "get_line_oee": ("oee", "efficiency", "availability", "performance", "설비종합효율", "효율", "가용률", "성능"),
+    "get_downtime_report": ("downtime", "stoppage", "unplanned", "stopped", "비가동", "정지", "중단", "다운타임"),
+    "get_defect_rate": ("defect rate", "scrap", "yield", "quality", "불량률", "불량", "수율", "품질"),
+    "list_quality_inspections": ("quality", "inspections", "pass", "fail", "sample", "품질", "검사", "합격", "불합격"),
+    "get_top_defects": ("defect types", "top defects", "most common defects", "불량", "유형", "결함", "상위"),
+    "check_spare_part_stock": ("spare part", "stock", "part number", "inventory", "부품", "재고", "예비품", "수량"),
+    "list_low_stock_parts": ("low stock", "reorder", "shortage", "out of stock", "부족", "재고", "재주문", "품절", "부품"),
+    "find_parts_for_equipment": ("compatible parts", "parts for", "spare parts for", "호환", "부품", "예비품", "장비"),
+    "get_energy_usage": ("energy", "electricity", "power", "kwh", "consumption", "에너지", "전력", "전기", "사용량"),
+    "get_top_energy_consumers": ("top consumers", "most energy", "ranking", "largest", "에너지", "전력", "순위", "많이"),
+}
+"""Search words of each tool beyond its name and description (English synonyms and the
+Korean the plant's users write), read by relevance ranking (SPEC R13.1) through
+``tool.metadata["keywords"]``."""
+
 CONNECTORS: dict[str, list[str]] = {}
 for _connector, _fn, _schema in _REGISTRY:
     CONNECTORS.setdefault(_connector, []).append(_fn.__name__)
@@ -794,13 +827,15 @@ def build_factory_hub(db_path: str | Path | None = None) -> list[BaseTool]:
     ``db_path`` defaults to :func:`~reactgraph.demo.factory.db.default_db_path`;
     :func:`ensure_database` is called first (creating and seeding the file if
     needed). Tools are sync, thread-safe and ordered by connector (see
-    :data:`CONNECTORS`); each carries ``metadata={"connector": name}``.
+    :data:`CONNECTORS`); each carries ``metadata={"connector": name, "keywords": [...]}``
+    (:data:`KEYWORDS`).
     """
     db = ensure_database(db_path)
     return [
         StructuredTool.from_function(
             func=_bind(fn, db), name=fn.__name__, description=inspect.cleandoc(fn.__doc__ or fn.__name__),
-            args_schema=schema, metadata={"connector": connector}, tags=[f"connector:{connector}"],
+            args_schema=schema, metadata={"connector": connector, "keywords": list(KEYWORDS.get(fn.__name__, ()))},
+            tags=[f"connector:{connector}"],
         )
         for connector, fn, schema in _REGISTRY
     ]

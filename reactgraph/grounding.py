@@ -1,0 +1,149 @@
+"""Grounded answers: every number and id of an answer checked against the trace (SPEC R13.1).
+
+A small model writing the answer copies figures from the work log when it can, and makes
+them up when it cannot. :func:`check_grounding` finds every value in the answer — ids such
+as ``CNC-003`` or ``W-1105``, dates, numbers (``72.3``, ``1,250``, ``48.70``) — and looks
+for each in the evidence: the tool calls' arguments and observations, and the question.
+A value found nowhere is *ungrounded*.
+
+Values are compared in a normal form: ids upper-cased, numbers without thousands
+separators or trailing zeros (``48.70`` = ``48.7``, ``85.0`` = ``85``). Not checked: list
+markers (``1.`` at the start of a line) and heading numbers. A derived figure — a
+difference, a sum — is ungrounded by this rule; that is why ``AgentSettings.grounding``
+defaults to ``"report"`` and only small models' profiles choose ``"enforce"``.
+
+:func:`observation_answer` is enforce mode's last resort: an answer made of the
+successful observations themselves, which is grounded by construction.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from reactgraph.jsonparse import safe_json
+
+_ID = r"[A-Za-z]{1,6}-\d+(?:-\d+)*"
+_DATE = r"\d{4}-\d{2}-\d{2}"
+_NUMBER = r"\d+(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
+_VALUE = re.compile(rf"(?<![A-Za-z0-9_.])(?:({_DATE})|({_ID})|({_NUMBER}))(?![0-9])")
+_LIST_MARKER = re.compile(r"^\s*(?:#+\s*)?\d+[.)]\s", re.MULTILINE)
+
+
+def _normal_number(text: str) -> str:
+    plain = text.replace(",", "")
+    if "." in plain:
+        plain = plain.rstrip("0").rstrip(".")
+    plain = plain.lstrip("0") or "0"
+    return "0" + plain if plain.startswith(".") else plain
+
+
+def extract_values(text: str, *, skip_list_markers: bool = False) -> list[str]:
+    """The ids, dates and numbers of ``text`` in normal form (see the module docstring).
+
+    Args:
+        text: Any text.
+        skip_list_markers: Leave out numbers that only number a list line or heading.
+
+    Returns:
+        The values, in order, each once: ids upper-cased (``CNC-003``), dates as written,
+        numbers normalized (``1,250.50`` → ``1250.5``).
+    """
+    markers = {m.end() - 2 for m in _LIST_MARKER.finditer(text)} if skip_list_markers else set()
+    values: list[str] = []
+    for match in _VALUE.finditer(text):
+        date, ident, number = match.groups()
+        if date:
+            value = date
+        elif ident:
+            value = ident.upper()
+        else:
+            if match.end() in markers:
+                continue
+            value = _normal_number(number)
+        if value not in values:
+            values.append(value)
+    return values
+
+
+def _evidence(steps: Sequence[dict[str, Any]], question: str) -> set[str]:
+    found: set[str] = set(extract_values(question))
+    for step in steps:
+        found.update(extract_values(str(step.get("observation") or "")))
+        found.update(extract_values(safe_json(step.get("tool_args"))))
+    for value in list(found):  # an id's number part ("003" of CNC-003) is written alone too
+        if "-" in value and not re.fullmatch(_DATE, value):
+            found.update(_normal_number(part) for part in value.split("-")[1:])
+    return found
+
+
+@dataclass(frozen=True)
+class GroundingReport:
+    """The result of :func:`check_grounding`.
+
+    Attributes:
+        checked: Every value found in the answer, in normal form.
+        ungrounded: The values found neither in the trace nor in the question.
+    """
+
+    checked: list[str] = field(default_factory=list)
+    ungrounded: list[str] = field(default_factory=list)
+
+    @property
+    def grounded(self) -> bool:
+        """True when no value is ungrounded."""
+        return not self.ungrounded
+
+    def to_dict(self, mode: str, action: str) -> dict[str, Any]:
+        """The JSON form put in state, ``AgentResult.grounding`` and ``done``:
+        ``{mode, action, checked, ungrounded}``."""
+        return {"mode": mode, "action": action, "checked": len(self.checked), "ungrounded": list(self.ungrounded)}
+
+
+def check_grounding(answer: str, steps: Sequence[dict[str, Any]], question: str) -> GroundingReport:
+    """Check every number and id of ``answer`` against the trace and the question (SPEC R13.1).
+
+    Args:
+        answer: The synthesized answer.
+        steps: The turn's step records (``tool_args``, ``observation``).
+        question: The user's question.
+
+    Returns:
+        A :class:`GroundingReport`.
+    """
+    checked = extract_values(answer, skip_list_markers=True)
+    evidence = _evidence(steps, question)
+    return GroundingReport(checked=checked, ungrounded=[value for value in checked if value not in evidence])
+
+
+def _is_korean(text: str) -> bool:
+    return any("\uac00" <= char <= "\ud7a3" for char in text)
+
+
+def observation_answer(question: str, steps: Iterable[dict[str, Any]], result_chars: int = 2000) -> str:
+    """An answer made of the successful observations themselves (enforce mode's fallback).
+
+    Args:
+        question: The user's question (a Korean question gets the Korean lead line).
+        steps: The turn's step records.
+        result_chars: Characters kept of each observation.
+
+    Returns:
+        A lead line, then each distinct successful observation in a fenced block under its
+        tool name; or one line saying no tool returned data.
+    """
+    korean = _is_korean(question)
+    blocks: list[str] = []
+    seen: set[str] = set()
+    for step in steps:
+        observation = str(step.get("observation") or "")
+        if step.get("error") or not observation.strip() or observation in seen:
+            continue
+        seen.add(observation)
+        blocks.append(f"**{step.get('tool_name')}**\n```\n{observation[:result_chars]}\n```")
+    if not blocks:
+        return "도구에서 이 질문에 답할 데이터를 얻지 못했습니다." if korean else "No tool returned data that answers this question."
+    lead = "도구가 반환한 데이터입니다:" if korean else "Here is what the tools returned:"
+    return "\n\n".join([lead, *blocks])

@@ -1,0 +1,187 @@
+"""Relevance-ranked offering: tools and argument values in the order a question makes likely
+(SPEC R13.1, issue 14).
+
+Small models pick by position: the first tool offered, the first value of an enum. So
+everywhere a model chooses from a list, the list is put in order of relevance to the
+question:
+
+* :class:`ToolRanker` scores every tool against the question with Okapi BM25 over a
+  document made of the tool's name, description, argument names and descriptions, the
+  string values of its argument enums, and the keywords the tool declares in
+  ``tool.metadata["keywords"]`` (:data:`KEYWORDS_KEY`; e.g. Korean words for a plant
+  whose users write Korean). The index is built once per agent.
+* :func:`named_values` finds the enum values a question names (``CNC-003``, ``Line A``),
+  in the order the question names them;
+  :func:`reactgraph.action_schema.prefer_named_values` moves them to the front of every
+  enum of a schema.
+
+Tokens (:func:`tokenize`): Latin letters and digits split into lower-cased words (a plural
+``s`` dropped), every run of Hangul split into its character bigrams (a one-syllable run
+is kept whole), so ``"CNC-003 상태 확인해줘"`` gives ``cnc 003 상태 확인 인해 해줘``. BM25 is
+written out here (a few lines over a few dozen tool documents) rather than taken from a
+package, none of which tokenizes Korean without a dictionary.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from langchain_core.tools import BaseTool
+
+from reactgraph.action_schema import tool_args_schema
+
+KEYWORDS_KEY = "keywords"
+"""Key of ``tool.metadata`` holding extra search words for the tool (a list of strings),
+e.g. ``["status", "상태", "점검"]``."""
+
+BM25_K1 = 1.2
+"""BM25 term-frequency saturation."""
+
+BM25_B = 0.75
+"""BM25 document-length normalization."""
+
+_WORD = re.compile(r"[a-z0-9]+|[\uac00-\ud7a3]+")
+_STOP_WORDS = frozenset(
+    "a an and are as at be by can do does for from give how i in is it its me my of on or please show "
+    "tell that the their them there these this to was what when where which who why with you your".split()
+)
+
+
+def tokenize(text: str) -> list[str]:
+    """Search tokens of ``text`` (see the module docstring).
+
+    Args:
+        text: Any text, e.g. a question or a tool description.
+
+    Returns:
+        Lower-cased Latin/digit words without stop words (a trailing plural ``s`` removed
+        from words of four or more letters) and Hangul bigrams, in text order.
+    """
+    tokens: list[str] = []
+    for word in _WORD.findall(text.lower()):
+        if "\uac00" <= word[0] <= "\ud7a3":
+            tokens.extend([word] if len(word) == 1 else [word[i : i + 2] for i in range(len(word) - 1)])
+        elif word not in _STOP_WORDS:
+            tokens.append(word[:-1] if len(word) >= 4 and word.endswith("s") and not word.endswith("ss") else word)
+    return tokens
+
+
+def _enum_strings(schema: Any) -> Iterable[str]:
+    if isinstance(schema, dict):
+        for value in schema.get("enum") or ():
+            if isinstance(value, str):
+                yield value
+        for value in schema.values():
+            yield from _enum_strings(value)
+    elif isinstance(schema, list):
+        for item in schema:
+            yield from _enum_strings(item)
+
+
+def _argument_text(schema: Any) -> Iterable[str]:
+    if isinstance(schema, dict):
+        for name, item in (schema.get("properties") or {}).items():
+            yield name.replace("_", " ")
+            if isinstance(item, dict) and isinstance(item.get("description"), str):
+                yield item["description"]
+        for value in schema.values():
+            if isinstance(value, (dict, list)):
+                yield from _argument_text(value)
+    elif isinstance(schema, list):
+        for item in schema:
+            yield from _argument_text(item)
+
+
+def tool_document(tool: BaseTool) -> str:
+    """The text :class:`ToolRanker` indexes for ``tool``: its name (twice, underscores as
+    spaces), description, argument names and descriptions, distinct enum values, and
+    declared keywords (twice)."""
+    schema = tool_args_schema(tool)
+    keywords = [str(word) for word in (tool.metadata or {}).get(KEYWORDS_KEY) or ()]
+    name = tool.name.replace("_", " ")
+    parts = [name, name, tool.description or "", *_argument_text(schema),
+             *dict.fromkeys(_enum_strings(schema)), *keywords, *keywords]
+    return "\n".join(parts)
+
+
+class ToolRanker:
+    """BM25 ranking of a fixed set of tools against questions (SPEC R13.1).
+
+    Args:
+        tools: The tools to rank (an agent's registry), in registration order.
+
+    Example::
+
+        ranker = ToolRanker(tools)
+        ranker.rank("CNC-003 상태 확인해줘")[0]   # ("get_equipment_status", 5.1)
+    """
+
+    def __init__(self, tools: Sequence[BaseTool]) -> None:
+        self.names = [tool.name for tool in tools]
+        self._docs = [Counter(tokenize(tool_document(tool))) for tool in tools]
+        self._lengths = [sum(doc.values()) for doc in self._docs]
+        self._average = (sum(self._lengths) / len(self._lengths)) if self._lengths else 0.0
+        frequency: Counter[str] = Counter()
+        for doc in self._docs:
+            frequency.update(doc.keys())
+        count = len(self._docs)
+        self._idf = {term: math.log(1 + (count - n + 0.5) / (n + 0.5)) for term, n in frequency.items()}
+
+    def scores(self, query: str) -> dict[str, float]:
+        """BM25 score of every tool for ``query``: ``{name: score}``, 0.0 for no shared term."""
+        terms = set(tokenize(query))
+        result: dict[str, float] = {}
+        for name, doc, length in zip(self.names, self._docs, self._lengths, strict=True):
+            score = 0.0
+            norm = BM25_K1 * (1 - BM25_B + BM25_B * length / self._average) if self._average else BM25_K1
+            for term in terms:
+                tf = doc.get(term, 0)
+                if tf:
+                    score += self._idf[term] * tf * (BM25_K1 + 1) / (tf + norm)
+            result[name] = score
+        return result
+
+    def rank(self, query: str) -> list[tuple[str, float]]:
+        """Every tool as ``(name, score)``, best first; ties keep registration order."""
+        scores = self.scores(query)
+        return sorted(scores.items(), key=lambda item: -item[1])
+
+    def order(self, names: Sequence[str], query: str) -> list[str]:
+        """``names`` (a subset of the ranked tools) sorted best first for ``query``; names
+        this ranker does not know keep their relative order at the end."""
+        position = {name: index for index, (name, _) in enumerate(self.rank(query))}
+        return sorted(names, key=lambda name: position.get(name, len(position)))
+
+
+def named_values(query: str, values: Iterable[str]) -> list[str]:
+    """The ``values`` whose tokens appear as consecutive tokens of ``query``, in the order
+    the question names them (first occurrence).
+
+    Args:
+        query: The question.
+        values: Candidate enum values, e.g. every equipment id.
+
+    Returns:
+        The named values, e.g. ``["CNC-001", "CNC-003"]`` for "Compare CNC-001 and
+        CNC-003"; values without tokens are never named.
+    """
+    words = [w for w in _WORD.findall(query.lower())]
+    found: list[tuple[int, str]] = []
+    for value in dict.fromkeys(values):
+        needle = _WORD.findall(value.lower())
+        if not needle:
+            continue
+        for start in range(len(words) - len(needle) + 1):
+            if words[start : start + len(needle)] == needle:
+                found.append((start, value))
+                break
+    return [value for _, value in sorted(found, key=lambda item: item[0])]
+
+
+def enum_values(tools: Sequence[BaseTool]) -> list[str]:
+    """Every distinct string enum value in the argument schemas of ``tools``."""
+    return list(dict.fromkeys(value for tool in tools for value in _enum_strings(tool_args_schema(tool))))
