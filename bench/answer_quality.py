@@ -567,6 +567,9 @@ class RunRecord:
         seconds: Wall time of the run, s.
         error: The exception a run raised, if any.
         score: Its :class:`Score`.
+        stalls: ``stall`` events of the run (the engine found the loop stuck).
+        engine_grounding: ``done``'s ``grounding`` report (reactgraph rows whose settings
+            check grounding), else ``None``. The bench scores the answer itself either way.
     """
 
     row: str
@@ -580,6 +583,8 @@ class RunRecord:
     seconds: float
     error: str | None = None
     score: Score | None = None
+    stalls: int = 0
+    engine_grounding: dict[str, Any] | None = None
 
 
 NOT_BY_MODEL = {"max_iterations", "model_error", None}
@@ -602,8 +607,9 @@ async def run_reactgraph(agent: Any, row: str, question: str) -> RunRecord:
 
     Returns:
         The :class:`RunRecord` (unscored): the calls from the ``step`` events, the answer
-        from the ``answer`` deltas (``done``'s answer if none streamed), the finish reason
-        and usage from ``done``.
+        from the ``answer`` deltas (text withdrawn by an ``answer`` ``reset`` event is dropped,
+        as clients drop it; ``done``'s answer if none streamed), the finish reason, usage and
+        grounding report from ``done``, and the number of ``stall`` events.
     """
     counter = _CallCounter()
     token = _COUNTER.set(counter)
@@ -611,6 +617,7 @@ async def run_reactgraph(agent: Any, row: str, question: str) -> RunRecord:
     deltas: list[str] = []
     done: dict[str, Any] = {}
     error = None
+    stalls = 0
     began = time.perf_counter()
     try:
         async for event in agent.astream_events(question, thread_id=uuid.uuid4().hex):
@@ -624,6 +631,10 @@ async def run_reactgraph(agent: Any, row: str, question: str) -> RunRecord:
                     calls[key].error = data.get("error")
             elif event.channel == "answer" and data.get("status") == "delta":
                 deltas.append(str(data.get("content") or ""))
+            elif event.channel == "answer" and data.get("status") == "reset":  # withdrawn: clients drop it
+                deltas.clear()
+            elif event.channel == "stall":
+                stalls += 1
             elif event.channel == "error":
                 error = str(data.get("message"))
             elif event.channel == "done":
@@ -636,7 +647,7 @@ async def run_reactgraph(agent: Any, row: str, question: str) -> RunRecord:
     answer = "".join(deltas) or str(done.get("answer") or "")
     usage = done.get("usage") or {}
     return RunRecord(row, question, "", list(calls.values()), answer, done.get("finish_reason"), counter.calls,
-                     usage.get("model_calls"), seconds, error)
+                     usage.get("model_calls"), seconds, error, stalls=stalls, engine_grounding=done.get("grounding"))
 
 
 async def run_create_agent(graph: Any, question: str, recursion_limit: int) -> RunRecord:
@@ -780,8 +791,10 @@ def table(rows: Sequence[RowSummary]) -> str:
 def _print_verbose(record: RunRecord) -> None:
     score = record.score
     assert score is not None
+    engine = record.engine_grounding or {}
     print(f"--- {record.row} | {record.question} | {record.finish_reason} | {record.model_calls} calls | "
-          f"{record.seconds:.1f} s", file=sys.stderr)
+          f"{record.seconds:.1f} s | stalls {record.stalls} | engine grounding {engine.get('action', '-')}",
+          file=sys.stderr)
     for call in record.calls:
         outcome = f"error: {call.error[:120]}" if call.error else call.observation.splitlines()[0][:120] if call.observation else ""
         print(f"    call {call.tool}({json.dumps(call.args, ensure_ascii=False)}) -> {outcome}", file=sys.stderr)
