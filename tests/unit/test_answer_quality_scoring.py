@@ -1,0 +1,143 @@
+"""The scoring rules of bench/answer_quality.py, on hand-made traces (no model).
+
+The bench is the measure of issue 14; these tests keep its rules from changing silently.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from reactgraph.demo.factory import build_factory_hub
+
+_PATH = Path(__file__).resolve().parents[2] / "bench" / "answer_quality.py"
+_SPEC = importlib.util.spec_from_file_location("bench_answer_quality", _PATH)
+aq = importlib.util.module_from_spec(_SPEC)
+sys.modules[_SPEC.name] = aq
+_SPEC.loader.exec_module(aq)
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory):
+    return {tool.name: tool for tool in build_factory_hub(tmp_path_factory.mktemp("plant") / "factory.db")}
+
+
+def _question(text: str) -> aq.Question:
+    return next(q for q in aq.QUESTIONS if q.text == text)
+
+
+def _call(hub, tool: str, **args) -> aq.Call:
+    """A successful call whose observation is the tool's real output."""
+    return aq.Call(tool, args, str(hub[tool].invoke(args)))
+
+
+def test_the_question_set_is_big_enough_and_covers_every_kind(hub):
+    assert len(aq.QUESTIONS) >= 30
+    assert {q.kind for q in aq.QUESTIONS} == {"tool", "unknown_id", "no_tool"}
+    assert any(any("\uac00" <= ch <= "\ud7a3" for ch in q.text) for q in aq.QUESTIONS)  # Korean ones
+    for q in aq.QUESTIONS:  # every expected call names a hub tool; tool questions have ground truth with facts
+        assert all(e.tool in hub for plan in q.plans for e in plan)
+        if q.kind == "tool":
+            assert aq.key_facts(aq.ground_truth(q, hub), q.text, given=aq.DEMO_SYSTEM_PROMPT)
+
+
+def test_numbers_are_normalized_and_list_numbering_ids_and_dates_are_not_numbers():
+    text = "1. CNC-003 at 72.30 %\n2) vibration 1,234.50 mm/s on 2026-01-10, alarm W-1105, +0.85"
+    assert aq.extract_numbers(text) == {"72.3", "1234.5", "0.85"}
+    assert aq.extract_ids("CNC-003의 알람 W-1105, cnc003, WO-260031, P-1001, QI-A-0123") == {
+        "CNC-003", "W-1105", "WO-260031", "P-1001", "QI-A-0123"}
+    assert aq.extract_dates(text) == {"2026-01-10"}
+
+
+def test_a_fabricated_number_or_id_is_ungrounded_and_trace_numbers_pass():
+    sources = ["CNC-003 상태 확인해줘", aq.DEMO_SYSTEM_PROMPT,
+               "Utilization: 72.3%\nTemperature: 48.7°C\nVibration: 1.2 mm/s\nLast inspection: 2026-01-10"]
+    assert aq.ungrounded("CNC-003: utilization 72.30%, 48.7 °C, vibration 1.2 mm/s, inspected 2026-01-10.", sources) == []
+    assert aq.ungrounded("1. Utilization is about 72%\n2. Last inspected 1월 10일", sources) == []
+    assert aq.ungrounded("CNC-003 runs at 91.5% with alarm E-9999 since 2026-02-30.", sources) == [
+        "date:2026-02-30", "id:E-9999", "num:91.5"]
+    assert aq.ungrounded("Temperature 48.8°C", sources) == ["num:48.8"]  # a near miss is not the trace's number
+    assert aq.ungrounded("Vibration about 1 mm/s", ["Vibration: 1.2 mm/s"]) == ["num:1"]  # rounding off by > 1 %
+
+
+def test_grounded_needs_two_facts_of_the_right_observation_one_of_them_hard(hub):
+    q = _question("CNC-003 상태 확인해줘")
+    truth = aq.ground_truth(q, hub)
+    calls = [_call(hub, "get_equipment_status", equipment_id="CNC-003")]
+    good = aq.score_run(q, calls, "CNC-003은 **경고** 상태입니다. 진동 1.2 mm/s, 알람 W-1105.", truth, hub)
+    assert good.grounded and good.right_tool and good.first_call and not good.ungrounded
+    assert {"word:warning", "num:1.2", "id:W-1105"} <= set(good.facts_found)
+    assert not aq.score_run(q, calls, "CNC-003 상태를 확인했습니다.", truth, hub).grounded  # only the question's id
+    assert not aq.score_run(q, calls, "CNC-003 is in warning, alarm active.", truth, hub).grounded  # words only
+    assert not aq.score_run(q, calls, "", truth, hub).grounded
+
+
+def test_first_call_and_right_tool_rules(hub):
+    q = _question("CNC-003 상태 확인해줘")
+    truth = aq.ground_truth(q, hub)
+    late = [_call(hub, "list_equipment"), _call(hub, "get_equipment_status", equipment_id="CNC-003")]
+    score = aq.score_run(q, late, "", truth, hub)
+    assert score.right_tool and not score.first_call
+    wrong_id = [_call(hub, "get_equipment_status", equipment_id="CNC-001")]
+    score = aq.score_run(q, wrong_id, "", truth, hub)
+    assert not score.right_tool and not score.first_call
+    loose = [aq.Call("get_equipment_status", {"equipment_id": "cnc 003"}, "")]  # read as the tool reads it
+    assert aq.score_run(q, loose, "", truth, hub).first_call
+
+
+def test_a_comparison_is_right_with_compare_or_with_one_status_call_per_machine(hub):
+    q = _question("Compare CNC-001 and CNC-003")
+    truth = aq.ground_truth(q, hub)
+    both = [aq.Call("compare_equipment", {"equipment_ids": ["CNC-003", "CNC-001", "CNC-002"]}, "")]
+    assert aq.score_run(q, both, "", truth, hub).right_tool
+    one = [aq.Call("compare_equipment", {"equipment_ids": ["CNC-003", "CNC-002"]}, "")]
+    assert not aq.score_run(q, one, "", truth, hub).right_tool
+    statuses = [aq.Call("get_equipment_status", {"equipment_id": "CNC-001"}, ""),
+                aq.Call("get_equipment_status", {"equipment_id": "CNC-003"}, "")]
+    score = aq.score_run(q, statuses, "", truth, hub)
+    assert score.right_tool and score.first_call
+    assert not aq.score_run(q, statuses[:1], "", truth, hub).right_tool
+
+
+def test_unknown_id_rules(hub):
+    q = _question("What is the status of CNC-009?")
+    truth = aq.ground_truth(q, hub)
+    none = aq.score_run(q, [], "There is no machine CNC-009 in the plant.", truth, hub)
+    assert none.right_tool and none.first_call and none.grounded
+    asked = [aq.Call("get_equipment_status", {"equipment_id": "CNC-009"}, "", error=truth)]
+    score = aq.score_run(q, asked, "CNC-009 does not exist; valid ids include CNC-001 and CNC-003.", truth, hub)
+    assert score.right_tool and score.first_call and score.grounded
+    other = [_call(hub, "get_equipment_status", equipment_id="CNC-001")]
+    score = aq.score_run(q, other, "CNC-009 is normal at 85.4% utilization.", truth, hub)
+    assert not score.right_tool and not score.first_call and not score.grounded
+    invented = aq.score_run(q, [], "CNC-009 is unknown; it ran at 55.5% yesterday.", truth, hub)
+    assert not invented.grounded and invented.ungrounded == ["num:55.5"]
+
+
+def test_no_tool_rules(hub):
+    q = _question("Hello! What kinds of questions can you help me with?")
+    score = aq.score_run(q, [], "I can look up machine status, alarms, maintenance and more.", "", hub)
+    assert score.right_tool and score.first_call and score.grounded
+    called = aq.score_run(q, [_call(hub, "list_active_alarms")], "Hello!", "", hub)
+    assert not called.right_tool and not called.first_call and called.grounded
+    assert not aq.score_run(q, [], "There are 7 machines.", "", hub).grounded
+
+
+def test_ended_by_model_counts_every_answer_of_the_model_and_not_the_cap_or_errors():
+    assert aq.ended_by_model("final_answer") and aq.ended_by_model("raw_content") and aq.ended_by_model("stalled")
+    for reason in ("max_iterations", "model_error", None, "error:GraphRecursionError"):
+        assert not aq.ended_by_model(reason)
+
+
+def test_table_has_ratios_vs_create_agent_and_n_a_for_a_zero_base():
+    rows = [aq.RowSummary("json", "json"), aq.RowSummary("create_agent", "-")]
+    score = aq.Score(True, True, True, [], [], [])
+    rows[0].add(aq.RunRecord("json", "q", "tool", [], "a", "final_answer", 3, 3, 10.0, score=score))
+    rows[1].add(aq.RunRecord("create_agent", "q", "tool", [], "", "error:GraphRecursionError", 13, None, 5.0,
+                             score=aq.Score(False, True, False, [], [], [])))
+    text = aq.table(rows)
+    assert "| json | json | 1 | 100% (1) | 100% (1) | 100% (1) | 100% (1) | 100% (1) | 3.0 | 10.0 | 10.0 |" in text
+    assert "| json | n/a | 1.00x | n/a | 1.00x | n/a | 0.23x | 2.00x | 2.00x |" in text
