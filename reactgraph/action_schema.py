@@ -17,7 +17,8 @@ a small model can only write a well-formed action.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from langchain_core.tools import BaseTool
@@ -82,12 +83,62 @@ def prefer_named_values(schema: Any, named: Sequence[str]) -> Any:
     return walk(schema)
 
 
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def enum_strings(schema: Any) -> Iterator[str]:
+    """Every string enum value anywhere in ``schema`` (nested properties, items, branches)."""
+    if isinstance(schema, dict):
+        for value in schema.get("enum") or ():
+            if isinstance(value, str):
+                yield value
+        for value in schema.values():
+            yield from enum_strings(value)
+    elif isinstance(schema, list):
+        for item in schema:
+            yield from enum_strings(item)
+
+
+def _takes_date(schema: Any) -> bool:
+    if isinstance(schema, dict):
+        return schema.get("format") == "date" or any(_takes_date(value) for value in schema.values())
+    return isinstance(schema, list) and any(_takes_date(item) for item in schema)
+
+
+def offered_args_schema(tool: BaseTool, named: Sequence[str] = (), *, named_optionals_only: bool = False) -> dict[str, Any]:
+    """The argument schema a model is offered for ``tool`` (SPEC R13.1).
+
+    Args:
+        tool: Any LangChain tool.
+        named: Values the question names (enum values, dates), listed first in every enum
+            (:func:`prefer_named_values`).
+        named_optionals_only: Offer an optional argument only when the question names a
+            value for it — one of its enum values, or a date for a date argument; the tool
+            then runs with its default. A small model otherwise fills every optional
+            filter with the first value it sees (``AgentSettings.optional_args``).
+
+    Returns:
+        :func:`tool_args_schema` of ``tool`` with those changes.
+    """
+    schema = prefer_named_values(tool_args_schema(tool), named)
+    if not named_optionals_only:
+        return schema
+    required = set(schema.get("required") or ())
+    dates = any(_DATE.match(value) for value in named)
+    properties = {
+        name: item for name, item in (schema.get("properties") or {}).items()
+        if name in required or set(enum_strings(item)) & set(named) or (dates and _takes_date(item))
+    }
+    return {**schema, "properties": properties}
+
+
 def _string_const(value: str) -> dict[str, Any]:
     return {"type": "string", "enum": [value]}
 
 
 def action_schema(
-    tools: Sequence[BaseTool], *, max_text_chars: int | None = None, named: Sequence[str] = ()
+    tools: Sequence[BaseTool], *, max_text_chars: int | None = None, named: Sequence[str] = (),
+    named_optionals_only: bool = False,
 ) -> dict[str, Any]:
     """The JSON schema of one JSON-mode action for ``tools`` (SPEC R2.3, issue 10).
 
@@ -96,6 +147,8 @@ def action_schema(
             keep this order, SPEC R13.1).
         named: Enum values the question names, listed first in every argument enum
             (:func:`prefer_named_values`).
+        named_optionals_only: Offer only the optional arguments the question names a
+            value for (:func:`offered_args_schema`).
         max_text_chars: When set, ``reasoning`` may hold at most a third of it and
             ``answer`` the rest (``maxLength``, characters), so a constrained reply ends
             before the provider's output cap cuts it off; ``None`` leaves them unbounded.
@@ -119,7 +172,7 @@ def action_schema(
                 "type": _string_const("tool_call"),
                 "reasoning": reasoning,
                 "tool_name": _string_const(tool.name),
-                "tool_args": prefer_named_values(tool_args_schema(tool), named),
+                "tool_args": offered_args_schema(tool, named, named_optionals_only=named_optionals_only),
             },
             "required": ["type", "reasoning", "tool_name", "tool_args"],
             "additionalProperties": False,
@@ -225,7 +278,8 @@ def schema_response_format(kind: SchemaOutput, schema: dict[str, Any], *, name: 
 
 
 def action_response_format(
-    kind: SchemaOutput, tools: Sequence[BaseTool], *, max_output_tokens: int | None = None, named: Sequence[str] = ()
+    kind: SchemaOutput, tools: Sequence[BaseTool], *, max_output_tokens: int | None = None, named: Sequence[str] = (),
+    named_optionals_only: bool = False,
 ) -> dict[str, Any] | None:
     """The ``response_format`` of a JSON-mode loop call offering ``tools`` (issue 10).
 
@@ -233,7 +287,7 @@ def action_response_format(
         kind: The provider's request shape (``ModelAbilities.schema_output``).
         tools: The tools offered this turn, most relevant first; none leaves only the
             ``final_answer`` branch (what a stalled loop is sent, SPEC R13.1).
-        named: Enum values the question names (see :func:`action_schema`).
+        named, named_optionals_only: See :func:`action_schema`.
         max_output_tokens: The model's output cap (tokens), when known. For
             ``"json_object_schema"`` it bounds the free text to three quarters of it in
             characters (:func:`action_schema`'s ``max_text_chars``; a token is at least one
@@ -252,7 +306,8 @@ def action_response_format(
     if kind == "none":
         return None
     bounded = kind == "json_object_schema" and max_output_tokens is not None
-    schema = action_schema(tools, max_text_chars=max_output_tokens * 3 // 4 if bounded else None, named=named)
+    schema = action_schema(tools, max_text_chars=max_output_tokens * 3 // 4 if bounded else None, named=named,
+                           named_optionals_only=named_optionals_only)
     if kind == "json_schema":
         schema = {
             "type": "object",

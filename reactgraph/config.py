@@ -13,6 +13,9 @@ _TOOL_SELECTION_MAX = 6
 DURABILITY_MODES = ("sync", "async", "exit")
 """LangGraph's checkpoint durability modes, for :attr:`AgentSettings.durability`."""
 
+OPTIONAL_ARGS = ("all", "named")
+"""Which optional tool arguments a model is offered, for :attr:`AgentSettings.optional_args`."""
+
 JSON_ACTIONS = ("single", "tool_first")
 """How a schema-capable model writes a JSON-mode action, for :attr:`AgentSettings.json_action`."""
 
@@ -76,6 +79,11 @@ class AgentSettings:
             action schema) or ``"tool_first"`` (two small constrained calls: the choice of
             tool or answer as an enum best first, then the arguments or the answer; small
             grammars, the decision made before any free text, SPEC R13.1).
+        optional_args: Which optional tool arguments the model is offered (SPEC R13.1):
+            ``"all"`` (the default) or ``"named"`` — only those the question names a value
+            for (one of the argument's enum values, or a date for a date argument); the
+            tool runs with its defaults for the rest. For small models, which fill every
+            optional filter with the first value offered.
         grounding: After synthesis, check every number and id of the answer against the
             trace and the question (SPEC R13.1): ``"off"``; ``"report"`` (the default:
             the result goes in ``done`` and ``AgentResult.grounding``); ``"enforce"``
@@ -114,6 +122,7 @@ class AgentSettings:
     durability: str = "sync"
     stall_detection: bool = True
     json_action: str = "single"
+    optional_args: str = "all"
     grounding: str = "report"
 
     def __post_init__(self) -> None:
@@ -139,6 +148,8 @@ class AgentSettings:
             raise ValueError(f"durability must be one of {', '.join(DURABILITY_MODES)}, got {self.durability!r}")
         if self.json_action not in JSON_ACTIONS:
             raise ValueError(f"json_action must be one of {', '.join(JSON_ACTIONS)}, got {self.json_action!r}")
+        if self.optional_args not in OPTIONAL_ARGS:
+            raise ValueError(f"optional_args must be one of {', '.join(OPTIONAL_ARGS)}, got {self.optional_args!r}")
         if self.grounding not in GROUNDING_MODES:
             raise ValueError(f"grounding must be one of {', '.join(GROUNDING_MODES)}, got {self.grounding!r}")
         if self.keep_recent_messages < 0:

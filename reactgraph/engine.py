@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -19,7 +20,7 @@ from langchain_core.tools import BaseTool
 from langgraph.constants import TAG_NOSTREAM
 
 from reactgraph.abilities import ModelAbilities
-from reactgraph.action_schema import action_response_format, prefer_named_values, tool_args_schema
+from reactgraph.action_schema import action_response_format, offered_args_schema
 from reactgraph.actions import message_text
 from reactgraph.config import AgentSettings
 from reactgraph.dualmode import call_model
@@ -27,6 +28,8 @@ from reactgraph.interrupts import InMemoryInterruptQueue, InterruptQueue
 from reactgraph.prompts import DEFAULT_SYSTEM_PROMPT, json_mode_system_prompt
 from reactgraph.ranking import ToolRanker, enum_values, named_values
 from reactgraph.tooling import ToolErrorPolicy, ToolRunner, prepare_tools
+
+_DATES = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 
 RUN_NAME_SELECTION = "tool_loop/select_tools"
 """Trace name of the tool-selection model calls: ``<phase>/<node>``. LangSmith (or any
@@ -236,8 +239,14 @@ class Engine:
         return [self.tools[name] for name in selected if name in self.tools]
 
     def named_values(self, query: str) -> tuple[str, ...]:
-        """The argument enum values ``query`` names, in its order (SPEC R13.1)."""
-        return tuple(named_values(query, self._enum_values))
+        """The argument enum values ``query`` names, in its order, then the dates it writes
+        (``YYYY-MM-DD``) (SPEC R13.1)."""
+        return tuple(dict.fromkeys([*named_values(query, self._enum_values), *_DATES.findall(query)]))
+
+    def offered_args(self, tool: BaseTool, named: Sequence[str]) -> dict[str, Any]:
+        """``tool``'s argument schema as offered this turn (see
+        :func:`~reactgraph.action_schema.offered_args_schema`, ``AgentSettings.optional_args``)."""
+        return offered_args_schema(tool, named, named_optionals_only=self.settings.optional_args == "named")
 
     def native_model(self, tools: Sequence[BaseTool], named: Sequence[str] = (), *, final_only: bool = False) -> Runnable:
         """The loop model with ``tools`` (and the caller's provider tools) bound in the given
@@ -248,7 +257,7 @@ class Engine:
         if key not in self._bound:
             offered: list[Any] = [
                 {"type": "function", "function": {"name": tool.name, "description": tool.description or "",
-                                                  "parameters": prefer_named_values(tool_args_schema(tool), named)}}
+                                                  "parameters": self.offered_args(tool, named)}}
                 for tool in tools
             ]
             offered += [] if final_only else self.provider_tools
@@ -300,7 +309,7 @@ class Engine:
         base = self.base_system_prompt if base is None else base
         key = (base, tuple(tool.name for tool in tools), tuple(named))
         if key not in self._json_prompts:
-            self._json_prompts[key] = json_mode_system_prompt(base, tools, named)
+            self._json_prompts[key] = json_mode_system_prompt(base, tools, [self.offered_args(t, named) for t in tools])
         return self._json_prompts[key]
 
     def action_format(self, tools: Sequence[BaseTool], named: Sequence[str] = ()) -> dict[str, Any] | None:
@@ -312,7 +321,8 @@ class Engine:
         key = (tuple(tool.name for tool in tools), tuple(named))
         if key not in self._action_formats:
             self._action_formats[key] = action_response_format(
-                self.abilities.schema_output, tools, max_output_tokens=self.abilities.max_output_tokens, named=named
+                self.abilities.schema_output, tools, max_output_tokens=self.abilities.max_output_tokens, named=named,
+                named_optionals_only=self.settings.optional_args == "named",
             )
         return self._action_formats[key]
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.tools import BaseTool
 
-from reactgraph.action_schema import prefer_named_values, tool_args_schema
+from reactgraph.action_schema import tool_args_schema
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a helpful assistant that answers by using the tools available to you. "
@@ -75,12 +76,20 @@ SYNTHESIS_STRICT_USER = (
 SYNTHESIS_STRICT_AVOID = "An earlier answer wrote values that are not in the work log ({values}); do not write them. "
 
 
-def json_mode_system_prompt(base: str, tools: Sequence[BaseTool], named: Sequence[str] = ()) -> str:
+def json_mode_system_prompt(
+    base: str, tools: Sequence[BaseTool], arguments: Sequence[dict[str, Any]] | None = None
+) -> str:
     """The JSON-mode system prompt (SPEC R2.3): ``base`` instructions, then every tool's
-    name, description and argument JSON schema (in the given order; enum values the
-    question names first, SPEC R13.1), then the reply protocol."""
+    name, description and argument JSON schema (in the given order), then the reply protocol.
+
+    Args:
+        base: The domain instructions.
+        tools: The tools offered, most relevant first (SPEC R13.1).
+        arguments: Each tool's argument schema as offered this turn (named values first,
+            see :meth:`reactgraph.engine.Engine.offered_args`); ``None`` for the tools' own.
+    """
     lines = []
-    for tool in tools:
-        params = prefer_named_values(tool_args_schema(tool), named)
+    for index, tool in enumerate(tools):
+        params = arguments[index] if arguments is not None else tool_args_schema(tool)
         lines.append(f"- {tool.name}: {tool.description.strip()}\n  arguments: {json.dumps(params, ensure_ascii=False)}")
     return f"{base}\n\n" + JSON_PROTOCOL.format(tools="\n".join(lines) if lines else "(no tools)")

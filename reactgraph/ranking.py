@@ -32,7 +32,7 @@ from typing import Any
 
 from langchain_core.tools import BaseTool
 
-from reactgraph.action_schema import tool_args_schema
+from reactgraph.action_schema import enum_strings, tool_args_schema
 
 KEYWORDS_KEY = "keywords"
 """Key of ``tool.metadata`` holding extra search words for the tool (a list of strings),
@@ -70,18 +70,6 @@ def tokenize(text: str) -> list[str]:
     return tokens
 
 
-def _enum_strings(schema: Any) -> Iterable[str]:
-    if isinstance(schema, dict):
-        for value in schema.get("enum") or ():
-            if isinstance(value, str):
-                yield value
-        for value in schema.values():
-            yield from _enum_strings(value)
-    elif isinstance(schema, list):
-        for item in schema:
-            yield from _enum_strings(item)
-
-
 def _argument_text(schema: Any) -> Iterable[str]:
     if isinstance(schema, dict):
         for name, item in (schema.get("properties") or {}).items():
@@ -104,7 +92,7 @@ def tool_document(tool: BaseTool) -> str:
     keywords = [str(word) for word in (tool.metadata or {}).get(KEYWORDS_KEY) or ()]
     name = tool.name.replace("_", " ")
     parts = [name, name, tool.description or "", *_argument_text(schema),
-             *dict.fromkeys(_enum_strings(schema)), *keywords, *keywords]
+             *dict.fromkeys(enum_strings(schema)), *keywords, *keywords]
     return "\n".join(parts)
 
 
@@ -184,4 +172,4 @@ def named_values(query: str, values: Iterable[str]) -> list[str]:
 
 def enum_values(tools: Sequence[BaseTool]) -> list[str]:
     """Every distinct string enum value in the argument schemas of ``tools``."""
-    return list(dict.fromkeys(value for tool in tools for value in _enum_strings(tool_args_schema(tool))))
+    return list(dict.fromkeys(value for tool in tools for value in enum_strings(tool_args_schema(tool))))

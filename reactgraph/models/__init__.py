@@ -63,12 +63,13 @@ __all__ = [
 ]
 
 
-EMBEDDED_SETTINGS: dict[str, Any] = {"grounding": "enforce", "tool_selection_max": 1}
+EMBEDDED_SETTINGS: dict[str, Any] = {"grounding": "enforce", "tool_selection_max": 1, "optional_args": "named"}
 """What the embedded model's profile recommends (SPEC R13.1), by measurement: a 135M model
 writes figures that are not in its tool results, so its answers are grounded by
 enforcement; and it cannot choose among tools (it takes the same favourite whatever the
 position or the question), so selection keeps one tool for it: the clear lexical winner, or
-the best-ranked of its own picks."""
+the best-ranked of its own picks; and it fills every optional filter with the first value
+offered, so it is offered only the optional arguments the question names a value for."""
 
 
 @dataclass(frozen=True)

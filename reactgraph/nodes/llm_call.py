@@ -39,9 +39,7 @@ from reactgraph.action_schema import (
     ANSWER_CHOICE,
     choice_schema,
     is_rejection,
-    prefer_named_values,
     schema_response_format,
-    tool_args_schema,
 )
 from reactgraph.actions import message_text, parse_action, separate_reasoning
 from reactgraph.dualmode import call_model
@@ -291,7 +289,7 @@ class LLMCallJSON:
             choice = str(picked.get("next", ANSWER_CHOICE))
         if choice in self.engine.tools:
             tool = self.engine.tools[choice]
-            args_schema = prefer_named_values(tool_args_schema(tool), named)
+            args_schema = self.engine.offered_args(tool, named)
             args, response = await ask([*messages, HumanMessage(TOOL_ARGS_REQUEST.format(tool_name=choice))], args_schema)
             action = {"type": "tool_call", "reasoning": "", "tool_name": choice, "tool_args": args}
         else:

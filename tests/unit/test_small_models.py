@@ -5,7 +5,7 @@ sends, so each test checks the order, the binding or the prompt a model really r
 from __future__ import annotations
 
 import json
-from typing import Literal
+from typing import Annotated, Literal
 
 import pytest
 from langchain_core.messages import AIMessage
@@ -267,3 +267,30 @@ async def test_a_looping_synthesis_is_cut_and_then_checked():
     answer = events[-1].data["answer"]
     assert answer.startswith("CNC-003 status:") and answer.count("repeated call") == 2
     assert len(model.calls) == 3  # two loop calls and one synthesis: the stream was cut, nothing more asked
+
+
+class FilterArgs(BaseModel):
+    machine_id: Literal["CNC-001", "CNC-002", "CNC-003", "PRS-001"] = Field(description="Machine id")
+    line: Literal["Line A", "Line B"] | None = Field(None, description="Only this line")
+    day: Annotated[str, Field(json_schema_extra={"format": "date"})] | None = Field(None, description="A day")
+    limit: int = Field(5, description="Rows")
+
+
+async def test_named_optionals_only_offers_the_optional_arguments_the_question_names():
+    def alarms(machine_id: str, line: str | None = None, day: str | None = None, limit: int = 5) -> str:
+        return f"alarms of {machine_id}"
+
+    tool = StructuredTool.from_function(alarms, name="alarm_log", description="Alarm log of a machine.",
+                                        args_schema=FilterArgs)
+    for question, expected in [("alarm log of CNC-003", {"machine_id"}),
+                               ("alarm log of CNC-003 on Line B", {"machine_id", "line"}),
+                               ("alarm log of CNC-003 on 2026-01-28", {"machine_id", "day"})]:
+        model = ScriptedChatModel(responses=[final("ok")])
+        settings = AgentSettings(optional_args="named")
+        await ReActAgent(model, [tool], abilities=SCHEMA, settings=settings).run(question)
+        branch = model.call_kwargs[0]["response_format"]["schema"]["anyOf"][0]
+        assert set(branch["properties"]["tool_args"]["properties"]) == expected, question
+    model = ScriptedChatModel(responses=[final("ok")])
+    await ReActAgent(model, [tool], abilities=SCHEMA).run("alarm log of CNC-003")  # default: every argument
+    branch = model.call_kwargs[0]["response_format"]["schema"]["anyOf"][0]
+    assert set(branch["properties"]["tool_args"]["properties"]) == {"machine_id", "line", "day", "limit"}
