@@ -1,0 +1,99 @@
+"""The SSE wire format of one scripted run, byte for byte (SPEC §8, issue 17): tool
+selection, a tool call, a failing tool, an artifact, compactions and the streamed
+synthesis; and a JSON-mode run with an unparseable reply. Recorded before the issue-17 redesign; a refactor must not change one byte of
+it. Only the wall-clock fields (``elapsed``, ``iter_elapsed``) and JSON mode's random
+tool call ids are masked."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import httpx
+import pytest
+from langchain_core.messages import AIMessage
+from langchain_core.tools import StructuredTool, tool
+from langgraph.checkpoint.memory import InMemorySaver
+
+from reactgraph import AgentSettings, Artifact, ModelAbilities, ReActAgent
+from reactgraph.server import ServerSettings, create_app
+from tests.scripted import ScriptedChatModel, tool_call
+
+DATA = Path(__file__).parent / "data"
+SMALL = ModelAbilities(tool_call=True, json_mode=True, context_window=9_000, max_output_tokens=1_000)
+CLOCK = re.compile(rb'"(elapsed|iter_elapsed)": [0-9.e-]+')
+RANDOM_ID = re.compile(rb'"call_[0-9a-f]{24}"')
+
+
+@tool
+def read_log(machine: str) -> str:
+    """Return the long maintenance log of a machine."""
+    return f"{machine} log:\n" + "CNC spindle 71.5°C, vibration 4.2 mm/s, alarm W-1105. " * 400
+
+
+@tool
+def broken(machine: str) -> str:
+    """Always fails."""
+    raise RuntimeError(f"sensor bus offline for {machine}")
+
+
+@tool
+def report(title: str) -> Artifact:
+    """Returns an HTML report."""
+    return Artifact(f"{title}.html", "<h1>report</h1>")
+
+
+def fillers(count: int) -> list[StructuredTool]:
+    def make(i: int) -> StructuredTool:
+        return StructuredTool.from_function(lambda machine: f"c{i} {machine}", name=f"connector_{i:02d}",
+                                            description=f"Reads connector {i} data for one machine.")
+    return [make(i) for i in range(count)]
+
+
+def calls(*pairs: tuple[str, dict, str]) -> AIMessage:
+    return AIMessage(content="", tool_calls=[tool_call(name, args, call_id) for name, args, call_id in pairs])
+
+
+async def post(agent: ReActAgent, message: str) -> bytes:
+    app = create_app(agent, ServerSettings(api_key=""))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as client:
+        response = await client.post("/threads/golden/runs", json={"message": message})
+    assert response.status_code == 200
+    return RANDOM_ID.sub(b'"call_<random>"', CLOCK.sub(rb'"\1": 0', response.content))
+
+
+async def native_run() -> bytes:
+    model = ScriptedChatModel(responses=[
+        AIMessage(content="", tool_calls=[{"name": "select_tools", "args": {"tools": ["read_log", "broken", "report"]},
+                                            "id": "s1", "type": "tool_call"}]),
+        calls(("read_log", {"machine": "CNC-001"}, "c1")),
+        calls(("read_log", {"machine": "CNC-002"}, "c2")),
+        calls(("broken", {"machine": "CNC-003"}, "c3")),
+        calls(("report", {"title": "weekly"}, "c4")),
+        "CNC-001 and CNC-002 logs read; CNC-003 unreachable.",
+    ], synthesis="**CNC-001** shows W-1105; CNC-003 could not be read.")
+    summarizer = ScriptedChatModel(responses=["summary: CNC-001/2 logs show W-1105."], repeat_last=True)
+    agent = ReActAgent(model, [read_log, broken, report, *fillers(12)], abilities=SMALL, compaction_llm=summarizer,
+                       checkpointer=InMemorySaver(), settings=AgentSettings(max_iterations=8))
+    return await post(agent, "CNC-001, CNC-002, CNC-003 로그 확인해줘")
+
+
+async def json_run() -> bytes:
+    """JSON mode (SPEC R2.3, R2.4): an unparseable reply, a tool call, a final answer."""
+    model = ScriptedChatModel(responses=[
+        "I will check the log now!",
+        '{"type": "tool_call", "reasoning": "need the log", "tool_name": "read_log", "tool_args": {"machine": "CNC-001"}}',
+        '```json\n{"type": "final_answer", "reasoning": "done", "answer": "CNC-001 shows W-1105."}\n```',
+    ], synthesis="CNC-001 shows **W-1105**.")
+    agent = ReActAgent(model, [read_log, broken], abilities=ModelAbilities(tool_call=False, json_mode=False),
+                       checkpointer=InMemorySaver(), settings=AgentSettings(max_iterations=8))
+    return await post(agent, "CNC-001 로그?")
+
+
+@pytest.mark.parametrize("name, run", [("scripted_run.sse", native_run), ("scripted_json_run.sse", json_run)])
+async def test_the_sse_bytes_of_a_scripted_run_are_unchanged(name, run):
+    body = await run()
+    if os.environ.get("REACTGRAPH_RECORD_SSE"):
+        (DATA / name).write_bytes(body)
+    assert body == (DATA / name).read_bytes()
