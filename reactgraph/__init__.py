@@ -7,25 +7,30 @@ from reactgraph.abilities import ModelAbilities, resolve_abilities
 from reactgraph.actions import PARSE_FAILURE_SENTINEL, Action, parse_action
 from reactgraph.agent import ReActAgent
 from reactgraph.artifacts import Artifact
-from reactgraph.checkpointing import NothingToResumeError, Persistence, open_checkpointer, open_persistence
+from reactgraph.checkpointing import Persistence, open_checkpointer, open_persistence
 from reactgraph.config import _TOOL_SELECTION_MAX, COMPACTION_HINTS, TOOL_SELECTION_THRESHOLD, AgentSettings
 from reactgraph.context import ContextGuard, GuardResult, TokenCounter, context_budget
 from reactgraph.dag import DAGAgent, DAGResult, DAGSettings, StepOutcome, create_dag_graph
-from reactgraph.events import AgentEvent
-from reactgraph.graph.react import create_react_graph
-from reactgraph.interrupts import (
+from reactgraph.errors import (
     FollowUpLimitError,
-    FollowUpLimits,
-    InMemoryInterruptQueue,
-    InterruptQueue,
+    LocalModelError,
     NoActiveRunError,
+    NothingToResumeError,
+    PlanError,
+    ProtocolError,
+    ReactGraphError,
+    StructuredOutputError,
+    SyncRunError,
     ThreadBusyError,
 )
+from reactgraph.events import AgentEvent
+from reactgraph.graph.react import create_react_graph
+from reactgraph.interrupts import FollowUpLimits, InMemoryInterruptQueue, InterruptQueue
 from reactgraph.jsonparse import extract_json
 from reactgraph.models.registry import ModelRegistry, RegisteredModel
-from reactgraph.protocol import ProtocolError, check_protocol
+from reactgraph.protocol import check_protocol
 from reactgraph.result import AgentResult, Step, Usage
-from reactgraph.structured import StructuredCallResult, StructuredOutputError, structured_llm_call
+from reactgraph.structured import StructuredCallResult, structured_llm_call
 
 __all__ = [
     "TOOL_SELECTION_THRESHOLD",
@@ -46,18 +51,22 @@ __all__ = [
     "GuardResult",
     "InMemoryInterruptQueue",
     "InterruptQueue",
+    "LocalModelError",
     "ModelAbilities",
     "ModelRegistry",
     "NoActiveRunError",
     "NothingToResumeError",
     "Persistence",
+    "PlanError",
     "ProtocolError",
     "ReActAgent",
+    "ReactGraphError",
     "RegisteredModel",
     "Step",
     "StepOutcome",
     "StructuredCallResult",
     "StructuredOutputError",
+    "SyncRunError",
     "ThreadBusyError",
     "TokenCounter",
     "Usage",

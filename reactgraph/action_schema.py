@@ -25,6 +25,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from reactgraph.abilities import SchemaOutput
+from reactgraph.errors import http_failure
 
 ACTION_WRAPPER_KEY = "action"
 """The root key that holds the action in the OpenAI ``json_schema`` request shape."""
@@ -325,9 +326,5 @@ def is_rejection(exc: BaseException) -> bool:
     ``json_schema`` format). Timeouts, rate limits, 502-504, connection errors and a reply
     cut off at the output cap are not refusals.
     """
-    status = getattr(exc, "status_code", None)
-    if status is None:
-        status = getattr(getattr(exc, "response", None), "status_code", None)
-    if not isinstance(status, int):
-        return False
-    return status == 500 or (400 <= status < 500 and status not in (408, 409, 429))
+    failure = http_failure(exc)
+    return failure is not None and (failure.refused or failure.status == 500)

@@ -18,9 +18,10 @@ from langchain_core.tools import tool as create_tool
 from langgraph.graph.state import CompiledStateGraph
 
 from reactgraph.abilities import ModelAbilities, resolve_abilities
-from reactgraph.checkpointing import NothingToResumeError, has_pending_work
+from reactgraph.checkpointing import has_pending_work
 from reactgraph.config import AgentSettings
 from reactgraph.engine import split_bindings, split_prompt
+from reactgraph.errors import NothingToResumeError
 from reactgraph.events import AgentEvent, graph_events
 from reactgraph.graph.react import create_react_graph
 from reactgraph.interrupts import FollowUpLimits, InMemoryInterruptQueue, InterruptQueue

@@ -25,11 +25,6 @@ from reactgraph.paths import data_home
 DATABASE_URL_ENV = "REACTGRAPH_DATABASE_URL"
 
 
-class NothingToResumeError(LookupError):
-    """``resume`` found no interrupted run on the thread: the agent has no checkpointer,
-    the thread has no checkpoint, or its last run finished."""
-
-
 def has_pending_work(snapshot: StateSnapshot) -> bool:
     """Whether the thread's last run has work left that resuming would do (SPEC R13.5).
 

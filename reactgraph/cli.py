@@ -116,11 +116,11 @@ def _print_card(console: Console, data: dict[str, Any]) -> None:
 
 
 async def _run(args: argparse.Namespace, console: Console) -> int:
-    from reactgraph.checkpointing import NothingToResumeError, open_persistence
+    from reactgraph.checkpointing import open_persistence
     from reactgraph.demo.agent import build_demo_agent, demo_settings
     from reactgraph.demo.factory import build_factory_hub
-    from reactgraph.interrupts import ThreadBusyError
-    from reactgraph.models import LocalModelError, open_model
+    from reactgraph.errors import LocalModelError, NothingToResumeError, ThreadBusyError
+    from reactgraph.models import open_model
 
     if args.max_iterations < 1:
         raise ValueError("--max-iterations must be at least 1")
@@ -262,7 +262,7 @@ def _server_settings(args: argparse.Namespace) -> Any:
 
 
 async def _serve(args: argparse.Namespace, console: Console) -> int:
-    from reactgraph.models import LocalModelError
+    from reactgraph.errors import LocalModelError
 
     try:
         from reactgraph.server import create_app, open_demo_agent, serve

@@ -37,14 +37,11 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph._internal._runnable import RunnableCallable
 
+from reactgraph.errors import SyncRunError
+
 T = TypeVar("T")
 
 _SYNC: ContextVar[bool] = ContextVar("reactgraph_sync_run", default=False)
-
-
-class SyncRunError(RuntimeError):
-    """A node awaited real asynchronous work during a synchronous run (``invoke``,
-    ``stream``, ``batch``); run the graph with ``ainvoke``/``astream`` instead."""
 
 
 def in_sync_run() -> bool:

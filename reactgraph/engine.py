@@ -6,7 +6,6 @@ checkpointed state (SPEC R2.1: one model instance for every call of a run).
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import re
 from collections.abc import Callable, Sequence
@@ -98,20 +97,6 @@ def as_prompt_runnable(prompt: Any) -> Runnable | None:
     if callable(prompt):
         return RunnableLambda(prompt, name="prompt")
     raise TypeError(f"prompt must be a string, a SystemMessage, a callable or a Runnable, got {type(prompt).__name__}")
-
-
-def is_transient_error(exc: BaseException) -> bool:
-    """Whether a failed model call is worth retrying (SPEC R2.7): connection errors,
-    timeouts, HTTP 408/429 and 5xx. A 4xx such as a rejected request is not."""
-    status = getattr(exc, "status_code", None)
-    if status is None:
-        status = getattr(getattr(exc, "response", None), "status_code", None)
-    if isinstance(status, int):
-        return status in (408, 409, 429) or status >= 500
-    if isinstance(exc, (ConnectionError, TimeoutError, asyncio.TimeoutError)):
-        return True
-    names = {cls.__name__ for cls in type(exc).__mro__}
-    return bool(names & {"APIConnectionError", "APITimeoutError", "TransportError", "TimeoutException"})
 
 
 @dataclass

@@ -44,25 +44,13 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+from reactgraph.errors import FollowUpLimitError, NoActiveRunError, ThreadBusyError
+
 INTERRUPT_PREFIX = "[USER INTERRUPT] "
 """Start of the user message that carries drained follow-ups (SPEC R7.3)."""
 
 _SEPARATOR = "\n\n"
 """Between two follow-ups of one drained message."""
-
-
-class NoActiveRunError(RuntimeError):
-    """A follow-up was sent to a thread with no run going; start a run with it instead."""
-
-
-class ThreadBusyError(RuntimeError):
-    """A run was started on a thread that already has one going (one run per thread)."""
-
-
-class FollowUpLimitError(RuntimeError):
-    """A follow-up was refused: the thread already has as many follow-ups, or characters
-    of them, waiting as its queue accepts (:class:`FollowUpLimits`). Send it once the run
-    has taken them in (an ``inject`` event), or start a new run with it."""
 
 
 @dataclass(frozen=True)

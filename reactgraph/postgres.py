@@ -28,7 +28,8 @@ import hashlib
 import logging
 from typing import Any
 
-from reactgraph.interrupts import FollowUpLimits, InterruptQueue, NoActiveRunError, ThreadBusyError, _check_text
+from reactgraph.errors import NoActiveRunError, ThreadBusyError
+from reactgraph.interrupts import FollowUpLimits, InterruptQueue, _check_text
 
 logger = logging.getLogger(__name__)
 

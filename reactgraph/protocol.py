@@ -12,9 +12,7 @@ from collections.abc import Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
-
-class ProtocolError(ValueError):
-    """A message list that a provider would reject; the message says where and why."""
+from reactgraph.errors import ProtocolError
 
 
 def _valid_tool_content(content: object) -> bool:

@@ -34,6 +34,7 @@ from reactgraph.abilities import ModelAbilities, resolve_abilities
 from reactgraph.action_schema import schema_response_format
 from reactgraph.actions import message_text
 from reactgraph.dualmode import call_model
+from reactgraph.errors import StructuredOutputError
 from reactgraph.jsonparse import extract_json, safe_json
 
 _UNSET: Any = object()
@@ -66,15 +67,6 @@ class StructuredCallResult:
     raw: str = ""
     error: str | None = None
     usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0, "model_calls": 0})
-
-
-class StructuredOutputError(RuntimeError):
-    """Every level failed and no ``default_value`` was given. ``result`` holds the calls
-    made, the last raw text and the last error."""
-
-    def __init__(self, result: StructuredCallResult) -> None:
-        super().__init__(f"structured output failed after {result.calls} model calls: {result.error}")
-        self.result = result
 
 
 class _LevelFailed(Exception):

@@ -25,6 +25,7 @@ from langchain_core.tools import BaseTool
 
 from reactgraph.dag.settings import DAGSettings
 from reactgraph.dag.state import DAGState, PlanStep
+from reactgraph.errors import PlanError
 from reactgraph.events import emit
 from reactgraph.models.registry import ModelRegistry
 from reactgraph.nodes.select_tools import catalog_line
@@ -55,10 +56,6 @@ CYCLE_FEEDBACK = (
     "That plan has a dependency cycle ({cycle}). Steps must form a directed acyclic graph: a step "
     "may only depend on steps that do not depend on it, directly or indirectly. Reply with the corrected plan."
 )
-
-
-class PlanError(ValueError):
-    """The planner's output is not a usable plan (no steps, a step without a task, duplicate ids)."""
 
 
 def plan_schema(roles: Sequence[str], max_steps: int) -> dict[str, Any]:

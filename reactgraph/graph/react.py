@@ -33,7 +33,8 @@ from typing_extensions import TypedDict
 from reactgraph.abilities import ModelAbilities, resolve_abilities
 from reactgraph.config import AgentSettings
 from reactgraph.dualmode import dual_node
-from reactgraph.engine import Engine, is_transient_error, split_prompt
+from reactgraph.engine import Engine, split_prompt
+from reactgraph.errors import is_transient_error
 from reactgraph.interrupts import InterruptQueue
 from reactgraph.nodes.drain_interrupts import DrainInterrupts
 from reactgraph.nodes.execute_tools import ExecuteTools

@@ -55,6 +55,7 @@ from typing import Any, Self
 from langchain_openai import ChatOpenAI
 
 from reactgraph.abilities import ModelAbilities
+from reactgraph.errors import LocalModelError
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
@@ -90,14 +91,6 @@ _LOG_TAIL_CHARS = 4000
 # process dies. See its docstring.
 _CHILD_BOOT = Path(__file__).with_name("_llamacpp_boot.py")
 _SCRATCH_DIR_ENV = "REACTGRAPH_LLAMA_SCRATCH_DIR"  # same name in _llamacpp_boot.py
-
-
-class LocalModelError(RuntimeError):
-    """The embedded model cannot be used: the extra is missing, or the server failed.
-
-    The message says why in one line and what to do; for a server that failed to start it is
-    followed by the last lines of the server's log.
-    """
 
 
 def find_smollm2_gguf() -> Path:

@@ -59,9 +59,9 @@ from starlette.responses import Response
 
 from reactgraph.actions import message_text
 from reactgraph.agent import ReActAgent
-from reactgraph.checkpointing import NothingToResumeError, has_pending_work
+from reactgraph.checkpointing import has_pending_work
+from reactgraph.errors import FollowUpLimitError, NoActiveRunError, NothingToResumeError, ThreadBusyError
 from reactgraph.events import AgentEvent
-from reactgraph.interrupts import FollowUpLimitError, NoActiveRunError, ThreadBusyError
 from reactgraph.pinning import is_pinned, pinned_ids
 from reactgraph.server.gate import LOOPBACK_HOSTS, RequestGate, error_response
 
