@@ -29,8 +29,9 @@ from reactgraph.interrupts import FollowUpLimits, InMemoryInterruptQueue, Interr
 from reactgraph.jsonparse import extract_json
 from reactgraph.models.registry import ModelRegistry, RegisteredModel
 from reactgraph.protocol import check_protocol
-from reactgraph.result import AgentResult, Step, Usage
+from reactgraph.result import AgentResult, Step
 from reactgraph.structured import StructuredCallResult, structured_llm_call
+from reactgraph.usage import Usage
 
 __all__ = [
     "TOOL_SELECTION_THRESHOLD",

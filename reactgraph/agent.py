@@ -27,9 +27,10 @@ from reactgraph.graph.react import create_react_graph
 from reactgraph.interrupts import FollowUpLimits, InMemoryInterruptQueue, InterruptQueue
 from reactgraph.nodes.fallback import summarize_steps
 from reactgraph.prompts import DEFAULT_SYSTEM_PROMPT, json_mode_system_prompt
-from reactgraph.result import AgentResult, Step, Usage
+from reactgraph.result import AgentResult, Step
 from reactgraph.synthesis import stream_synthesis, with_fallback
 from reactgraph.tooling import ToolErrorPolicy
+from reactgraph.usage import Usage
 
 logger = logging.getLogger(__name__)
 
@@ -175,7 +176,7 @@ class ReActAgent:
             messages=[self._system_message(state.get("selected_tools")), *state.get("messages", [])],
             steps=[Step.from_record(record) for record in steps],
             iterations=int(state.get("iteration", 0)),
-            usage=Usage(**{key: int(usage.get(key, 0)) for key in ("input_tokens", "output_tokens", "total_tokens", "model_calls")}),
+            usage=Usage.from_dict(usage),
             elapsed=time.perf_counter() - started,
             finish_reason=finish_reason,
             error=error_text,

@@ -44,8 +44,8 @@ from reactgraph.abilities import ModelAbilities
 from reactgraph.actions import message_text
 from reactgraph.config import COMPACTION_HINTS, AgentSettings
 from reactgraph.dualmode import call_model
-from reactgraph.nodes.llm_call import usage_of
 from reactgraph.pinning import is_pinned
+from reactgraph.usage import sum_usage, usage_of
 
 logger = logging.getLogger(__name__)
 
@@ -459,9 +459,7 @@ class GuardResult:
     tokens_before: int = 0
     tokens_after: int = 0
     budget: int = 0
-    usage: dict[str, int] = field(
-        default_factory=lambda: {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0, "model_calls": 0}
-    )
+    usage: dict[str, int] = field(default_factory=sum_usage)
     error: str | None = None
 
     @property
@@ -674,8 +672,7 @@ class ContextGuard:
         entries = self._fit_texts([_render(m) for i in older for m in units[i]], max(0, transcript_room))
         prompt = [SystemMessage(system), HumanMessage(COMPACTION_USER.format(pinned=pinned_text, transcript="\n".join(entries)))]
         response = await call_model(model, prompt, config)
-        for key, value in usage_of(response).items():
-            usage[key] += value
+        usage.update(sum_usage(usage, usage_of(response)))
         text = message_text(response).strip()
         if not text:
             raise ValueError("the compaction model returned an empty summary")

@@ -8,6 +8,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from reactgraph.artifacts import Artifact
+from reactgraph.usage import Usage
 
 
 @dataclass(frozen=True)
@@ -53,32 +54,6 @@ class Step:
             elapsed=float(record.get("elapsed", 0.0)),
             artifact=Artifact(**artifact) if isinstance(artifact, dict) else None,
         )
-
-
-@dataclass(frozen=True)
-class Usage:
-    """Token usage summed over every model call of a run.
-
-    Attributes:
-        input_tokens: Prompt tokens, as the provider reported them.
-        output_tokens: Completion tokens.
-        total_tokens: Their sum as reported.
-        model_calls: Model calls made (loop iterations, plus synthesis when it ran).
-    """
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    total_tokens: int = 0
-    model_calls: int = 0
-
-    def to_dict(self) -> dict[str, int]:
-        """The usage as a plain dict (the ``usage`` of the ``done`` event)."""
-        return {
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "total_tokens": self.total_tokens,
-            "model_calls": self.model_calls,
-        }
 
 
 @dataclass(frozen=True)

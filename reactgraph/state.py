@@ -11,6 +11,7 @@ from langgraph.managed import RemainingSteps
 from typing_extensions import NotRequired, TypedDict
 
 from reactgraph.pinning import merge_pinned
+from reactgraph.usage import sum_usage
 
 FinishReason = Literal["final_answer", "stalled", "raw_content", "return_direct", "max_iterations", "model_error"]
 """How a turn's loop ended: the model's final answer; its final answer after the loop
@@ -36,17 +37,9 @@ def replace_value(left: Any, right: Any) -> Any:
     return right
 
 
-USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens", "model_calls")
-
-
 def add_usage(left: dict[str, int] | None, right: Any) -> dict[str, int]:
     """Reducer of ``usage``: sums token counts key by key; :data:`RESET` zeroes them."""
-    if right == RESET:
-        return {key: 0 for key in USAGE_KEYS}
-    total = {key: int((left or {}).get(key, 0)) for key in USAGE_KEYS}
-    for key, value in (right or {}).items():
-        total[key] = total.get(key, 0) + int(value or 0)
-    return total
+    return sum_usage() if right == RESET else sum_usage(left, right)
 
 
 class InputState(TypedDict):

@@ -36,6 +36,7 @@ from reactgraph.actions import message_text
 from reactgraph.dualmode import call_model
 from reactgraph.errors import StructuredOutputError
 from reactgraph.jsonparse import extract_json, safe_json
+from reactgraph.usage import sum_usage, usage_of
 
 _UNSET: Any = object()
 
@@ -66,7 +67,7 @@ class StructuredCallResult:
     calls: int = 0
     raw: str = ""
     error: str | None = None
-    usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0, "model_calls": 0})
+    usage: dict[str, int] = field(default_factory=sum_usage)
 
 
 class _LevelFailed(Exception):
@@ -103,12 +104,6 @@ def _check_against(schema: dict[str, Any] | type[BaseModel], data: Any) -> Any:
     if missing:
         raise ValueError(f"missing required keys: {', '.join(missing)}")
     return data
-
-
-def _add_usage(result: StructuredCallResult, message: Any) -> None:
-    usage = getattr(message, "usage_metadata", None) or {}
-    for key in ("input_tokens", "output_tokens", "total_tokens"):
-        result.usage[key] += int(usage.get(key, 0) or 0)
 
 
 async def structured_llm_call(
@@ -168,13 +163,13 @@ async def structured_llm_call(
 
     async def invoke(model: Any, prompt: list[BaseMessage], level: int) -> AIMessage:
         result.calls += 1
-        result.usage["model_calls"] += 1
         try:
             response = await call_model(model, prompt, call_config)
         except Exception as exc:  # the provider refused this request format: next level
             result.error = f"level {level}: request failed: {type(exc).__name__}: {exc}"
+            result.usage = sum_usage(result.usage, {"model_calls": 1})
             raise _LevelFailed from exc
-        _add_usage(result, response)
+        result.usage = sum_usage(result.usage, usage_of(response))
         return response
 
     # Level 1: one forced function whose parameters are the schema.

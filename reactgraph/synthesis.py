@@ -23,6 +23,7 @@ from reactgraph.prompts import (
     SYNTHESIS_SYSTEM,
     SYNTHESIS_USER,
 )
+from reactgraph.usage import usage_of
 
 logger = logging.getLogger(__name__)
 
@@ -168,13 +169,7 @@ async def stream_messages(
         if text:
             yield text
     if usage_out is not None:
-        usage = (total.usage_metadata if total is not None else None) or {}
-        usage_out.update(
-            input_tokens=int(usage.get("input_tokens", 0) or 0),
-            output_tokens=int(usage.get("output_tokens", 0) or 0),
-            total_tokens=int(usage.get("total_tokens", 0) or 0),
-            model_calls=1,
-        )
+        usage_out.update(usage_of(total))
 
 
 REPEATED_LINE_LIMIT = 3

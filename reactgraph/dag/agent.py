@@ -25,8 +25,9 @@ from reactgraph.dag.state import PlanStep, StepResult
 from reactgraph.dag.synthesize import dag_synthesis_messages
 from reactgraph.events import AgentEvent, graph_events
 from reactgraph.models.registry import ModelRegistry
-from reactgraph.result import Step, Usage
+from reactgraph.result import Step
 from reactgraph.synthesis import stream_messages, with_fallback
+from reactgraph.usage import Usage
 
 logger = logging.getLogger(__name__)
 
@@ -176,7 +177,7 @@ class DAGAgent:
             answer=answer, steps=_outcomes(plan, results), rounds=int(state.get("round", 0)),
             achieved=bool(analysis.get("achieved", False)), confidence=float(analysis.get("confidence", 0.0)),
             reasoning=str(analysis.get("reasoning", "")), final_answer=analysis.get("final_answer"), warnings=list(state.get("plan_warnings") or []),
-            usage=Usage(**{key: int(usage.get(key, 0)) for key in ("input_tokens", "output_tokens", "total_tokens", "model_calls")}),
+            usage=Usage.from_dict(usage),
             elapsed=time.perf_counter() - started, finish_reason=finish, error=error, thread_id=thread_id,
             synthesis=state.get("synthesis"),
         )

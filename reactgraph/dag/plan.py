@@ -29,8 +29,9 @@ from reactgraph.errors import PlanError
 from reactgraph.events import emit
 from reactgraph.models.registry import ModelRegistry
 from reactgraph.nodes.select_tools import catalog_line
-from reactgraph.state import RESET, add_usage
+from reactgraph.state import RESET
 from reactgraph.structured import structured_llm_call
+from reactgraph.usage import sum_usage
 
 logger = logging.getLogger(__name__)
 
@@ -211,7 +212,7 @@ class Planner:
                 entry.llm, messages, schema, abilities=entry.abilities, default_value=None, config=config,
                 parse_fn=lambda data: parse_plan(data, self.settings.max_steps),
             )
-            usage = add_usage(usage, result.usage)
+            usage = sum_usage(usage, result.usage)
             if result.value is None:
                 warning = f"the planner's output could not be read ({result.error}); the goal runs as one step"
                 steps: list[PlanStep] = [{"id": "s1", "task": goal, "dependencies": [], "tool_hint": None, "model_hint": None}]

@@ -49,19 +49,9 @@ from reactgraph.jsonparse import extract_json, safe_json
 from reactgraph.nodes.fallback import summarize_steps
 from reactgraph.prompts import ANSWER_REQUEST, FINAL_ONLY_REQUEST, REFORMAT_REQUEST, TOOL_ARGS_REQUEST
 from reactgraph.state import AgentState, ToolCallRequest
+from reactgraph.usage import sum_usage, usage_of
 
 logger = logging.getLogger(__name__)
-
-
-def usage_of(message: BaseMessage) -> dict[str, int]:
-    """The token usage a provider reported on a message, plus one model call."""
-    usage = getattr(message, "usage_metadata", None) or {}
-    return {
-        "input_tokens": int(usage.get("input_tokens", 0) or 0),
-        "output_tokens": int(usage.get("output_tokens", 0) or 0),
-        "total_tokens": int(usage.get("total_tokens", 0) or 0),
-        "model_calls": 1,
-    }
 
 
 def new_call_id() -> str:
@@ -279,8 +269,7 @@ class LLMCallJSON:
             response_format = schema_response_format(kind, schema, name="react_action_step")
             response = await call_model(self.engine.json_model(json_format=True, response_format=response_format),
                                         prompt, config)
-            for key, value in usage_of(response).items():
-                usage[key] = usage.get(key, 0) + value
+            usage.update(sum_usage(usage, usage_of(response)))
             return extract_json(message_text(response)) or {}, response
 
         choice = ANSWER_CHOICE

@@ -31,8 +31,9 @@ from langchain_core.runnables import RunnableConfig
 from reactgraph.engine import Engine
 from reactgraph.events import emit
 from reactgraph.grounding import check_grounding, observation_answer
-from reactgraph.state import USAGE_KEYS, AgentState
+from reactgraph.state import AgentState
 from reactgraph.synthesis import stream_synthesis, until_repetition, with_fallback
+from reactgraph.usage import sum_usage
 
 
 async def _one_chunk(text: str) -> AsyncIterator[str]:
@@ -78,8 +79,7 @@ class Synthesize:
             ungrounded=ungrounded or (),
         )
         text = await emit_answer(until_repetition(chunks), fallback)
-        for key in USAGE_KEYS:
-            usage[key] = usage.get(key, 0) + (call_usage.get(key, 0) if call_usage else int(key == "model_calls"))
+        usage.update(sum_usage(usage, call_usage or {"model_calls": 1}))
         return text
 
     async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
