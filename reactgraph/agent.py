@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
-from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as create_tool
 from langgraph.graph.state import CompiledStateGraph
@@ -20,22 +18,21 @@ from langgraph.graph.state import CompiledStateGraph
 from reactgraph.abilities import ModelAbilities, resolve_abilities
 from reactgraph.checkpointing import has_pending_work
 from reactgraph.config import AgentSettings
-from reactgraph.engine import split_bindings, split_prompt
+from reactgraph.engine import Engine, split_prompt
 from reactgraph.errors import NothingToResumeError
 from reactgraph.events import AgentEvent, graph_events
-from reactgraph.graph.react import create_react_graph
+from reactgraph.facade import AgentFacade
+from reactgraph.graph.react import compile_react_graph
 from reactgraph.interrupts import FollowUpLimits, InMemoryInterruptQueue, InterruptQueue
 from reactgraph.nodes.fallback import summarize_steps
-from reactgraph.prompts import DEFAULT_SYSTEM_PROMPT, json_mode_system_prompt
 from reactgraph.result import AgentResult, Step
-from reactgraph.synthesis import stream_synthesis, with_fallback
+from reactgraph.synthesis import stream_synthesis
 from reactgraph.tooling import ToolErrorPolicy
-from reactgraph.usage import Usage
 
 logger = logging.getLogger(__name__)
 
 
-class ReActAgent:
+class ReActAgent(AgentFacade):
     """A ReAct agent: a tool loop on one chat model, then a streamed answer.
 
     Args:
@@ -90,42 +87,45 @@ class ReActAgent:
         handle_tool_errors: ToolErrorPolicy | None = None,
         name: str | None = None,
     ) -> None:
-        self.llm, _ = split_bindings(llm)
         self.tools = [t if isinstance(t, (BaseTool, dict)) else create_tool(t) for t in tools]
-        self.settings, prompt = split_prompt(settings or AgentSettings(), prompt)
-        self.abilities = resolve_abilities(llm, abilities)
         self.use_native_tools = use_native_tools
         self.checkpointer = checkpointer
+        settings, prompt = split_prompt(settings or AgentSettings(), prompt)
         self.interrupts: InterruptQueue = (
             interrupt_queue if interrupt_queue is not None
-            else InMemoryInterruptQueue(FollowUpLimits(max_chars=self.settings.max_message_chars)))
-        self.graph: CompiledStateGraph = create_react_graph(
-            llm,
-            self.tools,
-            use_native_tools=use_native_tools,
-            abilities=self.abilities,
-            settings=self.settings,
-            checkpointer=checkpointer,
-            interrupt_queue=self.interrupts,
-            compaction_llm=compaction_llm,
-            prompt=prompt,
-            store=store,
-            response_format=response_format,
-            handle_tool_errors=handle_tool_errors,
-            name=name,
+            else InMemoryInterruptQueue(FollowUpLimits(max_chars=settings.max_message_chars)))
+        self.engine = Engine.build(
+            llm, self.tools, resolve_abilities(llm, abilities), settings, use_native_tools, self.interrupts,
+            compaction_llm=compaction_llm, handle_tool_errors=handle_tool_errors, prompt=prompt, message_name=name,
         )
+        self.graph: CompiledStateGraph = compile_react_graph(
+            self.engine, checkpointer=checkpointer, name=name, store=store, response_format=response_format,
+        )
+
+    @property
+    def llm(self) -> BaseChatModel:
+        """The chat model (without a pre-bound model's bindings); every call uses it (SPEC R2.1)."""
+        return self.engine.llm
+
+    @property
+    def settings(self) -> AgentSettings:
+        """The agent's settings (a string ``prompt`` is their ``system_prompt``)."""
+        return self.engine.settings
+
+    @property
+    def abilities(self) -> ModelAbilities:
+        """What the model can do, as resolved (SPEC R2.2)."""
+        return self.engine.abilities
 
     @property
     def mode(self) -> str:
         """``"native"`` or ``"json"``: the loop protocol this agent uses (SPEC R2.2)."""
-        return "native" if self.use_native_tools and self.abilities.tool_call else "json"
+        return self.engine.mode
 
-    def _config(self, thread_id: str | None, *, synthesize: bool) -> tuple[RunnableConfig, str]:
-        """The run's config; every run gets a ``thread_id`` (generated when none is given)
-        so follow-ups can be sent to it with or without a checkpointer."""
-        thread_id = thread_id if thread_id is not None else uuid.uuid4().hex
-        configurable: dict[str, Any] = {"synthesize": synthesize, "thread_id": thread_id}
-        return {"configurable": configurable, "recursion_limit": self.settings.recursion_limit}, thread_id
+    @property
+    def recursion_limit(self) -> int:
+        """The graph's ``recursion_limit``, derived from ``max_iterations`` (SPEC R2.6)."""
+        return self.settings.recursion_limit
 
     async def inject(self, thread_id: str, text: str) -> None:
         """Send a follow-up message to the run going on ``thread_id`` (SPEC §7).
@@ -151,14 +151,6 @@ class ReActAgent:
         """
         await self.interrupts.put(thread_id, text)
 
-    def _system_message(self, selected: list[str] | None) -> SystemMessage:
-        """The system prompt the loop sent: JSON mode lists the tools offered this turn."""
-        base = self.settings.system_prompt or DEFAULT_SYSTEM_PROMPT
-        if self.mode == "json":
-            offered = [t for t in self.tools if isinstance(t, BaseTool) and (selected is None or t.name in selected)]
-            return SystemMessage(json_mode_system_prompt(base, offered))
-        return SystemMessage(base)
-
     def _result(
         self, state: dict[str, Any], started: float, thread_id: str | None, error: BaseException | None = None
     ) -> AgentResult:
@@ -167,23 +159,20 @@ class ReActAgent:
         finish_reason = state.get("finish_reason")
         error_text = None
         if error is not None:
-            error_text = f"{type(error).__name__}: {error}"
+            error_text = self._error_text(error)
             answer = summarize_steps(steps, f"The model call failed, so the run stopped early ({error_text}).")
             finish_reason = "model_error"
-        usage = state.get("usage") or {}
+        system = SystemMessage(self.engine.loop_system_prompt(state.get("selected_tools"), state.get("query", "")))
         return AgentResult(
             answer=answer,
-            messages=[self._system_message(state.get("selected_tools")), *state.get("messages", [])],
+            messages=[system, *state.get("messages", [])],
             steps=[Step.from_record(record) for record in steps],
             iterations=int(state.get("iteration", 0)),
-            usage=Usage.from_dict(usage),
-            elapsed=time.perf_counter() - started,
             finish_reason=finish_reason,
             error=error_text,
-            thread_id=thread_id,
-            synthesis=state.get("synthesis"),
             grounding=state.get("grounding"),
             structured_response=state.get("structured_response"),
+            **self._run_fields(state, started, thread_id),
         )
 
     async def _drive(
@@ -304,24 +293,13 @@ class ReActAgent:
             return "new"
         return "interrupted" if has_pending_work(snapshot) else "idle"
 
-    async def stream_answer(self, query: str, result: AgentResult) -> AsyncIterator[str]:
-        """Stream the synthesized answer for a finished loop (SPEC R3.1).
-
-        Args:
-            query: The user's question.
-            result: The loop's result from :meth:`run`.
-
-        Yields:
-            Text chunks. If the synthesis call fails, the rest is ``result.answer``
-            (R3.2): the whole of it when nothing was streamed yet.
-        """
+    def _synthesis_chunks(self, query: str, result: AgentResult) -> AsyncIterator[str]:
+        """The answer synthesis of SPEC R3.1 over the loop's steps."""
         records = [
             {"tool_name": s.tool_name, "tool_args": s.tool_args, "observation": s.observation, "error": s.error}
             for s in result.steps
         ]
-        chunks = stream_synthesis(self.llm, query, records, result.answer, result_chars=self.settings.synthesis_result_chars)
-        async for text in with_fallback(chunks, result.answer):
-            yield text
+        return stream_synthesis(self.llm, query, records, result.answer, result_chars=self.settings.synthesis_result_chars)
 
     async def astream_events(self, query: str, *, thread_id: str | None = None) -> AsyncIterator[AgentEvent]:
         """Run the loop and the synthesis, yielding the events of SPEC §8 in order.
@@ -375,22 +353,5 @@ class ReActAgent:
                 else:
                     result = item
         assert result is not None  # _drive always ends with the result
-        final_answer = result.synthesis if result.synthesis is not None else result.answer
-        if result.error is not None:
-            yield AgentEvent("error", {"message": result.error, "kind": "model_error"})
-            yield AgentEvent("answer", {"status": "start"})
-            yield AgentEvent("answer", {"status": "delta", "content": result.answer})
-            yield AgentEvent("answer", {"status": "done"})
-            final_answer = result.answer
-        yield AgentEvent(
-            "done",
-            {
-                "answer": final_answer,
-                "iterations": result.iterations,
-                "usage": result.usage.to_dict(),
-                "elapsed": round(result.elapsed, 3),
-                "finish_reason": result.finish_reason,
-                "thread_id": result.thread_id,
-                "grounding": result.grounding,
-            },
-        )
+        for event in AgentFacade._closing_events(result, failed=result.error is not None, kind="model_error"):
+            yield event

@@ -287,6 +287,14 @@ class Engine:
             text, messages = message_text(messages[0]), messages[1:]
         return [SystemMessage(system(text)), *messages]
 
+    def loop_system_prompt(self, selected: Sequence[str] | None, query: str) -> str:
+        """The system prompt of the turn's loop calls when no prompt runnable builds it:
+        the domain instructions in native mode; in JSON mode with the tools offered for
+        ``selected`` and ``query`` (:meth:`tools_for`) and the reply protocol (SPEC R2.3)."""
+        if self.mode == "json":
+            return self.json_system_prompt(self.tools_for(selected, query), named=self.named_values(query))
+        return self.base_system_prompt
+
     def json_system_prompt(self, tools: Sequence[BaseTool], base: str | None = None, named: Sequence[str] = ()) -> str:
         """The JSON-mode system prompt for ``tools`` in the given order (SPEC R2.3, R13.1)
         under the domain instructions ``base`` (default :attr:`base_system_prompt`), enum

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from langchain_core.messages import BaseMessage
@@ -57,7 +57,53 @@ class Step:
 
 
 @dataclass(frozen=True)
-class AgentResult:
+class RunResult:
+    """What the result of every run has, ReAct (:class:`AgentResult`) or DAG
+    (:class:`~reactgraph.DAGResult`). Every field but ``answer`` is keyword-only.
+
+    Attributes:
+        answer: The answer before synthesis (see the subclass).
+        usage: Tokens and model calls summed over every model call of the run (SPEC R2.10).
+        elapsed: Seconds the run took.
+        finish_reason: How the run ended (the subclass lists the values).
+        error: Why the run failed, ``None`` when it did not.
+        thread_id: The conversation thread the run belongs to.
+        synthesis: The synthesized answer when the run streamed one, else ``None``.
+    """
+
+    answer: str
+    _: KW_ONLY
+    usage: Usage = field(default_factory=Usage)
+    elapsed: float = 0.0
+    finish_reason: str | None = None
+    error: str | None = None
+    thread_id: str | None = None
+    synthesis: str | None = None
+
+    @property
+    def iterations(self) -> int:
+        """Loop model calls of the run (the ``done`` event's ``iterations``)."""
+        raise NotImplementedError
+
+    def done_data(self, answer: str) -> dict[str, Any]:
+        """The payload of the ``done`` event (SPEC §8) that ends this run's stream, with
+        ``answer`` as the answer shown; the subclass's :meth:`_done_extras` follow."""
+        return {
+            "answer": answer,
+            "iterations": self.iterations,
+            "usage": self.usage.to_dict(),
+            "elapsed": round(self.elapsed, 3),
+            "finish_reason": self.finish_reason,
+            "thread_id": self.thread_id,
+            **self._done_extras(),
+        }
+
+    def _done_extras(self) -> dict[str, Any]:
+        return {}
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentResult(RunResult):
     """The outcome of the tool loop of one run (SPEC R2.10).
 
     Attributes:
@@ -67,33 +113,26 @@ class AgentResult:
             assistant message and every tool result.
         steps: Every tool call, in order.
         iterations: Model calls made by the loop.
-        usage: Tokens summed over every model call.
-        elapsed: Seconds from the start of the run to the end of the loop (or of
-            synthesis, for results built by ``astream_events``).
+        usage, elapsed, thread_id, synthesis, error: As :class:`RunResult`; ``elapsed``
+            runs from the start of the run to the end of the loop (or of synthesis, for
+            results built by ``astream_events``).
         finish_reason: ``"final_answer"``, ``"stalled"`` (the model's answer after the loop
             stalled, SPEC R13.1), ``"raw_content"``, ``"return_direct"`` (a ``return_direct``
             tool's result is the answer), ``"max_iterations"`` or ``"model_error"``.
-        error: Why the run failed, ``None`` when it did not.
-        thread_id: The conversation thread the run belongs to.
-        synthesis: The synthesized answer when the run streamed one, else ``None``.
         grounding: The grounding check of the synthesized answer (SPEC R13.1; see
             :func:`reactgraph.grounding.check_grounding`), ``None`` when not run.
         structured_response: The answer as an object of the agent's ``response_format``
             (issue 21); ``None`` without one, or when no level of structured output worked.
     """
 
-    answer: str
     messages: list[BaseMessage] = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)
-    iterations: int = 0
-    usage: Usage = field(default_factory=Usage)
-    elapsed: float = 0.0
-    finish_reason: str | None = None
-    error: str | None = None
-    thread_id: str | None = None
-    synthesis: str | None = None
+    iterations: int = 0  # type: ignore[assignment]  # a field here, a property of the base
     grounding: dict[str, Any] | None = None
     structured_response: Any = None
+
+    def _done_extras(self) -> dict[str, Any]:
+        return {"grounding": self.grounding}
 
     @property
     def artifacts(self) -> list[Artifact]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -14,7 +13,6 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
-from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 
 from reactgraph.config import AgentSettings
@@ -24,10 +22,10 @@ from reactgraph.dag.settings import DAGSettings
 from reactgraph.dag.state import PlanStep, StepResult
 from reactgraph.dag.synthesize import dag_synthesis_messages
 from reactgraph.events import AgentEvent, graph_events
+from reactgraph.facade import AgentFacade
 from reactgraph.models.registry import ModelRegistry
-from reactgraph.result import Step
-from reactgraph.synthesis import stream_messages, with_fallback
-from reactgraph.usage import Usage
+from reactgraph.result import RunResult, Step
+from reactgraph.synthesis import stream_messages
 
 logger = logging.getLogger(__name__)
 
@@ -66,8 +64,8 @@ class StepOutcome:
         return self.status == "completed"
 
 
-@dataclass(frozen=True)
-class DAGResult:
+@dataclass(frozen=True, kw_only=True)
+class DAGResult(RunResult):
     """The outcome of a DAG run.
 
     Attributes:
@@ -78,16 +76,12 @@ class DAGResult:
         achieved, confidence, reasoning, final_answer: The analyzer's last verdict (``False``,
             0.0, ``""``, ``None`` when no analysis ran).
         warnings: What the planner repaired in the last plan (pruned dependencies …).
-        usage: Tokens and model calls summed over planner, steps, analyzer (and synthesis).
-        elapsed: Seconds of the run.
+        usage, elapsed, error, thread_id, synthesis: As :class:`~reactgraph.result.RunResult`;
+            ``usage`` sums planner, steps, analyzer (and synthesis).
         finish_reason: ``achieved``, ``not_achieved``, ``max_rounds``, ``plan_failed``, or
             ``error`` when the graph itself failed.
-        error: Why the run failed, ``None`` when it did not.
-        thread_id: The run's thread.
-        synthesis: The streamed answer when the run synthesized one, else ``None``.
     """
 
-    answer: str
     steps: list[StepOutcome] = field(default_factory=list)
     rounds: int = 0
     achieved: bool = False
@@ -95,17 +89,14 @@ class DAGResult:
     reasoning: str = ""
     final_answer: str | None = None
     warnings: list[str] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
-    elapsed: float = 0.0
-    finish_reason: str | None = None
-    error: str | None = None
-    thread_id: str | None = None
-    synthesis: str | None = None
 
     @property
     def iterations(self) -> int:
         """Loop model calls summed over the steps."""
         return sum(step.iterations for step in self.steps)
+
+    def _done_extras(self) -> dict[str, Any]:
+        return {"rounds": self.rounds, "achieved": self.achieved, "confidence": self.confidence}
 
 
 def _outcomes(plan: Sequence[PlanStep], results: dict[str, StepResult]) -> list[StepOutcome]:
@@ -124,7 +115,7 @@ def _outcomes(plan: Sequence[PlanStep], results: dict[str, StepResult]) -> list[
     return outcomes
 
 
-class DAGAgent:
+class DAGAgent(AgentFacade):
     """Plan, run each step as a ReAct loop on its own model, analyze, re-plan, answer (SPEC §9).
 
     Args:
@@ -157,29 +148,25 @@ class DAGAgent:
         self.graph = create_dag_graph(self.models, self.tools, use_native_tools=use_native_tools,
                                       settings=self.settings, dag_settings=self.dag_settings, checkpointer=checkpointer)
 
-    def _config(self, thread_id: str | None, *, synthesize: bool) -> tuple[RunnableConfig, str]:
-        thread_id = thread_id if thread_id is not None else uuid.uuid4().hex
-        config: RunnableConfig = {"configurable": {"synthesize": synthesize, "thread_id": thread_id},
-                                  "recursion_limit": self.dag_settings.recursion_limit}
-        return config, thread_id
+    @property
+    def recursion_limit(self) -> int:
+        """The DAG graph's ``recursion_limit`` (:attr:`DAGSettings.recursion_limit`)."""
+        return self.dag_settings.recursion_limit
 
     def _result(self, state: dict[str, Any], started: float, thread_id: str,
                 failure: BaseException | None = None) -> DAGResult:
         plan = state.get("plan") or []
         results = state.get("results") or {}
         analysis = state.get("analysis") or {}
-        usage = state.get("usage") or {}
         answer, finish, error = state.get("answer") or "", state.get("finish_reason"), state.get("error")
         if failure is not None:
-            error, finish = f"{type(failure).__name__}: {failure}", "error"
+            error, finish = self._error_text(failure), "error"
             answer = answer or (results_answer(plan, results) if results else f"The run failed: {error}")
         return DAGResult(
             answer=answer, steps=_outcomes(plan, results), rounds=int(state.get("round", 0)),
             achieved=bool(analysis.get("achieved", False)), confidence=float(analysis.get("confidence", 0.0)),
             reasoning=str(analysis.get("reasoning", "")), final_answer=analysis.get("final_answer"), warnings=list(state.get("plan_warnings") or []),
-            usage=Usage.from_dict(usage),
-            elapsed=time.perf_counter() - started, finish_reason=finish, error=error, thread_id=thread_id,
-            synthesis=state.get("synthesis"),
+            finish_reason=finish, error=error, **self._run_fields(state, started, thread_id),
         )
 
     async def run(self, goal: str, *, thread_id: str | None = None) -> DAGResult:
@@ -205,17 +192,8 @@ class DAGAgent:
             return self._result(state, started, thread_id, exc)
         return self._result(state, started, thread_id)
 
-    async def stream_answer(self, goal: str, result: DAGResult) -> AsyncIterator[str]:
-        """Stream the synthesized answer for a finished :meth:`run` (SPEC R9.4).
-
-        Args:
-            goal: The user's request.
-            result: The run's result.
-
-        Yields:
-            Text chunks on the synthesis role's model; ``result.answer`` instead when the
-            call fails or streams nothing (after a blank line when it broke off midway).
-        """
+    def _synthesis_chunks(self, goal: str, result: DAGResult) -> AsyncIterator[str]:
+        """The DAG synthesis (SPEC R9.4) on the synthesis role's model."""
         plan: list[PlanStep] = [{"id": s.id, "task": s.task, "dependencies": s.dependencies,
                                  "tool_hint": s.tool_hint, "model_hint": s.model_hint} for s in result.steps]
         results: dict[str, StepResult] = {
@@ -223,9 +201,7 @@ class DAGAgent:
                    "model_role": s.model_role, "iterations": s.iterations, "elapsed": s.elapsed,
                    "finish_reason": None, "tool_steps": []} for s in result.steps}
         messages = dag_synthesis_messages(goal, plan, results, result.final_answer, self.dag_settings.result_chars)
-        chunks = stream_messages(self.models.resolve(self.dag_settings.synthesis_role).llm, messages)
-        async for text in with_fallback(chunks, result.answer):
-            yield text
+        return stream_messages(self.models.resolve(self.dag_settings.synthesis_role).llm, messages)
 
     async def astream_events(self, goal: str, *, thread_id: str | None = None) -> AsyncIterator[AgentEvent]:
         """Run plan, steps, analysis and synthesis, yielding events as they happen.
@@ -255,15 +231,5 @@ class DAGAgent:
             logger.warning("DAG run failed: %s", exc)
             failure = exc
         result = self._result(state, started, thread_id, failure)
-        final_answer = result.synthesis if result.synthesis is not None else result.answer
-        if failure is not None:
-            yield AgentEvent("error", {"message": result.error, "kind": "dag_error"})
-            yield AgentEvent("answer", {"status": "start"})
-            yield AgentEvent("answer", {"status": "delta", "content": result.answer})
-            yield AgentEvent("answer", {"status": "done"})
-            final_answer = result.answer
-        yield AgentEvent("done", {
-            "answer": final_answer, "iterations": result.iterations, "usage": result.usage.to_dict(),
-            "elapsed": round(result.elapsed, 3), "finish_reason": result.finish_reason, "thread_id": thread_id,
-            "rounds": result.rounds, "achieved": result.achieved, "confidence": result.confidence,
-        })
+        for event in self._closing_events(result, failed=failure is not None, kind="dag_error"):
+            yield event

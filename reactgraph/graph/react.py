@@ -275,6 +275,29 @@ def create_react_graph(
         llm, tools, resolve_abilities(llm, abilities), settings, use_native_tools, interrupt_queue,
         compaction_llm=compaction_llm, handle_tool_errors=handle_tool_errors, prompt=prompt, message_name=name,
     )
+    return compile_react_graph(
+        engine, checkpointer=checkpointer, name=name, state_schema=state_schema, context_schema=context_schema,
+        store=store, response_format=response_format, interrupt_before=interrupt_before, interrupt_after=interrupt_after,
+    )
+
+
+def compile_react_graph(
+    engine: Engine,
+    *,
+    checkpointer: Any = None,
+    name: str | None = None,
+    state_schema: type | None = None,
+    context_schema: type | None = None,
+    store: Any = None,
+    response_format: Any = None,
+    interrupt_before: Any = None,
+    interrupt_after: Any = None,
+) -> CompiledStateGraph:
+    """Wire and compile the ReAct graph around a prepared :class:`~reactgraph.engine.Engine`
+    (the part of :func:`create_react_graph` after the model and tools are prepared; the
+    agent facade calls it so that it shares the engine with the graph's nodes). The
+    arguments are those of :func:`create_react_graph`."""
+    settings = engine.settings
     retry = RetryPolicy(
         max_attempts=settings.model_attempts,
         initial_interval=settings.retry_initial_delay,
