@@ -228,8 +228,10 @@ class LocalModelServer:
         model_alias: model name the server announces and clients send.
         command: the full command to run instead of the default one (for tests, or a
             different server binary); the ``[local]`` extra is then not checked.
-        log_dir: directory for ``server.log``; default: a fresh temporary directory that
-            :meth:`stop` removes (a given directory is kept).
+        log_dir: directory for the server's log, ``llama-server-<port>.log``; default: a
+            fresh temporary directory that :meth:`stop` removes (a given directory and its
+            log are kept). :func:`reactgraph.models.open_model` (the CLI, the server)
+            passes ``<data home>/logs``.
 
     Raises:
         LocalModelError: (no ``command`` given) ``xllamacpp`` is missing or the model file
@@ -334,7 +336,7 @@ class LocalModelServer:
     @property
     def log_path(self) -> Path | None:
         """The server's log file, once started (removed by :meth:`stop` if temporary)."""
-        return self._log_dir / "server.log" if self._log_dir is not None else None
+        return self._log_dir / f"llama-server-{self.port}.log" if self._log_dir is not None else None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -475,7 +477,7 @@ class LocalModelServer:
             self._log_dir = self._given_log_dir
         else:
             self._log_dir = Path(tempfile.mkdtemp(prefix="reactgraph-llama-"))
-        self._log_file = open(self._log_dir / "server.log", "wb")  # noqa: SIM115
+        self._log_file = open(self._log_dir / f"llama-server-{self.port}.log", "wb")  # noqa: SIM115
 
     def _close_log(self) -> None:
         if self._log_file is not None:

@@ -86,6 +86,16 @@ def test_the_model_file_is_the_real_smollm2_weights(server: LocalModelServer) ->
         assert f.read(4) == b"GGUF"
 
 
+async def test_open_model_keeps_the_embedded_server_log_under_the_data_directory(monkeypatch, tmp_path) -> None:
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / GGUF_FILENAME).symlink_to(find_smollm2_gguf())  # no second download
+    monkeypatch.setenv("REACTGRAPH_HOME", str(tmp_path))
+    async with open_model(environ={}) as resolved:
+        log = resolved.server.log_path
+        assert log.parent == tmp_path / "logs"
+    assert log.is_file() and log.stat().st_size > 0
+
+
 def test_server_is_up(server: LocalModelServer) -> None:
     assert server.running
     assert server.startup_seconds is not None and server.startup_seconds < 120

@@ -343,6 +343,15 @@ def test_server_command_that_exits_fails_fast_with_log_tail() -> None:
     assert server.log_path is not None and not server.log_path.exists()
 
 
+def test_a_given_log_directory_keeps_the_log_named_by_port(tmp_path) -> None:
+    server = LocalModelServer(command=[sys.executable, "-c", "print('model loaded'); raise SystemExit(2)"],
+                              log_dir=tmp_path / "logs")
+    with pytest.raises(LocalModelError):
+        server.start(timeout=30.0)
+    assert server.log_path == tmp_path / "logs" / f"llama-server-{server.port}.log"
+    assert "model loaded" in server.log_path.read_text()  # kept after the failed start
+
+
 def test_server_command_that_never_answers_times_out_and_is_killed() -> None:
     server = LocalModelServer(
         command=[sys.executable, "-c", "import time; print('still loading', flush=True); time.sleep(60)"]
