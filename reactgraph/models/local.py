@@ -222,7 +222,8 @@ class LocalModelServer:
         n_ctx: context window in tokens.
         max_tokens: default cap on generated tokens per completion for :meth:`chat_model`,
             also reported as ``abilities.max_output_tokens``.
-        n_threads: CPU threads for generation and prompt processing; default: all CPUs.
+        n_threads: CPU threads for generation and prompt processing; default: the CPUs this process may run on
+            (its affinity: a container's or `taskset`'s limit, not the machine's count).
         host: loopback address to listen on.
         port: TCP port; default: a free one chosen now.
         model_alias: model name the server announces and clients send.
@@ -257,7 +258,7 @@ class LocalModelServer:
             raise ValueError(f"max_tokens must be a positive number of tokens, got {max_tokens}")
         self.n_ctx = n_ctx
         self.max_tokens = max_tokens
-        self.n_threads = n_threads or os.cpu_count() or 1
+        self.n_threads = n_threads or len(os.sched_getaffinity(0)) or 1
         self.host = host
         self.port = port if port is not None else _free_port(host)
         self.model_alias = model_alias
