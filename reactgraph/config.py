@@ -39,6 +39,11 @@ class AgentSettings:
             thread after the timeout; only its result is discarded.
         model_attempts: Attempts per loop model call, first one included (SPEC R2.7).
             Only transient failures (connection errors, timeouts, HTTP 429 and 5xx) are retried.
+        parse_retries: Reformat requests after unparseable model output (the one
+            bad-output policy): the JSON loop's (SPEC R2.4; once more unparseable, the raw
+            content is the answer) and each text level's of
+            :func:`~reactgraph.structured_llm_call` run by the graph's nodes (R4.3, R4.4).
+            Default 1, the SPEC's count; 0 sends none.
         retry_initial_delay: Seconds before the first retry; doubled on each retry.
         retry_max_delay: Upper bound of one retry delay, in seconds.
         synthesis_result_chars: Characters of each tool result shown to the synthesis
@@ -103,6 +108,7 @@ class AgentSettings:
     max_iterations: int = 50
     tool_timeout: float = 60.0
     model_attempts: int = 3
+    parse_retries: int = 1
     retry_initial_delay: float = 0.5
     retry_max_delay: float = 8.0
     synthesis_result_chars: int = 2000
@@ -136,6 +142,8 @@ class AgentSettings:
             raise ValueError(f"tool_selection_shortlist must be at least 1, got {self.tool_selection_shortlist}")
         if self.model_attempts < 1:
             raise ValueError(f"model_attempts must be at least 1, got {self.model_attempts}")
+        if self.parse_retries < 0:
+            raise ValueError(f"parse_retries must be at least 0, got {self.parse_retries}")
         if self.max_message_chars < 100:
             raise ValueError(f"max_message_chars must be at least 100, got {self.max_message_chars}")
         for name in ("context_window", "max_output_tokens"):

@@ -45,6 +45,7 @@ from reactgraph.actions import message_text
 from reactgraph.config import COMPACTION_HINTS, AgentSettings
 from reactgraph.dualmode import call_model
 from reactgraph.pinning import is_pinned
+from reactgraph.prompts import COMPACTION_HINT_PROMPTS, COMPACTION_SYSTEM, COMPACTION_USER
 from reactgraph.usage import sum_usage, usage_of
 
 logger = logging.getLogger(__name__)
@@ -89,44 +90,6 @@ _MARKER_ROOM = 80
 _encodings: dict[str, tiktoken.Encoding | None] = {}
 _encodings_lock = threading.Lock()
 
-COMPACTION_HINT_PROMPTS: dict[str, str] = {
-    "react_iteration": (
-        "The assistant is in the middle of a tool loop. Keep: the user's current goal, the recent "
-        "chain of reasoning and tool calls (which tool, which arguments, what it returned), every "
-        "piece of data the next steps may need (identifiers, numbers, names, dates, error codes), "
-        "and what is still left to do. Drop: old steps that later ones made redundant, failed "
-        "retries whose error no longer matters, verbose or repeated tool output."
-    ),
-    "planner_input": (
-        "The summary is the input of a planner that decides the next steps. Keep: the user's "
-        "objectives and constraints, decisions already made, facts established so far, and open "
-        "questions. Drop: tool-call mechanics, raw tool output, intermediate reasoning and chatter."
-    ),
-    "step_dependency": (
-        "Other steps depend on what this conversation produced. Keep: the concrete result of every "
-        "completed step (values, identifiers, names, file names, outcomes) and any error that blocks "
-        "a dependent step. Drop: the reasoning narrative, retries and verbose output."
-    ),
-    "general": (
-        "Keep: facts, the user's requests and preferences, decisions, results and unresolved "
-        "questions. Drop: greetings, repetition, filler and verbose detail."
-    ),
-}
-"""What each compaction hint (``AgentSettings.compaction_hint``) tells the summarizer to keep
-and to drop (SPEC R6.1)."""
-
-COMPACTION_SYSTEM = (
-    "You compact the history of a conversation between a user and an AI assistant that uses "
-    "tools, so that the assistant can continue its work within its context window. {hint}\n"
-    "Write the summary in the language of the conversation{language}. Keep exact values "
-    "(identifiers, numbers, names, dates, error codes) as they appear. Do not invent anything. "
-    "Write plain text, at most about {words} words, and output only the summary."
-)
-
-COMPACTION_USER = (
-    "The user's request, kept verbatim next to your summary (do not repeat it):\n{pinned}\n\n"
-    "Messages to summarize, oldest first:\n{transcript}\n\nWrite the summary."
-)
 
 _SCRIPTS = {
     "Korean": re.compile(r"[\uac00-\ud7a3\u1100-\u11ff\u3130-\u318f]"),

@@ -27,11 +27,23 @@ Reply with exactly ONE JSON object and nothing else, in one of these two forms:
 Call one tool per reply. After each tool call you receive its observation in the next message.
 Give the final answer as soon as the observations answer the question."""
 
-REFORMAT_REQUEST = (
-    "Your previous response could not be parsed as valid JSON. Reply again with exactly one JSON "
-    'object: either {"type": "tool_call", "reasoning": "...", "tool_name": "...", "tool_args": {...}} '
+REFORMAT_TEMPLATE = "Your previous response could not be parsed as valid JSON{reason}. Reply again with {expected}"
+"""The one request to reformat unparseable model output (SPEC R2.4, R4.3, R4.4), sent by the
+JSON loop and by :func:`~reactgraph.structured_llm_call`; how many times is
+``AgentSettings.parse_retries``."""
+
+
+def reformat_request(expected: str, reason: str = "") -> str:
+    """:data:`REFORMAT_TEMPLATE` filled in: ``expected`` says what to reply with, ``reason``
+    (starting with a space, or empty) why the last reply failed."""
+    return REFORMAT_TEMPLATE.format(reason=reason, expected=expected)
+
+
+REFORMAT_REQUEST = reformat_request(
+    'exactly one JSON object: either {"type": "tool_call", "reasoning": "...", "tool_name": "...", "tool_args": {...}} '
     'or {"type": "final_answer", "reasoning": "...", "answer": "..."}. No text outside the object.'
 )
+"""The JSON loop's reformat request (SPEC R2.4)."""
 
 FINAL_ONLY_REQUEST = (
     "The tool results above are all you will get: do not call any tool again. Reply now with the final "
@@ -93,3 +105,108 @@ def json_mode_system_prompt(
         params = arguments[index] if arguments is not None else tool_args_schema(tool)
         lines.append(f"- {tool.name}: {tool.description.strip()}\n  arguments: {json.dumps(params, ensure_ascii=False)}")
     return f"{base}\n\n" + JSON_PROTOCOL.format(tools="\n".join(lines) if lines else "(no tools)")
+
+
+# Structured output (SPEC §4)
+
+STRUCTURED_INSTRUCTION = "Reply with only one JSON object that matches this JSON schema, and nothing else:\n{schema}"
+
+
+# Tool selection (SPEC §5)
+
+SELECTION_USER = "Request: {query}\n\nCatalog:\n{catalog}"
+
+SELECTION_SYSTEM = (
+    "You pick the tools an assistant will need to handle a user's request. Choose at most {limit} "
+    "tool names from the catalog: the fewest that cover everything the request asks. Use the exact "
+    'names. Reply with a JSON object {{"tools": ["name", ...]}}.'
+)
+
+
+# DAG planner (SPEC R9.1)
+
+PLANNER_SYSTEM = """You are the planner of an assistant that works in steps. Break the user's goal into {min_steps} to {max_steps} steps. Each step is carried out by an assistant with tools that sees only its own task, the goal, and the results of the steps it depends on.
+For every step give:
+- id: a short unique id such as "s1";
+- task: a clear, self-contained instruction, written in the same language as the goal;
+- dependencies: the ids of the steps whose results it needs ([] when none); steps that do not depend on each other run in parallel;
+- tool_hint: the tool the step will most likely use, or "";
+- model_hint: the model role to run the step on, one of:
+{roles}
+Reply with a JSON object {{"steps": [...]}}."""
+
+PLANNER_USER = "Goal: {goal}\n\nTools the steps can use:\n{catalog}"
+
+REPLAN_NOTE = (
+    "\n\nAn earlier round did not achieve the goal. What happened:\n{summary}\n\n"
+    "Plan the work that is still missing. The new steps do not see the earlier results, so put "
+    "any figure they need into their tasks."
+)
+
+CYCLE_FEEDBACK = (
+    "That plan has a dependency cycle ({cycle}). Steps must form a directed acyclic graph: a step "
+    "may only depend on steps that do not depend on it, directly or indirectly. Reply with the corrected plan."
+)
+
+
+# DAG analyzer (SPEC R9.4)
+
+ANALYZER_SYSTEM = (
+    "You check whether the results of a plan's steps achieve the user's goal. Reply with a JSON object: "
+    '"achieved" (true only when the results fully answer the goal), "confidence" (0 to 1, how sure you are), '
+    '"reasoning" (one or two sentences), "final_answer" (when achieved, the answer to the goal built only from '
+    'the results, in the language of the goal; otherwise "").'
+)
+
+ANALYZER_USER = "Goal: {goal}\n\nStep results:\n{results}"
+
+
+# DAG step context (SPEC R9.2)
+
+STEP_CONTEXT = "Overall goal: {goal}\n\nYour task (step {id} of a larger plan): {task}"
+
+STEP_TOOL_HINT = "\n\nSuggested tool: {tool}"
+
+STEP_DEPENDENCIES = "\n\nResults of earlier steps you can use:"
+
+
+# Context compaction (SPEC R6.1)
+
+COMPACTION_HINT_PROMPTS: dict[str, str] = {
+    "react_iteration": (
+        "The assistant is in the middle of a tool loop. Keep: the user's current goal, the recent "
+        "chain of reasoning and tool calls (which tool, which arguments, what it returned), every "
+        "piece of data the next steps may need (identifiers, numbers, names, dates, error codes), "
+        "and what is still left to do. Drop: old steps that later ones made redundant, failed "
+        "retries whose error no longer matters, verbose or repeated tool output."
+    ),
+    "planner_input": (
+        "The summary is the input of a planner that decides the next steps. Keep: the user's "
+        "objectives and constraints, decisions already made, facts established so far, and open "
+        "questions. Drop: tool-call mechanics, raw tool output, intermediate reasoning and chatter."
+    ),
+    "step_dependency": (
+        "Other steps depend on what this conversation produced. Keep: the concrete result of every "
+        "completed step (values, identifiers, names, file names, outcomes) and any error that blocks "
+        "a dependent step. Drop: the reasoning narrative, retries and verbose output."
+    ),
+    "general": (
+        "Keep: facts, the user's requests and preferences, decisions, results and unresolved "
+        "questions. Drop: greetings, repetition, filler and verbose detail."
+    ),
+}
+"""What each compaction hint (``AgentSettings.compaction_hint``) tells the summarizer to keep
+and to drop (SPEC R6.1)."""
+
+COMPACTION_SYSTEM = (
+    "You compact the history of a conversation between a user and an AI assistant that uses "
+    "tools, so that the assistant can continue its work within its context window. {hint}\n"
+    "Write the summary in the language of the conversation{language}. Keep exact values "
+    "(identifiers, numbers, names, dates, error codes) as they appear. Do not invent anything. "
+    "Write plain text, at most about {words} words, and output only the summary."
+)
+
+COMPACTION_USER = (
+    "The user's request, kept verbatim next to your summary (do not repeat it):\n{pinned}\n\n"
+    "Messages to summarize, oldest first:\n{transcript}\n\nWrite the summary."
+)

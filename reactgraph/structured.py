@@ -36,15 +36,11 @@ from reactgraph.actions import message_text
 from reactgraph.dualmode import call_model
 from reactgraph.errors import StructuredOutputError
 from reactgraph.jsonparse import extract_json, safe_json
+from reactgraph.prompts import STRUCTURED_INSTRUCTION, reformat_request
 from reactgraph.usage import sum_usage, usage_of
 
 _UNSET: Any = object()
 
-STRUCTURED_REFORMAT = (
-    "Your previous response could not be parsed as valid JSON matching the schema ({error}). "
-    "Reply again with only one JSON object that matches this schema, and nothing else:\n{schema}"
-)
-STRUCTURED_INSTRUCTION = "Reply with only one JSON object that matches this JSON schema, and nothing else:\n{schema}"
 
 
 @dataclass
@@ -116,6 +112,7 @@ async def structured_llm_call(
     default_value: Any = _UNSET,
     regex_fallback: Callable[[str], dict[str, Any] | None] | None = None,
     config: RunnableConfig | None = None,
+    reformat_retries: int = 1,
 ) -> StructuredCallResult:
     """Get a value matching ``schema`` from the model (SPEC §4).
 
@@ -135,6 +132,9 @@ async def structured_llm_call(
             found; returns a dict or ``None``.
         config: RunnableConfig for the model calls (they are tagged to stay out of token
             streams).
+        reformat_retries: Reformat requests per text level after an unparseable reply
+            (default 1, R4.3, R4.4; the graph's nodes pass ``AgentSettings.parse_retries``).
+            The call counts of R4.5 are for the default.
 
     Returns:
         The :class:`StructuredCallResult`.
@@ -193,10 +193,10 @@ async def structured_llm_call(
     instruction = HumanMessage(STRUCTURED_INSTRUCTION.format(schema=schema_text))
 
     async def text_level(level: int, model: Any, fallback: Any = None) -> bool:
-        """Two calls at most; when the first call's request fails and ``fallback`` is
-        given, the second call is made with ``fallback`` on the same prompt."""
+        """``1 + reformat_retries`` calls at most; when the first call's request fails and
+        ``fallback`` is given, the second call is made with ``fallback`` on the same prompt."""
         prompt = [*base, instruction]
-        for attempt in range(2):
+        for attempt in range(1 + max(reformat_retries, 0)):
             try:
                 response = await invoke(model, prompt, level)
             except _LevelFailed:
@@ -215,8 +215,10 @@ async def structured_llm_call(
                     result.error = f"level 3: regex_fallback raised {type(exc).__name__}: {exc}"
             if data is not None and accept(data, level):
                 return True
-            if attempt == 0:
-                prompt = [*prompt, AIMessage(content=raw), HumanMessage(STRUCTURED_REFORMAT.format(error=result.error, schema=schema_text))]
+            if attempt < reformat_retries:
+                prompt = [*prompt, AIMessage(content=raw), HumanMessage(reformat_request(
+                    f"only one JSON object that matches this schema, and nothing else:\n{schema_text}",
+                    f" matching the schema ({result.error})"))]
         return False
 
     # Level 2: JSON mode (with the schema when the provider takes one), one reformat retry.

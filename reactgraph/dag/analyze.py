@@ -25,6 +25,7 @@ from reactgraph.dag.settings import DAGSettings
 from reactgraph.dag.state import Analysis, DAGState, PlanStep, StepResult
 from reactgraph.events import emit
 from reactgraph.models.registry import ModelRegistry
+from reactgraph.prompts import ANALYZER_SYSTEM, ANALYZER_USER
 from reactgraph.structured import structured_llm_call
 
 ANALYSIS_SCHEMA: dict[str, Any] = {
@@ -40,14 +41,6 @@ ANALYSIS_SCHEMA: dict[str, Any] = {
     "required": ["achieved", "confidence", "reasoning"],
 }
 
-ANALYZER_SYSTEM = (
-    "You check whether the results of a plan's steps achieve the user's goal. Reply with a JSON object: "
-    '"achieved" (true only when the results fully answer the goal), "confidence" (0 to 1, how sure you are), '
-    '"reasoning" (one or two sentences), "final_answer" (when achieved, the answer to the goal built only from '
-    'the results, in the language of the goal; otherwise "").'
-)
-
-ANALYZER_USER = "Goal: {goal}\n\nStep results:\n{results}"
 
 UNREADABLE = "the analysis could not be read"
 

@@ -41,13 +41,10 @@ from reactgraph.dag.state import DAGState, PlanStep, StepResult, StepTask
 from reactgraph.events import AgentEvent, emit, graph_events
 from reactgraph.graph.react import create_react_graph
 from reactgraph.models.registry import ModelRegistry, RegisteredModel
+from reactgraph.prompts import STEP_CONTEXT, STEP_DEPENDENCIES, STEP_TOOL_HINT
 from reactgraph.synthesis import TRUNCATION_MARK
 
 logger = logging.getLogger(__name__)
-
-STEP_CONTEXT = "Overall goal: {goal}\n\nYour task (step {id} of a larger plan): {task}"
-STEP_TOOL_HINT = "\n\nSuggested tool: {tool}"
-STEP_DEPENDENCIES = "\n\nResults of earlier steps you can use:"
 
 
 def cut(text: str, limit: int) -> str:

@@ -29,34 +29,12 @@ from reactgraph.errors import PlanError
 from reactgraph.events import emit
 from reactgraph.models.registry import ModelRegistry
 from reactgraph.nodes.select_tools import catalog_line
+from reactgraph.prompts import CYCLE_FEEDBACK, PLANNER_SYSTEM, PLANNER_USER, REPLAN_NOTE
 from reactgraph.state import RESET
 from reactgraph.structured import structured_llm_call
 from reactgraph.usage import sum_usage
 
 logger = logging.getLogger(__name__)
-
-PLANNER_SYSTEM = """You are the planner of an assistant that works in steps. Break the user's goal into {min_steps} to {max_steps} steps. Each step is carried out by an assistant with tools that sees only its own task, the goal, and the results of the steps it depends on.
-For every step give:
-- id: a short unique id such as "s1";
-- task: a clear, self-contained instruction, written in the same language as the goal;
-- dependencies: the ids of the steps whose results it needs ([] when none); steps that do not depend on each other run in parallel;
-- tool_hint: the tool the step will most likely use, or "";
-- model_hint: the model role to run the step on, one of:
-{roles}
-Reply with a JSON object {{"steps": [...]}}."""
-
-PLANNER_USER = "Goal: {goal}\n\nTools the steps can use:\n{catalog}"
-
-REPLAN_NOTE = (
-    "\n\nAn earlier round did not achieve the goal. What happened:\n{summary}\n\n"
-    "Plan the work that is still missing. The new steps do not see the earlier results, so put "
-    "any figure they need into their tasks."
-)
-
-CYCLE_FEEDBACK = (
-    "That plan has a dependency cycle ({cycle}). Steps must form a directed acyclic graph: a step "
-    "may only depend on steps that do not depend on it, directly or indirectly. Reply with the corrected plan."
-)
 
 
 def plan_schema(roles: Sequence[str], max_steps: int) -> dict[str, Any]:

@@ -340,7 +340,7 @@ class LLMCallJSON:
             emit("step", type="thinking", status="done", iteration=iteration, reasoning=action.reasoning)
             failures = state.get("parse_failures", 0) + 1
             update["parse_failures"] = failures
-            if failures >= 2:  # the reformat retry failed too: the raw content is the answer (R2.4)
+            if failures > self.engine.settings.parse_retries:  # the reformat retries failed too: the raw content is the answer (R2.4)
                 update.update(_final_update(state, raw, "raw_content"))
             else:
                 update["messages"] = [stored, HumanMessage(REFORMAT_REQUEST)]

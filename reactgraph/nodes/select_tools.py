@@ -30,6 +30,7 @@ from langchain_core.tools import BaseTool
 from reactgraph.abilities import ModelAbilities
 from reactgraph.engine import RUN_NAME_SELECTION, Engine
 from reactgraph.events import emit
+from reactgraph.prompts import SELECTION_SYSTEM, SELECTION_USER
 from reactgraph.state import AgentState
 from reactgraph.structured import structured_llm_call
 
@@ -37,12 +38,6 @@ logger = logging.getLogger(__name__)
 
 CATALOG_LINE_CHARS = 80
 """Characters of one catalog line (name and first description line) (SPEC R5.1)."""
-
-SELECTION_SYSTEM = (
-    "You pick the tools an assistant will need to handle a user's request. Choose at most {limit} "
-    "tool names from the catalog: the fewest that cover everything the request asks. Use the exact "
-    'names. Reply with a JSON object {{"tools": ["name", ...]}}.'
-)
 
 
 def catalog_line(tool: BaseTool, limit: int = CATALOG_LINE_CHARS) -> str:
@@ -71,6 +66,7 @@ async def select_tool_names(
     tools: Sequence[BaseTool],
     limit: int,
     config: RunnableConfig | None = None,
+    reformat_retries: int = 1,
 ) -> tuple[list[str] | None, dict[str, int]]:
     """Ask the model which tools the query needs (SPEC R5.1–R5.3).
 
@@ -81,6 +77,8 @@ async def select_tool_names(
         tools: The tools to choose from (the lexical shortlist), best first.
         limit: Most names to keep.
         config: RunnableConfig for the model calls.
+        reformat_retries: Reformat requests per level after unparseable output
+            (``AgentSettings.parse_retries``).
 
     Returns:
         ``(names, usage)``: the valid, distinct names in the model's order, at most
@@ -91,12 +89,13 @@ async def select_tool_names(
     catalog = "\n".join(catalog_line(tool) for tool in tools)
     messages = [
         SystemMessage(SELECTION_SYSTEM.format(limit=limit)),
-        HumanMessage(f"Request: {query}\n\nCatalog:\n{catalog}"),
+        HumanMessage(SELECTION_USER.format(query=query, catalog=catalog)),
     ]
     usage: dict[str, int] = {}
     try:
         result = await structured_llm_call(
-            llm, messages, selection_schema(names, limit), abilities=abilities, default_value=None, config=config
+            llm, messages, selection_schema(names, limit), abilities=abilities, default_value=None, config=config,
+            reformat_retries=reformat_retries,
         )
     except Exception as exc:  # R5.3: selection never fails a run
         logger.warning("tool selection failed, offering every tool: %s", exc)
@@ -162,6 +161,6 @@ class SelectTools:
         emit("phase", phase="selecting_tools", total_tools=len(tools))
         names, usage = await select_tool_names(
             self.engine.llm, self.engine.abilities, state.get("query", ""), shortlist, settings.tool_selection_max,
-            {**config, "run_name": RUN_NAME_SELECTION},
+            {**config, "run_name": RUN_NAME_SELECTION}, reformat_retries=settings.parse_retries,
         )
         return {"selected_tools": hybrid_selection(names, ranked, settings.tool_selection_max), "usage": usage}

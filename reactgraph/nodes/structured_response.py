@@ -66,7 +66,8 @@ class StructuredResponse:
     async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         messages = [*([SystemMessage(self.prompt)] if self.prompt else []), *state.get("messages", [])]
         result = await structured_llm_call(
-            self.engine.llm, messages, self.schema, abilities=self.engine.abilities, default_value=None, config=config
+            self.engine.llm, messages, self.schema, abilities=self.engine.abilities, default_value=None, config=config,
+            reformat_retries=self.engine.settings.parse_retries,
         )
         if result.level is None:
             logger.warning("no structured response after %d model calls: %s", result.calls, result.error)

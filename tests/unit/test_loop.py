@@ -114,6 +114,18 @@ async def test_garbage_twice_makes_the_raw_content_the_answer(tools):
     assert result.finish_reason == "raw_content"
 
 
+@pytest.mark.parametrize("retries", [0, 1, 3])
+async def test_parse_retries_sets_how_many_reformat_requests_come_before_the_raw_content(tools, retries):
+    """The one bad-output policy (issue 17): ``parse_retries`` reformat requests, then the
+    raw content is the answer (SPEC R2.4 with the default 1)."""
+    replies = [f"garbage {i}" for i in range(retries + 1)]
+    model = ScriptedChatModel(responses=list(replies))
+    result = await ReActAgent(model, tools, settings=AgentSettings(parse_retries=retries, stall_detection=False)).run("q")
+    assert result.answer == replies[-1] and result.finish_reason == "raw_content"
+    assert len(model.calls) == retries + 1
+    assert [m.content for m in model.calls[-1] if m.content == REFORMAT_REQUEST] == [REFORMAT_REQUEST] * retries
+
+
 async def test_parse_failure_counter_resets_after_a_good_action(tools):
     model = ScriptedChatModel(responses=["bad", call_json("get_status", {"equipment_id": "A"}), "bad again", final("ok")])
     result = await ReActAgent(model, tools).run("q")

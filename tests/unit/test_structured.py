@@ -128,3 +128,14 @@ async def test_a_raising_regex_fallback_is_a_failed_attempt():
     result = await structured_llm_call(model, ASK, SCHEMA, abilities=PLAIN, regex_fallback=broken, default_value=None)
     assert (result.value, result.level, result.calls) == (None, None, 2)
     assert result.error == "level 3: regex_fallback raised RuntimeError: bad pattern"
+
+
+@pytest.mark.parametrize("retries, calls", [(0, 1), (1, 2), (2, 3)])
+async def test_reformat_retries_sets_the_calls_of_a_text_level(retries, calls):
+    """Plain text only: one call plus ``reformat_retries`` reformat requests, each with the
+    shared reformat prompt (issue 17's one bad-output policy)."""
+    model = ScriptedChatModel(responses=["no json here"], repeat_last=True)
+    result = await structured_llm_call(model, ASK, SCHEMA, abilities=PLAIN, default_value=None, reformat_retries=retries)
+    assert result.value is None and result.calls == calls
+    reformats = [m for m in model.calls[-1] if isinstance(m, HumanMessage) and "could not be parsed as valid JSON" in m.content]
+    assert len(reformats) == retries
