@@ -9,7 +9,6 @@ from reactgraph.agent import ReActAgent
 from reactgraph.artifacts import Artifact
 from reactgraph.checkpointing import Persistence, open_checkpointer, open_persistence
 from reactgraph.config import _TOOL_SELECTION_MAX, COMPACTION_HINTS, TOOL_SELECTION_THRESHOLD, AgentSettings
-from reactgraph.context import ContextGuard, GuardResult, TokenCounter, context_budget
 from reactgraph.dag import DAGAgent, DAGResult, DAGSettings, StepOutcome, create_dag_graph
 from reactgraph.errors import (
     FollowUpLimitError,
@@ -32,6 +31,7 @@ from reactgraph.protocol import check_protocol
 from reactgraph.result import AgentResult, Step
 from reactgraph.structured import StructuredCallResult, structured_llm_call
 from reactgraph.usage import Usage
+from reactgraph.window import ContextGuard, GuardResult, TokenCounter, context_budget
 
 __all__ = [
     "TOOL_SELECTION_THRESHOLD",

@@ -24,9 +24,8 @@ from reactgraph.events import AgentEvent, graph_events
 from reactgraph.facade import AgentFacade
 from reactgraph.graph.react import compile_react_graph
 from reactgraph.interrupts import FollowUpLimits, InMemoryInterruptQueue, InterruptQueue
-from reactgraph.nodes.fallback import summarize_steps
 from reactgraph.result import AgentResult, Step
-from reactgraph.synthesis import stream_synthesis
+from reactgraph.synthesis import stream_synthesis, summarize_steps
 from reactgraph.tooling import ToolErrorPolicy
 
 logger = logging.getLogger(__name__)

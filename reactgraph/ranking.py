@@ -205,3 +205,14 @@ def unlisted_values(query: str, values: Iterable[str]) -> list[str]:
             if text not in known:
                 found.append((match.start(), text))
     return list(dict.fromkeys(text for _, text in sorted(found)))
+
+
+CATALOG_LINE_CHARS = 80
+"""Characters of one catalog line (name and first description line) (SPEC R5.1)."""
+
+
+def catalog_line(tool: BaseTool, limit: int = CATALOG_LINE_CHARS) -> str:
+    """``- name: first line of the description``, cut to ``limit`` characters (with "…")."""
+    first = (tool.description or "").strip().splitlines()[0] if (tool.description or "").strip() else ""
+    line = f"- {tool.name}: {first}" if first else f"- {tool.name}"
+    return line if len(line) <= limit else line[: limit - 1] + "…"

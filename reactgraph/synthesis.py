@@ -15,6 +15,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 
 from reactgraph.actions import message_text
 from reactgraph.dualmode import stream_model
+from reactgraph.events import emit
 from reactgraph.jsonparse import safe_json
 from reactgraph.prompts import (
     SYNTHESIS_STRICT,
@@ -234,3 +235,44 @@ async def with_fallback(chunks: AsyncIterator[str], fallback: str) -> AsyncItera
         return
     if not streamed:
         yield fallback
+
+
+def summarize_steps(steps: Sequence[dict[str, Any]], reason: str) -> str:
+    """A plain-text fallback answer.
+
+    Args:
+        steps: Step records (``AgentState.steps``).
+        reason: First line, saying why the run ended without a final answer.
+
+    Returns:
+        ``reason`` followed by one line per tool call: ``N. tool(args) — succeeded`` or
+        ``— failed: <error>``; or a note that no tool was called.
+    """
+    if not steps:
+        return f"{reason}\nNo tools were called."
+    lines = [reason, "Steps taken:"]
+    for number, step in enumerate(steps, start=1):
+        outcome = "succeeded" if not step.get("error") else f"failed: {step['error']}"
+        lines.append(f"{number}. {step.get('tool_name')}({safe_json(step.get('tool_args'))}) — {outcome}")
+    return "\n".join(lines)
+
+
+async def one_chunk(text: str) -> AsyncIterator[str]:
+    """``text`` as a stream of one chunk (an answer known in advance, sent as a stream)."""
+    yield text
+
+
+async def emit_answer(chunks: AsyncIterator[str], fallback: str) -> str:
+    """Send a streamed answer as ``answer`` events (start, one delta per chunk, done),
+    falling back to ``fallback`` as :func:`~reactgraph.synthesis.with_fallback` does (R3.2).
+
+    Returns:
+        The whole text sent.
+    """
+    emit("answer", status="start")
+    parts: list[str] = []
+    async for text in with_fallback(chunks, fallback):
+        parts.append(text)
+        emit("answer", status="delta", content=text)
+    emit("answer", status="done")
+    return "".join(parts)

@@ -28,8 +28,8 @@ from reactgraph.dag.state import DAGState, PlanStep
 from reactgraph.errors import PlanError
 from reactgraph.events import emit
 from reactgraph.models.registry import ModelRegistry
-from reactgraph.nodes.select_tools import catalog_line
 from reactgraph.prompts import CYCLE_FEEDBACK, PLANNER_SYSTEM, PLANNER_USER, REPLAN_NOTE
+from reactgraph.ranking import catalog_line
 from reactgraph.state import RESET
 from reactgraph.structured import structured_llm_call
 from reactgraph.usage import sum_usage

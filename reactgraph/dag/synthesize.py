@@ -10,7 +10,7 @@ run's config says ``configurable.synthesize = False`` (``DAGAgent.run`` uses tha
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -20,9 +20,8 @@ from reactgraph.dag.analyze import format_results
 from reactgraph.dag.settings import DAGSettings
 from reactgraph.dag.state import DAGState, PlanStep, StepResult
 from reactgraph.models.registry import ModelRegistry
-from reactgraph.nodes.synthesize import emit_answer
 from reactgraph.prompts import SYNTHESIS_SYSTEM, SYNTHESIS_USER
-from reactgraph.synthesis import stream_messages
+from reactgraph.synthesis import emit_answer, one_chunk, stream_messages
 
 
 def dag_synthesis_messages(goal: str, plan: Sequence[PlanStep], results: Mapping[str, StepResult],
@@ -33,10 +32,6 @@ def dag_synthesis_messages(goal: str, plan: Sequence[PlanStep], results: Mapping
     if draft:
         trace += f"\n\nDraft answer from the assistant:\n{draft}"
     return [SystemMessage(SYNTHESIS_SYSTEM), HumanMessage(SYNTHESIS_USER.format(query=goal, trace=trace))]
-
-
-async def _just(text: str) -> AsyncIterator[str]:
-    yield text
 
 
 class DAGSynthesize:
@@ -57,7 +52,7 @@ class DAGSynthesize:
         answer = state.get("answer") or ""
         results = state.get("results") or {}
         if not results:  # the planner failed before any step ran: its message is the answer
-            return {"synthesis": await emit_answer(_just(answer), answer)}
+            return {"synthesis": await emit_answer(one_chunk(answer), answer)}
         draft = (state.get("analysis") or {}).get("final_answer")
         messages = dag_synthesis_messages(state.get("goal", ""), state.get("plan") or [], results, draft,
                                           self.settings.result_chars)

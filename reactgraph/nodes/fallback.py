@@ -9,35 +9,13 @@ summary serves a run whose model kept failing (SPEC R2.7).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage
 
 from reactgraph.engine import Engine
-from reactgraph.jsonparse import safe_json
 from reactgraph.state import AgentState
-
-
-def summarize_steps(steps: Sequence[dict[str, Any]], reason: str) -> str:
-    """A plain-text fallback answer.
-
-    Args:
-        steps: Step records (``AgentState.steps``).
-        reason: First line, saying why the run ended without a final answer.
-
-    Returns:
-        ``reason`` followed by one line per tool call: ``N. tool(args) — succeeded`` or
-        ``— failed: <error>``; or a note that no tool was called.
-    """
-    if not steps:
-        return f"{reason}\nNo tools were called."
-    lines = [reason, "Steps taken:"]
-    for number, step in enumerate(steps, start=1):
-        outcome = "succeeded" if not step.get("error") else f"failed: {step['error']}"
-        lines.append(f"{number}. {step.get('tool_name')}({safe_json(step.get('tool_args'))}) — {outcome}")
-    return "\n".join(lines)
-
+from reactgraph.synthesis import summarize_steps
 
 STEPS_TO_FINISH = 9
 """Graph steps one more loop iteration may take before the run ends, counted from the

@@ -1,6 +1,6 @@
 """``guard_context``: the context guard at the top of every iteration (SPEC §6).
 
-Before each loop model call it runs :class:`~reactgraph.context.ContextGuard` on the
+Before each loop model call it runs :class:`~reactgraph.window.ContextGuard` on the
 conversation, counting the system prompt and the tool schemas the call will add (the
 system prompt is not in state: the model nodes prepend it). What the guard changes is
 written back to state, so later iterations and checkpoints carry the compacted history:
@@ -24,13 +24,13 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
-from reactgraph.context import ContextGuard, TokenCounter, context_budget, model_name_of
 from reactgraph.dualmode import run_blocking
 from reactgraph.engine import RUN_NAME_COMPACTION, Engine
 from reactgraph.events import emit
 from reactgraph.nodes.fallback import iteration_cap_reached
 from reactgraph.pinning import pinned_ids
 from reactgraph.state import AgentState
+from reactgraph.window import ContextGuard, TokenCounter, context_budget, model_name_of
 
 
 class GuardContext:
@@ -38,7 +38,7 @@ class GuardContext:
 
     Args:
         engine: The shared engine: its compaction model, abilities and settings decide the
-            guard (budget from :func:`~reactgraph.context.context_budget`, tokens counted
+            guard (budget from :func:`~reactgraph.window.context_budget`, tokens counted
             with the loop model's encoding).
     """
 

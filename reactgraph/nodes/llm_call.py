@@ -46,9 +46,9 @@ from reactgraph.dualmode import call_model
 from reactgraph.engine import Engine
 from reactgraph.events import emit
 from reactgraph.jsonparse import extract_json, safe_json
-from reactgraph.nodes.fallback import summarize_steps
 from reactgraph.prompts import ANSWER_REQUEST, FINAL_ONLY_REQUEST, REFORMAT_REQUEST, TOOL_ARGS_REQUEST
 from reactgraph.state import AgentState, ToolCallRequest
+from reactgraph.synthesis import summarize_steps
 from reactgraph.usage import sum_usage, usage_of
 
 logger = logging.getLogger(__name__)

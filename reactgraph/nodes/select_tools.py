@@ -31,20 +31,11 @@ from reactgraph.abilities import ModelAbilities
 from reactgraph.engine import RUN_NAME_SELECTION, Engine
 from reactgraph.events import emit
 from reactgraph.prompts import SELECTION_SYSTEM, SELECTION_USER
+from reactgraph.ranking import catalog_line
 from reactgraph.state import AgentState
 from reactgraph.structured import structured_llm_call
 
 logger = logging.getLogger(__name__)
-
-CATALOG_LINE_CHARS = 80
-"""Characters of one catalog line (name and first description line) (SPEC R5.1)."""
-
-
-def catalog_line(tool: BaseTool, limit: int = CATALOG_LINE_CHARS) -> str:
-    """``- name: first line of the description``, cut to ``limit`` characters (with "…")."""
-    first = (tool.description or "").strip().splitlines()[0] if (tool.description or "").strip() else ""
-    line = f"- {tool.name}: {first}" if first else f"- {tool.name}"
-    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def selection_schema(names: Sequence[str], limit: int) -> dict[str, Any]:

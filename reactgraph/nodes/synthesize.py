@@ -23,7 +23,6 @@ the answer, as it is (issue 21).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -32,28 +31,8 @@ from reactgraph.engine import Engine
 from reactgraph.events import emit
 from reactgraph.grounding import check_grounding, observation_answer
 from reactgraph.state import AgentState
-from reactgraph.synthesis import stream_synthesis, until_repetition, with_fallback
+from reactgraph.synthesis import emit_answer, one_chunk, stream_synthesis, until_repetition
 from reactgraph.usage import sum_usage
-
-
-async def _one_chunk(text: str) -> AsyncIterator[str]:
-    yield text
-
-
-async def emit_answer(chunks: AsyncIterator[str], fallback: str) -> str:
-    """Send a streamed answer as ``answer`` events (start, one delta per chunk, done),
-    falling back to ``fallback`` as :func:`~reactgraph.synthesis.with_fallback` does (R3.2).
-
-    Returns:
-        The whole text sent.
-    """
-    emit("answer", status="start")
-    parts: list[str] = []
-    async for text in with_fallback(chunks, fallback):
-        parts.append(text)
-        emit("answer", status="delta", content=text)
-    emit("answer", status="done")
-    return "".join(parts)
 
 
 class Synthesize:
@@ -88,7 +67,7 @@ class Synthesize:
         if not enabled:
             return {}
         if state.get("finish_reason") == "return_direct":  # the tool's result is the answer (issue 21)
-            return {"synthesis": await emit_answer(_one_chunk(state.get("answer") or ""), "")}
+            return {"synthesis": await emit_answer(one_chunk(state.get("answer") or ""), "")}
         usage: dict[str, int] = {}
         query, steps = state.get("query", ""), state.get("steps", [])
         text = await self._stream(state, config, usage, state.get("answer") or "")
@@ -102,6 +81,6 @@ class Synthesize:
             report, action = check_grounding(text, steps, query), "reasked"
             if report.ungrounded or report.factless:
                 emit("answer", status="reset", ungrounded=report.ungrounded, factless=report.factless)
-                text = await emit_answer(_one_chunk(last_resort), last_resort)
+                text = await emit_answer(one_chunk(last_resort), last_resort)
                 report, action = check_grounding(text, steps, query), "fallback"
         return {"synthesis": text, "usage": usage, "grounding": report.to_dict(settings.grounding, action)}

@@ -27,9 +27,10 @@ from reactgraph import (
     create_react_graph,
     resolve_abilities,
 )
-from reactgraph import context as context_module
-from reactgraph.context import (
-    COMPACTION_HINT_PROMPTS,
+from reactgraph.engine import Engine
+from reactgraph.nodes.guard_context import GuardContext
+from reactgraph.prompts import COMPACTION_HINT_PROMPTS, SYNTHESIS_SYSTEM
+from reactgraph.window import (
     DROPPED_NOTE,
     MIN_BUDGET,
     OFFLINE_ENCODING,
@@ -37,9 +38,7 @@ from reactgraph.context import (
     TRUNCATION_MARKER,
     estimate_tokens,
 )
-from reactgraph.engine import Engine
-from reactgraph.nodes.guard_context import GuardContext
-from reactgraph.prompts import SYNTHESIS_SYSTEM
+from reactgraph.window import tokens as tokens_module
 from tests.scripted import ScriptedChatModel, tool_call
 
 QUERY = "CNC-003 상태 확인해줘"
@@ -302,7 +301,7 @@ def test_token_counting_works_with_the_download_blocked(monkeypatch, tmp_path):
     monkeypatch.setattr(tiktoken.load, "read_file", blocked_read)
     monkeypatch.setattr(socket.socket, "connect", blocked_connect)
     monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})  # tiktoken's own in-process cache
-    monkeypatch.setattr(context_module, "_encodings", {})
+    monkeypatch.setattr(tokens_module, "_encodings", {})
 
     counter = TokenCounter("gpt-4o-mini")  # an o200k_base model: its encoding needs a download
     assert counter.count_text(QUERY) > 0
@@ -316,7 +315,7 @@ def test_char_estimate_is_the_last_resort(monkeypatch):
     def unavailable(name):
         raise ValueError(f"no encoding {name}")
 
-    monkeypatch.setattr(context_module, "_encodings", {})
+    monkeypatch.setattr(tokens_module, "_encodings", {})
     monkeypatch.setattr(tiktoken, "get_encoding", unavailable)
     counter = TokenCounter("gpt-4o-mini")
     assert counter.encoding_name == "estimate"

@@ -9,7 +9,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import StructuredTool
 
 from reactgraph import _TOOL_SELECTION_MAX, TOOL_SELECTION_THRESHOLD, AgentSettings, ModelAbilities, ReActAgent
-from reactgraph.nodes.select_tools import catalog_line
+from reactgraph.ranking import catalog_line
 from tests.scripted import ScriptedChatModel, tool_call
 
 NATIVE = ModelAbilities(tool_call=True, json_mode=True)

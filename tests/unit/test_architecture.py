@@ -1,0 +1,123 @@
+"""The layering rules of docs/architecture.md, checked on the source (issue 17), and a
+snapshot of each compiled graph's shape.
+
+- No module outside ``reactgraph/nodes/`` and ``reactgraph/graph/`` imports from
+  ``reactgraph.nodes``: helpers several nodes use live below the nodes.
+- Node code does its I/O through :mod:`reactgraph.dualmode` (its module docstring states
+  the rule): a node that awaited ``ainvoke``/``astream`` or an ``asyncio`` primitive itself
+  would hang or fail a synchronous ``invoke`` run.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+from pathlib import Path
+
+from langchain_core.tools import tool
+
+from reactgraph import AgentSettings, ModelAbilities, create_dag_graph, create_react_graph
+from tests.scripted import ScriptedChatModel
+
+PACKAGE = Path(__file__).resolve().parents[2] / "reactgraph"
+SNAPSHOT = Path(__file__).parent / "data" / "graph_shapes.json"
+
+NODE_CODE = ["nodes", "window", "dag/plan.py", "dag/analyze.py", "dag/executor.py", "dag/synthesize.py",
+             "structured.py", "synthesis.py"]
+"""Code that runs inside graph nodes, so under both entry points (SPEC R10.1)."""
+
+ASYNC_APIS = {"ainvoke", "astream", "abatch", "agenerate", "astream_events", "atransform", "acall", "arun"}
+"""LangChain async entry points a node must reach through ``dualmode`` (``call_model``, ``stream_model``)."""
+
+
+def modules() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "static" not in p.parts)
+
+
+def imported_modules(tree: ast.AST) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+    return names
+
+
+def test_no_module_below_the_nodes_imports_from_them():
+    offenders = []
+    for path in modules():
+        part = path.relative_to(PACKAGE).parts[0]
+        if part in ("nodes", "graph"):
+            continue
+        for name in imported_modules(ast.parse(path.read_text())):
+            if name == "reactgraph.nodes" or name.startswith("reactgraph.nodes."):
+                offenders.append(f"{path.relative_to(PACKAGE)} imports {name}")
+    assert offenders == []
+
+
+def node_code() -> list[Path]:
+    found = []
+    for entry in NODE_CODE:
+        target = PACKAGE / entry
+        found.extend(sorted(target.rglob("*.py")) if target.is_dir() else [target])
+    return found
+
+
+def bare_async_io(tree: ast.AST) -> list[str]:
+    """Awaits (and ``async for`` loops) of a LangChain async API or an ``asyncio`` primitive."""
+    found = []
+    for node in ast.walk(tree):
+        target = node.value if isinstance(node, ast.Await) else node.iter if isinstance(node, ast.AsyncFor) else None
+        if not isinstance(target, ast.Call) or not isinstance(target.func, ast.Attribute):
+            continue
+        func = target.func
+        root = func.value
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if func.attr in ASYNC_APIS or (isinstance(root, ast.Name) and root.id == "asyncio"):
+            found.append(f"line {node.lineno}: {ast.unparse(target)[:80]}")
+    return found
+
+
+def test_node_code_does_its_io_through_dualmode():
+    offenders = {str(p.relative_to(PACKAGE)): hits for p in node_code() if (hits := bare_async_io(ast.parse(p.read_text())))}
+    assert offenders == {}
+
+
+def test_the_scan_sees_a_bare_await():
+    """The check above can fail: it flags the two ways a node could bypass ``dualmode``."""
+    source = "async def node(model, x):\n    await model.ainvoke(x)\n    await asyncio.sleep(1)\n    await call_model(model, x)\n"
+    assert [hit.split(":")[0] for hit in bare_async_io(ast.parse(source))] == ["line 2", "line 3"]
+
+
+@tool
+def get_status(equipment_id: str) -> str:
+    """Return the status of one machine."""
+    return f"{equipment_id}: normal"
+
+
+def shape(graph) -> dict[str, list]:
+    drawable = graph.get_graph()
+    return {
+        "nodes": sorted(drawable.nodes),
+        "edges": sorted([edge.source, edge.target, bool(edge.conditional)] for edge in drawable.edges),
+    }
+
+
+def test_the_compiled_graphs_keep_their_shape():
+    """Nodes and edges of each compiled graph (SPEC §1), against a stored snapshot: a change
+    of the wiring shows in review as a change of ``tests/unit/data/graph_shapes.json``
+    (``REACTGRAPH_RECORD_SHAPES=1`` rewrites it)."""
+    model = ScriptedChatModel()
+    shapes = {
+        "react": shape(create_react_graph(model, [get_status], abilities=ModelAbilities(tool_call=True))),
+        "react_with_response_format": shape(create_react_graph(
+            model, [get_status], abilities=ModelAbilities(tool_call=True), settings=AgentSettings(),
+            response_format={"title": "status", "type": "object", "properties": {"ok": {"type": "boolean"}}})),
+        "dag": shape(create_dag_graph(model, [get_status])),
+    }
+    if os.environ.get("REACTGRAPH_RECORD_SHAPES"):
+        SNAPSHOT.write_text(json.dumps(shapes, indent=1) + "\n")
+    assert shapes == json.loads(SNAPSHOT.read_text())
