@@ -1,6 +1,9 @@
 """reactgraph: a two-phase ReAct agent engine built as a LangGraph state machine.
 
-Public API only; see the README for a tour.
+The public API is what this module exports (``__all__``), plus the documented modules
+``reactgraph.testing`` (scripted models for users' tests), ``reactgraph.server`` and
+``reactgraph.window``. Modules whose name starts with ``_`` are internal and may change
+without notice. See docs/architecture.md for what lives where.
 """
 
 from reactgraph.abilities import ModelAbilities, resolve_abilities

@@ -15,10 +15,10 @@ from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as create_tool
 from langgraph.graph.state import CompiledStateGraph
 
+from reactgraph._engine import Engine, split_prompt
 from reactgraph.abilities import ModelAbilities, resolve_abilities
 from reactgraph.checkpointing import has_pending_work
 from reactgraph.config import AgentSettings
-from reactgraph.engine import Engine, split_prompt
 from reactgraph.errors import NothingToResumeError
 from reactgraph.events import AgentEvent, graph_events
 from reactgraph.facade import AgentFacade

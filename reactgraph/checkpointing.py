@@ -19,8 +19,8 @@ from pathlib import Path
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import StateSnapshot
 
+from reactgraph._paths import data_home
 from reactgraph.interrupts import InMemoryInterruptQueue, InterruptQueue
-from reactgraph.paths import data_home
 
 DATABASE_URL_ENV = "REACTGRAPH_DATABASE_URL"
 
@@ -46,7 +46,7 @@ def has_pending_work(snapshot: StateSnapshot) -> bool:
 
 def default_checkpoint_path() -> Path:
     """Return the default SQLite checkpoint file: ``checkpoints.db`` under
-    :func:`reactgraph.paths.data_home`."""
+    :func:`reactgraph._paths.data_home`."""
     return data_home() / "checkpoints.db"
 
 

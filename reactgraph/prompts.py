@@ -98,7 +98,7 @@ def json_mode_system_prompt(
         base: The domain instructions.
         tools: The tools offered, most relevant first (SPEC R13.1).
         arguments: Each tool's argument schema as offered this turn (named values first,
-            see :meth:`reactgraph.engine.Engine.offered_args`); ``None`` for the tools' own.
+            see :meth:`reactgraph._engine.Engine.offered_args`); ``None`` for the tools' own.
     """
     lines = []
     for index, tool in enumerate(tools):

@@ -10,7 +10,7 @@ from langgraph.graph.message import add_messages
 from langgraph.managed import RemainingSteps
 from typing_extensions import NotRequired, TypedDict
 
-from reactgraph.pinning import merge_pinned
+from reactgraph._pinning import merge_pinned
 from reactgraph.usage import sum_usage
 
 FinishReason = Literal["final_answer", "stalled", "raw_content", "return_direct", "max_iterations", "model_error"]

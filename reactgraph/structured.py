@@ -30,10 +30,10 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.constants import TAG_NOSTREAM
 from pydantic import BaseModel, ValidationError
 
+from reactgraph._dualmode import call_model
 from reactgraph.abilities import ModelAbilities, resolve_abilities
 from reactgraph.action_schema import schema_response_format
 from reactgraph.actions import message_text
-from reactgraph.dualmode import call_model
 from reactgraph.errors import StructuredOutputError
 from reactgraph.jsonparse import extract_json, safe_json
 from reactgraph.prompts import STRUCTURED_INSTRUCTION, reformat_request

@@ -13,8 +13,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
+from reactgraph._dualmode import stream_model
 from reactgraph.actions import message_text
-from reactgraph.dualmode import stream_model
 from reactgraph.events import emit
 from reactgraph.jsonparse import safe_json
 from reactgraph.prompts import (

@@ -38,8 +38,8 @@ from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest, ToolInvocationError
 from langgraph.types import Command
 
+from reactgraph._dualmode import in_sync_run, is_async_only, run_in_daemon_thread
 from reactgraph.artifacts import Artifact
-from reactgraph.dualmode import in_sync_run, is_async_only, run_in_daemon_thread
 
 ToolErrorPolicy = bool | str | Callable[..., str] | type[Exception] | tuple[type[Exception], ...]
 """What ``handle_tool_errors`` accepts: the values of LangGraph's ``ToolNode``."""

@@ -30,10 +30,10 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, RetryPolicy, Send
 from typing_extensions import TypedDict
 
+from reactgraph._dualmode import dual_node
+from reactgraph._engine import Engine, split_prompt
 from reactgraph.abilities import ModelAbilities, resolve_abilities
 from reactgraph.config import AgentSettings
-from reactgraph.dualmode import dual_node
-from reactgraph.engine import Engine, split_prompt
 from reactgraph.errors import is_transient_error
 from reactgraph.interrupts import InterruptQueue
 from reactgraph.nodes.drain_interrupts import DrainInterrupts
@@ -254,7 +254,7 @@ def create_react_graph(
     Returns:
         The compiled graph, a LangChain Runnable with sync and async entry points
         (``invoke``, ``ainvoke``, ``stream``, ``astream``, ``batch``, ``abatch``,
-        ``astream_events``; see :mod:`reactgraph.dualmode`). Input ``{"messages": [...]}``
+        ``astream_events``; see :mod:`reactgraph._dualmode`). Input ``{"messages": [...]}``
         as LangGraph's prebuilt agent; the output is :class:`~reactgraph.state.OutputState`:
         ``messages``, ``query``, ``mode``, ``selected_tools``, ``answer``, ``synthesis``,
         ``steps``, ``iteration``, ``usage``, ``finish_reason``, ``error``, and
@@ -293,7 +293,7 @@ def compile_react_graph(
     interrupt_before: Any = None,
     interrupt_after: Any = None,
 ) -> CompiledStateGraph:
-    """Wire and compile the ReAct graph around a prepared :class:`~reactgraph.engine.Engine`
+    """Wire and compile the ReAct graph around a prepared :class:`~reactgraph._engine.Engine`
     (the part of :func:`create_react_graph` after the model and tools are prepared; the
     agent facade calls it so that it shares the engine with the graph's nodes). The
     arguments are those of :func:`create_react_graph`."""

@@ -24,6 +24,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
+from reactgraph._paths import data_home
 from reactgraph.abilities import ModelAbilities
 from reactgraph.models.env import (
     DEFAULT_OPENAI_MODEL,
@@ -42,7 +43,6 @@ from reactgraph.models.local import (
     LocalModelServer,
     find_smollm2_gguf,
 )
-from reactgraph.paths import data_home
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",

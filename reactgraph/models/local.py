@@ -59,9 +59,9 @@ from typing import Any, Self
 
 from langchain_openai import ChatOpenAI
 
+from reactgraph._paths import data_home
 from reactgraph.abilities import ModelAbilities
 from reactgraph.errors import LocalModelError
-from reactgraph.paths import data_home
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",

@@ -41,7 +41,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
-from reactgraph.engine import Engine
+from reactgraph._engine import Engine
 from reactgraph.events import emit
 from reactgraph.interrupts import format_interrupt
 from reactgraph.nodes.fallback import iteration_cap_reached

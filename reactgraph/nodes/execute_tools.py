@@ -18,8 +18,8 @@ from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
+from reactgraph._engine import Engine
 from reactgraph.artifacts import Artifact
-from reactgraph.engine import Engine
 from reactgraph.events import emit
 from reactgraph.jsonparse import safe_json
 from reactgraph.prompts import OBSERVATION

@@ -13,7 +13,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 
-from reactgraph.engine import Engine
+from reactgraph._engine import Engine
 from reactgraph.state import AgentState
 from reactgraph.synthesis import summarize_steps
 

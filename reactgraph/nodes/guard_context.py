@@ -24,11 +24,11 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
-from reactgraph.dualmode import run_blocking
-from reactgraph.engine import RUN_NAME_COMPACTION, Engine
+from reactgraph._dualmode import run_blocking
+from reactgraph._engine import RUN_NAME_COMPACTION, Engine
+from reactgraph._pinning import pinned_ids
 from reactgraph.events import emit
 from reactgraph.nodes.fallback import iteration_cap_reached
-from reactgraph.pinning import pinned_ids
 from reactgraph.state import AgentState
 from reactgraph.window import ContextGuard, TokenCounter, context_budget, model_name_of
 

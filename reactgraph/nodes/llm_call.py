@@ -35,6 +35,8 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
+from reactgraph._dualmode import call_model
+from reactgraph._engine import Engine
 from reactgraph.action_schema import (
     ANSWER_CHOICE,
     choice_schema,
@@ -42,8 +44,6 @@ from reactgraph.action_schema import (
     schema_response_format,
 )
 from reactgraph.actions import message_text, parse_action, separate_reasoning
-from reactgraph.dualmode import call_model
-from reactgraph.engine import Engine
 from reactgraph.events import emit
 from reactgraph.jsonparse import extract_json, safe_json
 from reactgraph.prompts import ANSWER_REQUEST, FINAL_ONLY_REQUEST, REFORMAT_REQUEST, TOOL_ARGS_REQUEST

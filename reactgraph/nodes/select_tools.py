@@ -27,8 +27,8 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 
+from reactgraph._engine import RUN_NAME_SELECTION, Engine
 from reactgraph.abilities import ModelAbilities
-from reactgraph.engine import RUN_NAME_SELECTION, Engine
 from reactgraph.events import emit
 from reactgraph.prompts import SELECTION_SYSTEM, SELECTION_USER
 from reactgraph.ranking import catalog_line

@@ -8,8 +8,8 @@ from typing import Any
 from langchain_core.messages import HumanMessage, RemoveMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
+from reactgraph._engine import Engine
 from reactgraph.actions import message_text
-from reactgraph.engine import Engine
 from reactgraph.protocol import answer_unfinished_tool_calls
 from reactgraph.state import RESET, AgentState
 

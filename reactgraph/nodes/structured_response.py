@@ -18,7 +18,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.utils.function_calling import convert_to_json_schema
 from pydantic import BaseModel
 
-from reactgraph.engine import Engine
+from reactgraph._engine import Engine
 from reactgraph.state import AgentState
 from reactgraph.structured import structured_llm_call
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from reactgraph.engine import Engine
+from reactgraph._engine import Engine
 from reactgraph.events import emit
 from reactgraph.grounding import check_grounding, observation_answer
 from reactgraph.state import AgentState

@@ -57,12 +57,12 @@ from sse_starlette import EventSourceResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
+from reactgraph._pinning import is_pinned, pinned_ids
 from reactgraph.actions import message_text
 from reactgraph.agent import ReActAgent
 from reactgraph.checkpointing import has_pending_work
 from reactgraph.errors import FollowUpLimitError, NoActiveRunError, NothingToResumeError, ThreadBusyError
 from reactgraph.events import AgentEvent
-from reactgraph.pinning import is_pinned, pinned_ids
 from reactgraph.server.gate import LOOPBACK_HOSTS, RequestGate, error_response
 
 logger = logging.getLogger(__name__)

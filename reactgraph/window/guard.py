@@ -29,10 +29,10 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.constants import TAG_NOSTREAM
 
+from reactgraph._dualmode import call_model
+from reactgraph._pinning import is_pinned
 from reactgraph.actions import message_text
 from reactgraph.config import COMPACTION_HINTS
-from reactgraph.dualmode import call_model
-from reactgraph.pinning import is_pinned
 from reactgraph.prompts import COMPACTION_HINT_PROMPTS, COMPACTION_SYSTEM, COMPACTION_USER
 from reactgraph.usage import sum_usage, usage_of
 from reactgraph.window.tokens import (

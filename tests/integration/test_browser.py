@@ -20,9 +20,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from playwright.async_api import Browser, Page, async_playwright
 
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent
+from reactgraph._paths import data_home
 from reactgraph.checkpointing import open_checkpointer
 from reactgraph.demo.factory import DEMO_QUESTION, DEMO_SYSTEM_PROMPT, build_factory_hub
-from reactgraph.paths import data_home
 from reactgraph.server import ServerSettings, create_app
 from tests.scripted import ScriptedChatModel, tool_call
 from tests.serving import running_server

@@ -3,7 +3,7 @@ snapshot of each compiled graph's shape.
 
 - No module outside ``reactgraph/nodes/`` and ``reactgraph/graph/`` imports from
   ``reactgraph.nodes``: helpers several nodes use live below the nodes.
-- Node code does its I/O through :mod:`reactgraph.dualmode` (its module docstring states
+- Node code does its I/O through :mod:`reactgraph._dualmode` (its module docstring states
   the rule): a node that awaited ``ainvoke``/``astream`` or an ``asyncio`` primitive itself
   would hang or fail a synchronous ``invoke`` run.
 """

@@ -27,7 +27,7 @@ from reactgraph import (
     create_react_graph,
     resolve_abilities,
 )
-from reactgraph.engine import Engine
+from reactgraph._engine import Engine
 from reactgraph.nodes.guard_context import GuardContext
 from reactgraph.prompts import COMPACTION_HINT_PROMPTS, SYNTHESIS_SYSTEM
 from reactgraph.window import (

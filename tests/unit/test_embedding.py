@@ -25,7 +25,7 @@ from langgraph.graph import START, MessagesState, StateGraph
 from pydantic import BaseModel
 
 from reactgraph import AgentSettings, ModelAbilities, create_react_graph
-from reactgraph.engine import (
+from reactgraph._engine import (
     RUN_NAME_COMPACTION,
     RUN_NAME_JSON,
     RUN_NAME_NATIVE,

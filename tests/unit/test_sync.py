@@ -1,4 +1,4 @@
-"""Sync and async runs of the same scripted scenarios (SPEC R10.1, :mod:`reactgraph.dualmode`).
+"""Sync and async runs of the same scripted scenarios (SPEC R10.1, :mod:`reactgraph._dualmode`).
 
 Each scenario runs twice through the compiled graph: with ``stream`` (sync) and with
 ``astream`` (async), both with ``stream_mode=["custom", "values"]``. The two runs must give
@@ -18,7 +18,7 @@ from langchain_core.tools import StructuredTool, tool
 from langgraph.config import get_config
 
 from reactgraph import AgentSettings, InMemoryInterruptQueue, ModelAbilities, create_react_graph
-from reactgraph.dualmode import SyncRunError, run_sync
+from reactgraph._dualmode import SyncRunError, run_sync
 from reactgraph.events import as_agent_event
 from reactgraph.prompts import REFORMAT_REQUEST
 from tests.scripted import ScriptedChatModel, tool_call

@@ -30,7 +30,7 @@ import sqlite3
 from datetime import date, timedelta
 from pathlib import Path
 
-from reactgraph.paths import data_home
+from reactgraph._paths import data_home
 
 REFERENCE_DATE = date(2026, 1, 29)
 DATA_START = date(2026, 1, 16)
@@ -170,7 +170,7 @@ _METRICS = ("utilization", "temperature", "vibration")
 
 def default_db_path() -> Path:
     """Return the default database location: ``factory.db`` under
-    :func:`reactgraph.paths.data_home` (``$REACTGRAPH_HOME``, else the XDG data directory)."""
+    :func:`reactgraph._paths.data_home` (``$REACTGRAPH_HOME``, else the XDG data directory)."""
     return data_home() / "factory.db"
 
 

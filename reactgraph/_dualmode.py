@@ -1,5 +1,13 @@
 """One node body, two entry points: the graph runs under ``invoke``/``stream``/``batch``
-as well as ``ainvoke``/``astream``/``abatch`` (SPEC R10.1).
+as well as ``ainvoke``/``astream``/``abatch`` (SPEC R10.1). Internal: not API.
+
+**The rule for contributors.** Code that runs inside a graph node (``nodes/``, ``window/``,
+the DAG nodes, ``structured.py``, ``synthesis.py``) never awaits I/O itself: no
+``await model.ainvoke(...)``, no ``async for ... in model.astream(...)``, no
+``await asyncio.sleep/wait_for/gather/to_thread(...)``. It calls :func:`call_model`,
+:func:`stream_model`, :func:`run_blocking` or :func:`run_in_daemon_thread` instead (or
+project code that does). ``tests/unit/test_architecture.py`` scans for a bare await and
+fails.
 
 Every node's logic is written once, as a coroutine that does its I/O only through the
 functions of this module (:func:`call_model`, :func:`stream_model`, :func:`run_blocking`,

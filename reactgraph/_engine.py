@@ -18,11 +18,11 @@ from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig, 
 from langchain_core.tools import BaseTool
 from langgraph.constants import TAG_NOSTREAM
 
+from reactgraph._dualmode import call_model
 from reactgraph.abilities import ModelAbilities
 from reactgraph.action_schema import action_response_format, offered_args_schema
 from reactgraph.actions import message_text
 from reactgraph.config import AgentSettings
-from reactgraph.dualmode import call_model
 from reactgraph.interrupts import InMemoryInterruptQueue, InterruptQueue
 from reactgraph.prompts import DEFAULT_SYSTEM_PROMPT, json_mode_system_prompt
 from reactgraph.ranking import ToolRanker, enum_values, named_values, unlisted_values
