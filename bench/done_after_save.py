@@ -29,7 +29,7 @@ from langchain_core.tools import tool
 
 import reactgraph.events as events_module
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent, open_persistence
-from tests.scripted import ScriptedChatModel, tool_call
+from reactgraph.testing import ScriptedChatModel, tool_call
 
 
 @tool

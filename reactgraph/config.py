@@ -27,6 +27,19 @@ COMPACTION_HINTS = ("react_iteration", "planner_input", "step_dependency", "gene
 """The compaction prompts the context guard can use (SPEC R6.1)."""
 
 
+def check_at_least(settings: object, **minimums: float) -> None:
+    """The one check of a settings class's lower bounds.
+
+    Raises:
+        ValueError: ``"<name> must be at least <minimum>, got <value>"`` for the first
+            field of ``minimums`` below its minimum.
+    """
+    for name, minimum in minimums.items():
+        value = getattr(settings, name)
+        if value < minimum:
+            raise ValueError(f"{name} must be at least {minimum}, got {value}")
+
+
 @dataclass(frozen=True)
 class AgentSettings:
     """Settings of a :class:`~reactgraph.ReActAgent` / :func:`~reactgraph.create_react_graph`.
@@ -132,20 +145,10 @@ class AgentSettings:
     grounding: str = "report"
 
     def __post_init__(self) -> None:
-        if self.max_iterations < 1:
-            raise ValueError(f"max_iterations must be at least 1, got {self.max_iterations}")
+        check_at_least(self, max_iterations=1, tool_selection_max=1, tool_selection_shortlist=1, model_attempts=1,
+                       parse_retries=0, max_message_chars=100)
         if self.tool_timeout <= 0:
             raise ValueError(f"tool_timeout must be positive seconds, got {self.tool_timeout}")
-        if self.tool_selection_max < 1:
-            raise ValueError(f"tool_selection_max must be at least 1, got {self.tool_selection_max}")
-        if self.tool_selection_shortlist < 1:
-            raise ValueError(f"tool_selection_shortlist must be at least 1, got {self.tool_selection_shortlist}")
-        if self.model_attempts < 1:
-            raise ValueError(f"model_attempts must be at least 1, got {self.model_attempts}")
-        if self.parse_retries < 0:
-            raise ValueError(f"parse_retries must be at least 0, got {self.parse_retries}")
-        if self.max_message_chars < 100:
-            raise ValueError(f"max_message_chars must be at least 100, got {self.max_message_chars}")
         for name in ("context_window", "max_output_tokens"):
             value = getattr(self, name)
             if value is not None and value < 1:

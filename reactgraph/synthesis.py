@@ -28,7 +28,10 @@ from reactgraph.usage import usage_of
 
 logger = logging.getLogger(__name__)
 
-TRUNCATION_MARK = "… [truncated]"
+RESULT_CLIP_MARK = "… [truncated]"
+"""Ends a tool result cut to ``result_chars`` for a synthesis prompt (SPEC R3.1). Not the
+context guard's :data:`~reactgraph.window.TRUNCATION_MARKER`, which marks a message cut in
+the conversation itself (R6.1)."""
 
 
 def format_trace(steps: Sequence[dict[str, Any]], draft_answer: str, result_chars: int = 2000) -> str:
@@ -43,7 +46,7 @@ def format_trace(steps: Sequence[dict[str, Any]], draft_answer: str, result_char
         draft_answer: The model's own brief answer (never a step summary), added at the
             end as a draft; ``""`` for none.
         result_chars: Characters kept of each tool result (default 2,000); longer results
-            end with :data:`TRUNCATION_MARK`.
+            end with :data:`RESULT_CLIP_MARK`.
 
     Returns:
         The numbered results (call, then ``Result:``), the ``Failed attempts`` lines, and
@@ -61,7 +64,7 @@ def format_trace(steps: Sequence[dict[str, Any]], draft_answer: str, result_char
             continue
         observation = str(step.get("observation", ""))
         if len(observation) > result_chars:
-            observation = observation[:result_chars] + TRUNCATION_MARK
+            observation = observation[:result_chars] + RESULT_CLIP_MARK
         results.append(f"{len(results) + 1}. {call}\nResult:\n{observation}")
     blocks = results or ["(no tool returned a result)" if failures else "(no tools were called)"]
     if failures:

@@ -1,4 +1,4 @@
-"""A run to kill and resume, in its own process (used by tests/unit/test_resume.py).
+"""A run to kill and resume, in its own process (used by tests/integration/test_resume.py).
 
 ``python -m tests.crash_run start|resume|ask|inject|serve --db-url URL --thread ID --counter FILE
 [--slow SECONDS] [--text TEXT] [--mode native|json]``
@@ -40,7 +40,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.tools import InjectedToolCallId, tool
 
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent, open_persistence
-from tests.scripted import ScriptedChatModel, tool_call
+from reactgraph.testing import ScriptedChatModel, tool_call
 
 QUERY = "Check CNC-001, CNC-002 and CNC-003."
 ANSWER = "CNC-001, CNC-002 and CNC-003 are all normal."

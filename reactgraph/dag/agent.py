@@ -42,7 +42,8 @@ class StepOutcome:
         model_role: The registry role it ran on (``None`` when it never started).
         iterations: Model calls of its loop.
         elapsed: Seconds it took.
-        steps: Its loop's tool calls.
+        tool_steps: Its loop's tool calls (:class:`~reactgraph.Step`, one per tool call,
+            as ``AgentResult.steps``); "step" alone means a plan step in DAG mode.
     """
 
     id: str
@@ -56,7 +57,7 @@ class StepOutcome:
     model_role: str | None
     iterations: int
     elapsed: float
-    steps: list[Step] = field(default_factory=list)
+    tool_steps: list[Step] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -110,7 +111,7 @@ def _outcomes(plan: Sequence[PlanStep], results: dict[str, StepResult]) -> list[
             tool_hint=planned.get("tool_hint"), model_hint=planned.get("model_hint"), status=record["status"],
             result=record["result"], error=record["error"], model_role=record["model_role"],
             iterations=int(record["iterations"]), elapsed=float(record["elapsed"]),
-            steps=[Step.from_record(r) for r in record["tool_steps"]],
+            tool_steps=[Step.from_record(r) for r in record["tool_steps"]],
         ))
     return outcomes
 

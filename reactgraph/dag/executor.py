@@ -42,15 +42,15 @@ from reactgraph.events import AgentEvent, emit, graph_events
 from reactgraph.graph.react import create_react_graph
 from reactgraph.models.registry import ModelRegistry, RegisteredModel
 from reactgraph.prompts import STEP_CONTEXT, STEP_DEPENDENCIES, STEP_TOOL_HINT
-from reactgraph.synthesis import TRUNCATION_MARK
+from reactgraph.synthesis import RESULT_CLIP_MARK
 
 logger = logging.getLogger(__name__)
 
 
 def cut(text: str, limit: int) -> str:
     """``text`` itself when it has at most ``limit`` characters, else its first ``limit``
-    characters followed by :data:`~reactgraph.synthesis.TRUNCATION_MARK`."""
-    return text if len(text) <= limit else text[:limit] + TRUNCATION_MARK
+    characters followed by :data:`~reactgraph.synthesis.RESULT_CLIP_MARK`."""
+    return text if len(text) <= limit else text[:limit] + RESULT_CLIP_MARK
 
 
 def step_context(task: StepTask | dict[str, Any], dependency_chars: int) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from reactgraph.config import check_at_least
 from reactgraph.models.registry import DEFAULT_ROLE
 
 
@@ -45,12 +46,9 @@ class DAGSettings:
     result_chars: int = 2000
 
     def __post_init__(self) -> None:
-        if self.max_rounds < 1:
-            raise ValueError(f"max_rounds must be at least 1, got {self.max_rounds}")
+        check_at_least(self, max_rounds=1, max_concurrency=1)
         if not 0.0 <= self.confidence_threshold <= 1.0:
             raise ValueError(f"confidence_threshold must be within 0..1, got {self.confidence_threshold}")
-        if self.max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be at least 1, got {self.max_concurrency}")
         if self.step_timeout <= 0:
             raise ValueError(f"step_timeout must be positive seconds, got {self.step_timeout}")
         if not 1 <= self.min_steps <= self.max_steps:

@@ -24,7 +24,7 @@ from reactgraph._paths import data_home
 from reactgraph.checkpointing import open_checkpointer
 from reactgraph.demo.factory import DEMO_QUESTION, DEMO_SYSTEM_PROMPT, build_factory_hub
 from reactgraph.server import ServerSettings, create_app
-from tests.scripted import ScriptedChatModel, tool_call
+from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.serving import running_server
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]

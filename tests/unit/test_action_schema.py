@@ -23,7 +23,7 @@ from reactgraph.actions import parse_action
 from reactgraph.demo.factory import build_factory_hub
 from reactgraph.demo.factory.db import EQUIPMENT
 from reactgraph.models.env import abilities_from_env
-from tests.scripted import ScriptedChatModel
+from reactgraph.testing import ScriptedChatModel
 
 LLAMA = ModelAbilities(json_mode=True, schema_output="json_object_schema")
 OPENAI = ModelAbilities(json_mode=True, schema_output="json_schema")

@@ -27,7 +27,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from reactgraph import ModelAbilities, ReActAgent
 from reactgraph.server import ServerSettings, create_app
-from tests.scripted import ScriptedChatModel, tool_call
+from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.serving import parse_sse
 
 

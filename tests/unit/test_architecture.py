@@ -18,7 +18,7 @@ from pathlib import Path
 from langchain_core.tools import tool
 
 from reactgraph import AgentSettings, ModelAbilities, create_dag_graph, create_react_graph
-from tests.scripted import ScriptedChatModel
+from reactgraph.testing import ScriptedChatModel
 
 PACKAGE = Path(__file__).resolve().parents[2] / "reactgraph"
 SNAPSHOT = Path(__file__).parent / "data" / "graph_shapes.json"

@@ -9,7 +9,7 @@ from langchain_core.messages import AIMessage
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from reactgraph import ModelAbilities, ReActAgent
-from tests.scripted import ScriptedChatModel, tool_call
+from reactgraph.testing import ScriptedChatModel, tool_call
 
 
 async def test_state_round_trips_through_sqlite(tools, tmp_path):

@@ -14,7 +14,7 @@ import reactgraph.models
 from reactgraph import ModelAbilities
 from reactgraph.cli import main
 from reactgraph.models import ResolvedModel
-from tests.scripted import ScriptedChatModel, tool_call
+from reactgraph.testing import ScriptedChatModel, tool_call
 
 
 @pytest.fixture

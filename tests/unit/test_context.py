@@ -30,6 +30,7 @@ from reactgraph import (
 from reactgraph._engine import Engine
 from reactgraph.nodes.guard_context import GuardContext
 from reactgraph.prompts import COMPACTION_HINT_PROMPTS, SYNTHESIS_SYSTEM
+from reactgraph.testing import ScriptedChatModel, tool_call
 from reactgraph.window import (
     DROPPED_NOTE,
     MIN_BUDGET,
@@ -39,18 +40,10 @@ from reactgraph.window import (
     estimate_tokens,
 )
 from reactgraph.window import tokens as tokens_module
-from tests.scripted import ScriptedChatModel, tool_call
+from tests.helpers import BIG_LOG, SMALL, log_calls, read_log
 
 QUERY = "CNC-003 상태 확인해줘"
 # about 2,000 tokens of plant log text per call, Korean and English mixed
-LOG_LINE = "CNC-003 spindle 온도 71.5°C, vibration 4.2 mm/s, alarm W-1105 진동 증가; operator note: check bearing. "
-BIG_LOG = LOG_LINE * 70
-
-
-@tool
-def read_log(machine: str) -> str:
-    """Return the long maintenance log of a machine."""
-    return f"{machine} log:\n{BIG_LOG}"
 
 
 @tool
@@ -65,14 +58,6 @@ def is_compaction(messages) -> bool:
 
 def last_loop_call(model: ScriptedChatModel) -> list:
     return [call for call in model.calls if call[0].content != SYNTHESIS_SYSTEM and not is_compaction(call)][-1]
-
-
-def log_calls(count: int) -> list[AIMessage]:
-    return [AIMessage(content="", tool_calls=[tool_call("read_log", {"machine": f"CNC-00{i}"}, f"c{i}")])
-            for i in range(1, count + 1)]
-
-
-SMALL = ModelAbilities(tool_call=True, context_window=9_000, max_output_tokens=1_000)  # budget 8,000 tokens
 
 
 # ------------------------------------------------------------------- step 1: truncation

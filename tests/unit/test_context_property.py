@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from reactgraph import ContextGuard, TokenCounter, check_protocol
-from tests.scripted import ScriptedChatModel
+from reactgraph.testing import ScriptedChatModel
 
 COUNTER = TokenCounter()  # shared, so its per-message cache is exercised across examples
 

@@ -20,7 +20,7 @@ from reactgraph import AgentSettings, DAGAgent, DAGSettings, ModelRegistry, crea
 from reactgraph.dag.analyze import ANALYZER_SYSTEM, analysis_from_text, parse_analysis
 from reactgraph.dag.plan import PLANNER_SYSTEM, find_cycle, parse_plan
 from reactgraph.prompts import SYNTHESIS_SYSTEM
-from tests.scripted import ScriptedChatModel
+from reactgraph.testing import ScriptedChatModel
 
 SETTINGS = AgentSettings(max_iterations=3, tool_timeout=1, retry_initial_delay=0.01, retry_max_delay=0.02)
 STEP_ID = re.compile(r"Your task \(step (\w+) of a larger plan\)")

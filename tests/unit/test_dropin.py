@@ -26,7 +26,7 @@ from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 from reactgraph import AgentSettings, ModelAbilities, check_protocol, create_react_graph
-from tests.scripted import ScriptedChatModel, tool_call
+from reactgraph.testing import ScriptedChatModel, tool_call
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -55,7 +55,7 @@ def thread(name: str) -> dict[str, Any]:
 
 def loop_calls(model: ScriptedChatModel) -> list[list[Any]]:
     """The message lists of the tool loop's model calls (synthesis calls left out)."""
-    return [c for c in model.calls if not ScriptedChatModel._is_synthesis(c)]
+    return [c for c, kind in zip(model.calls, model.kinds) if kind != "synthesis"]
 
 
 # ----------------------------------------------------------------------- interrupt()

@@ -16,7 +16,6 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
-from pydantic import Field
 
 from reactgraph import (
     AgentSettings,
@@ -29,34 +28,11 @@ from reactgraph import (
     create_react_graph,
 )
 from reactgraph.interrupts import INTERRUPT_PREFIX, format_interrupt
-from tests.scripted import ScriptedChatModel, tool_call
+from reactgraph.testing import ScriptedChatModel, tool_call
+from tests.helpers import HookedModel
 
 ABILITIES = ModelAbilities(tool_call=True, json_mode=True)
 MODES = ["native", "json"]
-
-
-class HookedModel(ScriptedChatModel):
-    """A scripted model that awaits ``hooks[n]`` right after its n-th loop call (1-based)
-    has produced its response, and ``synthesis_hook`` before synthesis streams: a
-    follow-up injected there arrives while that model call is in flight."""
-
-    hooks: dict[int, Any] = Field(default_factory=dict)
-    synthesis_hook: Any = None
-
-    async def _agenerate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                         **kwargs: Any) -> Any:
-        result = await super()._agenerate(messages, stop, run_manager, **kwargs)
-        hook = self.hooks.pop(len(self.calls), None)
-        if hook is not None:
-            await hook()
-        return result
-
-    async def _astream(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                       **kwargs: Any) -> Any:
-        if self._is_synthesis(messages) and self.synthesis_hook is not None:
-            await self.synthesis_hook()
-        async for chunk in super()._astream(messages, stop, run_manager, **kwargs):
-            yield chunk
 
 
 def agent_for(mode: str, model: ScriptedChatModel, tools: list, **kwargs: Any) -> ReActAgent:

@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from reactgraph import PARSE_FAILURE_SENTINEL, AgentSettings, ModelAbilities, ReActAgent, check_protocol
 from reactgraph.artifacts import ARTIFACT_NOTE
 from reactgraph.prompts import REFORMAT_REQUEST
-from tests.scripted import ScriptedChatModel, tool_call
+from reactgraph.testing import ScriptedChatModel, tool_call
 
 NATIVE = ModelAbilities(tool_call=True, json_mode=True)
 

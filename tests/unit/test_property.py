@@ -27,7 +27,7 @@ from langchain_core.tools import tool
 
 from reactgraph import AgentResult, AgentSettings, Artifact, ModelAbilities, ReActAgent, check_protocol, parse_action
 from reactgraph.prompts import REFORMAT_REQUEST
-from tests.scripted import ScriptedChatModel
+from reactgraph.testing import ScriptedChatModel
 
 MAX_ITERATIONS = 6
 TOOL_TIMEOUT = 1.0

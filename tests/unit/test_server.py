@@ -20,9 +20,9 @@ from reactgraph.checkpointing import open_checkpointer
 from reactgraph.cli import _parser, _server_settings, main
 from reactgraph.protocol import UNFINISHED_TOOL_RESULT, answer_unfinished_tool_calls
 from reactgraph.server import DEFAULT_MAX_BODY_BYTES, ServerSettings, create_app
-from tests.scripted import ScriptedChatModel, tool_call
+from reactgraph.testing import ScriptedChatModel, tool_call
+from tests.helpers import HookedModel  # awaits hooks[n] right after its n-th model call
 from tests.serving import parse_sse, read_events, running_server
-from tests.unit.test_interrupts import HookedModel  # awaits hooks[n] right after its n-th model call
 
 NATIVE = ModelAbilities(tool_call=True, json_mode=True)
 SMALL = ModelAbilities(tool_call=True, json_mode=True, context_window=9_000, max_output_tokens=1_000)  # 8,000-token budget

@@ -17,7 +17,7 @@ from reactgraph.grounding import check_grounding, extract_values, observation_an
 from reactgraph.nodes.llm_call import detect_stall
 from reactgraph.nodes.select_tools import hybrid_selection
 from reactgraph.ranking import ToolRanker, named_values, tokenize, unlisted_values
-from tests.scripted import ScriptedChatModel, tool_call
+from reactgraph.testing import ScriptedChatModel, tool_call
 
 NATIVE = ModelAbilities(tool_call=True, json_mode=True)
 SCHEMA = ModelAbilities(json_mode=True, schema_output="json_object_schema")

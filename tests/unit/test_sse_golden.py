@@ -18,7 +18,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from reactgraph import AgentSettings, Artifact, ModelAbilities, ReActAgent
 from reactgraph.server import ServerSettings, create_app
-from tests.scripted import ScriptedChatModel, tool_call
+from reactgraph.testing import ScriptedChatModel, tool_call
 
 DATA = Path(__file__).parent / "data"
 SMALL = ModelAbilities(tool_call=True, json_mode=True, context_window=9_000, max_output_tokens=1_000)

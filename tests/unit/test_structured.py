@@ -9,7 +9,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from pydantic import BaseModel, Field
 
 from reactgraph import ModelAbilities, StructuredOutputError, structured_llm_call
-from tests.scripted import ScriptedChatModel
+from reactgraph.testing import ScriptedChatModel
 
 SCHEMA = {"title": "pick", "type": "object", "properties": {"tools": {"type": "array", "items": {"type": "string"}}},
           "required": ["tools"]}

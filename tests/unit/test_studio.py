@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from reactgraph import ModelAbilities, create_react_graph
-from reactgraph import studio as studio_module
+from reactgraph import studio_graph as studio_module
 from reactgraph.demo.factory import DEMO_SYSTEM_PROMPT
-from reactgraph.studio import STUDIO_MAX_ITERATIONS, StudioContext, context_from_config, studio_graph
+from reactgraph.studio_graph import STUDIO_MAX_ITERATIONS, StudioContext, context_from_config, studio_graph
 
 STUDIO_DIR = Path(__file__).resolve().parents[2] / "studio"
 

@@ -21,8 +21,8 @@ from reactgraph import AgentSettings, InMemoryInterruptQueue, ModelAbilities, cr
 from reactgraph._dualmode import SyncRunError, run_sync
 from reactgraph.events import as_agent_event
 from reactgraph.prompts import REFORMAT_REQUEST
-from tests.scripted import ScriptedChatModel, tool_call
-from tests.unit.test_context import SMALL, log_calls, read_log
+from reactgraph.testing import ScriptedChatModel, tool_call
+from tests.helpers import SMALL, log_calls, read_log
 
 NATIVE = ModelAbilities(tool_call=True, json_mode=True)
 JSON_ONLY = ModelAbilities(tool_call=False, json_mode=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, SystemMessage
 
 from reactgraph import ModelAbilities, ReActAgent
-from reactgraph.synthesis import TRUNCATION_MARK
-from tests.scripted import ScriptedChatModel, tool_call
+from reactgraph.synthesis import RESULT_CLIP_MARK
+from reactgraph.testing import ScriptedChatModel, tool_call
 
 NATIVE = ModelAbilities(tool_call=True)
 
@@ -46,7 +46,7 @@ async def test_each_tool_result_is_cut_to_2000_characters(tools):
     assert len(result.steps[0].observation) == 5000
     _ = [c async for c in agent.stream_answer("q", result)]
     user = model.calls[-1][1].content
-    assert "y" * 2000 + TRUNCATION_MARK in user and "y" * 2001 not in user
+    assert "y" * 2000 + RESULT_CLIP_MARK in user and "y" * 2001 not in user
 
 
 async def test_synthesis_failure_falls_back_to_the_loop_answer(tools):

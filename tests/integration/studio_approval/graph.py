@@ -7,7 +7,7 @@ from langchain_core.tools import tool
 from langgraph.types import interrupt
 
 from reactgraph import ModelAbilities, create_react_graph
-from tests.scripted import ScriptedChatModel, tool_call
+from reactgraph.testing import ScriptedChatModel, tool_call
 
 
 @tool

@@ -21,10 +21,10 @@ import pytest
 
 from reactgraph import open_persistence
 from tests import crash_run
+from tests.processes import REPO, calls, helper, wait_for_saved_result
 from tests.serving import parse_sse, read_events
-from tests.unit.test_resume import REPO, calls, helper, wait_for_saved_result
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 
 
 def start_server(postgres_url: str, counter: Path, slow: float) -> tuple[subprocess.Popen, str]:

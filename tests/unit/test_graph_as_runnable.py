@@ -32,8 +32,8 @@ from reactgraph._engine import (
     RUN_NAME_SELECTION,
     RUN_NAME_SYNTHESIS,
 )
-from tests.scripted import ScriptedChatModel, tool_call
-from tests.unit.test_context import SMALL, log_calls, read_log
+from reactgraph.testing import ScriptedChatModel, tool_call
+from tests.helpers import SMALL, log_calls, read_log
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -313,7 +313,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tracers.langchain import wait_for_all_tracers
 from reactgraph import create_react_graph
 from tests.conftest import get_status
-from tests.scripted import ScriptedChatModel, tool_call
+from reactgraph.testing import ScriptedChatModel, tool_call
 
 model = ScriptedChatModel(responses=[AIMessage(content="", tool_calls=[tool_call("get_status", {"equipment_id": "A"}, "c1")]),
                                      "A is normal."], synthesis="A runs normally.")

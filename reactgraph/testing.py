@@ -1,5 +1,19 @@
-"""A scripted chat model for unit tests: returns exactly the responses a case needs and
-checks the provider protocol on every message list it is sent."""
+"""Test helpers for users' own tests (and the project's): a scripted chat model that
+returns exactly the replies a case needs and checks the provider protocol on every message
+list it is sent, and :func:`check_protocol` itself.
+
+The model tells the kinds of call apart by how the engine makes them, not by prompt text
+(:data:`CALL_KINDS`): inside a graph by the node that makes the call, outside one by
+LangGraph's ``nostream`` tag (every call but answer synthesis carries it, SPEC R3.3). So a test keeps working when a prompt's wording changes.
+
+Example::
+
+    model = ScriptedChatModel(responses=[AIMessage("", tool_calls=[tool_call("get_status", {"id": "CNC-003"})]),
+                                         "CNC-003 is normal."],
+                              synthesis="**CNC-003** is normal.")
+    result = await ReActAgent(model, [get_status]).run("CNC-003?")
+    assert model.kinds == ["tool_loop", "tool_loop"]
+"""
 
 from __future__ import annotations
 
@@ -13,13 +27,50 @@ from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackMana
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.runnables.config import var_child_runnable_config
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.constants import TAG_NOSTREAM
 from pydantic import ConfigDict, Field
 
-from reactgraph.prompts import SYNTHESIS_SYSTEM
 from reactgraph.protocol import check_protocol
 
+__all__ = ["CALL_KINDS", "ScriptedChatModel", "call_kind", "check_protocol", "tool_call"]
+
 Response = AIMessage | str | BaseException | Callable[[list[BaseMessage]], Any]
+
+CALL_KINDS = ("tool_loop", "selection", "synthesis", "structured", "compaction")
+"""The kinds of model call a run makes: a tool-loop iteration (SPEC §2), tool selection
+(§5), answer synthesis (§3), a structured call (``structured_llm_call`` outside selection:
+``response_format``, the DAG planner and analyzer, §4, §9) and context compaction (§6)."""
+
+_NODE_KINDS = {
+    "llm_call_native": "tool_loop",
+    "llm_call_json": "tool_loop",
+    "select_tools": "selection",
+    "guard_context": "compaction",
+    "synthesize": "synthesis",
+}
+"""The graph nodes that make each kind of call (ReAct and DAG graphs; the DAG's steps run
+the ReAct nodes). Other nodes' calls (``structured_response``, ``plan``, ``analyze``) are
+structured calls."""
+
+
+def call_kind(run_manager: Any = None) -> str:
+    """The kind of a model call (one of :data:`CALL_KINDS`), from how the engine makes it.
+
+    Inside a graph the node that makes the call decides (its ``langgraph_node`` metadata,
+    read from ``run_manager`` or, for a call LangChain streams on its own because a stream
+    handler listens and which gets no run manager, from the current runnable config).
+    Outside a graph (``stream_answer``, a direct ``structured_llm_call``): a call tagged
+    ``nostream`` is a structured call, any other is synthesis.
+    """
+    metadata = getattr(run_manager, "metadata", None)
+    if metadata is None:
+        metadata = (var_child_runnable_config.get() or {}).get("metadata")
+    node = (metadata or {}).get("langgraph_node")
+    if node is not None:
+        return _NODE_KINDS.get(node, "structured")
+    return "structured" if TAG_NOSTREAM in (getattr(run_manager, "tags", None) or ()) else "synthesis"
 
 
 def tool_call(name: str, args: Any, call_id: str | None = None) -> dict[str, Any]:
@@ -44,11 +95,14 @@ class ScriptedChatModel(BaseChatModel):
 
     A response may be an ``AIMessage``, a string (content), an exception (raised), or a
     callable taking the messages and returning one of those. ``calls`` records every
-    message list sent, ``call_kwargs`` the bound kwargs (tools, response_format), and
+    message list sent, ``kinds`` the kind of each call (:data:`CALL_KINDS`),
+    ``call_kwargs`` the bound kwargs (tools, response_format), and
     ``stream_chunks`` how many chunks each streamed call produced, ``apis`` which model
     API served each call (``generate``, ``agenerate``, ``stream``, ``astream``). Every message list is
     checked with :func:`reactgraph.check_protocol`, so a protocol break fails the test.
-    ``synthesis`` is the text (or exception) streamed for answer synthesis calls.
+    ``synthesis`` is the text (or exception, or callable) streamed for answer synthesis
+    calls. ``by_kind`` maps a kind to its own replies, played in order before ``responses``
+    for calls of that kind (e.g. ``{"selection": [...]}``).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -61,6 +115,8 @@ class ScriptedChatModel(BaseChatModel):
     stream_chunks: list[int] = Field(default_factory=list)
     stream_kwargs: list[dict[str, Any]] = Field(default_factory=list)
     apis: list[str] = Field(default_factory=list)
+    kinds: list[str] = Field(default_factory=list)
+    by_kind: dict[str, list[Any]] = Field(default_factory=dict)
     delay: float = 0.0
     usage: dict[str, int] = Field(default_factory=lambda: {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15})
     cursor: int = 0
@@ -72,10 +128,13 @@ class ScriptedChatModel(BaseChatModel):
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
         return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
 
-    def _next(self, messages: list[BaseMessage]) -> AIMessage:
+    def _next(self, messages: list[BaseMessage], kind: str) -> AIMessage:
         check_protocol(messages)
         self.calls.append(list(messages))
-        if self.cursor < len(self.responses):
+        self.kinds.append(kind)
+        if self.by_kind.get(kind):
+            response = self.by_kind[kind].pop(0)
+        elif self.cursor < len(self.responses):
             response = self.responses[self.cursor]
             self.cursor += 1
         elif self.repeat_last and self.responses:
@@ -92,45 +151,42 @@ class ScriptedChatModel(BaseChatModel):
             response = response.model_copy(update={"usage_metadata": dict(self.usage)})
         return response
 
-    def _respond(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> ChatResult:
+    def _respond(self, messages: list[BaseMessage], kwargs: dict[str, Any], run_manager: Any) -> ChatResult:
         self.call_kwargs.append(kwargs)
-        return ChatResult(generations=[ChatGeneration(message=self._next(messages))])
+        return ChatResult(generations=[ChatGeneration(message=self._next(messages, call_kind(run_manager)))])
 
     def _generate(self, messages: list[BaseMessage], stop: Any = None,
                   run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
         self.apis.append("generate")
         if self.delay:
             time.sleep(self.delay)
-        return self._respond(messages, kwargs)
+        return self._respond(messages, kwargs, run_manager)
 
     async def _agenerate(self, messages: list[BaseMessage], stop: Any = None,
                          run_manager: AsyncCallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
         self.apis.append("agenerate")
         if self.delay:
             await asyncio.sleep(self.delay)
-        return self._respond(messages, kwargs)
-
-    @staticmethod
-    def _is_synthesis(messages: list[BaseMessage]) -> bool:
-        return bool(messages) and str(messages[0].content).startswith(SYNTHESIS_SYSTEM)
+        return self._respond(messages, kwargs, run_manager)
 
     def _synthesis_chunks(self, messages: list[BaseMessage]) -> list[str]:
         check_protocol(messages)
         self.calls.append(list(messages))
+        self.kinds.append("synthesis")
         text = self.synthesis(messages) if callable(self.synthesis) and not isinstance(self.synthesis, BaseException) else self.synthesis
         if isinstance(text, BaseException):
             raise text
         words = text.split(" ")
         return [w + (" " if i < len(words) - 1 else "") for i, w in enumerate(words)]
 
-    def _chunks(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> Iterator[ChatGenerationChunk]:
+    def _chunks(self, messages: list[BaseMessage], kwargs: dict[str, Any], kind: str) -> Iterator[ChatGenerationChunk]:
         """What a streamed call yields, the same for ``stream`` and ``astream``: a loop call
         (streamed because a stream handler is attached) is one chunk; a synthesis call is
         one chunk per word, the last one carrying usage; ``FAIL_MIDWAY`` in the synthesis
         text breaks the stream after two chunks."""
         self.stream_kwargs.append(kwargs)
-        if not self._is_synthesis(messages):
-            yield ChatGenerationChunk(message=_as_chunk(self._next(messages)))
+        if kind != "synthesis":
+            yield ChatGenerationChunk(message=_as_chunk(self._next(messages, kind)))
             return
         chunks = self._synthesis_chunks(messages)
         self.stream_chunks.append(len(chunks))
@@ -143,14 +199,16 @@ class ScriptedChatModel(BaseChatModel):
     def _stream(self, messages: list[BaseMessage], stop: Any = None,
                 run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
         self.apis.append("stream")
-        if self.delay and not self._is_synthesis(messages):
+        kind = call_kind(run_manager)
+        if self.delay and kind != "synthesis":
             time.sleep(self.delay)
-        yield from self._chunks(messages, kwargs)
+        yield from self._chunks(messages, kwargs, kind)
 
     async def _astream(self, messages: list[BaseMessage], stop: Any = None,
                        run_manager: AsyncCallbackManagerForLLMRun | None = None, **kwargs: Any) -> AsyncIterator[ChatGenerationChunk]:
         self.apis.append("astream")
-        if self.delay and not self._is_synthesis(messages):
+        kind = call_kind(run_manager)
+        if self.delay and kind != "synthesis":
             await asyncio.sleep(self.delay)
-        for chunk in self._chunks(messages, kwargs):
+        for chunk in self._chunks(messages, kwargs, kind):
             yield chunk

@@ -30,8 +30,10 @@ from reactgraph.demo.factory import connect_readonly, ensure_database
 from reactgraph.interrupts import format_interrupt
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.server.gate import host_name
-from tests.scripted import ScriptedChatModel, tool_call
+from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.serving import parse_sse, running_server
+
+pytestmark = pytest.mark.integration  # a real uvicorn server on a loopback socket
 
 NATIVE = ModelAbilities(tool_call=True)
 KEY = "s3cret"

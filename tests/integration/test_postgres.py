@@ -19,11 +19,11 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from reactgraph import ModelAbilities, NoActiveRunError, ReActAgent, ThreadBusyError, open_persistence
 from reactgraph.checkpointing import DATABASE_URL_ENV
 from reactgraph.postgres import PostgresInterruptQueue, psycopg_conninfo, thread_lock_key
+from reactgraph.testing import ScriptedChatModel
 from tests import crash_run
-from tests.scripted import ScriptedChatModel
-from tests.unit.test_resume import REPO, helper, wait_for_saved_result
+from tests.processes import REPO, helper, wait_for_saved_result
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 
 
 def test_sqlalchemy_style_urls_are_given_to_psycopg_without_the_driver():

@@ -11,13 +11,10 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-import sqlite3
 import subprocess
-import sys
 import time
 import uuid
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,43 +34,23 @@ from reactgraph import (
 )
 from reactgraph.checkpointing import DATABASE_URL_ENV
 from reactgraph.protocol import UNFINISHED_TOOL_RESULT
+from reactgraph.testing import ScriptedChatModel, tool_call
 from tests import crash_run
-from tests.scripted import ScriptedChatModel, tool_call
+from tests.processes import REPO, calls, helper, wait_for_saved_result
 
-REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.integration  # runs tests/crash_run.py in other processes
+
 NATIVE = ModelAbilities(tool_call=True)
-
-
-def helper(command: str, db_url: str, thread: str, counter: Path, *, slow: float = 0.0, text: str = "") -> list[str]:
-    return [sys.executable, "-m", "tests.crash_run", command, "--db-url", db_url, "--thread", thread,
-            "--counter", str(counter), "--slow", str(slow), "--text", text]
 
 
 def parse(stdout: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
 
 
-def calls(counter: Path) -> list[tuple[str, str, str, int]]:
-    with sqlite3.connect(counter) as db:
-        return db.execute("SELECT tool, tool_call_id, phase, pid FROM calls ORDER BY rowid").fetchall()
-
-
 def observer(persistence: Any) -> ReActAgent:
     """An agent in the test process reading the threads the helper processes write."""
     return ReActAgent(ScriptedChatModel(), crash_run.build_tools("unused.db", 0), abilities=NATIVE,
                       checkpointer=persistence.checkpointer, interrupt_queue=persistence.interrupt_queue)
-
-
-async def wait_for_saved_result(saver: Any, thread_id: str, tool_call_id: str, timeout: float = 60) -> None:
-    """Wait until a finished tool task's result is in the checkpoint's pending writes."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        saved = await saver.aget_tuple({"configurable": {"thread_id": thread_id}})
-        for _task, channel, value in (saved.pending_writes or []) if saved else []:
-            if channel == "messages" and any(getattr(m, "tool_call_id", None) == tool_call_id for m in value):
-                return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"no saved result for {tool_call_id} within {timeout} s")
 
 
 # Crash and resume (the issue's first "must show") --------------------------------------

@@ -37,6 +37,8 @@ from reactgraph.server import ServerSettings, create_app
 from tests import crash_run
 from tests.serving import parse_sse, read_events, running_server
 
+pytestmark = pytest.mark.integration  # runs tests/crash_run.py in other processes
+
 REPO = Path(__file__).resolve().parents[2]
 SLOW = 0.05
 """Seconds the slow tool sleeps: long enough for cuts to land inside it, short for the matrix."""
