@@ -30,6 +30,8 @@ from reactgraph.server import ServerSettings, create_app
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.serving import parse_sse
 
+pytestmark = pytest.mark.integration  # a real uvicorn server on a loopback socket
+
 
 @tool
 def echo(text: str) -> str:
