@@ -6,6 +6,7 @@ Public API only; see the README for a tour.
 from reactgraph.abilities import ModelAbilities, resolve_abilities
 from reactgraph.actions import PARSE_FAILURE_SENTINEL, Action, parse_action
 from reactgraph.agent import ReActAgent
+from reactgraph.approval import Decision, DecisionError, PendingCall
 from reactgraph.artifacts import Artifact
 from reactgraph.checkpointing import NothingToResumeError, Persistence, open_checkpointer, open_persistence
 from reactgraph.config import _TOOL_SELECTION_MAX, COMPACTION_HINTS, TOOL_SELECTION_THRESHOLD, AgentSettings
@@ -13,6 +14,7 @@ from reactgraph.context import ContextGuard, GuardResult, TokenCounter, context_
 from reactgraph.dag import DAGAgent, DAGResult, DAGSettings, StepOutcome, create_dag_graph
 from reactgraph.events import AgentEvent
 from reactgraph.graph.react import create_react_graph
+from reactgraph.hooks import ToolRejection
 from reactgraph.interrupts import (
     FollowUpLimitError,
     FollowUpLimits,
@@ -22,12 +24,19 @@ from reactgraph.interrupts import (
     ThreadBusyError,
 )
 from reactgraph.jsonparse import extract_json
+from reactgraph.limits import ModelPrice, UsageLimits
 from reactgraph.models.registry import ModelRegistry, RegisteredModel
 from reactgraph.protocol import ProtocolError, check_protocol
 from reactgraph.result import AgentResult, Step, Usage
 from reactgraph.structured import StructuredCallResult, StructuredOutputError, structured_llm_call
 
 __all__ = [
+    "UsageLimits",
+    "ModelPrice",
+    "ToolRejection",
+    "PendingCall",
+    "DecisionError",
+    "Decision",
     "TOOL_SELECTION_THRESHOLD",
     "_TOOL_SELECTION_MAX",
     "PARSE_FAILURE_SENTINEL",
