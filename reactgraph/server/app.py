@@ -259,6 +259,12 @@ SSE_DESCRIPTION = (
 )
 
 
+SSE_RESPONSE: dict[int | str, dict[str, Any]] = {
+    200: {"description": SSE_DESCRIPTION, "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+}
+"""The 200 answer of the endpoints that stream a run."""
+
+
 def _message_view(message: BaseMessage, pinned: frozenset[str]) -> ThreadMessage:
     tool_calls = [
         {"id": call.get("id"), "name": call.get("name"), "args": call.get("args")}
@@ -400,6 +406,16 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
         """Declares the bearer scheme on an endpoint in the OpenAPI schema; the gate has
         checked the key before the request got here."""
 
+    async def known_thread(thread_id: str) -> str:
+        """The thread's :meth:`~reactgraph.ReActAgent.thread_status`; 404 when the agent
+        keeps no threads or has none by this id."""
+        if agent.checkpointer is None:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, "this server keeps no threads (its agent has no checkpointer)")
+        state = await agent.thread_status(thread_id)
+        if state == "new":
+            raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown thread {thread_id!r}")
+        return state
+
     def checked_message(body: MessageRequest) -> str:
         if not body.message.strip():
             raise HTTPException(422, "the message is blank")
@@ -413,7 +429,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
         dependencies=[Depends(bearer_scheme)],
         response_class=EventSourceResponse,
         responses={
-            200: {"description": SSE_DESCRIPTION, "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+            **SSE_RESPONSE,
             409: {"model": ErrorBody, "description": "A run is already going on this thread."},
             **MESSAGE_ERRORS,
         },
@@ -452,7 +468,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
         dependencies=[Depends(bearer_scheme)],
         response_class=EventSourceResponse,
         responses={
-            200: {"description": SSE_DESCRIPTION, "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+            **SSE_RESPONSE,
             404: {"model": ErrorBody, "description": "The checkpointer has no such thread."},
             409: {"model": ErrorBody, "description": "A run is going on this thread, or its last run finished."},
             **ERRORS,
@@ -464,10 +480,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
         failing) from its last checkpoint: tool calls that had finished are not run again.
         Streams the rest of the run's SPEC §8 events, ending with `done`; any server process
         sharing the checkpointer can do it."""
-        if agent.checkpointer is None:
-            raise HTTPException(status.HTTP_404_NOT_FOUND, "this server keeps no threads (its agent has no checkpointer)")
-        if await agent.thread_status(thread_id) == "new":
-            raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown thread {thread_id!r}")
+        await known_thread(thread_id)
         return await stream_events(app, thread_id, agent.aresume_events(thread_id))
 
     @app.post(
@@ -475,7 +488,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
         dependencies=[Depends(bearer_scheme)],
         response_class=EventSourceResponse,
         responses={
-            200: {"description": SSE_DESCRIPTION, "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+            **SSE_RESPONSE,
             404: {"model": ErrorBody, "description": "The checkpointer has no such thread."},
             409: {"model": ErrorBody, "description": "The thread waits on no decision, or a run is going on it."},
             **ERRORS,
@@ -486,11 +499,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
         """Approve, edit or reject the tool calls the thread's paused run waits on (SPEC R13.3).
         Calls left out keep waiting. Streams the rest of the run's SPEC §8 events, ending with
         `done` (or with another `approval` when calls still wait)."""
-        if agent.checkpointer is None:
-            raise HTTPException(status.HTTP_404_NOT_FOUND, "this server keeps no threads (its agent has no checkpointer)")
-        state = await agent.thread_status(thread_id)
-        if state == "new":
-            raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown thread {thread_id!r}")
+        state = await known_thread(thread_id)
         if state == "running" or thread_id in app.state.runs:
             raise HTTPException(status.HTTP_409_CONFLICT, f"a run is going on thread {thread_id!r}")
         pending = await agent.pending(thread_id)
