@@ -32,7 +32,7 @@ from typing import Any
 
 from langchain_core.tools import BaseTool
 
-from reactgraph.action_schema import enum_strings, tool_args_schema
+from reactgraph.action_schema import enum_strings, tool_args_schema, value_shape
 
 KEYWORDS_KEY = "keywords"
 """Key of ``tool.metadata`` holding extra search words for the tool (a list of strings),
@@ -173,3 +173,35 @@ def named_values(query: str, values: Iterable[str]) -> list[str]:
 def enum_values(tools: Sequence[BaseTool]) -> list[str]:
     """Every distinct string enum value in the argument schemas of ``tools``."""
     return list(dict.fromkeys(value for tool in tools for value in enum_strings(tool_args_schema(tool))))
+
+
+def unlisted_values(query: str, values: Iterable[str]) -> list[str]:
+    """Identifiers the question writes in the shape of some of ``values`` but that are not
+    among them, in the order the question names them: ``["CNC-009"]`` for "What is the
+    status of CNC-009?" when the machines are ``CNC-001``…``CNC-004``. Only shapes with a
+    digit count (see :func:`reactgraph.action_schema.value_shape`); a match takes the case
+    of the values of its shape when they all share one (``cnc-009`` -> ``CNC-009``).
+
+    Args:
+        query: The question.
+        values: Candidate enum values.
+
+    Returns:
+        The unlisted identifiers, without duplicates.
+    """
+    known = set(values)
+    by_shape: dict[str, list[str]] = {}
+    for value in known:
+        shape = value_shape(value)
+        if shape is not None:
+            by_shape.setdefault(shape, []).append(value)
+    found: list[tuple[int, str]] = []
+    for shape, members in by_shape.items():
+        body = "".join("[A-Za-z]" if char == "a" else r"\d" if char == "9" else re.escape(char) for char in shape)
+        upper = all(member == member.upper() for member in members)
+        lower = all(member == member.lower() for member in members)
+        for match in re.finditer(rf"(?<![A-Za-z0-9]){body}(?![A-Za-z0-9])", query):
+            text = match.group(0).upper() if upper else match.group(0).lower() if lower else match.group(0)
+            if text not in known:
+                found.append((match.start(), text))
+    return list(dict.fromkeys(text for _, text in sorted(found)))

@@ -25,6 +25,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from reactgraph.abilities import ModelAbilities
+from reactgraph.paths import data_home
 from reactgraph.models.env import (
     DEFAULT_OPENAI_MODEL,
     PLACEHOLDER_API_KEY,
@@ -124,7 +125,7 @@ async def open_model(
     Yields:
         :class:`ResolvedModel`. For a configured endpoint, ``abilities`` is
         ``ModelAbilities(**abilities_from_env())`` when any override variable is set, else
-        ``None``. For the embedded model, ``abilities`` is the server's (tool calls, JSON
+        ``None``. For the embedded model, ``abilities`` is the server's (no native tool calls, JSON
         mode and ``json_object_schema`` schema output on, ``local_n_ctx`` window, 512-token output cap) updated by any override
         (``REACTGRAPH_MAX_OUTPUT_TOKENS`` also sets the client's ``max_tokens``); the server
         starts in a worker thread and is stopped when the block exits (also on error or
@@ -151,6 +152,7 @@ async def open_model(
     server = LocalModelServer(
         n_ctx=local_n_ctx,
         max_tokens=int(overrides.get("max_output_tokens", DEFAULT_MAX_TOKENS)),
+        log_dir=data_home() / "logs",
     )
     await server.start_async(local_start_timeout)
     try:

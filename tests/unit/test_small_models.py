@@ -16,7 +16,7 @@ from reactgraph import AgentSettings, ModelAbilities, ReActAgent
 from reactgraph.grounding import check_grounding, extract_values, observation_answer
 from reactgraph.nodes.llm_call import detect_stall
 from reactgraph.nodes.select_tools import hybrid_selection
-from reactgraph.ranking import ToolRanker, named_values, tokenize
+from reactgraph.ranking import ToolRanker, named_values, tokenize, unlisted_values
 from tests.scripted import ScriptedChatModel, tool_call
 
 NATIVE = ModelAbilities(tool_call=True, json_mode=True)
@@ -74,6 +74,24 @@ def test_named_values_in_question_order():
     assert named_values("Compare CNC-003 and CNC-001", MACHINES) == ["CNC-003", "CNC-001"]
     assert named_values("cnc-002 상태", MACHINES) == ["CNC-002"]
     assert named_values("how is the plant", MACHINES) == []
+
+
+def test_unlisted_values_are_ids_in_a_known_shape_that_the_enum_lacks():
+    assert unlisted_values("What is the status of CNC-009?", MACHINES) == ["CNC-009"]
+    assert unlisted_values("cnc-007는 어때? PRS-001도", MACHINES) == ["CNC-007"]  # case of its shape; known ids skipped
+    assert unlisted_values("CNC-0091 or XCNC-009 or CNC-09", MACHINES) == []  # whole tokens of the same shape only
+    assert unlisted_values("is the line normal", ["normal", "warning"]) == []  # shapes without a digit never count
+
+
+async def test_an_unknown_id_the_question_names_can_be_passed_and_the_tool_answers_for_it():
+    model = ScriptedChatModel(responses=[call_json("machine_status", {"machine_id": "CNC-009"}), final("No CNC-009.")])
+    result = await ReActAgent(model, plant_tools(), abilities=SCHEMA).run("What is the status of CNC-009?")
+    schema = model.call_kwargs[0]["response_format"]["schema"]
+    offered = schema["anyOf"][0]["properties"]["tool_args"]["properties"]["machine_id"]["enum"]
+    assert offered == ["CNC-009", "CNC-001", "CNC-002", "CNC-003", "PRS-001"]
+    observation = next(str(m.content) for m in result.messages if "Observation from machine_status" in str(m.content))
+    assert "invalid arguments" in observation and "'CNC-001'" in observation  # the tool's own refusal, valid ids named
+    assert result.answer == "No CNC-009."
 
 
 async def test_native_binding_puts_the_relevant_tool_and_the_named_id_first():
