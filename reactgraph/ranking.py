@@ -15,9 +15,9 @@ question:
   :func:`reactgraph.action_schema.prefer_named_values` moves them to the front of every
   enum of a schema.
 
-Tokens (:func:`tokenize`): Latin letters and digits split into lower-cased words (a plural
-``s`` dropped), every run of Hangul split into its character bigrams (a one-syllable run
-is kept whole), so ``"CNC-003 상태 확인해줘"`` gives ``cnc 003 상태 확인 인해 해줘``. BM25 is
+Tokens (:func:`tokenize`): Latin letters and digits split into lower-cased words reduced
+to their stems (the Snowball English stemmer, ``snowballstemmer``), every run of Hangul
+split into its character bigrams (a one-syllable run is kept whole), so ``"CNC-003 상태 확인해줘"`` gives ``cnc 003 상태 확인 인해 해줘``. BM25 is
 written out here (a few lines over a few dozen tool documents) rather than taken from a
 package, none of which tokenizes Korean without a dictionary.
 """
@@ -30,6 +30,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import snowballstemmer
 from langchain_core.tools import BaseTool
 
 from reactgraph.action_schema import enum_strings, tool_args_schema, value_shape
@@ -37,6 +38,8 @@ from reactgraph.action_schema import enum_strings, tool_args_schema, value_shape
 KEYWORDS_KEY = "keywords"
 """Key of ``tool.metadata`` holding extra search words for the tool (a list of strings),
 e.g. ``["status", "상태", "점검"]``."""
+
+_STEMMER = snowballstemmer.stemmer("english")
 
 BM25_K1 = 1.2
 """BM25 term-frequency saturation."""
@@ -58,15 +61,16 @@ def tokenize(text: str) -> list[str]:
         text: Any text, e.g. a question or a tool description.
 
     Returns:
-        Lower-cased Latin/digit words without stop words (a trailing plural ``s`` removed
-        from words of four or more letters) and Hangul bigrams, in text order.
+        Lower-cased Latin/digit words without stop words, each reduced to its English
+        Snowball stem (``running`` -> ``run``, ``normally`` -> ``normal``, ``alarms`` ->
+        ``alarm``), and Hangul bigrams, in text order.
     """
     tokens: list[str] = []
     for word in _WORD.findall(text.lower()):
         if "\uac00" <= word[0] <= "\ud7a3":
             tokens.extend([word] if len(word) == 1 else [word[i : i + 2] for i in range(len(word) - 1)])
         elif word not in _STOP_WORDS:
-            tokens.append(word[:-1] if len(word) >= 4 and word.endswith("s") and not word.endswith("ss") else word)
+            tokens.append(_STEMMER.stemWord(word))
     return tokens
 
 

@@ -64,13 +64,17 @@ __all__ = [
 ]
 
 
-EMBEDDED_SETTINGS: dict[str, Any] = {"grounding": "enforce", "tool_selection_max": 1, "optional_args": "named"}
+EMBEDDED_SETTINGS: dict[str, Any] = {"grounding": "enforce", "grounding_min_facts": 2, "tool_selection_max": 1,
+                                     "optional_args": "named", "lexical_gate": True}
 """What the embedded model's profile recommends (SPEC R13.1), by measurement: a 135M model
 writes figures that are not in its tool results, so its answers are grounded by
 enforcement; and it cannot choose among tools (it takes the same favourite whatever the
 position or the question), so selection keeps one tool for it: the clear lexical winner, or
 the best-ranked of its own picks; and it fills every optional filter with the first value
-offered, so it is offered only the optional arguments the question names a value for."""
+offered, so it is offered only the optional arguments the question names a value for; an
+answer of its that passes on fewer than two of the tools' facts is withdrawn like an
+ungrounded one; and a question that shares no word with any tool (a greeting) gets no tools,
+since it would call one anyway."""
 
 
 @dataclass(frozen=True)

@@ -221,6 +221,47 @@ def test_a_fabricated_number_is_caught_and_trace_numbers_pass():
     assert empty.grounded and empty.factless  # passes on nothing the tool said
 
 
+def test_single_digits_and_the_questions_own_ids_are_not_facts_passed_on():
+    steps = [{"tool_name": "history", "tool_args": {"machine_id": "RBT-002"}, "error": None,
+              "observation": "Handling Robot #2\n2026-01-12 WO-5521 grease, 45 min\n2026-01-03 WO-5410 cable, 30 min"}]
+    vague = check_grounding("1. RBT-002 (Robot #2) had 2 jobs.", steps, "RBT-002 정비 이력 보여줘")
+    assert vague.grounded and vague.cited == [] and vague.factless and vague.facts_available == 6
+    one = check_grounding("RBT-002 was serviced on 2026-01-12.", steps, "RBT-002 정비 이력", min_facts=2)
+    assert one.cited == ["2026-01-12"] and one.factless  # fewer than the two asked for
+    two = check_grounding("RBT-002: WO-5521 on 2026-01-12.", steps, "RBT-002 정비 이력", min_facts=2)
+    assert not two.factless
+    few = [{**steps[0], "observation": "Last service 2026-01-12"}]
+    assert not check_grounding("Serviced 2026-01-12.", few, "RBT-002?", min_facts=2).factless  # only one exists
+
+
+async def test_enforce_with_two_facts_withdraws_a_one_fact_answer():
+    async def done_of(settings: AgentSettings) -> dict:
+        model = ScriptedChatModel(responses=[AIMessage(content="", tool_calls=[tool_call("machine_status", {"machine_id": "CNC-003"})]),
+                                             "done"], synthesis="CNC-003 is at 48.7 °C.")
+        events = [e async for e in ReActAgent(model, plant_tools(), abilities=NATIVE, settings=settings).astream_events("CNC-003 상태")]
+        return events[-1].data
+
+    strict = await done_of(AgentSettings(grounding="enforce", grounding_min_facts=2))
+    assert strict["grounding"]["action"] == "fallback"
+    assert "vibration 1.2 mm/s, alarm W-1105" in strict["answer"]
+    default = await done_of(AgentSettings(grounding="enforce"))
+    assert default["grounding"]["action"] == "kept" and default["answer"] == "CNC-003 is at 48.7 °C."  # one fact is enough
+
+
+async def test_the_lexical_gate_offers_no_tools_to_a_question_no_tool_matches():
+    model = ScriptedChatModel(responses=[final("Hello! Ask me about the machines.")])
+    result = await ReActAgent(model, hub(), abilities=SCHEMA, settings=AgentSettings(lexical_gate=True)).run(
+        "Good morning, thanks a lot!")
+    schema = model.call_kwargs[0]["response_format"]["schema"]
+    assert [branch["properties"]["type"]["enum"] for branch in schema.get("anyOf", [schema])] == [["final_answer"]]
+    assert len(model.calls) == 1  # no selection call: the loop call answered
+    assert result.steps == [] and "machines" in result.answer
+    matched = ScriptedChatModel(responses=[json.dumps({"tools": ["machine_status"]}), final("fine")])
+    await ReActAgent(matched, hub(), abilities=SCHEMA, settings=AgentSettings(lexical_gate=True)).run("CNC-003 상태")
+    loop_schema = matched.call_kwargs[1]["response_format"]["schema"]
+    assert loop_schema["anyOf"][0]["properties"]["tool_name"]["enum"] == ["machine_status"]  # selection ran and kept it
+
+
 def grounding_agent(synthesis, mode: str, steps_ok: bool = True) -> tuple[ReActAgent, ScriptedChatModel]:
     model = ScriptedChatModel(responses=[AIMessage(content="", tool_calls=[tool_call("machine_status", {"machine_id": "CNC-003"})]),
                                          "CNC-003 is in warning."], synthesis=synthesis)
