@@ -75,6 +75,8 @@ async def test_the_approval_buttons_on_the_tool_cards(tmp_path):
         assert "Created work order WO-R0001 for CNC-003" in await cards.nth(1).locator("pre.observation").inner_text()
         assert "PRS-001 is being replaced next month." in await cards.nth(2).locator("pre.error").inner_text()
         assert "WO-R0001" in await page.locator(".answer .answer-body").inner_text()
+        assert '"priority": "urgent"' in await cards.nth(1).locator("pre.args").inner_text()  # the arguments it ran with
+        assert await page.locator(".waiting-note").count() == 0
 
     assert orders(db) == [("WO-R0001", "CNC-003", "urgent", "Replace the spindle bearing")]
     second_call = [c for c in model.calls if not ScriptedChatModel._is_synthesis(c)][1]

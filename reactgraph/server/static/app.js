@@ -240,6 +240,7 @@
     });
     turn.decisions = null;
     waiting = null;
+    if (turn.waitingNote) turn.waitingNote.remove();
     await streamRun(turn, "/approvals", { decisions: decisions }, function () { sendDecisions(turn); });
   }
 
@@ -271,7 +272,12 @@
       if (data.status === "start") turn.status.textContent = "thinking (iteration " + data.iteration + ")…";
       else if (data.reasoning) add(el("div", "reasoning", data.reasoning));
     } else if (channel === "step" && data.type === "iteration") {
-      if (data.status === "start") { cardFor(turn, data); turn.status.textContent = "running " + data.tool_name + "…"; }
+      if (data.status === "start") {
+        // A call decided after a pause starts on its waiting card, with the arguments it runs with.
+        cardFor(turn, data).querySelector("pre.args").textContent =
+          JSON.stringify(data.tool_args === undefined ? {} : data.tool_args, null, 2);
+        turn.status.textContent = "running " + data.tool_name + "…";
+      }
       else finishCard(turn, data);
     } else if (channel === "step" && data.type === "answer") {
       turn.status.textContent = "writing the answer…";
@@ -316,7 +322,7 @@
     } else if (channel === "error") {
       add(el("div", "failure", "model error: " + data.message));
     } else if (channel === "done" && data.finish_reason === "waiting") {
-      add(el("div", "status waiting-note", "waiting for your decision on " + turn.waitingFor + " tool call(s)"));
+      turn.waitingNote = add(el("div", "status waiting-note", "waiting for your decision on " + turn.waitingFor + " tool call(s)"));
     } else if (channel === "done") {
       if (!turn.answer) {
         turn.answer = add(el("div", "answer"));
