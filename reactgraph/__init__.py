@@ -9,6 +9,7 @@ without notice. See docs/architecture.md for what lives where.
 from reactgraph.abilities import ModelAbilities, resolve_abilities
 from reactgraph.actions import PARSE_FAILURE_SENTINEL, Action, parse_action
 from reactgraph.agent import ReActAgent
+from reactgraph.approval import Decision, DecisionError, PendingCall
 from reactgraph.artifacts import Artifact
 from reactgraph.checkpointing import Persistence, open_checkpointer, open_persistence
 from reactgraph.config import _TOOL_SELECTION_MAX, COMPACTION_HINTS, TOOL_SELECTION_THRESHOLD, AgentSettings
@@ -27,8 +28,10 @@ from reactgraph.errors import (
 )
 from reactgraph.events import AgentEvent
 from reactgraph.graph.react import create_react_graph
+from reactgraph.hooks import ToolRejection
 from reactgraph.interrupts import FollowUpLimits, InMemoryInterruptQueue, InterruptQueue
 from reactgraph.jsonparse import extract_json
+from reactgraph.limits import ModelPrice, UsageLimits
 from reactgraph.models.registry import ModelRegistry, RegisteredModel
 from reactgraph.protocol import check_protocol
 from reactgraph.result import AgentResult, Step
@@ -37,6 +40,12 @@ from reactgraph.usage import Usage
 from reactgraph.window import ContextGuard, GuardResult, TokenCounter, context_budget
 
 __all__ = [
+    "UsageLimits",
+    "ModelPrice",
+    "ToolRejection",
+    "PendingCall",
+    "DecisionError",
+    "Decision",
     "TOOL_SELECTION_THRESHOLD",
     "_TOOL_SELECTION_MAX",
     "PARSE_FAILURE_SENTINEL",

@@ -24,6 +24,7 @@ from reactgraph.action_schema import action_response_format, offered_args_schema
 from reactgraph.actions import message_text
 from reactgraph.config import AgentSettings
 from reactgraph.interrupts import InMemoryInterruptQueue, InterruptQueue
+from reactgraph.limits import ModelPrice, limit_reached, model_name_of
 from reactgraph.prompts import DEFAULT_SYSTEM_PROMPT, json_mode_system_prompt
 from reactgraph.ranking import ToolRanker, enum_values, named_values, unlisted_values
 from reactgraph.tooling import ToolErrorPolicy, ToolRunner, prepare_tools
@@ -123,6 +124,8 @@ class Engine:
             ``prompt`` argument as a callable or Runnable), ``None`` for the system prompt.
         message_name: Set as ``name`` on the loop's assistant messages (the graph's
             ``name`` when the caller gave one, as LangGraph's prebuilt agent does).
+        price: The model's token prices from ``settings.limits`` (R13.3), ``None`` when
+            none are given.
     """
 
     llm: BaseChatModel
@@ -138,6 +141,7 @@ class Engine:
     model_bindings: dict[str, Any] = field(default_factory=dict)
     prompt: Runnable | None = None
     message_name: str | None = None
+    price: ModelPrice | None = None
     ranker: ToolRanker = field(default_factory=lambda: ToolRanker([]), repr=False)
     _enum_values: list[str] = field(default_factory=list, repr=False)
     _bound: dict[tuple[Any, ...], Runnable] = field(default_factory=dict, repr=False)
@@ -176,9 +180,10 @@ class Engine:
         Raises:
             TypeError: An item of ``tools`` is not a tool; ``llm`` is not a chat model.
             ValueError: Two tools share a name; a pre-bound model's tools are not the
-                ``tools`` given.
+                ``tools`` given; a cost limit and no price for the model.
         """
         model, bindings = split_bindings(llm)
+        price = settings.limits.price_for(model_name_of(model)) if settings.limits is not None else None
         runnable, provider = prepare_tools(tools)
         runner = ToolRunner(runnable, handle_tool_errors)
         bound_tools = bindings.pop("tools", None)
@@ -196,9 +201,14 @@ class Engine:
             compaction_llm=compaction_llm, runner=runner, provider_tools=provider,
             tool_bindings={k: v for k, v in bindings.items() if k in TOOL_BINDING_KEYS},
             model_bindings={k: v for k, v in bindings.items() if k not in TOOL_BINDING_KEYS},
-            prompt=as_prompt_runnable(prompt), message_name=message_name,
+            prompt=as_prompt_runnable(prompt), message_name=message_name, price=price,
             ranker=ToolRanker(list(runner.tools.values())), _enum_values=enum_values(list(runner.tools.values())),
         )
+
+    def limit_reached(self, state: dict[str, Any]) -> dict[str, Any] | None:
+        """The usage limit the turn has reached (R13.3), or ``None``; see
+        :func:`reactgraph.limits.limit_reached`."""
+        return limit_reached(state, self.settings.limits, self.price)
 
     @property
     def mode(self) -> Literal["native", "json"]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, Literal
 
@@ -17,6 +17,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from reactgraph._engine import Engine, split_prompt
 from reactgraph.abilities import ModelAbilities, resolve_abilities
+from reactgraph.approval import PendingCall, pending_calls, resume_command
 from reactgraph.checkpointing import has_pending_work
 from reactgraph.config import AgentSettings
 from reactgraph.errors import NothingToResumeError
@@ -151,13 +152,16 @@ class ReActAgent(AgentFacade):
         await self.interrupts.put(thread_id, text)
 
     def _result(
-        self, state: dict[str, Any], started: float, thread_id: str | None, error: BaseException | None = None
+        self, state: dict[str, Any], started: float, thread_id: str | None, error: BaseException | None = None,
+        pending: list[PendingCall] | None = None,
     ) -> AgentResult:
         steps = state.get("steps") or []
         answer = state.get("answer") or ""
         finish_reason = state.get("finish_reason")
         error_text = None
-        if error is not None:
+        if pending:
+            answer, finish_reason = "", "waiting"
+        elif error is not None:
             error_text = self._error_text(error)
             answer = summarize_steps(steps, f"The model call failed, so the run stopped early ({error_text}).")
             finish_reason = "model_error"
@@ -171,20 +175,27 @@ class ReActAgent(AgentFacade):
             error=error_text,
             grounding=state.get("grounding"),
             structured_response=state.get("structured_response"),
+            pending=list(pending or []),
+            limit=state.get("limit"),
             **self._run_fields(state, started, thread_id),
         )
 
     async def _drive(
-        self, graph_input: dict[str, Any] | None, thread_id: str | None, *, synthesize: bool, events: bool
+        self, graph_input: dict[str, Any] | None, thread_id: str | None, *, synthesize: bool, events: bool,
+        decisions: Mapping[str, Any] | None = None,
     ) -> AsyncIterator[AgentEvent | AgentResult]:
         """Run the graph on ``thread_id`` inside the thread's run bookkeeping.
 
-        ``graph_input`` ``None`` resumes the thread's interrupted run. Yields the run's
-        :class:`AgentEvent` items when ``events``, and last the :class:`AgentResult`.
+        ``graph_input`` ``None`` resumes the thread's interrupted run, answering the calls
+        it waits on with ``decisions`` when given. Yields the run's :class:`AgentEvent`
+        items when ``events``, and last the :class:`AgentResult` (waiting, with its
+        pending calls, when the run paused on an interrupt).
 
         Raises:
             ThreadBusyError: Another run is going on the thread.
-            NothingToResumeError: Resuming, and the thread has no interrupted run.
+            NothingToResumeError: Resuming, and the thread has no interrupted run; or
+                ``decisions`` and the run waits on nothing.
+            DecisionError: A decision names no pending call or is no decision.
         """
         started = time.perf_counter()
         config, thread_id = self._config(thread_id, synthesize=synthesize)
@@ -194,17 +205,34 @@ class ReActAgent(AgentFacade):
                                    "preview_chars": self.settings.observation_preview_chars}
         if self.checkpointer is not None:
             options["durability"] = self.settings.durability
+        pending: list[PendingCall] = []
+        run_input: Any = graph_input
         async with self.interrupts.running(thread_id):
             if graph_input is None:
                 state = await self._interrupted_state(thread_id)
+                if decisions is not None:
+                    waiting = await self.pending(thread_id)
+                    if not waiting:
+                        raise NothingToResumeError(f"the run on thread {thread_id!r} waits on no decision")
+                    run_input = resume_command(waiting, decisions)
             try:
-                async with aclosing(graph_events(self.graph, graph_input, config, state, **options)) as stream:
+                async with aclosing(graph_events(self.graph, run_input, config, state, **options)) as stream:
                     async for event in stream:
                         yield event
             except Exception as exc:  # R2.7: the run ends with a fallback answer, not a crash
                 logger.warning("run failed: %s", exc)
                 failure = exc
-        yield self._result(state, started, thread_id, failure)
+            if failure is None and self.checkpointer is not None:
+                pending = await self.pending(thread_id)
+        yield self._result(state, started, thread_id, failure, pending)
+
+    async def pending(self, thread_id: str) -> list[PendingCall]:
+        """The calls the thread's paused run waits on (SPEC R13.3): tool calls that need a
+        person's approval, and interrupts tools raised themselves. Empty when the thread
+        is not paused, or the agent has no checkpointer."""
+        if self.checkpointer is None:
+            return []
+        return pending_calls(await self.graph.aget_state({"configurable": {"thread_id": thread_id}}))
 
     async def _interrupted_state(self, thread_id: str) -> dict[str, Any]:
         """The checkpointed state of the thread's interrupted run.
@@ -241,16 +269,23 @@ class ReActAgent(AgentFacade):
         """
         return await self._final(self._drive({"messages": [HumanMessage(query)]}, thread_id, synthesize=False, events=False))
 
-    async def resume(self, thread_id: str) -> AgentResult:
+    async def resume(self, thread_id: str, decisions: Mapping[str, Any] | None = None) -> AgentResult:
         """Continue the thread's interrupted run from its last checkpoint to the
-        synthesized answer (SPEC §1: crash resume).
+        synthesized answer (SPEC §1: crash resume; R13.3: approvals).
 
         A run is interrupted when its process died (crash, ``SIGKILL``, Ctrl-C) or its
-        model kept failing. Tool results that finished tasks of the interrupted fan-out
-        wrote are reused; only tool calls that had not finished run (again).
+        model kept failing, or it is paused waiting for decisions (``result.waiting``).
+        Tool results that finished tasks of the interrupted fan-out wrote are reused;
+        only tool calls that had not finished run (again).
 
         Args:
             thread_id: The interrupted run's thread.
+            decisions: For a paused run: by tool call id (``result.pending[i].tool_call_id``,
+                or the interrupt id), a :class:`~reactgraph.Decision` (or
+                ``{"type": "approve" | "edit" | "reject", "args"?, "message"?}``); any
+                value for an interrupt a tool raised itself. Calls left out keep waiting
+                (the result is waiting again). ``None`` resumes without answering: a
+                paused run pauses again on the same calls.
 
         Returns:
             The :class:`~reactgraph.AgentResult` of the whole turn: ``steps`` and
@@ -259,11 +294,12 @@ class ReActAgent(AgentFacade):
 
         Raises:
             NothingToResumeError: No checkpointer, no checkpoint for ``thread_id``, or its
-                last run finished.
+                last run finished; ``decisions`` for a run that waits on none.
+            DecisionError: A decision names no pending call, or is no decision.
             ThreadBusyError: A run is going on ``thread_id`` (with a shared queue: in any
                 process).
         """
-        return await self._final(self._drive(None, thread_id, synthesize=True, events=False))
+        return await self._final(self._drive(None, thread_id, synthesize=True, events=False, decisions=decisions))
 
     @staticmethod
     async def _final(items: AsyncIterator[AgentEvent | AgentResult]) -> AgentResult:
@@ -274,11 +310,13 @@ class ReActAgent(AgentFacade):
         assert result is not None  # _drive always ends with the result
         return result
 
-    async def thread_status(self, thread_id: str) -> Literal["running", "interrupted", "idle", "new"]:
+    async def thread_status(self, thread_id: str) -> Literal["running", "waiting", "interrupted", "idle", "new"]:
         """Where a conversation stands.
 
         Returns:
             ``"running"`` (a run is going; with a shared queue, in any process),
+            ``"waiting"`` (its run is paused on decisions: :meth:`pending` lists them,
+            :meth:`resume` with decisions continues it),
             ``"interrupted"`` (its last run stopped before the end: :meth:`resume` it),
             ``"idle"`` (its last run finished) or ``"new"`` (no checkpoint, or no
             checkpointer).
@@ -290,6 +328,8 @@ class ReActAgent(AgentFacade):
         snapshot = await self.graph.aget_state({"configurable": {"thread_id": thread_id}})
         if not snapshot.values:
             return "new"
+        if snapshot.interrupts:
+            return "waiting"
         return "interrupted" if has_pending_work(snapshot) else "idle"
 
     def _synthesis_chunks(self, query: str, result: AgentResult) -> AsyncIterator[str]:
@@ -315,7 +355,12 @@ class ReActAgent(AgentFacade):
             ``{message, kind: "model_error"}`` and the fallback answer on the ``answer``
             channel before ``done`` (SPEC R2.7, R3.2). A follow-up sent with
             :meth:`inject` yields an ``inject`` event ``{type: "inject", content}`` when
-            the loop takes it in. Every event stream ends with ``done``, unless the
+            the loop takes it in. A run that pauses for approval (SPEC R13.3) yields an
+            ``approval`` event ``{type: "approval", status: "waiting", thread_id,
+            pending: [{interrupt_id, tool_call_id, tool_name, tool_args, iteration, kind,
+            value}]}`` and ``done`` with ``finish_reason: "waiting"`` and an empty
+            answer; :meth:`aresume_events` with decisions streams the rest. A usage limit
+            that ended the loop puts ``limit`` (its figures) in ``done``. Every event stream ends with ``done``, unless the
             consumer stops iterating; the run takes follow-ups until just before ``done``
             (a consumer that stops early should ``aclose()`` the iterator to end the run).
 
@@ -329,15 +374,21 @@ class ReActAgent(AgentFacade):
             async for event in events:
                 yield event
 
-    async def aresume_events(self, thread_id: str) -> AsyncIterator[AgentEvent]:
+    async def aresume_events(self, thread_id: str, decisions: Mapping[str, Any] | None = None) -> AsyncIterator[AgentEvent]:
         """:meth:`resume` as events: the events of the rest of the interrupted run, as
         :meth:`astream_events` yields them, ending with ``done`` (its ``iterations`` and
         ``usage`` cover the whole turn, ``elapsed`` the resumed part).
 
+        Args:
+            thread_id: The interrupted run's thread.
+            decisions: As for :meth:`resume`.
+
         Raises:
-            NothingToResumeError, ThreadBusyError: As for :meth:`resume`, before any event.
+            NothingToResumeError, DecisionError, ThreadBusyError: As for :meth:`resume`,
+                before any event.
         """
-        async with aclosing(self._events(self._drive(None, thread_id, synthesize=True, events=True))) as events:
+        async with aclosing(self._events(self._drive(None, thread_id, synthesize=True, events=True,
+                                                     decisions=decisions))) as events:
             async for event in events:
                 yield event
 
@@ -352,5 +403,9 @@ class ReActAgent(AgentFacade):
                 else:
                     result = item
         assert result is not None  # _drive always ends with the result
-        for event in AgentFacade._closing_events(result, failed=result.error is not None, kind="model_error"):
+        if result.waiting:
+            yield AgentEvent("approval", {"type": "approval", "status": "waiting", "thread_id": result.thread_id,
+                                          "pending": [call.to_dict() for call in result.pending]})
+        failed = result.error is not None and not result.waiting
+        for event in AgentFacade._closing_events(result, failed=failed, kind="model_error"):
             yield event

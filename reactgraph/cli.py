@@ -8,7 +8,11 @@ answers in DAG mode (plan, steps, analysis; see :mod:`reactgraph.cli_dag`). ReAc
 checkpointed (SQLite under ``$REACTGRAPH_HOME`` by default, ``--db-url`` or
 ``$REACTGRAPH_DATABASE_URL`` for another file or Postgres); ``--thread ID`` continues a
 conversation, and ``reactgraph resume ID`` finishes a run that was interrupted (crash,
-Ctrl-C, a model that kept failing).
+Ctrl-C, a model that kept failing). A tool call that needs a person's approval (SPEC R13.3;
+the demo's ``create_work_order``) is asked about on the terminal: approve, edit its
+arguments, or reject it with a message for the agent; ``--approve-all`` approves every
+call without asking (scripts). End the input (Ctrl-D) to leave the run waiting: ``reactgraph
+resume ID`` asks again.
 
 ``reactgraph serve [--host 127.0.0.1] [--port 8000]`` serves the HTTP API and web page
 (:mod:`reactgraph.server`) with the same tools and model until stopped with Ctrl-C.
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import sqlite3
 import sys
@@ -54,6 +59,8 @@ def _parser() -> argparse.ArgumentParser:
     resume.add_argument("thread", help="the interrupted run's thread id")
     for command in (run, resume):
         _add_agent_options(command)
+        command.add_argument("--approve-all", action="store_true",
+                             help="approve every tool call that needs approval without asking (for scripts)")
     _add_serve_parser(commands)
     return parser
 
@@ -164,6 +171,11 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
             events = agent.aresume_events(args.thread)
         try:
             done, failure = await _print_events(console, events, dag=dag)
+            while done.get("finish_reason") == "waiting":
+                decisions = await ask_decisions(console, done.get("pending") or [], approve_all=args.approve_all)
+                if decisions is None:
+                    raise RunFailed(f"the run waits for approval; decide with: reactgraph resume {args.thread}")
+                done, failure = await _print_events(console, agent.aresume_events(args.thread, decisions), dag=dag)
         except (NothingToResumeError, ThreadBusyError) as exc:
             raise SetupError(str(exc)) from exc
         if done.get("finish_reason") == "model_error":
@@ -195,9 +207,11 @@ def _redact(target: str) -> str:
 
 async def _print_events(console: Console, events: Any, *, dag: bool = False) -> tuple[dict[str, Any], str]:
     """Print a run's events as they come (DAG-mode events too when ``dag``); returns the
-    ``done`` payload and the last model error message (``""`` when none)."""
+    ``done`` payload (with ``pending``: the calls of an ``approval`` event, else empty)
+    and the last model error message (``""`` when none)."""
     done: dict[str, Any] = {}
     failure = ""
+    pending: list[dict[str, Any]] = []
     async for event in events:
         data = event.data
         if dag and print_dag_event(console, event):
@@ -230,8 +244,11 @@ async def _print_events(console: Console, events: Any, *, dag: bool = False) -> 
             console.print(f"[magenta]↳ follow-up: {escape(_short(data['content']))}[/magenta]")
         elif event.channel == "compact":
             console.print(f"[dim]── context compacted: {data['original_messages']} → {data['kept_messages']} messages ──[/dim]")
+        elif event.channel == "approval":
+            pending = data.get("pending") or []
+            console.print(f"[yellow]⏸ waiting for approval of {len(pending)} tool call(s)[/yellow]")
         elif event.channel == "done":
-            done = data
+            done = {**data, "pending": pending}
             usage = data["usage"]
             console.rule(style="dim")
             console.print(
@@ -240,6 +257,78 @@ async def _print_events(console: Console, events: Any, *, dag: bool = False) -> 
                 f"elapsed: {data['elapsed']:.1f}s · finish: {data.get('finish_reason')}[/dim]"
             )
     return done, failure
+
+
+async def ask_decisions(console: Console, pending: Sequence[dict[str, Any]], *,
+                        approve_all: bool = False) -> dict[str, Any] | None:
+    """Ask on the terminal what to do with each call a paused run waits on (SPEC R13.3).
+
+    Args:
+        console: Where to print; answers are read from standard input.
+        pending: The ``pending`` calls of the ``approval`` event.
+        approve_all: Approve every approval request without asking (``--approve-all``);
+            a tool's own interrupt is still asked about.
+
+    Returns:
+        Decisions by tool call id (or interrupt id) for ``agent.aresume_events``; ``None``
+        when the input ended before every call was decided (the run stays waiting).
+    """
+    decisions: dict[str, Any] = {}
+    for call in pending:
+        key = call.get("tool_call_id") or call["interrupt_id"]
+        if call.get("kind") != "approval":
+            console.print(f"[yellow]? a tool asks:[/yellow] {escape(_short(call.get('value'), 500))}")
+            answer = await _read("  answer: ")
+            if answer is None:
+                return None
+            decisions[key] = answer
+            continue
+        console.print(f"[yellow]? approve[/yellow] [cyan]{escape(str(call.get('tool_name')))}[/cyan]"
+                      f"({escape(_short(call.get('tool_args'), 500))})")
+        if approve_all:
+            console.print("  [green]approved[/green] [dim](--approve-all)[/dim]")
+            decisions[key] = {"type": "approve"}
+            continue
+        decision = await _ask_one()
+        if decision is None:
+            return None
+        decisions[key] = decision
+    return decisions
+
+
+async def _ask_one() -> dict[str, Any] | None:
+    """One call's decision from the terminal; ``None`` at the end of the input."""
+    while True:
+        choice = await _read("  [a]pprove, [e]dit arguments, [r]eject? ")
+        if choice is None:
+            return None
+        choice = choice.strip().lower()
+        if choice in ("a", "approve", "y", "yes"):
+            return {"type": "approve"}
+        if choice in ("r", "reject", "n", "no"):
+            message = await _read("  message for the agent (Enter: none): ")
+            return None if message is None else {"type": "reject", "message": message.strip() or None}
+        if choice in ("e", "edit"):
+            while True:
+                text = await _read("  new arguments as a JSON object: ")
+                if text is None:
+                    return None
+                try:
+                    args = json.loads(text)
+                except ValueError as exc:
+                    print(f"  not JSON: {exc}", file=sys.stderr)
+                    continue
+                if isinstance(args, dict):
+                    return {"type": "edit", "args": args}
+                print("  the arguments must be a JSON object", file=sys.stderr)
+
+
+async def _read(prompt: str) -> str | None:
+    """A line from standard input after ``prompt``; ``None`` at the end of the input."""
+    try:
+        return await asyncio.to_thread(input, prompt)
+    except EOFError:
+        return None
 
 
 def _server_settings(args: argparse.Namespace) -> Any:

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from reactgraph.approval import ApprovalRule, check_rule
+from reactgraph.limits import UsageLimits
 
 TOOL_SELECTION_THRESHOLD = 12
 """More registered tools than this triggers one selection call before the loop (SPEC R5.1)."""
@@ -126,6 +131,16 @@ class AgentSettings:
             the last step and run its tools again); ``"exit"`` only when the run ends (a
             crash loses the whole run). Finished tool results are written as soon as each
             tool returns in every mode but ``"exit"``.
+        approval: Which tool calls a person must approve before they run (SPEC R13.3,
+            :mod:`reactgraph.approval`): tool name (or ``"*"`` for every other tool) →
+            ``"always"``, ``"never"`` or a predicate over the call. Tools not listed
+            follow their ``metadata["approval"]``, else never. A call that needs approval
+            pauses the run with LangGraph's ``interrupt()`` (a checkpointer is needed).
+        before_tool: Hooks run before every tool call, in order (:mod:`reactgraph.hooks`):
+            they may rewrite the call's arguments or reject it.
+        after_tool: Hooks run after every tool call, in order: they may rewrite its result.
+        limits: :class:`~reactgraph.UsageLimits` of one turn's loop (model calls, tool
+            calls, tokens, cost); ``None`` for none but ``max_iterations``.
     """
 
     max_iterations: int = 50
@@ -155,6 +170,10 @@ class AgentSettings:
     grounding: str = "report"
     grounding_min_facts: int = 1
     lexical_gate: bool = False
+    approval: Mapping[str, ApprovalRule] = field(default_factory=dict, hash=False)
+    before_tool: Sequence[Callable[..., Any]] = field(default=(), hash=False)
+    after_tool: Sequence[Callable[..., Any]] = field(default=(), hash=False)
+    limits: UsageLimits | None = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
         check_at_least(self, max_iterations=1, tool_selection_max=1, tool_selection_shortlist=1, model_attempts=1,
@@ -177,6 +196,16 @@ class AgentSettings:
             raise ValueError(f"grounding must be one of {', '.join(GROUNDING_MODES)}, got {self.grounding!r}")
         if self.grounding_min_facts < 0:
             raise ValueError(f"grounding_min_facts must not be negative, got {self.grounding_min_facts}")
+        for name, rule in self.approval.items():
+            check_rule(name, rule)
+        for name in ("before_tool", "after_tool"):
+            hooks = getattr(self, name)
+            hooks = (hooks,) if callable(hooks) else tuple(hooks)
+            if not all(callable(hook) for hook in hooks):
+                raise ValueError(f"{name} must be a callable or a sequence of callables")
+            object.__setattr__(self, name, hooks)
+        if self.limits is not None and not isinstance(self.limits, UsageLimits):
+            raise ValueError(f"limits must be a UsageLimits, got {type(self.limits).__name__}")
         if self.keep_recent_messages < 0:
             raise ValueError(f"keep_recent_messages must not be negative, got {self.keep_recent_messages}")
 

@@ -22,10 +22,12 @@ from langgraph.config import get_stream_writer
 from reactgraph.jsonparse import safe_json
 
 Channel = Literal[
-    "step", "answer", "compact", "phase", "inject", "stall", "error", "done", "plan", "dag_step", "analysis"
+    "step", "answer", "compact", "phase", "inject", "stall", "error", "done", "plan", "dag_step", "analysis",
+    "approval",
 ]
 """Event channels: the SPEC §8 ones, ``stall`` when the loop is stuck and the next call may
-only answer (``{iteration, reason}``, SPEC R13.1), ``error`` for a run that failed (R2.7), and DAG mode's
+only answer (``{iteration, reason}``, SPEC R13.1), ``error`` for a run that failed (R2.7),
+``approval`` for a run paused on tool calls that wait for a person's decision (R13.3), and DAG mode's
 ``plan``, ``dag_step`` and ``analysis`` (SPEC R9.5; payloads in the README's events table)."""
 
 _MARK = "reactgraph_event"

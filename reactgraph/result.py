@@ -7,6 +7,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
+from reactgraph.approval import PendingCall
 from reactgraph.artifacts import Artifact
 from reactgraph.usage import Usage
 
@@ -24,6 +25,8 @@ class Step:
         error: Why the call failed, ``None`` when it succeeded.
         elapsed: Seconds the call took.
         artifact: A rich artifact the tool returned (SPEC R2.9), if any.
+        approval: ``"approved"``, ``"edited"`` or ``"rejected"`` when a person decided
+            on the call (SPEC R13.3); ``None`` when it needed no approval.
     """
 
     iteration: int
@@ -34,6 +37,7 @@ class Step:
     error: str | None = None
     elapsed: float = 0.0
     artifact: Artifact | None = None
+    approval: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -53,6 +57,7 @@ class Step:
             error=record.get("error"),
             elapsed=float(record.get("elapsed", 0.0)),
             artifact=Artifact(**artifact) if isinstance(artifact, dict) else None,
+            approval=record.get("approval"),
         )
 
 
@@ -118,11 +123,18 @@ class AgentResult(RunResult):
             results built by ``astream_events``).
         finish_reason: ``"final_answer"``, ``"stalled"`` (the model's answer after the loop
             stalled, SPEC R13.1), ``"raw_content"``, ``"return_direct"`` (a ``return_direct``
-            tool's result is the answer), ``"max_iterations"`` or ``"model_error"``.
+            tool's result is the answer), ``"max_iterations"``, ``"model_error"``, a usage
+            limit (``"model_call_limit"``, ``"tool_call_limit"``, ``"token_limit"``,
+            ``"cost_limit"``; see :attr:`limit`), or ``"waiting"``: the run is paused
+            on :attr:`pending` (SPEC R13.3) and continues with ``agent.resume``.
         grounding: The grounding check of the synthesized answer (SPEC R13.1; see
             :func:`reactgraph.grounding.check_grounding`), ``None`` when not run.
         structured_response: The answer as an object of the agent's ``response_format``
             (issue 21); ``None`` without one, or when no level of structured output worked.
+        pending: The calls a paused run waits on (approvals, and interrupts tools raised
+            themselves); empty unless ``finish_reason == "waiting"``.
+        limit: The usage limit that ended the loop, with the run's figures (see
+            :func:`reactgraph.limits.limit_reached`); ``None`` when none did.
     """
 
     messages: list[BaseMessage] = field(default_factory=list)
@@ -130,9 +142,16 @@ class AgentResult(RunResult):
     iterations: int = 0  # type: ignore[assignment]  # a field here, a property of the base
     grounding: dict[str, Any] | None = None
     structured_response: Any = None
+    pending: list[PendingCall] = field(default_factory=list)
+    limit: dict[str, Any] | None = None
+
+    @property
+    def waiting(self) -> bool:
+        """True when the run is paused, waiting for :attr:`pending` decisions."""
+        return bool(self.pending)
 
     def _done_extras(self) -> dict[str, Any]:
-        return {"grounding": self.grounding}
+        return {"grounding": self.grounding, **({"limit": self.limit} if self.limit else {})}
 
     @property
     def artifacts(self) -> list[Artifact]:

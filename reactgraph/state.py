@@ -13,10 +13,11 @@ from typing_extensions import NotRequired, TypedDict
 from reactgraph._pinning import merge_pinned
 from reactgraph.usage import sum_usage
 
-FinishReason = Literal["final_answer", "stalled", "raw_content", "return_direct", "max_iterations", "model_error"]
+FinishReason = Literal["final_answer", "stalled", "raw_content", "return_direct", "max_iterations", "model_error",
+                       "model_call_limit", "tool_call_limit", "token_limit", "cost_limit"]
 """How a turn's loop ended: the model's final answer; its final answer after the loop
 stalled (SPEC R13.1); unparseable content twice (R2.4); a ``return_direct`` tool (issue 21); the iteration cap (R2.6); a model
-that kept failing (R2.7)."""
+that kept failing (R2.7); a usage limit (R13.3, :mod:`reactgraph.limits`)."""
 
 RESET: dict[str, Any] = {"__reset__": True}
 """Write this to ``steps`` or ``usage`` to clear them at the start of a turn."""
@@ -109,6 +110,9 @@ class AgentState(InputState, total=False):
     ``action`` (``kept``, ``reasked``, ``fallback``); ``None`` when off or not run."""
     error: str | None
     """Why the loop failed, when it did."""
+    limit: dict[str, Any] | None
+    """The usage limit that ended the loop (R13.3): ``reason``, ``limit``, ``max``,
+    ``used``, ``tool`` and the turn's ``figures``; ``None`` when none did."""
     synthesis: str | None
     """The streamed, user-facing answer written by ``synthesize`` (SPEC R3.1); ``None``
     when synthesis was skipped."""
@@ -142,6 +146,7 @@ class OutputState(TypedDict, total=False):
     answer: str
     finish_reason: FinishReason | None
     error: str | None
+    limit: dict[str, Any] | None
     synthesis: str | None
     grounding: dict[str, Any] | None
     usage: Annotated[dict[str, int], add_usage]

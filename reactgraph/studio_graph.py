@@ -49,7 +49,7 @@ class StudioContext:
         mode: ``auto`` (native tool calling when the model supports it, SPEC R2.2),
             ``native`` (assume it does) or ``json`` (the JSON-in-content protocol).
         max_iterations: Most loop model calls before the fallback answer (SPEC R2.6).
-        tool_selection: Run the pre-loop tool selection over the 23-tool hub (SPEC §5).
+        tool_selection: Run the pre-loop tool selection over the 24-tool hub (SPEC §5).
     """
 
     model: str = ""

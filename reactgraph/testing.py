@@ -121,6 +121,10 @@ class ScriptedChatModel(BaseChatModel):
     usage: dict[str, int] = Field(default_factory=lambda: {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15})
     cursor: int = 0
 
+    def calls_except(self, kind: str) -> list[list[BaseMessage]]:
+        """The message lists of the calls not of ``kind`` (e.g. every call but synthesis), in order."""
+        return [messages for messages, made in zip(self.calls, self.kinds) if made != kind]
+
     @property
     def _llm_type(self) -> str:
         return "scripted"

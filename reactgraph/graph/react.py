@@ -36,6 +36,7 @@ from reactgraph.abilities import ModelAbilities, resolve_abilities
 from reactgraph.config import AgentSettings
 from reactgraph.errors import is_transient_error
 from reactgraph.interrupts import InterruptQueue
+from reactgraph.limits import UsageLimits, over_limit_refusals
 from reactgraph.nodes.drain_interrupts import DrainInterrupts
 from reactgraph.nodes.execute_tools import ExecuteTools
 from reactgraph.nodes.fallback import Fallback, iteration_cap_reached
@@ -65,14 +66,19 @@ it on the node's run): ``tool_loop`` (phase one, tool selection included) and ``
 (phase two)."""
 
 
-def _tool_sends(state: AgentState) -> list[Send]:
+def _tool_sends(state: AgentState, limits: UsageLimits | None = None) -> list[Send]:
+    """One ``Send`` per pending tool call; a call past a tool-call limit goes with the
+    reason it may not run (R13.3, :func:`~reactgraph.limits.over_limit_refusals`)."""
+    calls = list(state.get("pending_tool_calls") or [])
+    refusals = over_limit_refusals(calls, state.get("steps") or [], limits)
     return [
         Send(
             "execute_tools",
-            {"call": call, "iteration": state.get("iteration", 0), "mode": state.get("mode", "native"),
+            {"call": call if refusal is None else {**call, "error": refusal, "refused": "limit"},
+             "iteration": state.get("iteration", 0), "mode": state.get("mode", "native"),
              "selected_tools": state.get("selected_tools")},
         )
-        for call in state.get("pending_tool_calls") or []
+        for call, refusal in zip(calls, refusals)
     ]
 
 
@@ -130,24 +136,25 @@ def _schemas(state_schema: type | None) -> tuple[type, type, type]:
 
 def route_model(state: AgentState, engine: Engine) -> Literal["llm_call_native", "llm_call_json", "fallback"]:
     """After the guard: the iteration cap (R2.6: ``max_iterations``, or the caller's
-    ``recursion_limit`` too close), else the mode's model node (R2.2)."""
-    if iteration_cap_reached(state, engine.settings.max_iterations):
+    ``recursion_limit`` too close) or a usage limit (R13.3), else the mode's model node
+    (R2.2)."""
+    if iteration_cap_reached(state, engine.settings.max_iterations) or engine.limit_reached(state):
         return "fallback"
     return "llm_call_native" if state.get("mode") == "native" else "llm_call_json"
 
 
-def route_after_native_call(state: AgentState) -> list[Send] | Literal["drain_interrupts"]:
+def route_after_native_call(state: AgentState, limits: UsageLimits | None = None) -> list[Send] | Literal["drain_interrupts"]:
     """Native mode: one ``Send`` per tool call, or on to the drain with a final answer."""
-    return _tool_sends(state) or "drain_interrupts"
+    return _tool_sends(state, limits) or "drain_interrupts"
 
 
-def route_after_drain(state: AgentState) -> list[Send] | Literal["synthesize", "guard_context"]:
+def route_after_drain(state: AgentState, limits: UsageLimits | None = None) -> list[Send] | Literal["synthesize", "guard_context"]:
     """After the drain: the final answer still pending goes to synthesis; a JSON-mode
     tool call runs; anything else loops back to the guard."""
     if state.get("pending_final") is not None:
         return "synthesize"
     if state.get("mode") == "json":
-        sends = _tool_sends(state)
+        sends = _tool_sends(state, limits)
         if sends:
             return sends
     return "guard_context"
@@ -323,8 +330,10 @@ def compile_react_graph(
         nodes["structured_response"] = StructuredResponse(engine, response_format)
     routes = {  # conditional edges, decided inside their node (see RoutedNode)
         "guard_context": (lambda state: route_model(state, engine), ("llm_call_native", "llm_call_json", "fallback")),
-        "llm_call_native": (route_after_native_call, ("execute_tools", "drain_interrupts")),
-        "drain_interrupts": (route_after_drain, ("execute_tools", "synthesize", "guard_context")),
+        "llm_call_native": (lambda state: route_after_native_call(state, settings.limits),
+                            ("execute_tools", "drain_interrupts")),
+        "drain_interrupts": (lambda state: route_after_drain(state, settings.limits),
+                             ("execute_tools", "synthesize", "guard_context")),
     }
     for node_name, body in nodes.items():
         route, destinations = routes.get(node_name, (None, None))

@@ -16,11 +16,14 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.types import Command
+from langgraph._internal._constants import CONFIG_KEY_CHECKPOINTER  # how a task sees its checkpointer
+from langgraph.types import Command, interrupt
 
 from reactgraph._engine import Engine
+from reactgraph.approval import NO_CHECKPOINTER, Decision, approval_request, needs_approval, read_decision
 from reactgraph.artifacts import Artifact
 from reactgraph.events import emit
+from reactgraph.hooks import run_after_tool, run_before_tool
 from reactgraph.jsonparse import safe_json
 from reactgraph.prompts import OBSERVATION
 from reactgraph.state import ToolCallRequest
@@ -112,22 +115,47 @@ class ExecuteTools:
         call: ToolCallRequest = task["call"]
         iteration = task["iteration"]
         name = call.get("name") or ""
+        settings = self.engine.settings
+        tool = self.engine.tools.get(name)
+        refusal = _refusal(call, task.get("selected_tools"), self.engine)
+        decision = None
+        if refusal is None and needs_approval(call, tool, settings.approval):
+            # Before anything is emitted or run: on resume the task starts over and
+            # interrupt() returns the person's decision (R13.3). A run that cannot pause
+            # (no checkpointer) does not run the call.
+            if config.get("configurable", {}).get(CONFIG_KEY_CHECKPOINTER) is None:
+                decision = Decision.reject(NO_CHECKPOINTER)
+            else:
+                decision = read_decision(interrupt(approval_request(call, iteration, tool.description if tool else "")))
+            if decision.type == "edit":
+                call = {**call, "args": decision.args}
         emit("step", type="iteration", status="start", iteration=iteration, tool_name=name,
              tool_args=call.get("args"), tool_call_id=call["id"])
         started = time.perf_counter()
         output: Any = None
-        refusal = _refusal(call, task.get("selected_tools"), self.engine)
-        if refusal is None:
-            invocation = {"type": "tool_call", "name": name, "args": call["args"], "id": call["id"]}
+        withheld = decision.observation if decision is not None and decision.type == "reject" else None
+        invocation = {"type": "tool_call", "name": name, "args": call.get("args"), "id": call["id"]}
+        if refusal is None and withheld is None and settings.before_tool:
+            invocation, withheld = await run_before_tool(settings.before_tool, invocation)
+            call = {**call, "args": invocation["args"]}
+        ran = refusal is None and withheld is None
+        if ran:
             assert self.engine.runner is not None  # Engine.build always sets it
             try:
-                output = await self.engine.runner.run(invocation, config, self.engine.settings.tool_timeout)
+                output = await self.engine.runner.run(invocation, config, settings.tool_timeout)
             except TimeoutError:
-                refusal = f"tool {name!r} timed out after {self.engine.settings.tool_timeout:g} seconds"
-        answer = _answer(output, call["id"]) if refusal is None else None
+                refusal = f"tool {name!r} timed out after {settings.tool_timeout:g} seconds"
+        answer = _answer(output, call["id"]) if refusal is None and withheld is None else None
         if answer is None:
-            text = f"Error: {refusal}" if refusal else "(no result: the tool handed control to another agent)"
-            answer = ToolMessage(text, tool_call_id=call["id"], name=name or "unknown", status="error" if refusal else "success")
+            if withheld is not None:
+                text, failed = withheld, True
+            elif refusal:
+                text, failed = f"Error: {refusal}", True
+            else:
+                text, failed = "(no result: the tool handed control to another agent)", False
+            answer = ToolMessage(text, tool_call_id=call["id"], name=name or "unknown", status="error" if failed else "success")
+        elif settings.after_tool:
+            answer = await run_after_tool(settings.after_tool, invocation, answer)
         answer, artifact = _with_artifact_note(answer)
         observation = to_observation_text(answer.content)
         error = error_of(answer)
@@ -143,7 +171,6 @@ class ExecuteTools:
         message: BaseMessage = answer
         if task["mode"] == "json":
             message = HumanMessage(OBSERVATION.format(tool_name=name or "unknown", observation=observation))
-        tool = self.engine.tools.get(name)
         record = {
             "iteration": iteration,
             "tool_call_id": call["id"],
@@ -152,6 +179,8 @@ class ExecuteTools:
             "observation": observation,
             "error": error,
             "refused": call.get("refused"),
+            "ran": ran,
+            "approval": {"approve": "approved", "edit": "edited", "reject": "rejected"}[decision.type] if decision else None,
             "elapsed": elapsed,
             "artifact": artifact.to_dict() if artifact else None,
             "return_direct": bool(tool is not None and tool.return_direct and error is None),

@@ -14,6 +14,7 @@ from typing import Any
 from langchain_core.messages import AIMessage
 
 from reactgraph._engine import Engine
+from reactgraph.limits import describe_limit
 from reactgraph.state import AgentState
 from reactgraph.synthesis import summarize_steps
 
@@ -33,19 +34,26 @@ def iteration_cap_reached(state: AgentState, max_iterations: int) -> bool:
 
 
 class Fallback:
-    """Write the step summary as the answer when the iteration cap is reached, as the
-    last assistant message too (issue 21: every way the loop ends leaves one)."""
+    """Write the step summary as the answer when the iteration cap or a usage limit
+    (R13.3, :mod:`reactgraph.limits`) is reached, as the last assistant message too
+    (issue 21: every way the loop ends leaves one). A limit's figures go to ``limit``."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
     async def __call__(self, state: AgentState) -> dict[str, Any]:
-        reason = f"I stopped after {state.get('iteration', 0)} iterations without reaching a final answer."
+        reached = None if iteration_cap_reached(state, self.engine.settings.max_iterations) \
+            else self.engine.limit_reached(state)
+        if reached is not None:
+            reason = describe_limit(reached)
+        else:
+            reason = f"I stopped after {state.get('iteration', 0)} iterations without reaching a final answer."
         answer = summarize_steps(state.get("steps", []), reason)
         return {
             "messages": [AIMessage(answer, name=self.engine.message_name)],
             "answer": answer,
-            "finish_reason": "max_iterations",
+            "finish_reason": reached["reason"] if reached else "max_iterations",
+            "limit": reached,
             "pending_final": None,
             "pending_tool_calls": [],
         }

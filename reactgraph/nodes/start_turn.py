@@ -50,6 +50,7 @@ class StartTurn:
             "usage": RESET,
             "answer": "",
             "finish_reason": None,
+            "limit": None,
             "draft_answer": None,
             "progress_iteration": 0,
             "grounding": None,

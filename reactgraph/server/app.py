@@ -11,8 +11,13 @@
   died, or its model kept failing) from its last checkpoint and streams the rest of it like
   ``/runs``; 404 for a thread the checkpointer does not know, 409 when its last run finished
   or a run is going on it.
-- ``GET /threads/{thread_id}`` returns the thread's status, messages and last result from
-  the checkpointer; 404 for a thread it does not know.
+- ``POST /threads/{thread_id}/approvals`` ``{"decisions": [{"tool_call_id", "type":
+  "approve" | "edit" | "reject", "args"?, "message"?}]}`` answers the tool calls a paused
+  run waits on (SPEC R13.3; the run's stream ended with an ``approval`` event) and streams
+  the rest of the run like ``/runs``; 404 for an unknown thread, 409 when nothing waits (or
+  a run is going), 422 for a decision that names no waiting call or is malformed.
+- ``GET /threads/{thread_id}`` returns the thread's status, messages, last result and the
+  calls it waits on from the checkpointer; 404 for a thread it does not know.
 - ``GET /healthz`` and the page at ``/`` (static files under ``/static``).
 
 Every request passes :class:`~reactgraph.server.gate.RequestGate` before its body is read:
@@ -60,6 +65,7 @@ from starlette.responses import Response
 from reactgraph._pinning import is_pinned, pinned_ids
 from reactgraph.actions import message_text
 from reactgraph.agent import ReActAgent
+from reactgraph.approval import DecisionError, pending_calls, resume_command
 from reactgraph.checkpointing import has_pending_work
 from reactgraph.errors import FollowUpLimitError, NoActiveRunError, NothingToResumeError, ThreadBusyError
 from reactgraph.events import AgentEvent
@@ -152,6 +158,26 @@ class MessageRequest(BaseModel):
         return message
 
 
+class DecisionBody(BaseModel):
+    """One decision on a waiting tool call (SPEC R13.3)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool_call_id: str = Field(min_length=1, description="The waiting call (`pending[].tool_call_id` of the "
+                                                        "`approval` event, or its `interrupt_id`).")
+    type: Literal["approve", "edit", "reject"]
+    args: dict[str, Any] | None = Field(default=None, description="edit: the arguments to run the call with.")
+    message: str | None = Field(default=None, description="reject: what the model is told instead of a result.")
+
+
+class ApprovalsRequest(BaseModel):
+    """Body of ``POST /threads/{thread_id}/approvals``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    decisions: list[DecisionBody] = Field(min_length=1, examples=[[{"tool_call_id": "call_1", "type": "approve"}]])
+
+
 class Accepted(BaseModel):
     """Answer of ``POST /threads/{thread_id}/inject``: the follow-up is queued."""
 
@@ -194,11 +220,15 @@ class ThreadState(BaseModel):
     thread_id: str
     running: bool = Field(description="A run is going on the thread: in this server, or with a shared (Postgres) "
                                       "queue in any server process.")
-    status: Literal["running", "interrupted", "idle"] = Field(
-        description="running; interrupted: its last run stopped before its end (POST .../resume finishes it); "
+    status: Literal["running", "waiting", "interrupted", "idle"] = Field(
+        description="running; waiting: its run is paused on the calls in `pending` (POST .../approvals answers "
+                    "them); interrupted: its last run stopped before its end (POST .../resume finishes it); "
                     "idle: its last run finished.")
     messages: list[ThreadMessage]
     result: ThreadResult | None
+    pending: list[dict[str, Any]] = Field(
+        default_factory=list, description="waiting: the calls the run waits on, "
+                                          "[{interrupt_id, tool_call_id, tool_name, tool_args, iteration, kind, value}].")
 
 
 class Health(BaseModel):
@@ -223,8 +253,16 @@ MESSAGE_ERRORS: dict[int | str, dict[str, Any]] = {
 SSE_DESCRIPTION = (
     "A `text/event-stream` of the SPEC §8 events, `event: <channel>\\ndata: <json>\\n\\n`, in order: "
     "`phase`, `step` (thinking, iteration, answer signal), `compact`, `inject`, `error`, "
-    "`answer` (start, delta, done), and last `done` {answer, iterations, usage, elapsed, finish_reason, thread_id}."
+    "`answer` (start, delta, done), and last `done` {answer, iterations, usage, elapsed, finish_reason, thread_id}. "
+    "A run that pauses for approval sends `approval` {type, status: waiting, thread_id, pending} and then `done` "
+    "with finish_reason `waiting` (no `answer` events); POST .../approvals continues it."
 )
+
+
+SSE_RESPONSE: dict[int | str, dict[str, Any]] = {
+    200: {"description": SSE_DESCRIPTION, "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+}
+"""The 200 answer of the endpoints that stream a run."""
 
 
 def _message_view(message: BaseMessage, pinned: frozenset[str]) -> ThreadMessage:
@@ -368,6 +406,16 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
         """Declares the bearer scheme on an endpoint in the OpenAPI schema; the gate has
         checked the key before the request got here."""
 
+    async def known_thread(thread_id: str) -> str:
+        """The thread's :meth:`~reactgraph.ReActAgent.thread_status`; 404 when the agent
+        keeps no threads or has none by this id."""
+        if agent.checkpointer is None:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, "this server keeps no threads (its agent has no checkpointer)")
+        state = await agent.thread_status(thread_id)
+        if state == "new":
+            raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown thread {thread_id!r}")
+        return state
+
     def checked_message(body: MessageRequest) -> str:
         if not body.message.strip():
             raise HTTPException(422, "the message is blank")
@@ -381,7 +429,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
         dependencies=[Depends(bearer_scheme)],
         response_class=EventSourceResponse,
         responses={
-            200: {"description": SSE_DESCRIPTION, "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+            **SSE_RESPONSE,
             409: {"model": ErrorBody, "description": "A run is already going on this thread."},
             **MESSAGE_ERRORS,
         },
@@ -420,7 +468,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
         dependencies=[Depends(bearer_scheme)],
         response_class=EventSourceResponse,
         responses={
-            200: {"description": SSE_DESCRIPTION, "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+            **SSE_RESPONSE,
             404: {"model": ErrorBody, "description": "The checkpointer has no such thread."},
             409: {"model": ErrorBody, "description": "A run is going on this thread, or its last run finished."},
             **ERRORS,
@@ -432,11 +480,41 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
         failing) from its last checkpoint: tool calls that had finished are not run again.
         Streams the rest of the run's SPEC §8 events, ending with `done`; any server process
         sharing the checkpointer can do it."""
-        if agent.checkpointer is None:
-            raise HTTPException(status.HTTP_404_NOT_FOUND, "this server keeps no threads (its agent has no checkpointer)")
-        if await agent.thread_status(thread_id) == "new":
-            raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown thread {thread_id!r}")
+        await known_thread(thread_id)
         return await stream_events(app, thread_id, agent.aresume_events(thread_id))
+
+    @app.post(
+        "/threads/{thread_id}/approvals",
+        dependencies=[Depends(bearer_scheme)],
+        response_class=EventSourceResponse,
+        responses={
+            **SSE_RESPONSE,
+            404: {"model": ErrorBody, "description": "The checkpointer has no such thread."},
+            409: {"model": ErrorBody, "description": "The thread waits on no decision, or a run is going on it."},
+            **ERRORS,
+        },
+        summary="Decide on the tool calls a paused run waits on and stream the rest of the run",
+    )
+    async def decide(thread_id: ThreadId, body: ApprovalsRequest) -> EventSourceResponse:
+        """Approve, edit or reject the tool calls the thread's paused run waits on (SPEC R13.3).
+        Calls left out keep waiting. Streams the rest of the run's SPEC §8 events, ending with
+        `done` (or with another `approval` when calls still wait)."""
+        state = await known_thread(thread_id)
+        if state == "running" or thread_id in app.state.runs:
+            raise HTTPException(status.HTTP_409_CONFLICT, f"a run is going on thread {thread_id!r}")
+        pending = await agent.pending(thread_id)
+        if not pending:
+            raise HTTPException(status.HTTP_409_CONFLICT, f"thread {thread_id!r} waits on no decision")
+        decisions: dict[str, Any] = {}
+        for item in body.decisions:
+            if item.tool_call_id in decisions:
+                raise HTTPException(422, f"two decisions for call {item.tool_call_id!r}")
+            decisions[item.tool_call_id] = item.model_dump(exclude={"tool_call_id"}, exclude_none=True)
+        try:
+            resume_command(pending, decisions)
+        except DecisionError as exc:
+            raise HTTPException(422, str(exc)) from exc
+        return await stream_events(app, thread_id, agent.aresume_events(thread_id, decisions))
 
     @app.get(
         "/threads/{thread_id}",
@@ -453,12 +531,15 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
         if not values.get("messages"):
             raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown thread {thread_id!r}")
         running = thread_id in app.state.runs or await agent.interrupts.is_running(thread_id)
+        pending = [] if running else pending_calls(snapshot)
         return ThreadState(
             thread_id=thread_id,
             running=running,
-            status="running" if running else "interrupted" if has_pending_work(snapshot) else "idle",
+            status="running" if running else "waiting" if pending else "interrupted" if has_pending_work(snapshot)
+            else "idle",
             messages=[_message_view(message, pinned_ids(values)) for message in values["messages"]],
             result=_result_view(values),
+            pending=[call.to_dict() for call in pending],
         )
 
     @app.get("/healthz", summary="Liveness")

@@ -85,22 +85,29 @@ RAW_BODIES = st.sampled_from([
 ])
 
 
-def from_object_schema(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
+def from_object_schema(schema: dict[str, Any], openapi: dict[str, Any]) -> st.SearchStrategy[Any]:
     """Values of a JSON schema: objects built member by member from their properties'
-    schemas (hypothesis-jsonschema draws those; its own object strategy does not run on
-    this Hypothesis), anything else by hypothesis-jsonschema."""
+    schemas and arrays item by item (hypothesis-jsonschema draws the leaves; its own object
+    strategy does not run on this Hypothesis), ``$ref`` and ``anyOf`` followed, anything
+    else by hypothesis-jsonschema."""
+    schema = resolve(schema, openapi)
+    if "anyOf" in schema:
+        return st.one_of([from_object_schema(sub, openapi) for sub in schema["anyOf"]])
+    if schema.get("type") == "array" and "items" in schema:
+        return st.lists(from_object_schema(schema["items"], openapi), min_size=schema.get("minItems", 0), max_size=3)
     if schema.get("type") != "object":
         return from_schema(schema)
     properties = schema.get("properties", {})
     required = set(schema.get("required", []))
-    return st.fixed_dictionaries({name: from_schema(sub) for name, sub in properties.items() if name in required},
-                                 optional={name: from_schema(sub) for name, sub in properties.items() if name not in required})
+    return st.fixed_dictionaries(
+        {name: from_object_schema(sub, openapi) for name, sub in properties.items() if name in required},
+        optional={name: from_object_schema(sub, openapi) for name, sub in properties.items() if name not in required})
 
 
 def bodies(operation: dict[str, Any], openapi: dict[str, Any]) -> st.SearchStrategy[bytes | None]:
     """Bodies for an operation: schema-valid ones, any JSON, and raw hostile bytes."""
     content = (operation.get("requestBody") or {}).get("content", {}).get("application/json")
-    schema_valid = from_object_schema(resolve(content["schema"], openapi)) if content else st.none()
+    schema_valid = from_object_schema(content["schema"], openapi) if content else st.none()
     as_json = st.one_of(schema_valid, JSON_VALUES).map(
         lambda value: None if value is None else json.dumps(value, allow_nan=True).encode("utf-8", "surrogatepass"))
     return st.one_of(as_json, RAW_BODIES)
@@ -121,7 +128,8 @@ def check(response: httpx.Response) -> None:
 
 
 OPERATIONS = [("/threads/{thread_id}/runs", "post"), ("/threads/{thread_id}/inject", "post"),
-              ("/threads/{thread_id}/resume", "post"), ("/threads/{thread_id}", "get")]
+              ("/threads/{thread_id}/resume", "post"), ("/threads/{thread_id}/approvals", "post"),
+              ("/threads/{thread_id}", "get")]
 
 
 def test_the_schema_has_exactly_the_operations_exercised_here(server):

@@ -219,3 +219,30 @@ async def test_a_tool_interrupt_is_resumed_through_langgraph_sdk(tmp_path):
         assert done["next"] == [] and not done["tasks"]
         assert trap.requests == [], f"the server tried to reach the network: {trap.requests}"
         assert "Traceback" not in log_path.read_text(errors="replace")
+
+
+async def test_an_approval_policy_interrupt_is_shown_and_resumed_through_langgraph_sdk(tmp_path):
+    """Issue 18: a call the agent's approval policy holds pauses a ``langgraph dev`` run
+    as a LangGraph interrupt whose value is the approval request; Studio's path
+    (langgraph-sdk) resumes it with an edit decision, and the call runs with the edited
+    arguments."""
+    with langgraph_dev(APPROVAL_DIR, tmp_path) as (url, trap, log_path):
+        client = get_client(url=url)
+        thread_id = (await client.threads.create())["thread_id"]
+        await client.runs.wait(thread_id, "policy", input={"messages": [{"role": "user", "content": "Open a work order."}]})
+        paused = await client.threads.get_state(thread_id)
+        assert paused["next"] == ["execute_tools"]
+        [pending] = [i for task in paused["tasks"] for i in task["interrupts"]]
+        assert pending["value"]["type"] == "tool_approval" and pending["value"]["tool_call_id"] == "call_wo"
+        assert pending["value"]["tool_args"] == {"equipment_id": "CNC-003", "task": "bearing"}
+        assert pending["value"]["decisions"] == ["approve", "edit", "reject"]
+        assert (await client.threads.get(thread_id))["status"] == "interrupted"
+
+        final = await client.runs.wait(thread_id, "policy", command={
+            "resume": {"type": "edit", "args": {"equipment_id": "CNC-003", "task": "replace bearing"}}})
+        tool_messages = [m["content"] for m in final["messages"] if m["type"] == "tool"]
+        assert tool_messages == ["work order created for CNC-003: replace bearing"]
+        assert final["steps"][0]["approval"] == "edited"
+        assert final["synthesis"] == "Work order created for CNC-003."
+        assert trap.requests == [], f"the server tried to reach the network: {trap.requests}"
+        assert "Traceback" not in log_path.read_text(errors="replace")

@@ -15,6 +15,7 @@ from reactgraph.demo.factory import (
     CONNECTORS,
     DEMO_QUESTION,
     DEMO_SYSTEM_PROMPT,
+    WRITE_TOOLS,
     build_factory_hub,
     default_db_path,
     ensure_database,
@@ -41,6 +42,7 @@ VALID_ARGS: dict[str, dict] = {
     "get_alarm_details": {"alarm_code": "W-1105"},
     "get_alarm_history": {"start_date": "2026-01-01", "end_date": "2026-01-29"},
     "get_maintenance_history": {"equipment_id": "CNC-003", "limit": 5},
+    "create_work_order": {"equipment_id": "CNC-003", "description": "Replace the spindle bearing", "priority": "high"},
     "get_scheduled_maintenance": {"days_ahead": 30},
     "get_maintenance_due": {"within_days": 14},
     "get_production_summary": {"line": "Line A", "start_date": "2026-01-20", "end_date": "2026-01-29"},
@@ -145,6 +147,31 @@ def test_every_tool_returns_text(hub: dict, name: str) -> None:
     out = hub[name].invoke(VALID_ARGS[name])
     assert isinstance(out, str) and out.strip()
     assert "Unknown" not in out and "No " not in out.split("\n")[0], out
+
+
+def test_the_work_order_tool_writes_its_own_table_through_its_own_connection(tmp_path: Path) -> None:
+    db = ensure_database(tmp_path / "factory.db")
+    tools = {t.name: t for t in build_factory_hub(db)}
+    tool = tools["create_work_order"]
+    assert tool.metadata["approval"] == "always" and WRITE_TOOLS == {"create_work_order"}
+    assert all("approval" not in t.metadata for name, t in tools.items() if name != "create_work_order")
+    before = _counts(db)
+    first = tool.invoke({"equipment_id": "cnc003", "description": "Replace the spindle bearing", "priority": "urgent"})
+    second = tool.invoke({"equipment_id": "PRS-001", "description": "Check the hydraulic seal"})
+    assert first.startswith("Created work order WO-R0001 for CNC-003") and "priority urgent" in first
+    assert second.startswith("Created work order WO-R0002 for PRS-001") and "priority normal" in second
+    con = connect_readonly(db)
+    try:
+        rows = [tuple(r)[:4] for r in con.execute("SELECT * FROM work_order_requests ORDER BY wo_id")]
+    finally:
+        con.close()
+    assert rows == [("WO-R0001", "CNC-003", "urgent", "Replace the spindle bearing"),
+                    ("WO-R0002", "PRS-001", "normal", "Check the hydraulic seal")]
+    after = _counts(db)
+    assert after.pop("work_order_requests") == 2 and after == before  # the seeded tables are untouched
+    assert tool.invoke({"equipment_id": "CNC-003", "description": "x" * 3}).startswith("Created work order WO-R0003")
+    with pytest.raises(ValueError):
+        tool.invoke({"equipment_id": "XYZ-999", "description": "nothing"})
 
 
 def test_cnc_003_status_exact(hub: dict) -> None:

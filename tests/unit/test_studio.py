@@ -52,7 +52,7 @@ def test_factory_builds_the_demo_graph_with_the_run_configuration(endpoint_env):
     factory = studio_graph(recording_builder(calls))
     graph = asyncio.run(factory({"configurable": {"mode": "json", "max_iterations": 3, "tool_selection": False}}))
     llm, tools, options = calls[0]
-    assert llm.model_name == "env-model" and len(tools) == 23
+    assert llm.model_name == "env-model" and len(tools) == 24
     assert options["use_native_tools"] is False
     settings = options["settings"]
     assert (settings.max_iterations, settings.tool_selection, settings.system_prompt) == (3, False, DEMO_SYSTEM_PROMPT)

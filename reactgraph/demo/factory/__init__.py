@@ -1,13 +1,15 @@
 """Seed-003 demo plant: a factory equipment-management domain.
 
 ``build_factory_hub(db_path=None)`` seeds an embedded SQLite database (see
-:mod:`.db`) and returns read-only LangChain tools grouped by connector
+:mod:`.db`) and returns LangChain tools grouped by connector
 (:data:`CONNECTORS`: equipment, alarms, maintenance, production, quality,
-inventory, energy). ``DEMO_QUESTION`` / ``DEMO_SYSTEM_PROMPT`` drive the demo run.
+inventory, energy): read-only query tools, and ``create_work_order``, which writes
+a work order request and needs a person's approval (SPEC R13.3).
+``DEMO_QUESTION`` / ``DEMO_SYSTEM_PROMPT`` drive the demo run.
 """
 
 from .db import REFERENCE_DATE, connect_readonly, default_db_path, ensure_database
-from .tools import CONNECTORS, build_factory_hub, normalize_equipment_id
+from .tools import CONNECTORS, WRITE_TOOLS, build_factory_hub, normalize_equipment_id
 
 DEMO_QUESTION = "CNC-003 상태 확인해줘"
 
@@ -25,6 +27,7 @@ __all__ = [
     "DEMO_QUESTION",
     "DEMO_SYSTEM_PROMPT",
     "REFERENCE_DATE",
+    "WRITE_TOOLS",
     "build_factory_hub",
     "connect_readonly",
     "default_db_path",

@@ -190,6 +190,30 @@ def connect_readonly(path: str | Path) -> sqlite3.Connection:
     return con
 
 
+WORK_ORDER_REQUESTS = """CREATE TABLE IF NOT EXISTS work_order_requests (
+    wo_id TEXT PRIMARY KEY, equipment_id TEXT NOT NULL, priority TEXT NOT NULL
+    CHECK (priority IN ('low','normal','high','urgent')), description TEXT NOT NULL, created_at TEXT NOT NULL)"""
+"""The table the demo's write tool (``create_work_order``) writes: work orders requested
+through the agent, kept apart from the seeded ``maintenance`` history."""
+
+
+def connect_for_writes(path: str | Path) -> sqlite3.Connection:
+    """Open ``path`` read-write for the plant's write tools, separate from the read-only
+    connections of the query tools; creates :data:`WORK_ORDER_REQUESTS` if needed.
+
+    The connection is in autocommit mode (``isolation_level=None``): callers open their
+    own ``BEGIN IMMEDIATE`` transaction. ``ATTACH`` is refused as on the read-only ones.
+
+    Raises:
+        sqlite3.Error: The file cannot be opened for writing.
+    """
+    con = sqlite3.connect(Path(path).expanduser().resolve(), timeout=30, isolation_level=None, check_same_thread=False)
+    con.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+    con.row_factory = sqlite3.Row
+    con.execute(WORK_ORDER_REQUESTS)
+    return con
+
+
 def _is_seeded(path: Path) -> bool:
     try:
         con = connect_readonly(path)

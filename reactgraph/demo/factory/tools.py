@@ -1,7 +1,8 @@
 """LangChain tool hub for the seed-003 demo plant.
 
-:func:`build_factory_hub` returns read-only ``StructuredTool`` objects grouped
-into connectors (see :data:`CONNECTORS`). Every tool:
+:func:`build_factory_hub` returns ``StructuredTool`` objects grouped into
+connectors (see :data:`CONNECTORS`): query tools, and one that changes the plant
+(``create_work_order``, in :data:`WRITE_TOOLS`: approval required). Every tool:
 
 * takes a strict pydantic ``args_schema`` (per-field descriptions, numeric
   ranges, and enums wherever the plant's data allows: the known equipment ids
@@ -14,7 +15,9 @@ into connectors (see :data:`CONNECTORS`). Every tool:
   equipment id, a date that is not ``YYYY-MM-DD``) makes ``tool.invoke`` raise
   ``pydantic.ValidationError`` naming the allowed values; the engine reports
   that as an observation.
-* runs parameterized SQL on its own read-only connection (thread-safe).
+* runs parameterized SQL on its own connection (thread-safe): read-only for the
+  query tools, a separate read-write one for a write tool, which writes its own
+  table (``work_order_requests``) and nothing else.
 * returns a human-readable ``str``; domain misses (unknown id, no rows in a
   date range) are returned as explanatory text, never raised.
 
@@ -30,14 +33,14 @@ import inspect
 import re
 import sqlite3
 from collections.abc import Callable
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Annotated, Literal
 
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
-from .db import ALARMS, DATA_START, EQUIPMENT, REFERENCE_DATE, connect_readonly, ensure_database
+from .db import ALARMS, DATA_START, EQUIPMENT, REFERENCE_DATE, connect_for_writes, connect_readonly, ensure_database
 
 # --------------------------------------------------------------------------- argument types
 
@@ -161,6 +164,12 @@ class MaintHistoryArgs(_Args):
 class ScheduledArgs(_Args):
     equipment_id: EquipmentId | None = Field(None, description=_EID + "; omit for all machines")
     days_ahead: int = Field(14, ge=1, le=90, description="Look-ahead window in days after 2026-01-29")
+
+
+class WorkOrderArgs(_Args):
+    equipment_id: EquipmentId = Field(description=_EID)
+    description: str = Field(min_length=3, max_length=500, description="What the technicians should do")
+    priority: Literal["low", "normal", "high", "urgent"] = Field("normal", description="How soon it is needed")
 
 
 class DueArgs(_Args):
@@ -773,6 +782,32 @@ def get_top_energy_consumers(db: Path, start_date: str | None = None, end_date: 
         f"{i}. {r['id']} ({r['name']}) | {r['kwh']:.1f} kWh | {_pct(r['kwh'], total)}" for i, r in enumerate(rows[:limit], 1)])
 
 
+@_register("maintenance", WorkOrderArgs)
+def create_work_order(db: Path, equipment_id: str, description: str, priority: str = "normal") -> str:
+    """Create a maintenance work order for one machine (a person must approve it).
+
+    Returns the new work order id, the machine, the priority and the task.
+    """
+    row, err = _equipment(db, equipment_id)
+    if row is None:
+        return err
+    con = connect_for_writes(db)
+    try:
+        con.execute("BEGIN IMMEDIATE")
+        count = con.execute("SELECT COUNT(*) FROM work_order_requests").fetchone()[0]
+        wo_id = f"WO-R{count + 1:04d}"
+        con.execute("INSERT INTO work_order_requests VALUES (?,?,?,?,?)",
+                    (wo_id, row["id"], priority, description.strip(), datetime.now(timezone.utc).isoformat(timespec="seconds")))
+        con.execute("COMMIT")
+    except BaseException:
+        if con.in_transaction:
+            con.execute("ROLLBACK")
+        raise
+    finally:
+        con.close()
+    return f"Created work order {wo_id} for {row['id']} ({row['name']}): priority {priority}, task: {description.strip()}. Status: requested."
+
+
 # --------------------------------------------------------------------------- hub
 
 KEYWORDS: dict[str, tuple[str, ...]] = {
@@ -792,6 +827,8 @@ KEYWORDS: dict[str, tuple[str, ...]] = {
                                 "정비", "보수", "수리", "이력", "작업", "내역"),
     "get_scheduled_maintenance": ("scheduled", "upcoming", "planned", "next maintenance", "정비", "예정", "계획", "일정"),
     "get_maintenance_due": ("due", "overdue", "inspection", "periodic", "점검", "예정", "기한", "도래", "지연"),
+    "create_work_order": ("create work order", "new work order", "request maintenance", "schedule a repair", "fix",
+                          "작업지시", "작업 지시", "정비 요청", "수리 요청", "생성"),
     "get_production_summary": ("production", "output", "target", "summary", "생산", "생산량", "실적", "목표", "요약"),
     "get_shift_output": ("shift", "day", "per shift", "교대", "근무조", "일별", "생산"),
     "get_line_oee": ("oee", "efficiency", "availability", "performance", "설비종합효율", "효율", "가용률", "성능"),
@@ -809,6 +846,10 @@ KEYWORDS: dict[str, tuple[str, ...]] = {
 Korean the plant's users write), read by relevance ranking (SPEC R13.1) through
 ``tool.metadata["keywords"]``."""
 
+WRITE_TOOLS = frozenset({"create_work_order"})
+"""Tools that change the plant: their ``metadata["approval"]`` is ``"always"``, so a person
+approves each call before it runs (SPEC R13.3)."""
+
 CONNECTORS: dict[str, list[str]] = {}
 for _connector, _fn, _schema in _REGISTRY:
     CONNECTORS.setdefault(_connector, []).append(_fn.__name__)
@@ -823,19 +864,23 @@ def _bind(fn: Callable[..., str], db: Path) -> Callable[..., str]:
 
 
 def build_factory_hub(db_path: str | Path | None = None) -> list[BaseTool]:
-    """Return the plant's read-only tools, bound to a seeded database.
+    """Return the plant's tools, bound to a seeded database.
 
     ``db_path`` defaults to :func:`~reactgraph.demo.factory.db.default_db_path`;
     :func:`ensure_database` is called first (creating and seeding the file if
     needed). Tools are sync, thread-safe and ordered by connector (see
     :data:`CONNECTORS`); each carries ``metadata={"connector": name, "keywords": [...]}``
-    (:data:`KEYWORDS`).
+    (:data:`KEYWORDS`). The query tools read through read-only connections; the
+    :data:`WRITE_TOOLS` write through a connection of their own and carry
+    ``metadata["approval"] = "always"``.
     """
     db = ensure_database(db_path)
     return [
         StructuredTool.from_function(
             func=_bind(fn, db), name=fn.__name__, description=inspect.cleandoc(fn.__doc__ or fn.__name__),
-            args_schema=schema, metadata={"connector": connector, "keywords": list(KEYWORDS.get(fn.__name__, ()))},
+            args_schema=schema,
+            metadata={"connector": connector, "keywords": list(KEYWORDS.get(fn.__name__, ())),
+                      **({"approval": "always"} if fn.__name__ in WRITE_TOOLS else {})},
             tags=[f"connector:{connector}"],
         )
         for connector, fn, schema in _REGISTRY

@@ -1,7 +1,10 @@
 // The chat page: starts runs with POST /threads/{id}/runs, reads the SSE stream of
 // SPEC §8 from the response body, and renders it: tool cards from `step` events, the
 // answer from `answer` deltas (markdown), a divider on `compact`, follow-ups (sent to
-// /inject while a run is going) as interrupts, and a footer from `done`.
+// /inject while a run is going) as interrupts, and a footer from `done`. A run that
+// pauses for approval (`approval` event, SPEC R13.3) puts approve / edit / reject on the
+// waiting tool cards; once every waiting call is decided the decisions go to
+// POST /threads/{id}/approvals, whose stream continues the same turn.
 "use strict";
 
 (function () {
@@ -14,6 +17,7 @@
 
   let threadId = newThreadId();  // one conversation per page load; "New conversation" starts another
   let running = false;
+  let waiting = null;  // the turn whose run waits for approval decisions
   let pendingRetry = null;
   showThread();
 
@@ -88,6 +92,10 @@
     event.preventDefault();
     const text = input.value.trim();
     if (!text) return;
+    if (waiting) {
+      waiting.status.textContent = "decide on the waiting tool calls first";
+      return;
+    }
     input.value = "";
     if (running) sendFollowUp(text); else startRun(text);
   });
@@ -105,20 +113,25 @@
   }
 
   async function startRun(text) {
-    running = true;
-    const turn = { cards: {}, answer: null, answerText: "", view: null, status: null, frame: 0 };
+    const turn = { cards: {}, answer: null, answerText: "", view: null, status: null, frame: 0, decisions: null };
     add(el("div", "user", text));
+    await streamRun(turn, "/runs", { message: text }, function () { startRun(text); });
+  }
+
+  // POST `body` to /threads/{id}<path> and render the SSE stream it answers into `turn`.
+  async function streamRun(turn, path, body, retry) {
+    running = true;
     turn.status = add(el("div", "status", "starting…"));
     let response;
     try {
-      response = await fetch("/threads/" + encodeURIComponent(threadId) + "/runs", {
-        method: "POST", headers: headers(), body: JSON.stringify({ message: text }),
+      response = await fetch("/threads/" + encodeURIComponent(threadId) + path, {
+        method: "POST", headers: headers(), body: JSON.stringify(body),
       });
     } catch (error) {
       fail(turn, "the server cannot be reached: " + error);
       return;
     }
-    if (response.status === 401) { running = false; turn.status.remove(); askForKey(function () { startRun(text); }); return; }
+    if (response.status === 401) { running = false; turn.status.remove(); askForKey(retry); return; }
     if (!response.ok) { fail(turn, await reason(response)); return; }
     try {
       await readEvents(response.body, function (channel, data) { handle(turn, channel, data); });
@@ -178,6 +191,59 @@
     return card;
   }
 
+  // Approve / reject on a waiting call's card (SPEC R13.3). The arguments are editable;
+  // "Approve" sends them as an edit when they were changed.
+  function askApproval(turn, call) {
+    const card = cardFor(turn, call);
+    card.open = true;
+    card.dataset.status = "waiting";
+    card.querySelector(".state").textContent = "⏸ awaiting approval";
+    const key = call.tool_call_id || call.interrupt_id;
+    const panel = el("div", "approval");
+    if (call.kind !== "approval") {  // a tool's own interrupt(): answered from the library or Studio
+      panel.appendChild(el("h4", "", "the tool waits for input"));
+      panel.appendChild(el("pre", "", JSON.stringify(call.value, null, 2)));
+      card.querySelector(".body").appendChild(panel);
+      return;
+    }
+    const original = JSON.stringify(call.tool_args === undefined ? {} : call.tool_args, null, 2);
+    panel.appendChild(el("h4", "", "arguments to run with"));
+    const args = panel.appendChild(el("textarea", "approval-args"));
+    args.value = original;
+    args.rows = Math.min(12, original.split("\n").length + 1);
+    const note = panel.appendChild(el("input", "approval-message"));
+    note.placeholder = "message for the agent when rejecting (optional)";
+    const buttons = panel.appendChild(el("div", "approval-buttons"));
+    const problem = panel.appendChild(el("div", "approval-problem"));
+    function decide(decision, label) {
+      turn.decisions[key] = decision;
+      panel.replaceChildren(el("div", "approval-decided", label));
+      card.querySelector(".state").textContent = label;
+      if (Object.keys(turn.decisions).length === turn.waitingFor) sendDecisions(turn);
+    }
+    buttons.appendChild(el("button", "approve", "Approve")).addEventListener("click", function () {
+      let edited;
+      try { edited = JSON.parse(args.value); } catch (error) { problem.textContent = "the arguments are not JSON: " + error.message; return; }
+      if (edited === null || typeof edited !== "object" || Array.isArray(edited)) { problem.textContent = "the arguments must be a JSON object"; return; }
+      if (JSON.stringify(edited, null, 2) === original) decide({ type: "approve" }, "✓ approved");
+      else decide({ type: "edit", args: edited }, "✓ approved with edited arguments");
+    });
+    buttons.appendChild(el("button", "reject", "Reject")).addEventListener("click", function () {
+      decide({ type: "reject", message: note.value.trim() || null }, "✗ rejected");
+    });
+    card.querySelector(".body").appendChild(panel);
+  }
+
+  async function sendDecisions(turn) {
+    const decisions = Object.keys(turn.decisions).map(function (key) {
+      return Object.assign({ tool_call_id: key }, turn.decisions[key]);
+    });
+    turn.decisions = null;
+    waiting = null;
+    if (turn.waitingNote) turn.waitingNote.remove();
+    await streamRun(turn, "/approvals", { decisions: decisions }, function () { sendDecisions(turn); });
+  }
+
   function finishCard(turn, data) {
     const card = cardFor(turn, data);
     const body = card.querySelector(".body");
@@ -206,7 +272,12 @@
       if (data.status === "start") turn.status.textContent = "thinking (iteration " + data.iteration + ")…";
       else if (data.reasoning) add(el("div", "reasoning", data.reasoning));
     } else if (channel === "step" && data.type === "iteration") {
-      if (data.status === "start") { cardFor(turn, data); turn.status.textContent = "running " + data.tool_name + "…"; }
+      if (data.status === "start") {
+        // A call decided after a pause starts on its waiting card, with the arguments it runs with.
+        cardFor(turn, data).querySelector("pre.args").textContent =
+          JSON.stringify(data.tool_args === undefined ? {} : data.tool_args, null, 2);
+        turn.status.textContent = "running " + data.tool_name + "…";
+      }
       else finishCard(turn, data);
     } else if (channel === "step" && data.type === "answer") {
       turn.status.textContent = "writing the answer…";
@@ -243,8 +314,15 @@
         note.appendChild(el("span", "label", "interrupt · taken in by the agent"));
         note.appendChild(document.createTextNode(data.content));
       }
+    } else if (channel === "approval") {
+      turn.decisions = {};
+      turn.waitingFor = data.pending.filter(function (call) { return call.kind === "approval"; }).length;
+      waiting = turn;
+      data.pending.forEach(function (call) { askApproval(turn, call); });
     } else if (channel === "error") {
       add(el("div", "failure", "model error: " + data.message));
+    } else if (channel === "done" && data.finish_reason === "waiting") {
+      turn.waitingNote = add(el("div", "status waiting-note", "waiting for your decision on " + turn.waitingFor + " tool call(s)"));
     } else if (channel === "done") {
       if (!turn.answer) {
         turn.answer = add(el("div", "answer"));

@@ -1,12 +1,13 @@
-"""A ReAct graph whose tool asks a human for approval with ``interrupt()``, served by
-``langgraph dev`` in ``test_studio.py`` (issue 21). A scripted model calls the tool once,
-then answers; the server supplies the checkpointer."""
+"""ReAct graphs that pause for a person, served by ``langgraph dev`` in ``test_studio.py``.
+``graph``: the tool asks with its own ``interrupt()`` (issue 21). ``policy_graph``: the
+agent's approval policy asks before a plain tool runs (issue 18, SPEC R13.3). A scripted
+model calls the tool once, then answers; the server supplies the checkpointer."""
 
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 from langgraph.types import interrupt
 
-from reactgraph import ModelAbilities, create_react_graph
+from reactgraph import AgentSettings, ModelAbilities, create_react_graph
 from reactgraph.testing import ScriptedChatModel, tool_call
 
 
@@ -23,3 +24,19 @@ model = ScriptedChatModel(
     synthesis="CNC-003 has been stopped.",
 )
 graph = create_react_graph(model, [stop_machine], abilities=ModelAbilities(tool_call=True))
+
+
+@tool
+def create_work_order(equipment_id: str, task: str) -> str:
+    """Create a maintenance work order (the agent's policy asks a person first)."""
+    return f"work order created for {equipment_id}: {task}"
+
+
+policy_model = ScriptedChatModel(
+    responses=[AIMessage(content="", tool_calls=[tool_call("create_work_order", {"equipment_id": "CNC-003", "task": "bearing"},
+                                                           "call_wo")]),
+               "The work order is created."],
+    synthesis="Work order created for CNC-003.",
+)
+policy_graph = create_react_graph(policy_model, [create_work_order], abilities=ModelAbilities(tool_call=True),
+                                  settings=AgentSettings(approval={"create_work_order": "always"}))

@@ -1,0 +1,84 @@
+"""Approve / edit / reject on the page's tool cards (issue 18, SPEC R13.3), in headless
+Chromium against a real uvicorn server, with a scripted model and the demo plant's real
+``create_work_order`` (approval required by default)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from reactgraph import AgentSettings, ModelAbilities, ReActAgent
+from reactgraph.demo.factory import build_factory_hub
+from reactgraph.server import ServerSettings, create_app
+from reactgraph.testing import ScriptedChatModel, tool_call
+from tests.integration.test_browser import artifact_path, ask, browser_page
+from tests.serving import running_server
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+
+ORDERS = {
+    "w1": {"equipment_id": "CNC-003", "description": "Replace the spindle bearing", "priority": "normal"},
+    "w2": {"equipment_id": "PRS-001", "description": "Check the hydraulic seal", "priority": "low"},
+}
+
+
+def orders(db: Path) -> list[tuple]:
+    con = sqlite3.connect(db)
+    try:
+        return [tuple(row[:4]) for row in con.execute("SELECT * FROM work_order_requests ORDER BY wo_id")]
+    except sqlite3.OperationalError:
+        return []
+    finally:
+        con.close()
+
+
+async def test_the_approval_buttons_on_the_tool_cards(tmp_path):
+    db = tmp_path / "factory.db"
+    tools = [t for t in build_factory_hub(db) if t.name in ("create_work_order", "get_equipment_status")]
+    model = ScriptedChatModel(
+        responses=[AIMessage(content="", tool_calls=[tool_call("get_equipment_status", {"equipment_id": "CNC-003"}, "s1"),
+                                                     tool_call("create_work_order", ORDERS["w1"], "w1"),
+                                                     tool_call("create_work_order", ORDERS["w2"], "w2")]),
+                   "One order created, one rejected."],
+        synthesis="Work order **WO-R0001** is open for CNC-003; the PRS-001 order was rejected.")
+    agent = ReActAgent(model, tools, abilities=ModelAbilities(tool_call=True), checkpointer=InMemorySaver(),
+                       settings=AgentSettings(tool_selection=False))
+    async with running_server(create_app(agent, ServerSettings(api_key=""))) as url, browser_page(url) as page:
+        await ask(page, "Check CNC-003 and open the two work orders")
+        waiting = page.locator('details.tool-card[data-status="waiting"]')
+        await page.locator(".waiting-note").wait_for(timeout=30_000)
+        assert await waiting.count() == 2 and orders(db) == []
+        assert await page.locator('details.tool-card[data-status="ok"]').count() == 1  # the status call ran
+        assert "awaiting approval" in await waiting.first.locator(".state").inner_text()
+
+        first, second = waiting.nth(0), waiting.nth(1)
+        assert json.loads(await first.locator("textarea.approval-args").input_value()) == ORDERS["w1"]
+        await first.locator("textarea.approval-args").fill(json.dumps({**ORDERS["w1"], "priority": "urgent"}))
+        await first.locator("button.approve").click()  # changed arguments: approved as an edit
+        assert "edited" in await first.locator(".approval-decided").inner_text()
+        assert orders(db) == []  # nothing is sent until every waiting call is decided
+        await second.locator("input.approval-message").fill("PRS-001 is being replaced next month.")
+        await second.locator("button.reject").click()
+
+        footer = page.locator(".answer .footer")
+        await footer.wait_for(timeout=30_000)
+        await page.screenshot(path=str(artifact_path("browser-approval.png")), full_page=True)
+        cards = page.locator("details.tool-card")
+        assert await cards.count() == 3  # the decided calls finished on their own cards
+        assert await page.locator('details.tool-card[data-status="ok"]').count() == 2
+        assert await page.locator('details.tool-card[data-status="error"]').count() == 1
+        assert "Created work order WO-R0001 for CNC-003" in await cards.nth(1).locator("pre.observation").inner_text()
+        assert "PRS-001 is being replaced next month." in await cards.nth(2).locator("pre.error").inner_text()
+        assert "WO-R0001" in await page.locator(".answer .answer-body").inner_text()
+        assert '"priority": "urgent"' in await cards.nth(1).locator("pre.args").inner_text()  # the arguments it ran with
+        assert await page.locator(".waiting-note").count() == 0
+
+    assert orders(db) == [("WO-R0001", "CNC-003", "urgent", "Replace the spindle bearing")]
+    second_call = model.calls_except("synthesis")[1]
+    assert {m.tool_call_id: m.status for m in second_call if isinstance(m, ToolMessage)} == \
+        {"s1": "success", "w1": "success", "w2": "error"}
