@@ -18,6 +18,7 @@ from langchain_core.tools import tool as create_tool
 from langgraph.graph.state import CompiledStateGraph
 
 from reactgraph.abilities import ModelAbilities, resolve_abilities
+from reactgraph.providers import adapt_model, select_profile
 from reactgraph.checkpointing import NothingToResumeError, has_pending_work
 from reactgraph.config import AgentSettings
 from reactgraph.engine import split_bindings, split_prompt
@@ -88,10 +89,11 @@ class ReActAgent:
         handle_tool_errors: ToolErrorPolicy | None = None,
         name: str | None = None,
     ) -> None:
-        self.llm, _ = split_bindings(llm)
+        model, _ = split_bindings(llm)
         self.tools = [t if isinstance(t, (BaseTool, dict)) else create_tool(t) for t in tools]
         self.settings, prompt = split_prompt(settings or AgentSettings(), prompt)
         self.abilities = resolve_abilities(llm, abilities)
+        self.llm = adapt_model(model, select_profile(model, self.abilities.provider))  # SPEC R13.2
         self.use_native_tools = use_native_tools
         self.checkpointer = checkpointer
         self.interrupts: InterruptQueue = (
