@@ -87,7 +87,8 @@ async def test_each_strict_server_refuses_a_request_that_breaks_its_rule(profile
         refused = await client.post(f"{url}/chat/completions", json={"model": "m", **BROKEN[profile]})
         fine = await client.post(f"{url}/chat/completions", json={"model": "m", "messages": [_USER]})
     assert refused.status_code in (400, 500) and refused.json()["error"]["message"] == server.refused[0]
-    assert fine.status_code == 200 and fine.json()["choices"][0]["message"]["content"] == "ok"
+    assert fine.status_code == 200
+    assert fine.json()["choices"][0]["message"]["content"] == ("" if server.empty_final else "ok")
 
 
 # the profile is chosen as documented -------------------------------------------------------
@@ -171,3 +172,14 @@ async def test_structured_call_at_each_level(profile, level):
                                            abilities=abilities)
     assert (result.value, result.level, result.calls) == ({"tools": ["list_alarms"]}, level, 1)
     assert server.refused == []
+
+
+async def test_a_llamacpp_500_to_a_schema_format_is_a_refusal_for_the_rest_of_the_run():
+    server = fake_provider("llamacpp", plan=PLAN)
+    async with server.serving() as url:
+        agent = ReActAgent(_client(url, "llamacpp"), [get_equipment_status, list_alarms], use_native_tools=False,
+                           abilities={"schema_output": "json_schema"}, settings=AgentSettings(model_attempts=1))
+        result = await agent.run("Compare CNC-001 and CNC-003")
+    assert len(server.refused) == 1 and "json_schema" in server.refused[0]  # asked once, then plain JSON mode
+    assert [s.tool_name for s in result.steps] == ["get_equipment_status", "list_alarms"]
+    assert result.answer == PLAN[-1]
