@@ -18,7 +18,6 @@ from langchain_core.tools import tool as create_tool
 from langgraph.graph.state import CompiledStateGraph
 
 from reactgraph.abilities import ModelAbilities, resolve_abilities
-from reactgraph.providers import adapt_model, select_profile
 from reactgraph.checkpointing import NothingToResumeError, has_pending_work
 from reactgraph.config import AgentSettings
 from reactgraph.engine import split_bindings, split_prompt
@@ -27,6 +26,7 @@ from reactgraph.graph.react import create_react_graph
 from reactgraph.interrupts import FollowUpLimits, InMemoryInterruptQueue, InterruptQueue
 from reactgraph.nodes.fallback import summarize_steps
 from reactgraph.prompts import DEFAULT_SYSTEM_PROMPT, json_mode_system_prompt
+from reactgraph.providers import adapt_model, select_profile
 from reactgraph.result import AgentResult, Step, Usage
 from reactgraph.synthesis import stream_synthesis, with_fallback
 from reactgraph.tooling import ToolErrorPolicy

@@ -26,10 +26,29 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
+from langchain_core.tools import tool
 
 from reactgraph.prompts import SYNTHESIS_SYSTEM
 from reactgraph.structured import STRUCTURED_INSTRUCTION
 from tests.serving import running_server
+
+STATUS = {"CNC-001": "CNC-001: normal, 71% utilization", "CNC-003": "CNC-003: warning, W-1105 vibration rising"}
+
+
+@tool
+def get_equipment_status(equipment_id: str) -> str:
+    """The state, utilization and alarms of one machine."""
+    return STATUS.get(equipment_id, f"unknown equipment {equipment_id}")
+
+
+@tool
+def list_alarms() -> str:
+    """Active alarms of the plant."""
+    return "W-1105 on CNC-003: vibration rising"
+
+
+PLANT_TOOLS = [get_equipment_status, list_alarms]
+"""The two tools the plans of the tests call (the demo plant's in small)."""
 
 Step = list[tuple[str, dict[str, Any]]] | str
 Rule = Callable[[dict[str, Any]], str | None]

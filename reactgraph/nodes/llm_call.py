@@ -45,14 +45,14 @@ from reactgraph.action_schema import (
     schema_response_format,
 )
 from reactgraph.actions import Action, message_text, parse_action
-from reactgraph.providers.content_calls import find_content_tool_calls, recover_content_tool_calls
-from reactgraph.providers.reasoning import REASONING_KEY, separate_reasoning
 from reactgraph.dualmode import call_model
 from reactgraph.engine import Engine
 from reactgraph.events import emit
 from reactgraph.jsonparse import extract_json, safe_json
 from reactgraph.nodes.fallback import summarize_steps
 from reactgraph.prompts import ANSWER_REQUEST, FINAL_ONLY_REQUEST, REFORMAT_REQUEST, TOOL_ARGS_REQUEST
+from reactgraph.providers.content_calls import find_content_tool_calls, recover_content_tool_calls
+from reactgraph.providers.reasoning import REASONING_KEY, separate_reasoning
 from reactgraph.state import AgentState, ToolCallRequest
 
 logger = logging.getLogger(__name__)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,8 +89,7 @@ def _tool_name(value: Any, names: Collection[str]) -> str | None:
     if not isinstance(value, str):
         return None
     value = value.strip()
-    if value.startswith("functions."):
-        value = value[len("functions."):]
+    value = value.removeprefix("functions.")
     return value if value in names else None
 
 
@@ -98,7 +97,7 @@ def _loads(text: str) -> Any:
     """Strict JSON, else the first object :func:`extract_json` can read, else ``None``."""
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return extract_json(text)
 
 
@@ -115,7 +114,7 @@ def _values(text: str) -> list[Any]:
             return values
         try:
             value, at = decoder.raw_decode(text, at)
-        except ValueError:
+        except (ValueError, RecursionError):
             return []
         values.append(value)
 
@@ -180,23 +179,22 @@ def _function_body(found: ContentToolCalls, name: str, body: str) -> None:
         for key, raw in params:
             try:
                 args[key] = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):
                 args[key] = raw
         found.add(name, args, body)
         return
     found.add(name, _arguments(body) if body.strip() else {}, body)
 
 
-def _tagged(text: str, names: Collection[str]) -> ContentToolCalls | None:
-    found = ContentToolCalls("tool_call_tag")
+def _marked(text: str, pattern: re.Pattern[str], fmt: str,
+            read: Callable[[ContentToolCalls, re.Match[str]], bool]) -> ContentToolCalls | None:
+    """The calls of every ``pattern`` match that ``read`` takes as a call; the text
+    between the calls is kept as the content."""
+    found = ContentToolCalls(fmt)
     kept: list[str] = []
     last = 0
-    for match in _TAG.finditer(text):
-        body = match.group(2)
-        inner = _FUNCTION_TAG.search(body)
-        if inner and _tool_name(inner.group(1), names):  # Qwen3-Coder: <tool_call><function=...>
-            _function_body(found, _tool_name(inner.group(1), names) or "", inner.group(2))
-        elif not _read_objects(found, body, names, need_args=False):
+    for match in pattern.finditer(text):
+        if not read(found, match):
             continue
         kept.append(text[last:match.start()])
         last = match.end()
@@ -204,23 +202,29 @@ def _tagged(text: str, names: Collection[str]) -> ContentToolCalls | None:
         return None
     found.text = "".join([*kept, text[last:]]).strip()
     return found
+
+
+def _tagged(text: str, names: Collection[str]) -> ContentToolCalls | None:
+    def read(found: ContentToolCalls, match: re.Match[str]) -> bool:
+        body = match.group(2)
+        inner = _FUNCTION_TAG.search(body)
+        name = _tool_name(inner.group(1), names) if inner else None
+        if inner and name:  # Qwen3-Coder: <tool_call><function=...>
+            _function_body(found, name, inner.group(2))
+            return True
+        return _read_objects(found, body, names, need_args=False)
+
+    return _marked(text, _TAG, "tool_call_tag", read)
 
 
 def _function_tags(text: str, names: Collection[str]) -> ContentToolCalls | None:
-    found = ContentToolCalls("function_tag")
-    kept: list[str] = []
-    last = 0
-    for match in _FUNCTION_TAG.finditer(text):
+    def read(found: ContentToolCalls, match: re.Match[str]) -> bool:
         name = _tool_name(match.group(1), names)
-        if name is None:
-            continue
-        _function_body(found, name, match.group(2))
-        kept.append(text[last:match.start()])
-        last = match.end()
-    if not found.found:
-        return None
-    found.text = "".join([*kept, text[last:]]).strip()
-    return found
+        if name is not None:
+            _function_body(found, name, match.group(2))
+        return name is not None
+
+    return _marked(text, _FUNCTION_TAG, "function_tag", read)
 
 
 def _mistral(text: str, names: Collection[str]) -> ContentToolCalls | None:
@@ -265,7 +269,7 @@ def _bare_json(text: str, names: Collection[str]) -> ContentToolCalls | None:
         return None
     try:
         value = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     found = ContentToolCalls("bare_json")
     objects = _call_objects(value)
@@ -296,7 +300,10 @@ def find_content_tool_calls(text: str | None, tool_names: Collection[str]) -> Co
     if not isinstance(text, str) or not text.strip() or not tool_names:
         return None
     for reader in _READERS:
-        found = reader(text, tool_names)
+        try:
+            found = reader(text, tool_names)
+        except RecursionError:  # nesting too deep to read or write back: not a call
+            continue
         if found is not None:
             return found
     return None

@@ -11,19 +11,17 @@ from typing import Any
 import httpx
 import pytest
 from langchain_core.messages import HumanMessage
-from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
 from reactgraph import AgentSettings, ReActAgent, resolve_abilities, structured_llm_call
 from reactgraph.providers import PROFILES
-from tests.fakeproviders import FakeProvider, fake_provider
+from tests.fakeproviders import PLANT_TOOLS, FakeProvider, fake_provider
 
 CNC1 = {"equipment_id": "CNC-001"}
 CNC3 = {"equipment_id": "CNC-003"}
 PLAN = [[("get_equipment_status", CNC1), ("get_equipment_status", CNC3)], [("list_alarms", {})],
         "CNC-003 is in warning with alarm W-1105; CNC-001 runs normally."]
 SYNTHESIS = "**CNC-003** is in warning (W-1105: vibration rising); CNC-001 is normal."
-STATUS = {"CNC-001": "CNC-001: normal, 71% utilization", "CNC-003": "CNC-003: warning, W-1105 vibration rising"}
 
 # How each family is reached: the model name that identifies it, or an explicit choice.
 MODELS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -37,25 +35,13 @@ MODELS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
-@tool
-def get_equipment_status(equipment_id: str) -> str:
-    """The state, utilization and alarms of one machine."""
-    return STATUS.get(equipment_id, f"unknown equipment {equipment_id}")
-
-
-@tool
-def list_alarms() -> str:
-    """Active alarms of the plant."""
-    return "W-1105 on CNC-003: vibration rising"
-
-
 def _client(url: str, profile: str, **kwargs: Any) -> ChatOpenAI:
     return ChatOpenAI(model=MODELS[profile][0], base_url=url, api_key="k", max_retries=0, max_tokens=256,
                       http_async_client=httpx.AsyncClient(trust_env=False), **kwargs)
 
 
 def _agent(llm: ChatOpenAI, profile: str, *, native: bool = True) -> ReActAgent:
-    return ReActAgent(llm, [get_equipment_status, list_alarms], use_native_tools=native,
+    return ReActAgent(llm, PLANT_TOOLS, use_native_tools=native,
                       abilities=MODELS[profile][1] or None, settings=AgentSettings(model_attempts=1))
 
 
@@ -177,7 +163,7 @@ async def test_structured_call_at_each_level(profile, level):
 async def test_a_llamacpp_500_to_a_schema_format_is_a_refusal_for_the_rest_of_the_run():
     server = fake_provider("llamacpp", plan=PLAN)
     async with server.serving() as url:
-        agent = ReActAgent(_client(url, "llamacpp"), [get_equipment_status, list_alarms], use_native_tools=False,
+        agent = ReActAgent(_client(url, "llamacpp"), PLANT_TOOLS, use_native_tools=False,
                            abilities={"schema_output": "json_schema"}, settings=AgentSettings(model_attempts=1))
         result = await agent.run("Compare CNC-001 and CNC-003")
     assert len(server.refused) == 1 and "json_schema" in server.refused[0]  # asked once, then plain JSON mode

@@ -13,6 +13,7 @@ from langchain_core.tools import tool
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent
 from reactgraph.nodes.llm_call import action_from_content_call
 from reactgraph.providers.content_calls import RECOVERED_KEY, find_content_tool_calls, recover_content_tool_calls
+from tests.fakeproviders import PLANT_TOOLS
 from tests.scripted import ScriptedChatModel
 
 NAMES = {"get_equipment_status", "list_alarms"}
@@ -159,25 +160,16 @@ def test_json_mode_reads_a_native_call_format():
     assert action_from_content_call("CNC-003 is running.", [get_equipment_status]) is None
 
 
+def test_nesting_too_deep_to_read_is_not_a_call():
+    assert find_content_tool_calls("<tool_call>" + "[" * 100_000, NAMES) is None
+    assert find_content_tool_calls("[" * 100_000 + "]" * 100_000, NAMES) is None
+
+
 # the loop -----------------------------------------------------------------------------------
-
-STATUS = {"CNC-001": "CNC-001: normal, 71% utilization", "CNC-003": "CNC-003: warning, alarm W-1105 vibration rising"}
-
-
-@tool
-def get_equipment_status(equipment_id: str) -> str:
-    """The state, utilization and alarms of one machine."""
-    return STATUS.get(equipment_id, f"unknown equipment {equipment_id}")
-
-
-@tool
-def list_alarms() -> str:
-    """Active alarms of the plant."""
-    return "W-1105 on CNC-003"
 
 
 def _agent(model: ScriptedChatModel) -> ReActAgent:
-    return ReActAgent(model, [get_equipment_status, list_alarms], abilities=ModelAbilities(tool_call=True),
+    return ReActAgent(model, PLANT_TOOLS, abilities=ModelAbilities(tool_call=True),
                       settings=AgentSettings(synthesize=False))
 
 
