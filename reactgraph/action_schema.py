@@ -62,9 +62,23 @@ def tool_args_schema(tool: BaseTool) -> dict[str, Any]:
     return {"type": "object", "properties": {}, **params}
 
 
+def value_shape(value: str) -> str | None:
+    """The shape of an identifier-like enum value: every letter written ``a``, every digit
+    ``9``, other characters kept (``"CNC-003"`` -> ``"aaa-999"``); ``None`` for a value
+    without a digit (a word such as ``"normal"``), whose shape says nothing."""
+    if not any(char.isdigit() for char in value):
+        return None
+    return "".join("9" if char.isdigit() else "a" if char.isalpha() else char for char in value)
+
+
 def prefer_named_values(schema: Any, named: Sequence[str]) -> Any:
     """A copy of ``schema`` whose string enums list the ``named`` values first (in the
-    given order), then the others in their original order. ``schema`` is not modified."""
+    given order), then the others in their original order. A named value that an enum
+    lacks but whose :func:`value_shape` one of its values has (``CNC-009`` beside
+    ``CNC-001``…) is put first into that enum too: a constrained model can then pass the
+    id the question names, and the tool's own validation answers that it does not exist,
+    instead of the model being forced onto a real machine the user never asked about
+    (SPEC R13.1, R2.4). ``schema`` is not modified."""
     if not named:
         return schema
     rank = {value: index for index, value in enumerate(named)}
@@ -76,8 +90,11 @@ def prefer_named_values(schema: Any, named: Sequence[str]) -> Any:
             return node
         out = {key: walk(value) for key, value in node.items()}
         enum = node.get("enum")
-        if isinstance(enum, list) and any(isinstance(value, str) and value in rank for value in enum):
-            out["enum"] = sorted(enum, key=lambda value: rank.get(value, len(rank)) if isinstance(value, str) else len(rank))
+        if isinstance(enum, list) and all(isinstance(value, str) for value in enum):
+            shapes = {value_shape(value) for value in enum} - {None}
+            unlisted = [value for value in named if value not in enum and value_shape(value) in shapes]
+            if unlisted or any(value in rank for value in enum):
+                out["enum"] = [*unlisted, *sorted(enum, key=lambda value: rank.get(value, len(rank)))]
         return out
 
     return walk(schema)

@@ -91,6 +91,16 @@ class AgentSettings:
             event and asked for once more with a stricter prompt, then replaced by an
             answer built from the observations themselves). Enforce suits small models; a
             big model's derived figures (a difference, a total) would be withdrawn too.
+        lexical_gate: With tool selection on, a question that shares no word with any
+            tool (name, description, arguments, enum values, declared keywords; see
+            :class:`~reactgraph.ranking.ToolRanker`) is offered no tools and no selection
+            call is made: the model answers directly (SPEC R5.3, R13.1). For small models,
+            which otherwise call some tool for a greeting; off by default, since a big
+            model picks well from words the catalog does not contain.
+        grounding_min_facts: The facts of the tools' successful observations (ids, dates,
+            numbers other than a single digit, not named in the question) an answer must
+            pass on; one that passes on fewer (fewer when fewer exist) is *factless*,
+            reported and, under ``"enforce"``, withdrawn like an ungrounded one.
         durability: When ``ReActAgent`` runs write checkpoints (with a checkpointer):
             ``"sync"`` (default) stores each superstep's checkpoint before the next
             superstep starts, so no tool starts before the checkpoint it resumes from is
@@ -124,6 +134,8 @@ class AgentSettings:
     json_action: str = "single"
     optional_args: str = "all"
     grounding: str = "report"
+    grounding_min_facts: int = 1
+    lexical_gate: bool = False
 
     def __post_init__(self) -> None:
         if self.max_iterations < 1:
@@ -152,6 +164,8 @@ class AgentSettings:
             raise ValueError(f"optional_args must be one of {', '.join(OPTIONAL_ARGS)}, got {self.optional_args!r}")
         if self.grounding not in GROUNDING_MODES:
             raise ValueError(f"grounding must be one of {', '.join(GROUNDING_MODES)}, got {self.grounding!r}")
+        if self.grounding_min_facts < 0:
+            raise ValueError(f"grounding_min_facts must not be negative, got {self.grounding_min_facts}")
         if self.keep_recent_messages < 0:
             raise ValueError(f"keep_recent_messages must not be negative, got {self.keep_recent_messages}")
 

@@ -26,7 +26,7 @@ from reactgraph.dualmode import call_model
 from reactgraph.interrupts import InMemoryInterruptQueue, InterruptQueue
 from reactgraph.prompts import DEFAULT_SYSTEM_PROMPT, json_mode_system_prompt
 from reactgraph.providers import GENERIC, ProviderProfile, adapt_model, select_profile
-from reactgraph.ranking import ToolRanker, enum_values, named_values
+from reactgraph.ranking import ToolRanker, enum_values, named_values, unlisted_values
 from reactgraph.tooling import ToolErrorPolicy, ToolRunner, prepare_tools
 
 _DATES = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
@@ -234,9 +234,11 @@ class Engine:
         return [self.tools[name] for name in selected if name in self.tools]
 
     def named_values(self, query: str) -> tuple[str, ...]:
-        """The argument enum values ``query`` names, in its order, then the dates it writes
-        (``YYYY-MM-DD``) (SPEC R13.1)."""
-        return tuple(dict.fromkeys([*named_values(query, self._enum_values), *_DATES.findall(query)]))
+        """The argument enum values ``query`` names, in its order, then identifiers it writes
+        in the shape of enum values without being one (:func:`~reactgraph.ranking.unlisted_values`,
+        an unknown machine id), then the dates it writes (``YYYY-MM-DD``) (SPEC R13.1)."""
+        return tuple(dict.fromkeys([*named_values(query, self._enum_values),
+                                    *unlisted_values(query, self._enum_values), *_DATES.findall(query)]))
 
     def offered_args(self, tool: BaseTool, named: Sequence[str]) -> dict[str, Any]:
         """``tool``'s argument schema as offered this turn (see

@@ -69,15 +69,28 @@ def extract_values(text: str, *, skip_list_markers: bool = False) -> list[str]:
     return values
 
 
+def _with_id_parts(values: Iterable[str]) -> set[str]:
+    """``values`` plus the number parts of their ids (``"003"`` of ``CNC-003`` is written
+    alone too, as ``3``)."""
+    found = set(values)
+    for value in list(found):
+        if "-" in value and not re.fullmatch(_DATE, value):
+            found.update(_normal_number(part) for part in value.split("-")[1:])
+    return found
+
+
 def _evidence(steps: Sequence[dict[str, Any]], question: str) -> set[str]:
     found: set[str] = set(extract_values(question))
     for step in steps:
         found.update(extract_values(str(step.get("observation") or "")))
         found.update(extract_values(safe_json(step.get("tool_args"))))
-    for value in list(found):  # an id's number part ("003" of CNC-003) is written alone too
-        if "-" in value and not re.fullmatch(_DATE, value):
-            found.update(_normal_number(part) for part in value.split("-")[1:])
-    return found
+    return _with_id_parts(found)
+
+
+def _informative(value: str) -> bool:
+    """Whether a value says something by itself: an id, a date, or a number other than a
+    bare single digit (``#2``, ``1.`` and the like turn up in any text)."""
+    return not re.fullmatch(r"\d", value)
 
 
 @dataclass(frozen=True)
@@ -89,14 +102,18 @@ class GroundingReport:
         ungrounded: The values found neither in the trace nor in the question.
         cited: The answer's values that come from a successful observation and are not
             in the question (the facts the answer passes on).
-        facts_available: Whether the successful observations hold any value the question
-            does not already name.
+            Only informative values count: ids, dates and numbers other than a bare
+            single digit.
+        facts_available: How many informative values the successful observations hold
+            that the question does not already name.
+        min_facts: The facts an answer must pass on (fewer when fewer are available).
     """
 
     checked: list[str] = field(default_factory=list)
     ungrounded: list[str] = field(default_factory=list)
     cited: list[str] = field(default_factory=list)
-    facts_available: bool = False
+    facts_available: int = 0
+    min_facts: int = 1
 
     @property
     def grounded(self) -> bool:
@@ -105,8 +122,9 @@ class GroundingReport:
 
     @property
     def factless(self) -> bool:
-        """True when the tools returned facts and the answer passes on none of them."""
-        return self.facts_available and not self.cited
+        """True when the tools returned facts and the answer passes on fewer than
+        ``min(min_facts, facts_available)`` of them (none, with the default of one)."""
+        return len(self.cited) < min(self.min_facts, self.facts_available)
 
     def to_dict(self, mode: str, action: str) -> dict[str, Any]:
         """The JSON form put in state, ``AgentResult.grounding`` and ``done``:
@@ -115,27 +133,30 @@ class GroundingReport:
                 "ungrounded": list(self.ungrounded)}
 
 
-def check_grounding(answer: str, steps: Sequence[dict[str, Any]], question: str) -> GroundingReport:
+def check_grounding(answer: str, steps: Sequence[dict[str, Any]], question: str, min_facts: int = 1) -> GroundingReport:
     """Check every number and id of ``answer`` against the trace and the question (SPEC R13.1).
 
     Args:
         answer: The synthesized answer.
         steps: The turn's step records (``tool_args``, ``observation``).
         question: The user's question.
+        min_facts: The informative facts of the successful observations the answer must
+            pass on to not be factless (``AgentSettings.grounding_min_facts``).
 
     Returns:
         A :class:`GroundingReport`.
     """
     checked = extract_values(answer, skip_list_markers=True)
     evidence = _evidence(steps, question)
-    asked = set(extract_values(question))
+    asked = _with_id_parts(extract_values(question))
     facts = {value for step in steps if not step.get("error")
-             for value in extract_values(str(step.get("observation") or ""))} - asked
+             for value in extract_values(str(step.get("observation") or "")) if _informative(value)} - asked
     return GroundingReport(
         checked=checked,
         ungrounded=[value for value in checked if value not in evidence],
         cited=[value for value in checked if value in facts],
-        facts_available=bool(facts),
+        facts_available=len(facts),
+        min_facts=min_facts,
     )
 
 

@@ -15,9 +15,9 @@ question:
   :func:`reactgraph.action_schema.prefer_named_values` moves them to the front of every
   enum of a schema.
 
-Tokens (:func:`tokenize`): Latin letters and digits split into lower-cased words (a plural
-``s`` dropped), every run of Hangul split into its character bigrams (a one-syllable run
-is kept whole), so ``"CNC-003 상태 확인해줘"`` gives ``cnc 003 상태 확인 인해 해줘``. BM25 is
+Tokens (:func:`tokenize`): Latin letters and digits split into lower-cased words reduced
+to their stems (the Snowball English stemmer, ``snowballstemmer``), every run of Hangul
+split into its character bigrams (a one-syllable run is kept whole), so ``"CNC-003 상태 확인해줘"`` gives ``cnc 003 상태 확인 인해 해줘``. BM25 is
 written out here (a few lines over a few dozen tool documents) rather than taken from a
 package, none of which tokenizes Korean without a dictionary.
 """
@@ -30,13 +30,16 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import snowballstemmer
 from langchain_core.tools import BaseTool
 
-from reactgraph.action_schema import enum_strings, tool_args_schema
+from reactgraph.action_schema import enum_strings, tool_args_schema, value_shape
 
 KEYWORDS_KEY = "keywords"
 """Key of ``tool.metadata`` holding extra search words for the tool (a list of strings),
 e.g. ``["status", "상태", "점검"]``."""
+
+_STEMMER = snowballstemmer.stemmer("english")
 
 BM25_K1 = 1.2
 """BM25 term-frequency saturation."""
@@ -58,15 +61,16 @@ def tokenize(text: str) -> list[str]:
         text: Any text, e.g. a question or a tool description.
 
     Returns:
-        Lower-cased Latin/digit words without stop words (a trailing plural ``s`` removed
-        from words of four or more letters) and Hangul bigrams, in text order.
+        Lower-cased Latin/digit words without stop words, each reduced to its English
+        Snowball stem (``running`` -> ``run``, ``normally`` -> ``normal``, ``alarms`` ->
+        ``alarm``), and Hangul bigrams, in text order.
     """
     tokens: list[str] = []
     for word in _WORD.findall(text.lower()):
         if "\uac00" <= word[0] <= "\ud7a3":
             tokens.extend([word] if len(word) == 1 else [word[i : i + 2] for i in range(len(word) - 1)])
         elif word not in _STOP_WORDS:
-            tokens.append(word[:-1] if len(word) >= 4 and word.endswith("s") and not word.endswith("ss") else word)
+            tokens.append(_STEMMER.stemWord(word))
     return tokens
 
 
@@ -173,3 +177,35 @@ def named_values(query: str, values: Iterable[str]) -> list[str]:
 def enum_values(tools: Sequence[BaseTool]) -> list[str]:
     """Every distinct string enum value in the argument schemas of ``tools``."""
     return list(dict.fromkeys(value for tool in tools for value in enum_strings(tool_args_schema(tool))))
+
+
+def unlisted_values(query: str, values: Iterable[str]) -> list[str]:
+    """Identifiers the question writes in the shape of some of ``values`` but that are not
+    among them, in the order the question names them: ``["CNC-009"]`` for "What is the
+    status of CNC-009?" when the machines are ``CNC-001``…``CNC-004``. Only shapes with a
+    digit count (see :func:`reactgraph.action_schema.value_shape`); a match takes the case
+    of the values of its shape when they all share one (``cnc-009`` -> ``CNC-009``).
+
+    Args:
+        query: The question.
+        values: Candidate enum values.
+
+    Returns:
+        The unlisted identifiers, without duplicates.
+    """
+    known = set(values)
+    by_shape: dict[str, list[str]] = {}
+    for value in known:
+        shape = value_shape(value)
+        if shape is not None:
+            by_shape.setdefault(shape, []).append(value)
+    found: list[tuple[int, str]] = []
+    for shape, members in by_shape.items():
+        body = "".join("[A-Za-z]" if char == "a" else r"\d" if char == "9" else re.escape(char) for char in shape)
+        upper = all(member == member.upper() for member in members)
+        lower = all(member == member.lower() for member in members)
+        for match in re.finditer(rf"(?<![A-Za-z0-9]){body}(?![A-Za-z0-9])", query):
+            text = match.group(0).upper() if upper else match.group(0).lower() if lower else match.group(0)
+            if text not in known:
+                found.append((match.start(), text))
+    return list(dict.fromkeys(text for _, text in sorted(found)))

@@ -25,6 +25,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from reactgraph.abilities import ModelAbilities
+from reactgraph.paths import data_home
 from reactgraph.models.env import (
     DEFAULT_OPENAI_MODEL,
     PLACEHOLDER_API_KEY,
@@ -63,13 +64,17 @@ __all__ = [
 ]
 
 
-EMBEDDED_SETTINGS: dict[str, Any] = {"grounding": "enforce", "tool_selection_max": 1, "optional_args": "named"}
+EMBEDDED_SETTINGS: dict[str, Any] = {"grounding": "enforce", "grounding_min_facts": 2, "tool_selection_max": 1,
+                                     "optional_args": "named", "lexical_gate": True}
 """What the embedded model's profile recommends (SPEC R13.1), by measurement: a 135M model
 writes figures that are not in its tool results, so its answers are grounded by
 enforcement; and it cannot choose among tools (it takes the same favourite whatever the
 position or the question), so selection keeps one tool for it: the clear lexical winner, or
 the best-ranked of its own picks; and it fills every optional filter with the first value
-offered, so it is offered only the optional arguments the question names a value for."""
+offered, so it is offered only the optional arguments the question names a value for; an
+answer of its that passes on fewer than two of the tools' facts is withdrawn like an
+ungrounded one; and a question that shares no word with any tool (a greeting) gets no tools,
+since it would call one anyway."""
 
 
 @dataclass(frozen=True)
@@ -124,7 +129,7 @@ async def open_model(
     Yields:
         :class:`ResolvedModel`. For a configured endpoint, ``abilities`` is
         ``ModelAbilities(**abilities_from_env())`` when any override variable is set, else
-        ``None``. For the embedded model, ``abilities`` is the server's (tool calls, JSON
+        ``None``. For the embedded model, ``abilities`` is the server's (no native tool calls, JSON
         mode and ``json_object_schema`` schema output on, ``local_n_ctx`` window, 512-token output cap) updated by any override
         (``REACTGRAPH_MAX_OUTPUT_TOKENS`` also sets the client's ``max_tokens``); the server
         starts in a worker thread and is stopped when the block exits (also on error or
@@ -151,6 +156,7 @@ async def open_model(
     server = LocalModelServer(
         n_ctx=local_n_ctx,
         max_tokens=int(overrides.get("max_output_tokens", DEFAULT_MAX_TOKENS)),
+        log_dir=data_home() / "logs",
     )
     await server.start_async(local_start_timeout)
     try:

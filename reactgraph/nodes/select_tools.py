@@ -158,6 +158,8 @@ class SelectTools:
         if not settings.tool_selection or len(tools) <= settings.tool_selection_threshold:
             return {}
         ranked = self.engine.ranker.rank(state.get("query", ""))
+        if settings.lexical_gate and not any(score > 0 for _, score in ranked):
+            return {"selected_tools": []}  # no tool shares a word with the question: answer directly
         shortlist = [self.engine.tools[name] for name, _ in ranked[: max(settings.tool_selection_shortlist, settings.tool_selection_max)]]
         emit("phase", phase="selecting_tools", total_tools=len(tools))
         names, usage = await select_tool_names(

@@ -94,14 +94,14 @@ class Synthesize:
         text = await self._stream(state, config, usage, state.get("answer") or "")
         if settings.grounding == "off":
             return {"synthesis": text, "usage": usage}
-        report, action = check_grounding(text, steps, query), "kept"
+        report, action = check_grounding(text, steps, query, settings.grounding_min_facts), "kept"
         if settings.grounding == "enforce" and (report.ungrounded or report.factless):
             last_resort = observation_answer(query, steps, settings.synthesis_result_chars)
             emit("answer", status="reset", ungrounded=report.ungrounded, factless=report.factless)
             text = await self._stream(state, config, usage, last_resort, strict=True, ungrounded=report.ungrounded)
-            report, action = check_grounding(text, steps, query), "reasked"
+            report, action = check_grounding(text, steps, query, settings.grounding_min_facts), "reasked"
             if report.ungrounded or report.factless:
                 emit("answer", status="reset", ungrounded=report.ungrounded, factless=report.factless)
                 text = await emit_answer(_one_chunk(last_resort), last_resort)
-                report, action = check_grounding(text, steps, query), "fallback"
+                report, action = check_grounding(text, steps, query, settings.grounding_min_facts), "fallback"
         return {"synthesis": text, "usage": usage, "grounding": report.to_dict(settings.grounding, action)}

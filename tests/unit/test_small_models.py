@@ -16,7 +16,7 @@ from reactgraph import AgentSettings, ModelAbilities, ReActAgent
 from reactgraph.grounding import check_grounding, extract_values, observation_answer
 from reactgraph.nodes.llm_call import detect_stall
 from reactgraph.nodes.select_tools import hybrid_selection
-from reactgraph.ranking import ToolRanker, named_values, tokenize
+from reactgraph.ranking import ToolRanker, named_values, tokenize, unlisted_values
 from tests.scripted import ScriptedChatModel, tool_call
 
 NATIVE = ModelAbilities(tool_call=True, json_mode=True)
@@ -74,6 +74,24 @@ def test_named_values_in_question_order():
     assert named_values("Compare CNC-003 and CNC-001", MACHINES) == ["CNC-003", "CNC-001"]
     assert named_values("cnc-002 상태", MACHINES) == ["CNC-002"]
     assert named_values("how is the plant", MACHINES) == []
+
+
+def test_unlisted_values_are_ids_in_a_known_shape_that_the_enum_lacks():
+    assert unlisted_values("What is the status of CNC-009?", MACHINES) == ["CNC-009"]
+    assert unlisted_values("cnc-007는 어때? PRS-001도", MACHINES) == ["CNC-007"]  # case of its shape; known ids skipped
+    assert unlisted_values("CNC-0091 or XCNC-009 or CNC-09", MACHINES) == []  # whole tokens of the same shape only
+    assert unlisted_values("is the line normal", ["normal", "warning"]) == []  # shapes without a digit never count
+
+
+async def test_an_unknown_id_the_question_names_can_be_passed_and_the_tool_answers_for_it():
+    model = ScriptedChatModel(responses=[call_json("machine_status", {"machine_id": "CNC-009"}), final("No CNC-009.")])
+    result = await ReActAgent(model, plant_tools(), abilities=SCHEMA).run("What is the status of CNC-009?")
+    schema = model.call_kwargs[0]["response_format"]["schema"]
+    offered = schema["anyOf"][0]["properties"]["tool_args"]["properties"]["machine_id"]["enum"]
+    assert offered == ["CNC-009", "CNC-001", "CNC-002", "CNC-003", "PRS-001"]
+    observation = next(str(m.content) for m in result.messages if "Observation from machine_status" in str(m.content))
+    assert "invalid arguments" in observation and "'CNC-001'" in observation  # the tool's own refusal, valid ids named
+    assert result.answer == "No CNC-009."
 
 
 async def test_native_binding_puts_the_relevant_tool_and_the_named_id_first():
@@ -201,6 +219,47 @@ def test_a_fabricated_number_is_caught_and_trace_numbers_pass():
     assert bad.ungrounded == ["93.4"]
     empty = check_grounding("CNC-003 is fine.", STEPS, "CNC-003?")
     assert empty.grounded and empty.factless  # passes on nothing the tool said
+
+
+def test_single_digits_and_the_questions_own_ids_are_not_facts_passed_on():
+    steps = [{"tool_name": "history", "tool_args": {"machine_id": "RBT-002"}, "error": None,
+              "observation": "Handling Robot #2\n2026-01-12 WO-5521 grease, 45 min\n2026-01-03 WO-5410 cable, 30 min"}]
+    vague = check_grounding("1. RBT-002 (Robot #2) had 2 jobs.", steps, "RBT-002 정비 이력 보여줘")
+    assert vague.grounded and vague.cited == [] and vague.factless and vague.facts_available == 6
+    one = check_grounding("RBT-002 was serviced on 2026-01-12.", steps, "RBT-002 정비 이력", min_facts=2)
+    assert one.cited == ["2026-01-12"] and one.factless  # fewer than the two asked for
+    two = check_grounding("RBT-002: WO-5521 on 2026-01-12.", steps, "RBT-002 정비 이력", min_facts=2)
+    assert not two.factless
+    few = [{**steps[0], "observation": "Last service 2026-01-12"}]
+    assert not check_grounding("Serviced 2026-01-12.", few, "RBT-002?", min_facts=2).factless  # only one exists
+
+
+async def test_enforce_with_two_facts_withdraws_a_one_fact_answer():
+    async def done_of(settings: AgentSettings) -> dict:
+        model = ScriptedChatModel(responses=[AIMessage(content="", tool_calls=[tool_call("machine_status", {"machine_id": "CNC-003"})]),
+                                             "done"], synthesis="CNC-003 is at 48.7 °C.")
+        events = [e async for e in ReActAgent(model, plant_tools(), abilities=NATIVE, settings=settings).astream_events("CNC-003 상태")]
+        return events[-1].data
+
+    strict = await done_of(AgentSettings(grounding="enforce", grounding_min_facts=2))
+    assert strict["grounding"]["action"] == "fallback"
+    assert "vibration 1.2 mm/s, alarm W-1105" in strict["answer"]
+    default = await done_of(AgentSettings(grounding="enforce"))
+    assert default["grounding"]["action"] == "kept" and default["answer"] == "CNC-003 is at 48.7 °C."  # one fact is enough
+
+
+async def test_the_lexical_gate_offers_no_tools_to_a_question_no_tool_matches():
+    model = ScriptedChatModel(responses=[final("Hello! Ask me about the machines.")])
+    result = await ReActAgent(model, hub(), abilities=SCHEMA, settings=AgentSettings(lexical_gate=True)).run(
+        "Good morning, thanks a lot!")
+    schema = model.call_kwargs[0]["response_format"]["schema"]
+    assert [branch["properties"]["type"]["enum"] for branch in schema.get("anyOf", [schema])] == [["final_answer"]]
+    assert len(model.calls) == 1  # no selection call: the loop call answered
+    assert result.steps == [] and "machines" in result.answer
+    matched = ScriptedChatModel(responses=[json.dumps({"tools": ["machine_status"]}), final("fine")])
+    await ReActAgent(matched, hub(), abilities=SCHEMA, settings=AgentSettings(lexical_gate=True)).run("CNC-003 상태")
+    loop_schema = matched.call_kwargs[1]["response_format"]["schema"]
+    assert loop_schema["anyOf"][0]["properties"]["tool_name"]["enum"] == ["machine_status"]  # selection ran and kept it
 
 
 def grounding_agent(synthesis, mode: str, steps_ok: bool = True) -> tuple[ReActAgent, ScriptedChatModel]:

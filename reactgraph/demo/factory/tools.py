@@ -777,6 +777,7 @@ def get_top_energy_consumers(db: Path, start_date: str | None = None, end_date: 
 
 KEYWORDS: dict[str, tuple[str, ...]] = {
     "get_equipment_status": ("status", "state", "condition", "check", "reading", "current", "machine",
+                             "running", "normal", "health", "working",
                              "상태", "현황", "확인", "점검", "장비", "설비", "현재"),
     "list_equipment": ("list", "all", "machines", "inventory of equipment", "which", "목록", "전체", "장비", "설비"),
     "get_sensor_trend": ("trend", "history", "daily", "over time", "temperature", "vibration", "utilization",
