@@ -47,6 +47,7 @@ STACKS = {
             "import sys, threading, xllamacpp\n"
             "p = xllamacpp.CommonParams(); p.model.path = sys.argv[1]; p.hostnames = ['127.0.0.1']\n"
             "p.port = int(sys.argv[2]); p.n_ctx = 8192; p.n_parallel = 1; p.model_alias = {'smol'}\n"
+            "p.cpuparams.n_threads = p.cpuparams_batch.n_threads = int(sys.argv[3])\n"
             "s = xllamacpp.Server(p); threading.Event().wait()",
         ],
     },
@@ -86,7 +87,8 @@ def measure(name: str, root: Path) -> dict[str, object]:
                           check=True, capture_output=True, text=True).stdout.strip()
     port = _free_port()
     args = [python, *spec["server"]]
-    args += [gguf, str(port)] if name == "xllamacpp" else ["--model", gguf, "--port", str(port)]
+    threads = str(len(os.sched_getaffinity(0)))  # the CPUs this run may use (taskset), as the engine does
+    args += [gguf, str(port), threads] if name == "xllamacpp" else ["--model", gguf, "--port", str(port), "--n_threads", threads]
     began = time.perf_counter()
     server = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
