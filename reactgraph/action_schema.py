@@ -333,18 +333,3 @@ def action_response_format(
             "additionalProperties": False,
         }
     return schema_response_format(kind, schema, name=ACTION_SCHEMA_NAME)
-
-
-def is_rejection(exc: BaseException) -> bool:
-    """Whether a failed constrained request means the provider refuses schema requests
-    (issue 10): it answered with HTTP 400-499 other than 408, 409 and 429 (OpenAI answers
-    an unsupported schema with 400), or with 500 (what older llama.cpp servers answer to a
-    ``json_schema`` format). Timeouts, rate limits, 502-504, connection errors and a reply
-    cut off at the output cap are not refusals.
-    """
-    status = getattr(exc, "status_code", None)
-    if status is None:
-        status = getattr(getattr(exc, "response", None), "status_code", None)
-    if not isinstance(status, int):
-        return False
-    return status == 500 or (400 <= status < 500 and status not in (408, 409, 429))

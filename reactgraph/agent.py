@@ -27,6 +27,7 @@ from reactgraph.graph.react import create_react_graph
 from reactgraph.interrupts import FollowUpLimits, InMemoryInterruptQueue, InterruptQueue
 from reactgraph.nodes.fallback import summarize_steps
 from reactgraph.prompts import DEFAULT_SYSTEM_PROMPT, json_mode_system_prompt
+from reactgraph.providers import adapt_model, select_profile
 from reactgraph.result import AgentResult, Step, Usage
 from reactgraph.synthesis import stream_synthesis, with_fallback
 from reactgraph.tooling import ToolErrorPolicy
@@ -89,10 +90,11 @@ class ReActAgent:
         handle_tool_errors: ToolErrorPolicy | None = None,
         name: str | None = None,
     ) -> None:
-        self.llm, _ = split_bindings(llm)
+        model, _ = split_bindings(llm)
         self.tools = [t if isinstance(t, (BaseTool, dict)) else create_tool(t) for t in tools]
         self.settings, prompt = split_prompt(settings or AgentSettings(), prompt)
         self.abilities = resolve_abilities(llm, abilities)
+        self.llm = adapt_model(model, select_profile(model, self.abilities.provider))  # SPEC R13.2
         self.use_native_tools = use_native_tools
         self.checkpointer = checkpointer
         self.interrupts: InterruptQueue = (

@@ -35,6 +35,7 @@ from reactgraph.action_schema import schema_response_format
 from reactgraph.actions import message_text
 from reactgraph.dualmode import call_model
 from reactgraph.jsonparse import extract_json, safe_json
+from reactgraph.providers import adapt_model, select_profile
 
 _UNSET: Any = object()
 
@@ -157,6 +158,7 @@ async def structured_llm_call(
         TypeError: ``schema`` is neither a dict nor a pydantic model class.
     """
     resolved = resolve_abilities(llm, abilities)
+    llm = adapt_model(llm, select_profile(llm, resolved.provider))  # the provider's request fixes (SPEC R13.2)
     json_schema, name, description = _schema_dict(schema)
     schema_text = json.dumps(json_schema, ensure_ascii=False)
     result = StructuredCallResult()

@@ -33,7 +33,7 @@ from typing_extensions import TypedDict
 from reactgraph.abilities import ModelAbilities, resolve_abilities
 from reactgraph.config import AgentSettings
 from reactgraph.dualmode import dual_node
-from reactgraph.engine import Engine, is_transient_error, split_prompt
+from reactgraph.engine import Engine, split_prompt
 from reactgraph.interrupts import InterruptQueue
 from reactgraph.limits import UsageLimits, over_limit_refusals
 from reactgraph.nodes.drain_interrupts import DrainInterrupts
@@ -287,7 +287,7 @@ def create_react_graph(
         backoff_factor=2.0,
         max_interval=settings.retry_max_delay,
         jitter=True,
-        retry_on=is_transient_error,
+        retry_on=engine.profile.is_transient,
     )
     state, input_schema, output_schema = _schemas(state_schema)
     builder = StateGraph(state, context_schema=context_schema, input_schema=input_schema, output_schema=output_schema)
