@@ -26,6 +26,7 @@ from reactgraph.config import AgentSettings
 from reactgraph.interrupts import InMemoryInterruptQueue, InterruptQueue
 from reactgraph.limits import ModelPrice, limit_reached, model_name_of
 from reactgraph.prompts import DEFAULT_SYSTEM_PROMPT, json_mode_system_prompt
+from reactgraph.providers import GENERIC, ProviderProfile, adapt_model, select_profile
 from reactgraph.ranking import ToolRanker, enum_values, named_values, unlisted_values
 from reactgraph.tooling import ToolErrorPolicy, ToolRunner, prepare_tools
 
@@ -126,6 +127,10 @@ class Engine:
             ``name`` when the caller gave one, as LangGraph's prebuilt agent does).
         price: The model's token prices from ``settings.limits`` (R13.3), ``None`` when
             none are given.
+        profile: The provider profile of ``llm`` (SPEC R13.2): ``llm`` is adapted to it
+            (:func:`~reactgraph.providers.adapt_model`), and it decides which failures
+            are retried, which mean a refused schema, and whether tool calls written in
+            the content are read.
     """
 
     llm: BaseChatModel
@@ -142,6 +147,7 @@ class Engine:
     prompt: Runnable | None = None
     message_name: str | None = None
     price: ModelPrice | None = None
+    profile: ProviderProfile = GENERIC
     ranker: ToolRanker = field(default_factory=lambda: ToolRanker([]), repr=False)
     _enum_values: list[str] = field(default_factory=list, repr=False)
     _bound: dict[tuple[Any, ...], Runnable] = field(default_factory=dict, repr=False)
@@ -184,6 +190,10 @@ class Engine:
         """
         model, bindings = split_bindings(llm)
         price = settings.limits.price_for(model_name_of(model)) if settings.limits is not None else None
+        profile = select_profile(model, abilities.provider)
+        model = adapt_model(model, profile)
+        if compaction_llm is not None:
+            compaction_llm = adapt_model(compaction_llm, select_profile(compaction_llm))
         runnable, provider = prepare_tools(tools)
         runner = ToolRunner(runnable, handle_tool_errors)
         bound_tools = bindings.pop("tools", None)
@@ -201,7 +211,7 @@ class Engine:
             compaction_llm=compaction_llm, runner=runner, provider_tools=provider,
             tool_bindings={k: v for k, v in bindings.items() if k in TOOL_BINDING_KEYS},
             model_bindings={k: v for k, v in bindings.items() if k not in TOOL_BINDING_KEYS},
-            prompt=as_prompt_runnable(prompt), message_name=message_name, price=price,
+            prompt=as_prompt_runnable(prompt), message_name=message_name, price=price, profile=profile,
             ranker=ToolRanker(list(runner.tools.values())), _enum_values=enum_values(list(runner.tools.values())),
         )
 

@@ -7,6 +7,8 @@ from typing import Any, Literal, get_args
 
 from langchain_core.language_models import BaseChatModel
 
+from reactgraph.providers import chat_model_of, get_profile, select_profile
+
 SchemaOutput = Literal["json_schema", "json_object_schema", "none"]
 """How a provider takes a JSON schema that constrains its output (issue 10):
 
@@ -19,17 +21,6 @@ SchemaOutput = Literal["json_schema", "json_object_schema", "none"]
 
 SCHEMA_OUTPUT_KINDS: tuple[str, ...] = get_args(SchemaOutput)
 """The values of :data:`SchemaOutput`, in declaration order."""
-
-_OPENAI_API = "https://api.openai.com/v1"
-
-
-def _speaks_openai_json_schema(model: Any) -> bool:
-    """Whether ``model`` is OpenAI's own service: ``AzureChatOpenAI``, or ``ChatOpenAI``
-    with OpenAI's base URL. Other providers' profiles say nothing about the request shape."""
-    names = {cls.__name__ for cls in type(model).__mro__}
-    if "AzureChatOpenAI" in names:
-        return True
-    return "ChatOpenAI" in names and (getattr(model, "openai_api_base", None) or _OPENAI_API).rstrip("/") == _OPENAI_API
 
 
 @dataclass(frozen=True)
@@ -45,9 +36,13 @@ class ModelAbilities:
         schema_output: The request shape in which the provider accepts a JSON schema that
             constrains its output (:data:`SchemaOutput`); ``"none"`` when it cannot. JSON
             mode and ``structured_llm_call`` level 2 send their schema this way (issue 10).
+        provider: The provider profile the model is used with (a name of
+            :data:`reactgraph.providers.PROFILES`, e.g. ``"vllm"``); ``None`` chooses it from
+            ``REACTGRAPH_PROVIDER``, the model's class, base URL and name (SPEC R13.2).
 
     Raises:
-        ValueError: ``schema_output`` is not one of :data:`SCHEMA_OUTPUT_KINDS`.
+        ValueError: ``schema_output`` is not one of :data:`SCHEMA_OUTPUT_KINDS`;
+            ``provider`` names no profile.
     """
 
     tool_call: bool = False
@@ -55,18 +50,13 @@ class ModelAbilities:
     context_window: int | None = None
     max_output_tokens: int | None = None
     schema_output: SchemaOutput = "none"
+    provider: str | None = None
 
     def __post_init__(self) -> None:
         if self.schema_output not in SCHEMA_OUTPUT_KINDS:
             raise ValueError(f"schema_output must be one of {', '.join(SCHEMA_OUTPUT_KINDS)}, got {self.schema_output!r}")
-
-
-def _chat_model_of(llm: Any) -> Any:
-    """The chat model inside bindings (``llm.bind(...)``), or ``llm`` itself."""
-    bound = getattr(llm, "bound", None)
-    if bound is not None and bound is not llm:
-        return _chat_model_of(bound)
-    return llm
+        if self.provider is not None:
+            object.__setattr__(self, "provider", get_profile(self.provider).name)
 
 
 def _profile_of(llm: Any) -> dict[str, Any]:
@@ -86,11 +76,13 @@ def resolve_abilities(
 
     Explicit configuration wins; what it leaves out comes from the model's LangChain
     profile (``tool_calling``, ``structured_output``, ``max_input_tokens``,
-    ``max_output_tokens``); anything still unknown takes the safe default (no tool
-    calling, no JSON mode, no schema output, unknown sizes). ``schema_output`` is read from
-    the profile only for OpenAI's own service (``AzureChatOpenAI``, or ``ChatOpenAI`` at
-    OpenAI's base URL) whose profile says ``structured_output``, as ``"json_schema"``; it
-    is never assumed for other providers or servers.
+    ``max_output_tokens``), then from the provider profile's defaults
+    (:func:`reactgraph.providers.select_profile`: the explicit ``provider``, else
+    ``REACTGRAPH_PROVIDER``, else the model's class, base URL and name; SPEC R13.2);
+    anything still unknown takes the safe default (no tool calling, no JSON mode, no
+    schema output, unknown sizes). ``schema_output`` follows the LangChain profile's
+    ``structured_output`` only where the provider profile says how (OpenAI's own service:
+    ``"json_schema"``). The result names the provider profile in ``provider``.
 
     Args:
         llm: The chat model (any LangChain chat model, or a binding around one).
@@ -102,19 +94,18 @@ def resolve_abilities(
 
     Raises:
         TypeError: ``explicit`` has a key that is not a ``ModelAbilities`` field.
-        ValueError: ``explicit`` sets an unknown ``schema_output``.
+        ValueError: ``explicit`` sets an unknown ``schema_output`` or ``provider``, or
+            ``REACTGRAPH_PROVIDER`` names no profile.
     """
     if isinstance(explicit, ModelAbilities):
         return explicit
     profile = _profile_of(llm)
-    structured = bool(profile.get("structured_output", False))
-    openai_service = _speaks_openai_json_schema(_chat_model_of(llm))
+    provider = select_profile(chat_model_of(llm), (explicit or {}).get("provider"))
     resolved = ModelAbilities(
-        tool_call=bool(profile.get("tool_calling", False)),
-        json_mode=structured,
-        schema_output="json_schema" if structured and openai_service else "none",
+        **provider.default_abilities(profile),
         context_window=profile.get("max_input_tokens"),
         max_output_tokens=profile.get("max_output_tokens"),
+        provider=provider.name,
     )
     if explicit:
         resolved = replace(resolved, **explicit)

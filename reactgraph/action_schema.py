@@ -25,7 +25,6 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from reactgraph.abilities import SchemaOutput
-from reactgraph.errors import http_failure
 
 ACTION_WRAPPER_KEY = "action"
 """The root key that holds the action in the OpenAI ``json_schema`` request shape."""
@@ -334,14 +333,3 @@ def action_response_format(
             "additionalProperties": False,
         }
     return schema_response_format(kind, schema, name=ACTION_SCHEMA_NAME)
-
-
-def is_rejection(exc: BaseException) -> bool:
-    """Whether a failed constrained request means the provider refuses schema requests
-    (issue 10): it answered with HTTP 400-499 other than 408, 409 and 429 (OpenAI answers
-    an unsupported schema with 400), or with 500 (what older llama.cpp servers answer to a
-    ``json_schema`` format). Timeouts, rate limits, 502-504, connection errors and a reply
-    cut off at the output cap are not refusals.
-    """
-    failure = http_failure(exc)
-    return failure is not None and (failure.refused or failure.status == 500)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import BaseMessage
 
 from reactgraph.action_schema import ACTION_WRAPPER_KEY
 from reactgraph.jsonparse import extract_json, safe_json
@@ -107,31 +107,6 @@ def message_text(message: BaseMessage | None) -> str:
         elif isinstance(block, dict) and block.get("type") == "text":
             parts.append(str(block.get("text", "")))
     return "".join(parts)
-
-
-def separate_reasoning(message: AIMessage) -> str:
-    """Reasoning a model returned outside its content (SPEC R2.8): the
-    ``reasoning_content`` field (DeepSeek R1, vLLM reasoning parsers, …) or
-    ``reasoning``/``thinking`` content blocks. "" when there is none."""
-    extra = message.additional_kwargs or {}
-    for key in ("reasoning_content", "reasoning", "thinking"):
-        value = extra.get(key)
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-        if isinstance(value, dict):
-            summary = value.get("summary") or value.get("text")
-            if isinstance(summary, str) and summary.strip():
-                return summary.strip()
-    if isinstance(message.content, list):
-        parts = []
-        for block in message.content:
-            if isinstance(block, dict) and block.get("type") in ("reasoning", "thinking"):
-                text = block.get("reasoning") or block.get("thinking") or block.get("text") or ""
-                if isinstance(text, str):
-                    parts.append(text)
-        if any(p.strip() for p in parts):
-            return "\n".join(p for p in parts if p.strip())
-    return ""
 
 
 def parse_action(content: str | None, *, separate_reasoning_text: str = "") -> Action:

@@ -37,6 +37,7 @@ from reactgraph.actions import message_text
 from reactgraph.errors import StructuredOutputError
 from reactgraph.jsonparse import extract_json, safe_json
 from reactgraph.prompts import STRUCTURED_INSTRUCTION, reformat_request
+from reactgraph.providers import adapt_model, select_profile
 from reactgraph.usage import sum_usage, usage_of
 
 _UNSET: Any = object()
@@ -144,6 +145,7 @@ async def structured_llm_call(
         TypeError: ``schema`` is neither a dict nor a pydantic model class.
     """
     resolved = resolve_abilities(llm, abilities)
+    llm = adapt_model(llm, select_profile(llm, resolved.provider))  # the provider's request fixes (SPEC R13.2)
     json_schema, name, description = _schema_dict(schema)
     schema_text = json.dumps(json_schema, ensure_ascii=False)
     result = StructuredCallResult()

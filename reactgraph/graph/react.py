@@ -34,7 +34,6 @@ from reactgraph._dualmode import dual_node
 from reactgraph._engine import Engine, split_prompt
 from reactgraph.abilities import ModelAbilities, resolve_abilities
 from reactgraph.config import AgentSettings
-from reactgraph.errors import is_transient_error
 from reactgraph.interrupts import InterruptQueue
 from reactgraph.limits import UsageLimits, over_limit_refusals
 from reactgraph.nodes.drain_interrupts import DrainInterrupts
@@ -311,7 +310,7 @@ def compile_react_graph(
         backoff_factor=2.0,
         max_interval=settings.retry_max_delay,
         jitter=True,
-        retry_on=is_transient_error,
+        retry_on=engine.profile.is_transient,
     )
     state, input_schema, output_schema = _schemas(state_schema)
     builder = StateGraph(state, context_schema=context_schema, input_schema=input_schema, output_schema=output_schema)

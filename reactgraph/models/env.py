@@ -18,6 +18,10 @@ and, optionally, what the model can do, overriding its profile:
 ``REACTGRAPH_SCHEMA_OUTPUT``        how the server takes an output schema:
                                     ``json_schema`` (OpenAI), ``json_object_schema``
                                     (llama.cpp) or ``none``
+``REACTGRAPH_PROVIDER``             the provider profile: ``openai``, ``deepseek``,
+                                    ``vllm``, ``ollama``, ``lmstudio``, ``llamacpp``
+                                    or ``openai_compatible`` (default: chosen from
+                                    the base URL and model name)
 ==================================  ============================================
 
 Empty variables count as unset. With none of the first three set, :func:`model_from_env`
@@ -27,10 +31,11 @@ returns ``None`` and the caller falls back to the embedded local model.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from reactgraph.abilities import SCHEMA_OUTPUT_KINDS
+from reactgraph.providers import ENV_PROVIDER, get_profile
 
 if TYPE_CHECKING:
     from langchain_openai import ChatOpenAI
@@ -43,6 +48,7 @@ __all__ = [
     "ENV_JSON_MODE",
     "ENV_MAX_OUTPUT_TOKENS",
     "ENV_MODEL",
+    "ENV_PROVIDER",
     "ENV_SCHEMA_OUTPUT",
     "ENV_TOOL_CALL",
     "OPENAI_DEFAULT_BASE_URL",
@@ -71,16 +77,6 @@ PLACEHOLDER_API_KEY = "not-needed"
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
-
-# abilities_from_env: variable -> (ModelAbilities field, kind)
-_ABILITY_VARS: tuple[tuple[str, str, type], ...] = (
-    (ENV_TOOL_CALL, "tool_call", bool),
-    (ENV_JSON_MODE, "json_mode", bool),
-    (ENV_CONTEXT_WINDOW, "context_window", int),
-    (ENV_MAX_OUTPUT_TOKENS, "max_output_tokens", int),
-    (ENV_SCHEMA_OUTPUT, "schema_output", str),
-)
-
 
 def _setting(explicit: str | None, environ: Mapping[str, str], name: str) -> str | None:
     """``explicit`` if non-empty, else the stripped variable ``name`` if non-empty, else None."""
@@ -187,6 +183,24 @@ def _parse_schema_output(name: str, raw: str) -> str:
     return value
 
 
+def _parse_provider(name: str, raw: str) -> str:
+    try:
+        return get_profile(raw).name
+    except ValueError as exc:
+        raise ValueError(f"{name}={raw!r}: {exc}") from None
+
+
+# abilities_from_env: variable -> (ModelAbilities field, parser)
+_ABILITY_VARS: tuple[tuple[str, str, Callable[[str, str], bool | int | str]], ...] = (
+    (ENV_TOOL_CALL, "tool_call", _parse_bool),
+    (ENV_JSON_MODE, "json_mode", _parse_bool),
+    (ENV_CONTEXT_WINDOW, "context_window", _parse_positive_int),
+    (ENV_MAX_OUTPUT_TOKENS, "max_output_tokens", _parse_positive_int),
+    (ENV_SCHEMA_OUTPUT, "schema_output", _parse_schema_output),
+    (ENV_PROVIDER, "provider", _parse_provider),
+)
+
+
 def abilities_from_env(environ: Mapping[str, str] | None = None) -> dict[str, bool | int | str]:
     """Model-ability overrides set in the environment.
 
@@ -194,14 +208,15 @@ def abilities_from_env(environ: Mapping[str, str] | None = None) -> dict[str, bo
     ``1/0/true/false/yes/no/on/off``, any case), ``REACTGRAPH_CONTEXT_WINDOW`` and
     ``REACTGRAPH_MAX_OUTPUT_TOKENS`` (positive integers, tokens) and
     ``REACTGRAPH_SCHEMA_OUTPUT`` (``json_schema``, ``json_object_schema`` or ``none``,
-    any case: how the server takes a JSON schema constraining its output, issue 10).
+    any case: how the server takes a JSON schema constraining its output, issue 10) and
+    ``REACTGRAPH_PROVIDER`` (a provider profile name, SPEC R13.2).
 
     Args:
         environ: variables to read instead of ``os.environ``.
 
     Returns:
         Keyword arguments for ``ModelAbilities`` (``tool_call``, ``json_mode``,
-        ``context_window``, ``max_output_tokens``, ``schema_output``), holding only the variables that are set
+        ``context_window``, ``max_output_tokens``, ``schema_output``, ``provider``), holding only the variables that are set
         and non-empty; ``{}`` when none is.
 
     Raises:
@@ -209,16 +224,11 @@ def abilities_from_env(environ: Mapping[str, str] | None = None) -> dict[str, bo
     """
     env = os.environ if environ is None else environ
     overrides: dict[str, bool | int | str] = {}
-    for var, field, kind in _ABILITY_VARS:
+    for var, field, parse in _ABILITY_VARS:
         raw = env.get(var, "")
         if not raw.strip():
             continue
-        if kind is bool:
-            overrides[field] = _parse_bool(var, raw)
-        elif kind is str:
-            overrides[field] = _parse_schema_output(var, raw)
-        else:
-            overrides[field] = _parse_positive_int(var, raw)
+        overrides[field] = parse(var, raw)
     return overrides
 
 

@@ -62,6 +62,7 @@ from langchain_openai import ChatOpenAI
 from reactgraph._paths import data_home
 from reactgraph.abilities import ModelAbilities
 from reactgraph.errors import LocalModelError
+from reactgraph.providers import llamacpp
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
@@ -306,15 +307,15 @@ class LocalModelServer:
 
     @property
     def abilities(self) -> ModelAbilities:
-        """What the served model supports: JSON mode and schema-constrained JSON in llama.cpp's
-        ``json_object`` + ``schema`` shape (issue 10), the window and the output cap; no
-        native tool calls (SmolLM2's chat template has none, issue 22), so it runs JSON mode."""
+        """What the served model supports: the llama.cpp profile's defaults (JSON mode and
+        schema-constrained JSON in llama.cpp's ``json_object`` + ``schema`` shape, issue 10;
+        :mod:`reactgraph.providers.llamacpp`), the window and the output cap; no native tool
+        calls (SmolLM2's chat template has none, issue 22), so it runs JSON mode."""
         return ModelAbilities(
-            tool_call=False,
-            json_mode=True,
-            schema_output="json_object_schema",
+            **{**llamacpp.PROFILE.default_abilities({}), "tool_call": False},
             context_window=self.n_ctx,
             max_output_tokens=self.max_tokens,
+            provider=llamacpp.PROFILE.name,
         )
 
     @property

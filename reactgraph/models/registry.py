@@ -20,6 +20,7 @@ From the environment (:meth:`ModelRegistry.from_env`), per role ``<ROLE>`` (uppe
 ``REACTGRAPH_JSON_MODE_<ROLE>``   variable, see :mod:`reactgraph.models.env`)
 ``REACTGRAPH_CONTEXT_WINDOW_<ROLE>``
 ``REACTGRAPH_MAX_OUTPUT_TOKENS_<ROLE>``
+``REACTGRAPH_PROVIDER_<ROLE>``
 ================================  ==========================================================
 
 The ``general`` model is the one :func:`~reactgraph.models.model_from_env` configures
@@ -45,6 +46,7 @@ from reactgraph.models.env import (
     ENV_JSON_MODE,
     ENV_MAX_OUTPUT_TOKENS,
     ENV_MODEL,
+    ENV_PROVIDER,
     ENV_TOOL_CALL,
     abilities_from_env,
     describe_chat_model,
@@ -244,7 +246,7 @@ def role_environ(environ: Mapping[str, str], role: str) -> dict[str, str]:
     suffix = f"_{role.upper()}"
     view = dict(environ)
     pairs = [(ENV_MODEL, ENV_MODEL), (ENV_BASE_URL, ENV_ROLE_BASE_URL), (ENV_API_KEY, ENV_ROLE_API_KEY)]
-    pairs += [(var, var) for var in (ENV_TOOL_CALL, ENV_JSON_MODE, ENV_CONTEXT_WINDOW, ENV_MAX_OUTPUT_TOKENS)]
+    pairs += [(var, var) for var in (ENV_TOOL_CALL, ENV_JSON_MODE, ENV_CONTEXT_WINDOW, ENV_MAX_OUTPUT_TOKENS, ENV_PROVIDER)]
     for target, source in pairs:
         value = environ.get(source + suffix, "")
         if value.strip():

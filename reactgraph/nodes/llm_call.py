@@ -1,7 +1,11 @@
 """``llm_call_native`` and ``llm_call_json``: one non-streaming model call of the tool loop.
 
 Native mode (SPEC R2.5): tools go through ``bind_tools``; a response may ask for several
-tool calls; a response without tool calls is the final answer.
+tool calls; a response without tool calls is the final answer — unless its content is a
+tool-call format naming an offered tool (``<tool_call>{...}</tool_call>``, Mistral's
+``[TOOL_CALLS]``, ...), which the provider profile has read as real tool calls
+(:mod:`reactgraph.providers.content_calls`, SPEC R13.2). JSON mode reads those formats too
+when the content is not the JSON action.
 
 JSON mode (SPEC R2.3, R2.4): the system prompt carries the tools and the reply protocol;
 the content is parsed with :func:`~reactgraph.actions.parse_action`; unparseable content
@@ -40,13 +44,14 @@ from reactgraph._engine import Engine
 from reactgraph.action_schema import (
     ANSWER_CHOICE,
     choice_schema,
-    is_rejection,
     schema_response_format,
 )
-from reactgraph.actions import message_text, parse_action, separate_reasoning
+from reactgraph.actions import Action, message_text, parse_action
 from reactgraph.events import emit
 from reactgraph.jsonparse import extract_json, safe_json
 from reactgraph.prompts import ANSWER_REQUEST, FINAL_ONLY_REQUEST, REFORMAT_REQUEST, TOOL_ARGS_REQUEST
+from reactgraph.providers.content_calls import find_content_tool_calls, recover_content_tool_calls
+from reactgraph.providers.reasoning import REASONING_KEY, separate_reasoning
 from reactgraph.state import AgentState, ToolCallRequest
 from reactgraph.synthesis import summarize_steps
 from reactgraph.usage import sum_usage, usage_of
@@ -148,6 +153,18 @@ def normalize_tool_calls(
     return cleaned, requests
 
 
+def action_from_content_call(raw: str, tools: list[Any], reasoning: str = "") -> Action | None:
+    """The JSON-mode action for content that is a native tool-call format instead of the
+    JSON action (``<function=t>{...}</function>``, ``[TOOL_CALLS]...``; issue 16): its first
+    readable call to one of ``tools``, or ``None``."""
+    found = find_content_tool_calls(raw, {tool.name for tool in tools})
+    if found is None or not found.calls:
+        return None
+    call = found.calls[0]
+    return Action(type="tool_call", reasoning=reasoning or found.text, tool_name=call["name"], tool_args=call["args"],
+                  raw=raw)
+
+
 def mark_repeats(requests: list[ToolCallRequest], steps: list[dict[str, Any]], enabled: bool) -> list[ToolCallRequest]:
     """Refuse tool calls that repeat an earlier successful call of this turn.
 
@@ -190,6 +207,8 @@ class LLMCallNative:
         response = await call_model(model, messages, config)
         if not isinstance(response, AIMessage):
             response = AIMessage(content=message_text(response))
+        if self.engine.profile.content_tool_calls and tools:  # calls written in the content (issue 16)
+            response = recover_content_tool_calls(response, {tool.name for tool in tools}, new_call_id)
         used = {c["id"] for m in state["messages"] if isinstance(m, AIMessage) for c in m.tool_calls if c.get("id")}
         response, requests = normalize_tool_calls(response, used)
         if self.engine.message_name:
@@ -232,14 +251,15 @@ class LLMCallJSON:
         self, messages: list[BaseMessage], config: RunnableConfig, action_format: dict[str, Any]
     ) -> tuple[AIMessage, bool]:
         """The call with the action schema; when it fails, the plain call. Returns the
-        response and whether the provider refused the schema (:func:`is_rejection`)."""
+        response and whether the provider refused the schema
+        (:meth:`~reactgraph.providers.ProviderProfile.refuses_schema`)."""
         try:
             response = await call_model(
                 self.engine.json_model(json_format=True, response_format=action_format), messages, config
             )
             return response, False
         except Exception as exc:  # refused, or cut off at the output cap: ask again unconstrained
-            rejected = is_rejection(exc)
+            rejected = self.engine.profile.refuses_schema(exc)
             if rejected:
                 logger.warning("the provider refused the action schema, plain JSON mode for the rest of the run: %s", exc)
         return await self._invoke(messages, config), rejected
@@ -311,7 +331,7 @@ class LLMCallJSON:
             try:
                 raw, usage, response = await self._tool_first(messages, config, tools, named, answer_first)
             except Exception as exc:  # refused or failed: one unconstrained call instead
-                rejected = is_rejection(exc)
+                rejected = self.engine.profile.refuses_schema(exc)
                 logger.warning("tool-first action failed, asking in one unconstrained call: %s", exc)
                 response = await self._invoke(messages, config)
         elif action_format is None:
@@ -319,10 +339,16 @@ class LLMCallJSON:
         else:
             response, rejected = await self._invoke_constrained(messages, config, action_format)
         raw = raw if raw is not None else message_text(response)
-        action = parse_action(raw, separate_reasoning_text=separate_reasoning(response))
-        # Stored without provider tool calls: in JSON mode the content is the action.
+        thought = separate_reasoning(response)
+        action = parse_action(raw, separate_reasoning_text=thought)
+        if action.parse_failed:  # a native call format written instead of the JSON action
+            action = action_from_content_call(raw, tools, thought) or action
+        # Stored without provider tool calls: in JSON mode the content is the action. The
+        # reasoning stays on it, for profiles that send it back (issue 16).
+        kept = {REASONING_KEY: response.additional_kwargs[REASONING_KEY]} if response.additional_kwargs.get(
+            REASONING_KEY) else {}
         stored = AIMessage(content=raw, id=response.id, response_metadata=response.response_metadata,
-                           name=self.engine.message_name)
+                           name=self.engine.message_name, additional_kwargs=kept)
         update: dict[str, Any] = {
             "messages": [stored],
             "iteration": iteration,

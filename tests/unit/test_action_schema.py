@@ -14,7 +14,6 @@ from reactgraph.action_schema import (
     ACTION_SCHEMA_NAME,
     action_response_format,
     action_schema,
-    is_rejection,
     schema_response_format,
     strict_json_schema,
     tool_args_schema,
@@ -23,6 +22,7 @@ from reactgraph.actions import parse_action
 from reactgraph.demo.factory import build_factory_hub
 from reactgraph.demo.factory.db import EQUIPMENT
 from reactgraph.models.env import abilities_from_env
+from reactgraph.providers import GENERIC, get_profile
 from reactgraph.testing import ScriptedChatModel
 
 LLAMA = ModelAbilities(json_mode=True, schema_output="json_object_schema")
@@ -153,7 +153,10 @@ def test_strict_schema_closes_objects_and_makes_optional_keys_nullable():
 )
 def test_only_a_provider_refusal_counts_as_rejection(status, refused):
     exc = Refused("x", status) if status is not None else TimeoutError("slow")
-    assert is_rejection(exc) is refused
+    assert GENERIC.refuses_schema(exc) is refused
+    # a 500 is llama.cpp's refusal; OpenAI's service refuses with 4xx only (SPEC R13.2)
+    assert get_profile("llamacpp").refuses_schema(exc) is refused
+    assert get_profile("openai").refuses_schema(exc) is (refused and status != 500)
 
 
 def test_openai_wrapped_action_is_unwrapped():

@@ -4,7 +4,7 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from reactgraph import PARSE_FAILURE_SENTINEL, extract_json, parse_action
-from reactgraph.actions import separate_reasoning
+from reactgraph.providers.reasoning import separate_reasoning
 
 
 @pytest.mark.parametrize(

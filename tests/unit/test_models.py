@@ -405,7 +405,8 @@ def test_server_properties_and_default_command(tmp_path) -> None:
     assert server.model_name == "SmolLM2-135M-Instruct"
     assert server.description == "embedded SmolLM2-135M (llama.cpp on 127.0.0.1:45678)"
     assert server.abilities == ModelAbilities(
-        tool_call=False, json_mode=True, context_window=4096, max_output_tokens=256, schema_output="json_object_schema"
+        tool_call=False, json_mode=True, context_window=4096, max_output_tokens=256, schema_output="json_object_schema",
+        provider="llamacpp",
     )
     assert not server.running and server.pid is None
     assert server.command == [
