@@ -174,18 +174,30 @@ def observation_answer(question: str, steps: Iterable[dict[str, Any]], result_ch
 
     Returns:
         A lead line, then each distinct successful observation in a fenced block under its
-        tool name; or one line saying no tool returned data.
+        tool name; or, when none succeeded, one line saying no tool returned data followed
+        by what each failed call was told (a rejected argument names the value and what
+        is accepted, so an unknown id is explained).
     """
     korean = _is_korean(question)
     blocks: list[str] = []
+    failures: list[str] = []
     seen: set[str] = set()
     for step in steps:
         observation = str(step.get("observation") or "")
-        if step.get("error") or not observation.strip() or observation in seen:
+        if step.get("error"):
+            reason = str(step["error"]).strip().splitlines()[0] if str(step["error"]).strip() else "failed"
+            line = f"- {step.get('tool_name')}({safe_json(step.get('tool_args'))}): {reason[:300]}"
+            if not step.get("refused") and line not in failures:
+                failures.append(line)
+            continue
+        if not observation.strip() or observation in seen:
             continue
         seen.add(observation)
         blocks.append(f"**{step.get('tool_name')}**\n```\n{observation[:result_chars]}\n```")
     if not blocks:
-        return "도구에서 이 질문에 답할 데이터를 얻지 못했습니다." if korean else "No tool returned data that answers this question."
+        lead = "도구에서 이 질문에 답할 데이터를 얻지 못했습니다." if korean else "No tool returned data that answers this question."
+        if failures:
+            return "\n\n".join([lead, ("도구의 응답:" if korean else "What the tools said:") + "\n" + "\n".join(failures)])
+        return lead
     lead = "도구가 반환한 데이터입니다:" if korean else "Here is what the tools returned:"
     return "\n\n".join([lead, *blocks])

@@ -107,7 +107,8 @@ class AgentState(InputState, total=False):
     grounding: dict[str, Any] | None
     """The grounding check of the synthesized answer (SPEC R13.1): ``mode``, ``checked``
     (values checked), ``ungrounded`` (values found nowhere in the trace or question) and
-    ``action`` (``kept``, ``reasked``, ``fallback``); ``None`` when off or not run."""
+    ``action`` (``kept``, ``reasked``, ``fallback``, or ``no_data`` under enforce when
+    every tool call failed); ``None`` when off or not run."""
     error: str | None
     """Why the loop failed, when it did."""
     limit: dict[str, Any] | None

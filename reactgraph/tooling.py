@@ -77,13 +77,13 @@ def prepare_tools(tools: Sequence[Any]) -> tuple[list[Any], list[dict[str, Any]]
 def describe_tool_error(exc: Exception) -> str:
     """The default error policy (SPEC R2.7): every exception a tool raises becomes the
     observation ``Error: <what went wrong>``; arguments that fail the tool's schema are
-    listed field by field with the value given (``equipment_id: 'CNC-009' is not accepted —
+    listed field by field with the value given (``equipment_id: 'CNC-009' is not a valid value —
     Input should be 'CNC-001', …``; injected arguments left out), so a model can tell the
     user that the thing it asked about does not exist."""
     if isinstance(exc, ToolInvocationError):
         problems = [
             f"{'.'.join(str(part) for part in error.get('loc', ())) or 'arguments'}: "
-            + (f"{error['input']!r} is not accepted — " if isinstance(error.get("input"), str | int | float) else "")
+            + (f"{error['input']!r} is not a valid value — " if isinstance(error.get("input"), str | int | float) else "")
             + str(error.get("msg"))
             for error in (exc.filtered_errors if exc.filtered_errors is not None else exc.source.errors())
         ]

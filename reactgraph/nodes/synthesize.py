@@ -16,7 +16,9 @@ values, or a factless one (tools returned facts, the answer passes on none), is 
 an ``answer`` event ``{status: "reset", ungrounded, factless}`` tells clients to drop the
 text streamed so far — and asked for once more with the strict prompt; if that
 answer is not grounded either, it is withdrawn too and replaced by
-:func:`~reactgraph.grounding.observation_answer`.
+:func:`~reactgraph.grounding.observation_answer`. When tools were called and every call failed,
+``"enforce"`` skips the synthesis call: the answer is what the tools said
+(``observation_answer``'s failure lines; grounding ``action: "no_data"``).
 A run ended by a ``return_direct`` tool makes no model call: the tool's result is sent as
 the answer, as it is (issue 21).
 """
@@ -70,6 +72,12 @@ class Synthesize:
             return {"synthesis": await emit_answer(one_chunk(state.get("answer") or ""), "")}
         usage: dict[str, int] = {}
         query, steps = state.get("query", ""), state.get("steps", [])
+        if settings.grounding == "enforce" and steps and all(step.get("error") for step in steps):
+            # Tools were called and none returned data: nothing to ground an answer in, so the
+            # answer is what the tools said (an unknown id, an outage), not the model's guess.
+            text = await emit_answer(_one_chunk(observation_answer(query, steps, settings.synthesis_result_chars)), "")
+            report = check_grounding(text, steps, query, settings.grounding_min_facts)
+            return {"synthesis": text, "grounding": report.to_dict(settings.grounding, "no_data")}
         text = await self._stream(state, config, usage, state.get("answer") or "")
         if settings.grounding == "off":
             return {"synthesis": text, "usage": usage}

@@ -305,9 +305,23 @@ async def test_enforce_falls_back_to_the_observations_themselves():
     assert deltas.endswith(done["answer"])
 
 
+async def test_enforce_answers_an_unknown_id_with_what_the_tool_said():
+    model = ScriptedChatModel(responses=[call_json("machine_status", {"machine_id": "CNC-009"}), final("All fine.")],
+                              synthesis="CNC-009 is running at 93 %.")
+    agent = ReActAgent(model, plant_tools(), abilities=SCHEMA, settings=AgentSettings(grounding="enforce"))
+    events = [e async for e in agent.astream_events("What is the status of CNC-009?")]
+    done = events[-1].data
+    assert done["grounding"]["action"] == "no_data" and done["grounding"]["ungrounded"] == []
+    assert done["answer"].startswith("No tool returned data that answers this question.")
+    assert "machine_id: 'CNC-009' is not a valid value" in done["answer"] and "'CNC-001'" in done["answer"]
+    assert len(model.calls) == 2  # no synthesis call: loop call, final answer
+
+
 def test_observation_answer_without_results():
     failed = [{"tool_name": "x", "error": "boom", "observation": "Error: boom"}]
-    assert observation_answer("status?", failed) == "No tool returned data that answers this question."
+    assert observation_answer("status?", failed) == \
+        "No tool returned data that answers this question.\n\nWhat the tools said:\n- x(null): boom"
+    assert observation_answer("상태?", []) == "도구에서 이 질문에 답할 데이터를 얻지 못했습니다."
 
 
 async def test_synthesis_never_sees_a_step_summary():
