@@ -75,7 +75,7 @@ class Synthesize:
         if settings.grounding == "enforce" and steps and all(step.get("error") for step in steps):
             # Tools were called and none returned data: nothing to ground an answer in, so the
             # answer is what the tools said (an unknown id, an outage), not the model's guess.
-            text = await emit_answer(_one_chunk(observation_answer(query, steps, settings.synthesis_result_chars)), "")
+            text = await emit_answer(one_chunk(observation_answer(query, steps, settings.synthesis_result_chars)), "")
             report = check_grounding(text, steps, query, settings.grounding_min_facts)
             return {"synthesis": text, "grounding": report.to_dict(settings.grounding, "no_data")}
         text = await self._stream(state, config, usage, state.get("answer") or "")
