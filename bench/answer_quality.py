@@ -35,6 +35,7 @@ Usage::
 
     python bench/answer_quality.py                       # every question, all rows
     python bench/answer_quality.py --questions 8 --verbose
+    python bench/answer_quality.py --kinds unknown_id no_tool --rows json
     python bench/answer_quality.py --rows native json --json-out aq.json
 
 With nothing configured the embedded model is started; ``OPENAI_BASE_URL`` /
@@ -821,6 +822,8 @@ async def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--questions", type=int, default=len(QUESTIONS),
                         help=f"the first N of the {len(QUESTIONS)} questions (default: all)")
+    parser.add_argument("--kinds", nargs="+", choices=("tool", "unknown_id", "no_tool"),
+                        help="only the questions of these kinds (after --questions)")
     parser.add_argument("--rows", nargs="+", choices=ROWS, default=list(ROWS), help="rows to run (default: all)")
     parser.add_argument("--max-iterations", type=int, default=6, help="loop iterations per run (default: 6)")
     parser.add_argument("--json-out", help="write the per-run records and the row totals to this JSON file")
@@ -836,7 +839,7 @@ async def main(argv: list[str] | None = None) -> int:
     from reactgraph.demo.factory import build_factory_hub
     from reactgraph.models import open_model
 
-    questions = QUESTIONS[: args.questions]
+    questions = [q for q in QUESTIONS[: args.questions] if not args.kinds or q.kind in args.kinds]
     with tempfile.TemporaryDirectory() as tmp:
         hub = build_factory_hub(args.db or Path(tmp) / "factory.db")
         tools = {tool.name: tool for tool in hub}
