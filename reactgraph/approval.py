@@ -28,6 +28,8 @@ from typing import Any, Literal
 from langchain_core.tools import BaseTool
 from langgraph.types import Command, Interrupt, StateSnapshot
 
+from reactgraph.errors import DecisionError
+
 logger = logging.getLogger(__name__)
 
 ApprovalRule = Literal["always", "never"] | bool | Callable[[dict[str, Any]], bool]
@@ -248,11 +250,6 @@ def pending_calls(snapshot: StateSnapshot) -> list[PendingCall]:
         snapshot: ``await graph.aget_state({"configurable": {"thread_id": ...}})``.
     """
     return [PendingCall.from_interrupt(item) for item in snapshot.interrupts or ()]
-
-
-class DecisionError(ValueError):
-    """The decisions do not fit what the run waits on: a call that is not pending, or a
-    value that is no decision. The message names the call."""
 
 
 def resume_command(pending: list[PendingCall], decisions: Mapping[str, Any]) -> Command:

@@ -66,6 +66,11 @@ class SyncRunError(ReactGraphError, RuntimeError):
     ``stream``, ``batch``); run the graph with ``ainvoke``/``astream`` instead."""
 
 
+class DecisionError(ReactGraphError, ValueError):
+    """Approval decisions that do not fit what the run waits on (SPEC R13.3): a call that is
+    not pending, or a value that is no decision. The message names the call."""
+
+
 class LocalModelError(ReactGraphError, RuntimeError):
     """The embedded model cannot be used: the extra is missing, or the server failed.
 

@@ -1,5 +1,5 @@
 """The ``reactgraph`` command on a scripted model, in its own process (used by
-tests/unit/test_cli_approval.py to drive the CLI through a pseudo-terminal).
+tests/integration/test_cli_approval.py to drive the CLI through a pseudo-terminal).
 
 ``python -m tests.scripted_cli SCRIPT ARGS...`` runs ``reactgraph ARGS...`` with the demo
 plant's real tools (``--db`` chooses its database) and, in place of the configured model,

@@ -11,26 +11,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-DEFAULT_RETRY_STATUSES = frozenset({408, 409, 429})
-"""HTTP statuses below 500 worth retrying: request timeout, conflict, rate limit."""
+from reactgraph.errors import RETRY_LATER_STATUSES, http_failure, is_transient_error
 
-NO_REFUSAL_STATUSES = frozenset({408, 409, 429})
-"""4xx statuses that are never a refusal of the request's shape (timeouts, rate limits)."""
+DEFAULT_RETRY_STATUSES = RETRY_LATER_STATUSES
+"""HTTP statuses below 500 worth retrying: request timeout, conflict, rate limit."""
 
 ABILITY_DEFAULT_KEYS = ("tool_call", "json_mode", "schema_output")
 """The ``ModelAbilities`` fields a profile may give defaults for."""
-
-
-def http_status(exc: BaseException) -> int | None:
-    """The HTTP status of a failed model call (``exc.status_code``, or
-    ``exc.response.status_code``), ``None`` when it carries none."""
-    status = getattr(exc, "status_code", None)
-    if status is None:
-        status = getattr(getattr(exc, "response", None), "status_code", None)
-    return status if isinstance(status, int) else None
-
-
-_CONNECTION_ERRORS = {"APIConnectionError", "APITimeoutError", "TransportError", "TimeoutException"}
 
 
 @dataclass(frozen=True)
@@ -151,19 +138,15 @@ class ProviderProfile:
     def is_transient(self, exc: BaseException) -> bool:
         """Whether a failed model call is worth retrying (SPEC R2.7): connection errors,
         timeouts, 5xx and :attr:`retry_statuses`. Another 4xx (a rejected request) is not."""
-        status = http_status(exc)
-        if status is not None:
-            return status in self.retry_statuses or status >= 500
-        if isinstance(exc, (ConnectionError, TimeoutError)):
-            return True
-        return bool({cls.__name__ for cls in type(exc).__mro__} & _CONNECTION_ERRORS)
+        failure = http_failure(exc)
+        if failure is not None:
+            return failure.status in self.retry_statuses or failure.status >= 500
+        return is_transient_error(exc)  # connection errors and timeouts
 
     def refuses_schema(self, exc: BaseException) -> bool:
         """Whether a failed schema-constrained request means the server refuses schema
         ``response_format`` requests (issue 10): a 4xx other than 408, 409 and 429, or
         one of :attr:`schema_refusal_statuses`. Timeouts, rate limits, connection errors
         and a reply cut off at the output cap are not refusals."""
-        status = http_status(exc)
-        if status is None:
-            return False
-        return status in self.schema_refusal_statuses or (400 <= status < 500 and status not in NO_REFUSAL_STATUSES)
+        failure = http_failure(exc)
+        return failure is not None and (failure.status in self.schema_refusal_statuses or failure.refused)

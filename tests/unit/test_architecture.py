@@ -121,3 +121,25 @@ def test_the_compiled_graphs_keep_their_shape():
     if os.environ.get("REACTGRAPH_RECORD_SHAPES"):
         SNAPSHOT.write_text(json.dumps(shapes, indent=1) + "\n")
     assert shapes == json.loads(SNAPSHOT.read_text())
+
+
+def test_every_public_exception_lives_in_errors_under_one_base():
+    """Every exception class exported by ``reactgraph`` is defined in ``reactgraph.errors`` and
+    derives from ``ReactGraphError`` (issue 17)."""
+    import reactgraph
+    from reactgraph.errors import ReactGraphError
+
+    exported = [getattr(reactgraph, name) for name in reactgraph.__all__]
+    exceptions = [obj for obj in exported if isinstance(obj, type) and issubclass(obj, BaseException)]
+    assert len(exceptions) >= 10
+    assert [e.__name__ for e in exceptions if e.__module__ != "reactgraph.errors"] == []
+    assert [e.__name__ for e in exceptions if not issubclass(e, ReactGraphError)] == []
+    defined_elsewhere = [
+        f"{path.relative_to(PACKAGE)}:{node.name}"
+        for path in modules() if path.name != "errors.py"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ClassDef) and not node.name.startswith("_")
+        and any(isinstance(base, ast.Name) and base.id in {"Exception", "ValueError", "RuntimeError", "LookupError",
+                                                             "ReactGraphError"} for base in node.bases)
+    ]
+    assert defined_elsewhere == ["cli.py:SetupError", "cli.py:RunFailed"]  # the CLI's own exit paths, not API

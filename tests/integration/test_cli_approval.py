@@ -14,6 +14,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.integration  # the CLI in child processes on a pseudo-terminal
+
 ROOT = Path(__file__).resolve().parents[2]
 ORDER = {"equipment_id": "CNC-003", "description": "Replace the spindle bearing", "priority": "normal"}
 SCRIPT = {
