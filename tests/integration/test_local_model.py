@@ -87,9 +87,7 @@ def test_the_model_file_is_the_real_smollm2_weights(server: LocalModelServer) ->
 
 
 async def test_open_model_keeps_the_embedded_server_log_under_the_data_directory(monkeypatch, tmp_path) -> None:
-    (tmp_path / "models").mkdir()
-    (tmp_path / "models" / GGUF_FILENAME).symlink_to(find_smollm2_gguf())  # no second download
-    monkeypatch.setenv("REACTGRAPH_HOME", str(tmp_path))
+    monkeypatch.setenv("REACTGRAPH_HOME", str(tmp_path))  # a fresh data directory; the model cache stays
     async with open_model(environ={}) as resolved:
         log = resolved.server.log_path
         assert log.parent == tmp_path / "logs"

@@ -25,6 +25,7 @@ import pytest
 from langgraph_sdk import get_client
 
 from reactgraph.demo.factory import DEMO_QUESTION
+from reactgraph.models import find_smollm2_gguf
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
@@ -75,6 +76,8 @@ def server_env(trap: ProxyTrap, home: Path) -> dict[str, str]:
     env.update(
         PYTHONPATH=os.pathsep.join([repo, *filter(None, [os.environ.get("PYTHONPATH")])]),
         REACTGRAPH_HOME=str(home),
+        # the model file fetched (if need be) here, before the proxy trap is in the way
+        REACTGRAPH_MODEL_DIR=str(find_smollm2_gguf().parent),
         REACTGRAPH_MAX_OUTPUT_TOKENS="48",  # keeps the embedded model's replies short
         LANGGRAPH_CLI_NO_ANALYTICS="1",
         LANGGRAPH_NO_VERSION_CHECK="1",

