@@ -34,12 +34,17 @@ context guard's :data:`~reactgraph.window.TRUNCATION_MARKER`, which marks a mess
 the conversation itself (R6.1)."""
 
 
+REPEAT_REFUSAL = "repeat"
+"""``refused`` value of a tool call (and its step record) that repeated a successful call."""
+
+
 def format_trace(steps: Sequence[dict[str, Any]], draft_answer: str, result_chars: int = 2000) -> str:
     """The work log shown to the synthesis call (SPEC R3.1, R13.1).
 
     Successful tool calls come first, each with its whole result (up to ``result_chars``);
     every failed or refused attempt is one short line after them, so a small model finds
-    the facts and nothing it could copy as an answer about the attempts themselves.
+    the facts and nothing it could copy as an answer about the attempts themselves; a call
+    refused as a repeat of a successful one is left out (its result is already there).
 
     Args:
         steps: Step records, in order.
@@ -56,8 +61,10 @@ def format_trace(steps: Sequence[dict[str, Any]], draft_answer: str, result_char
     failures: list[str] = []
     for step in steps:
         call = f"{step.get('tool_name')}({safe_json(step.get('tool_args'))})"
+        if step.get("refused") == REPEAT_REFUSAL:
+            continue  # its result is already above: a line about it is only something to copy
         if step.get("error"):
-            reason = "repeated call, not run" if step.get("refused") else str(step["error"]).strip().splitlines()[0]
+            reason = str(step["error"]).strip().splitlines()[0]
             line = f"- {call}: failed ({reason[:160]})"
             if line not in failures:
                 failures.append(line)

@@ -53,7 +53,7 @@ from reactgraph.prompts import ANSWER_REQUEST, FINAL_ONLY_REQUEST, REFORMAT_REQU
 from reactgraph.providers.content_calls import find_content_tool_calls, recover_content_tool_calls
 from reactgraph.providers.reasoning import REASONING_KEY, separate_reasoning
 from reactgraph.state import AgentState, ToolCallRequest
-from reactgraph.synthesis import summarize_steps
+from reactgraph.synthesis import REPEAT_REFUSAL, summarize_steps
 from reactgraph.usage import sum_usage, usage_of
 
 logger = logging.getLogger(__name__)
@@ -64,8 +64,6 @@ def new_call_id() -> str:
     return f"call_{uuid.uuid4().hex[:24]}"
 
 
-REPEAT_REFUSAL = "repeat"
-"""``refused`` value of a tool call (and its step record) that repeated a successful call."""
 
 
 def _final_update(state: AgentState, text: str, reason: str) -> dict[str, Any]:
