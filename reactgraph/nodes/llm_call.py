@@ -64,8 +64,6 @@ def new_call_id() -> str:
     return f"call_{uuid.uuid4().hex[:24]}"
 
 
-
-
 def _final_update(state: AgentState, text: str, reason: str) -> dict[str, Any]:
     """State update for an answer the loop is ready to give; an empty answer is replaced
     by the step summary, so a run never ends with nothing to say. ``draft_answer`` keeps

@@ -317,6 +317,17 @@ async def test_enforce_answers_an_unknown_id_with_what_the_tool_said():
     assert len(model.calls) == 2  # no synthesis call: loop call, final answer
 
 
+def test_the_synthesis_input_leaves_out_repeats_and_keeps_other_refusals():
+    from reactgraph.synthesis import REPEAT_REFUSAL, format_trace
+
+    ok = {"tool_name": "machine_status", "tool_args": {"machine_id": "CNC-003"}, "error": None, "observation": "48.7 °C"}
+    repeat = {**ok, "error": "repeated call", "observation": "", "refused": REPEAT_REFUSAL}
+    capped = {**ok, "tool_name": "energy_report", "error": "tool call limit reached", "refused": "limit"}
+    trace = format_trace([ok, repeat, capped], "")
+    assert trace.count("machine_status") == 1 and "48.7 °C" in trace
+    assert '- energy_report({"machine_id": "CNC-003"}): failed (tool call limit reached)' in trace
+
+
 def test_observation_answer_without_results():
     failed = [{"tool_name": "x", "error": "boom", "observation": "Error: boom"}]
     assert observation_answer("status?", failed) == \
