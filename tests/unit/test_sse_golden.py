@@ -1,7 +1,8 @@
 """The SSE wire format of one scripted run, byte for byte (SPEC §8, issue 17): tool
 selection, a tool call, a failing tool, an artifact, compactions and the streamed
 synthesis; and a JSON-mode run with an unparseable reply. Recorded before the issue-17 redesign; a refactor must not change one byte of
-it. Only the wall-clock fields (``elapsed``, ``iter_elapsed``) and JSON mode's random
+it. The newer kinds (stall, answer reset, inject, approval, error, DAG mode's phase, plan,
+dag_step, analysis) were recorded before the issue-19 typed events. Only the wall-clock fields (``elapsed``, ``iter_elapsed``) and JSON mode's random
 tool call ids are masked."""
 
 from __future__ import annotations
@@ -19,11 +20,14 @@ from langgraph.checkpoint.memory import InMemorySaver
 from reactgraph import AgentSettings, Artifact, ModelAbilities, ReActAgent
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.testing import ScriptedChatModel, tool_call
+from tests.helpers import HookedModel
 
 DATA = Path(__file__).parent / "data"
 SMALL = ModelAbilities(tool_call=True, json_mode=True, context_window=9_000, max_output_tokens=1_000)
 CLOCK = re.compile(rb'"(elapsed|iter_elapsed)": [0-9.e-]+')
 RANDOM_ID = re.compile(rb'"call_[0-9a-f]{24}"')
+INTERRUPT_ID = re.compile(rb'"interrupt_id": "[0-9a-f]+"')
+NATIVE = ModelAbilities(tool_call=True, json_mode=True)
 
 
 @tool
@@ -97,3 +101,84 @@ async def test_the_sse_bytes_of_a_scripted_run_are_unchanged(name, run):
     if os.environ.get("REACTGRAPH_RECORD_SSE"):
         (DATA / name).write_bytes(body)
     assert body == (DATA / name).read_bytes()
+
+
+@tool
+def create_order(equipment_id: str, task: str) -> str:
+    """Create a maintenance work order."""
+    return f"WO-1 created for {equipment_id}: {task}"
+
+
+FAST = AgentSettings(max_iterations=6, retry_initial_delay=0.01, retry_max_delay=0.02)
+
+
+async def newer_kinds_run() -> bytes:
+    """The event kinds added after SPEC §8's table, each from a scripted run on one server:
+    ``stall`` and the grounding ``answer`` ``reset`` (R13.1), ``inject`` (§7), ``approval``
+    with the approved rest of the run (R13.3), and ``error`` with the fallback answer of a
+    model that keeps failing (R2.7). Recorded from the code before the typed-event refactor
+    (issue 19)."""
+    call = calls(("read_log", {"machine": "CNC-001"}, "k1"))
+    agent_holder: list[ReActAgent] = []
+
+    async def follow_up() -> None:
+        await agent_holder[0].inject("inject", "and CNC-002?")
+
+    def synthesis(messages):
+        return "CNC-001: W-1105 at 71.5°C." if "do not write them" in messages[-1].content else "CNC-001 at 93.4 %."
+
+    model = HookedModel(responses=[
+        call, call, "CNC-001 shows W-1105.",  # thread stall: a repeated call, then the answer
+        calls(("read_log", {"machine": "CNC-001"}, "i1")), "CNC-001 and CNC-002 read.",  # thread inject
+        calls(("read_log", {"machine": "CNC-001"}, "a1"), ("create_order", {"equipment_id": "CNC-001", "task": "bearing"}, "a2")),
+        "Order placed.",  # thread wait: the approved calls, then the answer
+        *[ConnectionError("model endpoint down")] * 3,  # thread broken
+    ], synthesis=synthesis)
+    agent = ReActAgent(model, [read_log, create_order], abilities=NATIVE, checkpointer=InMemorySaver(),
+                       settings=AgentSettings(max_iterations=6, retry_initial_delay=0.01, retry_max_delay=0.02,
+                                              model_attempts=3, grounding="enforce", approval={"create_order": "always"}))
+    agent_holder.append(agent)
+    app = create_app(agent, ServerSettings(api_key=""))
+    body = b""
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as client:
+        for path, payload in [
+            ("/threads/stall/runs", {"message": "CNC-001 로그 확인해줘"}),
+            ("/threads/inject/runs", {"message": "CNC-001 로그?"}),
+            ("/threads/wait/runs", {"message": "CNC-001 주문 넣어줘"}),
+            ("/threads/wait/approvals", {"decisions": [{"tool_call_id": "a2", "type": "approve"}]}),
+            ("/threads/broken/runs", {"message": "CNC-001?"}),
+        ]:
+            if path == "/threads/inject/runs":
+                model.hooks[len(model.calls) + 1] = follow_up
+            response = await client.post(path, json=payload)
+            assert response.status_code == 200, (body + response.content).decode()
+            body += response.content
+    body = RANDOM_ID.sub(b'"call_<random>"', CLOCK.sub(rb'"\1": 0', body))
+    return INTERRUPT_ID.sub(b'"interrupt_id": "<random>"', body)
+
+
+async def dag_run() -> bytes:
+    """DAG mode's events (SPEC R9.5: ``phase`` planning/analyzing, ``plan``, ``dag_step``,
+    ``analysis``) in their SSE form, from ``DAGAgent.astream_events``."""
+    from reactgraph import DAGAgent
+
+    final = '{"type": "final_answer", "reasoning": "done", "answer": "%s"}'
+    model = ScriptedChatModel(responses=[
+        '{"steps": [{"id": "a", "task": "read CNC-001", "dependencies": []},'
+        ' {"id": "b", "task": "compare", "dependencies": ["a"]}]}',
+        '{"type": "tool_call", "reasoning": "need it", "tool_name": "read_log", "tool_args": {"machine": "CNC-001"}}',
+        final % "a read", final % "b compared",
+        '{"achieved": true, "confidence": 0.9, "reasoning": "checked", "final_answer": "CNC-001 fine"}',
+    ], synthesis="CNC-001 is **fine**.")
+    agent = DAGAgent(model, [read_log], settings=FAST)
+    text = "".join([event.to_sse() async for event in agent.astream_events("Check CNC-001", thread_id="dag")])
+    return CLOCK.sub(rb'"\1": 0', text.encode())
+
+
+@pytest.mark.parametrize("name, run", [("scripted_newer_kinds.sse", newer_kinds_run), ("scripted_dag_run.sse", dag_run)])
+async def test_the_sse_bytes_of_the_newer_event_kinds_are_unchanged(name, run):
+    body = await run()
+    if os.environ.get("REACTGRAPH_RECORD_SSE"):
+        (DATA / name).write_bytes(body)
+    assert body == (DATA / name).read_bytes()
+    assert body == await run()  # the recording does not depend on the run
