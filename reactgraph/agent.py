@@ -21,7 +21,7 @@ from reactgraph.approval import PendingCall, pending_calls, resume_command
 from reactgraph.checkpointing import has_pending_work
 from reactgraph.config import AgentSettings
 from reactgraph.errors import NothingToResumeError
-from reactgraph.events import AgentEvent, graph_events
+from reactgraph.events import AgentEvent, ApprovalWaiting, graph_events
 from reactgraph.facade import AgentFacade
 from reactgraph.graph.react import compile_react_graph
 from reactgraph.interrupts import FollowUpLimits, InMemoryInterruptQueue, InterruptQueue
@@ -404,8 +404,7 @@ class ReActAgent(AgentFacade):
                     result = item
         assert result is not None  # _drive always ends with the result
         if result.waiting:
-            yield AgentEvent("approval", {"type": "approval", "status": "waiting", "thread_id": result.thread_id,
-                                          "pending": [call.to_dict() for call in result.pending]})
+            yield ApprovalWaiting(thread_id=result.thread_id, pending=[call.to_dict() for call in result.pending])
         failed = result.error is not None and not result.waiting
         for event in AgentFacade._closing_events(result, failed=failed, kind="model_error"):
             yield event

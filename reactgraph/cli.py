@@ -35,6 +35,7 @@ import sys
 import uuid
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
 from typing import Any
 
 from rich.console import Console
@@ -42,6 +43,22 @@ from rich.markup import escape
 
 from reactgraph.cli_dag import build_dag_agent, print_dag_event
 from reactgraph.config import AgentSettings
+from reactgraph.events import (
+    AnswerDelta,
+    AnswerDone,
+    AnswerReset,
+    AnswerStarted,
+    ApprovalWaiting,
+    Compacted,
+    Done,
+    Injected,
+    RunError,
+    SelectingTools,
+    Stalled,
+    ThinkingStarted,
+    ToolDone,
+    ToolStarted,
+)
 from reactgraph.jsonparse import safe_json
 
 _OBSERVATION_LINES = 8
@@ -107,19 +124,19 @@ def _short(value: Any, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def _print_card(console: Console, data: dict[str, Any]) -> None:
-    elapsed = f"{data.get('iter_elapsed', 0):.2f}s"
-    if data.get("error"):
-        console.print(f"  [red]✗ {escape(data['tool_name'])}[/red] [dim]({elapsed})[/dim] {escape(_short(data['error'], 300))}")
+def _print_card(console: Console, event: ToolDone) -> None:
+    elapsed = f"{event.iter_elapsed or 0:.2f}s"
+    if event.error:
+        console.print(f"  [red]✗ {escape(event.tool_name)}[/red] [dim]({elapsed})[/dim] {escape(_short(event.error, 300))}")
         return
-    console.print(f"  [green]✓ {escape(data['tool_name'])}[/green] [dim]({elapsed})[/dim]")
-    lines = str(data.get("observation", "")).splitlines() or [""]
+    console.print(f"  [green]✓ {escape(event.tool_name)}[/green] [dim]({elapsed})[/dim]")
+    lines = str(event.observation or "").splitlines() or [""]
     for line in lines[:_OBSERVATION_LINES]:
         console.print(f"    [dim]│[/dim] {escape(_short(line, 160))}")
     if len(lines) > _OBSERVATION_LINES:
         console.print(f"    [dim]│ … {len(lines) - _OBSERVATION_LINES} more lines[/dim]")
-    if data.get("artifact"):
-        console.print(f"    [dim]│ artifact: {escape(data['artifact']['filename'])}[/dim]")
+    if event.artifact:
+        console.print(f"    [dim]│ artifact: {escape(event.artifact['filename'])}[/dim]")
 
 
 async def _run(args: argparse.Namespace, console: Console) -> int:
@@ -170,23 +187,24 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
             console.print(f"[bold]↻ resuming thread {escape(args.thread)}[/bold]")
             events = agent.aresume_events(args.thread)
         try:
-            done, failure = await _print_events(console, events, dag=dag)
-            while done.get("finish_reason") == "waiting":
-                decisions = await ask_decisions(console, done.get("pending") or [], approve_all=args.approve_all)
+            printed = await _print_events(console, events, dag=dag)
+            while printed.finish_reason == "waiting":
+                decisions = await ask_decisions(console, printed.pending, approve_all=args.approve_all)
                 if decisions is None:
                     raise RunFailed(f"the run waits for approval; decide with: reactgraph resume {args.thread}")
-                done, failure = await _print_events(console, agent.aresume_events(args.thread, decisions), dag=dag)
+                printed = await _print_events(console, agent.aresume_events(args.thread, decisions), dag=dag)
         except (NothingToResumeError, ThreadBusyError) as exc:
             raise SetupError(str(exc)) from exc
-        if done.get("finish_reason") == "model_error":
-            reason = f"the model failed: {_short(failure or 'no answer', 300)}"
+        done = printed.done
+        if printed.finish_reason == "model_error":
+            reason = f"the model failed: {_short(printed.failure or 'no answer', 300)}"
             if args.resumable:
                 reason += f"; resume with: reactgraph resume {args.thread}"
             # A model that never answered is a set-up problem (wrong URL, key or model name).
-            raise SetupError(reason) if not done.get("iterations") else RunFailed(reason)
-        if done.get("finish_reason") == "plan_failed":
-            raise RunFailed(str(done.get("answer")))
-        return 0 if str(done.get("answer", "")).strip() else 1
+            raise SetupError(reason) if done is None or not done.iterations else RunFailed(reason)
+        if printed.finish_reason == "plan_failed":
+            raise RunFailed(str(done.answer if done is not None else ""))
+        return 0 if done is not None and str(done.answer).strip() else 1
 
 
 def _is_database_error(exc: BaseException) -> bool:
@@ -205,58 +223,68 @@ def _redact(target: str) -> str:
     return f"{scheme}://{user}:***@{host}" if ":" in credentials else target
 
 
-async def _print_events(console: Console, events: Any, *, dag: bool = False) -> tuple[dict[str, Any], str]:
-    """Print a run's events as they come (DAG-mode events too when ``dag``); returns the
-    ``done`` payload (with ``pending``: the calls of an ``approval`` event, else empty)
-    and the last model error message (``""`` when none)."""
-    done: dict[str, Any] = {}
-    failure = ""
-    pending: list[dict[str, Any]] = []
+@dataclass
+class _Printed:
+    """What the run loop needs from a printed event stream: its :class:`Done` event (``None``
+    if the stream ended without one), the calls its :class:`ApprovalWaiting` event listed,
+    and the message of its last :class:`RunError` (``""`` when none)."""
+
+    done: Done | None = None
+    pending: list[dict[str, Any]] = field(default_factory=list)
+    failure: str = ""
+
+    @property
+    def finish_reason(self) -> str | None:
+        return self.done.finish_reason if self.done is not None else None
+
+
+async def _print_events(console: Console, events: Any, *, dag: bool = False) -> _Printed:
+    """Print a run's typed events as they come (DAG-mode events too when ``dag``)."""
+    printed = _Printed()
     async for event in events:
-        data = event.data
         if dag and print_dag_event(console, event):
             continue
-        if event.channel == "phase":
-            console.print(f"[dim]… selecting tools ({data['total_tools']} available)[/dim]")
-        elif event.channel == "step" and data.get("type") == "iteration":
-            if data["status"] == "start":
-                console.print(f"[cyan]▶ {escape(data['tool_name'])}[/cyan]({escape(_short(data['tool_args']))})")
-            else:
-                _print_card(console, data)
-        elif event.channel == "step" and data.get("type") == "thinking" and data["status"] == "start":
-            console.print(f"[dim]… thinking (iteration {data['iteration']})[/dim]")
-        elif event.channel == "answer" and data["status"] == "start":
-            console.rule("answer", style="dim")
-        elif event.channel == "answer" and data["status"] == "delta":
-            console.print(data["content"], end="", markup=False, highlight=False, soft_wrap=True)
-        elif event.channel == "answer" and data["status"] == "done":
-            console.print()
-        elif event.channel == "answer" and data["status"] == "reset":
-            why = f"values not in the tool results: {', '.join(data['ungrounded'])}" if data.get("ungrounded") \
-                else "it passed on none of the tool results"
-            console.print(f"[yellow]↺ answer withdrawn ({escape(why)}); writing it again[/yellow]")
-        elif event.channel == "stall":
-            console.print(f"[yellow]… the loop is stuck ({escape(str(data['reason']))}): asking for the final answer[/yellow]")
-        elif event.channel == "error":
-            failure = str(data.get("message"))
-            console.print(f"[red]model error: {escape(failure)}[/red]")
-        elif event.channel == "inject":
-            console.print(f"[magenta]↳ follow-up: {escape(_short(data['content']))}[/magenta]")
-        elif event.channel == "compact":
-            console.print(f"[dim]── context compacted: {data['original_messages']} → {data['kept_messages']} messages ──[/dim]")
-        elif event.channel == "approval":
-            pending = data.get("pending") or []
-            console.print(f"[yellow]⏸ waiting for approval of {len(pending)} tool call(s)[/yellow]")
-        elif event.channel == "done":
-            done = {**data, "pending": pending}
-            usage = data["usage"]
-            console.rule(style="dim")
-            console.print(
-                f"[dim]iterations: {data['iterations']} · tokens: {usage['total_tokens']} "
-                f"(in {usage['input_tokens']}, out {usage['output_tokens']}, {usage['model_calls']} calls) · "
-                f"elapsed: {data['elapsed']:.1f}s · finish: {data.get('finish_reason')}[/dim]"
-            )
-    return done, failure
+        match event:
+            case SelectingTools():
+                console.print(f"[dim]… selecting tools ({event.total_tools} available)[/dim]")
+            case ToolStarted():
+                console.print(f"[cyan]▶ {escape(event.tool_name)}[/cyan]({escape(_short(event.tool_args))})")
+            case ToolDone():
+                _print_card(console, event)
+            case ThinkingStarted():
+                console.print(f"[dim]… thinking (iteration {event.iteration})[/dim]")
+            case AnswerStarted():
+                console.rule("answer", style="dim")
+            case AnswerDelta():
+                console.print(event.content, end="", markup=False, highlight=False, soft_wrap=True)
+            case AnswerDone():
+                console.print()
+            case AnswerReset():
+                why = f"values not in the tool results: {', '.join(event.ungrounded)}" if event.ungrounded \
+                    else "it passed on none of the tool results"
+                console.print(f"[yellow]↺ answer withdrawn ({escape(why)}); writing it again[/yellow]")
+            case Stalled():
+                console.print(f"[yellow]… the loop is stuck ({escape(str(event.reason))}): asking for the final answer[/yellow]")
+            case RunError():
+                printed.failure = str(event.message)
+                console.print(f"[red]model error: {escape(printed.failure)}[/red]")
+            case Injected():
+                console.print(f"[magenta]↳ follow-up: {escape(_short(event.content))}[/magenta]")
+            case Compacted():
+                console.print(f"[dim]── context compacted: {event.original_messages} → {event.kept_messages} messages ──[/dim]")
+            case ApprovalWaiting():
+                printed.pending = list(event.pending or [])
+                console.print(f"[yellow]⏸ waiting for approval of {len(printed.pending)} tool call(s)[/yellow]")
+            case Done():
+                printed.done = event
+                usage = event.usage
+                console.rule(style="dim")
+                console.print(
+                    f"[dim]iterations: {event.iterations} · tokens: {usage['total_tokens']} "
+                    f"(in {usage['input_tokens']}, out {usage['output_tokens']}, {usage['model_calls']} calls) · "
+                    f"elapsed: {event.elapsed:.1f}s · finish: {event.finish_reason}[/dim]"
+                )
+    return printed
 
 
 async def ask_decisions(console: Console, pending: Sequence[dict[str, Any]], *,

@@ -12,7 +12,17 @@ from rich.markup import escape
 
 from reactgraph.config import AgentSettings
 from reactgraph.dag import DAGAgent, DAGSettings
-from reactgraph.events import AgentEvent
+from reactgraph.events import (
+    AgentEvent,
+    Analysis,
+    Analyzing,
+    DagStepCompleted,
+    DagStepIteration,
+    DagStepStarted,
+    DagStepTool,
+    PlanMade,
+    Planning,
+)
 from reactgraph.models import ResolvedModel
 from reactgraph.models.registry import ModelRegistry
 
@@ -36,36 +46,38 @@ def _short(text: Any, limit: int = 160) -> str:
 
 
 def print_dag_event(console: Console, event: AgentEvent) -> bool:
-    """Print one DAG-mode event (``phase`` planning/analyzing, ``plan``, ``dag_step``,
-    ``analysis``); ``False`` for any other event, which the caller prints."""
-    data = event.data
-    if event.channel == "phase" and data.get("phase") in ("planning", "analyzing"):
-        console.print(f"[dim]… {data['phase']} (round {data['round']})[/dim]")
-    elif event.channel == "plan":
-        console.print(f"[bold]plan, round {data['round']}[/bold]")
-        for step in data["steps"]:
-            after = f" [dim]after {', '.join(step['dependencies'])}[/dim]" if step["dependencies"] else ""
-            hint = f" [dim]· {escape(step['model_hint'])}[/dim]" if step.get("model_hint") else ""
-            console.print(f"  [cyan]{escape(step['id'])}[/cyan] {escape(_short(step['task']))}{hint}{after}")
-        for warning in data["warnings"]:
-            console.print(f"  [yellow]! {escape(warning)}[/yellow]")
-    elif event.channel == "dag_step" and data["status"] == "started":
-        console.print(f"[cyan]▶ {escape(data['step_id'])}[/cyan] on {escape(data['model_role'])}")
-    elif event.channel == "dag_step" and data["status"] == "tool":
-        mark = "[red]✗[/red]" if data.get("error") else "[green]✓[/green]"
-        detail = data.get("error") or data.get("observation") or ""
-        console.print(f"  {escape(data['step_id'])} {mark} {escape(str(data['tool_name']))}: {escape(_short(detail, 120))}")
-    elif event.channel == "dag_step" and data["status"] == "completed":
-        if data["ok"]:
-            console.print(f"[green]■ {escape(data['step_id'])}[/green] [dim]({data['elapsed']:.1f}s)[/dim] "
-                          f"{escape(_short(data.get('result', '')))}")
-        else:
-            console.print(f"[red]■ {escape(data['step_id'])} failed:[/red] {escape(_short(data['error']))}")
-    elif event.channel == "analysis":
-        verdict = "achieved" if data["achieved"] else "not achieved"
-        then = " → re-plan" if data["replan"] else ""
-        console.print(f"[bold]analysis:[/bold] {verdict} (confidence {data['confidence']:.2f}){then} "
-                      f"[dim]{escape(_short(data['reasoning']))}[/dim]")
-    else:
-        return event.channel == "dag_step"  # per-iteration progress is not printed
+    """Print one DAG-mode event (:class:`Planning`, :class:`Analyzing`, :class:`PlanMade`,
+    the ``dag_step`` kinds, :class:`Analysis`); ``False`` for any other event, which the
+    caller prints."""
+    match event:
+        case Planning() | Analyzing():
+            console.print(f"[dim]… {event.phase} (round {event.round})[/dim]")
+        case PlanMade():
+            console.print(f"[bold]plan, round {event.round}[/bold]")
+            for step in event.steps:
+                after = f" [dim]after {', '.join(step['dependencies'])}[/dim]" if step["dependencies"] else ""
+                hint = f" [dim]· {escape(step['model_hint'])}[/dim]" if step.get("model_hint") else ""
+                console.print(f"  [cyan]{escape(step['id'])}[/cyan] {escape(_short(step['task']))}{hint}{after}")
+            for warning in event.warnings:
+                console.print(f"  [yellow]! {escape(warning)}[/yellow]")
+        case DagStepStarted():
+            console.print(f"[cyan]▶ {escape(event.step_id)}[/cyan] on {escape(event.model_role)}")
+        case DagStepTool():
+            mark = "[red]✗[/red]" if event.error else "[green]✓[/green]"
+            detail = event.error or event.observation or ""
+            console.print(f"  {escape(event.step_id)} {mark} {escape(str(event.tool_name))}: {escape(_short(detail, 120))}")
+        case DagStepCompleted() if event.ok:
+            console.print(f"[green]■ {escape(event.step_id)}[/green] [dim]({event.elapsed:.1f}s)[/dim] "
+                          f"{escape(_short(event.result or ''))}")
+        case DagStepCompleted():
+            console.print(f"[red]■ {escape(event.step_id)} failed:[/red] {escape(_short(event.error))}")
+        case Analysis():
+            verdict = "achieved" if event.achieved else "not achieved"
+            then = " → re-plan" if event.replan else ""
+            console.print(f"[bold]analysis:[/bold] {verdict} (confidence {event.confidence:.2f}){then} "
+                          f"[dim]{escape(_short(event.reasoning))}[/dim]")
+        case DagStepIteration():
+            pass  # per-iteration progress is not printed
+        case _:
+            return False
     return True

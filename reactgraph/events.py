@@ -1,9 +1,14 @@
-"""The event protocol of SPEC §8: one mapping from the graph's stream to events, used
-by the agent facade, the CLI and the server.
+"""The event protocol of SPEC §8: the typed events of a run, their one serializer to the
+SSE wire format, and the one mapping from the graph's stream to events, used by the agent
+facades, the CLI, the server and its AG-UI adapter.
 
-Nodes report progress with :func:`emit`, which writes to LangGraph's custom stream;
-:class:`AgentEvent` is what callers of ``ReActAgent.astream_events`` receive, and
-:meth:`AgentEvent.to_sse` its wire form (``event: <channel>\\ndata: <json>\\n\\n``).
+Each kind of event is a frozen dataclass here, a subclass of :class:`AgentEvent` (one per
+kind: :class:`ToolStarted`, :class:`AnswerDelta`, :class:`Done`, …; the table is in
+``docs/events.md``). Nodes report progress with :func:`emit`, which writes an event to
+LangGraph's custom stream; ``ReActAgent.astream_events`` and ``DAGAgent.astream_events``
+yield the typed events; :func:`to_sse` (``event.to_sse()``) is their wire form
+``event: <channel>\\ndata: <json>\\n\\n``, byte for byte as SPEC §8 gives it, and
+:func:`event_from_wire` reads a payload back.
 """
 
 from __future__ import annotations
@@ -14,8 +19,8 @@ import math
 import re
 from collections.abc import AsyncIterator
 from contextlib import aclosing
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar, Literal
 
 from langgraph.config import get_stream_writer
 
@@ -28,7 +33,7 @@ Channel = Literal[
 """Event channels: the SPEC §8 ones, ``stall`` when the loop is stuck and the next call may
 only answer (``{iteration, reason}``, SPEC R13.1), ``error`` for a run that failed (R2.7),
 ``approval`` for a run paused on tool calls that wait for a person's decision (R13.3), and DAG mode's
-``plan``, ``dag_step`` and ``analysis`` (SPEC R9.5; payloads in the README's events table)."""
+``plan``, ``dag_step`` and ``analysis`` (SPEC R9.5; payloads in ``docs/events.md``)."""
 
 _MARK = "reactgraph_event"
 
@@ -75,27 +80,442 @@ def wire_json(value: Any) -> str:
     return _LINE_BREAKING.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
-@dataclass(frozen=True)
+class _Omitted:
+    """The type of :data:`OMIT`."""
+
+    _instance: _Omitted | None = None
+
+    def __new__(cls) -> _Omitted:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "OMIT"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+OMIT: Any = _Omitted()
+"""The default of an event field that a payload leaves out when it is not given (e.g.
+``Done.limit`` of a run no limit stopped, ``DagStepCompleted.result`` of a step that never
+ran): the wire form has no such member at all, which is not the same as ``null``."""
+
+_KINDS: dict[str, list[type[AgentEvent]]] = {}
+"""Every concrete event class, by channel (filled by :meth:`AgentEvent.__init_subclass__`)."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class AgentEvent:
-    """One event of a run.
+    """One event of a run: the base of the typed events, one subclass per event kind
+    (SPEC §8; the table of ``docs/events.md``).
+
+    A subclass names its SSE ``channel`` and its ``tag``: the members that tell it apart
+    from the other kinds of its channel (``type``/``status`` of ``step`` events, ``status``
+    of ``answer`` and ``dag_step`` events, ``phase`` of ``phase`` events), written first
+    in its payload; its dataclass fields follow, in their order. A field left at
+    :data:`OMIT` is not in the payload.
 
     Attributes:
-        channel: The SSE channel (``step``, ``answer``, ``compact``, ``phase``, ``inject``,
-            ``error``, ``done``; in DAG mode also ``plan``, ``dag_step``, ``analysis``).
-        data: The JSON payload, exactly as SPEC §8 gives it for the channel.
+        channel: The SSE channel (class attribute).
+        tag: The payload members fixed for the kind (class attribute).
+        data: The JSON payload, exactly as SPEC §8 gives it for the kind (a property:
+            ``tag`` members, then the fields that are not :data:`OMIT`).
     """
 
-    channel: Channel
-    data: dict[str, Any] = field(default_factory=dict)
+    channel: ClassVar[Channel]
+    tag: ClassVar[tuple[tuple[str, str], ...]] = ()
+
+    def __init_subclass__(cls, kind: bool = True, **kwargs: Any) -> None:
+        """Register a concrete kind (``kind=False`` for an intermediate base like :class:`Phase`)."""
+        super().__init_subclass__(**kwargs)
+        if kind:
+            _KINDS.setdefault(cls.channel, []).append(cls)
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The payload: ``tag`` members first, then each field that is not :data:`OMIT`."""
+        payload: dict[str, Any] = dict(self.tag)
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if value is not OMIT:
+                payload[item.name] = value
+        return payload
 
     def to_sse(self) -> str:
-        """The event in Server-Sent Events wire format; the data is :func:`wire_json`, so
-        the frame is two lines and encodes as UTF-8 whatever its strings hold."""
-        return f"event: {self.channel}\ndata: {wire_json(self.data)}\n\n"
+        """The event in Server-Sent Events wire format (:func:`to_sse`)."""
+        return to_sse(self)
+
+    @staticmethod
+    def from_wire(channel: str, data: dict[str, Any]) -> AgentEvent:
+        """The typed event of a ``(channel, payload)`` pair (:func:`event_from_wire`)."""
+        return event_from_wire(channel, data)
 
 
-def emit(channel: Channel, **data: Any) -> None:
-    """Send an event from inside a graph node through LangGraph's custom stream.
+def to_sse(event: AgentEvent) -> str:
+    """The one serializer of events to the SSE wire format of SPEC §8:
+    ``event: <channel>\ndata: <json>\n\n``, the data :func:`wire_json` of
+    ``event.data``, so the frame is two lines and encodes as UTF-8 whatever its strings hold.
+
+    Args:
+        event: Any typed event.
+
+    Returns:
+        The frame, ending with its blank line.
+    """
+    return f"event: {event.channel}\ndata: {wire_json(event.data)}\n\n"
+
+
+def event_from_wire(channel: str, data: dict[str, Any]) -> AgentEvent:
+    """Read an event back from its channel and payload: the kind of ``channel`` whose
+    ``tag`` members ``data`` holds, built from the other members.
+
+    Args:
+        channel: An SSE channel.
+        data: Its payload, as :attr:`AgentEvent.data` gives it.
+
+    Returns:
+        The typed event; ``event_from_wire(e.channel, e.data) == e`` for every event ``e``.
+
+    Raises:
+        ValueError: No kind of ``channel`` has these tag members, or the payload has a
+            member the kind does not (or lacks a required one).
+    """
+    candidates = [kind for kind in _KINDS.get(channel, []) if all(data.get(key) == value for key, value in kind.tag)]
+    if not candidates:
+        raise ValueError(f"no event kind of channel {channel!r} matches {wire_json(data)[:200]}")
+    kind = max(candidates, key=lambda candidate: len(candidate.tag))
+    tagged = dict(kind.tag)
+    try:
+        return kind(**{key: value for key, value in data.items() if key not in tagged})
+    except TypeError as exc:
+        raise ValueError(f"a {channel!r} payload that is no {kind.__name__}: {exc}") from exc
+
+
+# step channel (SPEC §8) ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ThinkingStarted(AgentEvent):
+    """``step`` ``{type: "thinking", status: "start", iteration}``: a loop model call starts
+    (sent again for each retry of the call)."""
+
+    channel: ClassVar[Channel] = "step"
+    tag: ClassVar[tuple[tuple[str, str], ...]] = (("type", "thinking"), ("status", "start"))
+    iteration: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ThinkingDone(AgentEvent):
+    """``step`` ``{type: "thinking", status: "done", iteration, reasoning}``: the model
+    answered, before any tool runs; ``reasoning`` is its stated reasoning (``""`` if none)."""
+
+    channel: ClassVar[Channel] = "step"
+    tag: ClassVar[tuple[tuple[str, str], ...]] = (("type", "thinking"), ("status", "done"))
+    iteration: int
+    reasoning: Any
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolStarted(AgentEvent):
+    """``step`` ``{type: "iteration", status: "start", iteration, tool_name, tool_args,
+    tool_call_id}``: a tool call starts (SPEC §8 calls a tool run an iteration)."""
+
+    channel: ClassVar[Channel] = "step"
+    tag: ClassVar[tuple[tuple[str, str], ...]] = (("type", "iteration"), ("status", "start"))
+    iteration: int
+    tool_name: str
+    tool_args: Any
+    tool_call_id: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolDone(AgentEvent):
+    """``step`` ``{type: "iteration", status: "done", iteration, tool_name, tool_args,
+    observation, error, iter_elapsed, tool_call_id, artifact}``: a tool call finished
+    (sent once the checkpointer holds its result; :func:`tool_done_event`).
+
+    ``observation`` is cut to ``AgentSettings.observation_preview_chars``; ``error`` is
+    ``None`` for a success; ``iter_elapsed`` in seconds; ``artifact`` the
+    :meth:`~reactgraph.Artifact.to_dict` of a returned artifact, else ``None``. A tool
+    that hands control to another graph sends it without ``tool_args``."""
+
+    channel: ClassVar[Channel] = "step"
+    tag: ClassVar[tuple[tuple[str, str], ...]] = (("type", "iteration"), ("status", "done"))
+    iteration: int
+    tool_name: str
+    tool_args: Any = OMIT
+    observation: str
+    error: str | None
+    iter_elapsed: float
+    tool_call_id: str
+    artifact: dict[str, Any] | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class AnswerSignalled(AgentEvent):
+    """``step`` ``{type: "answer", status: "start"}``: the loop has its final answer."""
+
+    channel: ClassVar[Channel] = "step"
+    tag: ClassVar[tuple[tuple[str, str], ...]] = (("type", "answer"), ("status", "start"))
+
+
+# answer channel ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class AnswerStarted(AgentEvent):
+    """``answer`` ``{status: "start"}``: the synthesized answer starts streaming (SPEC R3.1)."""
+
+    channel: ClassVar[Channel] = "answer"
+    tag: ClassVar[tuple[tuple[str, str], ...]] = (("status", "start"),)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AnswerDelta(AgentEvent):
+    """``answer`` ``{status: "delta", content}``: the next streamed text of the answer."""
+
+    channel: ClassVar[Channel] = "answer"
+    tag: ClassVar[tuple[tuple[str, str], ...]] = (("status", "delta"),)
+    content: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class AnswerDone(AgentEvent):
+    """``answer`` ``{status: "done"}``: the streamed answer is complete."""
+
+    channel: ClassVar[Channel] = "answer"
+    tag: ClassVar[tuple[tuple[str, str], ...]] = (("status", "done"),)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AnswerReset(AgentEvent):
+    """``answer`` ``{status: "reset", ungrounded, factless}``: the answer just streamed is
+    withdrawn by the grounding check (``grounding="enforce"``) and written again: a front
+    end clears it. ``ungrounded`` lists the values the tool results do not hold;
+    ``factless`` is true when it passed on none of them."""
+
+    channel: ClassVar[Channel] = "answer"
+    tag: ClassVar[tuple[tuple[str, str], ...]] = (("status", "reset"),)
+    ungrounded: list[str]
+    factless: bool
+
+
+# single-kind channels --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Compacted(AgentEvent):
+    """``compact`` ``{original_messages, kept_messages}``: the context was compacted (SPEC §6)."""
+
+    channel: ClassVar[Channel] = "compact"
+    original_messages: int
+    kept_messages: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Phase(AgentEvent, kind=False):
+    """``phase`` events: a stage of the run starts. :attr:`phase` names it; the subclasses
+    are its kinds."""
+
+    channel: ClassVar[Channel] = "phase"
+
+    @property
+    def phase(self) -> str:
+        """The stage: ``selecting_tools``, ``planning`` or ``analyzing``."""
+        return dict(self.tag)["phase"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SelectingTools(Phase):
+    """``phase`` ``{phase: "selecting_tools", total_tools}``: tool selection runs (SPEC §5)."""
+
+    tag: ClassVar[tuple[tuple[str, str], ...]] = (("phase", "selecting_tools"),)
+    total_tools: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Planning(Phase):
+    """``phase`` ``{phase: "planning", round}``: DAG mode's planner runs (SPEC R9.1)."""
+
+    tag: ClassVar[tuple[tuple[str, str], ...]] = (("phase", "planning"),)
+    round: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Analyzing(Phase):
+    """``phase`` ``{phase: "analyzing", round}``: DAG mode's analyzer runs (SPEC R9.4)."""
+
+    tag: ClassVar[tuple[tuple[str, str], ...]] = (("phase", "analyzing"),)
+    round: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Injected(AgentEvent):
+    """``inject`` ``{type: "inject", content}``: the loop took in a follow-up (SPEC §7)."""
+
+    channel: ClassVar[Channel] = "inject"
+    tag: ClassVar[tuple[tuple[str, str], ...]] = (("type", "inject"),)
+    content: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Stalled(AgentEvent):
+    """``stall`` ``{iteration, reason}``: the loop is stuck (``repeated_call`` or
+    ``no_progress``) and loop call ``iteration`` may only answer (SPEC R13.1)."""
+
+    channel: ClassVar[Channel] = "stall"
+    iteration: int
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunError(AgentEvent):
+    """``error`` ``{message, kind}``: the run failed (SPEC R2.7). ``kind`` is
+    ``model_error`` (the model kept failing; the fallback answer and ``done`` follow),
+    ``plan_error`` (DAG mode's planner gave no usable plan) or ``server_error`` (the
+    server lost its run; the stream ends)."""
+
+    channel: ClassVar[Channel] = "error"
+    message: str
+    kind: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalWaiting(AgentEvent):
+    """``approval`` ``{type: "approval", status: "waiting", thread_id, pending}``: the run
+    paused on tool calls that wait for a person's decision (SPEC R13.3); ``done`` with
+    ``finish_reason: "waiting"`` follows. ``pending`` holds
+    :meth:`~reactgraph.PendingCall.to_dict` of each waiting call."""
+
+    channel: ClassVar[Channel] = "approval"
+    tag: ClassVar[tuple[tuple[str, str], ...]] = (("type", "approval"), ("status", "waiting"))
+    thread_id: str | None
+    pending: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Done(AgentEvent):
+    """``done``: the last event of every run's stream (SPEC §8, R2.7).
+
+    Attributes:
+        answer: The answer shown (the synthesized one, or the fallback).
+        iterations: Loop model calls (DAG mode: of all steps).
+        usage: ``Usage.to_dict()``: input, output, total tokens and model calls.
+        elapsed: Seconds, rounded to milliseconds.
+        finish_reason: Why the run ended (``final_answer``, ``waiting``, ``model_error``, …).
+        thread_id: The run's thread.
+        grounding: ReAct mode: the grounding report, or ``None``.
+        limit: ReAct mode, when a usage limit ended the loop: its figures.
+        rounds, achieved, confidence: DAG mode: plan rounds and the analyzer's verdict.
+    """
+
+    channel: ClassVar[Channel] = "done"
+    answer: str
+    iterations: int
+    usage: dict[str, int]
+    elapsed: float
+    finish_reason: str | None
+    thread_id: str | None
+    grounding: Any = OMIT
+    limit: Any = OMIT
+    rounds: Any = OMIT
+    achieved: Any = OMIT
+    confidence: Any = OMIT
+
+
+# DAG mode (SPEC R9.5) ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanMade(AgentEvent):
+    """``plan`` ``{round, steps, warnings}``: the planner's accepted plan of a round
+    (``steps``: ``{id, task, dependencies, tool_hint, model_hint}`` each)."""
+
+    channel: ClassVar[Channel] = "plan"
+    round: int
+    steps: list[dict[str, Any]]
+    warnings: list[str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class DagStepStarted(AgentEvent):
+    """``dag_step`` ``{status: "started", round, step_id, task, model_role, dependencies}``."""
+
+    channel: ClassVar[Channel] = "dag_step"
+    tag: ClassVar[tuple[tuple[str, str], ...]] = (("status", "started"),)
+    round: int
+    step_id: str
+    task: str
+    model_role: str
+    dependencies: list[str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class DagStepIteration(AgentEvent):
+    """``dag_step`` ``{status: "iteration", round, step_id, iteration}``: a step's loop
+    makes a model call."""
+
+    channel: ClassVar[Channel] = "dag_step"
+    tag: ClassVar[tuple[tuple[str, str], ...]] = (("status", "iteration"),)
+    round: int
+    step_id: str
+    iteration: int | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class DagStepTool(AgentEvent):
+    """``dag_step`` ``{status: "tool", round, step_id, iteration, tool_name, observation,
+    error, iter_elapsed}``: a step's tool call finished."""
+
+    channel: ClassVar[Channel] = "dag_step"
+    tag: ClassVar[tuple[tuple[str, str], ...]] = (("status", "tool"),)
+    round: int
+    step_id: str
+    iteration: int | None
+    tool_name: str | None
+    observation: str | None
+    error: str | None
+    iter_elapsed: float | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class DagStepCompleted(AgentEvent):
+    """``dag_step`` ``{status: "completed", round, step_id, ok, error, elapsed, iterations,
+    model_role, result}``: a step ended; ``result`` (cut) is left out for a step that
+    never ran because a dependency failed."""
+
+    channel: ClassVar[Channel] = "dag_step"
+    tag: ClassVar[tuple[tuple[str, str], ...]] = (("status", "completed"),)
+    round: int
+    step_id: str
+    ok: bool
+    error: str | None
+    elapsed: float
+    iterations: int
+    model_role: str | None
+    result: str = OMIT
+
+
+@dataclass(frozen=True, kw_only=True)
+class Analysis(AgentEvent):
+    """``analysis`` ``{round, achieved, confidence, reasoning, final_answer, replan}``: the
+    analyzer's verdict on a round (SPEC R9.4)."""
+
+    channel: ClassVar[Channel] = "analysis"
+    round: int
+    achieved: bool
+    confidence: float
+    reasoning: str
+    final_answer: str
+    replan: bool
+
+
+def emit(event: AgentEvent) -> None:
+    """Send an event from inside a graph node through LangGraph's custom stream (as its
+    channel and payload, so the stream stays plain JSON for any consumer; :func:`as_agent_event`
+    reads it back).
 
     Outside a streaming run (plain ``invoke``) the write is dropped; outside any run it
     is a no-op as well, so nodes can call it unconditionally.
@@ -104,14 +524,14 @@ def emit(channel: Channel, **data: Any) -> None:
         writer = get_stream_writer()
     except RuntimeError:  # not inside a runnable context
         return
-    writer({_MARK: channel, "data": data})
+    writer({_MARK: event.channel, "data": event.data})
 
 
 TOOL_NODE = "execute_tools"
 """The graph node that runs one tool call; its saved update carries the call's step record."""
 
 
-def tool_done_event(record: dict[str, Any], preview_chars: int) -> AgentEvent:
+def tool_done_event(record: dict[str, Any], preview_chars: int) -> ToolDone:
     """The ``step`` ``iteration``/``done`` event of SPEC §8 for one finished tool call.
 
     It is made from the call's step record as LangGraph streams the tool node's update,
@@ -125,23 +545,21 @@ def tool_done_event(record: dict[str, Any], preview_chars: int) -> AgentEvent:
         preview_chars: Characters of the observation the event carries.
 
     Returns:
-        ``AgentEvent("step", {type: "iteration", status: "done", iteration, tool_name,
-        tool_args, observation, error, iter_elapsed, tool_call_id, artifact})``.
+        The :class:`ToolDone` event.
     """
-    return AgentEvent("step", {
-        "type": "iteration", "status": "done", "iteration": record.get("iteration"),
-        "tool_name": record.get("tool_name"), "tool_args": record.get("tool_args"),
-        "observation": str(record.get("observation") or "")[:preview_chars], "error": record.get("error"),
-        "iter_elapsed": round(float(record.get("elapsed") or 0.0), 4), "tool_call_id": record.get("tool_call_id"),
-        "artifact": record.get("artifact"),
-    })
+    return ToolDone(
+        iteration=record.get("iteration"), tool_name=record.get("tool_name"), tool_args=record.get("tool_args"),
+        observation=str(record.get("observation") or "")[:preview_chars], error=record.get("error"),
+        iter_elapsed=round(float(record.get("elapsed") or 0.0), 4), tool_call_id=record.get("tool_call_id"),
+        artifact=record.get("artifact"),
+    )
 
 
 def as_agent_event(chunk: Any) -> AgentEvent | None:
     """Turn one item of the graph's ``custom`` stream into an :class:`AgentEvent`;
     ``None`` for custom writes that are not engine events (e.g. a user's tool)."""
     if isinstance(chunk, dict) and _MARK in chunk:
-        return AgentEvent(chunk[_MARK], dict(chunk.get("data") or {}))
+        return event_from_wire(chunk[_MARK], dict(chunk.get("data") or {}))
     return None
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from reactgraph.events import AgentEvent
+from reactgraph.events import AgentEvent, AnswerDelta, AnswerDone, AnswerStarted, Done, RunError
 from reactgraph.result import RunResult
 from reactgraph.synthesis import with_fallback
 from reactgraph.usage import Usage
@@ -78,9 +78,9 @@ class AgentFacade(ABC):
         R3.2); then ``done`` with the synthesized answer (or the fallback)."""
         shown = result.synthesis if result.synthesis is not None else result.answer
         if failed:
-            yield AgentEvent("error", {"message": result.error, "kind": kind})
-            yield AgentEvent("answer", {"status": "start"})
-            yield AgentEvent("answer", {"status": "delta", "content": result.answer})
-            yield AgentEvent("answer", {"status": "done"})
+            yield RunError(message=str(result.error), kind=kind)
+            yield AnswerStarted()
+            yield AnswerDelta(content=result.answer)
+            yield AnswerDone()
             shown = result.answer
-        yield AgentEvent("done", result.done_data(shown))
+        yield Done(**result.done_data(shown))

@@ -15,7 +15,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 
 from reactgraph._dualmode import stream_model
 from reactgraph.actions import message_text
-from reactgraph.events import emit
+from reactgraph.events import AnswerDelta, AnswerDone, AnswerStarted, emit
 from reactgraph.jsonparse import safe_json
 from reactgraph.prompts import (
     SYNTHESIS_STRICT,
@@ -279,10 +279,10 @@ async def emit_answer(chunks: AsyncIterator[str], fallback: str) -> str:
     Returns:
         The whole text sent.
     """
-    emit("answer", status="start")
+    emit(AnswerStarted())
     parts: list[str] = []
     async for text in with_fallback(chunks, fallback):
         parts.append(text)
-        emit("answer", status="delta", content=text)
-    emit("answer", status="done")
+        emit(AnswerDelta(content=text))
+    emit(AnswerDone())
     return "".join(parts)

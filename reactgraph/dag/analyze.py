@@ -23,7 +23,7 @@ from langchain_core.runnables import RunnableConfig
 from reactgraph.dag.executor import cut
 from reactgraph.dag.settings import DAGSettings
 from reactgraph.dag.state import Analysis, DAGState, PlanStep, StepResult
-from reactgraph.events import emit
+from reactgraph.events import Analysis, Analyzing, emit
 from reactgraph.models.registry import ModelRegistry
 from reactgraph.prompts import ANALYZER_SYSTEM, ANALYZER_USER
 from reactgraph.structured import structured_llm_call
@@ -156,7 +156,7 @@ class Analyzer:
         round_number = state.get("round", 1)
         plan = state.get("plan") or []
         results = state.get("results") or {}
-        emit("phase", phase="analyzing", round=round_number)
+        emit(Analyzing(round=round_number))
         entry = self.models.resolve(self.settings.analyzer_role)
         result = await structured_llm_call(
             entry.llm, analyzer_messages(state.get("goal", ""), plan, results, self.settings.result_chars),
@@ -170,8 +170,8 @@ class Analyzer:
         if not replan:
             finish = ("achieved" if analysis["achieved"] else
                       "not_achieved" if analysis["confidence"] >= self.settings.confidence_threshold else "max_rounds")
-        emit("analysis", round=round_number, achieved=analysis["achieved"], confidence=analysis["confidence"],
-             reasoning=analysis["reasoning"], final_answer=analysis["final_answer"], replan=replan)
+        emit(Analysis(round=round_number, achieved=analysis["achieved"], confidence=analysis["confidence"],
+                      reasoning=analysis["reasoning"], final_answer=analysis["final_answer"], replan=replan))
         summary = round_summary(round_number, plan, results, analysis, self.settings.result_chars)
         return {"analysis": analysis, "finish_reason": finish, "round_summary": summary, "usage": result.usage,
                 "answer": analysis["final_answer"] or results_answer(plan, results)}

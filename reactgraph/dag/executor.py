@@ -38,7 +38,17 @@ from langgraph.types import Send
 from reactgraph.config import AgentSettings
 from reactgraph.dag.settings import DAGSettings
 from reactgraph.dag.state import DAGState, PlanStep, StepResult, StepTask
-from reactgraph.events import AgentEvent, emit, graph_events
+from reactgraph.events import (
+    AgentEvent,
+    DagStepCompleted,
+    DagStepIteration,
+    DagStepStarted,
+    DagStepTool,
+    ThinkingStarted,
+    ToolDone,
+    emit,
+    graph_events,
+)
 from reactgraph.graph.react import create_react_graph
 from reactgraph.models.registry import ModelRegistry, RegisteredModel
 from reactgraph.prompts import STEP_CONTEXT, STEP_DEPENDENCIES, STEP_TOOL_HINT
@@ -91,8 +101,8 @@ class Schedule:
                 if failed:
                     record = failed_result(step["id"], f"dependency failed: {', '.join(failed)}")
                     results[step["id"]] = update[step["id"]] = record
-                    emit("dag_step", status="completed", round=state.get("round", 1), step_id=step["id"],
-                         ok=False, error=record["error"], elapsed=0.0, iterations=0, model_role=None)
+                    emit(DagStepCompleted(round=state.get("round", 1), step_id=step["id"], ok=False, error=record["error"],
+                                          elapsed=0.0, iterations=0, model_role=None))
                     changed = True
         return {"results": update} if update else {}
 
@@ -163,8 +173,8 @@ class RunStep:
         round_number = task["round"]
         entry = self.models.resolve(step.get("model_hint"))  # R9.3: right before the loop starts
         graph = self.graphs.graph_for(entry)
-        emit("dag_step", status="started", round=round_number, step_id=step["id"], task=step["task"],
-             model_role=entry.role, dependencies=step["dependencies"])
+        emit(DagStepStarted(round=round_number, step_id=step["id"], task=step["task"], model_role=entry.role,
+                            dependencies=step["dependencies"]))
         step_config: RunnableConfig = {
             **config,
             "configurable": {**(config.get("configurable") or {}), "synthesize": False},
@@ -196,21 +206,17 @@ class RunStep:
             record = {"id": step["id"], "status": "completed", "result": str(inner.get("answer") or ""), "error": None,
                       "model_role": entry.role, "iterations": iterations, "elapsed": elapsed,
                       "finish_reason": inner.get("finish_reason"), "tool_steps": tool_steps}
-        emit("dag_step", status="completed", round=round_number, step_id=step["id"], ok=error is None,
-             error=error, elapsed=round(elapsed, 3), iterations=iterations, model_role=entry.role,
-             result=cut(record["result"], self.settings.result_chars))
+        emit(DagStepCompleted(round=round_number, step_id=step["id"], ok=error is None, error=error,
+                              elapsed=round(elapsed, 3), iterations=iterations, model_role=entry.role,
+                              result=cut(record["result"], self.settings.result_chars)))
         return {"results": {step["id"]: record}, "usage": inner.get("usage") or {}}
 
     @staticmethod
     def _forward(round_number: int, step_id: str, event: AgentEvent) -> None:
         """Re-emit a loop event as step progress: ``iteration`` for each model call,
         ``tool`` for each finished tool call (SPEC R9.5)."""
-        if event.channel != "step":
-            return
-        data = event.data
-        if data.get("type") == "thinking" and data.get("status") == "start":
-            emit("dag_step", status="iteration", round=round_number, step_id=step_id, iteration=data.get("iteration"))
-        elif data.get("type") == "iteration" and data.get("status") == "done":
-            emit("dag_step", status="tool", round=round_number, step_id=step_id, iteration=data.get("iteration"),
-                 tool_name=data.get("tool_name"), observation=data.get("observation"), error=data.get("error"),
-                 iter_elapsed=data.get("iter_elapsed"))
+        if isinstance(event, ThinkingStarted):
+            emit(DagStepIteration(round=round_number, step_id=step_id, iteration=event.iteration))
+        elif isinstance(event, ToolDone):
+            emit(DagStepTool(round=round_number, step_id=step_id, iteration=event.iteration, tool_name=event.tool_name,
+                             observation=event.observation, error=event.error, iter_elapsed=event.iter_elapsed))

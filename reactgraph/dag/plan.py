@@ -26,7 +26,7 @@ from langchain_core.tools import BaseTool
 from reactgraph.dag.settings import DAGSettings
 from reactgraph.dag.state import DAGState, PlanStep
 from reactgraph.errors import PlanError
-from reactgraph.events import emit
+from reactgraph.events import PlanMade, Planning, RunError, emit
 from reactgraph.models.registry import ModelRegistry
 from reactgraph.prompts import CYCLE_FEEDBACK, PLANNER_SYSTEM, PLANNER_USER, REPLAN_NOTE
 from reactgraph.ranking import catalog_line
@@ -179,7 +179,7 @@ class Planner:
     async def __call__(self, state: DAGState, config: RunnableConfig) -> dict[str, Any]:
         round_number = state.get("round", 0) + 1
         goal = state.get("goal", "")
-        emit("phase", phase="planning", round=round_number)
+        emit(Planning(round=round_number))
         entry = self.models.resolve(self.settings.planner_role)
         schema = plan_schema(self.models.roles, self.settings.max_steps)
         messages = planner_messages(goal, self.tools, self.models, self.settings, state.get("round_summary", ""))
@@ -202,7 +202,7 @@ class Planner:
             logger.warning("the plan has a dependency cycle %s; asking the planner again", " → ".join(cycle))
             messages = [*messages, AIMessage(result.raw), HumanMessage(CYCLE_FEEDBACK.format(cycle=" → ".join(cycle)))]
         message = f"the planner returned a plan with a dependency cycle twice ({' → '.join(cycle or [])}); no step was run"
-        emit("error", message=message, kind="plan_error")
+        emit(RunError(message=message, kind="plan_error"))
         return {"round": round_number, "finish_reason": "plan_failed", "error": message, "usage": usage,
                 "answer": state.get("answer") or message}
 
@@ -210,6 +210,6 @@ class Planner:
     def _accept(round_number: int, steps: list[PlanStep], warnings: list[str], usage: dict[str, int]) -> dict[str, Any]:
         for warning in warnings:
             logger.warning("plan round %d: %s", round_number, warning)
-        emit("plan", round=round_number, steps=steps, warnings=warnings)
+        emit(PlanMade(round=round_number, steps=steps, warnings=warnings))
         return {"round": round_number, "plan": steps, "plan_warnings": warnings, "results": RESET,
                 "analysis": None, "finish_reason": None, "error": None, "usage": usage}

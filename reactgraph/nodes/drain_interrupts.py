@@ -42,7 +42,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
 from reactgraph._engine import Engine
-from reactgraph.events import emit
+from reactgraph.events import AnswerSignalled, Injected, emit
 from reactgraph.interrupts import format_interrupt
 from reactgraph.nodes.fallback import iteration_cap_reached
 from reactgraph.state import AgentState
@@ -74,12 +74,12 @@ class DrainInterrupts:
         pending = state.get("pending_final")
         if pending is None and (direct := direct_answer(state)) is not None:
             pending = direct
-            emit("step", type="answer", status="start")
+            emit(AnswerSignalled())
             update.update(pending_final=direct, answer=direct, finish_reason="return_direct")
         texts = await self._take(state, config)
         if texts:
             for text in texts:
-                emit("inject", type="inject", content=text)
+                emit(Injected(content=text))
             content = format_interrupt(texts)
             injected = HumanMessage(content, id=str(uuid.uuid4()))
             update.update(messages=[injected], pinned=[injected.id],

@@ -22,7 +22,7 @@ from langgraph.types import Command, interrupt
 from reactgraph._engine import Engine
 from reactgraph.approval import NO_CHECKPOINTER, Decision, approval_request, needs_approval, read_decision
 from reactgraph.artifacts import Artifact
-from reactgraph.events import emit
+from reactgraph.events import ToolDone, ToolStarted, emit
 from reactgraph.hooks import run_after_tool, run_before_tool
 from reactgraph.jsonparse import safe_json
 from reactgraph.prompts import OBSERVATION
@@ -129,8 +129,7 @@ class ExecuteTools:
                 decision = read_decision(interrupt(approval_request(call, iteration, tool.description if tool else "")))
             if decision.type == "edit":
                 call = {**call, "args": decision.args}
-        emit("step", type="iteration", status="start", iteration=iteration, tool_name=name,
-             tool_args=call.get("args"), tool_call_id=call["id"])
+        emit(ToolStarted(iteration=iteration, tool_name=name, tool_args=call.get("args"), tool_call_id=call["id"]))
         started = time.perf_counter()
         output: Any = None
         withheld = decision.observation if decision is not None and decision.type == "reject" else None
@@ -164,9 +163,10 @@ class ExecuteTools:
         # (reactgraph.events.tool_done_event), never before (issue 15). A handoff to the
         # parent graph saves no update here, so it is reported now.
         if isinstance(output, Command) and output.graph == Command.PARENT:
-            emit("step", type="iteration", status="done", iteration=iteration, tool_name=name,
-                 observation=observation[: self.engine.settings.observation_preview_chars], error=error,
-                 iter_elapsed=round(elapsed, 4), tool_call_id=call["id"], artifact=artifact.to_dict() if artifact else None)
+            emit(ToolDone(iteration=iteration, tool_name=name,
+                          observation=observation[: self.engine.settings.observation_preview_chars], error=error,
+                          iter_elapsed=round(elapsed, 4), tool_call_id=call["id"],
+                          artifact=artifact.to_dict() if artifact else None))
             return output
         message: BaseMessage = answer
         if task["mode"] == "json":

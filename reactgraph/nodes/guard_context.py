@@ -27,7 +27,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from reactgraph._dualmode import run_blocking
 from reactgraph._engine import RUN_NAME_COMPACTION, Engine
 from reactgraph._pinning import pinned_ids
-from reactgraph.events import emit
+from reactgraph.events import Compacted, emit
 from reactgraph.nodes.fallback import iteration_cap_reached
 from reactgraph.state import AgentState
 from reactgraph.window import ContextGuard, TokenCounter, context_budget, model_name_of
@@ -88,7 +88,7 @@ class GuardContext:
         if result.usage["model_calls"]:
             update["usage"] = result.usage
         if result.compacted:
-            emit("compact", original_messages=len(messages), kept_messages=len(result.messages))
+            emit(Compacted(original_messages=len(messages), kept_messages=len(result.messages)))
             update["messages"] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *result.messages]
         elif result.truncated:
             cut = set(result.truncated)

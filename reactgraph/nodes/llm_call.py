@@ -47,7 +47,7 @@ from reactgraph.action_schema import (
     schema_response_format,
 )
 from reactgraph.actions import Action, message_text, parse_action
-from reactgraph.events import emit
+from reactgraph.events import AnswerSignalled, Stalled, ThinkingDone, ThinkingStarted, emit
 from reactgraph.jsonparse import extract_json, safe_json
 from reactgraph.prompts import ANSWER_REQUEST, FINAL_ONLY_REQUEST, REFORMAT_REQUEST, TOOL_ARGS_REQUEST
 from reactgraph.providers.content_calls import find_content_tool_calls, recover_content_tool_calls
@@ -71,7 +71,7 @@ def _final_update(state: AgentState, text: str, reason: str) -> dict[str, Any]:
     draft = text if text.strip() and reason != "raw_content" else None
     if not text.strip():
         text = summarize_steps(state.get("steps", []), "The model gave an empty answer.")
-    emit("step", type="answer", status="start")
+    emit(AnswerSignalled())
     return {"pending_final": text, "answer": text, "finish_reason": reason, "draft_answer": draft}
 
 
@@ -107,7 +107,7 @@ def _stall_check(engine: Engine, state: AgentState, iteration: int) -> str | Non
     reason = detect_stall(state.get("steps", []), iteration - 1, engine.settings.stall_detection,
                           state.get("progress_iteration", 0))
     if reason is not None:
-        emit("stall", iteration=iteration, reason=reason)
+        emit(Stalled(iteration=iteration, reason=reason))
     return reason
 
 
@@ -193,7 +193,7 @@ class LLMCallNative:
     async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         iteration = state.get("iteration", 0) + 1
         stalled = _stall_check(self.engine, state, iteration)
-        emit("step", type="thinking", status="start", iteration=iteration)
+        emit(ThinkingStarted(iteration=iteration))
         query = state.get("query", "")
         tools = [] if stalled else self.engine.tools_for(state.get("selected_tools"), query)
         messages = await self.engine.loop_input(state, config)
@@ -211,7 +211,7 @@ class LLMCallNative:
             response.name = self.engine.message_name
         requests = mark_repeats(requests, state.get("steps", []), self.engine.settings.refuse_repeated_calls)
         reasoning = separate_reasoning(response) or (message_text(response) if requests else "")
-        emit("step", type="thinking", status="done", iteration=iteration, reasoning=reasoning)
+        emit(ThinkingDone(iteration=iteration, reasoning=reasoning))
         update: dict[str, Any] = {
             "messages": [response],
             "iteration": iteration,
@@ -308,7 +308,7 @@ class LLMCallJSON:
     async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         iteration = state.get("iteration", 0) + 1
         stalled = _stall_check(self.engine, state, iteration)
-        emit("step", type="thinking", status="start", iteration=iteration)
+        emit(ThinkingStarted(iteration=iteration))
         query = state.get("query", "")
         named = self.engine.named_values(query)
         tools = [] if stalled else self.engine.tools_for(state.get("selected_tools"), query)
@@ -354,12 +354,12 @@ class LLMCallJSON:
         if rejected:
             update["schema_rejected"] = True
         if stalled:  # final answer only: whatever came back ends the loop
-            emit("step", type="thinking", status="done", iteration=iteration, reasoning=action.reasoning)
+            emit(ThinkingDone(iteration=iteration, reasoning=action.reasoning))
             answer = action.answer if action.type == "final_answer" and not action.parse_failed else ""
             update.update(_final_update(state, answer, "stalled"))
             return update
         if action.parse_failed:
-            emit("step", type="thinking", status="done", iteration=iteration, reasoning=action.reasoning)
+            emit(ThinkingDone(iteration=iteration, reasoning=action.reasoning))
             failures = state.get("parse_failures", 0) + 1
             update["parse_failures"] = failures
             if failures > self.engine.settings.parse_retries:  # the reformat retries failed too: the raw content is the answer (R2.4)
@@ -367,7 +367,7 @@ class LLMCallJSON:
             else:
                 update["messages"] = [stored, HumanMessage(REFORMAT_REQUEST)]
             return update
-        emit("step", type="thinking", status="done", iteration=iteration, reasoning=action.reasoning)
+        emit(ThinkingDone(iteration=iteration, reasoning=action.reasoning))
         update["parse_failures"] = 0
         if action.type == "tool_call":
             request: ToolCallRequest = {"id": new_call_id(), "name": action.tool_name or "", "args": action.tool_args}

@@ -29,7 +29,7 @@ from langchain_core.tools import BaseTool
 
 from reactgraph._engine import RUN_NAME_SELECTION, Engine
 from reactgraph.abilities import ModelAbilities
-from reactgraph.events import emit
+from reactgraph.events import SelectingTools, emit
 from reactgraph.prompts import SELECTION_SYSTEM, SELECTION_USER
 from reactgraph.ranking import catalog_line
 from reactgraph.state import AgentState
@@ -151,7 +151,7 @@ class SelectTools:
         if settings.lexical_gate and not any(score > 0 for _, score in ranked):
             return {"selected_tools": []}  # no tool shares a word with the question: answer directly
         shortlist = [self.engine.tools[name] for name, _ in ranked[: max(settings.tool_selection_shortlist, settings.tool_selection_max)]]
-        emit("phase", phase="selecting_tools", total_tools=len(tools))
+        emit(SelectingTools(total_tools=len(tools)))
         names, usage = await select_tool_names(
             self.engine.llm, self.engine.abilities, state.get("query", ""), shortlist, settings.tool_selection_max,
             {**config, "run_name": RUN_NAME_SELECTION}, reformat_retries=settings.parse_retries,

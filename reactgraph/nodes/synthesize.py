@@ -30,7 +30,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 
 from reactgraph._engine import Engine
-from reactgraph.events import emit
+from reactgraph.events import AnswerReset, emit
 from reactgraph.grounding import check_grounding, observation_answer
 from reactgraph.state import AgentState
 from reactgraph.synthesis import emit_answer, one_chunk, stream_synthesis, until_repetition
@@ -84,11 +84,11 @@ class Synthesize:
         report, action = check_grounding(text, steps, query, settings.grounding_min_facts), "kept"
         if settings.grounding == "enforce" and (report.ungrounded or report.factless):
             last_resort = observation_answer(query, steps, settings.synthesis_result_chars)
-            emit("answer", status="reset", ungrounded=report.ungrounded, factless=report.factless)
+            emit(AnswerReset(ungrounded=report.ungrounded, factless=report.factless))
             text = await self._stream(state, config, usage, last_resort, strict=True, ungrounded=report.ungrounded)
             report, action = check_grounding(text, steps, query, settings.grounding_min_facts), "reasked"
             if report.ungrounded or report.factless:
-                emit("answer", status="reset", ungrounded=report.ungrounded, factless=report.factless)
+                emit(AnswerReset(ungrounded=report.ungrounded, factless=report.factless))
                 text = await emit_answer(one_chunk(last_resort), last_resort)
                 report, action = check_grounding(text, steps, query, settings.grounding_min_facts), "fallback"
         return {"synthesis": text, "usage": usage, "grounding": report.to_dict(settings.grounding, action)}

@@ -68,7 +68,7 @@ from reactgraph.agent import ReActAgent
 from reactgraph.approval import DecisionError, pending_calls, resume_command
 from reactgraph.checkpointing import has_pending_work
 from reactgraph.errors import FollowUpLimitError, NoActiveRunError, NothingToResumeError, ThreadBusyError
-from reactgraph.events import AgentEvent
+from reactgraph.events import AgentEvent, RunError
 from reactgraph.server.gate import LOOPBACK_HOSTS, RequestGate, error_response
 
 logger = logging.getLogger(__name__)
@@ -311,7 +311,7 @@ async def _produce(events: AsyncIterator[AgentEvent],
         queue.put_nowait(exc)
     except Exception as exc:  # R13.5: a stream ends with `done` or `error`, whatever failed
         logger.exception("run stream failed")
-        queue.put_nowait(AgentEvent("error", {"message": f"{type(exc).__name__}: {exc}", "kind": "server_error"}))
+        queue.put_nowait(RunError(message=f"{type(exc).__name__}: {exc}", kind="server_error"))
     finally:
         queue.put_nowait(None)
 
