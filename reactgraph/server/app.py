@@ -18,6 +18,8 @@
   a run is going), 422 for a decision that names no waiting call or is malformed.
 - ``GET /threads/{thread_id}`` returns the thread's status, messages, last result and the
   calls it waits on from the checkpointer; 404 for a thread it does not know.
+- ``POST /agui`` takes an AG-UI ``RunAgentInput`` and streams the run as AG-UI events
+  (:mod:`reactgraph.server.agui`, ``docs/agui.md``).
 - ``GET /healthz`` and the page at ``/`` (static files under ``/static``).
 
 Every request passes :class:`~reactgraph.server.gate.RequestGate` before its body is read:
@@ -46,7 +48,7 @@ import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from importlib.resources import files
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 import anyio
 from fastapi import Depends, FastAPI, HTTPException, Request, status
@@ -296,6 +298,70 @@ def _result_view(values: dict[str, Any]) -> ThreadResult | None:
     )
 
 
+def checked_text(text: str, settings: ServerSettings) -> str:
+    """A user's message as the run endpoints accept it.
+
+    Raises:
+        HTTPException: 422 for a blank message, 413 for one longer than
+            ``settings.max_message_chars``.
+    """
+    if not text.strip():
+        raise HTTPException(422, "the message is blank")
+    if len(text) > settings.max_message_chars:
+        raise HTTPException(413, f"the message has {len(text)} "
+                            f"characters; this server accepts at most {settings.max_message_chars}")
+    return text
+
+
+async def thread_status(app: FastAPI, thread_id: str) -> str:
+    """The thread's :meth:`~reactgraph.ReActAgent.thread_status`.
+
+    Raises:
+        HTTPException: 404 when the app's agent keeps no threads or has none by this id.
+    """
+    agent: ReActAgent = app.state.agent
+    if agent.checkpointer is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "this server keeps no threads (its agent has no checkpointer)")
+    state = await agent.thread_status(thread_id)
+    if state == "new":
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown thread {thread_id!r}")
+    return state
+
+
+async def checked_decisions(app: FastAPI, thread_id: str, decisions: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """Decisions on the calls a paused run waits on (SPEC R13.3), checked before the run
+    resumes: by tool call id (or interrupt id), as ``agent.aresume_events`` takes them.
+
+    Args:
+        app: An app made by :func:`create_app`.
+        thread_id: The paused run's thread.
+        decisions: ``(call id, {"type": "approve" | "edit" | "reject", "args"?, "message"?})``
+            pairs.
+
+    Raises:
+        HTTPException: 404 for an unknown thread, 409 when a run is going on it or it
+            waits on no decision, 422 for two decisions on one call, a decision that names
+            no waiting call, or one that is no decision.
+    """
+    agent: ReActAgent = app.state.agent
+    state = await thread_status(app, thread_id)
+    if state == "running" or thread_id in app.state.runs:
+        raise HTTPException(status.HTTP_409_CONFLICT, f"a run is going on thread {thread_id!r}")
+    pending = await agent.pending(thread_id)
+    if not pending:
+        raise HTTPException(status.HTTP_409_CONFLICT, f"thread {thread_id!r} waits on no decision")
+    checked: dict[str, Any] = {}
+    for call_id, decision in decisions:
+        if call_id in checked:
+            raise HTTPException(422, f"two decisions for call {call_id!r}")
+        checked[call_id] = decision
+    try:
+        resume_command(pending, checked)
+    except DecisionError as exc:
+        raise HTTPException(422, str(exc)) from exc
+    return checked
+
+
 async def _produce(events: AsyncIterator[AgentEvent],
                    queue: asyncio.Queue[AgentEvent | ThreadBusyError | NothingToResumeError | None]) -> None:
     """Put the run's events on ``queue``, then ``None`` (also when the run stops early);
@@ -316,7 +382,32 @@ async def _produce(events: AsyncIterator[AgentEvent],
         queue.put_nowait(None)
 
 
-async def stream_events(app: FastAPI, thread_id: str, events: AsyncIterator[AgentEvent]) -> EventSourceResponse:
+class StreamEncoding(Protocol):
+    """How :func:`stream_events` writes a run's events: ``frame`` for each event (all the
+    frames it stands for, as one string), ``end`` once the run's stream has ended (not
+    called when the client went away)."""
+
+    def frame(self, event: AgentEvent) -> str:
+        """The SSE text for ``event``."""
+
+    def end(self) -> str:
+        """The SSE text after the last event."""
+
+
+class SpecEncoding:
+    """The SSE protocol of SPEC §8: each event's :meth:`~reactgraph.events.AgentEvent.to_sse`."""
+
+    def frame(self, event: AgentEvent) -> str:
+        """``event.to_sse()``."""
+        return event.to_sse()
+
+    def end(self) -> str:
+        """Nothing: ``done`` (or ``error``) was the last frame."""
+        return ""
+
+
+async def stream_events(app: FastAPI, thread_id: str, events: AsyncIterator[AgentEvent],
+                        encoding: StreamEncoding | None = None) -> EventSourceResponse:
     """Stream one run's events as the SSE response of SPEC §8; the building block of
     ``POST /threads/{thread_id}/runs``, for any endpoint that streams a run of the app's agent.
 
@@ -332,6 +423,8 @@ async def stream_events(app: FastAPI, thread_id: str, events: AsyncIterator[Agen
             It must open the thread (raising :class:`ThreadBusyError` for a busy one, or
             :class:`NothingToResumeError` for a resume with nothing to resume) before its
             first event.
+        encoding: How the events are written (default :class:`SpecEncoding`, SPEC §8; the
+            AG-UI endpoint passes its own).
 
     Returns:
         The ``text/event-stream`` response, its first event already produced.
@@ -348,12 +441,16 @@ async def stream_events(app: FastAPI, thread_id: str, events: AsyncIterator[Agen
     runs[thread_id] = task
     task.add_done_callback(lambda done: runs.pop(thread_id) if runs.get(thread_id) is done else None)
 
+    writer = encoding or SpecEncoding()
+
     async def stream() -> AsyncIterator[bytes]:
         item = first
         try:
             while isinstance(item, AgentEvent):
-                yield item.to_sse().encode()
+                yield writer.frame(item).encode()
                 item = await queue.get()
+            if tail := writer.end():
+                yield tail.encode()
         finally:  # the stream ended, or the client went away: stop the run and wait until it has
             task.cancel()
             with anyio.CancelScope(shield=True):
@@ -406,23 +503,8 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
         """Declares the bearer scheme on an endpoint in the OpenAPI schema; the gate has
         checked the key before the request got here."""
 
-    async def known_thread(thread_id: str) -> str:
-        """The thread's :meth:`~reactgraph.ReActAgent.thread_status`; 404 when the agent
-        keeps no threads or has none by this id."""
-        if agent.checkpointer is None:
-            raise HTTPException(status.HTTP_404_NOT_FOUND, "this server keeps no threads (its agent has no checkpointer)")
-        state = await agent.thread_status(thread_id)
-        if state == "new":
-            raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown thread {thread_id!r}")
-        return state
-
     def checked_message(body: MessageRequest) -> str:
-        if not body.message.strip():
-            raise HTTPException(422, "the message is blank")
-        if len(body.message) > settings.max_message_chars:
-            raise HTTPException(413, f"the message has {len(body.message)} "
-                                f"characters; this server accepts at most {settings.max_message_chars}")
-        return body.message
+        return checked_text(body.message, settings)
 
     @app.post(
         "/threads/{thread_id}/runs",
@@ -480,7 +562,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
         failing) from its last checkpoint: tool calls that had finished are not run again.
         Streams the rest of the run's SPEC §8 events, ending with `done`; any server process
         sharing the checkpointer can do it."""
-        await known_thread(thread_id)
+        await thread_status(app, thread_id)
         return await stream_events(app, thread_id, agent.aresume_events(thread_id))
 
     @app.post(
@@ -499,21 +581,8 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
         """Approve, edit or reject the tool calls the thread's paused run waits on (SPEC R13.3).
         Calls left out keep waiting. Streams the rest of the run's SPEC §8 events, ending with
         `done` (or with another `approval` when calls still wait)."""
-        state = await known_thread(thread_id)
-        if state == "running" or thread_id in app.state.runs:
-            raise HTTPException(status.HTTP_409_CONFLICT, f"a run is going on thread {thread_id!r}")
-        pending = await agent.pending(thread_id)
-        if not pending:
-            raise HTTPException(status.HTTP_409_CONFLICT, f"thread {thread_id!r} waits on no decision")
-        decisions: dict[str, Any] = {}
-        for item in body.decisions:
-            if item.tool_call_id in decisions:
-                raise HTTPException(422, f"two decisions for call {item.tool_call_id!r}")
-            decisions[item.tool_call_id] = item.model_dump(exclude={"tool_call_id"}, exclude_none=True)
-        try:
-            resume_command(pending, decisions)
-        except DecisionError as exc:
-            raise HTTPException(422, str(exc)) from exc
+        decisions = await checked_decisions(app, thread_id, [
+            (item.tool_call_id, item.model_dump(exclude={"tool_call_id"}, exclude_none=True)) for item in body.decisions])
         return await stream_events(app, thread_id, agent.aresume_events(thread_id, decisions))
 
     @app.get(
@@ -541,6 +610,10 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
             result=_result_view(values),
             pending=[call.to_dict() for call in pending],
         )
+
+    from reactgraph.server.agui import add_agui_route  # agui builds on this module
+
+    add_agui_route(app, [bearer_scheme])
 
     @app.get("/healthz", summary="Liveness")
     async def healthz() -> Health:

@@ -1,0 +1,337 @@
+"""The AG-UI protocol on the server (issue 19): ``POST /agui`` takes an AG-UI
+``RunAgentInput`` and streams the run as AG-UI events, for front ends that speak AG-UI
+(CopilotKit, ``@ag-ui/client``) instead of the SSE protocol of SPEC §8.
+
+The types and the SSE encoder are the ``ag-ui-protocol`` package's (extra ``[server]``).
+:class:`AguiEncoding` maps reactgraph's typed events (:mod:`reactgraph.events`) to AG-UI
+events, one run at a time; :func:`add_agui_route` adds the endpoint to an app made by
+:func:`~reactgraph.server.create_app` (which does it itself). The mapping table is in
+``docs/agui.md``:
+
+- the run: ``RUN_STARTED`` first; ``RUN_FINISHED`` with the ``done`` payload as ``result``
+  (and an ``interrupt`` outcome for a run that waits for approval), or ``RUN_ERROR`` for a
+  run whose model kept failing (after its fallback answer) or that the server lost;
+- each loop model call: ``STEP_STARTED`` / ``STEP_FINISHED`` named ``model_call_<n>``;
+- each tool call: ``TOOL_CALL_START``, ``TOOL_CALL_ARGS`` (the arguments as JSON),
+  ``TOOL_CALL_END`` when it starts, ``TOOL_CALL_RESULT`` when it finishes;
+- the synthesized answer: ``TEXT_MESSAGE_START`` / ``CONTENT`` / ``END``, an assistant message;
+- ``phase``, ``compact``, ``inject``, ``stall``, ``approval``, an answer ``reset`` and DAG
+  mode's events: ``CUSTOM`` events named by their SSE channel (``answer_reset`` for the
+  reset) whose value is the SPEC §8 payload.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ag_ui.core import (
+    BaseEvent,
+    CustomEvent,
+    Interrupt,
+    RunAgentInput,
+    RunErrorEvent,
+    RunFinishedEvent,
+    RunFinishedInterruptOutcome,
+    RunStartedEvent,
+    StepFinishedEvent,
+    StepStartedEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+    TokenUsage,
+    ToolCallArgsEvent,
+    ToolCallEndEvent,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
+)
+from ag_ui.encoder import EventEncoder
+from fastapi import Depends, FastAPI, HTTPException
+from sse_starlette import EventSourceResponse
+
+from reactgraph.events import (
+    OMIT,
+    AgentEvent,
+    AnswerDelta,
+    AnswerDone,
+    AnswerReset,
+    AnswerSignalled,
+    AnswerStarted,
+    ApprovalWaiting,
+    Done,
+    RunError,
+    ThinkingDone,
+    ThinkingStarted,
+    ToolDone,
+    ToolStarted,
+    wire_json,
+)
+from reactgraph.server.app import (
+    ERRORS,
+    MESSAGE_ERRORS,
+    THREAD_ID_PATTERN,
+    ErrorBody,
+    checked_decisions,
+    checked_text,
+    stream_events,
+)
+
+AGUI_PATH = "/agui"
+"""Where :func:`add_agui_route` serves the AG-UI endpoint."""
+
+CUSTOM_NAMES = {AnswerReset: "answer_reset"}
+"""``CUSTOM`` event names that are not the event's SSE channel."""
+
+
+def _text(content: Any) -> str:
+    """The text of an AG-UI message's content: the string, or its text parts joined."""
+    if isinstance(content, str):
+        return content
+    return "".join(getattr(part, "text", "") or "" for part in content or [])
+
+
+def question_of(run_input: RunAgentInput) -> str:
+    """The question of a run: the text of the last ``user`` message of ``run_input.messages``
+    (earlier turns are the thread's own history, kept by the checkpointer).
+
+    Raises:
+        HTTPException: 422 when no message is a user message.
+    """
+    for message in reversed(run_input.messages):
+        if getattr(message, "role", None) == "user":
+            return _text(message.content)
+    raise HTTPException(422, "RunAgentInput.messages holds no user message: the last user message is the question")
+
+
+def resume_decisions(run_input: RunAgentInput) -> list[tuple[str, dict[str, Any]]]:
+    """The decisions an AG-UI ``resume`` carries for a run paused on approval (SPEC R13.3),
+    by interrupt id: a ``cancelled`` entry rejects its call; a ``resolved`` one approves
+    it, or applies its ``payload`` when that is a decision
+    (``{"type": "approve" | "edit" | "reject", "args"?, "message"?}``).
+
+    Raises:
+        HTTPException: 422 for a payload that is neither absent nor such an object.
+    """
+    decisions = []
+    for entry in run_input.resume or []:
+        if entry.status == "cancelled":
+            decision: Any = {"type": "reject"}
+        elif entry.payload is None:
+            decision = {"type": "approve"}
+        elif isinstance(entry.payload, dict) and "type" in entry.payload:
+            decision = dict(entry.payload)
+        else:
+            raise HTTPException(422, f"resume entry {entry.interrupt_id!r}: its payload must be a decision "
+                                     '{"type": "approve" | "edit" | "reject", "args"?, "message"?} or absent')
+        decisions.append((entry.interrupt_id, decision))
+    return decisions
+
+
+class AguiEncoding:
+    """Writes one run's typed events as AG-UI events over SSE (``EventEncoder``).
+
+    Stateful: it opens the run before the first event, tracks the open step, tool calls and
+    text message, and closes them before the run's terminal event (``RUN_FINISHED`` or
+    ``RUN_ERROR``, after which nothing is written). :meth:`events` is the pure mapping,
+    :meth:`frame` its encoded form (the :class:`~reactgraph.server.app.StreamEncoding`
+    of :func:`~reactgraph.server.stream_events`).
+
+    Args:
+        thread_id: The AG-UI ``threadId`` (the reactgraph thread).
+        run_id: The AG-UI ``runId``.
+    """
+
+    def __init__(self, thread_id: str, run_id: str) -> None:
+        self.thread_id = thread_id
+        self.run_id = run_id
+        self.encoder = EventEncoder()
+        self.started = False
+        self.finished = False
+        self.step: str | None = None
+        self.message_id: str | None = None
+        self.tool_calls: set[str] = set()
+        self.failure: RunError | None = None
+        self.pending: list[dict[str, Any]] = []
+        self.answers = 0
+
+    def events(self, event: AgentEvent) -> list[BaseEvent]:
+        """The AG-UI events that stand for ``event`` (the module docstring's table),
+        preceded by ``RUN_STARTED`` for the run's first event; none after the terminal event."""
+        if self.finished:
+            return []
+        out: list[BaseEvent] = []
+        if not self.started:
+            self.started = True
+            out.append(RunStartedEvent(thread_id=self.thread_id, run_id=self.run_id))
+        match event:
+            case ThinkingStarted():
+                name = f"model_call_{event.iteration}"
+                if self.step != name:  # a retried call sends its start again
+                    out += self._close_step()
+                    self.step = name
+                    out.append(StepStartedEvent(step_name=name))
+            case ThinkingDone():
+                out += self._close_step()
+            case ToolStarted() | ToolDone() if event.tool_call_id not in self.tool_calls:
+                # (a ToolDone without its start: saved before an interruption, reported on resume)
+                out += self._tool_call(event)
+                if isinstance(event, ToolDone):
+                    out += self.events(event)
+            case ToolStarted():
+                pass
+            case ToolDone():
+                out.append(ToolCallResultEvent(message_id=f"{event.tool_call_id}:result", tool_call_id=event.tool_call_id,
+                                               content=event.observation or event.error or "", role="tool"))
+            case AnswerSignalled():
+                pass  # the loop has its answer: the synthesis that follows is the message
+            case AnswerStarted():
+                out += self._close_step()
+                out += self._close_message()
+                self.answers += 1
+                self.message_id = f"{self.run_id}:answer:{self.answers}"
+                out.append(TextMessageStartEvent(message_id=self.message_id, role="assistant"))
+            case AnswerDelta():
+                if event.content:
+                    if self.message_id is None:
+                        out += self.events(AnswerStarted())
+                    out.append(TextMessageContentEvent(message_id=self.message_id, delta=event.content))
+            case AnswerDone():
+                out += self._close_message()
+            case RunError() if event.kind != "server_error":
+                self.failure = event  # the fallback answer and `done` follow; the run ends in RUN_ERROR
+                out.append(CustomEvent(name="error", value=event.data))
+            case RunError():
+                out += self._finish(RunErrorEvent(message=event.message, code=event.kind))
+            case ApprovalWaiting():
+                self.pending = list(event.pending)
+                out.append(CustomEvent(name=event.channel, value=event.data))
+            case Done():
+                out += self._finish(self._terminal(event))
+            case _:
+                out.append(CustomEvent(name=CUSTOM_NAMES.get(type(event), event.channel), value=event.data))
+        return out
+
+    def frame(self, event: AgentEvent) -> str:
+        """The encoded AG-UI events of ``event`` (SSE ``data:`` frames)."""
+        return "".join(self._encode(item) for item in self.events(event))
+
+    def end(self) -> str:
+        """``RUN_ERROR`` for a stream that ended without its terminal event (never for a
+        complete run)."""
+        if self.finished:
+            return ""
+        opening = [] if self.started else [RunStartedEvent(thread_id=self.thread_id, run_id=self.run_id)]
+        self.started = True
+        closing = self._finish(RunErrorEvent(message="the run ended without a result", code="server_error"))
+        return "".join(self._encode(item) for item in opening + closing)
+
+    def _encode(self, event: BaseEvent) -> str:
+        """``EventEncoder.encode``; a payload it cannot write as UTF-8 (a lone surrogate a
+        tool returned) goes through :func:`~reactgraph.events.wire_json` instead."""
+        text = self.encoder.encode(event)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = f"data: {wire_json(event.model_dump(mode='json', by_alias=True))}\n\n"
+        return text
+
+    def _tool_call(self, event: ToolStarted | ToolDone) -> list[BaseEvent]:
+        """START, ARGS (the arguments as JSON), END of one tool call; the calls one model call
+        asked for share their parent message ``<runId>:model_call_<n>``."""
+        call_id = event.tool_call_id
+        self.tool_calls.add(call_id)
+        args = event.tool_args if event.tool_args is not OMIT and event.tool_args is not None else {}
+        arguments = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, default=str)
+        return [ToolCallStartEvent(tool_call_id=call_id, tool_call_name=event.tool_name or "unknown",
+                                   parent_message_id=f"{self.run_id}:model_call_{event.iteration}"),
+                ToolCallArgsEvent(tool_call_id=call_id, delta=arguments),
+                ToolCallEndEvent(tool_call_id=call_id)]
+
+    def _close_step(self) -> list[BaseEvent]:
+        if self.step is None:
+            return []
+        name, self.step = self.step, None
+        return [StepFinishedEvent(step_name=name)]
+
+    def _close_message(self) -> list[BaseEvent]:
+        if self.message_id is None:
+            return []
+        message_id, self.message_id = self.message_id, None
+        return [TextMessageEndEvent(message_id=message_id)]
+
+    def _finish(self, terminal: BaseEvent) -> list[BaseEvent]:
+        closing = self._close_step() + self._close_message()
+        self.finished = True
+        return [*closing, terminal]
+
+    def _terminal(self, done: Done) -> BaseEvent:
+        """``RUN_ERROR`` after a failure, else ``RUN_FINISHED`` with ``done``'s payload, its
+        token usage and, for a run paused on approval, the waiting calls as interrupts."""
+        usage = [TokenUsage(input_tokens=done.usage.get("input_tokens"), output_tokens=done.usage.get("output_tokens"),
+                            total_tokens=done.usage.get("total_tokens"))]
+        if self.failure is not None:
+            return RunErrorEvent(message=self.failure.message, code=self.failure.kind, usage=usage)
+        outcome = None
+        if done.finish_reason == "waiting" and self.pending:
+            outcome = RunFinishedInterruptOutcome(interrupts=[
+                Interrupt(id=call["interrupt_id"], reason=str(call.get("kind") or "approval"),
+                          tool_call_id=call.get("tool_call_id"),
+                          message=f"approve {call.get('tool_name')}({wire_json(call.get('tool_args'))})")
+                for call in self.pending])
+        return RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id, result=done.data, outcome=outcome,
+                                usage=usage)
+
+
+THREAD_ID = re.compile(THREAD_ID_PATTERN)
+
+
+def add_agui_route(app: FastAPI, dependencies: list[Any]) -> None:
+    """Add ``POST /agui`` to an app made by :func:`~reactgraph.server.create_app`.
+
+    The body is an AG-UI ``RunAgentInput`` (camelCase members; 422 when it is not one).
+    ``threadId`` is the reactgraph thread (the same pattern as ``/threads/{thread_id}``,
+    422 otherwise): a checkpointer keeps its history, so only the last user message is
+    sent to the agent as the question (422 when there is none, 413 when it is longer than
+    the server's limit). With ``resume`` entries, the thread's run paused on approval
+    continues with those decisions instead (404/409/422 as ``POST
+    /threads/{id}/approvals``). One run per thread: 409 while one is going. The request
+    passes the same gate as every endpoint (API key, host, body size).
+
+    Args:
+        app: The app.
+        dependencies: The route's dependencies (the bearer scheme, for the OpenAPI schema).
+    """
+
+    @app.post(
+        AGUI_PATH,
+        dependencies=[Depends(dependency) for dependency in dependencies],
+        response_class=EventSourceResponse,
+        responses={
+            200: {"description": "A `text/event-stream` of AG-UI events (`data: <json>\\n\\n`): RUN_STARTED, "
+                                 "STEP_*, TOOL_CALL_*, TEXT_MESSAGE_* for the answer, CUSTOM for phase, compact, "
+                                 "inject, stall, approval and answer_reset, then RUN_FINISHED or RUN_ERROR "
+                                 "(docs/agui.md).",
+                  "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+            404: {"model": ErrorBody, "description": "resume: the checkpointer has no such thread."},
+            409: {"model": ErrorBody, "description": "A run is going on this thread (resume: or it waits on nothing)."},
+            **MESSAGE_ERRORS,
+            **ERRORS,
+        },
+        summary="Run the agent for an AG-UI client",
+    )
+    async def agui_run(body: RunAgentInput) -> EventSourceResponse:
+        """Run the agent on the AG-UI input's last user message in thread `threadId`, or
+        resume its paused run with the input's `resume` decisions, and stream AG-UI events."""
+        if not THREAD_ID.match(body.thread_id):
+            raise HTTPException(422, "threadId must be 1-128 letters, digits, '.', '_', ':' or '-'")
+        agent = app.state.agent
+        encoding = AguiEncoding(body.thread_id, body.run_id)
+        if body.resume:
+            decisions = await checked_decisions(app, body.thread_id, resume_decisions(body))
+            return await stream_events(app, body.thread_id, agent.aresume_events(body.thread_id, decisions), encoding)
+        question = checked_text(question_of(body), app.state.settings)
+        return await stream_events(app, body.thread_id, agent.astream_events(question, thread_id=body.thread_id),
+                                   encoding)
+
+
