@@ -48,6 +48,7 @@ from ag_ui.core import (
 )
 from ag_ui.encoder import EventEncoder
 from fastapi import Depends, FastAPI, HTTPException
+from pydantic_core import PydanticSerializationError
 from sse_starlette import EventSourceResponse
 
 from reactgraph.events import (
@@ -200,6 +201,7 @@ class AguiEncoding:
                 out += self._close_message()
             case RunError() if event.kind != "server_error":
                 self.failure = event  # the fallback answer and `done` follow; the run ends in RUN_ERROR
+                out += self._close_step()
                 out.append(CustomEvent(name="error", value=event.data))
             case RunError():
                 out += self._finish(RunErrorEvent(message=event.message, code=event.kind))
@@ -229,12 +231,10 @@ class AguiEncoding:
     def _encode(self, event: BaseEvent) -> str:
         """``EventEncoder.encode``; a payload it cannot write as UTF-8 (a lone surrogate a
         tool returned) goes through :func:`~reactgraph.events.wire_json` instead."""
-        text = self.encoder.encode(event)
         try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            text = f"data: {wire_json(event.model_dump(mode='json', by_alias=True))}\n\n"
-        return text
+            return self.encoder.encode(event)
+        except (PydanticSerializationError, UnicodeError):
+            return f"data: {wire_json(event.model_dump(mode='python', by_alias=True))}\n\n"
 
     def _tool_call(self, event: ToolStarted | ToolDone) -> list[BaseEvent]:
         """START, ARGS (the arguments as JSON), END of one tool call; the calls one model call

@@ -1,0 +1,227 @@
+"""The AG-UI adapter (issue 19): the mapping of typed events to AG-UI events
+(:class:`reactgraph.server.agui.AguiEncoding`) and ``POST /agui``'s refusals, in process
+(the real client over a socket is tests/integration/test_agui_client.py)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+from ag_ui.core import EventType
+from langchain_core.messages import AIMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+
+from reactgraph import AgentSettings, ModelAbilities, ReActAgent
+from reactgraph import events as ev
+from reactgraph.server import ServerSettings, create_app
+from reactgraph.server.agui import AguiEncoding
+from reactgraph.testing import ScriptedChatModel, tool_call
+
+NATIVE = ModelAbilities(tool_call=True, json_mode=True)
+
+
+def mapped(*events: ev.AgentEvent, encoding: AguiEncoding | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """(type, fields) of the AG-UI events ``events`` map to, through the encoder's wire form."""
+    encoding = encoding or AguiEncoding("t1", "r1")
+    text = "".join(encoding.frame(event) for event in events) + encoding.end()
+    frames = [json.loads(frame[len("data: "):]) for frame in text.split("\n\n") if frame]
+    return [(frame.pop("type"), frame) for frame in frames]
+
+
+def tool_done(call_id: str, **fields: Any) -> ev.ToolDone:
+    base = {"iteration": 1, "tool_name": "status", "tool_args": {"id": "A"}, "observation": "A: ok", "error": None,
+            "iter_elapsed": 0.1, "tool_call_id": call_id, "artifact": None}
+    return ev.ToolDone(**{**base, **fields})
+
+
+DONE = ev.Done(answer="A ok.", iterations=2, usage={"input_tokens": 3, "output_tokens": 2, "total_tokens": 5, "model_calls": 2},
+               elapsed=0.2, finish_reason="final_answer", thread_id="t1", grounding=None)
+
+
+def test_a_run_maps_to_steps_tool_calls_a_text_message_and_run_finished():
+    out = mapped(
+        ev.SelectingTools(total_tools=12),
+        ev.ThinkingStarted(iteration=1), ev.ThinkingStarted(iteration=1),  # a retried call starts once
+        ev.ThinkingDone(iteration=1, reasoning="two machines"),
+        ev.ToolStarted(iteration=1, tool_name="status", tool_args={"id": "A"}, tool_call_id="c1"),
+        ev.ToolStarted(iteration=1, tool_name="status", tool_args={"id": "B"}, tool_call_id="c2"),
+        tool_done("c2", tool_args={"id": "B"}, observation="", error="Error: B offline"), tool_done("c1"),
+        ev.Compacted(original_messages=9, kept_messages=4), ev.Injected(content="and C?"),
+        ev.Stalled(iteration=2, reason="no_progress"),
+        ev.ThinkingStarted(iteration=2), ev.ThinkingDone(iteration=2, reasoning=""), ev.AnswerSignalled(),
+        ev.AnswerStarted(), ev.AnswerDelta(content="A "), ev.AnswerDelta(content=""), ev.AnswerDelta(content="ok."),
+        ev.AnswerDone(), DONE,
+    )
+    assert [kind for kind, _ in out] == [
+        "RUN_STARTED", "CUSTOM", "STEP_STARTED", "STEP_FINISHED",
+        "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END",
+        "TOOL_CALL_RESULT", "TOOL_CALL_RESULT", "CUSTOM", "CUSTOM", "CUSTOM", "STEP_STARTED", "STEP_FINISHED",
+        "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "RUN_FINISHED",
+    ]
+    assert out[0][1] == {"threadId": "t1", "runId": "r1"}
+    customs = [fields for kind, fields in out if kind == "CUSTOM"]
+    assert customs == [
+        {"name": "phase", "value": {"phase": "selecting_tools", "total_tools": 12}},
+        {"name": "compact", "value": {"original_messages": 9, "kept_messages": 4}},
+        {"name": "inject", "value": {"type": "inject", "content": "and C?"}},
+        {"name": "stall", "value": {"iteration": 2, "reason": "no_progress"}},
+    ]
+    assert out[4][1] == {"toolCallId": "c1", "toolCallName": "status", "parentMessageId": "r1:model_call_1"}
+    assert out[5][1] == {"toolCallId": "c1", "delta": '{"id": "A"}'}
+    assert out[10][1] == {"messageId": "c2:result", "toolCallId": "c2", "content": "Error: B offline", "role": "tool"}
+    assert out[11][1]["content"] == "A: ok"
+    assert [fields for kind, fields in out if kind.startswith("TEXT_MESSAGE")] == [
+        {"messageId": "r1:answer:1", "role": "assistant"}, {"messageId": "r1:answer:1", "delta": "A "},
+        {"messageId": "r1:answer:1", "delta": "ok."}, {"messageId": "r1:answer:1"}]
+    finished = out[-1][1]
+    assert (finished["threadId"], finished["runId"], finished["result"]) == ("t1", "r1", DONE.data)
+    assert finished["usage"] == [{"inputTokens": 3, "outputTokens": 2, "totalTokens": 5}] and "outcome" not in finished
+
+
+def test_a_withdrawn_answer_is_a_custom_event_and_the_new_answer_a_new_message():
+    out = mapped(ev.AnswerStarted(), ev.AnswerDelta(content="93.4 %"), ev.AnswerDone(),
+                 ev.AnswerReset(ungrounded=["93.4"], factless=True), ev.AnswerStarted(), ev.AnswerDelta(content="48.7"),
+                 ev.AnswerDone(), DONE)
+    assert [kind for kind, _ in out][4:6] == ["CUSTOM", "TEXT_MESSAGE_START"]
+    assert out[4][1] == {"name": "answer_reset", "value": {"status": "reset", "ungrounded": ["93.4"], "factless": True}}
+    assert {fields["messageId"] for kind, fields in out if kind == "TEXT_MESSAGE_START"} == {"r1:answer:1", "r1:answer:2"}
+
+
+def test_a_model_failure_streams_its_fallback_answer_then_ends_in_run_error():
+    out = mapped(ev.ThinkingStarted(iteration=1), ev.RunError(message="ConnectionError: down", kind="model_error"),
+                 ev.AnswerStarted(), ev.AnswerDelta(content="The model call failed."), ev.AnswerDone(),
+                 ev.Done(**{**DONE.data, "finish_reason": "model_error"}))
+    assert [kind for kind, _ in out] == ["RUN_STARTED", "STEP_STARTED", "STEP_FINISHED", "CUSTOM", "TEXT_MESSAGE_START",
+                                         "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "RUN_ERROR"]
+    assert out[-1][1]["message"] == "ConnectionError: down" and out[-1][1]["code"] == "model_error"
+
+
+def test_a_lost_run_and_a_stream_without_done_end_in_run_error_and_nothing_follows():
+    encoding = AguiEncoding("t1", "r1")
+    out = mapped(ev.AnswerStarted(), ev.RunError(message="OperationalError: gone", kind="server_error"), DONE,
+                 encoding=encoding)
+    assert [kind for kind, _ in out] == ["RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_END", "RUN_ERROR"]
+    assert encoding.frame(ev.AnswerStarted()) == "" and encoding.end() == ""
+    cut = mapped(ev.ThinkingStarted(iteration=1))
+    assert [kind for kind, _ in cut] == ["RUN_STARTED", "STEP_STARTED", "STEP_FINISHED", "RUN_ERROR"]
+    assert cut[-1][1]["code"] == "server_error"
+    assert [kind for kind, _ in mapped()] == ["RUN_STARTED", "RUN_ERROR"]
+
+
+def test_approval_is_a_custom_event_and_an_interrupt_outcome():
+    pending = [{"interrupt_id": "i9", "tool_call_id": "o1", "tool_name": "create_order", "tool_args": {"id": "A"},
+                "iteration": 1, "kind": "approval", "value": {}}]
+    out = mapped(ev.ApprovalWaiting(thread_id="t1", pending=pending),
+                 ev.Done(**{**DONE.data, "answer": "", "finish_reason": "waiting"}))
+    assert out[1] == ("CUSTOM", {"name": "approval", "value": {"type": "approval", "status": "waiting",
+                                                               "thread_id": "t1", "pending": pending}})
+    assert out[-1][1]["outcome"] == {"type": "interrupt", "interrupts": [
+        {"id": "i9", "reason": "approval", "toolCallId": "o1", "message": 'approve create_order({"id": "A"})'}]}
+
+
+def test_a_result_reported_again_on_resume_opens_its_tool_call_first_and_dag_events_are_custom():
+    out = mapped(tool_done("c7", iteration=3), ev.Planning(round=1))
+    assert [kind for kind, _ in out] == ["RUN_STARTED", "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END",
+                                         "TOOL_CALL_RESULT", "CUSTOM", "RUN_ERROR"]
+    assert out[1][1]["parentMessageId"] == "r1:model_call_3"
+    assert out[5][1] == {"name": "phase", "value": {"phase": "planning", "round": 1}}
+
+
+def test_a_lone_surrogate_from_a_tool_is_escaped_not_a_broken_stream():
+    out = mapped(ev.ToolStarted(iteration=1, tool_name="t", tool_args={}, tool_call_id="c1"),
+                 tool_done("c1", observation="bad \ud800 byte"))
+    assert out[-2][1]["content"] == "bad \ud800 byte"  # JSON's \ud800 escape reads back as the same string
+
+
+# The endpoint ---------------------------------------------------------------------------------
+
+
+@tool
+def create_order(machine_id: str) -> str:
+    """Create a work order."""
+    return f"WO-1 for {machine_id}"
+
+
+def app_for(responses: list[Any], *, key: str = "", **settings: Any):
+    model = ScriptedChatModel(responses=responses, synthesis="Done.")
+    agent = ReActAgent(model, [create_order], abilities=NATIVE, checkpointer=InMemorySaver(),
+                       settings=AgentSettings(**settings))
+    return create_app(agent, ServerSettings(api_key=key, max_message_chars=50)), model
+
+
+def run_input(thread_id: str = "t1", messages: Any = None, **extra: Any) -> dict[str, Any]:
+    return {"threadId": thread_id, "runId": "r1", "messages": [{"id": "u1", "role": "user", "content": "CNC-001?"}]
+            if messages is None else messages, **extra}
+
+
+async def post(app, body: Any, headers: dict[str, str] | None = None) -> httpx.Response:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as client:
+        return await client.post("/agui", json=body, headers=headers or {})
+
+
+@pytest.mark.parametrize("body, status, detail", [
+    ({"threadId": "t1"}, 422, None),
+    (run_input(messages="hello"), 422, None),
+    (run_input(messages=[{"id": "u1", "role": "wizard", "content": "x"}]), 422, None),
+    (run_input(thread_id="a b/c"), 422, "threadId must be"),
+    (run_input(messages=[{"id": "a1", "role": "assistant", "content": "hi"}]), 422, "no user message"),
+    (run_input(messages=[{"id": "u1", "role": "user", "content": "   "}]), 422, "blank"),
+    (run_input(messages=[{"id": "u1", "role": "user", "content": "x" * 51}]), 413, "at most 50"),
+    (run_input(resume=[{"interruptId": "i1", "status": "resolved"}]), 404, "unknown thread"),
+])
+async def test_bad_input_gets_a_4xx_with_its_reason(body, status, detail):
+    app, model = app_for(["never"])
+    response = await post(app, body)
+    assert response.status_code == status, response.text
+    if detail is not None:
+        assert detail in response.json()["detail"]
+    assert model.calls == []
+
+
+async def test_the_key_is_required_like_on_every_endpoint():
+    app, model = app_for(["CNC-001 is fine."], key="k")
+    assert (await post(app, run_input())).status_code == 401
+    assert (await post(app, run_input(), {"Authorization": "Bearer nope"})).status_code == 401
+    ok = await post(app, run_input(), {"Authorization": "Bearer k"})
+    assert ok.status_code == 200 and ok.headers["content-type"].startswith("text/event-stream")
+    assert '"type":"RUN_FINISHED"' in ok.text and model.kinds == ["tool_loop", "synthesis"]
+
+
+async def test_the_last_user_message_is_the_question_and_the_thread_keeps_the_history():
+    app, model = app_for(["first answer", "second answer"])
+    await post(app, run_input(messages=[{"id": "u1", "role": "user", "content": [{"type": "text", "text": "CNC-"},
+                                                                                 {"type": "text", "text": "001?"}]}]))
+    history = [{"id": "u1", "role": "user", "content": "CNC-001?"}, {"id": "a1", "role": "assistant", "content": "Done."},
+               {"id": "u2", "role": "user", "content": "and CNC-002?"}]
+    second = await post(app, run_input(messages=history))
+    assert second.status_code == 200
+    assert model.kinds == ["tool_loop", "synthesis"] * 2
+    sent = [message.content for message in model.calls[2] if message.type == "human"]
+    assert sent == ["CNC-001?", "and CNC-002?"]  # the first turn from the checkpointer, the new question once
+
+
+async def test_resume_decides_the_waiting_calls_and_refuses_what_does_not_fit():
+    order = AIMessage(content="", tool_calls=[tool_call("create_order", {"machine_id": "CNC-001"}, "o1")])
+    app, _ = app_for([order, "Ordered."], approval={"create_order": "always"})
+    paused = await post(app, run_input())
+    interrupt_id = json.loads([line for line in paused.text.splitlines() if '"RUN_FINISHED"' in line][0][6:])[
+        "outcome"]["interrupts"][0]["id"]
+    bad = await post(app, run_input(resume=[{"interruptId": interrupt_id, "status": "resolved", "payload": "yes"}]))
+    assert bad.status_code == 422 and "must be a decision" in bad.json()["detail"]
+    unknown = await post(app, run_input(resume=[{"interruptId": "nope", "status": "resolved"}]))
+    assert unknown.status_code == 422 and "nope" in unknown.json()["detail"]
+    rejected = await post(app, run_input(resume=[{"interruptId": interrupt_id, "status": "cancelled"}]))
+    assert rejected.status_code == 200 and '"toolCallId":"o1"' in rejected.text and "WO-1" not in rejected.text
+    again = await post(app, run_input(resume=[{"interruptId": interrupt_id, "status": "resolved"}]))
+    assert again.status_code == 409 and "waits on no decision" in again.json()["detail"]
+
+
+async def test_the_openapi_document_lists_the_endpoint():
+    app, _ = app_for([])
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as client:
+        schema = (await client.get("/openapi.json")).json()
+    assert "RunAgentInput" in json.dumps(schema["paths"]["/agui"]["post"]["requestBody"])
+    assert EventType.RUN_FINISHED.value in schema["paths"]["/agui"]["post"]["responses"]["200"]["description"]
