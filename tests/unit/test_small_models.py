@@ -76,6 +76,13 @@ def test_named_values_in_question_order():
     assert named_values("how is the plant", MACHINES) == []
 
 
+def test_named_values_match_latin_words_by_stem():
+    # "failed" names the enum value "fail"; ids and Hangul still match as written.
+    assert named_values("Which inspections failed this week?", ["pass", "fail"]) == ["fail"]
+    assert named_values("Show passing and failing lots", ["fail", "pass"]) == ["pass", "fail"]
+    assert named_values("CNC-001 불량", ["CNC-001", "불량"]) == ["CNC-001", "불량"]
+
+
 def test_unlisted_values_are_ids_in_a_known_shape_that_the_enum_lacks():
     assert unlisted_values("What is the status of CNC-009?", MACHINES) == ["CNC-009"]
     assert unlisted_values("cnc-007는 어때? PRS-001도", MACHINES) == ["CNC-007"]  # case of its shape; known ids skipped
@@ -357,18 +364,21 @@ class FilterArgs(BaseModel):
     machine_id: Literal["CNC-001", "CNC-002", "CNC-003", "PRS-001"] = Field(description="Machine id")
     line: Literal["Line A", "Line B"] | None = Field(None, description="Only this line")
     day: Annotated[str, Field(json_schema_extra={"format": "date"})] | None = Field(None, description="A day")
+    result: Literal["pass", "fail"] | None = Field(None, description="Only this result")
     limit: int = Field(5, description="Rows")
 
 
 async def test_named_optionals_only_offers_the_optional_arguments_the_question_names():
-    def alarms(machine_id: str, line: str | None = None, day: str | None = None, limit: int = 5) -> str:
+    def alarms(machine_id: str, line: str | None = None, day: str | None = None, result: str | None = None,
+               limit: int = 5) -> str:
         return f"alarms of {machine_id}"
 
     tool = StructuredTool.from_function(alarms, name="alarm_log", description="Alarm log of a machine.",
                                         args_schema=FilterArgs)
     for question, expected in [("alarm log of CNC-003", {"machine_id"}),
                                ("alarm log of CNC-003 on Line B", {"machine_id", "line"}),
-                               ("alarm log of CNC-003 on 2026-01-28", {"machine_id", "day"})]:
+                               ("alarm log of CNC-003 on 2026-01-28", {"machine_id", "day"}),
+                               ("failed checks of CNC-003", {"machine_id", "result"})]:
         model = ScriptedChatModel(responses=[final("ok")])
         settings = AgentSettings(optional_args="named")
         await ReActAgent(model, [tool], abilities=SCHEMA, settings=settings).run(question)
@@ -377,4 +387,4 @@ async def test_named_optionals_only_offers_the_optional_arguments_the_question_n
     model = ScriptedChatModel(responses=[final("ok")])
     await ReActAgent(model, [tool], abilities=SCHEMA).run("alarm log of CNC-003")  # default: every argument
     branch = model.call_kwargs[0]["response_format"]["schema"]["anyOf"][0]
-    assert set(branch["properties"]["tool_args"]["properties"]) == {"machine_id", "line", "day", "limit"}
+    assert set(branch["properties"]["tool_args"]["properties"]) == {"machine_id", "line", "day", "result", "limit"}
