@@ -17,6 +17,7 @@ from reactgraph.grounding import check_grounding, extract_values, observation_an
 from reactgraph.nodes.llm_call import detect_stall
 from reactgraph.nodes.select_tools import hybrid_selection
 from reactgraph.ranking import ToolRanker, named_values, tokenize, unlisted_values
+from reactgraph.synthesis import looping_tail
 from reactgraph.testing import ScriptedChatModel, tool_call
 
 NATIVE = ModelAbilities(tool_call=True, json_mode=True)
@@ -358,6 +359,22 @@ async def test_a_looping_synthesis_is_cut_and_then_checked():
     answer = events[-1].data["answer"]
     assert answer.startswith("CNC-003 status:") and answer.count("repeated call") == 2
     assert len(model.calls) == 3  # two loop calls and one synthesis: the stream was cut, nothing more asked
+
+
+def test_looping_tail_rules():
+    assert looping_tail("CNC-003: " + "normal | " * 5)
+    assert looping_tail("status: " + "ok, " * 12 + "o")  # the stream may stop mid-unit
+    assert not looping_tail("CNC-003: " + "normal | " * 4)  # four times is not a loop yet
+    assert not looping_tail("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")  # no letters
+    assert not looping_tail("CNC-001 normal, CNC-002 warning, CNC-003 normal, CNC-004 alarm, PRS-001 normal")
+
+
+async def test_a_synthesis_looping_within_one_line_is_cut():
+    agent, model = grounding_agent("CNC-003 is " + "normal | " * 60, "report")
+    events = [e async for e in agent.astream_events("CNC-003 상태")]
+    answer = events[-1].data["answer"]
+    assert answer.startswith("CNC-003 is normal | ") and 3 <= answer.count("normal") <= 5
+    assert len(model.calls) == 3
 
 
 class FilterArgs(BaseModel):
