@@ -21,7 +21,7 @@ from reactgraph import ModelAbilities, create_react_graph
 from reactgraph.dag import create_dag_graph
 from reactgraph.testing import ScriptedChatModel
 
-MARKER = re.compile(r"^<!--\s*graph:\s*(?P<name>[\w-]+)\s*-->\s*$", re.MULTILINE)
+MARKER = re.compile(r"^<!--[ \t]*graph:[ \t]*(?P<name>[\w-]+)[ \t]*-->[ \t]*$", re.MULTILINE)
 
 
 @tool

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import importlib.util
 import inspect
 import json
 import re
@@ -206,6 +207,37 @@ def test_the_shell_check_can_fail():
         _parser().parse_args(["run", "--no-such-option", "q"])
 
 
+def synopsis_options(source: str) -> dict[str, set[str]]:
+    """The options a usage synopsis (a ``text`` block of ``reactgraph SUBCOMMAND [--option …]``
+    lines; indented lines continue the one above) names, by subcommand."""
+    options: dict[str, set[str]] = {}
+    command = None
+    for line in source.splitlines():
+        if line.startswith("reactgraph "):
+            command = line.split()[1]
+        if command is not None:
+            options.setdefault(command, set()).update(re.findall(r"(?<![\w-])--[a-z][a-z-]*", line))
+    return options
+
+
+def test_every_option_of_the_usage_synopses_exists():
+    """The synopses of ``reactgraph run``, ``resume`` and ``serve`` name only options their
+    subcommand has (and all three are documented)."""
+    from reactgraph.cli import _parser
+
+    subcommands = next(a for a in _parser()._actions if a.dest == "command").choices
+    documented: set[str] = set()
+    for page in PAGES:
+        for block in fenced_blocks(page.read_text()):
+            if block.language != "text":
+                continue
+            for command, named in synopsis_options(block.source).items():
+                documented.add(command)
+                unknown = named - set(subcommands[command]._option_string_actions)
+                assert not unknown, f"{page.name}:{block.line}: reactgraph {command} has no {sorted(unknown)}"
+    assert documented == {"run", "resume", "serve"}
+
+
 def relative_links(page: Path) -> list[str]:
     """The link targets of a markdown file that point into the repository (no scheme, not
     only an anchor), outside code blocks and code spans."""
@@ -263,3 +295,18 @@ def test_the_graph_pages_draw_the_compiled_graphs(site):
     assert not [p.name for p in site.rglob("*.html") if "<!-- graph:" in p.read_text()]
     for page in PAGES:
         assert not [b for b in fenced_blocks(page.read_text()) if b.language == "mermaid"], page.name
+
+
+def test_the_graph_hook_draws_a_marker_and_refuses_an_unknown_graph():
+    """The mkdocs hook (docs/hooks/graphs.py) turns a marker into the mermaid of the compiled
+    graph and fails the build on a graph name it does not know."""
+    from mkdocs.exceptions import PluginError
+
+    spec = importlib.util.spec_from_file_location("docs_graph_hook", DOCS / "hooks" / "graphs.py")
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    page = hook.on_page_markdown("Before\n\n<!-- graph: dag -->\n\nAfter\n", None, None, None)
+    assert page.startswith("Before\n\n```mermaid\n") and page.endswith("```\n\nAfter\n")
+    assert "start_dag" in page and "<!-- graph" not in page
+    with pytest.raises(PluginError, match="no such graph"):
+        hook.on_page_markdown("<!-- graph: nope -->\n", None, None, None)
