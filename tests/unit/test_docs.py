@@ -23,6 +23,7 @@ import inspect
 import json
 import re
 import shlex
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,7 +108,13 @@ def pages_with_examples() -> list[Path]:
 @pytest.fixture
 def docs_environment(tmp_path, monkeypatch):
     """Examples write their files (the demo plant's database, checkpoints) under a fresh data
-    directory and never reach a hosted model."""
+    directory and never reach the network: a socket that tries to connect anywhere fails."""
+
+    def offline(sock, address):
+        raise OSError(f"the docs' examples run offline; one tried to connect to {address!r}")
+
+    monkeypatch.setattr(socket.socket, "connect", offline)
+    monkeypatch.setattr(socket.socket, "connect_ex", offline)
     monkeypatch.setenv("REACTGRAPH_HOME", str(tmp_path / "home"))
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "REACTGRAPH_MODEL", "REACTGRAPH_DATABASE_URL", "REACTGRAPH_API_KEY"):
         monkeypatch.delenv(name, raising=False)
