@@ -30,4 +30,4 @@ bench: $(BIN)/python
 	$(BIN)/python bench/renderer.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) build site *.egg-info .pytest_cache .hypothesis

@@ -217,7 +217,7 @@ class DAGAgent(AgentFacade):
             ``completed``), ``analysis``, ``error`` (``kind: "plan_error"`` when the planner
             failed, ``"dag_error"`` when the graph failed), ``answer`` (start, deltas, done)
             and last ``done`` ``{answer, iterations, usage, elapsed, finish_reason,
-            thread_id, rounds, achieved, confidence}``. See the README's events table.
+            thread_id, rounds, achieved, confidence}``. See the events table of docs/sse.md.
         """
         started = time.perf_counter()
         config, thread_id = self._config(thread_id, synthesize=True)

@@ -210,7 +210,7 @@ def create_react_graph(
     """Build and compile the ReAct graph.
 
     Accepts what a user of LangGraph's ``create_react_agent`` passes, where it fits the
-    two-phase design (issue 21; the README's drop-in table lists the differences).
+    two-phase design (issue 21; docs/dropin.md lists the differences).
 
     Args:
         llm: Any LangChain chat model; every call of a run uses it (SPEC R2.1). A

@@ -2,7 +2,7 @@
 
 Each scenario runs against ``langgraph.prebuilt.create_react_agent`` (which proves the
 scenario is written right) and against ``create_react_graph`` with the same scripted model
-and tools, and asserts the same behaviour. The deliberate differences of the README's
+and tools, and asserts the same behaviour. The deliberate differences of docs/dropin.md's
 drop-in table are asserted as documented, each on both graphs.
 """
 
