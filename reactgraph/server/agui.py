@@ -134,8 +134,8 @@ class AguiEncoding:
 
     Stateful: it opens the run before the first event, tracks the open step, tool calls and
     text message, and closes them before the run's terminal event (``RUN_FINISHED`` or
-    ``RUN_ERROR``, after which nothing is written). :meth:`events` is the pure mapping,
-    :meth:`frame` its encoded form (the :class:`~reactgraph.server.app.StreamEncoding`
+    ``RUN_ERROR``, after which nothing is written). :meth:`events` gives the AG-UI event
+    objects of one typed event, :meth:`frame` their encoded form (the :class:`~reactgraph.server.app.StreamEncoding`
     of :func:`~reactgraph.server.stream_events`).
 
     Args:
