@@ -461,14 +461,25 @@ class MCPServer:
         try:
             return call.result()
         except McpError as exc:
-            if exc.error.code == CONNECTION_CLOSED:
-                self.error = self.error or "the server closed the connection"
-                raise self.unavailable() from exc
-            raise ToolException(f"MCP server {self.name!r} refused the call: {one_line(exc)}") from exc
+            if exc.error.code != CONNECTION_CLOSED:
+                raise ToolException(f"MCP server {self.name!r} refused the call: {one_line(exc)}") from exc
+            self._gone("the server closed the connection")
+            raise self.unavailable() from exc
         except ToolException:
             raise
         except Exception as exc:
+            if one_line(exc).split(":")[0] in _STREAM_CLOSED:
+                self._gone("the server closed the connection")
+                raise self.unavailable() from exc
             raise ToolException(f"MCP server {self.name!r} failed: {one_line(exc)}") from exc
+
+    def _gone(self, reason: str) -> None:
+        """The transport is closed for good: remember why and end the session (its task
+        stops the process of a stdio server)."""
+        if self.error is None:
+            self.error = reason + self._stderr_tail()
+        self._dead.set()
+        self._stop.set()
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> Any:
         """Call ``tool`` on the server from any event loop.
