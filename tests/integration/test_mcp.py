@@ -191,3 +191,46 @@ def test_reactgraph_run_with_a_bad_mcp_file_is_one_line(tmp_path):
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == ["reactgraph: error: MCP server 'web': 'url' must be an http:// or https:// URL"]
 
+
+
+async def test_the_server_keeps_mcp_sessions_for_its_life(tmp_path, monkeypatch):
+    """``reactgraph serve --mcp``'s agent (``open_demo_agent(mcp=...)``): the MCP tools join the
+    demo hub, and two runs over HTTP (SSE) call the MCP tool through the session opened with
+    the agent (it lives as long as the server); a server that did not start is reported on
+    ``DemoAgent.mcp``."""
+    from contextlib import asynccontextmanager
+
+    import httpx
+
+    import reactgraph.models
+    from reactgraph.models import ResolvedModel
+    from reactgraph.server import create_app, open_demo_agent
+    from tests.serving import parse_sse, running_server
+
+    model = ScriptedChatModel(
+        by_kind={"selection": [AIMessage("", tool_calls=[tool_call("select_tools", {"tools": ["machine_temperature"]}, f"s{n}")])
+                               for n in (1, 2)]},
+        responses=[AIMessage("", tool_calls=[tool_call("machine_temperature", {"machine_id": "CNC-001"}, "m1")]), "ok",
+                   AIMessage("", tool_calls=[tool_call("machine_temperature", {"machine_id": "CNC-002"}, "m2")]), "ok"],
+        synthesis="Spindle at 71.5 C.",
+    )
+
+    @asynccontextmanager
+    async def scripted(**_options: Any):
+        yield ResolvedModel(model, ModelAbilities(tool_call=True), "scripted")
+
+    monkeypatch.setattr(reactgraph.models, "open_model", scripted)
+    server = {"command": sys.executable, "args": ["-m", "tests.mcp_server", "stdio"], "cwd": str(REPO)}
+    config = {"mcpServers": {"extras": server, "dud": {"command": str(tmp_path / "no-such-server")}}}
+    async with open_demo_agent(db=tmp_path / "factory.db", checkpoints="memory", mcp=config) as demo:
+        assert demo.mcp is not None and "machine_temperature" in demo.mcp.servers["extras"]
+        assert "No such file" in demo.mcp.failures["dud"]
+        names = [tool.name for tool in demo.agent.tools]
+        assert "machine_temperature" in names and "get_equipment_status" in names
+        async with running_server(create_app(demo.agent)) as url, httpx.AsyncClient(base_url=url, timeout=60) as client:
+            for thread in ("a", "b"):
+                response = await client.post(f"/threads/{thread}/runs", json={"message": "Spindle temperature?"})
+                events = parse_sse(response.text)
+                done = [data for channel, data in events if channel == "step" and data.get("status") == "done"
+                        and data.get("tool_name") == "machine_temperature"]
+                assert done and "71.5" in done[0]["observation"] and done[0]["error"] is None
