@@ -234,3 +234,31 @@ async def test_the_server_keeps_mcp_sessions_for_its_life(tmp_path, monkeypatch)
                 done = [data for channel, data in events if channel == "step" and data.get("status") == "done"
                         and data.get("tool_name") == "machine_temperature"]
                 assert done and "71.5" in done[0]["observation"] and done[0]["error"] is None
+
+
+def doc_blocks(language: str) -> list[str]:
+    """The fenced ``language`` blocks of docs/mcp.md, in order."""
+    text = (REPO / "docs" / "mcp.md").read_text()
+    return [block.split("\n", 1)[1] for block in text.split("```")[1::2] if block.startswith(language + "\n")]
+
+
+async def test_the_examples_of_docs_mcp_run(tmp_path, monkeypatch):
+    """docs/mcp.md's configuration parses as documented, and its library example runs as
+    written (a scripted model as ``llm``, the project's server over stdio in ``mcp.json``)."""
+    from reactgraph.mcp import parse_mcp_config
+
+    (documented,) = doc_blocks("json")
+    assert [c["transport"] for c in parse_mcp_config(json.loads(documented)).values()] == ["stdio", "streamable_http"]
+    (example,) = doc_blocks("python")
+    server = {"command": sys.executable, "args": ["-m", "tests.mcp_server", "stdio"], "cwd": str(REPO)}
+    (tmp_path / "mcp.json").write_text(json.dumps({"mcpServers": {
+        "plant": server, "broken": {"command": sys.executable, "args": ["-c", "pass"]}}}))
+    monkeypatch.chdir(tmp_path)
+    llm = ScriptedChatModel(responses=[  # JSON mode: the agent resolves no native tool calls for this model
+        json.dumps({"type": "tool_call", "tool_name": "machine_temperature", "tool_args": {"machine_id": "CNC-003"}}),
+        json.dumps({"type": "final_answer", "answer": "71.5 C."})])
+    namespace: dict[str, Any] = {"llm": llm, "my_tools": []}
+    exec("async def example():\n" + "".join(f"    {line}\n" for line in example.splitlines()) + "    return result",
+         namespace)
+    result = await namespace["example"]()
+    assert "71.5" in result.steps[0].observation and result.answer.strip()
