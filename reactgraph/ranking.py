@@ -149,9 +149,18 @@ class ToolRanker:
         return sorted(names, key=lambda name: position.get(name, len(position)))
 
 
+def _match_words(text: str) -> list[str]:
+    """The words of ``text`` as :func:`named_values` compares them: lower-cased, Latin words
+    reduced to their Snowball stem (so "failed" names the value ``fail``), digits and Hangul
+    kept as written, no stop words removed."""
+    words = _WORD.findall(text.lower())
+    return [_STEMMER.stemWord(word) if word.isascii() and word.isalpha() else word for word in words]
+
+
 def named_values(query: str, values: Iterable[str]) -> list[str]:
-    """The ``values`` whose tokens appear as consecutive tokens of ``query``, in the order
-    the question names them (first occurrence).
+    """The ``values`` whose words appear as consecutive words of ``query``, in the order
+    the question names them (first occurrence). Latin words match by stem ("Which
+    inspections failed?" names ``fail``; "running machines" names ``running`` and ``run``).
 
     Args:
         query: The question.
@@ -161,10 +170,10 @@ def named_values(query: str, values: Iterable[str]) -> list[str]:
         The named values, e.g. ``["CNC-001", "CNC-003"]`` for "Compare CNC-001 and
         CNC-003"; values without tokens are never named.
     """
-    words = [w for w in _WORD.findall(query.lower())]
+    words = _match_words(query)
     found: list[tuple[int, str]] = []
     for value in dict.fromkeys(values):
-        needle = _WORD.findall(value.lower())
+        needle = _match_words(value)
         if not needle:
             continue
         for start in range(len(words) - len(needle) + 1):

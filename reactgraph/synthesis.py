@@ -189,14 +189,46 @@ looping (a small model's degenerate repetition, SPEC R13.1)."""
 
 _DIGITS = re.compile(r"\d+")
 
+LOOPING_TAIL_REPEATS = 5
+"""A streamed answer is also cut when its unfinished line ends in one phrase of letters said
+this many times in a row (``normal | normal | normal | …``): a loop inside one line, which
+:data:`REPEATED_LINE_LIMIT` never sees (SPEC R13.1)."""
+
+_LOOPING_TAIL_MIN_CHARS = 40
+_LOOPING_UNIT_MAX_CHARS = 80
+
+
+def looping_tail(line: str, repeats: int = LOOPING_TAIL_REPEATS) -> bool:
+    """Whether ``line`` ends in one unit of text repeated ``repeats`` times in a row.
+
+    Args:
+        line: The text of a line so far (no newline in it).
+        repeats: Back-to-back occurrences that make a loop.
+
+    Returns:
+        True when, for some unit of 1–80 characters holding a letter, the last
+        ``max(repeats × unit, 40)`` characters are that unit over and over (at any phase, so
+        the stream may end mid-unit). Separators (``----``, ``| --- | --- |``) and digits
+        alone never count.
+    """
+    for period in range(1, _LOOPING_UNIT_MAX_CHARS + 1):
+        span = max(period * repeats, _LOOPING_TAIL_MIN_CHARS)
+        if span > len(line):
+            break
+        tail = line[-span:]
+        if tail[:-period] == tail[period:] and any(char.isalpha() for char in tail[:period]):
+            return True
+    return False
+
 
 async def until_repetition(chunks: AsyncIterator[str], limit: int = REPEATED_LINE_LIMIT) -> AsyncIterator[str]:
     """Pass ``chunks`` through until the text repeats itself (SPEC R13.1).
 
     A line of at least 12 characters that comes ``limit`` times — compared without its
     numbers and surrounding blanks, so ``4. x failed`` and ``5. x failed`` are the same line —
-    ends the stream: the chunk that completed it is dropped and the source is closed, which
-    stops the model call.
+    ends the stream, and so does a line that loops within itself (:func:`looping_tail`): the
+    chunk that completed the repetition is dropped and the source is closed, which stops the
+    model call.
 
     Args:
         chunks: Streamed text.
@@ -218,6 +250,9 @@ async def until_repetition(chunks: AsyncIterator[str], limit: int = REPEATED_LIN
                     if seen[key] >= limit:
                         logger.info("synthesis cut: the line %r came %d times", key[:80], limit)
                         return
+            if looping_tail(pending):
+                logger.info("synthesis cut: the line loops on %r", pending[-80:])
+                return
             yield chunk
 
 

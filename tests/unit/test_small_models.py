@@ -17,6 +17,7 @@ from reactgraph.grounding import check_grounding, extract_values, observation_an
 from reactgraph.nodes.llm_call import detect_stall
 from reactgraph.nodes.select_tools import hybrid_selection
 from reactgraph.ranking import ToolRanker, named_values, tokenize, unlisted_values
+from reactgraph.synthesis import looping_tail
 from reactgraph.testing import ScriptedChatModel, tool_call
 
 NATIVE = ModelAbilities(tool_call=True, json_mode=True)
@@ -74,6 +75,13 @@ def test_named_values_in_question_order():
     assert named_values("Compare CNC-003 and CNC-001", MACHINES) == ["CNC-003", "CNC-001"]
     assert named_values("cnc-002 상태", MACHINES) == ["CNC-002"]
     assert named_values("how is the plant", MACHINES) == []
+
+
+def test_named_values_match_latin_words_by_stem():
+    # "failed" names the enum value "fail"; ids and Hangul still match as written.
+    assert named_values("Which inspections failed this week?", ["pass", "fail"]) == ["fail"]
+    assert named_values("Show passing and failing lots", ["fail", "pass"]) == ["pass", "fail"]
+    assert named_values("CNC-001 불량", ["CNC-001", "불량"]) == ["CNC-001", "불량"]
 
 
 def test_unlisted_values_are_ids_in_a_known_shape_that_the_enum_lacks():
@@ -353,22 +361,41 @@ async def test_a_looping_synthesis_is_cut_and_then_checked():
     assert len(model.calls) == 3  # two loop calls and one synthesis: the stream was cut, nothing more asked
 
 
+def test_looping_tail_rules():
+    assert looping_tail("CNC-003: " + "normal | " * 5)
+    assert looping_tail("status: " + "ok, " * 12 + "o")  # the stream may stop mid-unit
+    assert not looping_tail("CNC-003: " + "normal | " * 4)  # four times is not a loop yet
+    assert not looping_tail("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")  # no letters
+    assert not looping_tail("CNC-001 normal, CNC-002 warning, CNC-003 normal, CNC-004 alarm, PRS-001 normal")
+
+
+async def test_a_synthesis_looping_within_one_line_is_cut():
+    agent, model = grounding_agent("CNC-003 is " + "normal | " * 60, "report")
+    events = [e async for e in agent.astream_events("CNC-003 상태")]
+    answer = events[-1].data["answer"]
+    assert answer.startswith("CNC-003 is normal | ") and 3 <= answer.count("normal") <= 5
+    assert len(model.calls) == 3
+
+
 class FilterArgs(BaseModel):
     machine_id: Literal["CNC-001", "CNC-002", "CNC-003", "PRS-001"] = Field(description="Machine id")
     line: Literal["Line A", "Line B"] | None = Field(None, description="Only this line")
     day: Annotated[str, Field(json_schema_extra={"format": "date"})] | None = Field(None, description="A day")
+    result: Literal["pass", "fail"] | None = Field(None, description="Only this result")
     limit: int = Field(5, description="Rows")
 
 
 async def test_named_optionals_only_offers_the_optional_arguments_the_question_names():
-    def alarms(machine_id: str, line: str | None = None, day: str | None = None, limit: int = 5) -> str:
+    def alarms(machine_id: str, line: str | None = None, day: str | None = None, result: str | None = None,
+               limit: int = 5) -> str:
         return f"alarms of {machine_id}"
 
     tool = StructuredTool.from_function(alarms, name="alarm_log", description="Alarm log of a machine.",
                                         args_schema=FilterArgs)
     for question, expected in [("alarm log of CNC-003", {"machine_id"}),
                                ("alarm log of CNC-003 on Line B", {"machine_id", "line"}),
-                               ("alarm log of CNC-003 on 2026-01-28", {"machine_id", "day"})]:
+                               ("alarm log of CNC-003 on 2026-01-28", {"machine_id", "day"}),
+                               ("failed checks of CNC-003", {"machine_id", "result"})]:
         model = ScriptedChatModel(responses=[final("ok")])
         settings = AgentSettings(optional_args="named")
         await ReActAgent(model, [tool], abilities=SCHEMA, settings=settings).run(question)
@@ -377,4 +404,4 @@ async def test_named_optionals_only_offers_the_optional_arguments_the_question_n
     model = ScriptedChatModel(responses=[final("ok")])
     await ReActAgent(model, [tool], abilities=SCHEMA).run("alarm log of CNC-003")  # default: every argument
     branch = model.call_kwargs[0]["response_format"]["schema"]["anyOf"][0]
-    assert set(branch["properties"]["tool_args"]["properties"]) == {"machine_id", "line", "day", "limit"}
+    assert set(branch["properties"]["tool_args"]["properties"]) == {"machine_id", "line", "day", "result", "limit"}
