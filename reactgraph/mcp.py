@@ -23,7 +23,9 @@ What it does:
 - **Failures are observations, never crashes** (SPEC R2.7): a server that fails to start
   is left out with a one-line reason (:attr:`MCPTools.failures`; the other servers' tools
   load); a call to a server that died, an error result or a transport failure is the
-  observation ``Error: MCP server '<server>' …`` in one line, and the run goes on.
+  observation ``Error: MCP server '<server>' …`` in one line, and the run goes on. A
+  server that went down gets a new session from the first call ``reconnect_after``
+  (10) seconds later, so a long-lived ``reactgraph serve`` outlives a restarted server.
 - **Results map to observations and artifacts** (:func:`map_tool_result`; SPEC R2.9):
   text (and structured content when there is no text) is the observation; images, audio,
   HTML/markdown resources and binary resources become one :class:`~reactgraph.Artifact`
@@ -49,6 +51,7 @@ import os
 import re
 import tempfile
 import threading
+import time
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -69,6 +72,10 @@ MCP_EXTRA_HINT = "MCP servers need the mcp extra: pip install 'reactgraph[mcp]'"
 
 STARTUP_TIMEOUT = 60.0
 """Default seconds a server has to start and list its tools (``npx`` may download first)."""
+
+RECONNECT_AFTER = 10.0
+"""Default seconds after a server went down before a call of one of its tools opens a new
+session (starts the process again, for stdio); calls in between fail at once."""
 
 HTTP_TRANSPORTS = {"streamable_http": "streamable_http", "streamable-http": "streamable_http",
                    "http": "streamable_http", "sse": "sse"}
@@ -333,7 +340,9 @@ class MCPServer:
 
     The session is opened and closed in that task (the transports' ``anyio`` task groups
     must be), so a transport failure ends the task, not the caller; calls from any task or
-    thread go through :meth:`call`. Made by :func:`load_mcp_tools`; one object per server.
+    thread go through :meth:`call`. A server that went down gets a new session from the
+    first call ``reconnect_after`` seconds later (never when ``None``). Made by
+    :func:`load_mcp_tools`; one object per server.
 
     Attributes:
         name: The server's name in the configuration.
@@ -341,9 +350,10 @@ class MCPServer:
         tools: The adapter's LangChain tools as listed at start (remote names).
     """
 
-    def __init__(self, name: str, connection: dict[str, Any]) -> None:
+    def __init__(self, name: str, connection: dict[str, Any], *, reconnect_after: float | None = RECONNECT_AFTER) -> None:
         self.name = name
         self.connection = connection
+        self.reconnect_after = reconnect_after
         self.error: str | None = None
         self.tools: list[BaseTool] = []
         self._session: Any = None
@@ -353,6 +363,10 @@ class MCPServer:
         self._stop = asyncio.Event()
         self._dead = asyncio.Event()
         self._errlog: Any = None
+        self._timeout = STARTUP_TIMEOUT
+        self._down_since = 0.0
+        self._closed = False
+        self._reopening: asyncio.Lock | None = None
 
     @asynccontextmanager
     async def _open(self) -> AsyncIterator[Any]:
@@ -402,32 +416,46 @@ class MCPServer:
         finally:
             if self.error is None and not self._stop.is_set():
                 self.error = "the server closed the connection" + self._stderr_tail()
-            self._dead.set()
+            self._mark_down()
             self._ready.set()
+
+    def _mark_down(self) -> None:
+        if not self._dead.is_set():
+            self._down_since = time.monotonic()
+        self._dead.set()
 
     async def start(self, timeout: float) -> None:
         """Open the session and list the tools, in the owning task.
 
         Args:
-            timeout: Seconds the server has to start and answer the listing.
+            timeout: Seconds the server has to start and answer the listing (also used
+                when a session is opened again after the server went down).
 
         Raises:
             ToolException: The server did not start; the message is one line.
         """
         self._loop = asyncio.get_running_loop()
+        self._timeout = timeout
+        await self._open_session()
+
+    async def _open_session(self) -> None:
+        await self._end_task()
+        self.error, self._session = None, None
+        self._ready, self._stop, self._dead = asyncio.Event(), asyncio.Event(), asyncio.Event()
         if self.connection["transport"] == "stdio":
             self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
         self._task = asyncio.create_task(self._own(), name=f"mcp:{self.name}")
         try:
-            await asyncio.wait_for(self._ready.wait(), timeout)
+            await asyncio.wait_for(self._ready.wait(), self._timeout)
         except TimeoutError:
-            self.error = f"did not start within {timeout:g} seconds" + self._stderr_tail()
-            await self.close()
+            self.error = f"did not start within {self._timeout:g} seconds" + self._stderr_tail()
+            self._mark_down()
+            await self._end_task()
         if self._dead.is_set() or self.error:
             raise ToolException(self.error or "the server closed the connection")
 
-    async def close(self) -> None:
-        """End the session (the stdio process is stopped); safe to call twice."""
+    async def _end_task(self) -> None:
+        """Stop the session's task (if any) and wait for it; forget its standard error file."""
         self._stop.set()
         if self._task is not None and not self._task.done():
             try:
@@ -438,11 +466,33 @@ class MCPServer:
             self._errlog.close()
             self._errlog = None
 
+    async def close(self) -> None:
+        """End the session (the stdio process is stopped) for good; safe to call twice."""
+        self._closed = True
+        await self._end_task()
+
+    async def _reopen_if_due(self) -> None:
+        """After ``reconnect_after`` seconds down, open a new session (once at a time); a
+        failed attempt restarts the wait."""
+        if self._closed or self.reconnect_after is None or time.monotonic() - self._down_since < self.reconnect_after:
+            return
+        self._reopening = self._reopening or asyncio.Lock()
+        async with self._reopening:
+            if not self._dead.is_set():
+                return  # another call reopened it meanwhile
+            try:
+                await self._open_session()
+                logger.info("MCP server %r is back", self.name)
+            except ToolException:
+                self._down_since = time.monotonic()
+
     def unavailable(self) -> ToolException:
         """The error a call to a server that is down raises (one line)."""
         return ToolException(f"MCP server {self.name!r} is unavailable: {self.error or 'not started'}")
 
     async def _call_here(self, tool: str, arguments: dict[str, Any]) -> Any:
+        if self._dead.is_set():
+            await self._reopen_if_due()
         if self._dead.is_set() or self._session is None:
             raise self.unavailable()
         from mcp.shared.exceptions import McpError
@@ -478,7 +528,7 @@ class MCPServer:
         stops the process of a stdio server)."""
         if self.error is None:
             self.error = reason + self._stderr_tail()
-        self._dead.set()
+        self._mark_down()
         self._stop.set()
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> Any:
@@ -581,6 +631,7 @@ async def load_mcp_tools(
     *,
     reserved: Iterable[str] = (),
     startup_timeout: float = STARTUP_TIMEOUT,
+    reconnect_after: float | None = RECONNECT_AFTER,
 ) -> AsyncIterator[MCPTools]:
     """Open the MCP servers of a client configuration and yield their tools (SPEC R13.4).
 
@@ -594,6 +645,10 @@ async def load_mcp_tools(
         reserved: Names of the agent's other tools; an MCP tool with one of them is
             prefixed with its server's name (:func:`unique_tool_names`).
         startup_timeout: Seconds each server has to start and list its tools.
+        reconnect_after: Seconds after a server went down (its process exited, its
+            connection broke) before a call of one of its tools opens a new session; calls
+            before that fail at once. ``None``: a server that went down stays down. The
+            tools are those listed at start.
 
     Yields:
         :class:`MCPTools`: the tools of every server that started, in configuration order,
@@ -610,7 +665,7 @@ async def load_mcp_tools(
         import mcp  # noqa: F401
     except ImportError as exc:
         raise ImportError(f"{MCP_EXTRA_HINT} ({exc})") from exc
-    links = [MCPServer(name, connection) for name, connection in connections.items()]
+    links = [MCPServer(name, connection, reconnect_after=reconnect_after) for name, connection in connections.items()]
     async with AsyncExitStack() as stack:
         for link in links:
             stack.push_async_callback(link.close)

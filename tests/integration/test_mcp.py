@@ -131,11 +131,11 @@ async def test_an_agent_turn_uses_both_servers_and_answers_after_one_dies(everyt
 
 async def test_a_stdio_server_that_dies_mid_session_fails_as_an_observation(tmp_path):
     """The project's server over stdio ends its process during a call: that call and every
-    later call of its tools are the one-line observation that the server is unavailable;
-    the other server's tools still answer (no crash, no hang)."""
+    later call of its tools are the one-line observation that the server is unavailable
+    (no reconnection here); the other server's tools still answer (no crash, no hang)."""
     server = {"command": sys.executable, "args": ["-m", "tests.mcp_server", "stdio"], "cwd": str(REPO)}
     config = {"mcpServers": {"doomed": server, "spare": server}}
-    async with load_mcp_tools(config) as tools:
+    async with load_mcp_tools(config, reconnect_after=None) as tools:
         by_name = {tool.name: tool for tool in tools}
         assert "doomed_exit_server" in by_name and "spare_machine_temperature" in by_name
 
@@ -149,6 +149,20 @@ async def test_a_stdio_server_that_dies_mid_session_fails_as_an_observation(tmp_
         assert after.content.startswith("Error: MCP server 'doomed' is unavailable")
         alive = await call("spare_machine_temperature", {"machine_id": "CNC-001"})
         assert alive.status == "success" and "71.5" in alive.content
+
+
+async def test_a_server_that_went_down_gets_a_new_session_on_a_later_call():
+    """With ``reconnect_after`` passed (0 here), the call after a stdio server's process
+    exited starts the server again and answers (a long-lived ``serve`` outlives a restarted
+    MCP server); the call during which it died is still the unavailable observation."""
+    server = {"command": sys.executable, "args": ["-m", "tests.mcp_server", "stdio"], "cwd": str(REPO)}
+    async with load_mcp_tools({"mcpServers": {"plant": server}}, reconnect_after=0) as tools:
+        by_name = {tool.name: tool for tool in tools}
+        dying = await asyncio.wait_for(by_name["exit_server"].ainvoke(tool_call("exit_server", {}, "x1")), 30)
+        assert dying.status == "error" and "is unavailable" in dying.content
+        back = await asyncio.wait_for(by_name["machine_temperature"].ainvoke(
+            tool_call("machine_temperature", {"machine_id": "CNC-002"}, "m1")), 60)
+        assert back.status == "success" and back.content == "CNC-002: spindle temperature 71.5 C"
 
 
 def test_reactgraph_run_with_mcp(tmp_path, plant_server):
@@ -179,14 +193,15 @@ def test_reactgraph_run_with_mcp(tmp_path, plant_server):
     assert "CNC-003 spindle: 71.5 C." in out
 
 
-def test_reactgraph_run_with_a_bad_mcp_file_is_one_line(tmp_path):
-    """A malformed ``--mcp`` file stops the command before any model starts: exit status 2
-    and one line naming the server and the field."""
+@pytest.mark.parametrize("command", [["run", "hi", "--db-url", "memory"], ["serve", "--checkpoints", "memory"]])
+def test_a_bad_mcp_file_stops_run_and_serve_with_one_line(tmp_path, command):
+    """A malformed ``--mcp`` file stops ``run`` and ``serve`` before any model starts: exit
+    status 2 and one line naming the server and the field."""
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"web": {"url": "ftp://example"}}}))
     done = subprocess.run(
-        [sys.executable, "-m", "reactgraph", "run", "hi", "--mcp", str(config), "--db", str(tmp_path / "f.db"),
-         "--db-url", "memory"], cwd=REPO, capture_output=True, text=True, timeout=120,
+        [sys.executable, "-m", "reactgraph", *command, "--mcp", str(config), "--db", str(tmp_path / "f.db")],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
     )
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == ["reactgraph: error: MCP server 'web': 'url' must be an http:// or https:// URL"]
