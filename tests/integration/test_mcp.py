@@ -73,7 +73,7 @@ def step_of(result: Any, call_id: str) -> Any:
 
 async def test_an_agent_turn_uses_both_servers_and_answers_after_one_dies(everything, plant_server):
     """One run over a hub of two MCP servers: the model calls a tool of each (stdio and
-    streamable HTTP), gets an image as an artifact, then the HTTP server is killed: its
+    streamable HTTP), gets an image of each as an artifact, then the HTTP server is killed: its
     tool's call is a one-line error observation, the stdio server's tools keep working,
     and the run answers. A server whose command exits at start is reported and left out."""
     url, process = plant_server
@@ -98,27 +98,32 @@ async def test_an_agent_turn_uses_both_servers_and_answers_after_one_dies(everyt
         assert "echo" not in names and len(names) == len(set(names))
         model = ScriptedChatModel(
             by_kind={"selection": [AIMessage("", tool_calls=[tool_call(
-                "select_tools", {"tools": ["everything_echo", "machine_temperature", "trend_chart"]}, "s1")])]},
+                "select_tools", {"tools": ["everything_echo", "machine_temperature", "trend_chart", "get-tiny-image"]}, "s1")])]},
             responses=[
                 AIMessage("", tool_calls=[tool_call("everything_echo", {"message": "hello"}, "e1"),
                                           tool_call("machine_temperature", {"machine_id": "CNC-003"}, "t1")]),
-                AIMessage("", tool_calls=[tool_call("trend_chart", {"machine_id": "CNC-003"}, "c1")]),
+                AIMessage("", tool_calls=[tool_call("trend_chart", {"machine_id": "CNC-003"}, "c1"),
+                                          tool_call("get-tiny-image", {}, "i1")]),
                 kill_then_call,
                 "CNC-003 runs at 71.5 C; the plant server went away after that.",
             ],
             synthesis="CNC-003: spindle temperature 71.5 C.",
         )
-        agent = ReActAgent(model, tools, abilities=ModelAbilities(tool_call=True), settings=AgentSettings(tool_selection_max=4))
-        result = await agent.run("Echo hello, then read the spindle temperature of CNC-003 and chart its trend")
+        agent = ReActAgent(model, tools, abilities=ModelAbilities(tool_call=True), settings=AgentSettings(tool_selection_max=6))
+        result = await agent.run("Echo hello, read the spindle temperature of CNC-003, chart its trend, show the tiny image")
 
     # Tool selection ranked the tools of both servers together (one catalog, SPEC §5).
     assert model.kinds[0] == "selection"
     catalog = next(m.content for m in model.calls[0] if isinstance(m, HumanMessage))
-    assert "everything_echo" in catalog and "machine_temperature" in catalog
+    assert all(name in catalog for name in ("everything_echo", "get-tiny-image", "machine_temperature", "trend_chart"))
     assert step_of(result, "e1").observation == "Echo: hello"
     assert "71.5" in step_of(result, "t1").observation and step_of(result, "t1").error is None
     chart = step_of(result, "c1")
     assert chart.artifact is not None and chart.artifact.content.startswith('<img alt="trend_chart-image-1.png" src="data:image/png;base64,')
+    # server-everything's image (text, image, text): the text is the observation, the image an artifact.
+    logo = step_of(result, "i1")
+    assert logo.artifact is not None and 'src="data:image/png;base64,' in logo.artifact.content
+    assert "[image image/png: get-tiny-image-image-2.png (artifact)]" in logo.observation
     dead = step_of(result, "t2")
     assert dead.error is not None and dead.error.startswith("MCP server 'plant' is unavailable: ")
     assert "\n" not in dead.error
