@@ -618,12 +618,6 @@ class MCPTools(list):  # type: ignore[type-arg]
         self.servers = servers
         self.failures = failures
 
-    def summary(self) -> str:
-        """One line for a log or a terminal: ``"mcp: everything 13 tools · web: failed to start: …"``."""
-        parts = [f"{name} {len(names)} tools" for name, names in self.servers.items()]
-        parts += [f"{name}: failed to start: {reason}" for name, reason in self.failures.items()]
-        return "mcp: " + (" · ".join(parts) or "no servers")
-
 
 @asynccontextmanager
 async def load_mcp_tools(
