@@ -17,6 +17,7 @@ from reactgraph.dag import DAGAgent, DAGResult, DAGSettings, StepOutcome, create
 from reactgraph.errors import (
     FollowUpLimitError,
     LocalModelError,
+    MCPConfigError,
     NoActiveRunError,
     NothingToResumeError,
     PlanError,
@@ -32,6 +33,7 @@ from reactgraph.hooks import ToolRejection
 from reactgraph.interrupts import FollowUpLimits, InMemoryInterruptQueue, InterruptQueue
 from reactgraph.jsonparse import extract_json
 from reactgraph.limits import ModelPrice, UsageLimits
+from reactgraph.mcp import MCPTools, load_mcp_tools
 from reactgraph.models.registry import ModelRegistry, RegisteredModel
 from reactgraph.protocol import check_protocol
 from reactgraph.result import AgentResult, Step
@@ -65,6 +67,8 @@ __all__ = [
     "InMemoryInterruptQueue",
     "InterruptQueue",
     "LocalModelError",
+    "MCPConfigError",
+    "MCPTools",
     "ModelAbilities",
     "ModelRegistry",
     "NoActiveRunError",
@@ -88,6 +92,7 @@ __all__ = [
     "create_dag_graph",
     "create_react_graph",
     "extract_json",
+    "load_mcp_tools",
     "open_checkpointer",
     "open_persistence",
     "parse_action",

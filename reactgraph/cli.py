@@ -63,6 +63,9 @@ from reactgraph.jsonparse import safe_json
 
 _OBSERVATION_LINES = 8
 
+MCP_HELP = ('MCP client configuration ({"mcpServers": {name: {command, args, env} | {url, transport}}}): '
+            "each server's tools join the demo plant's hub for the run (docs/mcp.md)")
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="reactgraph", description="A two-phase ReAct agent engine on LangGraph.")
@@ -90,6 +93,7 @@ def _add_agent_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("--max-iterations", type=int, default=AgentSettings.max_iterations,
                          help="most model calls in the tool loop (default: %(default)s)")
     command.add_argument("--db", help="demo plant database file (default: under $REACTGRAPH_HOME or ~/.local/share/reactgraph)")
+    command.add_argument("--mcp", metavar="FILE", help=MCP_HELP)
     command.add_argument("--db-url", "--checkpoints", dest="db_url",
                          help="where threads are kept: a SQLite file, a postgresql:// URL or 'memory' (default: "
                               "$REACTGRAPH_DATABASE_URL, else checkpoints.db under $REACTGRAPH_HOME)")
@@ -107,6 +111,7 @@ def _add_serve_parser(commands: Any) -> None:
     serve.add_argument("--max-iterations", type=int, default=AgentSettings.max_iterations,
                        help="most model calls in the tool loop of one run (default: %(default)s)")
     serve.add_argument("--db", help="demo plant database file (default: under $REACTGRAPH_HOME or ~/.local/share/reactgraph)")
+    serve.add_argument("--mcp", metavar="FILE", help=MCP_HELP)
     serve.add_argument("--checkpoints", help="where threads are kept: a SQLite file, sqlite:///path, a postgresql:// URL "
                                              "or 'memory' (default: $REACTGRAPH_DATABASE_URL, else checkpoints.db "
                                              "beside the demo database)")
@@ -161,6 +166,8 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
             if not _is_database_error(exc):
                 raise
             raise SetupError(f"cannot open the checkpoint database: {' '.join(str(exc).split())}") from exc
+        if args.mcp:
+            tools = [*tools, *await _open_mcp(stack, args.mcp, [tool.name for tool in tools], console)]
         try:
             resolved = await stack.enter_async_context(open_model(model=args.model, base_url=args.base_url, api_key=args.api_key))
         except LocalModelError as exc:
@@ -205,6 +212,34 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
         if printed.finish_reason == "plan_failed":
             raise RunFailed(str(done.answer if done is not None else ""))
         return 0 if done is not None and str(done.answer).strip() else 1
+
+
+async def _open_mcp(stack: AsyncExitStack, path: str, reserved: Sequence[str], console: Console) -> list[Any]:
+    """Open the MCP servers of ``--mcp`` for the rest of ``stack`` and print what started
+    (SPEC R13.4); a server that did not start is one yellow line, not a failure.
+
+    Raises:
+        MCPConfigError: The file is unreadable or malformed (exit status 2).
+        SetupError: The ``mcp`` extra is missing.
+    """
+    from reactgraph.mcp import load_mcp_tools
+
+    try:
+        tools = await stack.enter_async_context(load_mcp_tools(path, reserved=reserved))
+    except ImportError as exc:
+        raise SetupError(str(exc)) from exc
+    print_mcp_summary(console, tools)
+    return list(tools)
+
+
+def print_mcp_summary(console: Console, tools: Any) -> None:
+    """The servers of :class:`~reactgraph.MCPTools` on the terminal: one dim line for those
+    that started, one yellow line per server that did not."""
+    started = [f"{escape(name)} ({len(names)} tools)" for name, names in tools.servers.items()]
+    if started:
+        console.print(f"[dim]mcp: {' · '.join(started)}[/dim]")
+    for name, reason in tools.failures.items():
+        console.print(f"[yellow]mcp: server {escape(name)} failed to start: {escape(reason)}[/yellow]")
 
 
 def _is_database_error(exc: BaseException) -> bool:
@@ -392,16 +427,18 @@ async def _serve(args: argparse.Namespace, console: Console) -> int:
     try:
         context = open_demo_agent(model=args.model, base_url=args.base_url, api_key=args.api_key,
                                   json_mode=args.json_mode, max_iterations=args.max_iterations,
-                                  db=args.db, checkpoints=args.checkpoints)
+                                  db=args.db, checkpoints=args.checkpoints, mcp=args.mcp)
         demo = await context.__aenter__()
     except Exception as exc:
-        if not isinstance(exc, LocalModelError) and not _is_database_error(exc):
+        if not isinstance(exc, (LocalModelError, ImportError)) and not _is_database_error(exc):
             raise
         raise SetupError(" ".join(str(exc).split())) from exc
     try:
         auth = "bearer token required" if server_settings.resolved_api_key() else "no authentication"
         console.print(f"[dim]model: {escape(demo.model)} · mode: {demo.agent.mode} · tools: {len(demo.agent.tools)} · "
                       f"threads: {escape(_redact(demo.checkpoints))} · {auth}[/dim]")
+        if demo.mcp is not None:
+            print_mcp_summary(console, demo.mcp)
         console.print(f"[bold]page: http://{args.host}:{args.port}/[/bold]")
         await serve(create_app(demo.agent, server_settings), args.host, args.port)
         return 0

@@ -79,6 +79,12 @@ class LocalModelError(ReactGraphError, RuntimeError):
     """
 
 
+class MCPConfigError(ReactGraphError, ValueError):
+    """An MCP client configuration that cannot be used (SPEC R13.4): not JSON, no
+    ``mcpServers`` object, or a server entry without a ``command`` or a ``url``, or with a
+    transport reactgraph does not speak. The message names the server and the field."""
+
+
 RETRY_LATER_STATUSES = frozenset({408, 409, 429})
 """4xx statuses that say "not now" (timeout, conflict, rate limit) rather than "never"."""
 

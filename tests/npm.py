@@ -1,40 +1,53 @@
-"""An npm package installed for the tests that drive a real JavaScript client (issue 19):
-into a cache under ``$REACTGRAPH_HOME`` (``.reactgraph/`` in CI), once per version."""
+"""npm packages for the tests that run real JavaScript programs (issue 19): installed with
+npm at test time into a cache directory, so CI (which reaches the npm registry and has
+node) needs no step of its own. The MCP tests run server-everything's command
+(:func:`npm_bin`); the AG-UI test imports ``@ag-ui/client`` from a script (:func:`npm_package`)."""
 
 from __future__ import annotations
 
-import fcntl
-import json
-import re
+import os
 import shutil
 import subprocess
 from pathlib import Path
 
-from reactgraph._paths import data_home
+
+def npm_cache_dir(fallback: Path) -> Path:
+    """Where npm packages are installed: ``$REACTGRAPH_HOME/npm`` (kept between runs; CI sets
+    it inside the work tree), else ``fallback`` (a test's temporary directory)."""
+    home = os.environ.get("REACTGRAPH_HOME")
+    return Path(home) / "npm" if home else fallback
 
 
-def npm_package(name: str, version: str) -> Path:
-    """Install ``name@version`` with npm (unless already there) and return the directory
-    whose ``node_modules`` holds it (a ``package.json`` sits in it, for ``createRequire``).
-
-    Concurrent callers wait on a file lock; a half-finished install is redone.
+def npm_package(package: str, version: str, cache: Path) -> Path:
+    """The directory whose ``node_modules`` holds ``package@version``, installed under
+    ``cache`` first if it is not there yet (a script finds it with
+    ``createRequire(<directory>/package.json)``).
 
     Raises:
-        RuntimeError: ``npm`` is missing or the install failed (its output's tail).
+        AssertionError: node or npm is missing, or the install failed (the message has npm's
+            last output lines).
     """
+    prefix = cache / f"{package.replace('/', '__').lstrip('@')}-{version}"
+    if (prefix / "node_modules" / package / "package.json").exists():
+        return prefix
     npm = shutil.which("npm")
-    if npm is None:
-        raise RuntimeError("npm is not installed: .ci/run installs Debian's nodejs and npm")
-    directory = data_home() / "npm" / re.sub(r"[^A-Za-z0-9._-]", "_", f"{name}@{version}")
-    directory.mkdir(parents=True, exist_ok=True)
-    marker = directory / ".installed"
-    with open(directory / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not marker.exists():
-            (directory / "package.json").write_text(json.dumps({"name": "reactgraph-test-client", "private": True}))
-            done = subprocess.run([npm, "install", "--no-audit", "--no-fund", "--no-save", f"{name}@{version}"],
-                                  cwd=directory, capture_output=True, text=True, timeout=600, check=False)
-            if done.returncode != 0:
-                raise RuntimeError(f"npm install {name}@{version} failed: {(done.stdout + done.stderr)[-2000:]}")
-            marker.write_text(version)
-    return directory
+    assert npm and shutil.which("node"), "the tests that run JavaScript need node and npm on PATH"
+    prefix.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run([npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--loglevel=error",
+                           f"{package}@{version}"], capture_output=True, text=True, timeout=600)
+    tail = "\n".join((done.stdout + done.stderr).splitlines()[-10:])
+    assert done.returncode == 0 and (prefix / "node_modules" / package).is_dir(), \
+        f"npm install {package}@{version} failed:\n{tail}"
+    return prefix
+
+
+def npm_bin(package: str, version: str, command: str, cache: Path) -> Path:
+    """The path of ``command`` from ``package@version``, installed under ``cache`` first if
+    it is not there yet.
+
+    Raises:
+        AssertionError: As :func:`npm_package`, or the package has no such command.
+    """
+    binary = npm_package(package, version, cache) / "node_modules" / ".bin" / command
+    assert binary.exists(), f"{package}@{version} has no command {command!r}"
+    return binary

@@ -4,8 +4,9 @@ tests/integration/test_cli_approval.py to drive the CLI through a pseudo-termina
 ``python -m tests.scripted_cli SCRIPT ARGS...`` runs ``reactgraph ARGS...`` with the demo
 plant's real tools (``--db`` chooses its database) and, in place of the configured model,
 a :class:`~reactgraph.testing.ScriptedChatModel` playing ``SCRIPT``: a JSON object
-``{"responses": [...], "synthesis": "..."}`` whose responses are strings (content) or
-``{"tool_calls": [[name, args, id], ...]}``. The exit status is the command's.
+``{"responses": [...], "synthesis": "...", "selection": [...]}`` whose responses are strings
+(content) or ``{"tool_calls": [[name, args, id], ...]}``; ``selection`` (optional) is the tool
+names the tool-selection call picks. The exit status is the command's.
 """
 
 from __future__ import annotations
@@ -32,7 +33,10 @@ def scripted_model(script: dict[str, Any]) -> ScriptedChatModel:
         else AIMessage(content="", tool_calls=[tool_call(name, args, call_id) for name, args, call_id in item["tool_calls"]])
         for item in script["responses"]
     ]
-    return ScriptedChatModel(responses=responses, synthesis=script.get("synthesis", "Synthesized answer."))
+    picks = [AIMessage(content="", tool_calls=[tool_call("select_tools", {"tools": script["selection"]}, "select")])] \
+        if "selection" in script else []
+    return ScriptedChatModel(responses=responses, synthesis=script.get("synthesis", "Synthesized answer."),
+                             by_kind={"selection": picks})
 
 
 if __name__ == "__main__":

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import uvicorn
 from fastapi import FastAPI
@@ -13,6 +14,7 @@ from fastapi import FastAPI
 from reactgraph.agent import ReActAgent
 from reactgraph.checkpointing import open_persistence
 from reactgraph.config import AgentSettings
+from reactgraph.mcp import MCPTools, load_mcp_tools
 
 
 @dataclass(frozen=True)
@@ -24,11 +26,14 @@ class DemoAgent:
             its interrupt queue.
         model: One-line description of the model (e.g. ``"embedded SmolLM2-135M (…)"``).
         checkpoints: Where threads are kept: a SQLite file path, a Postgres URL or ``"memory"``.
+        mcp: The MCP servers' tools in the agent (:class:`reactgraph.MCPTools`, with each
+            server's outcome), ``None`` without an MCP configuration.
     """
 
     agent: ReActAgent
     model: str
     checkpoints: str
+    mcp: MCPTools | None = None
 
 
 @asynccontextmanager
@@ -41,6 +46,7 @@ async def open_demo_agent(
     max_iterations: int = AgentSettings.max_iterations,
     db: str | os.PathLike[str] | None = None,
     checkpoints: str | os.PathLike[str] | None = None,
+    mcp: str | os.PathLike[str] | Mapping[str, Any] | None = None,
 ) -> AsyncIterator[DemoAgent]:
     """Open the model and the checkpointer and build the demo agent, for the block.
 
@@ -50,7 +56,9 @@ async def open_demo_agent(
     ``$REACTGRAPH_DATABASE_URL``, then ``checkpoints.db`` in the data directory), so a
     thread survives a server restart. With a Postgres URL the follow-up queue and run
     bookkeeping live in the same database, so several server processes serve the same
-    threads (SPEC R7.5).
+    threads (SPEC R7.5). With ``mcp``, the MCP servers of that client configuration are
+    connectors of the hub beside the plant's (SPEC R5.4, R13.4): their sessions stay open
+    for the block, i.e. the server's life (:func:`reactgraph.mcp.load_mcp_tools`).
 
     Args:
         model, base_url, api_key: Endpoint settings of the model (``None``: environment).
@@ -58,6 +66,7 @@ async def open_demo_agent(
         max_iterations: Loop cap per run (SPEC R2.6).
         db: The demo plant's SQLite file (``None``: the default under the data directory).
         checkpoints: Checkpoint path or URL (see above).
+        mcp: An MCP client configuration (file path or parsed object), or ``None``.
 
     Yields:
         :class:`DemoAgent`.
@@ -68,6 +77,8 @@ async def open_demo_agent(
         ImportError: A Postgres URL without the ``[postgres]`` extra.
         psycopg.OperationalError: The Postgres database cannot be reached.
         reactgraph.models.LocalModelError: The embedded model cannot start.
+        reactgraph.MCPConfigError: The MCP configuration is malformed.
+        ImportError: ``mcp`` given without the ``[mcp]`` extra.
     """
     from reactgraph.demo.agent import build_demo_agent
     from reactgraph.demo.factory import build_factory_hub
@@ -76,13 +87,16 @@ async def open_demo_agent(
     if max_iterations < 1:
         raise ValueError(f"max_iterations must be at least 1, got {max_iterations}")
     tools = build_factory_hub(db)
-    async with (
-        open_model(model=model, base_url=base_url, api_key=api_key) as resolved,
-        open_persistence(checkpoints) as persistence,
-    ):
+    async with AsyncExitStack() as stack:
+        servers = None
+        if mcp is not None:
+            servers = await stack.enter_async_context(load_mcp_tools(mcp, reserved=[tool.name for tool in tools]))
+            tools = [*tools, *servers]
+        resolved = await stack.enter_async_context(open_model(model=model, base_url=base_url, api_key=api_key))
+        persistence = await stack.enter_async_context(open_persistence(checkpoints))
         agent = build_demo_agent(resolved, tools, json_mode=json_mode, max_iterations=max_iterations,
                                  checkpointer=persistence.checkpointer, interrupt_queue=persistence.interrupt_queue)
-        yield DemoAgent(agent=agent, model=resolved.description, checkpoints=persistence.target)
+        yield DemoAgent(agent=agent, model=resolved.description, checkpoints=persistence.target, mcp=servers)
 
 
 async def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8000) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.testing import ScriptedChatModel, tool_call
-from tests.npm import npm_package
+from tests.npm import npm_cache_dir, npm_package
 from tests.serving import running_server
 
 pytestmark = pytest.mark.integration
@@ -50,10 +49,8 @@ def create_order(machine_id: str, task: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def client_dir() -> Path:
-    if shutil.which("node") is None:
-        pytest.fail("node is not installed: .ci/run installs Debian's nodejs and npm")
-    return npm_package("@ag-ui/client", CLIENT_VERSION)
+def client_dir(tmp_path_factory) -> Path:
+    return npm_package("@ag-ui/client", CLIENT_VERSION, npm_cache_dir(tmp_path_factory.mktemp("npm")))
 
 
 def agent_with(responses: list[Any], synthesis: str, **settings: Any) -> ReActAgent:

@@ -1,0 +1,675 @@
+"""MCP servers as connectors of the hub (SPEC R5.4, R13.4; issue 19).
+
+:func:`load_mcp_tools` opens the servers of an MCP client configuration — the
+``{"mcpServers": {name: {command, args, env} | {url, transport}}}`` file every MCP client
+reads — and yields their tools as LangChain tools for :class:`~reactgraph.ReActAgent`::
+
+    async with load_mcp_tools("mcp.json") as tools:
+        agent = ReActAgent(llm, [*my_tools, *tools])
+        result = await agent.arun("...")
+
+What it does:
+
+- **Sessions stay open** for the block: one session per server, opened once (stdio: the
+  process is started once; streamable HTTP / SSE: one MCP session), closed on exit. Each
+  session lives in a task of its own, so a transport that fails cancels that task only,
+  never the run that called the tool.
+- **Each server is a connector**: its tools carry ``metadata["connector"]`` (the server
+  name, also a search keyword for tool selection, :mod:`reactgraph.ranking`) and the tag
+  ``connector:<server>``, like the demo plant's connectors. Tool selection (SPEC §5)
+  ranks them together with every other tool of the agent.
+- **Names stay unique** (:func:`unique_tool_names`): a name two servers share, or one
+  already taken by another tool (``reserved``), becomes ``<server>_<name>``.
+- **Failures are observations, never crashes** (SPEC R2.7): a server that fails to start
+  is left out with a one-line reason (:attr:`MCPTools.failures`; the other servers' tools
+  load); a call to a server that died, an error result or a transport failure is the
+  observation ``Error: MCP server '<server>' …`` in one line, and the run goes on. A
+  server that went down gets a new session from the first call ``reconnect_after``
+  (10) seconds later, so a long-lived ``reactgraph serve`` outlives a restarted server.
+- **Results map to observations and artifacts** (:func:`map_tool_result`; SPEC R2.9):
+  text (and structured content when there is no text) is the observation; images, audio,
+  HTML/markdown resources and binary resources become one :class:`~reactgraph.Artifact`
+  for the UI, named in the observation.
+
+Transports: the ``langchain-mcp-adapters`` package opens streamable HTTP and SSE sessions
+and converts each listed MCP tool (name, description, JSON schema, annotations). Two
+things it falls short on are done here with the ``mcp`` SDK: stdio servers are started
+with their standard error kept in a file (the last line explains a server that failed to
+start, and nothing is written over the terminal), and results are mapped from the SDK's
+``CallToolResult`` (the adapter drops the URI and type of embedded resources and refuses
+audio). Both packages are the ``mcp`` extra: ``pip install 'reactgraph[mcp]'``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import html
+import json
+import logging
+import os
+import re
+import tempfile
+import threading
+import time
+from collections.abc import AsyncIterator, Iterable, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any, Literal
+
+from langchain_core.tools import BaseTool, ToolException
+from pydantic import PrivateAttr
+
+from reactgraph.artifacts import Artifact
+from reactgraph.errors import MCPConfigError
+from reactgraph.jsonparse import safe_json
+from reactgraph.ranking import KEYWORDS_KEY
+
+logger = logging.getLogger(__name__)
+
+MCP_EXTRA_HINT = "MCP servers need the mcp extra: pip install 'reactgraph[mcp]'"
+"""What a missing ``mcp`` extra is reported as."""
+
+STARTUP_TIMEOUT = 60.0
+"""Default seconds a server has to start and list its tools (``npx`` may download first)."""
+
+RECONNECT_AFTER = 10.0
+"""Default seconds after a server went down before a call of one of its tools opens a new
+session (starts the process again, for stdio); calls in between fail at once."""
+
+HTTP_TRANSPORTS = {"streamable_http": "streamable_http", "streamable-http": "streamable_http",
+                   "http": "streamable_http", "sse": "sse"}
+"""Transport names accepted for a ``url`` server, as MCP clients spell them, and what each means."""
+
+MAX_TOOL_NAME = 64
+"""Longest tool name providers accept (OpenAI: ``^[a-zA-Z0-9_-]{1,64}$``)."""
+
+_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
+_BRACED_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+# --- configuration --------------------------------------------------------------------------
+
+
+def _expand(value: str) -> str:
+    """``${VAR}`` references replaced by the environment's values (unknown ones kept)."""
+    return _BRACED_VAR.sub(lambda match: os.environ.get(match.group(1), match.group(0)), value)
+
+
+def _string_map(server: str, field: str, value: Any) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise MCPConfigError(f"MCP server {server!r}: {field!r} must be an object of strings")
+    return {key: _expand(item) for key, item in value.items()}
+
+
+def _server_connection(name: str, entry: Any) -> dict[str, Any]:
+    if not isinstance(entry, dict):
+        raise MCPConfigError(f"MCP server {name!r}: expected an object with 'command' or 'url'")
+    kind = entry.get("transport", entry.get("type"))
+    if "command" in entry:
+        if kind not in (None, "stdio"):
+            raise MCPConfigError(f"MCP server {name!r}: a 'command' server speaks stdio, not {kind!r}")
+        command, args = entry["command"], entry.get("args", [])
+        if not isinstance(command, str) or not command.strip():
+            raise MCPConfigError(f"MCP server {name!r}: 'command' must be a non-empty string")
+        if not isinstance(args, list) or not all(isinstance(arg, str) for arg in args):
+            raise MCPConfigError(f"MCP server {name!r}: 'args' must be a list of strings")
+        cwd = entry.get("cwd")
+        if cwd is not None and not isinstance(cwd, str):
+            raise MCPConfigError(f"MCP server {name!r}: 'cwd' must be a string")
+        return {"transport": "stdio", "command": _expand(command), "args": [_expand(arg) for arg in args],
+                "env": _string_map(name, "env", entry.get("env")) or None, "cwd": _expand(cwd) if cwd else None}
+    if "url" in entry:
+        url = entry["url"]
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise MCPConfigError(f"MCP server {name!r}: 'url' must be an http:// or https:// URL")
+        transport = HTTP_TRANSPORTS.get(kind or "streamable_http")
+        if transport is None:
+            raise MCPConfigError(f"MCP server {name!r}: unknown transport {kind!r} "
+                                 f"(use one of {', '.join(sorted(HTTP_TRANSPORTS))})")
+        connection: dict[str, Any] = {"transport": transport, "url": _expand(url)}
+        headers = _string_map(name, "headers", entry.get("headers"))
+        if headers:
+            connection["headers"] = headers
+        return connection
+    raise MCPConfigError(f"MCP server {name!r}: needs a 'command' (stdio) or a 'url' (streamable HTTP, SSE)")
+
+
+def parse_mcp_config(config: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Read an MCP client configuration (SPEC R13.4).
+
+    Args:
+        config: A JSON file's path, or the parsed object: ``{"mcpServers": {name: entry}}``
+            (or the ``{name: entry}`` mapping itself). An entry is ``{"command": str,
+            "args": [str], "env": {str: str}, "cwd": str}`` for a stdio server, or
+            ``{"url": str, "transport": "streamable_http" | "http" | "sse", "headers":
+            {str: str}}`` for a remote one (``type`` is read as ``transport``; the default is
+            streamable HTTP). ``${VAR}`` in strings is replaced from the environment. An
+            entry with ``"disabled": true`` is skipped.
+
+    Returns:
+        ``{name: connection}`` in file order, each connection a ``langchain-mcp-adapters``
+        connection dict (``transport`` set).
+
+    Raises:
+        MCPConfigError: The file cannot be read or is not JSON, or an entry is malformed
+            (the message names the server and the field).
+    """
+    if isinstance(config, Mapping):
+        data: Any = config
+    else:
+        try:
+            data = json.loads(Path(config).read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise MCPConfigError(f"cannot read the MCP configuration {os.fspath(config)}: {exc.strerror or exc}") from exc
+        except ValueError as exc:
+            raise MCPConfigError(f"the MCP configuration {os.fspath(config)} is not JSON: {exc}") from exc
+    servers = data.get("mcpServers", data) if isinstance(data, Mapping) else None
+    if not isinstance(servers, Mapping):
+        raise MCPConfigError("the MCP configuration must be an object with an 'mcpServers' object")
+    connections: dict[str, dict[str, Any]] = {}
+    for name, entry in servers.items():
+        if not isinstance(name, str) or not name.strip():
+            raise MCPConfigError("every MCP server needs a non-empty name")
+        if isinstance(entry, dict) and entry.get("disabled") is True:
+            continue
+        connections[name] = _server_connection(name, entry)
+    return connections
+
+
+# --- names ----------------------------------------------------------------------------------
+
+
+def _safe_name(name: str) -> str:
+    return _NAME_UNSAFE.sub("_", name).strip("_") or "tool"
+
+
+def unique_tool_names(listing: Mapping[str, Iterable[str]], reserved: Iterable[str] = ()) -> dict[tuple[str, str], str]:
+    """The name each MCP tool gets in the agent (SPEC R5.4: one registry over all connectors).
+
+    A tool keeps its own name (characters other than letters, digits, ``_`` and ``-``
+    replaced by ``_``) unless another server has a tool of that name or it is in
+    ``reserved``: then every tool of that name is called ``<server>_<name>``. A name still
+    taken after that gets ``_2``, ``_3``…; names are cut to :data:`MAX_TOOL_NAME`
+    characters.
+
+    Args:
+        listing: ``{server: [tool name, ...]}`` in the configuration's order.
+        reserved: Names already used by the agent's other tools.
+
+    Returns:
+        ``{(server, tool name): name in the agent}``, all distinct and distinct from
+        ``reserved``.
+    """
+    listing = {server: list(names) for server, names in listing.items()}
+    owners: dict[str, set[str]] = {}
+    for server, names in listing.items():
+        for name in names:
+            owners.setdefault(_safe_name(name), set()).add(server)
+    taken = set(reserved)
+    result: dict[tuple[str, str], str] = {}
+    for server, names in listing.items():
+        for name in names:
+            local = _safe_name(name)
+            if len(owners[local]) > 1 or local in taken:
+                local = f"{_safe_name(server)}_{local}"
+            local = local[:MAX_TOOL_NAME]
+            candidate, number = local, 2
+            while candidate in taken:
+                suffix = f"_{number}"
+                candidate, number = local[: MAX_TOOL_NAME - len(suffix)] + suffix, number + 1
+            taken.add(candidate)
+            result[(server, name)] = candidate
+    return result
+
+
+# --- results --------------------------------------------------------------------------------
+
+_EXTENSIONS = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/webp": "webp",
+               "image/svg+xml": "svg", "audio/wav": "wav", "audio/mpeg": "mp3", "text/html": "html",
+               "text/markdown": "md"}
+
+
+def _field(item: Any, name: str) -> Any:
+    """A field of an MCP SDK content object or of its JSON form."""
+    return item.get(name) if isinstance(item, dict) else getattr(item, name, None)
+
+
+def _file_name(uri: Any, fallback: str, mime: str | None) -> str:
+    tail = str(uri or "").rstrip("/").rsplit("/", 1)[-1]
+    if tail and "." in tail and ":" not in tail:
+        return tail
+    extension = _EXTENSIONS.get(mime or "", "bin")
+    return f"{fallback}.{extension}"
+
+
+def map_tool_result(result: Any, tool: str) -> tuple[str, Artifact | None]:
+    """An MCP ``CallToolResult`` as the engine's observation and artifact (SPEC R2.9, §12).
+
+    - ``text`` content is the observation (parts joined by new lines); with no text,
+      ``structuredContent`` is (as JSON);
+    - an embedded text resource of type ``text/html`` or ``text/markdown`` is a document for
+      the UI: an artifact; another text resource is data for the model: its text joins the
+      observation after a ``[resource <uri>]`` line;
+    - an image, an audio clip or a binary resource becomes an artifact (a data URL in HTML)
+      and the observation says ``[image image/png: <file> (artifact)]``;
+    - a resource link is the line ``[resource link <name>: <uri>]``.
+
+    Several artifact parts make one HTML artifact, in content order.
+
+    Args:
+        result: The SDK's ``CallToolResult`` (or its JSON dict) of a successful call.
+        tool: The tool's name in the agent (artifact file names start with it).
+
+    Returns:
+        ``(observation, artifact or None)``. The observation is ``""`` when the result had
+        nothing for the model (the engine then sends the artifact note, or ``(empty result)``).
+    """
+    texts: list[str] = []
+    parts: list[tuple[str, str, str]] = []  # (kind, content, filename)
+    for index, item in enumerate(_field(result, "content") or [], start=1):
+        kind = _field(item, "type")
+        if kind == "text":
+            texts.append(str(_field(item, "text") or ""))
+        elif kind in ("image", "audio"):
+            mime = _field(item, "mimeType") or f"{kind}/*"
+            name = _file_name(None, f"{tool}-{kind}-{index}", mime)
+            source = f"data:{mime};base64,{_field(item, 'data')}"
+            tag = f'<img alt="{html.escape(name)}" src="{source}">' if kind == "image" else f'<audio controls src="{source}"></audio>'
+            parts.append(("html", tag, name))
+            texts.append(f"[{kind} {mime}: {name} (artifact)]")
+        elif kind == "resource":
+            resource = _field(item, "resource")
+            uri, mime = _field(resource, "uri"), _field(resource, "mimeType")
+            name = _file_name(uri, f"{tool}-resource-{index}", mime)
+            text = _field(resource, "text")
+            if isinstance(text, str) and mime in ("text/html", "text/markdown"):
+                parts.append(("html" if mime == "text/html" else "markdown", text, name))
+                texts.append(f"[resource {uri}: {name} (artifact)]")
+            elif isinstance(text, str):
+                texts.append(f"[resource {uri}]\n{text}")
+            else:
+                blob, mime = _field(resource, "blob") or "", mime or "application/octet-stream"
+                source = f"data:{mime};base64,{blob}"
+                tag = (f'<img alt="{html.escape(name)}" src="{source}">' if mime.startswith("image/")
+                       else f'<a download="{html.escape(name)}" href="{source}">{html.escape(name)}</a>')
+                parts.append(("html", tag, name))
+                size = len(base64.b64decode(blob, validate=False)) if blob else 0
+                texts.append(f"[resource {uri} ({mime}, {size} bytes): {name} (artifact)]")
+        elif kind == "resource_link":
+            texts.append(f"[resource link {_field(item, 'name')}: {_field(item, 'uri')}]")
+        else:
+            texts.append(f"[{kind} content]")
+    observation = "\n".join(text for text in texts if text)
+    structured = _field(result, "structuredContent")
+    if not observation and structured is not None:
+        observation = safe_json(structured)
+    if not parts:
+        return observation, None
+    if len(parts) == 1:
+        kind, content, name = parts[0]
+        return observation, Artifact(name, content, "markdown" if kind == "markdown" else "html")
+    body = "\n".join(
+        f"<section>{content if kind == 'html' else '<pre>' + html.escape(content) + '</pre>'}</section>"
+        for kind, content, _ in parts
+    )
+    return observation, Artifact(f"{_safe_name(tool)}.html", body, "html")
+
+
+# --- sessions -------------------------------------------------------------------------------
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one line: the innermost real error of an exception group (what
+    ``anyio`` task groups raise), as ``Type: message``, the message's whitespace folded."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        inner = [e for e in exc.exceptions if not isinstance(e, asyncio.CancelledError)]
+        exc = (inner or list(exc.exceptions))[0]
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+_STREAM_CLOSED = frozenset({"BrokenResourceError", "ClosedResourceError", "EndOfStream", "McpError"})
+"""Errors a stdio transport raises when the server's process has gone."""
+
+
+class MCPServer:
+    """One MCP server's session, owned by a task of its own for as long as it is open.
+
+    The session is opened and closed in that task (the transports' ``anyio`` task groups
+    must be), so a transport failure ends the task, not the caller; calls from any task or
+    thread go through :meth:`call`. A server that went down gets a new session from the
+    first call ``reconnect_after`` seconds later (never when ``None``). Made by
+    :func:`load_mcp_tools`; one object per server.
+
+    Attributes:
+        name: The server's name in the configuration.
+        error: Why the server is unavailable, one line (``None`` while it is up).
+        tools: The adapter's LangChain tools as listed at start (remote names).
+    """
+
+    def __init__(self, name: str, connection: dict[str, Any], *, reconnect_after: float | None = RECONNECT_AFTER) -> None:
+        self.name = name
+        self.connection = connection
+        self.reconnect_after = reconnect_after
+        self.error: str | None = None
+        self.tools: list[BaseTool] = []
+        self._session: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._ready = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._dead = asyncio.Event()
+        self._errlog: Any = None
+        self._timeout = STARTUP_TIMEOUT
+        self._down_since = 0.0
+        self._closed = False
+        self._reopening: asyncio.Lock | None = None
+
+    @asynccontextmanager
+    async def _open(self) -> AsyncIterator[Any]:
+        from mcp import ClientSession, StdioServerParameters
+        from mcp.client.stdio import stdio_client
+
+        if self.connection["transport"] != "stdio":
+            from langchain_mcp_adapters.sessions import create_session
+
+            async with create_session(self.connection) as session:  # type: ignore[arg-type]
+                yield session
+            return
+        parameters = StdioServerParameters(command=self.connection["command"], args=self.connection["args"],
+                                           env=self.connection.get("env"), cwd=self.connection.get("cwd"))
+        async with stdio_client(parameters, errlog=self._errlog) as (read, write), ClientSession(read, write) as session:
+            yield session
+
+    def _stderr_tail(self) -> str:
+        if self._errlog is None:
+            return ""
+        try:
+            self._errlog.flush()
+            self._errlog.seek(0)
+            lines = [line.strip() for line in self._errlog.read().splitlines() if line.strip()]
+        except (OSError, ValueError):
+            return ""
+        return f" (stderr: {lines[-1][:200]})" if lines else ""
+
+    async def _own(self) -> None:
+        from langchain_mcp_adapters.tools import load_mcp_tools as list_tools
+
+        try:
+            async with self._open() as session:
+                await session.initialize()
+                self.tools = await list_tools(session, server_name=self.name)
+                self._session = session
+                self._ready.set()
+                await self._stop.wait()
+        except BaseException as exc:  # noqa: BLE001 - the session's end, whatever it was, is this server's error
+            if not self._stop.is_set():
+                reason = one_line(exc)
+                if self.connection["transport"] == "stdio" and reason.split(":")[0] in _STREAM_CLOSED:
+                    reason = "the server process exited"
+                self.error = (f"the session ended: {reason}" if self._ready.is_set() else reason) + self._stderr_tail()
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise
+        finally:
+            if self.error is None and not self._stop.is_set():
+                self.error = "the server closed the connection" + self._stderr_tail()
+            self._mark_down()
+            self._ready.set()
+
+    def _mark_down(self) -> None:
+        if not self._dead.is_set():
+            self._down_since = time.monotonic()
+        self._dead.set()
+
+    async def start(self, timeout: float) -> None:
+        """Open the session and list the tools, in the owning task.
+
+        Args:
+            timeout: Seconds the server has to start and answer the listing (also used
+                when a session is opened again after the server went down).
+
+        Raises:
+            ToolException: The server did not start; the message is one line.
+        """
+        self._loop = asyncio.get_running_loop()
+        self._timeout = timeout
+        await self._open_session()
+
+    async def _open_session(self) -> None:
+        await self._end_task()
+        self.error, self._session = None, None
+        self._ready, self._stop, self._dead = asyncio.Event(), asyncio.Event(), asyncio.Event()
+        if self.connection["transport"] == "stdio":
+            self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+        self._task = asyncio.create_task(self._own(), name=f"mcp:{self.name}")
+        try:
+            await asyncio.wait_for(self._ready.wait(), self._timeout)
+        except TimeoutError:
+            self.error = f"did not start within {self._timeout:g} seconds" + self._stderr_tail()
+            self._mark_down()
+            await self._end_task()
+        if self._dead.is_set() or self.error:
+            raise ToolException(self.error or "the server closed the connection")
+
+    async def _end_task(self) -> None:
+        """Stop the session's task (if any) and wait for it; forget its standard error file."""
+        self._stop.set()
+        if self._task is not None and not self._task.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(self._task), 10)
+            except (TimeoutError, Exception):  # noqa: BLE001 - closing never fails the caller
+                self._task.cancel()
+        if self._errlog is not None:
+            self._errlog.close()
+            self._errlog = None
+
+    async def close(self) -> None:
+        """End the session (the stdio process is stopped) for good; safe to call twice."""
+        self._closed = True
+        await self._end_task()
+
+    async def _reopen_if_due(self) -> None:
+        """After ``reconnect_after`` seconds down, open a new session (once at a time); a
+        failed attempt restarts the wait."""
+        if self._closed or self.reconnect_after is None or time.monotonic() - self._down_since < self.reconnect_after:
+            return
+        self._reopening = self._reopening or asyncio.Lock()
+        async with self._reopening:
+            if not self._dead.is_set():
+                return  # another call reopened it meanwhile
+            try:
+                await self._open_session()
+                logger.info("MCP server %r is back", self.name)
+            except ToolException:
+                self._down_since = time.monotonic()
+
+    def unavailable(self) -> ToolException:
+        """The error a call to a server that is down raises (one line)."""
+        return ToolException(f"MCP server {self.name!r} is unavailable: {self.error or 'not started'}")
+
+    async def _call_here(self, tool: str, arguments: dict[str, Any]) -> Any:
+        if self._dead.is_set():
+            await self._reopen_if_due()
+        if self._dead.is_set() or self._session is None:
+            raise self.unavailable()
+        from mcp.shared.exceptions import McpError
+        from mcp.types import CONNECTION_CLOSED
+
+        call = asyncio.ensure_future(self._session.call_tool(tool, arguments))
+        dead = asyncio.ensure_future(self._dead.wait())
+        try:
+            await asyncio.wait({call, dead}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            dead.cancel()
+            if not call.done():
+                call.cancel()
+        if not call.done() or call.cancelled():
+            raise self.unavailable()
+        try:
+            return call.result()
+        except McpError as exc:
+            if exc.error.code != CONNECTION_CLOSED:
+                raise ToolException(f"MCP server {self.name!r} refused the call: {one_line(exc)}") from exc
+            self._gone("the server closed the connection")
+            raise self.unavailable() from exc
+        except ToolException:
+            raise
+        except Exception as exc:
+            if one_line(exc).split(":")[0] in _STREAM_CLOSED:
+                self._gone("the server closed the connection")
+                raise self.unavailable() from exc
+            raise ToolException(f"MCP server {self.name!r} failed: {one_line(exc)}") from exc
+
+    def _gone(self, reason: str) -> None:
+        """The transport is closed for good: remember why and end the session (its task
+        stops the process of a stdio server)."""
+        if self.error is None:
+            self.error = reason + self._stderr_tail()
+        self._mark_down()
+        self._stop.set()
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> Any:
+        """Call ``tool`` on the server from any event loop.
+
+        Returns:
+            The SDK's ``CallToolResult``.
+
+        Raises:
+            ToolException: The server is down, died during the call, refused it or the
+                transport failed (one line naming the server).
+        """
+        loop = self._loop
+        if loop is None or loop is asyncio.get_running_loop():
+            return await self._call_here(tool, arguments)
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._call_here(tool, arguments), loop))
+
+    def call_blocking(self, tool: str, arguments: dict[str, Any]) -> Any:
+        """:meth:`call` from a thread without a running event loop (a sync run's worker).
+
+        Raises:
+            ToolException: As :meth:`call`, or when called on the session's own loop's thread
+                (a sync run inside async code would wait on itself).
+        """
+        loop = self._loop
+        if loop is None or not loop.is_running():
+            raise self.unavailable()
+        if getattr(loop, "_thread_id", None) == threading.get_ident():
+            raise ToolException(f"MCP tools of {self.name!r} need an async run (arun/astream) in this event loop")
+        return asyncio.run_coroutine_threadsafe(self._call_here(tool, arguments), loop).result()
+
+
+class MCPTool(BaseTool):
+    """One MCP server tool as the agent runs it (see the module docstring).
+
+    The name is the agent's (:func:`unique_tool_names`); the call goes to ``remote_name``
+    on ``server``. The result is ``(observation, artifact)``
+    (``response_format="content_and_artifact"``, :func:`map_tool_result`); an error
+    result or an unavailable server raises a ``ToolException`` that becomes the error
+    observation ``Error: …`` (SPEC R2.7).
+    """
+
+    server: str
+    remote_name: str
+    response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
+    _link: MCPServer = PrivateAttr()
+
+    def __init__(self, link: MCPServer, listed: BaseTool, name: str) -> None:
+        metadata = dict(listed.metadata or {})
+        metadata.update({"connector": link.name, "mcp_server": link.name, "mcp_tool": listed.name,
+                         KEYWORDS_KEY: [*metadata.get(KEYWORDS_KEY, []), link.name]})
+        super().__init__(name=name, description=listed.description or listed.name, args_schema=listed.args_schema,
+                         metadata=metadata, tags=[f"connector:{link.name}"], server=link.name,
+                         remote_name=listed.name, handle_tool_error=_error_observation)
+        self._link = link
+
+    def _finish(self, result: Any) -> tuple[str, Artifact | None]:
+        observation, artifact = map_tool_result(result, self.name)
+        if _field(result, "isError"):
+            raise ToolException(f"MCP tool {self.remote_name!r} of {self.server!r} failed: {' '.join(observation.split())[:500]}")
+        return observation, artifact
+
+    def _run(self, *args: Any, **kwargs: Any) -> tuple[str, Artifact | None]:
+        kwargs.pop("run_manager", None)
+        return self._finish(self._link.call_blocking(self.remote_name, kwargs))
+
+    async def _arun(self, *args: Any, **kwargs: Any) -> tuple[str, Artifact | None]:
+        kwargs.pop("run_manager", None)
+        return self._finish(await self._link.call(self.remote_name, kwargs))
+
+
+def _error_observation(exc: ToolException) -> str:
+    return f"Error: {exc}"
+
+
+class MCPTools(list):  # type: ignore[type-arg]
+    """What :func:`load_mcp_tools` yields: the list of :class:`MCPTool` (pass it, or its
+    items, as an agent's tools), plus what happened to each server.
+
+    Attributes:
+        servers: ``{server: [tool name in the agent, ...]}`` for every server that started.
+        failures: ``{server: one-line reason}`` for every server that did not start.
+    """
+
+    def __init__(self, tools: Iterable[MCPTool], servers: dict[str, list[str]], failures: dict[str, str]) -> None:
+        super().__init__(tools)
+        self.servers = servers
+        self.failures = failures
+
+
+@asynccontextmanager
+async def load_mcp_tools(
+    config: str | os.PathLike[str] | Mapping[str, Any],
+    *,
+    reserved: Iterable[str] = (),
+    startup_timeout: float = STARTUP_TIMEOUT,
+    reconnect_after: float | None = RECONNECT_AFTER,
+) -> AsyncIterator[MCPTools]:
+    """Open the MCP servers of a client configuration and yield their tools (SPEC R13.4).
+
+    The servers start together; each stays open until the block ends (then every session
+    is closed and every stdio process stopped). Use the tools in async runs (``arun``,
+    ``astream_events``) on the loop that opened them; a sync run calls them from its
+    worker thread through this loop, which must then be free.
+
+    Args:
+        config: A configuration file's path or its parsed object (:func:`parse_mcp_config`).
+        reserved: Names of the agent's other tools; an MCP tool with one of them is
+            prefixed with its server's name (:func:`unique_tool_names`).
+        startup_timeout: Seconds each server has to start and list its tools.
+        reconnect_after: Seconds after a server went down (its process exited, its
+            connection broke) before a call of one of its tools opens a new session; calls
+            before that fail at once. ``None``: a server that went down stays down. The
+            tools are those listed at start.
+
+    Yields:
+        :class:`MCPTools`: the tools of every server that started, in configuration order,
+        with ``servers`` and ``failures``. A server that failed is logged (warning) and
+        left out; its tools are not offered.
+
+    Raises:
+        MCPConfigError: The configuration is malformed.
+        ImportError: The ``mcp`` extra is not installed (the message says how to install it).
+    """
+    connections = parse_mcp_config(config)
+    try:
+        import langchain_mcp_adapters  # noqa: F401
+        import mcp  # noqa: F401
+    except ImportError as exc:
+        raise ImportError(f"{MCP_EXTRA_HINT} ({exc})") from exc
+    links = [MCPServer(name, connection, reconnect_after=reconnect_after) for name, connection in connections.items()]
+    async with AsyncExitStack() as stack:
+        for link in links:
+            stack.push_async_callback(link.close)
+        outcomes = await asyncio.gather(*(link.start(startup_timeout) for link in links), return_exceptions=True)
+        failures = {link.name: one_line(outcome) if not isinstance(outcome, ToolException) else str(outcome)
+                    for link, outcome in zip(links, outcomes, strict=True) if isinstance(outcome, BaseException)}
+        for name, reason in failures.items():
+            logger.warning("MCP server %r failed to start: %s", name, reason)
+        started = [link for link in links if link.name not in failures]
+        names = unique_tool_names({link.name: [tool.name for tool in link.tools] for link in started}, reserved)
+        tools = [MCPTool(link, listed, names[(link.name, listed.name)]) for link in started for listed in link.tools]
+        servers = {link.name: [names[(link.name, listed.name)] for listed in link.tools] for link in started}
+        yield MCPTools(tools, servers, failures)
