@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import stat
 import time
 
 import pytest
@@ -91,3 +92,16 @@ def checkpoint_url(request, tmp_path) -> str:
     if request.param == "sqlite":
         return str(tmp_path / "checkpoints.db")
     return request.getfixturevalue("postgres_url")
+
+
+@pytest.fixture(autouse=True)
+def _dev_null_stays_a_device():
+    """Fail the test that turns ``/dev/null`` into a regular file.
+
+    Tests run as root in CI; a command that deletes ``/dev/null`` and then writes to it leaves a
+    root-owned regular file, after which every apt call on the machine fails (apt's helpers write
+    to it as an unprivileged user) — a CI run on that machine then dies before the first test.
+    """
+    yield
+    mode = os.stat("/dev/null").st_mode
+    assert stat.S_ISCHR(mode), "/dev/null is no longer a character device after this test"
