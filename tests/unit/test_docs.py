@@ -75,11 +75,13 @@ def fenced_blocks(text: str) -> list[Block]:
     return blocks
 
 
-def run_python_blocks(blocks: list[Block], where: str) -> int:
+def run_python_blocks(blocks: list[Block], where: str, namespace: dict | None = None) -> int:
     """Run the python blocks in order in one namespace and one event loop; returns how many ran.
     A block with a top-level ``await`` runs as a coroutine on the loop, any other as a plain
-    script (so it may call ``asyncio.run`` itself). Raises what a block raises."""
-    namespace: dict = {"__name__": "__docs__"}
+    script (so it may call ``asyncio.run`` itself). Raises what a block raises. Pass
+    ``namespace`` to look at what the blocks defined afterwards (e.g. a server's ``app``)."""
+    namespace = {"__name__": "__docs__"} if namespace is None else namespace
+    namespace.setdefault("__name__", "__docs__")
     loop = asyncio.new_event_loop()
     ran = 0
     try:
@@ -122,12 +124,106 @@ def docs_environment(tmp_path, monkeypatch):
     return tmp_path
 
 
+PRINTED = re.compile(r"^\s*print\(.*#\s*→\s*(?P<output>.+?)\s*$")
+"""A ``print(...)`` line whose comment ``# → OUTPUT`` shows what it prints."""
+
+
+def shown_outputs(blocks: list[Block]) -> list[str]:
+    """What the ``# → …`` comments of the python blocks that run say their prints print."""
+    return [match["output"] for b in blocks if b.language == "python" and b.skip is None
+            for line in b.source.splitlines() if (match := PRINTED.match(line))]
+
+
+def printed(shown: str, output: str) -> bool:
+    """True when ``output`` has a line holding ``shown`` (``...`` in it stands for anything)."""
+    pattern = ".*?".join(re.escape(part.strip()) for part in shown.split("..."))
+    return any(re.search(pattern, line) for line in output.splitlines())
+
+
 @pytest.mark.parametrize("page", pages_with_examples(), ids=lambda page: page.relative_to(ROOT).as_posix())
 def test_every_python_example_runs(page, docs_environment, capsys):
-    """Each page's python examples run as written, in order, on scripted models."""
+    """Each page's python examples run as written, in order, on scripted models, and print
+    what their ``# → …`` comments show."""
     blocks = fenced_blocks(page.read_text())
     ran = run_python_blocks(blocks, page.relative_to(ROOT).as_posix())
     assert ran == sum(1 for b in blocks if b.language == "python" and b.skip is None) > 0
+    output = capsys.readouterr().out
+    missing = [shown for shown in shown_outputs(blocks) if not printed(shown, output)]
+    assert not missing, f"{page.name} shows output its examples do not print: {missing}\n--- printed:\n{output}"
+
+
+def test_the_shown_outputs_are_checked():
+    """The docs show printed output on several pages, and the check fails on output that is
+    not printed (a number gone stale, a wrong word), with ``...`` matching the rest of a line."""
+    assert len([s for page in PAGES for s in shown_outputs(fenced_blocks(page.read_text()))]) >= 5
+    (shown,) = shown_outputs(fenced_blocks("```python\nprint(f(x))   # → summary 6074 → 667\n```\n"))
+    assert shown == "summary 6074 → 667" and printed(shown, "summary 6074 → 667\n")
+    assert not printed(shown, "summary 6074 → 666\n")
+    assert printed("{'max': 1, ...}", "{'max': 1, 'used': 1}") and not printed("{'max': 2, ...}", "{'max': 1}")
+
+
+def page_namespace(page: Path) -> dict:
+    """What the python examples of a page leave defined, after running them in order."""
+    namespace: dict = {}
+    run_python_blocks(fenced_blocks(page.read_text()), page.relative_to(ROOT).as_posix(), namespace)
+    return namespace
+
+
+def curl_request(words: list[str]) -> tuple[str, str, dict[str, str], str | None]:
+    """The request a ``curl`` command line sends: ``(method, path, headers, body)``."""
+    method, path, headers, body = "GET", "", {}, None
+    rest = iter(words[1:])
+    for word in rest:
+        if word == "-X":
+            method = next(rest)
+        elif word == "-H":
+            name, _, value = next(rest).partition(":")
+            headers[name.strip()] = value.strip()
+        elif word in ("-d", "--data"):
+            body = next(rest)
+            method = "POST" if method == "GET" else method
+        elif not word.startswith("-"):
+            path = "/" + word.split("://", 1)[-1].split("/", 1)[1]
+    return method, path, headers, body
+
+
+def test_the_readme_library_example_prints_the_steps_and_the_streamed_answer(docs_environment, capsys):
+    """The README's library example prints its tool step, then the answer its model streams
+    (the ``synthesis`` of the scripted model), then the counts."""
+    page_namespace(ROOT / "README.md")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "get_equipment_status {'equipment_id': 'CNC-003'} CNC-003: running, spindle temperature 61 °C"
+    assert lines[1] == "**CNC-003** is running normally (spindle 61 °C)."
+    assert re.fullmatch(r" 2 iterations, \d+ tokens", lines[2])
+
+
+def test_the_readme_server_example_serves_its_curl_request(docs_environment):
+    """The app the README's server example builds answers the README's ``curl`` request (sent
+    twice: every run, not only the first): a stream of server-sent events whose ``answer``
+    deltas are the model's answer and whose last event is ``done``. Without the scripted
+    model's native profile the first run ended with "scripted model ran out of responses"."""
+    from fastapi.testclient import TestClient
+
+    from tests.serving import parse_sse
+
+    readme = (ROOT / "README.md").read_text()
+    (curl,) = [words for b in fenced_blocks(readme) if b.language in SHELL_LANGUAGES
+               for words in shell_commands(b.source) if words[0] == "curl"]
+    method, path, headers, body = curl_request(curl)
+    assert (method, path) == ("POST", "/threads/chat-1/runs") and body is not None
+    app = page_namespace(ROOT / "README.md")["app"]
+    with TestClient(app) as client:
+        for _ in range(2):
+            response = client.request(method, path, headers=headers, content=body)
+            assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
+            events = parse_sse(response.text)
+            assert [channel for channel, _ in events if channel == "error"] == []
+            channel, done = events[-1]
+            assert channel == "done" and done["finish_reason"] == "final_answer"
+            streamed = "".join(data["content"] for channel, data in events if channel == "answer" and data.get("status") == "delta")
+            assert streamed == done["answer"] == "Hello! Ask me about a machine."
+        refused = client.request(method, path, headers={**headers, "Authorization": "Bearer wrong"}, content=body)
+        assert refused.status_code == 401
 
 
 def test_the_runner_fails_on_a_broken_example():
