@@ -44,16 +44,20 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import difflib
 import html
 import json
 import logging
 import os
 import re
+import signal
 import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping
+from contextvars import ContextVar
 from contextlib import AsyncExitStack, asynccontextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
 
@@ -73,6 +77,9 @@ MCP_EXTRA_HINT = "MCP servers need the mcp extra: pip install 'reactgraph[mcp]'"
 STARTUP_TIMEOUT = 60.0
 """Default seconds a server has to start and list its tools (``npx`` may download first)."""
 
+REQUEST_TIMEOUT = 408
+"""The error code of the ``mcp`` SDK's ``McpError`` when a request's ``read_timeout_seconds`` passed."""
+
 RECONNECT_AFTER = 10.0
 """Default seconds after a server went down before a call of one of its tools opens a new
 session (starts the process again, for stdio); calls in between fail at once."""
@@ -85,14 +92,40 @@ MAX_TOOL_NAME = 64
 """Longest tool name providers accept (OpenAI: ``^[a-zA-Z0-9_-]{1,64}$``)."""
 
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
-_BRACED_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 # --- configuration --------------------------------------------------------------------------
 
 
+SERVER_LISTS = ("mcpServers", "servers")
+"""The keys a configuration keeps its servers under: ``mcpServers`` (Claude Desktop, Cursor,
+Claude Code) and ``servers`` (VS Code's ``mcp.json``). Other top-level keys (VS Code's
+``inputs``, a client's own settings) are not read."""
+
+STDIO_FIELDS = ("command", "args", "env", "cwd")
+"""The fields of a server that is a process started by reactgraph (stdio)."""
+
+REMOTE_FIELDS = ("url", "headers", "sse_read_timeout")
+"""The fields of a server reached at a URL (streamable HTTP, SSE)."""
+
+COMMON_FIELDS = ("type", "transport", "timeout", "disabled")
+"""The fields any server may have."""
+
+IGNORED_FIELDS = ("autoApprove", "alwaysAllow", "description")
+"""Fields other clients write (Cline's tool approval lists, a description) that mean nothing
+here; they are accepted and not used (reactgraph's approval is ``AgentSettings.approval``)."""
+
+_NOT_SUPPORTED = {
+    "envFile": "put the variables in 'env' (or in the environment and refer to them as ${VAR})",
+    "serverUrl": "call it 'url'",
+}
+
+_BRACED_VAR = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
 def _expand(value: str) -> str:
-    """``${VAR}`` references replaced by the environment's values (unknown ones kept)."""
+    """``${VAR}`` (and VS Code's ``${env:VAR}``) replaced by the environment's values
+    (unknown ones kept as written)."""
     return _BRACED_VAR.sub(lambda match: os.environ.get(match.group(1), match.group(0)), value)
 
 
@@ -104,10 +137,54 @@ def _string_map(server: str, field: str, value: Any) -> dict[str, str]:
     return {key: _expand(item) for key, item in value.items()}
 
 
+def _seconds(server: str, field: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise MCPConfigError(f"MCP server {server!r}: {field!r} must be a number of seconds above 0, not {value!r}")
+    return float(value)
+
+
+def _check_fields(name: str, entry: dict[str, Any]) -> None:
+    """Refuse a field no client format has, or one of the other kind of server (one line)."""
+    known = (*STDIO_FIELDS, *REMOTE_FIELDS, *COMMON_FIELDS)
+    for field in entry:
+        if field in known or field in IGNORED_FIELDS:
+            continue
+        if field in _NOT_SUPPORTED:
+            raise MCPConfigError(f"MCP server {name!r}: {field!r} is not supported: {_NOT_SUPPORTED[field]}")
+        close = difflib.get_close_matches(str(field), known, n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise MCPConfigError(f"MCP server {name!r}: unknown field {field!r}{hint}; a server takes "
+                             f"{', '.join(STDIO_FIELDS)} (stdio) or {', '.join(REMOTE_FIELDS)} (remote), "
+                             f"and {', '.join(COMMON_FIELDS)}")
+    if "command" in entry and "url" in entry:
+        raise MCPConfigError(f"MCP server {name!r}: has both 'command' and 'url'; keep one")
+    wrong = [field for field in (REMOTE_FIELDS if "command" in entry else STDIO_FIELDS if "url" in entry else ())
+             if field in entry]
+    if wrong:
+        kind = "a 'command' (stdio) server" if "command" in entry else "a 'url' server"
+        raise MCPConfigError(f"MCP server {name!r}: {wrong[0]!r} does not apply to {kind}")
+
+
+def _disabled(name: str, entry: Any) -> bool:
+    if not isinstance(entry, dict) or "disabled" not in entry:
+        return False
+    value = entry["disabled"]
+    if not isinstance(value, bool):
+        raise MCPConfigError(f"MCP server {name!r}: 'disabled' must be true or false (JSON booleans), not {value!r}")
+    return value
+
+
 def _server_connection(name: str, entry: Any) -> dict[str, Any]:
     if not isinstance(entry, dict):
         raise MCPConfigError(f"MCP server {name!r}: expected an object with 'command' or 'url'")
-    kind = entry.get("transport", entry.get("type"))
+    _check_fields(name, entry)
+    kinds = {entry[field] for field in ("transport", "type") if field in entry}
+    if len(kinds) > 1:
+        raise MCPConfigError(f"MCP server {name!r}: 'type' and 'transport' disagree ({' vs '.join(map(repr, kinds))})")
+    kind = next(iter(kinds), None)
+    session: dict[str, Any] = {}
+    if "timeout" in entry:
+        session["read_timeout_seconds"] = timedelta(seconds=_seconds(name, "timeout", entry["timeout"]))
     if "command" in entry:
         if kind not in (None, "stdio"):
             raise MCPConfigError(f"MCP server {name!r}: a 'command' server speaks stdio, not {kind!r}")
@@ -119,8 +196,11 @@ def _server_connection(name: str, entry: Any) -> dict[str, Any]:
         cwd = entry.get("cwd")
         if cwd is not None and not isinstance(cwd, str):
             raise MCPConfigError(f"MCP server {name!r}: 'cwd' must be a string")
-        return {"transport": "stdio", "command": _expand(command), "args": [_expand(arg) for arg in args],
-                "env": _string_map(name, "env", entry.get("env")) or None, "cwd": _expand(cwd) if cwd else None}
+        stdio: dict[str, Any] = {"transport": "stdio", "command": _expand(command), "args": [_expand(arg) for arg in args],
+                                 "env": _string_map(name, "env", entry.get("env")) or None, "cwd": _expand(cwd) if cwd else None}
+        if session:
+            stdio["session_kwargs"] = session
+        return stdio
     if "url" in entry:
         url = entry["url"]
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
@@ -133,29 +213,39 @@ def _server_connection(name: str, entry: Any) -> dict[str, Any]:
         headers = _string_map(name, "headers", entry.get("headers"))
         if headers:
             connection["headers"] = headers
+        if session:
+            connection["timeout"] = session["read_timeout_seconds"].total_seconds()
+            connection["session_kwargs"] = session
+        if "sse_read_timeout" in entry:
+            connection["sse_read_timeout"] = _seconds(name, "sse_read_timeout", entry["sse_read_timeout"])
         return connection
     raise MCPConfigError(f"MCP server {name!r}: needs a 'command' (stdio) or a 'url' (streamable HTTP, SSE)")
 
 
 def parse_mcp_config(config: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """Read an MCP client configuration (SPEC R13.4).
+    """Read an MCP client configuration (SPEC R13.4, R5.4: each server a connector of the hub).
 
     Args:
         config: A JSON file's path, or the parsed object: ``{"mcpServers": {name: entry}}``
-            (or the ``{name: entry}`` mapping itself). An entry is ``{"command": str,
-            "args": [str], "env": {str: str}, "cwd": str}`` for a stdio server, or
-            ``{"url": str, "transport": "streamable_http" | "http" | "sse", "headers":
-            {str: str}}`` for a remote one (``type`` is read as ``transport``; the default is
-            streamable HTTP). ``${VAR}`` in strings is replaced from the environment. An
-            entry with ``"disabled": true`` is skipped.
+            (Claude Desktop, Cursor), ``{"servers": {name: entry}}`` (VS Code), or the
+            ``{name: entry}`` mapping itself. An entry is ``{"command": str, "args": [str],
+            "env": {str: str}, "cwd": str}`` for a stdio server, or ``{"url": str,
+            "headers": {str: str}, "sse_read_timeout": seconds}`` for a remote one; any entry
+            may have ``type`` or ``transport`` (``stdio``; ``streamable_http``, ``http`` or
+            ``sse`` for a URL, streamable HTTP by default), ``timeout`` (seconds to wait for
+            each answer of the server) and ``disabled`` (``true`` skips it). ``${VAR}`` and
+            ``${env:VAR}`` in strings are replaced from the environment.
 
     Returns:
         ``{name: connection}`` in file order, each connection a ``langchain-mcp-adapters``
-        connection dict (``transport`` set).
+        connection dict (``transport`` set; ``timeout`` becomes the session's
+        ``read_timeout_seconds``).
 
     Raises:
-        MCPConfigError: The file cannot be read or is not JSON, or an entry is malformed
-            (the message names the server and the field).
+        MCPConfigError: The file cannot be read or is not JSON, or an entry is malformed: a
+            field of no client's format (``"comand"``), a field of the other kind of server,
+            a value of the wrong type (``"disabled": "true"``). The message is one line
+            naming the server, the field and what is allowed.
     """
     if isinstance(config, Mapping):
         data: Any = config
@@ -166,14 +256,19 @@ def parse_mcp_config(config: str | os.PathLike[str] | Mapping[str, Any]) -> dict
             raise MCPConfigError(f"cannot read the MCP configuration {os.fspath(config)}: {exc.strerror or exc}") from exc
         except ValueError as exc:
             raise MCPConfigError(f"the MCP configuration {os.fspath(config)} is not JSON: {exc}") from exc
-    servers = data.get("mcpServers", data) if isinstance(data, Mapping) else None
+    if not isinstance(data, Mapping):
+        raise MCPConfigError("the MCP configuration must be an object with an 'mcpServers' (or 'servers') object")
+    lists = [key for key in SERVER_LISTS if key in data]
+    if len(lists) > 1:
+        raise MCPConfigError("the MCP configuration has both 'mcpServers' and 'servers'; keep one")
+    servers = data[lists[0]] if lists else data
     if not isinstance(servers, Mapping):
-        raise MCPConfigError("the MCP configuration must be an object with an 'mcpServers' object")
+        raise MCPConfigError("the MCP configuration must be an object with an 'mcpServers' (or 'servers') object")
     connections: dict[str, dict[str, Any]] = {}
     for name, entry in servers.items():
         if not isinstance(name, str) or not name.strip():
             raise MCPConfigError("every MCP server needs a non-empty name")
-        if isinstance(entry, dict) and entry.get("disabled") is True:
+        if _disabled(name, entry):
             continue
         connections[name] = _server_connection(name, entry)
     return connections
@@ -334,6 +429,63 @@ def one_line(exc: BaseException) -> str:
 _STREAM_CLOSED = frozenset({"BrokenResourceError", "ClosedResourceError", "EndOfStream", "McpError"})
 """Errors a stdio transport raises when the server's process has gone."""
 
+SETTLE_SECONDS = 5.0
+"""How long a call that saw its server's connection close waits for the session's task to
+end (the process reaped, its exit status known) before it reports the server unavailable."""
+
+_spawned: ContextVar[list[Any] | None] = ContextVar("reactgraph_mcp_spawned", default=None)
+"""In a session's task: the list the stdio process it starts is added to."""
+
+
+def _watch_spawned_processes() -> None:
+    """Let a session's task learn the process its stdio transport starts.
+
+    The ``mcp`` SDK's ``stdio_client`` keeps its process to itself, yet the process's exit
+    status is what explains a server that died (killed by a signal, exited with a status).
+    The SDK's process factory is wrapped once: the wrapper adds each process it makes to the
+    list in :data:`_spawned` of the calling task, which only :class:`MCPServer`'s tasks set
+    (elsewhere it changes nothing). Without that factory (another SDK version) nothing is
+    wrapped and the messages only lack the exit status.
+    """
+    try:
+        import mcp.client.stdio as sdk
+    except ImportError:
+        return
+    create = getattr(sdk, "_create_platform_compatible_process", None)
+    if create is None or getattr(create, "reactgraph_watch", False):
+        return
+
+    async def create_and_tell(*args: Any, **kwargs: Any) -> Any:
+        process = await create(*args, **kwargs)
+        sink = _spawned.get()
+        if sink is not None:
+            sink.append(process)
+        return process
+
+    create_and_tell.reactgraph_watch = True  # type: ignore[attr-defined]
+    sdk._create_platform_compatible_process = create_and_tell
+
+
+def exit_reason(returncode: int | None) -> str:
+    """How a server process ended, in words.
+
+    Args:
+        returncode: The process's return code (negative: the signal that killed it, as
+            ``subprocess`` reports it), or ``None`` when it is not known.
+
+    Returns:
+        ``"the server process was killed by SIGKILL"``, ``"the server process exited with
+        status 1"``, or ``"the server process exited"``.
+    """
+    if returncode is None:
+        return "the server process exited"
+    if returncode < 0:
+        try:
+            return f"the server process was killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"the server process was killed by signal {-returncode}"
+    return f"the server process exited with status {returncode}"
+
 
 class MCPServer:
     """One MCP server's session, owned by a task of its own for as long as it is open.
@@ -367,6 +519,8 @@ class MCPServer:
         self._down_since = 0.0
         self._closed = False
         self._reopening: asyncio.Lock | None = None
+        self._stderr_at_ready = 0
+        self._lost: str | None = None
 
     @asynccontextmanager
     async def _open(self) -> AsyncIterator[Any]:
@@ -381,43 +535,83 @@ class MCPServer:
             return
         parameters = StdioServerParameters(command=self.connection["command"], args=self.connection["args"],
                                            env=self.connection.get("env"), cwd=self.connection.get("cwd"))
-        async with stdio_client(parameters, errlog=self._errlog) as (read, write), ClientSession(read, write) as session:
+        async with (stdio_client(parameters, errlog=self._errlog) as (read, write),
+                    ClientSession(read, write, **(self.connection.get("session_kwargs") or {})) as session):
             yield session
 
-    def _stderr_tail(self) -> str:
+    def _stderr_size(self) -> int:
+        try:
+            return os.fstat(self._errlog.fileno()).st_size if self._errlog is not None else 0
+        except (OSError, ValueError):
+            return 0
+
+    def _stderr_tail(self, since: int = 0) -> str:
+        """`` (stderr: <its last line>)`` of what the process wrote from byte ``since`` on, or ``""``."""
         if self._errlog is None:
             return ""
         try:
             self._errlog.flush()
-            self._errlog.seek(0)
+            self._errlog.seek(since)
             lines = [line.strip() for line in self._errlog.read().splitlines() if line.strip()]
         except (OSError, ValueError):
             return ""
         return f" (stderr: {lines[-1][:200]})" if lines else ""
 
+    def _why_down(self, failure: BaseException | None, process: Any) -> str:
+        """Why the session ended, one line. A stdio process's exit says it; its standard error
+        is quoted only when it can explain it: never after a signal, and after the server was
+        up only what it wrote since (not its start-up banner)."""
+        since = self._stderr_at_ready if self._ready.is_set() else 0
+        returncode = getattr(process, "returncode", None)
+        if returncode is not None:
+            return exit_reason(returncode) + ("" if returncode < 0 else self._stderr_tail(since))
+        if failure is None or isinstance(failure, asyncio.CancelledError):
+            reason = self._lost or "the server closed the connection"
+        else:
+            reason = one_line(failure)
+            if self.connection["transport"] == "stdio" and reason.split(":")[0] in _STREAM_CLOSED:
+                reason = "the server process exited"
+            elif self._ready.is_set():
+                reason = f"the session ended: {reason}"
+        return reason + self._stderr_tail(since)
+
     async def _own(self) -> None:
         from langchain_mcp_adapters.tools import load_mcp_tools as list_tools
 
+        _watch_spawned_processes()
+        processes: list[Any] = []
+        _spawned.set(processes)
+        failure: BaseException | None = None
         try:
             async with self._open() as session:
                 await session.initialize()
                 self.tools = await list_tools(session, server_name=self.name)
                 self._session = session
+                self._stderr_at_ready = self._stderr_size()
                 self._ready.set()
-                await self._stop.wait()
+                await self._until_stopped_or_exited(processes[0] if processes else None)
         except BaseException as exc:  # noqa: BLE001 - the session's end, whatever it was, is this server's error
-            if not self._stop.is_set():
-                reason = one_line(exc)
-                if self.connection["transport"] == "stdio" and reason.split(":")[0] in _STREAM_CLOSED:
-                    reason = "the server process exited"
-                self.error = (f"the session ended: {reason}" if self._ready.is_set() else reason) + self._stderr_tail()
+            failure = exc
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
         finally:
-            if self.error is None and not self._stop.is_set():
-                self.error = "the server closed the connection" + self._stderr_tail()
+            if self.error is None and (self._lost is not None or not self._stop.is_set()):
+                self.error = self._why_down(failure, processes[0] if processes else None)
             self._mark_down()
             self._ready.set()
+
+    async def _until_stopped_or_exited(self, process: Any) -> None:
+        """Hold the session until it is stopped or, for stdio, until its process exits."""
+        waits = [asyncio.ensure_future(self._stop.wait())]
+        if process is not None:
+            waits.append(asyncio.ensure_future(process.wait()))
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
+        if not self._stop.is_set():
+            self._lost = "the server process exited"
 
     def _mark_down(self) -> None:
         if not self._dead.is_set():
@@ -429,7 +623,9 @@ class MCPServer:
 
         Args:
             timeout: Seconds the server has to start and answer the listing (also used
-                when a session is opened again after the server went down).
+                when a session is opened again after the server went down). It is the bound:
+                a server not up by then is given up at once, its process stopped in the
+                background (:meth:`close` waits for that).
 
         Raises:
             ToolException: The server did not start; the message is one line.
@@ -440,7 +636,7 @@ class MCPServer:
 
     async def _open_session(self) -> None:
         await self._end_task()
-        self.error, self._session = None, None
+        self.error, self._session, self._lost = None, None, None
         self._ready, self._stop, self._dead = asyncio.Event(), asyncio.Event(), asyncio.Event()
         if self.connection["transport"] == "stdio":
             self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
@@ -449,8 +645,9 @@ class MCPServer:
             await asyncio.wait_for(self._ready.wait(), self._timeout)
         except TimeoutError:
             self.error = f"did not start within {self._timeout:g} seconds" + self._stderr_tail()
+            self._stop.set()
             self._mark_down()
-            await self._end_task()
+            self._task.cancel()  # not waited for here: the timeout is the bound
         if self._dead.is_set() or self.error:
             raise ToolException(self.error or "the server closed the connection")
 
@@ -458,10 +655,10 @@ class MCPServer:
         """Stop the session's task (if any) and wait for it; forget its standard error file."""
         self._stop.set()
         if self._task is not None and not self._task.done():
-            try:
-                await asyncio.wait_for(asyncio.shield(self._task), 10)
-            except (TimeoutError, Exception):  # noqa: BLE001 - closing never fails the caller
+            await asyncio.wait({self._task}, timeout=10)
+            if not self._task.done():
                 self._task.cancel()
+                await asyncio.wait({self._task}, timeout=5)
         if self._errlog is not None:
             self._errlog.close()
             self._errlog = None
@@ -511,25 +708,32 @@ class MCPServer:
         try:
             return call.result()
         except McpError as exc:
+            if exc.error.code == REQUEST_TIMEOUT:
+                waited = (self.connection.get("session_kwargs") or {}).get("read_timeout_seconds")
+                within = f" within {waited.total_seconds():g} seconds" if waited else " in time"
+                raise ToolException(f"MCP server {self.name!r} did not answer {tool!r}{within}") from exc
             if exc.error.code != CONNECTION_CLOSED:
                 raise ToolException(f"MCP server {self.name!r} refused the call: {one_line(exc)}") from exc
-            self._gone("the server closed the connection")
-            raise self.unavailable() from exc
+            raise await self._gone("the server closed the connection") from exc
         except ToolException:
             raise
         except Exception as exc:
             if one_line(exc).split(":")[0] in _STREAM_CLOSED:
-                self._gone("the server closed the connection")
-                raise self.unavailable() from exc
+                raise await self._gone("the server closed the connection") from exc
             raise ToolException(f"MCP server {self.name!r} failed: {one_line(exc)}") from exc
 
-    def _gone(self, reason: str) -> None:
-        """The transport is closed for good: remember why and end the session (its task
-        stops the process of a stdio server)."""
-        if self.error is None:
-            self.error = reason + self._stderr_tail()
-        self._mark_down()
+    async def _gone(self, reason: str) -> ToolException:
+        """The transport is closed for good: end the session (its task stops the process of
+        a stdio server and records why it ended, e.g. its exit status) and return the
+        unavailable error to raise."""
+        self._lost = self._lost or reason
         self._stop.set()
+        if self._task is not None and not self._task.done():
+            await asyncio.wait({self._task}, timeout=SETTLE_SECONDS)
+        if self.error is None:
+            self.error = reason
+        self._mark_down()
+        return self.unavailable()
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> Any:
         """Call ``tool`` on the server from any event loop.

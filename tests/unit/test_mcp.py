@@ -49,7 +49,7 @@ def test_the_usual_client_configuration_gives_stdio_and_http_connections(tmp_pat
 
 
 @pytest.mark.parametrize(("config", "message"), [
-    ({"mcpServers": []}, "must be an object with an 'mcpServers' object"),
+    ({"mcpServers": []}, "must be an object with an 'mcpServers' (or 'servers') object"),
     ({"mcpServers": {"x": {}}}, "MCP server 'x': needs a 'command' (stdio) or a 'url'"),
     ({"mcpServers": {"x": {"command": "a", "args": "b"}}}, "MCP server 'x': 'args' must be a list of strings"),
     ({"mcpServers": {"x": {"url": "http://h/mcp", "transport": "websocket"}}}, "MCP server 'x': unknown transport 'websocket'"),
@@ -60,6 +60,70 @@ def test_a_malformed_configuration_names_the_server_and_the_field(config, messag
     with pytest.raises(MCPConfigError) as caught:
         parse_mcp_config(config)
     assert message in str(caught.value) and isinstance(caught.value, ValueError)
+
+
+def test_a_vs_code_mcp_json_is_read_as_written(monkeypatch):
+    """VS Code's ``.vscode/mcp.json``: servers under ``servers``, ``type`` as the transport
+    (``stdio``, ``http``, ``sse``), ``${env:VAR}`` references, and its ``inputs`` list (not ours)."""
+    monkeypatch.setenv("GH_TOKEN", "t0k")
+    connections = parse_mcp_config({
+        "inputs": [{"type": "promptString", "id": "api-key", "description": "API key", "password": True}],
+        "servers": {
+            "files": {"type": "stdio", "command": "npx", "args": ["-y", "server-files"], "env": {"TOKEN": "${env:GH_TOKEN}"}},
+            "github": {"type": "http", "url": "https://api.example.com/mcp/", "headers": {"Authorization": "Bearer ${env:GH_TOKEN}"}},
+            "legacy": {"type": "sse", "url": "http://localhost:3001/sse"},
+        },
+    })
+    assert connections == {
+        "files": {"transport": "stdio", "command": "npx", "args": ["-y", "server-files"], "env": {"TOKEN": "t0k"}, "cwd": None},
+        "github": {"transport": "streamable_http", "url": "https://api.example.com/mcp/", "headers": {"Authorization": "Bearer t0k"}},
+        "legacy": {"transport": "sse", "url": "http://localhost:3001/sse"},
+    }
+
+
+def test_other_clients_fields_and_a_timeout_are_understood():
+    """Cline's approval lists are accepted (and not used); ``timeout`` is how long each answer
+    of the server is awaited (the session's read timeout; for a URL also the HTTP timeout);
+    ``"disabled": false`` keeps a server."""
+    from datetime import timedelta
+
+    connections = parse_mcp_config({"mcpServers": {
+        "files": {"command": "npx", "timeout": 30, "autoApprove": ["read"], "alwaysAllow": [], "disabled": False},
+        "web": {"url": "http://h/mcp", "transport": "streamable_http", "type": "streamable_http", "timeout": 2.5,
+                "sse_read_timeout": 60},
+    }})
+    assert connections["files"]["session_kwargs"] == {"read_timeout_seconds": timedelta(seconds=30)}
+    assert connections["web"]["timeout"] == 2.5 and connections["web"]["sse_read_timeout"] == 60.0
+    assert connections["web"]["session_kwargs"] == {"read_timeout_seconds": timedelta(seconds=2.5)}
+
+
+@pytest.mark.parametrize(("entry", "message"), [
+    ({"comand": "npx"}, "MCP server 'x': unknown field 'comand' (did you mean 'command'?); a server takes command, args, env, cwd (stdio)"),
+    ({"command": "npx", "arg": ["-y"]}, "MCP server 'x': unknown field 'arg' (did you mean 'args'?)"),
+    ({"url": "http://h/mcp", "header": {}}, "MCP server 'x': unknown field 'header' (did you mean 'headers'?)"),
+    ({"command": "npx", "colour": "red"}, "MCP server 'x': unknown field 'colour'; a server takes"),
+    ({"command": "npx", "disabled": "true"}, "MCP server 'x': 'disabled' must be true or false (JSON booleans), not 'true'"),
+    ({"command": "npx", "disabled": 0}, "MCP server 'x': 'disabled' must be true or false"),
+    ({"command": "npx", "headers": {"A": "b"}}, "MCP server 'x': 'headers' does not apply to a 'command' (stdio) server"),
+    ({"url": "http://h/mcp", "args": ["a"]}, "MCP server 'x': 'args' does not apply to a 'url' server"),
+    ({"command": "npx", "url": "http://h/mcp"}, "MCP server 'x': has both 'command' and 'url'; keep one"),
+    ({"command": "npx", "timeout": "30s"}, "MCP server 'x': 'timeout' must be a number of seconds above 0, not '30s'"),
+    ({"url": "http://h/mcp", "type": "http", "transport": "sse"}, "MCP server 'x': 'type' and 'transport' disagree"),
+    ({"command": "npx", "envFile": ".env"}, "MCP server 'x': 'envFile' is not supported: put the variables in 'env'"),
+    ({"serverUrl": "http://h/mcp"}, "MCP server 'x': 'serverUrl' is not supported: call it 'url'"),
+])
+def test_a_misspelled_or_misplaced_field_is_a_one_line_error(entry, message):
+    """A field no client format has, one of the other kind of server or a value of the wrong
+    type stops the configuration with one line naming the server, the field and what is
+    allowed (before this, ``"comand"`` and ``"disabled": "true"`` were silently ignored)."""
+    with pytest.raises(MCPConfigError) as caught:
+        parse_mcp_config({"mcpServers": {"x": entry}})
+    assert str(caught.value).startswith(message) and "\n" not in str(caught.value)
+
+
+def test_servers_and_mcp_servers_together_are_refused():
+    with pytest.raises(MCPConfigError, match="both 'mcpServers' and 'servers'"):
+        parse_mcp_config({"mcpServers": {}, "servers": {}})
 
 
 def test_an_unreadable_or_non_json_file_is_a_configuration_error(tmp_path):
