@@ -6,7 +6,8 @@ Its tools return each kind of MCP result the engine maps (SPEC R13.4, R2.9): tex
 (``machine_temperature``), structured content (``line_output``), an image
 (``trend_chart``), an embedded HTML resource (``shift_report``), and an error result
 (``broken_sensor``); ``exit_server`` ends the server's process in the middle of the call (a
-server that dies). ``echo`` has the name of a tool of ``server-everything``, so a hub of
+server that dies, with a last line on stderr and exit status 3). Over stdio it writes a banner
+on stderr first, as many servers do. ``echo`` has the name of a tool of ``server-everything``, so a hub of
 both has a clash to prefix.
 """
 
@@ -61,7 +62,8 @@ def build_server(port: int = 0) -> FastMCP:
 
     @server.tool()
     def exit_server() -> str:
-        """Ends the server process during the call (the server dies)."""
+        """Ends the server process during the call (the server dies), saying why on stderr."""
+        print("exit_server: stopping as asked", file=sys.stderr, flush=True)
         os._exit(3)
 
     @server.tool()
@@ -74,6 +76,8 @@ def build_server(port: int = 0) -> FastMCP:
 
 if __name__ == "__main__":
     if sys.argv[1] == "stdio":
+        # A banner on stderr, as many stdio servers write one: it explains nothing later on.
+        print("plant-extras MCP server running on stdio", file=sys.stderr, flush=True)
         build_server().run(transport="stdio")
     else:
         build_server(int(sys.argv[1])).run(transport="streamable-http")

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -148,12 +152,56 @@ async def test_a_stdio_server_that_dies_mid_session_fails_as_an_observation(tmp_
             return await asyncio.wait_for(by_name[name].ainvoke(tool_call(name, args, f"id-{name}")), 30)
 
         dying = await call("doomed_exit_server", {})
-        assert dying.status == "error" and dying.content.startswith("Error: MCP server 'doomed' is unavailable")
+        # The exit status, and the line the server wrote on its way out (not its start-up banner).
+        assert dying.status == "error" and dying.content == ("Error: MCP server 'doomed' is unavailable: the server "
+                                                             "process exited with status 3 (stderr: exit_server: stopping as asked)")
         after = await call("doomed_machine_temperature", {"machine_id": "CNC-001"})
         assert after.status == "error" and "\n" not in after.content
         assert after.content.startswith("Error: MCP server 'doomed' is unavailable")
         alive = await call("spare_machine_temperature", {"machine_id": "CNC-001"})
         assert alive.status == "success" and "71.5" in alive.content
+
+
+def processes_with(marker: str) -> list[int]:
+    """The ids of this machine's processes whose command line holds ``marker`` (Linux /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker.encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+async def test_a_server_killed_by_a_signal_is_reported_as_killed_not_by_its_banner():
+    """A stdio server SIGKILLed between calls: the next call (and the one after) says the
+    process was killed by SIGKILL, and quotes none of its standard error (its start-up
+    banner explains nothing). Before, the message quoted that banner."""
+    marker = f"kill-me-{uuid.uuid4().hex}"
+    server = {"command": sys.executable, "args": ["-m", "tests.mcp_server", "stdio", marker], "cwd": str(REPO)}
+    async with load_mcp_tools({"mcpServers": {"plant": server}}, reconnect_after=None) as tools:
+        by_name = {tool.name: tool for tool in tools}
+        first = await by_name["machine_temperature"].ainvoke(tool_call("machine_temperature", {"machine_id": "A"}, "m1"))
+        assert first.status == "success"
+        (pid,) = processes_with(marker)
+        os.kill(pid, signal.SIGKILL)
+        for call_id in ("m2", "m3"):
+            after = await asyncio.wait_for(by_name["machine_temperature"].ainvoke(
+                tool_call("machine_temperature", {"machine_id": "A"}, call_id)), 30)
+            assert after.status == "error"
+            assert after.content == "Error: MCP server 'plant' is unavailable: the server process was killed by SIGKILL"
+
+
+async def test_startup_timeout_is_the_bound_on_waiting_for_a_server():
+    """A server that never answers is given up when ``startup_timeout`` passes, not 10 s
+    later: the tools of the others are there, and the reason says how long it had."""
+    hung = {"command": sys.executable, "args": ["-c", "import time; time.sleep(120)"]}
+    started = time.monotonic()
+    async with load_mcp_tools({"mcpServers": {"hung": hung}}, startup_timeout=2) as tools:
+        waited = time.monotonic() - started
+        assert tools.failures == {"hung": "did not start within 2 seconds"} and list(tools) == []
+    assert 2 <= waited < 3.5, waited
 
 
 async def test_a_server_that_went_down_gets_a_new_session_on_a_later_call():
