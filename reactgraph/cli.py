@@ -166,6 +166,8 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
             if not _is_database_error(exc):
                 raise
             raise SetupError(f"cannot open the checkpoint database: {' '.join(str(exc).split())}") from exc
+        if args.command == "resume" and await persistence.checkpointer.aget_tuple({"configurable": {"thread_id": args.thread}}) is None:
+            raise SetupError(f"thread {args.thread!r} has no checkpoint")  # before any MCP server starts
         if args.mcp:
             tools = [*tools, *await _open_mcp(stack, args.mcp, [tool.name for tool in tools], console)]
         try:
@@ -224,12 +226,30 @@ async def _open_mcp(stack: AsyncExitStack, path: str, reserved: Sequence[str], c
     """
     from reactgraph.mcp import load_mcp_tools
 
+    announce_mcp(path)
     try:
         tools = await stack.enter_async_context(load_mcp_tools(path, reserved=reserved))
     except ImportError as exc:
         raise SetupError(str(exc)) from exc
     print_mcp_summary(console, tools)
     return list(tools)
+
+
+def announce_mcp(path: str) -> None:
+    """Say on stderr, in one line, which MCP servers the command now waits for (``npx`` may
+    download a package first), and for how long at most (SPEC R5.4: each a connector of the hub).
+
+    Args:
+        path: The ``--mcp`` file.
+
+    Raises:
+        MCPConfigError: The file is unreadable or malformed (checked before the line is printed).
+    """
+    from reactgraph.mcp import STARTUP_TIMEOUT, parse_mcp_config
+
+    names = list(parse_mcp_config(path))
+    if names:
+        print(f"starting MCP servers: {', '.join(names)} (up to {STARTUP_TIMEOUT:g} s) …", file=sys.stderr, flush=True)
 
 
 def print_mcp_summary(console: Console, tools: Any) -> None:
@@ -424,6 +444,8 @@ async def _serve(args: argparse.Namespace, console: Console) -> int:
     if args.max_iterations < 1:
         raise ValueError("--max-iterations must be at least 1")
     server_settings = _server_settings(args)
+    if args.mcp:
+        announce_mcp(args.mcp)
     try:
         context = open_demo_agent(model=args.model, base_url=args.base_url, api_key=args.api_key,
                                   json_mode=args.json_mode, max_iterations=args.max_iterations,

@@ -239,6 +239,7 @@ def test_reactgraph_run_with_mcp(tmp_path, plant_server):
         cwd=REPO, capture_output=True, text=True, timeout=240,
     )
     assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith("starting MCP servers: plant_extras, broken (up to 60 s) …\n")
     out = done.stdout
     assert "mcp: plant_extras (7 tools)" in out
     assert "mcp: server broken failed to start: the server process exited" in out

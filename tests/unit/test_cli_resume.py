@@ -10,6 +10,7 @@ import pytest
 from langchain_core.messages import AIMessage
 
 import reactgraph.demo.factory
+import reactgraph.mcp
 import reactgraph.models
 from reactgraph import ModelAbilities
 from reactgraph.cli import main
@@ -67,3 +68,42 @@ def test_resume_of_an_unknown_thread_is_a_one_line_error(cli_model, tmp_path, ca
     assert main(["resume", "nope", "--db-url", str(tmp_path / "checkpoints.db")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("reactgraph: error:") and "no checkpoint" in err and err.count("\n") == 1
+
+
+@pytest.fixture
+def mcp_opened(monkeypatch, tmp_path):
+    """A ``--mcp`` file of two servers, and the list of configurations ``load_mcp_tools`` was
+    asked to open (it opens nothing: it yields no tools)."""
+    from reactgraph.mcp import MCPTools
+
+    opened: list[object] = []
+
+    @asynccontextmanager
+    async def no_servers(config, **_options):
+        opened.append(config)
+        yield MCPTools([], {}, {})
+
+    monkeypatch.setattr(reactgraph.mcp, "load_mcp_tools", no_servers)
+    config = tmp_path / "mcp.json"
+    config.write_text('{"servers": {"files": {"type": "stdio", "command": "npx"}, "web": {"url": "http://127.0.0.1:9/mcp"}}}')
+    return str(config), opened
+
+
+def test_resume_of_an_unknown_thread_starts_no_mcp_server(cli_model, tmp_path, capsys, mcp_opened):
+    """``reactgraph resume THREAD --mcp F`` checks that the thread has a checkpoint before it
+    starts any MCP server (they may take a minute to start)."""
+    config, opened = mcp_opened
+    cli_model["model"] = ScriptedChatModel()
+    assert main(["resume", "nope", "--db-url", str(tmp_path / "checkpoints.db"), "--mcp", config]) == 2
+    err = capsys.readouterr().err
+    assert err == "reactgraph: error: thread 'nope' has no checkpoint\n" and opened == []
+
+
+def test_the_cli_says_which_mcp_servers_it_waits_for(cli_model, tmp_path, capsys, mcp_opened):
+    """Before waiting for the servers of ``--mcp`` to start, ``reactgraph run`` prints one line
+    on stderr naming them and the longest wait."""
+    config, opened = mcp_opened
+    cli_model["model"] = ScriptedChatModel(responses=["CNC-003 is normal."])
+    assert main(["run", "How is CNC-003?", "--db-url", "memory", "--mcp", config]) == 0
+    err = capsys.readouterr().err
+    assert err.splitlines()[0] == "starting MCP servers: files, web (up to 60 s) …" and opened == [config]
