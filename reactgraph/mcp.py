@@ -286,9 +286,11 @@ def unique_tool_names(listing: Mapping[str, Iterable[str]], reserved: Iterable[s
 
     A tool keeps its own name (characters other than letters, digits, ``_`` and ``-``
     replaced by ``_``) unless another server has a tool of that name or it is in
-    ``reserved``: then every tool of that name is called ``<server>_<name>``. A name still
-    taken after that gets ``_2``, ``_3``…; names are cut to :data:`MAX_TOOL_NAME`
-    characters.
+    ``reserved``: then every tool of that name is called ``<server>_<name>`` (whatever the
+    order). Names are then given in ``listing`` order: a name an earlier tool already got is
+    prefixed too, and a prefixed name still taken gets ``_2``, ``_3``… (the only
+    order-dependent case; docs/mcp.md, "Tool names"). Names are cut to
+    :data:`MAX_TOOL_NAME` characters.
 
     Args:
         listing: ``{server: [tool name, ...]}`` in the configuration's order.

@@ -18,6 +18,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -311,13 +312,18 @@ def doc_blocks(language: str) -> list[str]:
     return [block.split("\n", 1)[1] for block in text.split("```")[1::2] if block.startswith(language + "\n")]
 
 
-async def test_the_examples_of_docs_mcp_run(tmp_path, monkeypatch):
-    """docs/mcp.md's configuration parses as documented, and its library example runs as
-    written (a scripted model as ``llm``, the project's server over stdio in ``mcp.json``)."""
+async def test_the_examples_of_docs_mcp_run(tmp_path, monkeypatch, capsys):
+    """docs/mcp.md's configurations (Claude Desktop's ``mcpServers`` and VS Code's ``servers``)
+    parse as documented, and its library example runs as written (a scripted model as ``llm``,
+    the project's server over stdio in ``mcp.json``) and prints what its ``# → …`` comments show."""
     from reactgraph.mcp import parse_mcp_config
+    from tests.unit.test_docs import fenced_blocks, printed, shown_outputs
 
-    (documented,) = doc_blocks("json")
-    assert [c["transport"] for c in parse_mcp_config(json.loads(documented)).values()] == ["stdio", "streamable_http"]
+    claude, vscode = doc_blocks("json")
+    monkeypatch.setenv("PLANT_TOKEN", "t0k")
+    parsed = [parse_mcp_config(json.loads(text)) for text in (claude, vscode)]
+    assert [[c["transport"] for c in connections.values()] for connections in parsed] == [["stdio", "streamable_http"]] * 2
+    assert parsed[0]["plant"]["headers"] == parsed[1]["plant"]["headers"] == {"Authorization": "Bearer t0k"}
     (example,) = doc_blocks("python")
     server = {"command": sys.executable, "args": ["-m", "tests.mcp_server", "stdio"], "cwd": str(REPO)}
     (tmp_path / "mcp.json").write_text(json.dumps({"mcpServers": {
@@ -331,3 +337,7 @@ async def test_the_examples_of_docs_mcp_run(tmp_path, monkeypatch):
          namespace)
     result = await namespace["example"]()
     assert "71.5" in result.steps[0].observation and result.answer.strip()
+    # The example is marked skip for tests/unit/test_docs.py; its shown output is checked here.
+    shown = shown_outputs([replace(block, skip=None) for block in fenced_blocks((REPO / "docs" / "mcp.md").read_text())])
+    output = capsys.readouterr().out
+    assert len(shown) == 2 and all(printed(line, output) for line in shown), (shown, output)

@@ -277,3 +277,43 @@ async def test_a_server_that_never_started_is_unavailable_not_a_crash():
     tool = mcp_tool(server, "machine_temperature")
     message = await tool.ainvoke(tool_call("machine_temperature", {"machine_id": "A"}, "g1"))
     assert message.status == "error" and message.content == "Error: MCP server 'ghost' is unavailable: not started"
+
+
+def test_how_a_server_process_ended_is_said_in_words():
+    from reactgraph.mcp import exit_reason
+
+    assert exit_reason(-9) == "the server process was killed by SIGKILL"
+    assert exit_reason(-15) == "the server process was killed by SIGTERM"
+    assert exit_reason(3) == "the server process exited with status 3"
+    assert exit_reason(None) == "the server process exited"
+
+
+async def test_a_server_slower_than_its_timeout_is_a_one_line_observation():
+    """``"timeout": 2`` in the configuration: a call the server does not answer in time (the
+    SDK's read timeout) is the observation that it did not answer within 2 seconds, not a
+    refusal."""
+    import asyncio
+
+    from mcp.shared.exceptions import McpError
+    from mcp.types import ErrorData
+
+    class Slow:
+        async def call_tool(self, tool: str, arguments: dict[str, Any]) -> Any:
+            raise McpError(ErrorData(code=408, message="Timed out while waiting for response to ClientRequest."))
+
+    (connection,) = parse_mcp_config({"mcpServers": {"slow": {"command": "npx", "timeout": 2}}}).values()
+    server = MCPServer("slow", connection)
+    server._session, server._loop = Slow(), asyncio.get_running_loop()
+    message = await mcp_tool(server, "machine_temperature").ainvoke(tool_call("machine_temperature", {"machine_id": "A"}, "s1"))
+    assert message.status == "error"
+    assert message.content == "Error: MCP server 'slow' did not answer 'machine_temperature' within 2 seconds"
+
+
+def test_the_documented_naming_rule_and_where_order_matters():
+    """docs/mcp.md's rule: a shared name is prefixed on every server whatever the order; a name
+    an earlier tool got is prefixed too, and a prefixed name still taken gets ``_2``."""
+    forward = unique_tool_names({"a": ["x"], "b": ["x"], "c": ["a_x"]})
+    backward = unique_tool_names({"c": ["a_x"], "b": ["x"], "a": ["x"]})
+    assert (forward[("a", "x")], forward[("b", "x")], forward[("c", "a_x")]) == ("a_x", "b_x", "c_a_x")
+    assert (backward[("a", "x")], backward[("b", "x")], backward[("c", "a_x")]) == ("a_x_2", "b_x", "a_x")
+    assert unique_tool_names({"p": ["echo", "add"], "q": ["echo"]}) == unique_tool_names({"q": ["echo"], "p": ["echo", "add"]})
