@@ -63,7 +63,7 @@ from reactgraph.jsonparse import safe_json
 
 _OBSERVATION_LINES = 8
 
-MCP_HELP = ('MCP client configuration ({"mcpServers": {name: {command, args, env} | {url, transport}}}): '
+MCP_HELP = ('MCP client configuration ({"mcpServers" or VS Code\'s "servers": {name: {command, args, env} | {url, type}}}): '
             "each server's tools join the demo plant's hub for the run (docs/mcp.md)")
 
 
@@ -166,7 +166,8 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
             if not _is_database_error(exc):
                 raise
             raise SetupError(f"cannot open the checkpoint database: {' '.join(str(exc).split())}") from exc
-        if args.command == "resume" and await persistence.checkpointer.aget_tuple({"configurable": {"thread_id": args.thread}}) is None:
+        if args.command == "resume" and await persistence.checkpointer.aget_tuple(
+                {"configurable": {"thread_id": args.thread}}) is None:
             raise SetupError(f"thread {args.thread!r} has no checkpoint")  # before any MCP server starts
         if args.mcp:
             tools = [*tools, *await _open_mcp(stack, args.mcp, [tool.name for tool in tools], console)]
@@ -249,7 +250,8 @@ def announce_mcp(path: str) -> None:
 
     names = list(parse_mcp_config(path))
     if names:
-        print(f"starting MCP servers: {', '.join(names)} (up to {STARTUP_TIMEOUT:g} s) …", file=sys.stderr, flush=True)
+        print(f"starting MCP servers: {', '.join(names)} (up to {STARTUP_TIMEOUT:g} s) …",
+              file=sys.stderr, flush=True)
 
 
 def print_mcp_summary(console: Console, tools: Any) -> None:

@@ -81,8 +81,10 @@ class LocalModelError(ReactGraphError, RuntimeError):
 
 class MCPConfigError(ReactGraphError, ValueError):
     """An MCP client configuration that cannot be used (SPEC R13.4): not JSON, no
-    ``mcpServers`` object, or a server entry without a ``command`` or a ``url``, or with a
-    transport reactgraph does not speak. The message names the server and the field."""
+    ``mcpServers`` (or VS Code's ``servers``) object, or a server entry without a ``command``
+    or a ``url``, with a transport reactgraph does not speak, a field no client format has
+    (a misspelling), or a value of the wrong type. The message is one line naming the server,
+    the field and what is allowed."""
 
 
 RETRY_LATER_STATUSES = frozenset({408, 409, 429})

@@ -1,8 +1,9 @@
 """MCP servers as connectors of the hub (SPEC R5.4, R13.4; issue 19).
 
 :func:`load_mcp_tools` opens the servers of an MCP client configuration — the
-``{"mcpServers": {name: {command, args, env} | {url, transport}}}`` file every MCP client
-reads — and yields their tools as LangChain tools for :class:`~reactgraph.ReActAgent`::
+``{"mcpServers": {name: {command, args, env} | {url, transport}}}`` file of Claude Desktop,
+Cursor and Claude Code, or VS Code's ``{"servers": {name: {type, ...}}}`` — and yields their
+tools as LangChain tools for :class:`~reactgraph.ReActAgent`::
 
     async with load_mcp_tools("mcp.json") as tools:
         agent = ReActAgent(llm, [*my_tools, *tools])
@@ -35,7 +36,8 @@ Transports: the ``langchain-mcp-adapters`` package opens streamable HTTP and SSE
 and converts each listed MCP tool (name, description, JSON schema, annotations). Two
 things it falls short on are done here with the ``mcp`` SDK: stdio servers are started
 with their standard error kept in a file (the last line explains a server that failed to
-start, and nothing is written over the terminal), and results are mapped from the SDK's
+start, and nothing is written over the terminal) and their process known to the session's
+task (its exit status explains a server that died: :func:`exit_reason`), and results are mapped from the SDK's
 ``CallToolResult`` (the adapter drops the URI and type of embedded resources and refuses
 audio). Both packages are the ``mcp`` extra: ``pip install 'reactgraph[mcp]'``.
 """
@@ -196,8 +198,10 @@ def _server_connection(name: str, entry: Any) -> dict[str, Any]:
         cwd = entry.get("cwd")
         if cwd is not None and not isinstance(cwd, str):
             raise MCPConfigError(f"MCP server {name!r}: 'cwd' must be a string")
-        stdio: dict[str, Any] = {"transport": "stdio", "command": _expand(command), "args": [_expand(arg) for arg in args],
-                                 "env": _string_map(name, "env", entry.get("env")) or None, "cwd": _expand(cwd) if cwd else None}
+        stdio: dict[str, Any] = {"transport": "stdio", "command": _expand(command),
+                                 "args": [_expand(arg) for arg in args],
+                                 "env": _string_map(name, "env", entry.get("env")) or None,
+                                 "cwd": _expand(cwd) if cwd else None}
         if session:
             stdio["session_kwargs"] = session
         return stdio
@@ -469,7 +473,8 @@ def _watch_spawned_processes() -> None:
 
 
 def exit_reason(returncode: int | None) -> str:
-    """How a server process ended, in words.
+    """How a server process ended, in words: the reason a dead stdio server is unavailable
+    (SPEC R2.7: one line the model reads; R5.4: one connector down, the hub goes on).
 
     Args:
         returncode: The process's return code (negative: the signal that killed it, as
@@ -844,7 +849,9 @@ async def load_mcp_tools(
         config: A configuration file's path or its parsed object (:func:`parse_mcp_config`).
         reserved: Names of the agent's other tools; an MCP tool with one of them is
             prefixed with its server's name (:func:`unique_tool_names`).
-        startup_timeout: Seconds each server has to start and list its tools.
+        startup_timeout: Seconds each server has to start and list its tools. The servers
+            start together and the block waits no longer than this: a server not up by then
+            is left out (its process stopped in the background).
         reconnect_after: Seconds after a server went down (its process exited, its
             connection broke) before a call of one of its tools opens a new session; calls
             before that fail at once. ``None``: a server that went down stays down. The
