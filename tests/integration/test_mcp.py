@@ -220,14 +220,15 @@ async def test_a_server_that_went_down_gets_a_new_session_on_a_later_call():
 
 
 def test_reactgraph_run_with_mcp(tmp_path, plant_server):
-    """``reactgraph run --mcp FILE`` (scripted model, real demo plant): the MCP server's tool
-    joins the hub, its result is printed, a server that does not start is one line and the
+    """``reactgraph run --mcp FILE`` (scripted model, real demo plant; VS Code's file format):
+    the command says which servers it waits for, the MCP server's tool joins the hub, its
+    result is printed, a server that does not start is one line with its exit status, and the
     run still answers (exit 0)."""
     url, _process = plant_server
     config = tmp_path / "mcp.json"
-    config.write_text(json.dumps({"mcpServers": {
-        "plant_extras": {"url": url},
-        "broken": {"command": sys.executable, "args": ["-c", "import sys; sys.exit(1)"]},
+    config.write_text(json.dumps({"servers": {  # VS Code's format, with a timeout for each answer
+        "plant_extras": {"type": "http", "url": url, "timeout": 30},
+        "broken": {"type": "stdio", "command": sys.executable, "args": ["-c", "import sys; sys.exit(1)"]},
     }}))
     script = {
         "selection": ["machine_temperature"],
@@ -243,7 +244,7 @@ def test_reactgraph_run_with_mcp(tmp_path, plant_server):
     assert done.stderr.startswith("starting MCP servers: plant_extras, broken (up to 60 s) …\n")
     out = done.stdout
     assert "mcp: plant_extras (7 tools)" in out
-    assert "mcp: server broken failed to start: the server process exited" in out
+    assert "mcp: server broken failed to start: the server process exited with status 1" in out
     assert "✓ machine_temperature" in out and "CNC-003: spindle temperature 71.5 C" in out
     assert "CNC-003 spindle: 71.5 C." in out
 
