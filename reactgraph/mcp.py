@@ -528,6 +528,7 @@ class MCPServer:
         self._reopening: asyncio.Lock | None = None
         self._stderr_at_ready = 0
         self._lost: str | None = None
+        self._exited = False
 
     @asynccontextmanager
     async def _open(self) -> AsyncIterator[Any]:
@@ -570,7 +571,7 @@ class MCPServer:
         up only what it wrote since (not its start-up banner)."""
         since = self._stderr_at_ready if self._ready.is_set() else 0
         returncode = getattr(process, "returncode", None)
-        if returncode is not None:
+        if returncode is not None and (self._exited or not self._stop.is_set()):  # not stopped by us
             return exit_reason(returncode) + ("" if returncode < 0 else self._stderr_tail(since))
         if failure is None or isinstance(failure, asyncio.CancelledError):
             reason = self._lost or "the server closed the connection"
@@ -618,6 +619,7 @@ class MCPServer:
             for wait in waits:
                 wait.cancel()
         if not self._stop.is_set():
+            self._exited = True
             self._lost = "the server process exited"
 
     def _mark_down(self) -> None:
@@ -643,7 +645,7 @@ class MCPServer:
 
     async def _open_session(self) -> None:
         await self._end_task()
-        self.error, self._session, self._lost = None, None, None
+        self.error, self._session, self._lost, self._exited = None, None, None, False
         self._ready, self._stop, self._dead = asyncio.Event(), asyncio.Event(), asyncio.Event()
         if self.connection["transport"] == "stdio":
             self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
@@ -732,7 +734,10 @@ class MCPServer:
     async def _gone(self, reason: str) -> ToolException:
         """The transport is closed for good: end the session (its task stops the process of
         a stdio server and records why it ended, e.g. its exit status) and return the
-        unavailable error to raise."""
+        unavailable error to raise. A stdio process that is dying gets a moment to end the
+        task by itself, so that its exit status, not our stopping it, is the reason."""
+        if self.connection["transport"] == "stdio" and self._task is not None and not self._task.done():
+            await asyncio.wait({self._task}, timeout=SETTLE_SECONDS / 2)
         self._lost = self._lost or reason
         self._stop.set()
         if self._task is not None and not self._task.done():
