@@ -123,6 +123,7 @@ _NOT_SUPPORTED = {
 }
 
 _BRACED_VAR = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}")
+_INPUT_VAR = re.compile(r"\$\{input:([^}]*)\}")
 
 
 def _expand(value: str) -> str:
@@ -167,6 +168,18 @@ def _check_fields(name: str, entry: dict[str, Any]) -> None:
         raise MCPConfigError(f"MCP server {name!r}: {wrong[0]!r} does not apply to {kind}")
 
 
+def _check_prompts(name: str, entry: dict[str, Any]) -> None:
+    """Refuse VS Code's ``${input:…}`` (a value VS Code asks the user for): nobody is asked here."""
+    for field, value in entry.items():
+        if isinstance(value, dict):
+            value = list(value.values())
+        texts = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+        prompts = [found for text in texts if isinstance(text, str) for found in _INPUT_VAR.findall(text)]
+        if prompts:
+            raise MCPConfigError(f"MCP server {name!r}: {field!r} uses ${{input:{prompts[0]}}}, which only VS Code "
+                                 f"asks for; put the value in an environment variable and write ${{env:NAME}}")
+
+
 def _disabled(name: str, entry: Any) -> bool:
     if not isinstance(entry, dict) or "disabled" not in entry:
         return False
@@ -180,6 +193,7 @@ def _server_connection(name: str, entry: Any) -> dict[str, Any]:
     if not isinstance(entry, dict):
         raise MCPConfigError(f"MCP server {name!r}: expected an object with 'command' or 'url'")
     _check_fields(name, entry)
+    _check_prompts(name, entry)
     kinds = {entry[field] for field in ("transport", "type") if field in entry}
     if len(kinds) > 1:
         raise MCPConfigError(f"MCP server {name!r}: 'type' and 'transport' disagree ({' vs '.join(map(repr, kinds))})")

@@ -111,6 +111,8 @@ def test_other_clients_fields_and_a_timeout_are_understood():
     ({"url": "http://h/mcp", "type": "http", "transport": "sse"}, "MCP server 'x': 'type' and 'transport' disagree"),
     ({"command": "npx", "envFile": ".env"}, "MCP server 'x': 'envFile' is not supported: put the variables in 'env'"),
     ({"serverUrl": "http://h/mcp"}, "MCP server 'x': 'serverUrl' is not supported: call it 'url'"),
+    ({"url": "http://h/mcp", "headers": {"Authorization": "Bearer ${input:api-key}"}},
+     "MCP server 'x': 'headers' uses ${input:api-key}, which only VS Code asks for; put the value in an environment"),
 ])
 def test_a_misspelled_or_misplaced_field_is_a_one_line_error(entry, message):
     """A field no client format has, one of the other kind of server or a value of the wrong
