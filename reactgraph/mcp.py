@@ -262,8 +262,8 @@ def parse_mcp_config(config: str | os.PathLike[str] | Mapping[str, Any]) -> dict
     Raises:
         MCPConfigError: The file cannot be read or is not JSON, or an entry is malformed: a
             field of no client's format (``"comand"``), a field of the other kind of server,
-            a value of the wrong type (``"disabled": "true"``). The message is one line
-            naming the server, the field and what is allowed.
+            a value of the wrong type (``"disabled": "true"``), a VS Code ``${input:…}``
+            prompt. The message is one line naming the server, the field and what is allowed.
     """
     if isinstance(config, Mapping):
         data: Any = config
