@@ -5,7 +5,11 @@
   blocks of one page share one namespace and one event loop, like cells of a notebook, so a
   page sets up its model and tools once; a block may ``await`` at top level. A block opts out
   only with ``<!-- docs-test: skip REASON -->`` on the line before it (e.g. it starts the
-  embedded model), and the reason is required.
+  embedded model), and the reason is required. A ``print(...)`` whose comment is ``# → OUTPUT``
+  must print OUTPUT (``...`` in it stands for any text).
+- The README's examples keep their promises: the library example prints its step and the
+  streamed answer, and the app of the server example answers the request of the README's
+  ``curl`` line with a stream of events ending in ``done``.
 - Every ``reactgraph …`` command line of a shell block parses with the real command-line
   parser, and every ``make TARGET`` names a target of the Makefile.
 - ``mkdocs build --strict`` passes (any warning fails: a broken link or anchor, a page left out
