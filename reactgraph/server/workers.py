@@ -1,0 +1,161 @@
+"""Several server processes on one listening socket: ``reactgraph serve --workers N``
+(issue 20).
+
+One process runs one event loop, so it uses one core; :func:`run_workers` forks ``N``
+worker processes that accept connections from the same socket, each with its own agent,
+checkpointer connections and runs. A thread's runs, follow-ups and resumes go through the
+shared database, so whichever worker takes a request can serve it: that needs a
+checkpointer every process sees and a shared interrupt queue, i.e. Postgres
+(:func:`check_shared`). SQLite or memory keep which runs are going in each process (its
+:class:`~reactgraph.InMemoryInterruptQueue`): a follow-up reaching another worker would be
+refused, and two workers could run one thread at once.
+
+The parent only supervises: a worker that exits after it started serving (killed, out of
+memory) is started again; one that fails before (its database unreachable, say) stops
+them all and its exit status is the parent's. ``SIGTERM`` or ``SIGINT`` to the parent
+stops the workers and ends it.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import multiprocessing.connection
+import os
+import signal
+import socket
+from collections.abc import Callable
+from typing import Any
+
+from reactgraph.checkpointing import checkpoint_target, is_postgres_url
+
+logger = logging.getLogger(__name__)
+
+Worker = Callable[[socket.socket, Callable[[], None]], int | None]
+"""What a worker process runs: ``worker(sock, ready)`` serves on the listening socket
+``sock``, calls ``ready()`` once it is about to accept connections, and returns its exit
+status when it stops."""
+
+
+class WorkersError(ValueError):
+    """``--workers`` cannot be used as asked (one line, for the command's error message)."""
+
+
+def check_shared(workers: int, checkpoints: str | os.PathLike[str] | None) -> None:
+    """Refuse several workers on a checkpointer they cannot share.
+
+    Args:
+        workers: The number of worker processes asked for.
+        checkpoints: The checkpoint path or URL as ``serve`` takes it (``None``:
+            ``$REACTGRAPH_DATABASE_URL``, then the default SQLite file).
+
+    Raises:
+        WorkersError: ``workers`` below 1; or above 1 with SQLite or memory checkpoints
+            (their run bookkeeping is per process: a follow-up or a second run could reach
+            another worker, which would not know the run); or above 1 where ``fork`` is
+            not available (Windows).
+    """
+    if workers < 1:
+        raise WorkersError(f"--workers must be at least 1, got {workers}")
+    if workers == 1:
+        return
+    target = checkpoint_target(checkpoints)
+    if not is_postgres_url(target):
+        kind = "memory" if target == "memory" else "SQLite"
+        raise WorkersError(f"--workers {workers} needs Postgres checkpoints (--checkpoints postgresql://… or "
+                           f"$REACTGRAPH_DATABASE_URL): with {kind} each process keeps its own running runs and "
+                           "follow-ups, so workers could not share threads")
+    if "fork" not in multiprocessing.get_all_start_methods():
+        raise WorkersError("--workers above 1 needs the fork start method (Linux, macOS)")
+
+
+def listening_socket(host: str, port: int, backlog: int = 2048) -> socket.socket:
+    """A TCP socket bound to ``host:port`` and listening, for the workers to share.
+
+    Raises:
+        OSError: The address is in use or not available.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(backlog)
+    except OSError as exc:
+        sock.close()
+        raise OSError(f"could not listen on {host}:{port}: {exc.strerror or exc}") from exc
+    sock.set_inheritable(True)
+    return sock
+
+
+def _worker_main(worker: Worker, sock: socket.socket, ready: Any) -> None:
+    """The body of a worker process: default signal handling (the parent's handlers are
+    inherited through ``fork``), then ``worker``; its return value is the exit status."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    raise SystemExit(worker(sock, ready.set) or 0)
+
+
+def run_workers(worker: Worker, sock: socket.socket, workers: int) -> int:
+    """Run ``workers`` forked processes of ``worker`` on ``sock`` until told to stop.
+
+    Call it before any event loop or thread is started in this process (``fork`` copies
+    only the calling thread). See the module docstring for restarts and stopping.
+
+    Args:
+        worker: What each process runs (:data:`Worker`).
+        sock: The listening socket (:func:`listening_socket`).
+        workers: How many processes (at least 1).
+
+    Returns:
+        0 when stopped by a signal; the exit status of a worker that failed before it
+        was ready (2 when it had none).
+    """
+    context = multiprocessing.get_context("fork")
+    running: dict[int, tuple[Any, Any]] = {}
+    stopping = False
+    status = 0
+
+    def start(index: int) -> None:
+        ready = context.Event()
+        process = context.Process(target=_worker_main, args=(worker, sock, ready), name=f"reactgraph-worker-{index}",
+                                  daemon=False)
+        process.start()
+        running[index] = (process, ready)
+
+    def stop(*_args: Any) -> None:
+        nonlocal stopping
+        stopping = True
+        for process, _ in running.values():
+            if process.exitcode is None and process.pid is not None:
+                try:
+                    os.kill(process.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        for index in range(workers):
+            start(index)
+        while running:
+            multiprocessing.connection.wait([process.sentinel for process, _ in running.values()])
+            for index, (process, ready) in list(running.items()):
+                if process.exitcode is None:
+                    continue
+                process.join()
+                del running[index]
+                if stopping:
+                    continue
+                if not ready.is_set():
+                    status = process.exitcode if process.exitcode and process.exitcode > 0 else 2
+                    logger.error("worker %d exited with status %s before serving; stopping", index, process.exitcode)
+                    stop()
+                else:
+                    logger.error("worker %d (pid %d) exited with status %s; starting it again", index, process.pid,
+                                   process.exitcode)
+                    start(index)
+        return status
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        sock.close()
