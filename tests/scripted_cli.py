@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
 import reactgraph.models
 from reactgraph import ModelAbilities, check_protocol
@@ -66,8 +66,9 @@ def called_ids(messages: list[BaseMessage]) -> list[str]:
 
 
 def trace_ids(messages: list[BaseMessage]) -> list[str]:
-    """The machine ids a synthesis call's messages name (its question and trace), sorted."""
-    return sorted(set(MACHINE.findall(" ".join(message_text(message) for message in messages))))
+    """The machine ids a synthesis call's user message names (its question and trace), sorted."""
+    return sorted(set(MACHINE.findall(" ".join(message_text(message) for message in messages
+                                               if not isinstance(message, SystemMessage)))))
 
 
 def scripted_model(script: dict[str, Any]) -> ScriptedChatModel:
