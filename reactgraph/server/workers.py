@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from reactgraph.checkpointing import checkpoint_target, is_postgres_url
+from reactgraph.errors import WorkersError
 
 logger = logging.getLogger(__name__)
 
@@ -35,10 +36,6 @@ Worker = Callable[[socket.socket, Callable[[], None]], int | None]
 """What a worker process runs: ``worker(sock, ready)`` serves on the listening socket
 ``sock``, calls ``ready()`` once it is about to accept connections, and returns its exit
 status when it stops."""
-
-
-class WorkersError(ValueError):
-    """``--workers`` cannot be used as asked (one line, for the command's error message)."""
 
 
 def check_shared(workers: int, checkpoints: str | os.PathLike[str] | None) -> None:

@@ -17,7 +17,8 @@ from reactgraph.checkpointing import DATABASE_URL_ENV
 from reactgraph.cli import main
 from reactgraph.events import AgentEvent, AnswerDelta, AnswerDone, AnswerStarted, ThinkingDone, ThinkingStarted
 from reactgraph.server import ServerSettings, stream_events
-from reactgraph.server.workers import WorkersError, check_shared
+from reactgraph.errors import WorkersError
+from reactgraph.server.workers import check_shared
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.server_cases import app_for, asgi_client, get_status
 from tests.serving import parse_sse
