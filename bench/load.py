@@ -19,6 +19,9 @@ so both see the same machine load):
   server worker with the memory checkpointer; ``direct``: the same runs of the same agent
   in this process without HTTP (``astream_events``, the engine alone). The ``×`` columns
   are ``http`` over ``direct`` in the same run.
+* ``http base`` (with ``--baseline DIR``): the ``http`` row for the server of another copy
+  of the package (e.g. ``git archive <commit> reactgraph | tar -x -C DIR``), each round in a
+  fresh server alternated with the others: the same-run comparison of two versions.
 * scale-out: the same load (``--scale-size``) through 1 and through 2 worker processes
   (``reactgraph serve --workers``' supervisor) on the Postgres checkpointer and follow-up
   queue of ``--postgres URL`` (default ``$REACTGRAPH_TEST_DATABASE_URL``; skipped with the
@@ -31,7 +34,7 @@ its processes; ``direct``: this process) and of the client; lost runs (no 200 or
 ``done``) and cross-wired runs (a stream that carries another run's ticket or thread id
 anywhere, or misses its own). Both must be 0: the bench exits 1 otherwise.
 
-Run:  .venv/bin/python bench/load.py [--latency 0.1] [--sizes 200] [--repeats 3] [--postgres URL]
+Run:  .venv/bin/python bench/load.py [--latency 0.1] [--sizes 200] [--repeats 3] [--postgres URL] [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -151,8 +154,13 @@ async def serve_worker(sock: socket.socket, latency: float, checkpoints: str, re
 
 
 def serve(port: int, latency: float, checkpoints: str, workers: int) -> int:
-    """Child process: ``workers`` server processes on ``port`` (``reactgraph serve --workers``'
-    supervisor, :mod:`reactgraph.server.workers`) until terminated."""
+    """Child process: one server process on ``port`` (as ``reactgraph serve``), or ``workers``
+    of them (``reactgraph serve --workers``' supervisor, :mod:`reactgraph.server.workers`),
+    until terminated."""
+    if workers == 1:
+        asyncio.run(serve_worker(socket.create_server(("127.0.0.1", port), backlog=4096), latency, checkpoints,
+                                 lambda: None))
+        return 0
     from reactgraph.server.workers import listening_socket, run_workers
 
     def worker(sock: socket.socket, ready: Any) -> int:
@@ -379,15 +387,16 @@ async def wait_ready(port: int, child: subprocess.Popen) -> None:
 class Server:
     """The bench server in a child process: ``async with Server(...) as port:``."""
 
-    def __init__(self, latency: float, checkpoints: str, workers: int) -> None:
+    def __init__(self, latency: float, checkpoints: str, workers: int, source: str | None = None) -> None:
         self.args = [sys.executable, __file__, "--serve", "0", "--latency", str(latency), "--checkpoints", checkpoints,
                      "--workers", str(workers)]
+        self.env = {**os.environ, "PYTHONPATH": source} if source else None
         self.child: subprocess.Popen | None = None
 
     async def __aenter__(self) -> tuple[int, int]:
         port = free_port()
         self.args[3] = str(port)
-        self.child = subprocess.Popen(self.args)
+        self.child = subprocess.Popen(self.args, env=self.env)
         await wait_ready(port, self.child)
         return port, self.child.pid
 
@@ -414,13 +423,18 @@ async def main_async(args: argparse.Namespace) -> int:
     print(HEADER)
     print("-" * len(HEADER))
     for size in args.sizes:
-        http, direct = [], []
+        http, direct, base = [], [], []
         async with Server(args.latency, "memory", 1) as (port, pid):
-            for repeat in range(args.repeats):  # alternated, so both see the same machine load
+            for repeat in range(args.repeats):  # alternated, so all see the same machine load
                 http.append(await load(port, size, args.latency, f"http-{tag}-{size}-{repeat}", pid))
                 direct.append(await load_direct(size, args.latency, f"direct-{tag}-{size}-{repeat}"))
-        failures += sum(r["lost"] + r["cross_wired"] for r in http + direct)
+                if args.baseline:
+                    async with Server(args.latency, "memory", 1, args.baseline) as (base_port, base_pid):
+                        base.append(await load(base_port, size, args.latency, f"base-{tag}-{size}-{repeat}", base_pid))
+        failures += sum(r["lost"] + r["cross_wired"] for r in http + direct + base)
         print(row("http", median_row(http), median_row(direct)))
+        if base:
+            print(row("http base", median_row(base), median_row(direct)))
         print(row("direct", median_row(direct)))
         print(f"{'':<11}http/direct runs/s per repeat: "
               + " ".join(f"{h['throughput'] / d['throughput']:.2f}" for h, d in zip(http, direct, strict=True)))
@@ -465,6 +479,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="rounds per row (default: %(default)s)")
     parser.add_argument("--postgres", default=os.environ.get("REACTGRAPH_TEST_DATABASE_URL"),
                         help="Postgres URL for the scale-out rows (default: $REACTGRAPH_TEST_DATABASE_URL)")
+    parser.add_argument("--baseline", metavar="DIR", help="also measure the server of the reactgraph package in DIR "
+                                                          "(e.g. a `git archive` of an older commit), row `http base`")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--checkpoints", help=argparse.SUPPRESS)
     parser.add_argument("--workers", type=int, default=1, help=argparse.SUPPRESS)
