@@ -161,13 +161,13 @@ def serve(port: int, latency: float, checkpoints: str, workers: int) -> int:
         asyncio.run(serve_worker(socket.create_server(("127.0.0.1", port), backlog=4096), latency, checkpoints,
                                  lambda: None))
         return 0
-    from reactgraph.server.workers import listening_socket, run_workers
+    from reactgraph.server.workers import run_workers, worker_socket
 
     def worker(sock: socket.socket, ready: Any) -> int:
         asyncio.run(serve_worker(sock, latency, checkpoints, ready))
         return 0
 
-    return run_workers(worker, listening_socket("127.0.0.1", port, backlog=4096), workers)
+    return run_workers(worker, worker_socket("127.0.0.1", port), workers)
 
 
 # --------------------------------------------------------------------------- client side

@@ -427,13 +427,13 @@ def _serve_workers(args: argparse.Namespace, console: Console) -> int:
         ValueError: Another option out of range.
         OSError: The address cannot be listened on.
     """
-    from reactgraph.server.workers import check_shared, listening_socket, run_workers
+    from reactgraph.server.workers import check_shared, run_workers, worker_socket
 
     check_shared(args.workers, args.checkpoints)
     _server_settings(args)
     if args.max_iterations < 1:
         raise ValueError("--max-iterations must be at least 1")
-    sock = listening_socket(args.host, args.port)
+    sock = worker_socket(args.host, args.port)
     console.print(f"[dim]{args.workers} worker processes on {escape(args.host)}:{sock.getsockname()[1]}[/dim]")
 
     def worker(sock: Any, ready: Any) -> int:

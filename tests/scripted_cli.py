@@ -10,12 +10,15 @@ names the tool-selection call picks. The exit status is the command's.
 
 ``{"by_message": {"tool": NAME, "arg": ARG}, "delay": SECONDS}`` plays a model that keeps no
 state between calls (for ``serve --workers``, where each worker has its own model object):
-see :class:`ByMessageModel`.
+see :class:`ByMessageModel`. With ``$SCRIPTED_SHARED_SOCKET`` set, ``serve --workers`` has its
+workers accept from one shared listening socket (not one each with ``SO_REUSEPORT``), so a
+test can steer connections by stopping a worker.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from collections.abc import AsyncIterator
@@ -95,4 +98,8 @@ if __name__ == "__main__":
         yield ResolvedModel(model, ModelAbilities(tool_call=True), "scripted")
 
     reactgraph.models.open_model = open_scripted
+    if os.environ.get("SCRIPTED_SHARED_SOCKET"):  # serve --workers on one shared listening socket
+        import reactgraph.server.workers as workers
+
+        workers.worker_socket = workers.listening_socket
     sys.exit(main(sys.argv[2:]))

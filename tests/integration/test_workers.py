@@ -6,7 +6,9 @@ The command is the real CLI (``python -m tests.scripted_cli``: the demo plant's 
 scripted model that replies from the messages alone, so both workers' models play the
 same script). Which worker takes a connection is up to the kernel; the test steers it by
 stopping the other worker (``SIGSTOP``: a stopped process accepts nothing, its runs wait)
-and lets it go on (``SIGCONT``) afterwards. Needs ``$REACTGRAPH_TEST_DATABASE_URL``.
+and lets it go on (``SIGCONT``) afterwards. For that the workers share one listening socket
+(``$SCRIPTED_SHARED_SOCKET``): with a socket each (``SO_REUSEPORT``, the default on Linux) a
+connection can be queued at the stopped worker. Needs ``$REACTGRAPH_TEST_DATABASE_URL``.
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ def tool_calls(events: list[tuple[str, dict]]) -> list[str]:
 def start_serve(postgres_url: str, tmp_path, port: int) -> subprocess.Popen:
     """``reactgraph serve --workers 2`` on the scripted model; returns once both workers
     printed their page line (each does so just before it serves)."""
-    env = {**os.environ, "REACTGRAPH_HOME": str(tmp_path / "home"), "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "REACTGRAPH_HOME": str(tmp_path / "home"), "PYTHONPATH": str(REPO), "SCRIPTED_SHARED_SOCKET": "1"}
     process = subprocess.Popen(
         [sys.executable, "-m", "tests.scripted_cli", json.dumps(SCRIPT), "serve", "--workers", "2", "--port", str(port),
          "--checkpoints", postgres_url, "--db", str(tmp_path / "plant.db")],

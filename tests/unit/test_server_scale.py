@@ -6,6 +6,8 @@ Postgres: ``tests/integration/test_workers.py``; the speed: ``bench/load.py``.)"
 from __future__ import annotations
 
 import asyncio
+import socket
+import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -18,7 +20,7 @@ from reactgraph.cli import main
 from reactgraph.events import AgentEvent, AnswerDelta, AnswerDone, AnswerStarted, ThinkingDone, ThinkingStarted
 from reactgraph.server import ServerSettings, stream_events
 from reactgraph.errors import WorkersError
-from reactgraph.server.workers import check_shared
+from reactgraph.server.workers import _own_socket, check_shared, listening_socket, worker_socket
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.server_cases import app_for, asgi_client, get_status
 from tests.serving import parse_sse
@@ -111,3 +113,21 @@ def test_the_workers_check_takes_one_worker_on_anything_and_several_only_on_post
     for workers, checkpoints in ((0, "postgresql://u@h/db"), (2, "memory"), (3, "/tmp/threads.db")):
         with pytest.raises(WorkersError):
             check_shared(workers, checkpoints)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SO_REUSEPORT spreading is Linux's")
+def test_on_linux_each_worker_listens_on_a_socket_of_its_own_on_the_reserved_port():
+    reserved = worker_socket("127.0.0.1", 0)
+    port = reserved.getsockname()[1]
+    assert not reserved.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)  # the parent accepts nothing
+    one, two = _own_socket(reserved.dup()), _own_socket(reserved.dup())  # what each forked worker does
+    try:
+        assert one.fileno() != two.fileno()
+        assert one.getsockname() == two.getsockname() == ("127.0.0.1", port)
+        assert one.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN) and two.getsockopt(socket.SOL_SOCKET,
+                                                                                          socket.SO_ACCEPTCONN)
+        with pytest.raises(OSError):
+            listening_socket("127.0.0.1", port)  # a server without SO_REUSEPORT cannot take the port
+    finally:
+        for sock in (reserved, one, two):
+            sock.close()
