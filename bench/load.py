@@ -16,7 +16,7 @@ Rows, each the median of ``--repeats`` rounds (the rounds of rows compared are a
 so both see the same machine load):
 
 * ``http``: N runs at once (``--sizes``, default 200), each on its own thread, through one
-  server worker with the memory checkpointer; ``direct``: the same runs of the same agent
+  server worker with the memory checkpointer (``--checkpointer sqlite``: a SQLite file); ``direct``: the same runs of the same agent
   in this process without HTTP (``astream_events``, the engine alone). The ``×`` columns
   are ``http`` over ``direct`` in the same run.
 * ``http base`` (with ``--baseline DIR``): the ``http`` row for the server of another copy
@@ -35,6 +35,7 @@ its processes; ``direct``: this process) and of the client; lost runs (no 200 or
 anywhere, or misses its own). Both must be 0: the bench exits 1 otherwise.
 
 Run:  .venv/bin/python bench/load.py [--latency 0.1] [--sizes 200] [--repeats 3] [--postgres URL] [--baseline DIR]
+      [--checkpointer memory|sqlite] [--scale-size 200]
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
@@ -419,17 +421,20 @@ async def main_async(args: argparse.Namespace) -> int:
     print(f"model latency {args.latency * 1000:.0f} ms × {MODEL_CALLS_PER_RUN} calls per run = {model_ms:.0f} ms of "
           f"model time; {args.repeats} repeats per row, medians; {os.cpu_count()} cores; server loop: uvicorn's "
           f"(uvloop {'yes' if has_uvloop() else 'no'}), direct loop: asyncio")
-    print("\n1 worker, memory checkpointer; ratios against `direct` (the same runs in this process, no HTTP)")
+    print(f"\n1 worker, {args.checkpointer} checkpointer; ratios against `direct` (the same runs in this process, no HTTP, "
+          "memory checkpointer)")
     print(HEADER)
     print("-" * len(HEADER))
+    scratch = tempfile.TemporaryDirectory()
+    checkpoints = "memory" if args.checkpointer == "memory" else os.path.join(scratch.name, "threads.db")
     for size in args.sizes:
         http, direct, base = [], [], []
-        async with Server(args.latency, "memory", 1) as (port, pid):
+        async with Server(args.latency, checkpoints, 1) as (port, pid):
             for repeat in range(args.repeats):  # alternated, so all see the same machine load
                 http.append(await load(port, size, args.latency, f"http-{tag}-{size}-{repeat}", pid))
                 direct.append(await load_direct(size, args.latency, f"direct-{tag}-{size}-{repeat}"))
                 if args.baseline:
-                    async with Server(args.latency, "memory", 1, args.baseline) as (base_port, base_pid):
+                    async with Server(args.latency, checkpoints, 1, args.baseline) as (base_port, base_pid):
                         base.append(await load(base_port, size, args.latency, f"base-{tag}-{size}-{repeat}", base_pid))
         failures += sum(r["lost"] + r["cross_wired"] for r in http + direct + base)
         print(row("http", median_row(http), median_row(direct)))
@@ -438,6 +443,7 @@ async def main_async(args: argparse.Namespace) -> int:
         print(row("direct", median_row(direct)))
         print(f"{'':<11}http/direct runs/s per repeat: "
               + " ".join(f"{h['throughput'] / d['throughput']:.2f}" for h, d in zip(http, direct, strict=True)))
+    scratch.cleanup()
     print("\nscale-out: Postgres checkpointer and follow-up queue, 1 vs 2 workers; ratios against 1 worker")
     if not args.postgres:
         print("skipped: no Postgres URL (--postgres URL or $REACTGRAPH_TEST_DATABASE_URL)")
@@ -475,6 +481,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--latency", type=float, default=0.1, help="seconds per model call (default: %(default)s)")
     parser.add_argument("--sizes", type=int, nargs="+", default=[200], help="concurrent runs per round (1 worker)")
+    parser.add_argument("--checkpointer", choices=["memory", "sqlite"], default="memory",
+                        help="the 1-worker server's checkpointer (sqlite: a file, the serve default)")
     parser.add_argument("--scale-size", type=int, default=200, help="concurrent runs per scale-out round")
     parser.add_argument("--repeats", type=int, default=3, help="rounds per row (default: %(default)s)")
     parser.add_argument("--postgres", default=os.environ.get("REACTGRAPH_TEST_DATABASE_URL"),
