@@ -429,13 +429,13 @@ async def main_async(args: argparse.Namespace) -> int:
     checkpoints = "memory" if args.checkpointer == "memory" else os.path.join(scratch.name, "threads.db")
     for size in args.sizes:
         http, direct, base = [], [], []
-        async with Server(args.latency, checkpoints, 1) as (port, pid):
-            for repeat in range(args.repeats):  # alternated, so all see the same machine load
+        for repeat in range(args.repeats):  # alternated, so all see the same machine load; each on a fresh agent
+            async with Server(args.latency, checkpoints, 1) as (port, pid):
                 http.append(await load(port, size, args.latency, f"http-{tag}-{size}-{repeat}", pid))
-                direct.append(await load_direct(size, args.latency, f"direct-{tag}-{size}-{repeat}"))
-                if args.baseline:
-                    async with Server(args.latency, checkpoints, 1, args.baseline) as (base_port, base_pid):
-                        base.append(await load(base_port, size, args.latency, f"base-{tag}-{size}-{repeat}", base_pid))
+            direct.append(await load_direct(size, args.latency, f"direct-{tag}-{size}-{repeat}"))
+            if args.baseline:
+                async with Server(args.latency, checkpoints, 1, args.baseline) as (port, pid):
+                    base.append(await load(port, size, args.latency, f"base-{tag}-{size}-{repeat}", pid))
         failures += sum(r["lost"] + r["cross_wired"] for r in http + direct + base)
         print(row("http", median_row(http), median_row(direct)))
         if base:
