@@ -100,7 +100,8 @@ class PostgresInterruptQueue(InterruptQueue):
         self.limits = limits or FollowUpLimits()
         self._pool = pool
         self._conninfo = psycopg_conninfo(conninfo)
-        self._held: set[str] = set()
+        self._held: set[str] = set()  # open here, or being opened
+        self._locked: set[str] = set()  # their locks the lock connection holds
         self._conn: Any = None
         self._guard = asyncio.Lock()
 
@@ -150,30 +151,38 @@ class PostgresInterruptQueue(InterruptQueue):
         self._held.discard(thread_id)
         async with self._guard:
             conn = self._conn
-            if conn is None or conn.closed:
-                return
-            try:
-                await conn.execute("SELECT pg_advisory_unlock(%s::int4, %s::int4)", thread_lock_key(thread_id))
-            except psycopg.Error as exc:  # the session is gone already, and its locks with it
-                logger.debug("thread %r: lock connection already broken: %s", thread_id, exc)
-                await conn.close()
-            if not self._held:
+            if thread_id in self._locked:
+                self._locked.discard(thread_id)
+                try:
+                    await conn.execute("SELECT pg_advisory_unlock(%s::int4, %s::int4)", thread_lock_key(thread_id))
+                except psycopg.Error as exc:  # the session is gone already, and its locks with it
+                    logger.debug("thread %r: lock connection already broken: %s", thread_id, exc)
+                    await conn.close()
+            if not self._held and conn is not None:
                 self._conn = None
+                self._locked.clear()
                 await conn.close()  # ending the session releases any lock in any case
 
     async def _lock(self, thread_id: str) -> bool:
         """``pg_try_advisory_lock`` for ``thread_id`` on the lock connection, (re)connecting
-        it first when needed (then taking again the locks of the threads still open here)."""
+        it first when needed: then the runs still going here whose locks went with the old
+        connection take them again."""
         import psycopg
 
         async with self._guard:
             if self._conn is None or self._conn.closed or self._conn.broken:
+                lost, self._locked = self._locked & self._held, set()
                 self._conn = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
-                for other in self._held - {thread_id}:
-                    if not await self._try_lock(other):
-                        logger.warning("thread %r: its lock was lost with the lock connection and is now "
-                                       "held elsewhere", other)
-            return await self._try_lock(thread_id)
+                for other in lost:
+                    if await self._try_lock(other):
+                        self._locked.add(other)
+                    else:
+                        logger.warning("thread %r: its lock went with a broken connection and is held elsewhere now",
+                                       other)
+            if not await self._try_lock(thread_id):
+                return False
+            self._locked.add(thread_id)
+            return True
 
     async def _try_lock(self, thread_id: str) -> bool:
         cursor = await self._conn.execute("SELECT pg_try_advisory_lock(%s::int4, %s::int4)", thread_lock_key(thread_id))

@@ -81,10 +81,13 @@ async def test_one_process_runs_more_threads_than_postgres_has_connections(postg
         assert all(await asyncio.gather(*(b.is_running(thread) for thread in threads)))
         busy = await asyncio.gather(*(b.open(thread) for thread in threads[:10]), return_exceptions=True)
         assert all(isinstance(error, ThreadBusyError) for error in busy)
-        await asyncio.gather(*(a.close(thread) for thread in threads))
-        assert not any(await asyncio.gather(*(b.is_running(thread) for thread in threads)))
-        async with b.running(threads[0]):
-            assert await a.is_running(threads[0])
+        await asyncio.gather(*(a.close(thread) for thread in threads[1:]))  # threads[0] keeps the connection open
+        assert not any(await asyncio.gather(*(b.is_running(thread) for thread in threads[1:])))  # no lock left behind
+        assert await b.is_running(threads[0])
+        async with b.running(threads[1]):
+            assert await a.is_running(threads[1])
+        await a.close(threads[0])
+        assert not await b.is_running(threads[0])
 
 
 async def test_a_dead_session_frees_its_thread_at_once(postgres_url):
