@@ -419,8 +419,8 @@ def _server_settings(args: argparse.Namespace) -> Any:
 
 
 def _serve_workers(args: argparse.Namespace, console: Console) -> int:
-    """``reactgraph serve --workers N``: check the options once, listen, and fork the workers,
-    each running :func:`_serve` on the shared socket (issue 20).
+    """``reactgraph serve --workers N``: check the options once, reserve the port, and fork
+    the workers, each running :func:`_serve` on it (issue 20, :mod:`reactgraph.server.workers`).
 
     Raises:
         WorkersError: Several workers on SQLite or memory checkpoints (one line).
