@@ -30,7 +30,8 @@ so both see the same machine load):
 Columns: throughput (runs finished per second of wall time); time to first event (TTFE,
 from sending the request to the first SSE event; no model latency is in it) p50 and p99;
 run time p50/p99; overhead p99 (run time − 3 × latency); CPU ms per run of the server (all
-its processes; ``direct``: this process) and of the client; lost runs (no 200 or no
+its processes; ``direct``: this process), of the client and of a Postgres server on this
+machine (every process named ``postgres``, whoever's work it does); lost runs (no 200 or no
 ``done``) and cross-wired runs (a stream that carries another run's ticket or thread id
 anywhere, or misses its own). Both must be 0: the bench exits 1 otherwise.
 
@@ -313,14 +314,33 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK") + sum(cpu_seconds(kid) for kid in kids)
 
 
+def database_cpu_seconds() -> float:
+    """CPU time used so far by the processes of a Postgres server on this machine (every
+    process named ``postgres``; other users' work on it included); 0 when there is none."""
+    total = 0.0
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    head, _, rest = stat.read().rpartition(")")
+            except OSError:
+                continue
+            if head.endswith("(postgres"):
+                fields = rest.split()
+                total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
 async def load(port: int, size: int, latency: float, prefix: str, server_pid: int) -> dict[str, Any]:
     """N concurrent runs through the HTTP server (after a warm-up of up to 10), with the CPU
-    time the server (all its processes) and this client used per run."""
+    time the server (all its processes), this client and a local Postgres used per run."""
     await asyncio.gather(*(one_run(port, 90_000 + i, f"{prefix}-warm") for i in range(min(size, 10))))
-    started, server_cpu, client_cpu = time.perf_counter(), cpu_seconds(server_pid), time.process_time()
+    started, server_cpu, client_cpu, db_cpu = (time.perf_counter(), cpu_seconds(server_pid), time.process_time(),
+                                               database_cpu_seconds())
     results = await asyncio.gather(*(one_run(port, i, prefix) for i in range(size)))
     wall = time.perf_counter() - started
-    cpu = {"server_cpu": (cpu_seconds(server_pid) - server_cpu) / size, "client_cpu": (time.process_time() - client_cpu) / size}
+    cpu = {"server_cpu": (cpu_seconds(server_pid) - server_cpu) / size, "client_cpu": (time.process_time() - client_cpu) / size,
+           "db_cpu": (database_cpu_seconds() - db_cpu) / size}
     return summarize(results, wall, latency) | cpu
 
 
@@ -332,7 +352,8 @@ async def load_direct(size: int, latency: float, prefix: str) -> dict[str, Any]:
     started, cpu = time.perf_counter(), time.process_time()
     results = await asyncio.gather(*(one_direct_run(agent, i, prefix) for i in range(size)))
     wall = time.perf_counter() - started
-    return summarize(results, wall, latency) | {"server_cpu": (time.process_time() - cpu) / size, "client_cpu": 0.0}
+    return summarize(results, wall, latency) | {"server_cpu": (time.process_time() - cpu) / size, "client_cpu": 0.0,
+                                                "db_cpu": 0.0}
 
 
 def median_row(rounds: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -349,6 +370,7 @@ def row(label: str, r: dict[str, Any], against: dict[str, Any] | None = None) ->
     line = (f"{label:<11}{r['runs']:>5} {r['throughput']:>8.1f} {r['ttfe_p50'] * 1000:>7.0f}ms "
             f"{r['ttfe_p99'] * 1000:>7.0f}ms {r['run_p50'] * 1000:>6.0f}ms {r['run_p99'] * 1000:>6.0f}ms "
             f"{r['overhead_p99'] * 1000:>6.0f}ms {r['server_cpu'] * 1000:>7.1f} {r['client_cpu'] * 1000:>7.1f} "
+            f"{r['db_cpu'] * 1000:>6.1f} "
             f"{r['lost']:>5} {r['cross_wired']:>8}")
     if against is not None:
         line += "   " + " ".join(f"{r[key] / against[key]:>6.2f}" for key in ("throughput", "ttfe_p50", "ttfe_p99",
@@ -409,7 +431,7 @@ class Server:
 
 
 HEADER = (f"{'path':<11}{'N':>5} {'runs/s':>8} {'TTFE p50':>9} {'TTFE p99':>9} {'run p50':>8} {'run p99':>8} "
-          f"{'ovh p99':>8} {'srv cpu':>7} {'cli cpu':>7} {'lost':>5} {'x-wired':>8}   "
+          f"{'ovh p99':>8} {'srv cpu':>7} {'cli cpu':>7} {'db cpu':>6} {'lost':>5} {'x-wired':>8}   "
           f"{'×runs/s':>6} {'×TTFE50':>6} {'×TTFE99':>6} {'×ovh99':>6}")
 
 
@@ -461,8 +483,8 @@ async def main_async(args: argparse.Namespace) -> int:
         print(row("pg 2 wkrs", median_row(rounds[2]), median_row(rounds[1])))
         print(f"{'':<11}2/1 workers runs/s per repeat: "
               + " ".join(f"{b['throughput'] / a['throughput']:.2f}" for a, b in zip(rounds[1], rounds[2], strict=True)))
-    print("\ntimes in ms; ovh = run time − model time; srv cpu, cli cpu = CPU ms per run of the server (all its processes; "
-          "direct: this process) and of this client; N = runs per round × repeats; every run checked for a complete "
+    print("\ntimes in ms; ovh = run time − model time; srv cpu, cli cpu, db cpu = CPU ms per run of the server (all its "
+          "processes; direct: this process), of this client and of a local Postgres (all its processes); N = runs per round × repeats; every run checked for a complete "
           "stream carrying only its own ticket and thread (lost, x-wired: summed over the repeats)")
     return 1 if failures else 0
 
