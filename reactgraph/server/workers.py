@@ -13,7 +13,8 @@ refused, and two workers could run one thread at once.
 The parent only supervises: a worker that exits after it started serving (killed, out of
 memory) is started again; one that fails before (its database unreachable, say) stops
 them all and its exit status is the parent's. ``SIGTERM`` or ``SIGINT`` to the parent
-stops the workers and ends it.
+stops the workers and ends it; on Linux the workers also get ``SIGTERM`` when the parent
+dies any other way (``SIGKILL``), so none is left serving on its own.
 """
 
 from __future__ import annotations
@@ -134,12 +135,28 @@ def _own_socket(sock: socket.socket) -> socket.socket:
     return own
 
 
-def _worker_main(worker: Worker, sock: socket.socket, ready: Any) -> None:
+def _follow_parent(parent: int) -> None:
+    """Have this worker receive ``SIGTERM`` when the supervisor ``parent`` dies, even by
+    ``SIGKILL`` (Linux ``PR_SET_PDEATHSIG``; elsewhere nothing), so no worker outlives it;
+    exit at once if it is already gone."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):  # no prctl to call: the worker outlives a killed supervisor
+            logger.debug("prctl(PR_SET_PDEATHSIG) unavailable")
+    if os.getppid() != parent:
+        raise SystemExit(0)
+
+
+def _worker_main(worker: Worker, sock: socket.socket, ready: Any, parent: int) -> None:
     """The body of a worker process: default signal handling (the parent's handlers are
-    inherited through ``fork``), then ``worker`` on its socket; its return value is the
-    exit status."""
+    inherited through ``fork``), tied to the supervisor's life, then ``worker`` on its
+    socket; its return value is the exit status."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    _follow_parent(parent)
     raise SystemExit(worker(_own_socket(sock), ready.set) or 0)
 
 
@@ -165,8 +182,8 @@ def run_workers(worker: Worker, sock: socket.socket, workers: int) -> int:
 
     def start(index: int) -> None:
         ready = context.Event()
-        process = context.Process(target=_worker_main, args=(worker, sock, ready), name=f"reactgraph-worker-{index}",
-                                  daemon=False)
+        process = context.Process(target=_worker_main, args=(worker, sock, ready, os.getpid()),
+                                  name=f"reactgraph-worker-{index}", daemon=False)
         process.start()
         running[index] = (process, ready)
 

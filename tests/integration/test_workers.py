@@ -157,8 +157,12 @@ async def test_two_workers_share_runs_follow_ups_state_and_resumes(postgres_url,
         assert not alive(*workers)
     finally:
         if serve.poll() is None:
-            serve.kill()
-            serve.wait(timeout=30)
+            serve.terminate()
+            try:
+                serve.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                serve.kill()  # its workers follow it (PR_SET_PDEATHSIG)
+                serve.wait(timeout=30)
 
 
 def alive(*pids: int) -> list[int]:
@@ -171,3 +175,19 @@ def alive(*pids: int) -> list[int]:
             continue
         alive.append(pid)
     return alive
+
+
+async def test_no_worker_outlives_a_killed_supervisor(postgres_url, tmp_path):
+    serve = start_serve(postgres_url, tmp_path, free_port())
+    workers = workers_of(serve.pid)
+    assert len(workers) == 2
+    serve.kill()  # no chance to stop its workers itself
+    serve.wait(timeout=30)
+    deadline = time.monotonic() + 30
+    while alive(*workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    try:
+        assert not alive(*workers)
+    finally:
+        for pid in alive(*workers):
+            os.kill(pid, signal.SIGKILL)
