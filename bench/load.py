@@ -1,25 +1,42 @@
-"""Load on the HTTP server: N concurrent runs against a model with a fixed latency.
+"""Load on the HTTP server: N concurrent runs against a model with a fixed latency (issue 20).
 
-The server (``reactgraph.server.create_app`` under uvicorn, one worker) runs in a child
-process; this process is the client. Every run is one ticket: the model is scripted off
-the messages it is sent (no state between calls) and sleeps ``--latency`` seconds on each
-of its three calls per run: the loop asks for ``lookup(ticket)``, then answers, then the
-synthesis streams ``"Ticket <id> is open."`` in a few chunks. So each run spends
-3 × latency in the model; the rest of its time is the server, the engine and the client.
+The server (``reactgraph.server.create_app`` under uvicorn) runs in a child process; this
+process is the client. Every run is one ticket: the model is scripted off the messages it
+is sent (no state between calls, so any worker can serve any call) and sleeps
+``--latency`` seconds (default 100 ms) on each of its three calls per run: the loop asks
+for ``lookup(ticket)``, then answers, then the synthesis streams ``"Ticket <id> is open."``
+in a few chunks. So each run spends 3 × latency in the model; the rest of its time is the
+server, the engine and the client.
 
-For N in (10, 50, 200) it starts N runs at once, each on its own thread, and reports (row
-``http``), next to the same N runs of the same agent called in this process without HTTP
-(row ``direct``, the engine alone):
+The client is a minimal HTTP/1.1 client on raw asyncio sockets: while a round is timed it
+only writes the request and reads bytes (it shares the machine's cores with the server),
+and parses the streams afterwards; its CPU time per run is printed (``cli cpu``).
 
-* throughput: runs finished per second of wall time;
-* time to first event (TTFE): from sending the request to receiving the first SSE event,
-  p50 and p99 (the first model call starts after the first event, so no model latency
-  is in it);
-* run time p50/p99 and the server's overhead: run time − 3 × latency, p50 and p99;
-* lost runs (no 200 or no ``done``) and cross-wired runs (a stream that carries another
-  run's ticket or thread id anywhere, or misses its own). Both must be 0.
+Rows, each the median of ``--repeats`` rounds (the rounds of rows compared are alternated,
+so both see the same machine load):
 
-Run:  .venv/bin/python bench/load.py [--latency 0.05] [--sizes 10 50 200] [--checkpointer memory|sqlite]
+* ``http``: N runs at once (``--sizes``, default 200), each on its own thread, through one
+  server worker with the memory checkpointer (``--checkpointer sqlite``: a SQLite file); ``direct``: the same runs of the same agent
+  in this process without HTTP (``astream_events``, the engine alone). The ``×`` columns
+  are ``http`` over ``direct`` in the same run.
+* ``http base`` (with ``--baseline DIR``): the ``http`` row for the server of another copy
+  of the package (e.g. ``git archive <commit> reactgraph | tar -x -C DIR``), each round in a
+  fresh server alternated with the others: the same-run comparison of two versions.
+* scale-out: the same load (``--scale-size``) through 1 and through 2 worker processes
+  (``reactgraph serve --workers``' supervisor) on the Postgres checkpointer and follow-up
+  queue of ``--postgres URL`` (default ``$REACTGRAPH_TEST_DATABASE_URL``; skipped with the
+  reason printed without one); the ``×`` columns are 2 workers over 1.
+
+Columns: throughput (runs finished per second of wall time); time to first event (TTFE,
+from sending the request to the first SSE event; no model latency is in it) p50 and p99;
+run time p50/p99; overhead p99 (run time − 3 × latency); CPU ms per run of the server (all
+its processes; ``direct``: this process), of the client and of a Postgres server on this
+machine (every process named ``postgres``, whoever's work it does); lost runs (no 200 or no
+``done``) and cross-wired runs (a stream that carries another run's ticket or thread id
+anywhere, or misses its own). Both must be 0: the bench exits 1 otherwise.
+
+Run:  .venv/bin/python bench/load.py [--latency 0.1] [--sizes 200] [--repeats 3] [--postgres URL] [--baseline DIR]
+      [--checkpointer memory|sqlite] [--scale-size 200]
 """
 
 from __future__ import annotations
@@ -31,15 +48,16 @@ import math
 import os
 import re
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 
 TICKET = re.compile(r"T\d{5}")
 MODEL_CALLS_PER_RUN = 3
@@ -48,8 +66,9 @@ MODEL_CALLS_PER_RUN = 3
 # --------------------------------------------------------------------------- server side
 
 
-def build_app(latency: float, checkpointer: Any) -> Any:
-    """The app under test: one agent with the fixed-latency model and a ``lookup`` tool."""
+def build_app(latency: float, persistence: Any) -> Any:
+    """The app under test: one agent with the fixed-latency model and a ``lookup`` tool, on
+    ``persistence``'s checkpointer and interrupt queue (``None``: an ``InMemorySaver``)."""
     from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
     from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
@@ -112,21 +131,46 @@ def build_app(latency: float, checkpointer: Any) -> Any:
         """Look up one support ticket."""
         return f"ticket {ticket}: open, priority 2"
 
-    agent = ReActAgent(FixedLatencyModel(latency=latency), [lookup], abilities=ModelAbilities(tool_call=True),
-                       checkpointer=checkpointer)
+    if persistence is None:
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        stores: dict[str, Any] = {"checkpointer": InMemorySaver()}
+    else:
+        stores = {"checkpointer": persistence.checkpointer, "interrupt_queue": persistence.interrupt_queue}
+    agent = ReActAgent(FixedLatencyModel(latency=latency), [lookup], abilities=ModelAbilities(tool_call=True), **stores)
     return create_app(agent, ServerSettings(api_key=""))
 
 
-async def serve(port: int, latency: float, checkpoints: str) -> None:
-    """Child process: serve the bench app on ``port`` until terminated."""
+async def serve_worker(sock: socket.socket, latency: float, checkpoints: str, ready: Any) -> None:
+    """One server process: the bench app on the listening ``sock`` until terminated. Its
+    checkpointer and interrupt queue come from ``open_persistence`` (shared through Postgres
+    between workers)."""
     import uvicorn
 
-    from reactgraph.checkpointing import open_checkpointer
+    from reactgraph.checkpointing import open_persistence
 
-    async with open_checkpointer(checkpoints) as saver:
-        config = uvicorn.Config(build_app(latency, saver), host="127.0.0.1", port=port, log_level="error",
-                                lifespan="off", backlog=4096, timeout_keep_alive=30)
-        await uvicorn.Server(config).serve()
+    async with open_persistence(checkpoints) as persistence:
+        config = uvicorn.Config(build_app(latency, persistence), log_level="error", lifespan="off",
+                                timeout_keep_alive=30)
+        ready()
+        await uvicorn.Server(config).serve(sockets=[sock])
+
+
+def serve(port: int, latency: float, checkpoints: str, workers: int) -> int:
+    """Child process: one server process on ``port`` (as ``reactgraph serve``), or ``workers``
+    of them (``reactgraph serve --workers``' supervisor, :mod:`reactgraph.server.workers`),
+    until terminated."""
+    if workers == 1:
+        asyncio.run(serve_worker(socket.create_server(("127.0.0.1", port), backlog=4096), latency, checkpoints,
+                                 lambda: None))
+        return 0
+    from reactgraph.server.workers import run_workers, worker_socket
+
+    def worker(sock: socket.socket, ready: Any) -> int:
+        asyncio.run(serve_worker(sock, latency, checkpoints, ready))
+        return 0
+
+    return run_workers(worker, worker_socket("127.0.0.1", port), workers)
 
 
 # --------------------------------------------------------------------------- client side
@@ -156,32 +200,74 @@ class RunOutcome:
         return None
 
 
-async def one_run(client: httpx.AsyncClient, index: int, size: int) -> tuple[str, RunOutcome]:
-    """One run through the server: ticket ``T<index>`` on thread ``load-<size>-<index>``; returns
-    the thread id and what the client saw."""
+def dechunk(body: bytes) -> bytes:
+    """The payload of an HTTP/1.1 ``Transfer-Encoding: chunked`` body (trailers ignored).
+
+    Raises:
+        ValueError: A malformed chunk size.
+    """
+    payload = bytearray()
+    position = 0
+    while True:
+        line_end = body.index(b"\r\n", position)
+        size = int(body[position:line_end].split(b";", 1)[0], 16)
+        if size == 0:
+            return bytes(payload)
+        payload += body[line_end + 2:line_end + 2 + size]
+        position = line_end + 2 + size + 2
+
+
+def parse_response(raw: bytes) -> tuple[int, list[tuple[str, dict[str, Any]]]]:
+    """A whole raw HTTP response → its status and its SSE events (keep-alive comments
+    skipped). A response cut short gives the events of its complete frames."""
+    head, _, body = raw.partition(b"\r\n\r\n")
+    if not head.startswith(b"HTTP/1.1 "):
+        return 0, []
+    status = int(head[9:12])
+    try:
+        text = (dechunk(body) if b"transfer-encoding: chunked" in head.lower() else body).decode()
+    except (ValueError, UnicodeDecodeError):
+        return status, []
+    events = []
+    for frame in text.split("\n\n")[:-1]:
+        lines = frame.split("\n")
+        if lines[0].startswith("event: ") and len(lines) == 2 and lines[1].startswith("data: "):
+            events.append((lines[0][7:], json.loads(lines[1][6:])))
+    return status, events
+
+
+async def one_run(port: int, index: int, prefix: str) -> tuple[str, RunOutcome]:
+    """One run through the server, by a minimal HTTP/1.1 client on a raw socket (the load
+    generator shares the machine's cores with the server: it only reads bytes while the
+    round is timed, and parses them afterwards). Ticket ``T<index>``, thread
+    ``<prefix>-<index>``; returns the thread id and what the client saw."""
     ticket = f"T{index:05d}"
-    thread_id = f"load-{size}-{index}"
+    thread_id = f"{prefix}-{index}"
+    body = json.dumps({"message": f"What is the state of ticket {ticket}?"}).encode()
+    request = (f"POST /threads/{thread_id}/runs HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+               f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode() + body
     started = time.perf_counter()
     first: float | None = None
-    events: list[tuple[str, dict[str, Any]]] = []
-    async with client.stream("POST", f"/threads/{thread_id}/runs", json={"message": f"What is the state of ticket {ticket}?"}) as response:
-        buffer = ""
-        async for text in response.aiter_text():
-            buffer += text
-            while "\n\n" in buffer:
-                frame, buffer = buffer.split("\n\n", 1)
-                lines = frame.split("\n")
-                if lines[0].startswith("event: "):
-                    if first is None:
-                        first = time.perf_counter() - started
-                    events.append((lines[0][7:], json.loads(lines[1][6:])))
-    return thread_id, RunOutcome(ticket, response.status_code, first, time.perf_counter() - started, events)
+    received = bytearray()
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(request)
+        while chunk := await reader.read(65536):
+            received += chunk
+            if first is None and b"event: " in received:
+                first = time.perf_counter() - started
+        writer.close()
+    except OSError:
+        pass
+    total = time.perf_counter() - started
+    status, events = parse_response(bytes(received))
+    return thread_id, RunOutcome(ticket, status, first, total, events)
 
 
-async def one_direct_run(agent: Any, index: int, size: int) -> tuple[str, RunOutcome]:
+async def one_direct_run(agent: Any, index: int, prefix: str) -> tuple[str, RunOutcome]:
     """The same run without HTTP: ``agent.astream_events`` in this process (the baseline)."""
     ticket = f"T{index:05d}"
-    thread_id = f"direct-{size}-{index}"
+    thread_id = f"{prefix}-{index}"
     started = time.perf_counter()
     first: float | None = None
     events: list[tuple[str, dict[str, Any]]] = []
@@ -193,9 +279,9 @@ async def one_direct_run(agent: Any, index: int, size: int) -> tuple[str, RunOut
 
 
 def percentile(values: Sequence[float], q: float) -> float:
-    """The ``q``-th percentile (0–100) of ``values`` by the nearest-rank method."""
+    """The ``q``-th percentile (0–100) of ``values`` by the nearest-rank method (NaN when empty)."""
     ordered = sorted(values)
-    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
+    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)] if ordered else math.nan
 
 
 def summarize(results: Sequence[tuple[str, RunOutcome]], wall: float, latency: float) -> dict[str, Any]:
@@ -215,32 +301,81 @@ def summarize(results: Sequence[tuple[str, RunOutcome]], wall: float, latency: f
     }
 
 
-async def load(base_url: str, size: int, latency: float) -> dict[str, Any]:
-    """N concurrent runs through the HTTP server (after a warm-up of up to 10)."""
-    limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
-    async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=120) as client:
-        await asyncio.gather(*(one_run(client, 90_000 + i, size) for i in range(min(size, 10))))
-        started = time.perf_counter()
-        results = await asyncio.gather(*(one_run(client, i, size) for i in range(size)))
-        return summarize(results, time.perf_counter() - started, latency)
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) used so far by process ``pid`` and its live descendants
+    (the server child and its workers), from ``/proc``; 0 where ``/proc`` is missing."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        with open(f"/proc/{pid}/task/{pid}/children") as children:
+            kids = [int(kid) for kid in children.read().split()]
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK") + sum(cpu_seconds(kid) for kid in kids)
 
 
-async def load_direct(size: int, latency: float) -> dict[str, Any]:
-    """N concurrent runs of the same agent in this process, no HTTP: what the engine alone costs."""
-    from langgraph.checkpoint.memory import InMemorySaver
+def database_cpu_seconds() -> float:
+    """CPU time used so far by the processes of a Postgres server on this machine (every
+    process named ``postgres``; other users' work on it included); 0 when there is none."""
+    total = 0.0
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    head, _, rest = stat.read().rpartition(")")
+            except OSError:
+                continue
+            if head.endswith("(postgres"):
+                fields = rest.split()
+                total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
 
-    agent = build_app(latency, InMemorySaver()).state.agent
-    await asyncio.gather(*(one_direct_run(agent, 90_000 + i, size) for i in range(min(size, 10))))
-    started = time.perf_counter()
-    results = await asyncio.gather(*(one_direct_run(agent, i, size) for i in range(size)))
-    return summarize(results, time.perf_counter() - started, latency)
+
+async def load(port: int, size: int, latency: float, prefix: str, server_pid: int) -> dict[str, Any]:
+    """N concurrent runs through the HTTP server (after a warm-up of up to 10), with the CPU
+    time the server (all its processes), this client and a local Postgres used per run."""
+    await asyncio.gather(*(one_run(port, 90_000 + i, f"{prefix}-warm") for i in range(min(size, 10))))
+    started, server_cpu, client_cpu, db_cpu = (time.perf_counter(), cpu_seconds(server_pid), time.process_time(),
+                                               database_cpu_seconds())
+    results = await asyncio.gather(*(one_run(port, i, prefix) for i in range(size)))
+    wall = time.perf_counter() - started
+    cpu = {"server_cpu": (cpu_seconds(server_pid) - server_cpu) / size, "client_cpu": (time.process_time() - client_cpu) / size,
+           "db_cpu": (database_cpu_seconds() - db_cpu) / size}
+    return summarize(results, wall, latency) | cpu
 
 
-def row(label: str, r: dict[str, Any]) -> str:
-    """One line of the table for a :func:`summarize` result (times printed in ms)."""
-    return (f"{label:<7}{r['runs']:>5} {r['throughput']:>8.1f} {r['ttfe_p50'] * 1000:>7.0f}ms {r['ttfe_p99'] * 1000:>7.0f}ms "
-            f"{r['run_p50'] * 1000:>6.0f}ms {r['run_p99'] * 1000:>6.0f}ms {r['overhead_p50'] * 1000:>6.0f}ms "
-            f"{r['overhead_p99'] * 1000:>6.0f}ms {r['lost']:>5} {r['cross_wired']:>8}")
+async def load_direct(size: int, latency: float, prefix: str) -> dict[str, Any]:
+    """N concurrent runs of the same agent in this process, no HTTP: what the engine alone costs
+    (its CPU per run is in the ``server_cpu`` column)."""
+    agent = build_app(latency, None).state.agent
+    await asyncio.gather(*(one_direct_run(agent, 90_000 + i, f"{prefix}-warm") for i in range(min(size, 10))))
+    started, cpu = time.perf_counter(), time.process_time()
+    results = await asyncio.gather(*(one_direct_run(agent, i, prefix) for i in range(size)))
+    wall = time.perf_counter() - started
+    return summarize(results, wall, latency) | {"server_cpu": (time.process_time() - cpu) / size, "client_cpu": 0.0,
+                                                "db_cpu": 0.0}
+
+
+def median_row(rounds: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The per-column median of repeated rounds (lost and cross-wired: summed)."""
+    row = {key: statistics.median(r[key] for r in rounds) for key in rounds[0]}
+    row.update(lost=sum(r["lost"] for r in rounds), cross_wired=sum(r["cross_wired"] for r in rounds),
+               runs=sum(r["runs"] for r in rounds))
+    return row
+
+
+def row(label: str, r: dict[str, Any], against: dict[str, Any] | None = None) -> str:
+    """One line of the table for a :func:`median_row` (times in ms), with the ratios of its
+    throughput, TTFE p50/p99 and overhead p99 to ``against`` when given."""
+    line = (f"{label:<11}{r['runs']:>5} {r['throughput']:>8.1f} {r['ttfe_p50'] * 1000:>7.0f}ms "
+            f"{r['ttfe_p99'] * 1000:>7.0f}ms {r['run_p50'] * 1000:>6.0f}ms {r['run_p99'] * 1000:>6.0f}ms "
+            f"{r['overhead_p99'] * 1000:>6.0f}ms {r['server_cpu'] * 1000:>7.1f} {r['client_cpu'] * 1000:>7.1f} "
+            f"{r['db_cpu'] * 1000:>6.1f} "
+            f"{r['lost']:>5} {r['cross_wired']:>8}")
+    if against is not None:
+        line += "   " + " ".join(f"{r[key] / against[key]:>6.2f}" for key in ("throughput", "ttfe_p50", "ttfe_p99",
+                                                                              "overhead_p99"))
+    return line
 
 
 def free_port() -> int:
@@ -250,68 +385,138 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-async def wait_ready(base_url: str, child: subprocess.Popen) -> None:
-    """Poll ``/healthz`` until the server answers (at most 30 s).
+async def wait_ready(port: int, child: subprocess.Popen) -> None:
+    """Poll ``/healthz`` until the server answers (at most 60 s).
 
     Raises:
         RuntimeError: The child exited, or did not answer in time.
     """
-    async with httpx.AsyncClient(base_url=base_url) as client:
-        for _ in range(300):
-            if child.poll() is not None:
-                raise RuntimeError(f"the server exited with status {child.returncode}")
-            try:
-                if (await client.get("/healthz")).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            await asyncio.sleep(0.1)
-    raise RuntimeError("the server did not start within 30 s")
+    request = f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode()
+    for _ in range(600):
+        if child.poll() is not None:
+            raise RuntimeError(f"the server exited with status {child.returncode}")
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(request)
+            answer = await reader.read()
+            writer.close()
+            if answer.startswith(b"HTTP/1.1 200"):
+                return
+        except OSError:
+            pass
+        await asyncio.sleep(0.1)
+    raise RuntimeError("the server did not start within 60 s")
+
+
+class Server:
+    """The bench server in a child process: ``async with Server(...) as port:``."""
+
+    def __init__(self, latency: float, checkpoints: str, workers: int, source: str | None = None) -> None:
+        self.args = [sys.executable, __file__, "--serve", "0", "--latency", str(latency), "--checkpoints", checkpoints,
+                     "--workers", str(workers)]
+        self.env = {**os.environ, "PYTHONPATH": source} if source else None
+        self.child: subprocess.Popen | None = None
+
+    async def __aenter__(self) -> tuple[int, int]:
+        port = free_port()
+        self.args[3] = str(port)
+        self.child = subprocess.Popen(self.args, env=self.env)
+        await wait_ready(port, self.child)
+        return port, self.child.pid
+
+    async def __aexit__(self, *exc: Any) -> None:
+        assert self.child is not None
+        self.child.terminate()
+        self.child.wait(timeout=60)
+
+
+HEADER = (f"{'path':<11}{'N':>5} {'runs/s':>8} {'TTFE p50':>9} {'TTFE p99':>9} {'run p50':>8} {'run p99':>8} "
+          f"{'ovh p99':>8} {'srv cpu':>7} {'cli cpu':>7} {'db cpu':>6} {'lost':>5} {'x-wired':>8}   "
+          f"{'×runs/s':>6} {'×TTFE50':>6} {'×TTFE99':>6} {'×ovh99':>6}")
 
 
 async def main_async(args: argparse.Namespace) -> int:
-    """Start the server, run every round, print the table; 1 when a run was lost or cross-wired."""
-    port = free_port()
-    base_url = f"http://127.0.0.1:{port}"
-    with tempfile.TemporaryDirectory() as tmp:
-        checkpoints = "memory" if args.checkpointer == "memory" else os.path.join(tmp, "threads.db")
-        child = subprocess.Popen([sys.executable, __file__, "--serve", str(port), "--latency", str(args.latency),
-                                  "--checkpoints", checkpoints])
-        try:
-            await wait_ready(base_url, child)
-            print(f"server: 1 uvicorn worker, checkpointer {args.checkpointer}; model latency {args.latency * 1000:.0f} ms "
-                  f"× {MODEL_CALLS_PER_RUN} calls per run = {MODEL_CALLS_PER_RUN * args.latency * 1000:.0f} ms of model time")
-            header = (f"{'path':<7}{'N':>5} {'runs/s':>8} {'TTFE p50':>9} {'TTFE p99':>9} {'run p50':>8} {'run p99':>8} "
-                      f"{'ovh p50':>8} {'ovh p99':>8} {'lost':>5} {'x-wired':>8}")
-            print(header)
-            print("-" * len(header))
-            failures = 0
-            for size in args.sizes:
-                for label, result in (("http", await load(base_url, size, args.latency)),
-                                      ("direct", await load_direct(size, args.latency))):
-                    failures += result["lost"] + result["cross_wired"]
-                    print(row(label, result))
-            print("times in ms; ovh = run time − model time; http = through the server (a child process), direct = "
-                  "astream_events in this process (no HTTP, memory checkpointer); every run checked for a complete "
-                  "stream carrying only its own ticket and thread")
-            return 1 if failures else 0
-        finally:
-            child.terminate()
-            child.wait(timeout=30)
+    """Run every round, print the tables; 1 when a run was lost or cross-wired."""
+    tag = uuid.uuid4().hex[:8]
+    failures = 0
+    model_ms = MODEL_CALLS_PER_RUN * args.latency * 1000
+    print(f"model latency {args.latency * 1000:.0f} ms × {MODEL_CALLS_PER_RUN} calls per run = {model_ms:.0f} ms of "
+          f"model time; {args.repeats} repeats per row, medians; {os.cpu_count()} cores; server loop: uvicorn's "
+          f"(uvloop {'yes' if has_uvloop() else 'no'}), direct loop: asyncio")
+    print(f"\n1 worker, {args.checkpointer} checkpointer; ratios against `direct` (the same runs in this process, no HTTP, "
+          "memory checkpointer)")
+    print(HEADER)
+    print("-" * len(HEADER))
+    scratch = tempfile.TemporaryDirectory()
+    checkpoints = "memory" if args.checkpointer == "memory" else os.path.join(scratch.name, "threads.db")
+    for size in args.sizes:
+        http, direct, base = [], [], []
+        for repeat in range(args.repeats):  # alternated, so all see the same machine load; each on a fresh agent
+            async with Server(args.latency, checkpoints, 1) as (port, pid):
+                http.append(await load(port, size, args.latency, f"http-{tag}-{size}-{repeat}", pid))
+            direct.append(await load_direct(size, args.latency, f"direct-{tag}-{size}-{repeat}"))
+            if args.baseline:
+                async with Server(args.latency, checkpoints, 1, args.baseline) as (port, pid):
+                    base.append(await load(port, size, args.latency, f"base-{tag}-{size}-{repeat}", pid))
+        failures += sum(r["lost"] + r["cross_wired"] for r in http + direct + base)
+        print(row("http", median_row(http), median_row(direct)))
+        if base:
+            print(row("http base", median_row(base), median_row(direct)))
+        print(row("direct", median_row(direct)))
+        print(f"{'':<11}http/direct runs/s per repeat: "
+              + " ".join(f"{h['throughput'] / d['throughput']:.2f}" for h, d in zip(http, direct, strict=True)))
+    scratch.cleanup()
+    print("\nscale-out: Postgres checkpointer and follow-up queue, 1 vs 2 workers; ratios against 1 worker")
+    if not args.postgres:
+        print("skipped: no Postgres URL (--postgres URL or $REACTGRAPH_TEST_DATABASE_URL)")
+    else:
+        print(HEADER)
+        print("-" * len(HEADER))
+        size = args.scale_size
+        rounds: dict[int, list[dict[str, Any]]] = {1: [], 2: []}
+        for repeat in range(args.repeats):  # alternated, so both see the same machine load
+            for workers in (1, 2):
+                async with Server(args.latency, args.postgres, workers) as (port, pid):
+                    rounds[workers].append(await load(port, size, args.latency, f"pg{workers}-{tag}-{repeat}", pid))
+        failures += sum(r["lost"] + r["cross_wired"] for r in rounds[1] + rounds[2])
+        print(row("pg 1 worker", median_row(rounds[1])))
+        print(row("pg 2 wkrs", median_row(rounds[2]), median_row(rounds[1])))
+        print(f"{'':<11}2/1 workers runs/s per repeat: "
+              + " ".join(f"{b['throughput'] / a['throughput']:.2f}" for a, b in zip(rounds[1], rounds[2], strict=True)))
+    print("\ntimes in ms; ovh = run time − model time; srv cpu, cli cpu, db cpu = CPU ms per run of the server (all its "
+          "processes; direct: this process), of this client and of a local Postgres (all its processes); N = runs per round × repeats; every run checked for a complete "
+          "stream carrying only its own ticket and thread (lost, x-wired: summed over the repeats)")
+    return 1 if failures else 0
+
+
+def has_uvloop() -> bool:
+    """Whether uvicorn's ``loop="auto"`` picks uvloop here."""
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry: the bench, or (``--serve PORT``, internal) the server child."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--latency", type=float, default=0.05, help="seconds per model call (default: %(default)s)")
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10, 50, 200], help="concurrent runs per round")
-    parser.add_argument("--checkpointer", choices=["memory", "sqlite"], default="memory")
+    parser.add_argument("--latency", type=float, default=0.1, help="seconds per model call (default: %(default)s)")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[200], help="concurrent runs per round (1 worker)")
+    parser.add_argument("--checkpointer", choices=["memory", "sqlite"], default="memory",
+                        help="the 1-worker server's checkpointer (sqlite: a file, the serve default)")
+    parser.add_argument("--scale-size", type=int, default=200, help="concurrent runs per scale-out round")
+    parser.add_argument("--repeats", type=int, default=3, help="rounds per row (default: %(default)s)")
+    parser.add_argument("--postgres", default=os.environ.get("REACTGRAPH_TEST_DATABASE_URL"),
+                        help="Postgres URL for the scale-out rows (default: $REACTGRAPH_TEST_DATABASE_URL)")
+    parser.add_argument("--baseline", metavar="DIR", help="also measure the server of the reactgraph package in DIR "
+                                                          "(e.g. a `git archive` of an older commit), row `http base`")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--checkpoints", help=argparse.SUPPRESS)
+    parser.add_argument("--workers", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:
-        asyncio.run(serve(args.serve, args.latency, args.checkpoints))
-        return 0
+        return serve(args.serve, args.latency, args.checkpoints, args.workers)
     return asyncio.run(main_async(args))
 
 

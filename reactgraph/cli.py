@@ -15,7 +15,9 @@ call without asking (scripts). End the input (Ctrl-D) to leave the run waiting: 
 resume ID`` asks again.
 
 ``reactgraph serve [--host 127.0.0.1] [--port 8000]`` serves the HTTP API and web page
-(:mod:`reactgraph.server`) with the same tools and model until stopped with Ctrl-C.
+(:mod:`reactgraph.server`) with the same tools and model until stopped with Ctrl-C;
+``--workers N`` runs N server processes on the port (Postgres checkpoints only:
+:mod:`reactgraph.server.workers`).
 
 Exit status of ``run`` and ``resume``: 0 when an answer was produced; 2 with a one-line
 reason when set-up failed (bad option or environment value, unreadable demo or checkpoint
@@ -122,6 +124,9 @@ def _add_serve_parser(commands: Any) -> None:
     serve.add_argument("--allowed-host", action="append", dest="allowed_hosts", metavar="HOST",
                        help="a host name clients may address while no $REACTGRAPH_API_KEY is set (repeatable; "
                             "default: localhost, 127.0.0.1, ::1; '*' allows any)")
+    serve.add_argument("--workers", type=int, default=1,
+                       help="server processes sharing the port, one core each (default: %(default)s; above 1 "
+                            "needs Postgres checkpoints)")
 
 
 def _short(value: Any, limit: int = 200) -> str:
@@ -435,7 +440,39 @@ def _server_settings(args: argparse.Namespace) -> Any:
     return ServerSettings(**{key: value for key, value in options.items() if value is not None})
 
 
-async def _serve(args: argparse.Namespace, console: Console) -> int:
+def _serve_workers(args: argparse.Namespace, console: Console) -> int:
+    """``reactgraph serve --workers N``: check the options once, reserve the port, and fork
+    the workers, each running :func:`_serve` on it (issue 20, :mod:`reactgraph.server.workers`).
+
+    Raises:
+        WorkersError: Several workers on SQLite or memory checkpoints (one line).
+        ValueError: Another option out of range.
+        OSError: The address cannot be listened on.
+    """
+    from reactgraph.server.workers import check_shared, run_workers, worker_socket
+
+    check_shared(args.workers, args.checkpoints)
+    _server_settings(args)
+    if args.max_iterations < 1:
+        raise ValueError("--max-iterations must be at least 1")
+    sock = worker_socket(args.host, args.port)
+    console.print(f"[dim]{args.workers} worker processes on {escape(args.host)}:{sock.getsockname()[1]}[/dim]")
+
+    def worker(sock: Any, ready: Any) -> int:
+        try:
+            return asyncio.run(_serve(args, console, sock=sock, ready=ready))
+        except (SetupError, ValueError, OSError) as exc:
+            print(f"reactgraph: error: {exc}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            return 0
+
+    return run_workers(worker, sock, args.workers)
+
+
+async def _serve(args: argparse.Namespace, console: Console, sock: Any = None, ready: Any = None) -> int:
+    """``reactgraph serve``: open the demo agent and serve it until stopped; a worker of
+    ``--workers`` serves on the listening ``sock`` and calls ``ready()`` just before."""
     from reactgraph.errors import LocalModelError
 
     try:
@@ -463,8 +500,12 @@ async def _serve(args: argparse.Namespace, console: Console) -> int:
                       f"threads: {escape(_redact(demo.checkpoints))} · {auth}[/dim]")
         if demo.mcp is not None:
             print_mcp_summary(console, demo.mcp)
-        console.print(f"[bold]page: http://{args.host}:{args.port}/[/bold]")
-        await serve(create_app(demo.agent, server_settings), args.host, args.port)
+        port = sock.getsockname()[1] if sock is not None else args.port
+        console.print(f"[bold]page: http://{args.host}:{port}/[/bold]")
+        app = create_app(demo.agent, server_settings)
+        if ready is not None:
+            ready()
+        await serve(app, args.host, port, sock=sock)
         return 0
     finally:
         await context.__aexit__(None, None, None)
@@ -493,6 +534,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.thread = getattr(args, "thread", None)
     args.resumable = False
     try:
+        if args.command == "serve" and args.workers != 1:
+            return _serve_workers(args, console)
         return asyncio.run(_serve(args, console) if args.command == "serve" else _run(args, console))
     except (SetupError, ValueError, OSError) as exc:
         print(f"reactgraph: error: {exc}", file=sys.stderr)

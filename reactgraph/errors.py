@@ -87,6 +87,12 @@ class MCPConfigError(ReactGraphError, ValueError):
     the field and what is allowed."""
 
 
+class WorkersError(ReactGraphError, ValueError):
+    """``reactgraph serve --workers N`` asked for what cannot work (issue 20): fewer than one
+    worker, several on SQLite or memory checkpoints (their run bookkeeping is per process),
+    or several where processes cannot be forked. The message is one line."""
+
+
 RETRY_LATER_STATUSES = frozenset({408, 409, 429})
 """4xx statuses that say "not now" (timeout, conflict, rate limit) rather than "never"."""
 

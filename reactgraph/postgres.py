@@ -7,12 +7,17 @@ crash. :class:`PostgresInterruptQueue` does this with two pieces of the database
 holds the checkpoints:
 
 - **Which thread has a run going**: a Postgres session-level advisory lock per thread,
-  held on a connection of its own for the whole run. Taking it fails while another
-  session holds it (:class:`~reactgraph.ThreadBusyError`). It needs no lease and no
-  heartbeat: when the process holding it dies, even by ``SIGKILL``, the kernel closes its
-  socket, Postgres ends the session and the lock is gone, so the thread can be resumed
-  at once. (A host that vanishes without closing its socket holds the lock until
-  Postgres notices the dead connection: TCP keepalive, ``tcp_keepalives_*`` settings.)
+  held for the whole run on the process's one lock connection (shared by all its running
+  threads, open while any is; issue 20: a connection per run made 200 concurrent runs
+  need 200 Postgres sessions, over the default ``max_connections``). Taking it fails
+  while another session holds it (:class:`~reactgraph.ThreadBusyError`); a second run
+  on a thread in the same process is refused before asking Postgres (a session may take
+  its own advisory lock twice). It needs no lease and no heartbeat: when the process
+  holding it dies, even by ``SIGKILL``, the kernel closes its socket, Postgres ends the
+  session and the locks are gone, so the threads can be resumed at once. (A host that
+  vanishes without closing its socket holds them until Postgres notices the dead
+  connection: TCP keepalive, ``tcp_keepalives_*`` settings.) If the lock connection
+  breaks, the next ``open`` reconnects and takes the locks of the runs still going again.
 - **The follow-ups**: the table ``reactgraph_interrupts`` (id, thread_id, content,
   created_at). ``put`` inserts a row only while the thread's lock is held by some session
   (it reads ``pg_locks``), ``take`` deletes the thread's rows and returns them oldest
@@ -24,6 +29,7 @@ A thread's lock key is two 32-bit integers from the BLAKE2b hash of its ``thread
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 from typing import Any
@@ -81,21 +87,23 @@ class PostgresInterruptQueue(InterruptQueue):
         pool: A ``psycopg_pool.AsyncConnectionPool`` in autocommit mode (the one the
             checkpointer uses, see :func:`reactgraph.checkpointing.open_persistence`);
             ``put``, ``take`` and ``is_running`` borrow a connection for one statement.
-        conninfo: The database URL or conninfo string; each running thread opens one
-            connection of its own with it to hold the thread's lock until ``close``.
+        conninfo: The database URL or conninfo string; the lock connection (one per
+            queue, open while a thread is) is opened with it.
         limits: How much may wait per thread (:class:`~reactgraph.FollowUpLimits`;
             defaults when ``None``), counted over every process.
 
-    Call :meth:`setup` once before use (it creates the table if missing). A process may
-    run many threads: it holds one connection per running thread, so Postgres'
-    ``max_connections`` bounds the runs going at once across all processes.
+    Call :meth:`setup` once before use (it creates the table if missing). A process holds
+    one lock connection for all its running threads, besides the pool.
     """
 
     def __init__(self, pool: Any, conninfo: str, limits: FollowUpLimits | None = None) -> None:
         self.limits = limits or FollowUpLimits()
         self._pool = pool
         self._conninfo = psycopg_conninfo(conninfo)
-        self._held: dict[str, Any] = {}
+        self._held: set[str] = set()  # open here, or being opened
+        self._locked: set[str] = set()  # their locks the lock connection holds
+        self._conn: Any = None
+        self._guard = asyncio.Lock()
 
     async def setup(self) -> None:
         """Create ``reactgraph_interrupts`` and its index if they do not exist.
@@ -110,43 +118,90 @@ class PostgresInterruptQueue(InterruptQueue):
                     await conn.execute(statement)
 
     async def open(self, thread_id: str) -> None:
-        """Take the thread's lock on a new connection held until :meth:`close`.
+        """Take the thread's lock on the lock connection, held until :meth:`close`.
 
         Raises:
             ThreadBusyError: A run is going on ``thread_id`` in this or another process.
             psycopg.OperationalError: The database cannot be reached.
         """
-        import psycopg
-
-        conn = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
+        if thread_id in self._held:
+            raise self._busy(thread_id)
+        self._held.add(thread_id)  # before any await: a second open here is refused at once
+        attempt = asyncio.ensure_future(self._lock(thread_id))
         try:
-            cursor = await conn.execute("SELECT pg_try_advisory_lock(%s::int4, %s::int4)", thread_lock_key(thread_id))
-            row = await cursor.fetchone()
-        except BaseException:
-            await conn.close()
+            taken = await asyncio.shield(attempt)  # a cancelled caller must not leave a lock behind
+        except asyncio.CancelledError:
+            attempt.add_done_callback(lambda done: self._undo(thread_id, done))
             raise
-        if not row or not row[0]:
-            await conn.close()
-            raise ThreadBusyError(
-                f"a run is already going on thread {thread_id!r} (in this or another process); wait for it "
-                "to end, or send this message to it as a follow-up with inject()"
-            )
-        self._held[thread_id] = conn
+        except BaseException:
+            self._held.discard(thread_id)
+            raise
+        if not taken:
+            self._held.discard(thread_id)
+            raise self._busy(thread_id)
 
     async def close(self, thread_id: str) -> None:
-        """Release the thread's lock and close its connection (nothing when not open
-        here). Queued follow-ups stay for the thread's next run."""
+        """Release the thread's lock (nothing when not open here); the lock connection is
+        closed once no thread of this process is open. Queued follow-ups stay for the
+        thread's next run."""
         import psycopg
 
-        conn = self._held.pop(thread_id, None)
-        if conn is None:
+        if thread_id not in self._held:
             return
-        try:
-            await conn.execute("SELECT pg_advisory_unlock(%s::int4, %s::int4)", thread_lock_key(thread_id))
-        except psycopg.Error as exc:  # the session is gone already, and its lock with it
-            logger.debug("thread %r: lock connection already broken: %s", thread_id, exc)
-        finally:
-            await conn.close()  # ending the session releases the lock in any case
+        self._held.discard(thread_id)
+        async with self._guard:
+            conn = self._conn
+            if thread_id in self._locked:
+                self._locked.discard(thread_id)
+                try:
+                    await conn.execute("SELECT pg_advisory_unlock(%s::int4, %s::int4)", thread_lock_key(thread_id))
+                except psycopg.Error as exc:  # the session is gone already, and its locks with it
+                    logger.debug("thread %r: lock connection already broken: %s", thread_id, exc)
+                    await conn.close()
+            if not self._held and conn is not None:
+                self._conn = None
+                self._locked.clear()
+                await conn.close()  # ending the session releases any lock in any case
+
+    async def _lock(self, thread_id: str) -> bool:
+        """``pg_try_advisory_lock`` for ``thread_id`` on the lock connection, (re)connecting
+        it first when needed: then the runs still going here whose locks went with the old
+        connection take them again."""
+        import psycopg
+
+        async with self._guard:
+            if self._conn is None or self._conn.closed or self._conn.broken:
+                lost, self._locked = self._locked & self._held, set()
+                self._conn = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
+                for other in lost:
+                    if await self._try_lock(other):
+                        self._locked.add(other)
+                    else:
+                        logger.warning("thread %r: its lock went with a broken connection and is held elsewhere now",
+                                       other)
+            if not await self._try_lock(thread_id):
+                return False
+            self._locked.add(thread_id)
+            return True
+
+    async def _try_lock(self, thread_id: str) -> bool:
+        cursor = await self._conn.execute("SELECT pg_try_advisory_lock(%s::int4, %s::int4)", thread_lock_key(thread_id))
+        return bool(_first(await cursor.fetchone()))
+
+    def _undo(self, thread_id: str, attempt: asyncio.Future[bool]) -> None:
+        """After a cancelled :meth:`open`: forget the thread, and release its lock if the
+        attempt took it after all."""
+        if not attempt.cancelled() and attempt.exception() is None and attempt.result():
+            asyncio.ensure_future(self.close(thread_id))
+        else:
+            self._held.discard(thread_id)
+
+    @staticmethod
+    def _busy(thread_id: str) -> ThreadBusyError:
+        return ThreadBusyError(
+            f"a run is already going on thread {thread_id!r} (in this or another process); wait for it "
+            "to end, or send this message to it as a follow-up with inject()"
+        )
 
     async def put(self, thread_id: str, text: str) -> None:
         """Queue one follow-up, if some process is running ``thread_id``.

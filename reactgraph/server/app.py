@@ -406,6 +406,35 @@ class SpecEncoding:
         return ""
 
 
+def queued_frames(event: AgentEvent, queue: asyncio.Queue[Any], encoding: StreamEncoding) -> tuple[str, bool]:
+    """The SSE text of ``event`` and of every event already waiting in ``queue`` behind it,
+    for one write to the client (issue 20: under load a run's events pile up between two
+    turns of its response; one write per batch costs the server and the client one send,
+    one chunk and one wake-up instead of one per event). The bytes are those of the events
+    written one by one (SPEC §8): the frames are only concatenated. Nothing waits for more
+    events: a batch is what is already queued.
+
+    Args:
+        event: The event to write first.
+        queue: The run's queue (:func:`_produce`): its events, then ``None`` at its end.
+        encoding: How each event is written; its ``end`` closes the text when the end
+            marker is reached.
+
+    Returns:
+        ``(text, ended)``: the frames, and whether the queue's end marker was taken
+        (``text`` then ends with ``encoding.end()``); otherwise the queue ran empty and
+        the run goes on.
+    """
+    frames = [encoding.frame(event)]
+    while not queue.empty():
+        item = queue.get_nowait()
+        if not isinstance(item, AgentEvent):
+            frames.append(encoding.end())
+            return "".join(frames), True
+        frames.append(encoding.frame(item))
+    return "".join(frames), False
+
+
 async def stream_events(app: FastAPI, thread_id: str, events: AsyncIterator[AgentEvent],
                         encoding: StreamEncoding | None = None) -> EventSourceResponse:
     """Stream one run's events as the SSE response of SPEC §8; the building block of
@@ -415,6 +444,8 @@ async def stream_events(app: FastAPI, thread_id: str, events: AsyncIterator[Agen
     goes. When the client disconnects, the task is cancelled (the agent closes the graph's
     stream, which cancels its model call or tools) and the response waits up to
     :data:`CANCEL_WAIT_SECONDS` for it to end, so the thread is free when the response is done.
+    The events waiting when the response writes go out in one write (:func:`queued_frames`),
+    byte for byte as one write each would send them.
 
     Args:
         app: An app made by :func:`create_app`.
@@ -444,10 +475,13 @@ async def stream_events(app: FastAPI, thread_id: str, events: AsyncIterator[Agen
     writer = encoding or SpecEncoding()
 
     async def stream() -> AsyncIterator[bytes]:
-        item = first
+        item: AgentEvent | ThreadBusyError | NothingToResumeError | None = first
         try:
             while isinstance(item, AgentEvent):
-                yield writer.frame(item).encode()
+                text, ended = queued_frames(item, queue, writer)
+                yield text.encode()
+                if ended:
+                    return
                 item = await queue.get()
             if tail := writer.end():
                 yield tail.encode()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -99,7 +100,7 @@ async def open_demo_agent(
         yield DemoAgent(agent=agent, model=resolved.description, checkpoints=persistence.target, mcp=servers)
 
 
-async def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8000) -> None:
+async def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8000, sock: socket.socket | None = None) -> None:
     """Serve ``app`` with uvicorn in the running event loop until the process is told to
     stop (Ctrl-C / SIGTERM), then return.
 
@@ -107,12 +108,14 @@ async def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8000) -> None
         app: Usually from :func:`reactgraph.server.create_app`.
         host: Interface to listen on.
         port: TCP port (0 picks a free one; uvicorn logs the address).
+        sock: A socket already listening (a worker of ``serve --workers``,
+            :mod:`reactgraph.server.workers`); ``host`` and ``port`` then only name it.
 
     Raises:
         OSError: The address is in use or not available (uvicorn logs the cause).
     """
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info", lifespan="off"))
     try:
-        await server.serve()
+        await server.serve(sockets=[sock] if sock is not None else None)
     except SystemExit as exc:  # uvicorn exits when it cannot bind; its log line says why
         raise OSError(f"could not listen on {host}:{port}") from exc

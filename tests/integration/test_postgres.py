@@ -9,6 +9,7 @@ pool); the last test uses a real second process (``tests/crash_run.py``). Needs
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import uuid
@@ -70,12 +71,31 @@ async def test_one_run_per_thread_and_follow_ups_across_processes(postgres_url):
         assert not await a.is_running(thread)
 
 
+async def test_one_process_runs_more_threads_than_postgres_has_connections(postgres_url):
+    """Issue 20: the locks of a process's running threads share one connection, so 150 runs at
+    once (over the 100 sessions of a default Postgres) take their locks, and free them."""
+    threads = [f"pg-many-{i}-{uuid.uuid4().hex}" for i in range(150)]
+    async with open_persistence(postgres_url) as one, open_persistence(postgres_url) as two:
+        a, b = one.interrupt_queue, two.interrupt_queue
+        await asyncio.gather(*(a.open(thread) for thread in threads))
+        assert all(await asyncio.gather(*(b.is_running(thread) for thread in threads)))
+        busy = await asyncio.gather(*(b.open(thread) for thread in threads[:10]), return_exceptions=True)
+        assert all(isinstance(error, ThreadBusyError) for error in busy)
+        await asyncio.gather(*(a.close(thread) for thread in threads[1:]))  # threads[0] keeps the connection open
+        assert not any(await asyncio.gather(*(b.is_running(thread) for thread in threads[1:])))  # no lock left behind
+        assert await b.is_running(threads[0])
+        async with b.running(threads[1]):
+            assert await a.is_running(threads[1])
+        await a.close(threads[0])
+        assert not await b.is_running(threads[0])
+
+
 async def test_a_dead_session_frees_its_thread_at_once(postgres_url):
     thread = f"pg-{uuid.uuid4().hex}"
     async with open_persistence(postgres_url) as one, open_persistence(postgres_url) as two:
         a, b = one.interrupt_queue, two.interrupt_queue
         await a.open(thread)
-        holder = a._held[thread].info.backend_pid
+        holder = a._conn.info.backend_pid  # the process's lock connection
         async with two.checkpointer.conn.connection() as conn:  # what Postgres does when a process dies
             # The timeout (ms) makes Postgres wait until the backend has exited, as a dead
             # process's backend has; without it the signal is only sent.
