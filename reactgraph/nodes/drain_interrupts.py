@@ -1,6 +1,8 @@
-"""``drain_interrupts``: where follow-up messages join a running loop (SPEC §7).
+"""The drain: where follow-up messages join a running loop (SPEC §7).
 
-The node takes every follow-up queued for the run's thread (``config["configurable"]
+It is no graph node of its own (issue 20): the loop's model node
+(:mod:`reactgraph.nodes.model_step`) runs it before and after its model call, in the same
+superstep. It takes every follow-up queued for the run's thread (``config["configurable"]
 ["thread_id"]``) from the engine's :class:`~reactgraph.interrupts.InterruptQueue` and
 appends them as one pinned ``[USER INTERRUPT] …`` user message (R7.3), emitting one
 ``inject`` event ``{type: "inject", content}`` per follow-up.
@@ -52,13 +54,18 @@ def direct_answer(state: AgentState) -> str | None:
     """The answer given by ``return_direct`` tools in the current iteration: the
     observations of their successful calls, joined by blank lines; ``None`` if none."""
     iteration = state.get("iteration", 0)
-    texts = [step["observation"] for step in state.get("steps", [])
-             if step.get("return_direct") and step.get("iteration") == iteration]
+    texts: list[str] = []
+    for step in reversed(state.get("steps") or []):  # the current iteration's steps are last
+        if step.get("iteration") != iteration:
+            break
+        if step.get("return_direct"):
+            texts.insert(0, step["observation"])
     return "\n\n".join(texts) if texts else None
 
 
 class DrainInterrupts:
-    """Drain the thread's follow-ups into the conversation (see the module docstring)."""
+    """Drain the thread's follow-ups into the conversation (see the module docstring).
+    Called as ``await drain(state, config)``; returns the partial state update."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
