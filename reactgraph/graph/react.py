@@ -31,7 +31,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, RetryPolicy, Send
 from typing_extensions import TypedDict
 
-from reactgraph._dualmode import dual_node
+from reactgraph._dualmode import dual_node, dual_route
 from reactgraph._engine import Engine, split_prompt
 from reactgraph.abilities import ModelAbilities, resolve_abilities
 from reactgraph.config import AgentSettings
@@ -334,7 +334,7 @@ def compile_react_graph(
     builder.add_edge("start_turn", "select_tools")
     # After all tool results are in (the superstep barrier), back to the model node, which
     # drains follow-ups first (R7.2).
-    builder.add_conditional_edges("execute_tools", model_node, list(loop))
+    builder.add_conditional_edges("execute_tools", dual_route(model_node, "model_node"), list(loop))
     builder.add_edge("fallback", "synthesize")
     if response_format is not None:
         builder.add_edge("synthesize", "structured_response")

@@ -236,11 +236,14 @@ class ContextGuard:
         ``max_message_chars`` and the request within the budget (SPEC R6.1). The loop asks
         this before every model call and runs the guard only when it says no.
 
-        Counting is incremental (issue 20): the token total of the conversation under ``key``
-        (the run's thread and first message) is remembered with its last message's id, so
-        a conversation that only grew since the last check counts and length-checks only
-        its new messages; any other change (a compaction, a different conversation) counts
-        it all again.
+        Counting is incremental (issue 20): a bound on the token total of the conversation
+        under ``key`` (the run's thread and first message) is remembered with its last
+        message's id, so a conversation that only grew since the last check looks at its
+        new messages only; any other change (a compaction, a different conversation) looks
+        at them all again. Far below the budget no text is tokenized: the bytes of the new
+        messages bound their tokens (:meth:`TokenCounter.upper_bound`); only when that bound
+        goes over the budget is the conversation counted exactly (each message's count is
+        cached by the counter).
 
         Args:
             messages: The conversation, oldest first, without the system prompt.
@@ -261,7 +264,9 @@ class ContextGuard:
         for message in messages[start:]:
             if self.truncate_message(message) is not message:
                 return False
-            tokens += self.counter.count_message(message)
+            tokens += self.counter.upper_bound(message)
+        if tokens + overhead_tokens > self.budget:  # near the budget: count exactly
+            tokens = self.counter.count_messages(messages)
         self._remember(key, messages, tokens, accepted=False)
         return tokens + overhead_tokens <= self.budget
 
