@@ -192,6 +192,67 @@ def _sqlite_saver_class() -> type:
 
 
 _SqliteSaver: type | None = None
+_PostgresSaver: type | None = None
+
+
+def _postgres_saver_class() -> type:
+    """:class:`PostgresCheckpointSaver`'s class, made on first use (the ``[postgres]`` extra
+    is imported only when a Postgres checkpointer is opened)."""
+    global _PostgresSaver
+    if _PostgresSaver is not None:
+        return _PostgresSaver
+    from langgraph.checkpoint.base import WRITES_IDX_MAP, get_serializable_checkpoint_metadata
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    from langgraph.checkpoint.serde.types import _DeltaSnapshot
+    from psycopg.types.json import Jsonb
+
+    class PostgresCheckpointSaver(AsyncPostgresSaver):
+        """LangGraph's ``AsyncPostgresSaver`` (same tables, same rows, reads unchanged) that
+        serializes a checkpoint's blobs and a task's writes on the event loop's thread
+        instead of handing each to a worker thread (issue 20): the values are small (the
+        messages are a ``DeltaChannel``, only new ones are written), and the thread switch,
+        waiting for a CPU on a busy machine, cost more than the serializing. Statements,
+        pipelining and commits are the saver's own."""
+
+        async def aput(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+            """Store a checkpoint, as ``AsyncPostgresSaver.aput`` does."""
+            configurable = dict(config["configurable"])
+            thread_id = configurable.pop("thread_id")
+            checkpoint_ns = configurable.pop("checkpoint_ns")
+            parent_id = configurable.pop("checkpoint_id", None)
+            inline = dict(checkpoint)
+            inline["channel_values"] = dict(checkpoint["channel_values"])
+            blobs: dict[str, Any] = {}
+            for key, value in checkpoint["channel_values"].items():
+                if isinstance(value, _DeltaSnapshot):
+                    blobs[key] = inline["channel_values"].pop(key)
+                    inline["channel_values"][key] = True
+                elif value is not None and not isinstance(value, (str, int, float, bool)):
+                    blobs[key] = inline["channel_values"].pop(key)
+            async with self._cursor(pipeline=True) as cur:
+                versions = {key: version for key, version in new_versions.items() if key in blobs}
+                if versions:
+                    await cur.executemany(self.UPSERT_CHECKPOINT_BLOBS_SQL,
+                                          self._dump_blobs(thread_id, checkpoint_ns, blobs, versions))
+                await cur.execute(self.UPSERT_CHECKPOINTS_SQL, (
+                    thread_id, checkpoint_ns, checkpoint["id"], parent_id, Jsonb(inline),
+                    Jsonb(get_serializable_checkpoint_metadata(config, metadata)),
+                ))
+            return {"configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns,
+                                     "checkpoint_id": checkpoint["id"]}}
+
+        async def aput_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
+            """Store a task's writes, as ``AsyncPostgresSaver.aput_writes`` does."""
+            special = all(channel in WRITES_IDX_MAP for channel, _ in writes)
+            query = self.UPSERT_CHECKPOINT_WRITES_SQL if special else self.INSERT_CHECKPOINT_WRITES_SQL
+            configurable = config["configurable"]
+            params = self._dump_writes(configurable["thread_id"], configurable["checkpoint_ns"],
+                                       configurable["checkpoint_id"], task_id, task_path, writes)
+            async with self._cursor(pipeline=True) as cur:
+                await cur.executemany(query, params)
+
+    _PostgresSaver = PostgresCheckpointSaver
+    return _PostgresSaver
 
 _BUSY_TIMEOUT_MS = 5000
 """SQLite's busy timeout of the checkpoint connection (Python's default): how long a write
@@ -269,7 +330,6 @@ async def open_persistence(
     if is_postgres_url(target):
         try:
             import psycopg
-            from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
             from psycopg.rows import dict_row
             from psycopg_pool import AsyncConnectionPool
 
@@ -300,7 +360,7 @@ async def open_persistence(
         )
         await pool.open(wait=True, timeout=15)
         try:
-            saver = AsyncPostgresSaver(pool)
+            saver = _postgres_saver_class()(pool)
             await saver.setup()
             queue = PostgresInterruptQueue(pool, conninfo)
             await queue.setup()
