@@ -2,13 +2,15 @@
 
 ::
 
-    START → start_turn → select_tools → llm_call_native | llm_call_json   (the mode's model node, R2.2)
+    START → start_turn → [select_tools →] llm_call_native | llm_call_json   (the mode's model node, R2.2;
+                                                                          select_tools with more tools than
+                                                                          tool_selection_threshold)
 
     model node ─┬→ execute_tools ×N (Send) → model node        one iteration: two supersteps
                 ├→ model node (JSON reformat retry; an answer suppressed by a follow-up)
                 ├→ guard_context → model node                   (only when the window needs it)
                 ├→ fallback (max_iterations, usage limits) → synthesize
-                └→ synthesize (final answer accepted)
+                └→ synthesize (final answer accepted; END when the run skips synthesis)
     synthesize → END   (with ``response_format``: synthesize → structured_response → END)
 
 Phase one is the loop between the model node and ``execute_tools``; phase two is
@@ -300,12 +302,26 @@ def compile_react_graph(
     def sends(state: AgentState) -> list[Send]:
         return _tool_sends(state, settings.limits)
 
+    def answer(config: RunnableConfig) -> str:
+        """Where an accepted answer goes: ``synthesize``, or straight to the end when the
+        run skips synthesis (``configurable.synthesize`` false) and there is no
+        ``response_format`` (the skipped node would pass the state through)."""
+        enabled = (config.get("configurable") or {}).get("synthesize", settings.synthesize)
+        return "synthesize" if enabled or response_format is not None else END
+
+    selects = settings.tool_selection and len(engine.tools) > settings.tool_selection_threshold
+
+    def after_start(state: AgentState) -> str:
+        """``select_tools`` when the agent has enough tools for a selection (SPEC §5), else
+        the mode's model node."""
+        return "select_tools" if selects else model_node(state)
+
     nodes = {
         "start_turn": StartTurn(engine),
         "select_tools": SelectTools(engine),
         "guard_context": guard,
-        "llm_call_native": ModelStep(engine, LLMCallNative(engine), "llm_call_native", drain, guard, sends),
-        "llm_call_json": ModelStep(engine, LLMCallJSON(engine), "llm_call_json", drain, guard, sends),
+        "llm_call_native": ModelStep(engine, LLMCallNative(engine), "llm_call_native", drain, guard, sends, answer),
+        "llm_call_json": ModelStep(engine, LLMCallJSON(engine), "llm_call_json", drain, guard, sends, answer),
         "execute_tools": ExecuteTools(engine),
         "fallback": Fallback(engine),
         "synthesize": Synthesize(engine),
@@ -314,14 +330,16 @@ def compile_react_graph(
         nodes["structured_response"] = StructuredResponse(engine, response_format)
     loop = ("llm_call_native", "llm_call_json")
     destinations = {  # where a node's Command may go (drawn as edges in Studio)
+        "start_turn": ("select_tools", *loop),
         "select_tools": loop,
         "guard_context": loop,
-        "llm_call_native": ("execute_tools", "llm_call_native", "guard_context", "fallback", "synthesize"),
-        "llm_call_json": ("execute_tools", "llm_call_json", "guard_context", "fallback", "synthesize"),
+        "llm_call_native": ("execute_tools", "llm_call_native", "guard_context", "fallback", "synthesize", END),
+        "llm_call_json": ("execute_tools", "llm_call_json", "guard_context", "fallback", "synthesize", END),
     }
+    routes = {"start_turn": after_start, "select_tools": model_node, "guard_context": model_node}
     for node_name, body in nodes.items():
-        if node_name in ("select_tools", "guard_context"):  # decided inside the node (see RoutedNode)
-            body = RoutedNode(body, model_node)
+        if node_name in routes:  # decided inside the node (see RoutedNode)
+            body = RoutedNode(body, routes[node_name])
         builder.add_node(
             node_name,
             dual_node(body, node_name),
@@ -331,7 +349,6 @@ def compile_react_graph(
         )
 
     builder.add_edge(START, "start_turn")
-    builder.add_edge("start_turn", "select_tools")
     # After all tool results are in (the superstep barrier), back to the model node, which
     # drains follow-ups first (R7.2).
     builder.add_conditional_edges("execute_tools", dual_route(model_node, "model_node"), list(loop))

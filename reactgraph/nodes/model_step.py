@@ -19,7 +19,7 @@ task per call). What used to take pass-through nodes of its own is done here, in
    follow-up suppresses a pending final answer (R7.4).
 
 The node returns one ``Command``: everything it changed and where the run goes next (the
-tool calls as ``Send``\\ s, ``synthesize``, or this node again after a JSON reformat request
+tool calls as ``Send``\\ s, ``synthesize`` (or the end, when the run skips synthesis), or this node again after a JSON reformat request
 or a suppressed answer). Update and route are written together, so a run cancelled
 between them cannot leave one without the other (issue 15, SPEC R13.5).
 """
@@ -79,16 +79,19 @@ class ModelStep:
         drain: The follow-up drain, shared with nothing else.
         guard: The ``guard_context`` node, asked whether the window needs it.
         tool_sends: ``(state) -> list[Send]``, one per pending tool call.
+        answer: ``(config) -> node``: where an accepted answer goes (``synthesize``, or the
+            graph's end when the run skips synthesis).
     """
 
     def __init__(self, engine: Engine, call: Any, node: str, drain: DrainInterrupts, guard: GuardContext,
-                 tool_sends: Callable[[AgentState], list[Send]]) -> None:
+                 tool_sends: Callable[[AgentState], list[Send]], answer: Callable[[RunnableConfig], str]) -> None:
         self.engine = engine
         self.call = call
         self.node = node
         self.drain = drain
         self.guard = guard
         self.tool_sends = tool_sends
+        self.answer = answer
 
     async def __call__(self, state: AgentState, config: RunnableConfig) -> Command:
         update: dict[str, Any] = {}
@@ -98,7 +101,7 @@ class ModelStep:
             update = await self.drain(state, config)
         view: dict[str, Any] = apply_update(dict(state), update) if update else dict(state)
         if view.get("pending_final") is not None:  # a return_direct result is the answer
-            return Command(update=update, goto="synthesize")
+            return Command(update=update, goto=self.answer(config))
         if iteration_cap_reached(view, self.engine.settings.max_iterations) or self.engine.limit_reached(view):
             return Command(update=update, goto="fallback")
         if not await self.guard.fits(view, config):
@@ -112,5 +115,5 @@ class ModelStep:
                 update = merge_updates(update, drained)
                 view = apply_update(view, drained)
         if view.get("pending_final") is not None:
-            return Command(update=update, goto="synthesize")
+            return Command(update=update, goto=self.answer(config))
         return Command(update=update, goto=self.tool_sends(view) or self.node)

@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from langchain_core.messages import AIMessage, SystemMessage
+from langchain_core.tools import StructuredTool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent
@@ -18,7 +19,7 @@ from tests.helpers import SMALL, HookedModel, log_calls, read_log
 
 NATIVE = ModelAbilities(tool_call=True)
 JSON = ModelAbilities(tool_call=False, json_mode=True)
-ENTRY = [("start_turn",), ("select_tools",)]
+ENTRY = [("start_turn",)]  # select_tools only runs with more tools than tool_selection_threshold
 
 
 def native_calls(*ids: str) -> AIMessage:
@@ -46,7 +47,8 @@ async def test_native_mode_takes_two_supersteps_per_iteration():
     result = await agent.run("check", thread_id="t")
     assert result.answer == "done" and len(result.steps) == 3
     model_step, tools = ("llm_call_native",), ("execute_tools",)
-    assert await supersteps(agent, "t") == [*ENTRY, model_step, tools * 2, model_step, tools, model_step, ("synthesize",)]
+    # ReActAgent.run skips synthesis: the accepted answer ends the graph
+    assert await supersteps(agent, "t") == [*ENTRY, model_step, tools * 2, model_step, tools, model_step]
 
 
 async def test_json_mode_takes_two_supersteps_per_iteration_with_events_streamed():
@@ -68,6 +70,7 @@ async def test_an_approval_pause_adds_no_superstep():
     assert result.steps[0].approval == "approved"
     model_step, tools = ("llm_call_native",), ("execute_tools",)
     # the paused tool task is the same superstep, run again on resume from the same checkpoint
+    # (resume synthesizes the answer)
     assert await supersteps(agent, "t") == [*ENTRY, model_step, tools, model_step, ("synthesize",)]
 
 
@@ -78,7 +81,7 @@ async def test_a_follow_up_that_suppresses_an_answer_costs_one_model_step():
     result = await agent.run("check", thread_id="t")
     assert result.answer == "answered both"
     model_step = ("llm_call_native",)
-    assert await supersteps(agent, "t") == [*ENTRY, model_step, model_step, ("synthesize",)]
+    assert await supersteps(agent, "t") == [*ENTRY, model_step, model_step]
 
 
 async def test_the_guard_is_a_superstep_only_when_the_window_needs_it():
@@ -97,7 +100,7 @@ async def test_the_guard_is_a_superstep_only_when_the_window_needs_it():
     assert guarded >= 1, "four big logs go over the 8,000-token budget"
     model_step, tools = ("llm_call_native",), ("execute_tools",)
     assert steps.count(model_step) == 5 + guarded and steps.count(tools) == 4  # 5 model calls, 4 tool calls
-    assert len(steps) == len(ENTRY) + 2 * 4 + 1 + guarded * 2 + 1
+    assert len(steps) == len(ENTRY) + 2 * 4 + 1 + guarded * 2
     for index, step in enumerate(steps):
         if step == ("guard_context",):
             assert steps[index - 1] == model_step and steps[index + 1] == model_step
@@ -112,3 +115,16 @@ async def test_the_iteration_cap_goes_to_the_fallback_from_the_model_step():
     model_step, tools = ("llm_call_native",), ("execute_tools",)
     assert await supersteps(agent, "t") == [*ENTRY, model_step, tools, model_step, tools, model_step, ("fallback",),
                                             ("synthesize",)]
+
+
+async def test_tool_selection_is_one_superstep_per_turn():
+    hub = [StructuredTool.from_function(lambda equipment_id: f"{equipment_id}: ok", name=f"tool_{i:02d}",
+                                        description=f"Status report number {i} of a machine.") for i in range(14)]
+    pick = AIMessage("", tool_calls=[tool_call("select_tools", {"tools": ["tool_03"]}, "s")])
+    model = ScriptedChatModel(by_kind={"selection": [pick]},
+                              responses=[AIMessage("", tool_calls=[tool_call("tool_03", {"equipment_id": "A"}, "a")]), "ok"])
+    agent = ReActAgent(model, hub, abilities=NATIVE, checkpointer=InMemorySaver())
+    result = await agent.run("status report 3 of A", thread_id="t")
+    assert result.answer == "ok" and result.steps[0].tool_name == "tool_03"
+    model_step, tools = ("llm_call_native",), ("execute_tools",)
+    assert await supersteps(agent, "t") == [("start_turn",), ("select_tools",), model_step, tools, model_step]
