@@ -37,6 +37,7 @@ holding the answer (issue 21: every way the loop ends leaves an assistant messag
 
 from __future__ import annotations
 
+import logging
 import uuid
 from typing import Any
 
@@ -48,6 +49,8 @@ from reactgraph.events import AnswerSignalled, Injected, emit
 from reactgraph.interrupts import format_interrupt
 from reactgraph.nodes.fallback import iteration_cap_reached
 from reactgraph.state import AgentState
+
+logger = logging.getLogger(__name__)
 
 
 def direct_answer(state: AgentState) -> str | None:
@@ -70,13 +73,33 @@ class DrainInterrupts:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
+    async def give_back(self, config: RunnableConfig, texts: list[str]) -> None:
+        """Queue follow-ups taken by :meth:`drain` again, because the step that took them
+        failed before its update was saved (the model call raised; a retry of the step
+        takes them anew). A follow-up the queue refuses now (its limits) is logged and
+        dropped: delivery stays at most once."""
+        thread_id = (config.get("configurable") or {}).get("thread_id")
+        for text in texts:
+            try:
+                await self.engine.interrupts.put(str(thread_id), text)
+            except Exception as exc:  # the queue's limits, or the run already closed on it
+                logger.warning("a follow-up taken by a failed step could not be queued again: %s", exc)
+
+    async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        return (await self.drain(state, config))[0]
+
     async def _take(self, state: AgentState, config: RunnableConfig) -> list[str]:
         thread_id = (config.get("configurable") or {}).get("thread_id")
         if thread_id is None or iteration_cap_reached(state, self.engine.settings.max_iterations):
             return []
         return await self.engine.interrupts.take(str(thread_id))
 
-    async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+    async def drain(self, state: AgentState, config: RunnableConfig) -> tuple[dict[str, Any], list[str]]:
+        """Take the thread's follow-ups and accept a ``return_direct`` answer.
+
+        Returns:
+            The partial state update, and the follow-ups taken (for :meth:`give_back`).
+        """
         update: dict[str, Any] = {}
         pending = state.get("pending_final")
         if pending is None and (direct := direct_answer(state)) is not None:
@@ -96,4 +119,4 @@ class DrainInterrupts:
                 update.update(pending_final=None, answer="", finish_reason=None, parse_failures=0)
         elif pending is not None and not isinstance((state.get("messages") or [None])[-1], AIMessage):
             update["messages"] = [AIMessage(pending, name=self.engine.message_name)]
-        return update
+        return update, texts

@@ -19,9 +19,10 @@ task per call). What used to take pass-through nodes of its own is done here, in
    follow-up suppresses a pending final answer (R7.4).
 
 The node returns one ``Command``: everything it changed and where the run goes next (the
-tool calls as ``Send``\\ s, ``synthesize`` (or the end, when the run skips synthesis), or this node again after a JSON reformat request
-or a suppressed answer). Update and route are written together, so a run cancelled
-between them cannot leave one without the other (issue 15, SPEC R13.5).
+tool calls as ``Send``\\ s; ``synthesize``, or the end when the run skips synthesis; or this
+node again after a JSON reformat request or a suppressed answer). Update and route are
+written together, so a run cancelled between them cannot leave one without the other
+(issue 15, SPEC R13.5).
 """
 
 from __future__ import annotations
@@ -95,10 +96,11 @@ class ModelStep:
 
     async def __call__(self, state: AgentState, config: RunnableConfig) -> Command:
         update: dict[str, Any] = {}
+        taken: list[str] = []
         steps = state.get("steps") or []
         iteration = state.get("iteration", 0)
         if iteration == 0 or (steps and steps[-1].get("iteration") == iteration):  # run start, or after tools
-            update = await self.drain(state, config)
+            update, taken = await self.drain.drain(state, config)
         view: dict[str, Any] = apply_update(dict(state), update) if update else dict(state)
         if view.get("pending_final") is not None:  # a return_direct result is the answer
             return Command(update=update, goto=self.answer(config))
@@ -106,11 +108,16 @@ class ModelStep:
             return Command(update=update, goto="fallback")
         if not await self.guard.fits(view, config):
             return Command(update=update, goto="guard_context")
-        called = await self.call(view, config)
+        try:
+            called = await self.call(view, config)
+        except Exception:  # nothing of this step is saved: the follow-ups it took go back to the queue
+            if taken:
+                await self.drain.give_back(config, taken)
+            raise
         update = merge_updates(update, called)
         view = apply_update(view, called)
         if view.get("mode") == "json" or not view.get("pending_tool_calls"):
-            drained = await self.drain(view, config)
+            drained, _ = await self.drain.drain(view, config)
             if drained:
                 update = merge_updates(update, drained)
                 view = apply_update(view, drained)
