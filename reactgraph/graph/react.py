@@ -330,13 +330,12 @@ def compile_react_graph(
         nodes["structured_response"] = StructuredResponse(engine, response_format)
     loop = ("llm_call_native", "llm_call_json")
     destinations = {  # where a node's Command may go (drawn as edges in Studio)
-        "start_turn": ("select_tools", *loop),
         "select_tools": loop,
         "guard_context": loop,
         "llm_call_native": ("execute_tools", "llm_call_native", "guard_context", "fallback", "synthesize", END),
         "llm_call_json": ("execute_tools", "llm_call_json", "guard_context", "fallback", "synthesize", END),
     }
-    routes = {"start_turn": after_start, "select_tools": model_node, "guard_context": model_node}
+    routes = {"select_tools": model_node, "guard_context": model_node}
     for node_name, body in nodes.items():
         if node_name in routes:  # decided inside the node (see RoutedNode)
             body = RoutedNode(body, routes[node_name])
@@ -349,6 +348,9 @@ def compile_react_graph(
         )
 
     builder.add_edge(START, "start_turn")
+    # An edge, not a Command: a state written as start_turn (update_state(as_node="start_turn"),
+    # a repaired thread) goes on from there as a new turn would.
+    builder.add_conditional_edges("start_turn", dual_route(after_start, "after_start"), ["select_tools", *loop])
     # After all tool results are in (the superstep barrier), back to the model node, which
     # drains follow-ups first (R7.2).
     builder.add_conditional_edges("execute_tools", dual_route(model_node, "model_node"), list(loop))

@@ -6,7 +6,6 @@ import time
 from typing import Any
 
 from langchain_core.messages import HumanMessage, RemoveMessage
-from langchain_core.runnables import RunnableConfig
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from reactgraph._engine import Engine
@@ -30,7 +29,7 @@ class StartTurn:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    async def __call__(self, state: AgentState, config: RunnableConfig | None = None) -> dict[str, Any]:
+    async def __call__(self, state: AgentState) -> dict[str, Any]:
         query = ""
         pinned: list[str] = []
         for message in reversed(state.get("messages", [])):
