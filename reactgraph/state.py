@@ -49,6 +49,11 @@ class InputState(TypedDict):
     ``{"messages": [...]}``. The last human message is the turn's query."""
 
     messages: Annotated[list[AnyMessage], DeltaChannel(_messages_delta_reducer)]
+    """The conversation, merged as ``add_messages`` merges it (by id; ``RemoveMessage``,
+    ``REMOVE_ALL_MESSAGES``). Kept in LangGraph's ``DeltaChannel`` (beta in LangGraph 1.2):
+    a checkpoint stores the messages written since the last one, not the whole history
+    (issue 20, docs/checkpoints.md); LangGraph gives new messages their ids before they are
+    saved, so a replayed state has the same ids."""
     pinned: NotRequired[Annotated[list[str], merge_pinned]]
     """Ids of messages (of this input or earlier) that every context compaction must keep
     (SPEC R6.2); the turn's query is pinned without being listed."""
