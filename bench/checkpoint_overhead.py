@@ -6,15 +6,19 @@ run uses a new ``thread_id``, so each starts from an empty thread. Variants:
 
 * ``none``            no checkpointer
 * ``memory``          ``InMemorySaver``
-* ``sqlite``          ``AsyncSqliteSaver`` on a file in a temporary directory
-* ``postgres``        ``AsyncPostgresSaver`` + ``PostgresInterruptQueue`` (``open_persistence``)
+* ``sqlite``          ``open_persistence`` on a file in a temporary directory (LangGraph's
+                      ``AsyncSqliteSaver``, writing on the event loop's thread)
+* ``postgres``        ``open_persistence`` on the URL (LangGraph's ``AsyncPostgresSaver``,
+                      ``synchronous_commit=off``, + ``PostgresInterruptQueue``)
 
 each persistent one with ``durability="sync"`` (the agent's default: every superstep's
 checkpoint is stored before the next starts) and ``"async"`` (stored while the next step
 runs). Postgres runs only with a URL (``--postgres URL``, else
 ``$REACTGRAPH_TEST_DATABASE_URL``). Prints the median ms per run, ms per iteration (run /
 K) and the ratio to ``none``; times are taken in turns (after warm-up, ``gc.collect()``
-before each run), so a slow moment hits every variant. Nothing is asserted.
+before each run), so a slow moment hits every variant. Last, a summary gives memory,
+SQLite and Postgres over ``none`` (durability ``sync``) at each K, next to the goals of
+issue 20. Nothing is asserted.
 
 Run:  .venv/bin/python bench/checkpoint_overhead.py [--repeats 20] [--quick] [--ks 10 25]
 """
@@ -74,6 +78,7 @@ async def main(ks: list[int], repeats: int, postgres: str | None) -> None:
     header = f"{'checkpointer':<16}{'K':>4}{'ms/run':>10}{'ms/iter':>9}{'x none':>8}"
     print(header)
     print("-" * len(header))
+    summary: dict[int, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for k in ks:
             async with AsyncExitStack() as stack:
@@ -90,6 +95,14 @@ async def main(ks: list[int], repeats: int, postgres: str | None) -> None:
                     ms = seconds * 1000
                     print(f"{name:<16}{k:>4}{ms:>10.2f}{ms / k:>9.3f}{seconds / medians['none']:>8.2f}")
                 print()
+                summary[k] = {name: seconds / medians["none"] for name, seconds in medians.items()}
+    print("checkpointer / none, measured in this run, durability sync (issue 20 goals: SQLite <= 1.5x, "
+          "Postgres <= 2x)")
+    for k, ratios in summary.items():
+        figures = [f"memory {ratios['memory']:.2f}x", f"SQLite {ratios['sqlite/sync']:.2f}x"]
+        if "postgres/sync" in ratios:
+            figures.append(f"Postgres {ratios['postgres/sync']:.2f}x")
+        print(f"  K={k:<3} " + "   ".join(figures))
 
 
 if __name__ == "__main__":

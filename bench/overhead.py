@@ -16,7 +16,9 @@ For K in (1, 10, 25) it times R runs of every peer (interleaved, after a warm-up
 ``gc.collect()`` before each run, ``time.perf_counter``) and prints the median ms per run,
 ms per iteration (run / K), the ratio to the bare loop, and reactgraph's time over the
 peer's. A separate pass under ``tracemalloc`` gives the median peak memory of one run
-(KiB above what was allocated before the run). Nothing is asserted on times.
+(KiB above what was allocated before the run), and reactgraph's over the peer's. Last, a
+summary gives reactgraph / ``create_agent`` for time and memory at each K, next to the
+goals of issue 20. Nothing is asserted on times.
 
 Run:  .venv/bin/python bench/overhead.py [--repeats 30] [--quick] [--ks 1 10 25]
 """
@@ -187,9 +189,10 @@ async def main(ks: list[int], repeats: int, mem_repeats: int) -> None:
           f"langchain {langchain.__version__}, langchain-core {langchain_core.__version__}; "
           f"repeats {repeats}, memory repeats {mem_repeats}")
     header = (f"{'peer':<17}{'K':>3}{'ms/run':>10}{'ms/iter':>9}{'x bare':>8}"
-              f"{'rg/peer':>9}{'peak KiB':>10}{'x bare':>8}")
+              f"{'rg/peer':>9}{'peak KiB':>10}{'x bare':>8}{'rg mem/peer':>12}")
     print(header)
     print("-" * len(header))
+    summary: list[tuple[int, float, float]] = []
     for k in ks:
         peers = make_peers(k)
         times = await time_peers(peers, k, repeats)
@@ -198,8 +201,14 @@ async def main(ks: list[int], repeats: int, mem_repeats: int) -> None:
             ms = times[name] * 1000
             print(f"{name:<17}{k:>3}{ms:>10.2f}{ms / k:>9.3f}{times[name] / times['bare']:>8.2f}"
                   f"{times['reactgraph'] / times[name]:>9.2f}{peaks[name]:>10.1f}"
-                  f"{peaks[name] / peaks['bare']:>8.2f}")
+                  f"{peaks[name] / peaks['bare']:>8.2f}{peaks['reactgraph'] / peaks[name]:>12.2f}")
         print()
+        summary.append((k, times["reactgraph"] / times["lc.create_agent"], peaks["reactgraph"] / peaks["lc.create_agent"]))
+    print("reactgraph / lc.create_agent, measured in this run (issue 20 goals: time <= 1.5x at K=1, "
+          "<= 1.0x at K=10 and 25; memory <= 1.2x)")
+    for k, time_ratio, memory_ratio in summary:
+        goal = 1.5 if k == 1 else 1.0
+        print(f"  K={k:<3} time {time_ratio:5.2f}x (goal <= {goal:.1f}x)   peak memory {memory_ratio:5.2f}x (goal <= 1.2x)")
 
 
 if __name__ == "__main__":

@@ -117,6 +117,25 @@ def dual_node(body: Callable[..., Awaitable[Any]], name: str) -> RunnableCallabl
     return RunnableCallable(sync_entry, async_entry, name=name, trace=False)
 
 
+def dual_route(route: Callable[[Any], Any], name: str) -> RunnableCallable:
+    """A conditional edge's path function with both entry points, so that an async run calls
+    it inline: LangGraph runs a plain (sync) path function of an async run in a worker thread,
+    a thread hop per superstep (issue 20).
+
+    Args:
+        route: ``(state) -> destination(s)``; pure, no I/O.
+        name: The route's name.
+
+    Returns:
+        A ``RunnableCallable`` whose ``invoke`` and ``ainvoke`` both call ``route``.
+    """
+
+    async def async_route(state: Any) -> Any:
+        return route(state)
+
+    return RunnableCallable(route, async_route, name=name, trace=False)
+
+
 async def call_model(runnable: Runnable, input: Any, config: RunnableConfig | None = None) -> Any:
     """``runnable.invoke`` in sync mode, ``await runnable.ainvoke`` otherwise."""
     if _SYNC.get():

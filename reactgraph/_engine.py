@@ -153,6 +153,7 @@ class Engine:
     _bound: dict[tuple[Any, ...], Runnable] = field(default_factory=dict, repr=False)
     _json_prompts: dict[tuple[Any, ...], str] = field(default_factory=dict, repr=False)
     _action_formats: dict[tuple[Any, ...], dict[str, Any] | None] = field(default_factory=dict, repr=False)
+    _per_query: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(
@@ -235,20 +236,33 @@ class Engine:
         """The domain instructions at the top of every loop system prompt."""
         return self.settings.system_prompt or DEFAULT_SYSTEM_PROMPT
 
+    def _query_facts(self, query: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """Every tool's name ranked for ``query`` and the values it names, worked out once per
+        query (each loop call of a turn asks again; issue 20). The most recent 256 queries
+        are kept."""
+        facts = self._per_query.get(query)
+        if facts is None:
+            ranked = tuple(name for name, _ in self.ranker.rank(query))
+            named = tuple(dict.fromkeys([*named_values(query, self._enum_values),
+                                         *unlisted_values(query, self._enum_values), *_DATES.findall(query)]))
+            facts = self._per_query[query] = (ranked, named)
+            while len(self._per_query) > 256:
+                self._per_query.pop(next(iter(self._per_query)), None)
+        return facts
+
     def tools_for(self, selected: Sequence[str] | None, query: str = "") -> list[BaseTool]:
         """The tools offered this turn, most relevant to ``query`` first (SPEC R5.2, R13.1):
         the selected names that exist, in their order (selection ranks them), or every
         tool ranked by :attr:`ranker`."""
         if selected is None:
-            return [self.tools[name] for name, _ in self.ranker.rank(query)]
+            return [self.tools[name] for name in self._query_facts(query)[0]]
         return [self.tools[name] for name in selected if name in self.tools]
 
     def named_values(self, query: str) -> tuple[str, ...]:
         """The argument enum values ``query`` names, in its order, then identifiers it writes
         in the shape of enum values without being one (:func:`~reactgraph.ranking.unlisted_values`,
         an unknown machine id), then the dates it writes (``YYYY-MM-DD``) (SPEC R13.1)."""
-        return tuple(dict.fromkeys([*named_values(query, self._enum_values),
-                                    *unlisted_values(query, self._enum_values), *_DATES.findall(query)]))
+        return self._query_facts(query)[1]
 
     def offered_args(self, tool: BaseTool, named: Sequence[str]) -> dict[str, Any]:
         """``tool``'s argument schema as offered this turn (see

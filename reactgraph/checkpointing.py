@@ -10,11 +10,13 @@ goes with it: shared through the same database for Postgres, in memory otherwise
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import StateSnapshot
@@ -23,6 +25,16 @@ from reactgraph._paths import data_home
 from reactgraph.interrupts import InMemoryInterruptQueue, InterruptQueue
 
 DATABASE_URL_ENV = "REACTGRAPH_DATABASE_URL"
+
+DURABLE_COMMITS_ENV = "REACTGRAPH_DURABLE_COMMITS"
+"""Set to ``1`` (or ``true``, ``yes``, ``on``) to make :func:`open_persistence` wait for each
+checkpoint commit to reach the disk (``durable_commits=True``) when the caller does not say."""
+
+
+def durable_commits_default() -> bool:
+    """``durable_commits`` when the caller gives none: true when :data:`DURABLE_COMMITS_ENV`
+    says so, else false."""
+    return os.environ.get(DURABLE_COMMITS_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def has_pending_work(snapshot: StateSnapshot) -> bool:
@@ -102,9 +114,179 @@ class Persistence:
         return is_postgres_url(self.target)
 
 
+_CHECKPOINT_SQL = (
+    "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type,"
+    " checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+_WRITES_SQL = (
+    "INSERT OR {verb} INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type,"
+    " value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _sqlite_saver_class() -> type:
+    """:class:`SqliteCheckpointSaver`'s class, made on first use (``langgraph-checkpoint-sqlite``
+    is imported only when a SQLite checkpointer is opened)."""
+    global _SqliteSaver
+    if _SqliteSaver is not None:
+        return _SqliteSaver
+    from langgraph.checkpoint.base import WRITES_IDX_MAP, get_checkpoint_metadata
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    class SqliteCheckpointSaver(AsyncSqliteSaver):
+        """LangGraph's ``AsyncSqliteSaver`` (same tables, same rows, reads unchanged) whose
+        two writes, a checkpoint and a task's writes, are made on the event loop's thread
+        when the database is free (issue 20).
+
+        The saver it extends hands every statement, commit and cursor to the connection's
+        own thread: three or four thread switches per write, each of which waits for a CPU
+        on a busy machine, while the SQLite work of a commit (WAL, ``synchronous=NORMAL``)
+        takes about 60 µs (bench/checkpoint_overhead.py, docs/checkpoints.md). Here the
+        statement and its commit run at once, with SQLite's busy timeout at zero, under the
+        saver's lock (no other call uses the connection meanwhile); when another process
+        holds the database's write lock the write goes to the connection's thread instead,
+        in one trip, where it waits with the normal timeout, so the event loop never waits
+        on another process. Each write is committed before the call returns, so what a
+        killed process had saved is there on resume.
+        """
+
+        async def _commit_rows(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+            """Run ``sql`` for ``rows`` and commit (see the class docstring)."""
+            await self.setup()
+            connection = self.conn
+            raw = connection._conn  # the sqlite3 connection (opened with check_same_thread=False)
+
+            def write() -> None:
+                raw.executemany(sql, rows)
+                raw.commit()
+
+            async with self.lock:
+                if _try_at_once(raw, write):
+                    return
+                await connection._execute(write)
+
+        async def aput(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+            """Store a checkpoint, as ``AsyncSqliteSaver.aput`` does, in one trip."""
+            configurable = config["configurable"]
+            type_, serialized = self.serde.dumps_typed(checkpoint)
+            meta = json.dumps(get_checkpoint_metadata(config, metadata), ensure_ascii=False).encode("utf-8", "ignore")
+            row = (str(configurable["thread_id"]), configurable["checkpoint_ns"], checkpoint["id"],
+                   configurable.get("checkpoint_id"), type_, serialized, meta)
+            await self._commit_rows(_CHECKPOINT_SQL, [row])
+            return {"configurable": {"thread_id": configurable["thread_id"], "checkpoint_ns": configurable["checkpoint_ns"],
+                                     "checkpoint_id": checkpoint["id"]}}
+
+        async def aput_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
+            """Store a task's writes, as ``AsyncSqliteSaver.aput_writes`` does, in one trip."""
+            configurable = config["configurable"]
+            verb = "REPLACE" if all(channel in WRITES_IDX_MAP for channel, _ in writes) else "IGNORE"
+            rows = [
+                (str(configurable["thread_id"]), str(configurable["checkpoint_ns"]), str(configurable["checkpoint_id"]),
+                 task_id, task_path, WRITES_IDX_MAP.get(channel, index), channel, *self.serde.dumps_typed(value))
+                for index, (channel, value) in enumerate(writes)
+            ]
+            await self._commit_rows(_WRITES_SQL.format(verb=verb), rows)
+
+    _SqliteSaver = SqliteCheckpointSaver
+    return _SqliteSaver
+
+
+_SqliteSaver: type | None = None
+_PostgresSaver: type | None = None
+
+
+def _postgres_saver_class() -> type:
+    """:class:`PostgresCheckpointSaver`'s class, made on first use (the ``[postgres]`` extra
+    is imported only when a Postgres checkpointer is opened)."""
+    global _PostgresSaver
+    if _PostgresSaver is not None:
+        return _PostgresSaver
+    from langgraph.checkpoint.base import WRITES_IDX_MAP, get_serializable_checkpoint_metadata
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    from langgraph.checkpoint.serde.types import _DeltaSnapshot
+    from psycopg.types.json import Jsonb
+
+    class PostgresCheckpointSaver(AsyncPostgresSaver):
+        """LangGraph's ``AsyncPostgresSaver`` (same tables, same rows, reads unchanged) that
+        serializes a checkpoint's blobs and a task's writes on the event loop's thread
+        instead of handing each to a worker thread (issue 20): the values are small (the
+        messages are a ``DeltaChannel``, only new ones are written), and the thread switch,
+        waiting for a CPU on a busy machine, cost more than the serializing. Statements,
+        pipelining and commits are the saver's own."""
+
+        async def aput(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+            """Store a checkpoint, as ``AsyncPostgresSaver.aput`` does."""
+            configurable = dict(config["configurable"])
+            thread_id = configurable.pop("thread_id")
+            checkpoint_ns = configurable.pop("checkpoint_ns")
+            parent_id = configurable.pop("checkpoint_id", None)
+            inline = dict(checkpoint)
+            inline["channel_values"] = dict(checkpoint["channel_values"])
+            blobs: dict[str, Any] = {}
+            for key, value in checkpoint["channel_values"].items():
+                if isinstance(value, _DeltaSnapshot):
+                    blobs[key] = inline["channel_values"].pop(key)
+                    inline["channel_values"][key] = True
+                elif value is not None and not isinstance(value, (str, int, float, bool)):
+                    blobs[key] = inline["channel_values"].pop(key)
+            async with self._cursor(pipeline=True) as cur:
+                versions = {key: version for key, version in new_versions.items() if key in blobs}
+                if versions:
+                    await cur.executemany(self.UPSERT_CHECKPOINT_BLOBS_SQL,
+                                          self._dump_blobs(thread_id, checkpoint_ns, blobs, versions))
+                await cur.execute(self.UPSERT_CHECKPOINTS_SQL, (
+                    thread_id, checkpoint_ns, checkpoint["id"], parent_id, Jsonb(inline),
+                    Jsonb(get_serializable_checkpoint_metadata(config, metadata)),
+                ))
+            return {"configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns,
+                                     "checkpoint_id": checkpoint["id"]}}
+
+        async def aput_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
+            """Store a task's writes, as ``AsyncPostgresSaver.aput_writes`` does."""
+            special = all(channel in WRITES_IDX_MAP for channel, _ in writes)
+            query = self.UPSERT_CHECKPOINT_WRITES_SQL if special else self.INSERT_CHECKPOINT_WRITES_SQL
+            configurable = config["configurable"]
+            params = self._dump_writes(configurable["thread_id"], configurable["checkpoint_ns"],
+                                       configurable["checkpoint_id"], task_id, task_path, writes)
+            async with self._cursor(pipeline=True) as cur:
+                await cur.executemany(query, params)
+
+    _PostgresSaver = PostgresCheckpointSaver
+    return _PostgresSaver
+
+_BUSY_TIMEOUT_MS = 5000
+"""SQLite's busy timeout of the checkpoint connection (Python's default): how long a write
+made on the connection's thread waits for another process's write lock."""
+
+
+def _try_at_once(raw: Any, write: Any) -> bool:
+    """Run ``write`` on this thread unless the database's write lock is taken by another
+    connection: True when it ran; False, with nothing written, when the lock was busy.
+
+    Raises:
+        sqlite3.Error: Any other failure of the write (rolled back).
+    """
+    import sqlite3
+
+    raw.execute("PRAGMA busy_timeout = 0")
+    try:
+        write()
+        return True
+    except sqlite3.OperationalError as exc:
+        raw.rollback()
+        if "locked" in str(exc) or "busy" in str(exc):
+            return False
+        raise
+    except BaseException:
+        raw.rollback()
+        raise
+    finally:
+        raw.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+
+
 @asynccontextmanager
 async def open_persistence(
-    url: str | os.PathLike[str] | None = None, *, pool_size: int = 10
+    url: str | os.PathLike[str] | None = None, *, pool_size: int = 10, durable_commits: bool | None = None
 ) -> AsyncIterator[Persistence]:
     """Open a checkpointer and its interrupt queue for the lifetime of the ``async with`` block.
 
@@ -113,11 +295,20 @@ async def open_persistence(
 
     Args:
         url: As for :func:`checkpoint_target`. A SQLite file's parent directory is
-            created, and its connection uses ``synchronous=NORMAL`` (with LangGraph's WAL
-            journal: durable when the process dies, not when the machine does); Postgres
-            tables (LangGraph's and ``reactgraph_interrupts``) are created on first use.
+            created; Postgres tables (LangGraph's and ``reactgraph_interrupts``) are created
+            on first use.
         pool_size: Most pooled Postgres connections (checkpoint reads and writes,
             follow-ups); each running thread holds one more of its own. Unused otherwise.
+        durable_commits: Whether a commit waits until the data is on disk (SPEC §10;
+            issue 20, docs/checkpoints.md). ``False`` (the default, unless
+            ``$REACTGRAPH_DURABLE_COMMITS`` says otherwise): SQLite's WAL journal with
+            ``synchronous=NORMAL`` and Postgres sessions with ``synchronous_commit=off`` —
+            every commit has reached the operating system (SQLite) or the database server
+            (Postgres) when it returns, so a killed agent process loses nothing it
+            committed, but an operating-system crash or power loss can lose the last
+            commits (never corrupting the database). ``True``: ``synchronous=FULL`` and
+            ``synchronous_commit=on``, an fsync or WAL flush per commit (several times the
+            cost of a loop iteration, bench/checkpoint_overhead.py).
 
     Yields:
         A :class:`Persistence`.
@@ -130,6 +321,7 @@ async def open_persistence(
             credentials); raised at once, with the server's reason.
     """
     target = checkpoint_target(url)
+    durable = durable_commits_default() if durable_commits is None else durable_commits
     if target == "memory":
         from langgraph.checkpoint.memory import InMemorySaver
 
@@ -138,7 +330,6 @@ async def open_persistence(
     if is_postgres_url(target):
         try:
             import psycopg
-            from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
             from psycopg.rows import dict_row
             from psycopg_pool import AsyncConnectionPool
 
@@ -152,16 +343,24 @@ async def open_persistence(
         # server's reason, instead of the pool retrying in the background until its timeout.
         probe = await psycopg.AsyncConnection.connect(conninfo, connect_timeout=10)
         await probe.close()
+
+        async def configure(conn: Any) -> None:
+            # The server acknowledges a commit before its WAL is flushed: a crash of this
+            # process loses nothing (the server has the commit), a crash of the database
+            # server's machine can lose the last commits (never consistency).
+            await conn.execute("SET synchronous_commit TO off")
+
         pool = AsyncConnectionPool(
             conninfo,
             min_size=1,
             max_size=pool_size,
             open=False,
             kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+            configure=None if durable else configure,
         )
         await pool.open(wait=True, timeout=15)
         try:
-            saver = AsyncPostgresSaver(pool)
+            saver = _postgres_saver_class()(pool)
             await saver.setup()
             queue = PostgresInterruptQueue(pool, conninfo)
             await queue.setup()
@@ -169,25 +368,29 @@ async def open_persistence(
         finally:
             await pool.close()
         return
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
     Path(target).parent.mkdir(parents=True, exist_ok=True)
-    async with AsyncSqliteSaver.from_conn_string(target) as saver:
+    import aiosqlite
+
+    async with aiosqlite.connect(target, check_same_thread=False, timeout=_BUSY_TIMEOUT_MS / 1000) as conn:
+        saver = _sqlite_saver_class()(conn)
         # The saver's WAL journal with synchronous=NORMAL: a commit reaches the operating
         # system before it returns, so it survives the process dying (SIGKILL included),
         # without one fsync per checkpoint (6-7x the time of the whole loop iteration here,
         # bench/checkpoint_overhead.py). An OS crash or power loss can lose the last commits.
-        await saver.conn.execute("PRAGMA synchronous=NORMAL")
+        await saver.conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
         yield Persistence(saver, InMemoryInterruptQueue(), target)
 
 
 @asynccontextmanager
-async def open_checkpointer(url: str | os.PathLike[str] | None = None) -> AsyncIterator[BaseCheckpointSaver]:
+async def open_checkpointer(
+    url: str | os.PathLike[str] | None = None, *, durable_commits: bool | None = None
+) -> AsyncIterator[BaseCheckpointSaver]:
     """Open a checkpointer for the lifetime of the ``async with`` block (the checkpointer
     of :func:`open_persistence`, without its interrupt queue).
 
     Args:
         url: As for :func:`checkpoint_target`.
+        durable_commits: As for :func:`open_persistence`.
 
     Yields:
         An ``AsyncSqliteSaver``, ``AsyncPostgresSaver`` or ``InMemorySaver``.
@@ -195,5 +398,5 @@ async def open_checkpointer(url: str | os.PathLike[str] | None = None) -> AsyncI
     Raises:
         ImportError, OSError, psycopg.OperationalError: As for :func:`open_persistence`.
     """
-    async with open_persistence(url) as persistence:
+    async with open_persistence(url, durable_commits=durable_commits) as persistence:
         yield persistence.checkpointer

@@ -212,6 +212,7 @@ class AgentSettings:
     @property
     def recursion_limit(self) -> int:
         """LangGraph supersteps allowed for one run, derived so that ``max_iterations`` is
-        always reached first (SPEC R2.6): each iteration takes at most five supersteps
-        (guard, model call, tools, drain, route), plus the entry and exit nodes."""
+        always reached first (SPEC R2.6): an iteration takes two supersteps (model node,
+        tools), four when the context guard runs; five are allowed per iteration, plus the
+        entry and exit nodes."""
         return self.max_iterations * 5 + 20

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AnyMessage
-from langgraph.graph.message import add_messages
+from langgraph.channels.delta import DeltaChannel
+from langgraph.graph.message import _messages_delta_reducer
 from langgraph.managed import RemainingSteps
 from typing_extensions import NotRequired, TypedDict
 
@@ -47,7 +48,12 @@ class InputState(TypedDict):
     """What a caller passes in, the same shape as LangGraph's prebuilt agent:
     ``{"messages": [...]}``. The last human message is the turn's query."""
 
-    messages: Annotated[list[AnyMessage], add_messages]
+    messages: Annotated[list[AnyMessage], DeltaChannel(_messages_delta_reducer)]
+    """The conversation, merged as ``add_messages`` merges it (by id; ``RemoveMessage``,
+    ``REMOVE_ALL_MESSAGES``). Kept in LangGraph's ``DeltaChannel`` (beta in LangGraph 1.2):
+    a checkpoint stores the messages written since the last one, not the whole history
+    (issue 20, docs/checkpoints.md); LangGraph gives new messages their ids before they are
+    saved, so a replayed state has the same ids."""
     pinned: NotRequired[Annotated[list[str], merge_pinned]]
     """Ids of messages (of this input or earlier) that every context compaction must keep
     (SPEC R6.2); the turn's query is pinned without being listed."""
@@ -139,7 +145,7 @@ class OutputState(TypedDict, total=False):
     pending final answer, parse failures, the start time) stays in the checkpointed state
     only. Field meanings as in :class:`AgentState`."""
 
-    messages: Annotated[list[AnyMessage], add_messages]
+    messages: Annotated[list[AnyMessage], DeltaChannel(_messages_delta_reducer)]
     query: str
     mode: Literal["native", "json"]
     selected_tools: list[str] | None

@@ -2,20 +2,23 @@
 
 ::
 
-    START → start_turn → select_tools → drain_interrupts → guard_context ─┬→ llm_call_native ─┬→ execute_tools ×N (Send) → drain_interrupts
-                                                                          │                   └→ drain_interrupts (final answer)
-                                                                          ├→ llm_call_json → drain_interrupts ─┬→ execute_tools (Send) → drain_interrupts
-                                                                          │                                    ├→ guard_context (reformat retry)
-                                                                          │                                    └→ synthesize
-                                                                          └→ fallback (max_iterations) → synthesize
-    drain_interrupts → synthesize (final answer, no follow-up) | guard_context;   synthesize → END
-    (with ``response_format``: synthesize → structured_response → END)
+    START → start_turn → [select_tools →] llm_call_native | llm_call_json   (the mode's model node, R2.2;
+                                                                          select_tools with more tools than
+                                                                          tool_selection_threshold)
 
-Phase one is the loop from ``guard_context`` to ``drain_interrupts``; phase two is
-``synthesize``. The mode edge follows the model's abilities (R2.2); the drain points follow
-R7.2 (JSON mode: right after each assistant message; native mode: after all tool results;
-both modes: before the first model call and after tool results, see
-:mod:`reactgraph.nodes.drain_interrupts`).
+    model node ─┬→ execute_tools ×N (Send) → model node        one iteration: two supersteps
+                ├→ model node (JSON reformat retry; an answer suppressed by a follow-up)
+                ├→ guard_context → model node                   (only when the window needs it)
+                ├→ fallback (max_iterations, usage limits) → synthesize
+                └→ synthesize (final answer accepted; END when the run skips synthesis)
+    synthesize → END   (with ``response_format``: synthesize → structured_response → END)
+
+Phase one is the loop between the model node and ``execute_tools``; phase two is
+``synthesize``. The model node (:mod:`reactgraph.nodes.model_step`) drains follow-ups
+before its call and after it (R7.2: JSON mode after each assistant message; native mode
+after all tool results and after a final answer; both modes before the first model call),
+checks the iteration cap and the window, calls the model and routes, all in one superstep
+(issue 20).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, RetryPolicy, Send
 from typing_extensions import TypedDict
 
-from reactgraph._dualmode import dual_node
+from reactgraph._dualmode import dual_node, dual_route
 from reactgraph._engine import Engine, split_prompt
 from reactgraph.abilities import ModelAbilities, resolve_abilities
 from reactgraph.config import AgentSettings
@@ -38,9 +41,10 @@ from reactgraph.interrupts import InterruptQueue
 from reactgraph.limits import UsageLimits, over_limit_refusals
 from reactgraph.nodes.drain_interrupts import DrainInterrupts
 from reactgraph.nodes.execute_tools import ExecuteTools
-from reactgraph.nodes.fallback import Fallback, iteration_cap_reached
+from reactgraph.nodes.fallback import Fallback
 from reactgraph.nodes.guard_context import GuardContext
 from reactgraph.nodes.llm_call import LLMCallJSON, LLMCallNative
+from reactgraph.nodes.model_step import ModelStep
 from reactgraph.nodes.select_tools import SelectTools
 from reactgraph.nodes.start_turn import StartTurn
 from reactgraph.nodes.structured_response import StructuredResponse
@@ -51,7 +55,6 @@ from reactgraph.tooling import ToolErrorPolicy
 NODE_PHASES: dict[str, str] = {
     "start_turn": "tool_loop",
     "select_tools": "tool_loop",
-    "drain_interrupts": "tool_loop",
     "guard_context": "tool_loop",
     "llm_call_native": "tool_loop",
     "llm_call_json": "tool_loop",
@@ -133,30 +136,10 @@ def _schemas(state_schema: type | None) -> tuple[type, type, type]:
     )
 
 
-def route_model(state: AgentState, engine: Engine) -> Literal["llm_call_native", "llm_call_json", "fallback"]:
-    """After the guard: the iteration cap (R2.6: ``max_iterations``, or the caller's
-    ``recursion_limit`` too close) or a usage limit (R13.3), else the mode's model node
-    (R2.2)."""
-    if iteration_cap_reached(state, engine.settings.max_iterations) or engine.limit_reached(state):
-        return "fallback"
+def model_node(state: AgentState) -> Literal["llm_call_native", "llm_call_json"]:
+    """The mode's model node (R2.2): where the loop goes after tool selection, the tools
+    and the guard."""
     return "llm_call_native" if state.get("mode") == "native" else "llm_call_json"
-
-
-def route_after_native_call(state: AgentState, limits: UsageLimits | None = None) -> list[Send] | Literal["drain_interrupts"]:
-    """Native mode: one ``Send`` per tool call, or on to the drain with a final answer."""
-    return _tool_sends(state, limits) or "drain_interrupts"
-
-
-def route_after_drain(state: AgentState, limits: UsageLimits | None = None) -> list[Send] | Literal["synthesize", "guard_context"]:
-    """After the drain: the final answer still pending goes to synthesis; a JSON-mode
-    tool call runs; anything else loops back to the guard."""
-    if state.get("pending_final") is not None:
-        return "synthesize"
-    if state.get("mode") == "json":
-        sends = _tool_sends(state, limits)
-        if sends:
-            return sends
-    return "guard_context"
 
 
 class RoutedNode:
@@ -314,44 +297,63 @@ def compile_react_graph(
     )
     state, input_schema, output_schema = _schemas(state_schema)
     builder = StateGraph(state, context_schema=context_schema, input_schema=input_schema, output_schema=output_schema)
+    drain, guard = DrainInterrupts(engine), GuardContext(engine)
+
+    def sends(state: AgentState) -> list[Send]:
+        return _tool_sends(state, settings.limits)
+
+    def answer(config: RunnableConfig) -> str:
+        """Where an accepted answer goes: ``synthesize``, or straight to the end when the
+        run skips synthesis (``configurable.synthesize`` false) and there is no
+        ``response_format`` (the skipped node would pass the state through)."""
+        enabled = (config.get("configurable") or {}).get("synthesize", settings.synthesize)
+        return "synthesize" if enabled or response_format is not None else END
+
+    selects = settings.tool_selection and len(engine.tools) > settings.tool_selection_threshold
+
+    def after_start(state: AgentState) -> str:
+        """``select_tools`` when the agent has enough tools for a selection (SPEC §5), else
+        the mode's model node."""
+        return "select_tools" if selects else model_node(state)
+
     nodes = {
         "start_turn": StartTurn(engine),
         "select_tools": SelectTools(engine),
-        "guard_context": GuardContext(engine),
-        "llm_call_native": LLMCallNative(engine),
-        "llm_call_json": LLMCallJSON(engine),
+        "guard_context": guard,
+        "llm_call_native": ModelStep(engine, LLMCallNative(engine), "llm_call_native", drain, guard, sends, answer),
+        "llm_call_json": ModelStep(engine, LLMCallJSON(engine), "llm_call_json", drain, guard, sends, answer),
         "execute_tools": ExecuteTools(engine),
-        "drain_interrupts": DrainInterrupts(engine),
         "fallback": Fallback(engine),
         "synthesize": Synthesize(engine),
     }
     if response_format is not None:
         nodes["structured_response"] = StructuredResponse(engine, response_format)
-    routes = {  # conditional edges, decided inside their node (see RoutedNode)
-        "guard_context": (lambda state: route_model(state, engine), ("llm_call_native", "llm_call_json", "fallback")),
-        "llm_call_native": (lambda state: route_after_native_call(state, settings.limits),
-                            ("execute_tools", "drain_interrupts")),
-        "drain_interrupts": (lambda state: route_after_drain(state, settings.limits),
-                             ("execute_tools", "synthesize", "guard_context")),
+    loop = ("llm_call_native", "llm_call_json")
+    destinations = {  # where a node's Command may go (drawn as edges in Studio)
+        "select_tools": loop,
+        "guard_context": loop,
+        "llm_call_native": ("execute_tools", "llm_call_native", "guard_context", "fallback", "synthesize", END),
+        "llm_call_json": ("execute_tools", "llm_call_json", "guard_context", "fallback", "synthesize", END),
     }
+    routes = {"select_tools": model_node, "guard_context": model_node}
     for node_name, body in nodes.items():
-        route, destinations = routes.get(node_name, (None, None))
+        if node_name in routes:  # decided inside the node (see RoutedNode)
+            body = RoutedNode(body, routes[node_name])
         builder.add_node(
             node_name,
-            dual_node(RoutedNode(body, route) if route else body, node_name),
+            dual_node(body, node_name),
             metadata={"phase": NODE_PHASES[node_name]},
             retry_policy=retry if node_name.startswith("llm_call") else None,
-            destinations=destinations,
+            destinations=destinations.get(node_name),
         )
 
     builder.add_edge(START, "start_turn")
-    builder.add_edge("start_turn", "select_tools")
-    builder.add_edge("select_tools", "drain_interrupts")
-    builder.add_edge("llm_call_json", "drain_interrupts")
-    # Both modes drain after all tool results are in (the superstep barrier): native mode
-    # may only drain there (R7.2); JSON mode drained right after the assistant message
-    # already and drains again so a follow-up sent during a tool reaches the next call.
-    builder.add_edge("execute_tools", "drain_interrupts")
+    # An edge, not a Command: a state written as start_turn (update_state(as_node="start_turn"),
+    # a repaired thread) goes on from there as a new turn would.
+    builder.add_conditional_edges("start_turn", dual_route(after_start, "after_start"), ["select_tools", *loop])
+    # After all tool results are in (the superstep barrier), back to the model node, which
+    # drains follow-ups first (R7.2).
+    builder.add_conditional_edges("execute_tools", dual_route(model_node, "model_node"), list(loop))
     builder.add_edge("fallback", "synthesize")
     if response_format is not None:
         builder.add_edge("synthesize", "structured_response")

@@ -1,6 +1,8 @@
-"""``drain_interrupts``: where follow-up messages join a running loop (SPEC §7).
+"""The drain: where follow-up messages join a running loop (SPEC §7).
 
-The node takes every follow-up queued for the run's thread (``config["configurable"]
+It is no graph node of its own (issue 20): the loop's model node
+(:mod:`reactgraph.nodes.model_step`) runs it before and after its model call, in the same
+superstep. It takes every follow-up queued for the run's thread (``config["configurable"]
 ["thread_id"]``) from the engine's :class:`~reactgraph.interrupts.InterruptQueue` and
 appends them as one pinned ``[USER INTERRUPT] …`` user message (R7.3), emitting one
 ``inject`` event ``{type: "inject", content}`` per follow-up.
@@ -35,6 +37,7 @@ holding the answer (issue 21: every way the loop ends leaves an assistant messag
 
 from __future__ import annotations
 
+import logging
 import uuid
 from typing import Any
 
@@ -47,21 +50,43 @@ from reactgraph.interrupts import format_interrupt
 from reactgraph.nodes.fallback import iteration_cap_reached
 from reactgraph.state import AgentState
 
+logger = logging.getLogger(__name__)
+
 
 def direct_answer(state: AgentState) -> str | None:
     """The answer given by ``return_direct`` tools in the current iteration: the
     observations of their successful calls, joined by blank lines; ``None`` if none."""
     iteration = state.get("iteration", 0)
-    texts = [step["observation"] for step in state.get("steps", [])
-             if step.get("return_direct") and step.get("iteration") == iteration]
+    texts: list[str] = []
+    for step in reversed(state.get("steps") or []):  # the current iteration's steps are last
+        if step.get("iteration") != iteration:
+            break
+        if step.get("return_direct"):
+            texts.insert(0, step["observation"])
     return "\n\n".join(texts) if texts else None
 
 
 class DrainInterrupts:
-    """Drain the thread's follow-ups into the conversation (see the module docstring)."""
+    """Drain the thread's follow-ups into the conversation (see the module docstring).
+    Called as ``await drain(state, config)``; returns the partial state update."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+
+    async def give_back(self, config: RunnableConfig, texts: list[str]) -> None:
+        """Queue follow-ups taken by :meth:`drain` again, because the step that took them
+        failed before its update was saved (the model call raised; a retry of the step
+        takes them anew). A follow-up the queue refuses now (its limits) is logged and
+        dropped: delivery stays at most once."""
+        thread_id = (config.get("configurable") or {}).get("thread_id")
+        for text in texts:
+            try:
+                await self.engine.interrupts.put(str(thread_id), text)
+            except Exception as exc:  # the queue's limits, or the run already closed on it
+                logger.warning("a follow-up taken by a failed step could not be queued again: %s", exc)
+
+    async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        return (await self.drain(state, config))[0]
 
     async def _take(self, state: AgentState, config: RunnableConfig) -> list[str]:
         thread_id = (config.get("configurable") or {}).get("thread_id")
@@ -69,7 +94,12 @@ class DrainInterrupts:
             return []
         return await self.engine.interrupts.take(str(thread_id))
 
-    async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+    async def drain(self, state: AgentState, config: RunnableConfig) -> tuple[dict[str, Any], list[str]]:
+        """Take the thread's follow-ups and accept a ``return_direct`` answer.
+
+        Returns:
+            The partial state update, and the follow-ups taken (for :meth:`give_back`).
+        """
         update: dict[str, Any] = {}
         pending = state.get("pending_final")
         if pending is None and (direct := direct_answer(state)) is not None:
@@ -89,4 +119,4 @@ class DrainInterrupts:
                 update.update(pending_final=None, answer="", finish_reason=None, parse_failures=0)
         elif pending is not None and not isinstance((state.get("messages") or [None])[-1], AIMessage):
             update["messages"] = [AIMessage(pending, name=self.engine.message_name)]
-        return update
+        return update, texts

@@ -20,8 +20,10 @@ from reactgraph.synthesis import summarize_steps
 
 STEPS_TO_FINISH = 9
 """Graph steps one more loop iteration may take before the run ends, counted from the
-guard's routing: model call, (drain), tools, drain, guard, fallback, synthesis and the
-structured response. With fewer left (``remaining_steps``), the loop stops at the cap."""
+model node that checks: its model call, the tools, the model node sending the run to the
+guard, the guard, the model node sending it to the fallback, the fallback, synthesis and
+the structured response (eight), plus one to spare. With fewer left
+(``remaining_steps``), the loop stops at the cap."""
 
 
 def iteration_cap_reached(state: AgentState, max_iterations: int) -> bool:

@@ -1,8 +1,11 @@
-"""``guard_context``: the context guard at the top of every iteration (SPEC §6).
+"""``guard_context``: the context guard (SPEC §6).
 
-Before each loop model call it runs :class:`~reactgraph.window.ContextGuard` on the
-conversation, counting the system prompt and the tool schemas the call will add (the
-system prompt is not in state: the model nodes prepend it). What the guard changes is
+Before each loop model call the model node asks :meth:`GuardContext.fits` whether the
+request is within the token budget with no over-long message (counting only the messages
+added since the last check, issue 20); only when it is not does the run pass through this
+node, which runs :class:`~reactgraph.window.ContextGuard` on the conversation, counting the
+system prompt and the tool schemas the call will add (the system prompt is not in state:
+the model nodes prepend it), and goes back to the model node. What the guard changes is
 written back to state, so later iterations and checkpoints carry the compacted history:
 
 - messages cut to ``max_message_chars`` replace the originals by id;
@@ -33,6 +36,12 @@ from reactgraph.state import AgentState
 from reactgraph.window import ContextGuard, TokenCounter, context_budget, model_name_of
 
 
+def _tally_key(messages: list[Any], config: RunnableConfig) -> tuple[Any, str | None]:
+    """What names a conversation for the guard's running token total: the run's thread and
+    the id of the conversation's first message."""
+    return (config.get("configurable") or {}).get("thread_id"), messages[0].id
+
+
 class GuardContext:
     """The ``guard_context`` node (see the module docstring).
 
@@ -54,15 +63,15 @@ class GuardContext:
             keep_recent_messages=settings.keep_recent_messages,
             run_name=RUN_NAME_COMPACTION,
         )
-        self._overheads: dict[tuple[str, ...], int] = {}
+        self._overheads: dict[tuple[str, ...] | None, int] = {}
 
     def overhead_tokens(self, selected: list[str] | None) -> int:
         """Tokens the loop call adds around the messages: its system prompt, plus the tool
         schemas in native mode (JSON mode lists the tools in the system prompt). Cached
-        per tool set."""
-        tools = self.engine.tools_for(selected)
-        key = tuple(tool.name for tool in tools)
+        per selection (``None``: every tool)."""
+        key = None if selected is None else tuple(selected)
         if key not in self._overheads:
+            tools = self.engine.tools_for(selected)
             counter = self.guard.counter
             if self.engine.mode == "native":
                 system = self.engine.base_system_prompt
@@ -74,16 +83,39 @@ class GuardContext:
             self._overheads[key] = counter.count_message(SystemMessage(system)) + schemas
         return self._overheads[key]
 
+    async def fits(self, state: AgentState, config: RunnableConfig) -> bool:
+        """Whether the next loop call's request needs no guarding: every message within
+        ``max_message_chars`` and the tokens within the budget (SPEC R6.1). Counts only the
+        messages added since the thread's last check (:meth:`ContextGuard.fits`).
+
+        Args:
+            state: The graph state before the model call.
+            config: The run's config (its ``thread_id`` names the conversation).
+
+        Returns:
+            True when this node would change nothing, so the model node calls the model
+            directly; False when the run must pass through this node first.
+        """
+        if not self.guard.counter.loaded:  # the first load may try a download: off the event loop
+            await run_blocking(self.guard.counter.load)
+        messages = state.get("messages") or []
+        return self.guard.fits(messages, overhead_tokens=self.overhead_tokens(state.get("selected_tools")),
+                               key=_tally_key(messages, config) if messages else None)
+
     async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         if iteration_cap_reached(state, self.engine.settings.max_iterations):
             return {}
         if not self.guard.counter.loaded:  # the first load may try a download: off the event loop
             await run_blocking(self.guard.counter.load)
         messages = list(state.get("messages", []))
+        if messages:  # what the guard changes keeps message ids: the running total is void
+            self.guard.forget(_tally_key(messages, config))
         result = await self.guard.aguard(
             messages, overhead_tokens=self.overhead_tokens(state.get("selected_tools")), config=config,
             pinned=pinned_ids(state),
         )
+        if result.messages:
+            self.guard.accept(result.messages, _tally_key(result.messages, config))
         update: dict[str, Any] = {}
         if result.usage["model_calls"]:
             update["usage"] = result.usage

@@ -169,13 +169,18 @@ def mark_repeats(requests: list[ToolCallRequest], steps: list[dict[str, Any]], e
     models otherwise repeat one call until ``max_iterations``). Off when ``enabled`` is false
     (``AgentSettings.refuse_repeated_calls``), for tools whose result changes between calls.
     """
-    if not enabled:
+    if not enabled or not requests:
         return requests
-    done = {(step.get("tool_name"), safe_json(step.get("tool_args"))): step.get("iteration")
-            for step in steps if not step.get("error")}
     for request in requests:
-        earlier = done.get((request.get("name"), safe_json(request.get("args"))))
-        if earlier is not None and not request.get("error"):
+        if request.get("error"):
+            continue
+        name, args = request.get("name"), request.get("args")
+        earlier = None
+        for step in steps:  # the last match names the iteration; JSON only for equal arguments
+            if (step.get("tool_name") == name and not step.get("error") and step.get("tool_args") == args
+                    and safe_json(step.get("tool_args")) == safe_json(args)):
+                earlier = step.get("iteration")
+        if earlier is not None:
             request["refused"] = REPEAT_REFUSAL
             request["error"] = (
                 f"repeated call: {request.get('name')} already ran with these arguments in iteration {earlier} "

@@ -20,7 +20,8 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from collections.abc import Collection, Iterable, Sequence
+from collections import OrderedDict
+from collections.abc import Collection, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -213,6 +214,8 @@ class ContextGuard:
         self.hint = hint
         self.keep_recent_messages = keep_recent_messages
         self._model = llm.with_config(tags=[TAG_NOSTREAM], run_name=run_name) if llm is not None else None
+        self.max_tallies = 1024
+        self._tallies: OrderedDict[Hashable, tuple[int, str | None, int, bool]] = OrderedDict()
 
     @property
     def summary_tokens(self) -> int:
@@ -227,6 +230,65 @@ class ContextGuard:
 
     def _tokens(self, messages: Iterable[BaseMessage], overhead: int) -> int:
         return overhead + self.counter.count_messages(messages)
+
+    def fits(self, messages: Sequence[BaseMessage], *, overhead_tokens: int = 0, key: Hashable = None) -> bool:
+        """Whether :meth:`aguard` would pass ``messages`` unchanged: no message over
+        ``max_message_chars`` and the request within the budget (SPEC R6.1). The loop asks
+        this before every model call and runs the guard only when it says no.
+
+        Counting is incremental (issue 20): a bound on the token total of the conversation
+        under ``key`` (the run's thread and first message) is remembered with its last
+        message's id, so a conversation that only grew since the last check looks at its
+        new messages only; any other change (a compaction, a different conversation) looks
+        at them all again. Far below the budget no text is tokenized: the bytes of the new
+        messages bound their tokens (:meth:`TokenCounter.upper_bound`); only when that bound
+        goes over the budget is the conversation counted exactly (each message's count is
+        cached by the counter).
+
+        Args:
+            messages: The conversation, oldest first, without the system prompt.
+            overhead_tokens: Tokens the request adds around ``messages``.
+            key: Names the conversation; ``None`` always counts everything.
+
+        Returns:
+            True when the guard has nothing to do; False when it must run.
+        """
+        known = self._tallies.get(key) if key is not None else None
+        start, tokens = 0, REQUEST_OVERHEAD_TOKENS
+        if known is not None:
+            count, last_id, total, accepted = known
+            if 0 < count <= len(messages) and last_id is not None and messages[count - 1].id == last_id:
+                if accepted and count == len(messages):
+                    return True
+                start, tokens = count, total
+        for message in messages[start:]:
+            if self.truncate_message(message) is not message:
+                return False
+            tokens += self.counter.upper_bound(message)
+        if tokens + overhead_tokens > self.budget:  # near the budget: count exactly
+            tokens = self.counter.count_messages(messages)
+        self._remember(key, messages, tokens, accepted=False)
+        return tokens + overhead_tokens <= self.budget
+
+    def accept(self, messages: Sequence[BaseMessage], key: Hashable) -> None:
+        """Record ``messages`` (what :meth:`aguard` returned) as guarded: :meth:`fits` says
+        yes to them until a message is added, even when they are still over the budget
+        (pinned messages alone can be), so the model is called instead of guarding again."""
+        self._remember(key, messages, self.counter.count_messages(messages), accepted=True)
+
+    def _remember(self, key: Hashable, messages: Sequence[BaseMessage], tokens: int, *, accepted: bool) -> None:
+        if key is None or not messages:
+            return
+        self._tallies.pop(key, None)  # re-inserted last: the least recently checked go first
+        self._tallies[key] = (len(messages), messages[-1].id, tokens, accepted)
+        while len(self._tallies) > self.max_tallies:
+            self._tallies.popitem(last=False)
+
+    def forget(self, key: Hashable) -> None:
+        """Drop the running total :meth:`fits` keeps under ``key``: the next check counts
+        the conversation again. Whoever rewrites messages in place (the guard's own
+        truncation keeps a cut message's id) calls this."""
+        self._tallies.pop(key, None)
 
     async def aguard(
         self,

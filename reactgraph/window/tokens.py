@@ -207,8 +207,10 @@ class TokenCounter:
             return estimate_tokens(text)
         return len(self._encoding.encode_ordinary(text))
 
-    def count_message(self, message: BaseMessage) -> int:
-        """Tokens of one chat message, overhead included (cached by its texts)."""
+    @staticmethod
+    def _parts(message: BaseMessage) -> tuple[str, str, int]:
+        """What a message's count depends on: its text, the other text it sends (name,
+        tool calls, tool-call id) and its non-text blocks."""
         content = message.content
         if isinstance(content, str):
             text, blocks = content, 0
@@ -224,6 +226,19 @@ class TokenCounter:
             )
         elif isinstance(message, ToolMessage):
             extra += message.tool_call_id or ""
+        return text, extra, blocks
+
+    def upper_bound(self, message: BaseMessage) -> int:
+        """At least :meth:`count_message`, without tokenizing (issue 20): a token covers at
+        least one UTF-8 byte, and :func:`estimate_tokens` counts at most one per byte, so the
+        bytes of the message's texts bound its tokens."""
+        text, extra, blocks = self._parts(message)
+        return (MESSAGE_OVERHEAD_TOKENS + len(text.encode("utf-8", "surrogatepass"))
+                + len(extra.encode("utf-8", "surrogatepass")) + blocks * IMAGE_BLOCK_TOKENS)
+
+    def count_message(self, message: BaseMessage) -> int:
+        """Tokens of one chat message, overhead included (cached by its texts)."""
+        text, extra, blocks = self._parts(message)
         key = (message.type, text, extra, blocks)
         if self.cache:
             cached = self._cache.get(key)

@@ -34,4 +34,5 @@ async def test_state_round_trips_through_sqlite(tools, tmp_path):
             assert second.steps == [] and second.iterations == 1  # per-turn fields were reset
             assert [m.type for m in second.messages] == ["system", "human", "ai", "tool", "tool", "ai", "human", "ai"]
             history = [state async for state in agent.graph.aget_state_history({"configurable": {"thread_id": "plant-1"}})]
-            assert len(history) > 10
+            answers = {state.values.get("answer") for state in history}
+            assert {"Report ready.", "Second turn answer."} <= answers  # both turns' checkpoints are kept

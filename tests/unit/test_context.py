@@ -305,3 +305,74 @@ def test_char_estimate_is_the_last_resort(monkeypatch):
     counter = TokenCounter("gpt-4o-mini")
     assert counter.encoding_name == "estimate"
     assert counter.count_text("상태확인") == 4
+
+
+# The window check before each model call (issue 20) ----------------------------------------
+
+
+class CountingCounter(TokenCounter):
+    """A token counter that records how many texts it tokenized."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tokenized = 0
+
+    def count_text(self, text: str) -> int:
+        self.tokenized += 1
+        return super().count_text(text)
+
+
+def conversation(turns: int, text: str = "CNC-003 spindle 71.5 °C, vibration 4.2 mm/s. 온도 정상") -> list:
+    messages: list = [HumanMessage("check the plant", id="q")]
+    for i in range(turns):
+        messages += [AIMessage("", tool_calls=[tool_call("read_log", {"machine": f"M-{i}"}, f"c{i}")], id=f"a{i}"),
+                     ToolMessage(text * 3, tool_call_id=f"c{i}", id=f"t{i}")]
+    return messages
+
+
+def test_far_below_the_budget_the_window_check_tokenizes_nothing():
+    counter = CountingCounter()
+    guard = ContextGuard(None, budget=100_000, counter=counter)
+    history = conversation(30)
+    for end in range(1, len(history) + 1):
+        assert guard.fits(history[:end], overhead_tokens=200, key="t")
+    assert counter.tokenized == 0
+
+
+async def test_the_window_check_agrees_with_the_guard_as_a_conversation_grows_past_the_budget():
+    guard = ContextGuard(None, budget=4_000, counter=TokenCounter())
+    history = conversation(40)
+    answers = []
+    for end in range(1, len(history) + 1):
+        messages = history[:end]
+        result = await guard.aguard(messages, overhead_tokens=300)
+        passes = not result.compacted and not result.truncated
+        assert guard.fits(messages, overhead_tokens=300, key="t") == passes
+        answers.append(passes)
+    assert answers[0] and not answers[-1], "the conversation starts within the budget and ends over it"
+
+
+def test_the_window_check_sends_an_over_long_message_to_the_guard():
+    guard = ContextGuard(None, budget=1_000_000, counter=TokenCounter(), max_message_chars=1_000)
+    history = conversation(2)
+    assert guard.fits(history, key="t")
+    assert not guard.fits([*history, HumanMessage("x" * 1_001, id="long")], key="t")
+
+
+def test_after_the_guard_its_result_is_not_guarded_again_until_a_message_is_added():
+    guard = ContextGuard(None, budget=1_000, counter=TokenCounter())
+    pinned_alone_over = [HumanMessage("pinned " * 3_000, id="q")]  # pinned messages may be over the budget
+    assert not guard.fits(pinned_alone_over, key="t")
+    guard.accept(pinned_alone_over, "t")
+    assert guard.fits(pinned_alone_over, key="t")
+    assert not guard.fits([*pinned_alone_over, HumanMessage("more", id="m")], key="t")
+
+
+def test_a_conversation_rewritten_in_place_is_counted_again_once_forgotten():
+    """The guard node forgets the running total before it rewrites messages (keeping their ids)."""
+    guard = ContextGuard(None, budget=4_000, counter=TokenCounter())
+    history = conversation(3, text="short")
+    assert guard.fits(history, key="t")
+    rewritten = [*history[:-1], history[-1].model_copy(update={"content": "long " * 5_000})]  # same id
+    guard.forget("t")
+    assert not guard.fits(rewritten, key="t")

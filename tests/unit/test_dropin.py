@@ -492,7 +492,7 @@ async def test_difference_node_names(kind):
     if kind == "prebuilt":
         assert nodes == {"agent", "tools"}
     else:
-        assert nodes == {"start_turn", "select_tools", "drain_interrupts", "guard_context", "llm_call_native",
+        assert nodes == {"start_turn", "select_tools", "guard_context", "llm_call_native",
                          "llm_call_json", "execute_tools", "fallback", "synthesize"}
 
 

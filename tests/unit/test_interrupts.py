@@ -454,3 +454,15 @@ async def test_fifty_concurrent_runs_keep_their_follow_ups_apart(mode):
         assert heading == f"answer for {thread}"
         assert all(text.endswith(f" for {thread}") for text in answered.split(" | "))
     assert sum(len(v) for v in accepted.values()) > 0
+
+
+async def test_a_follow_up_taken_before_a_failed_model_call_reaches_its_retry(tools, fast_settings):
+    """The model node drains before its call in the same step (issue 20): when the call fails
+    and the step is retried, the follow-up it took is queued again, not lost."""
+    model = HookedModel(responses=[AIMessage("", tool_calls=[tool_call("get_status", {"equipment_id": "CNC-003"}, "c1")]),
+                                   ConnectionError("endpoint blinked"), "CNC-003 and CNC-001 are fine."])
+    agent = agent_for("native", model, tools, settings=fast_settings)
+    model.hooks[1] = lambda: agent.inject("t", "also CNC-001")
+    result = await agent.run("CNC-003?", thread_id="t")
+    assert result.answer == "CNC-003 and CNC-001 are fine."
+    assert len(model.calls) == 3 and model.calls[2][-1].content == "[USER INTERRUPT] also CNC-001"

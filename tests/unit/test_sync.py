@@ -198,7 +198,7 @@ class SuspendingQueue(InMemoryInterruptQueue):
 def test_a_node_that_really_awaits_fails_clearly_in_a_sync_run(tools):
     config = {"configurable": {"thread_id": "t1", "synthesize": False}}
     graph = create_react_graph(ScriptedChatModel(responses=["ok"]), tools, abilities=NATIVE, interrupt_queue=SuspendingQueue())
-    with pytest.raises(SyncRunError, match="drain_interrupts awaited"):
+    with pytest.raises(SyncRunError, match="llm_call_native awaited"):
         graph.invoke({"messages": [HumanMessage("q")]}, config)
     graph = create_react_graph(ScriptedChatModel(responses=["ok"]), tools, abilities=NATIVE, interrupt_queue=SuspendingQueue())
     assert asyncio.run(graph.ainvoke({"messages": [HumanMessage("q")]}, config))["answer"] == "ok"

@@ -1,0 +1,126 @@
+"""The model node of the tool loop: one iteration's model side in one graph step (issue 20).
+
+``llm_call_native`` and ``llm_call_json`` are each a :class:`ModelStep` around the mode's
+model call (:class:`~reactgraph.nodes.llm_call.LLMCallNative`,
+:class:`~reactgraph.nodes.llm_call.LLMCallJSON`). An iteration is two LangGraph supersteps,
+as in LangGraph's prebuilt agents: this node, then the tool calls (``execute_tools``, one
+task per call). What used to take pass-through nodes of its own is done here, in order:
+
+1. **drain before the call** (SPEC R7.2: at the start of every run and after tool results;
+   not when the node comes back to itself, its last step drained already): the thread's
+   follow-ups join the conversation, and a ``return_direct`` tool's result of the iteration
+   just run is accepted as the answer (then: ``synthesize``, no model call);
+2. **the iteration cap and usage limits** (R2.6, R13.3): reached, the run goes to ``fallback``;
+3. **the window check** (R6.1): unless :meth:`~reactgraph.nodes.guard_context.GuardContext.fits`,
+   the run goes to ``guard_context`` first, which comes back here;
+4. **the model call**;
+5. **drain after the call** (R7.2): JSON mode after every assistant message, native mode
+   after a final answer only (never between a tool-call message and its results); a
+   follow-up suppresses a pending final answer (R7.4).
+
+The node returns one ``Command``: everything it changed and where the run goes next (the
+tool calls as ``Send``\\ s; ``synthesize``, or the end when the run skips synthesis; or this
+node again after a JSON reformat request or a suppressed answer). Update and route are
+written together, so a run cancelled between them cannot leave one without the other
+(issue 15, SPEC R13.5).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import Command, Send
+
+from reactgraph._engine import Engine
+from reactgraph._pinning import merge_pinned
+from reactgraph.nodes.drain_interrupts import DrainInterrupts
+from reactgraph.nodes.fallback import iteration_cap_reached
+from reactgraph.nodes.guard_context import GuardContext
+from reactgraph.state import AgentState
+from reactgraph.usage import sum_usage
+
+
+def merge_updates(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+    """Two partial updates of one node as one: ``messages`` and ``pinned`` appended,
+    ``usage`` summed (the state's reducers would do the same with two writes), every other
+    key taken from ``second``."""
+    merged = {**first, **second}
+    for key in ("messages", "pinned"):
+        if key in first and key in second:
+            merged[key] = [*first[key], *second[key]]
+    if "usage" in first and "usage" in second:
+        merged["usage"] = sum_usage(first["usage"], second["usage"])
+    return merged
+
+
+def apply_update(state: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    """``state`` as the next step would see it after ``update`` (a new dict; ``state`` is
+    left as it is). Only for the updates this node makes: new messages are appended (never
+    removals), ``pinned`` merged, ``usage`` summed, other keys replaced."""
+    view = {**state, **update}
+    if "messages" in update:
+        view["messages"] = [*(state.get("messages") or []), *update["messages"]]
+    if "pinned" in update:
+        view["pinned"] = merge_pinned(state.get("pinned"), update["pinned"])
+    if "usage" in update:
+        view["usage"] = sum_usage(state.get("usage"), update["usage"])
+    return view
+
+
+class ModelStep:
+    """One model node of the loop (see the module docstring).
+
+    Args:
+        engine: The shared engine.
+        call: The mode's model call, ``async (state, config) -> update``.
+        node: This node's name (``llm_call_native`` or ``llm_call_json``), where the run
+            comes back to.
+        drain: The follow-up drain, shared with nothing else.
+        guard: The ``guard_context`` node, asked whether the window needs it.
+        tool_sends: ``(state) -> list[Send]``, one per pending tool call.
+        answer: ``(config) -> node``: where an accepted answer goes (``synthesize``, or the
+            graph's end when the run skips synthesis).
+    """
+
+    def __init__(self, engine: Engine, call: Any, node: str, drain: DrainInterrupts, guard: GuardContext,
+                 tool_sends: Callable[[AgentState], list[Send]], answer: Callable[[RunnableConfig], str]) -> None:
+        self.engine = engine
+        self.call = call
+        self.node = node
+        self.drain = drain
+        self.guard = guard
+        self.tool_sends = tool_sends
+        self.answer = answer
+
+    async def __call__(self, state: AgentState, config: RunnableConfig) -> Command:
+        update: dict[str, Any] = {}
+        taken: list[str] = []
+        steps = state.get("steps") or []
+        iteration = state.get("iteration", 0)
+        if iteration == 0 or (steps and steps[-1].get("iteration") == iteration):  # run start, or after tools
+            update, taken = await self.drain.drain(state, config)
+        view: dict[str, Any] = apply_update(dict(state), update) if update else dict(state)
+        if view.get("pending_final") is not None:  # a return_direct result is the answer
+            return Command(update=update, goto=self.answer(config))
+        if iteration_cap_reached(view, self.engine.settings.max_iterations) or self.engine.limit_reached(view):
+            return Command(update=update, goto="fallback")
+        if not await self.guard.fits(view, config):
+            return Command(update=update, goto="guard_context")
+        try:
+            called = await self.call(view, config)
+        except Exception:  # nothing of this step is saved: the follow-ups it took go back to the queue
+            if taken:
+                await self.drain.give_back(config, taken)
+            raise
+        update = merge_updates(update, called)
+        view = apply_update(view, called)
+        if view.get("mode") == "json" or not view.get("pending_tool_calls"):
+            drained, _ = await self.drain.drain(view, config)
+            if drained:
+                update = merge_updates(update, drained)
+                view = apply_update(view, drained)
+        if view.get("pending_final") is not None:
+            return Command(update=update, goto=self.answer(config))
+        return Command(update=update, goto=self.tool_sends(view) or self.node)

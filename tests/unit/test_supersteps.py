@@ -1,0 +1,130 @@
+"""How many LangGraph supersteps a run takes (issue 20): one loop iteration is two, the model
+node and the tool calls, in every mode and with every feature on. The supersteps are read
+from the thread's checkpoints (each checkpoint's ``next`` is the tasks of the superstep that
+follows it), so a node added to the loop, or a pass-through step, changes these lists."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from langchain_core.messages import AIMessage, SystemMessage
+from langchain_core.tools import StructuredTool
+from langgraph.checkpoint.memory import InMemorySaver
+
+from reactgraph import AgentSettings, ModelAbilities, ReActAgent
+from reactgraph.testing import ScriptedChatModel, tool_call
+from tests.conftest import get_status
+from tests.helpers import SMALL, HookedModel, log_calls, read_log
+
+NATIVE = ModelAbilities(tool_call=True)
+JSON = ModelAbilities(tool_call=False, json_mode=True)
+ENTRY = [("start_turn",)]  # select_tools only runs with more tools than tool_selection_threshold
+
+
+def native_calls(*ids: str) -> AIMessage:
+    return AIMessage("", tool_calls=[tool_call("get_status", {"equipment_id": f"M-{i}"}, i) for i in ids])
+
+
+def json_call(machine: str) -> str:
+    return json.dumps({"type": "tool_call", "reasoning": "look", "tool_name": "get_status",
+                       "tool_args": {"equipment_id": machine}})
+
+
+def json_final(text: str) -> str:
+    return json.dumps({"type": "final_answer", "reasoning": "done", "answer": text})
+
+
+async def supersteps(agent: ReActAgent, thread_id: str) -> list[tuple[str, ...]]:
+    """The tasks of each superstep the thread ran, oldest first."""
+    history = [snapshot async for snapshot in agent.graph.aget_state_history({"configurable": {"thread_id": thread_id}})]
+    return [tuple(sorted(snapshot.next)) for snapshot in reversed(history) if snapshot.next and snapshot.next != ("__start__",)]
+
+
+async def test_native_mode_takes_two_supersteps_per_iteration():
+    model = ScriptedChatModel(responses=[native_calls("a", "b"), native_calls("c"), "done"])
+    agent = ReActAgent(model, [get_status], abilities=NATIVE, checkpointer=InMemorySaver())
+    result = await agent.run("check", thread_id="t")
+    assert result.answer == "done" and len(result.steps) == 3
+    model_step, tools = ("llm_call_native",), ("execute_tools",)
+    # ReActAgent.run skips synthesis: the accepted answer ends the graph
+    assert await supersteps(agent, "t") == [*ENTRY, model_step, tools * 2, model_step, tools, model_step]
+
+
+async def test_json_mode_takes_two_supersteps_per_iteration_with_events_streamed():
+    model = ScriptedChatModel(responses=[json_call("M-1"), json_call("M-2"), json_final("done")], synthesis="Done.")
+    agent = ReActAgent(model, [get_status], abilities=JSON, checkpointer=InMemorySaver())
+    events = [event async for event in agent.astream_events("check", thread_id="t")]
+    assert next(e.data for e in events if e.channel == "done")["answer"] == "Done."
+    model_step, tools = ("llm_call_json",), ("execute_tools",)
+    assert await supersteps(agent, "t") == [*ENTRY, model_step, tools, model_step, tools, model_step, ("synthesize",)]
+
+
+async def test_an_approval_pause_adds_no_superstep():
+    model = ScriptedChatModel(responses=[native_calls("a"), "done"])
+    agent = ReActAgent(model, [get_status], abilities=NATIVE, checkpointer=InMemorySaver(),
+                       settings=AgentSettings(approval={"get_status": "always"}))
+    paused = await agent.run("check", thread_id="t")
+    assert [call.tool_call_id for call in paused.pending] == ["a"]
+    result = await agent.resume("t", decisions={"a": "approve"})
+    assert result.steps[0].approval == "approved"
+    model_step, tools = ("llm_call_native",), ("execute_tools",)
+    # the paused tool task is the same superstep, run again on resume from the same checkpoint
+    # (resume synthesizes the answer)
+    assert await supersteps(agent, "t") == [*ENTRY, model_step, tools, model_step, ("synthesize",)]
+
+
+async def test_a_follow_up_that_suppresses_an_answer_costs_one_model_step():
+    model = HookedModel(responses=["premature", "answered both"])
+    agent = ReActAgent(model, [get_status], abilities=NATIVE, checkpointer=InMemorySaver())
+    model.hooks[1] = lambda: agent.inject("t", "also M-2")
+    result = await agent.run("check", thread_id="t")
+    assert result.answer == "answered both"
+    model_step = ("llm_call_native",)
+    assert await supersteps(agent, "t") == [*ENTRY, model_step, model_step]
+
+
+async def test_the_guard_is_a_superstep_only_when_the_window_needs_it():
+    def respond(messages: list[Any]) -> AIMessage:
+        if isinstance(messages[0], SystemMessage) and messages[0].content.startswith("You compact the history"):
+            return AIMessage("SUMMARY of the logs")
+        return next(loop)
+
+    loop = iter([*log_calls(4), AIMessage("CNC-003 is fine")])
+    model = ScriptedChatModel(responses=[respond], repeat_last=True)
+    agent = ReActAgent(model, [read_log], abilities=SMALL, checkpointer=InMemorySaver())
+    result = await agent.run("check CNC-003", thread_id="t")
+    assert result.answer == "CNC-003 is fine"
+    steps = await supersteps(agent, "t")
+    guarded = steps.count(("guard_context",))
+    assert guarded >= 1, "four big logs go over the 8,000-token budget"
+    model_step, tools = ("llm_call_native",), ("execute_tools",)
+    assert steps.count(model_step) == 5 + guarded and steps.count(tools) == 4  # 5 model calls, 4 tool calls
+    assert len(steps) == len(ENTRY) + 2 * 4 + 1 + guarded * 2
+    for index, step in enumerate(steps):
+        if step == ("guard_context",):
+            assert steps[index - 1] == model_step and steps[index + 1] == model_step
+
+
+async def test_the_iteration_cap_goes_to_the_fallback_from_the_model_step():
+    model = ScriptedChatModel(responses=[native_calls("a"), native_calls("b"), native_calls("c")])
+    agent = ReActAgent(model, [get_status], abilities=NATIVE, checkpointer=InMemorySaver(),
+                       settings=AgentSettings(max_iterations=2))
+    result = await agent.run("check", thread_id="t")
+    assert result.finish_reason == "max_iterations"
+    model_step, tools = ("llm_call_native",), ("execute_tools",)
+    assert await supersteps(agent, "t") == [*ENTRY, model_step, tools, model_step, tools, model_step, ("fallback",),
+                                            ("synthesize",)]
+
+
+async def test_tool_selection_is_one_superstep_per_turn():
+    hub = [StructuredTool.from_function(lambda equipment_id: f"{equipment_id}: ok", name=f"tool_{i:02d}",
+                                        description=f"Status report number {i} of a machine.") for i in range(14)]
+    pick = AIMessage("", tool_calls=[tool_call("select_tools", {"tools": ["tool_03"]}, "s")])
+    model = ScriptedChatModel(by_kind={"selection": [pick]},
+                              responses=[AIMessage("", tool_calls=[tool_call("tool_03", {"equipment_id": "A"}, "a")]), "ok"])
+    agent = ReActAgent(model, hub, abilities=NATIVE, checkpointer=InMemorySaver())
+    result = await agent.run("status report 3 of A", thread_id="t")
+    assert result.answer == "ok" and result.steps[0].tool_name == "tool_03"
+    model_step, tools = ("llm_call_native",), ("execute_tools",)
+    assert await supersteps(agent, "t") == [("start_turn",), ("select_tools",), model_step, tools, model_step]
