@@ -226,9 +226,10 @@ async def until_repetition(chunks: AsyncIterator[str], limit: int = REPEATED_LIN
 
     A line of at least 12 characters that comes ``limit`` times — compared without its
     numbers and surrounding blanks, so ``4. x failed`` and ``5. x failed`` are the same line —
-    ends the stream, and so does a line that loops within itself (:func:`looping_tail`): the
-    chunk that completed the repetition is dropped and the source is closed, which stops the
-    model call.
+    ends the stream; so does a line of any length holding a letter or digit that comes
+    :data:`LOOPING_TAIL_REPEATS` times in a row, exactly (``[19]`` over and over: too short for
+    the first rule), and a line that loops within itself (:func:`looping_tail`). The chunk that
+    completed the repetition is dropped and the source is closed, which stops the model call.
 
     Args:
         chunks: Streamed text.
@@ -239,6 +240,7 @@ async def until_repetition(chunks: AsyncIterator[str], limit: int = REPEATED_LIN
     """
     seen: dict[str, int] = {}
     pending = ""
+    last_line, run = "", 0
     async with aclosing(chunks) as source:
         async for chunk in source:
             pending += chunk
@@ -250,6 +252,12 @@ async def until_repetition(chunks: AsyncIterator[str], limit: int = REPEATED_LIN
                     if seen[key] >= limit:
                         logger.info("synthesis cut: the line %r came %d times", key[:80], limit)
                         return
+                exact = line.strip()
+                run = run + 1 if exact == last_line else 1
+                last_line = exact
+                if run >= LOOPING_TAIL_REPEATS and any(char.isalnum() for char in exact):
+                    logger.info("synthesis cut: the short line %r came %d times in a row", exact[:80], run)
+                    return
             if looping_tail(pending):
                 logger.info("synthesis cut: the line loops on %r", pending[-80:])
                 return

@@ -17,7 +17,7 @@ from reactgraph.grounding import check_grounding, extract_values, observation_an
 from reactgraph.nodes.llm_call import detect_stall
 from reactgraph.nodes.select_tools import hybrid_selection
 from reactgraph.ranking import ToolRanker, named_values, tokenize, unlisted_values
-from reactgraph.synthesis import looping_tail
+from reactgraph.synthesis import looping_tail, until_repetition
 from reactgraph.testing import ScriptedChatModel, tool_call
 
 NATIVE = ModelAbilities(tool_call=True, json_mode=True)
@@ -375,6 +375,26 @@ async def test_a_synthesis_looping_within_one_line_is_cut():
     answer = events[-1].data["answer"]
     assert answer.startswith("CNC-003 is normal | ") and 3 <= answer.count("normal") <= 5
     assert len(model.calls) == 3
+
+
+async def test_a_short_line_repeated_in_a_row_is_cut():
+    # SmolLM2's re-asked synthesis on the demo question: "[19] " line after line until the
+    # output cap (84 lines, a minute on two cores), too short for the 12-character rule.
+    agent, model = grounding_agent("The work log is:\n\n" + "[19] \n" * 80, "report")
+    events = [e async for e in agent.astream_events("CNC-003 상태")]
+    answer = events[-1].data["answer"]
+    assert answer.startswith("The work log is:") and 1 <= answer.count("[19]") <= 5
+    assert len(model.calls) == 3
+
+
+async def test_short_lines_that_repeat_apart_or_hold_no_letter_are_kept():
+    table = "| a | b |\n|---|---|\n" + "| x | 1 |\n| y | 2 |\n" * 4 + "\n\n\n\n\n\n" + "---\n" * 6 + "done"
+    async def line_by_line():
+        for line in table.splitlines(keepends=True):
+            yield line
+
+    kept = [chunk async for chunk in until_repetition(line_by_line())]
+    assert "".join(kept) == table
 
 
 class FilterArgs(BaseModel):
