@@ -19,10 +19,12 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from playwright.async_api import Browser, Page, async_playwright
 
-from reactgraph import AgentSettings, ModelAbilities, ReActAgent
+from reactgraph import ModelAbilities, ReActAgent
 from reactgraph._paths import data_home
 from reactgraph.checkpointing import open_checkpointer
-from reactgraph.demo.factory import DEMO_QUESTION, DEMO_SYSTEM_PROMPT, build_factory_hub
+from reactgraph.models import EMBEDDED_SETTINGS, ResolvedModel
+from reactgraph.demo.agent import build_demo_agent
+from reactgraph.demo.factory import DEMO_QUESTION, build_factory_hub
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.serving import running_server
@@ -74,10 +76,15 @@ async def ask(page: Page, text: str) -> None:
 
 
 async def test_the_demo_question_on_the_embedded_model(local_server, tmp_path):
-    settings = AgentSettings(max_iterations=3, system_prompt=DEMO_SYSTEM_PROMPT, tool_timeout=30)
+    """The page on the agent ``reactgraph serve`` builds on the embedded model (the demo agent
+    with the embedded profile's settings, SPEC R13.1): the demo question ends with CNC-003's
+    facts on screen, and the screenshot shows what a user sees."""
+    resolved = ResolvedModel(llm=local_server.chat_model(), abilities=local_server.abilities,
+                             description=local_server.description, server=local_server,
+                             recommended_settings=dict(EMBEDDED_SETTINGS))
     async with open_checkpointer(tmp_path / "threads.db") as saver:
-        agent = ReActAgent(local_server.chat_model(), build_factory_hub(tmp_path / "factory.db"),
-                           abilities=local_server.abilities, settings=settings, checkpointer=saver)
+        agent = build_demo_agent(resolved, build_factory_hub(tmp_path / "factory.db"), max_iterations=6,
+                                 checkpointer=saver)
         async with running_server(create_app(agent, ServerSettings(api_key=""))) as url, browser_page(url) as page:
             await ask(page, DEMO_QUESTION)
             footer = page.locator(".answer .footer")
@@ -90,7 +97,8 @@ async def test_the_demo_question_on_the_embedded_model(local_server, tmp_path):
             assert await page.locator("details.tool-card .tool-name").first.inner_text()
             assert await page.locator('details.tool-card[data-status="running"]').count() == 0  # every card finished
             answer = (await page.locator(".answer .answer-body").inner_text()).strip()
-            assert answer
+            for fact in ("warning", "W-1105"):  # CNC-003's state and active alarm, from the tool
+                assert fact in answer, (fact, answer)
             assert "iterations" in await footer.inner_text() and "tokens" in await footer.inner_text()
             assert await page.locator(".user").inner_text() == DEMO_QUESTION
 
