@@ -10,6 +10,7 @@ goes with it: shared through the same database for Postgres, in memory otherwise
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import AsyncIterator
@@ -124,12 +125,10 @@ _WRITES_SQL = (
 )
 
 
+@functools.cache
 def _sqlite_saver_class() -> type:
     """:class:`SqliteCheckpointSaver`'s class, made on first use (``langgraph-checkpoint-sqlite``
     is imported only when a SQLite checkpointer is opened)."""
-    global _SqliteSaver
-    if _SqliteSaver is not None:
-        return _SqliteSaver
     from langgraph.checkpoint.base import WRITES_IDX_MAP, get_checkpoint_metadata
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
@@ -187,20 +186,13 @@ def _sqlite_saver_class() -> type:
             ]
             await self._commit_rows(_WRITES_SQL.format(verb=verb), rows)
 
-    _SqliteSaver = SqliteCheckpointSaver
-    return _SqliteSaver
+    return SqliteCheckpointSaver
 
 
-_SqliteSaver: type | None = None
-_PostgresSaver: type | None = None
-
-
+@functools.cache
 def _postgres_saver_class() -> type:
     """:class:`PostgresCheckpointSaver`'s class, made on first use (the ``[postgres]`` extra
     is imported only when a Postgres checkpointer is opened)."""
-    global _PostgresSaver
-    if _PostgresSaver is not None:
-        return _PostgresSaver
     from langgraph.checkpoint.base import WRITES_IDX_MAP, get_serializable_checkpoint_metadata
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
     from langgraph.checkpoint.serde.types import _DeltaSnapshot
@@ -251,8 +243,7 @@ def _postgres_saver_class() -> type:
             async with self._cursor(pipeline=True) as cur:
                 await cur.executemany(query, params)
 
-    _PostgresSaver = PostgresCheckpointSaver
-    return _PostgresSaver
+    return PostgresCheckpointSaver
 
 _BUSY_TIMEOUT_MS = 5000
 """SQLite's busy timeout of the checkpoint connection (Python's default): how long a write

@@ -369,22 +369,19 @@ def test_looping_tail_rules():
     assert not looping_tail("CNC-001 normal, CNC-002 warning, CNC-003 normal, CNC-004 alarm, PRS-001 normal")
 
 
-async def test_a_synthesis_looping_within_one_line_is_cut():
-    agent, model = grounding_agent("CNC-003 is " + "normal | " * 60, "report")
-    events = [e async for e in agent.astream_events("CNC-003 상태")]
-    answer = events[-1].data["answer"]
-    assert answer.startswith("CNC-003 is normal | ") and 3 <= answer.count("normal") <= 5
-    assert len(model.calls) == 3
-
-
-async def test_a_short_line_repeated_in_a_row_is_cut():
+@pytest.mark.parametrize(("synthesis", "start", "unit", "least", "most"), [
+    # a loop inside one line
+    ("CNC-003 is " + "normal | " * 60, "CNC-003 is normal | ", "normal", 3, 5),
     # SmolLM2's re-asked synthesis on the demo question: "[19] " line after line until the
-    # output cap (84 lines, a minute on two cores), too short for the 12-character rule.
-    agent, model = grounding_agent("The work log is:\n\n" + "[19] \n" * 80, "report")
+    # output cap (84 lines), too short for the 12-character repeated-line rule
+    ("The work log is:\n\n" + "[19] \n" * 80, "The work log is:", "[19]", 1, 5),
+])
+async def test_a_looping_synthesis_is_cut_where_it_starts_to_loop(synthesis, start, unit, least, most):
+    agent, model = grounding_agent(synthesis, "report")
     events = [e async for e in agent.astream_events("CNC-003 상태")]
     answer = events[-1].data["answer"]
-    assert answer.startswith("The work log is:") and 1 <= answer.count("[19]") <= 5
-    assert len(model.calls) == 3
+    assert answer.startswith(start) and least <= answer.count(unit) <= most
+    assert len(model.calls) == 3  # two loop calls and one synthesis: the stream was cut
 
 
 async def test_short_lines_that_repeat_apart_or_hold_no_letter_are_kept():
