@@ -189,7 +189,8 @@ class ToolRunner:
         elif in_sync_run():
             output = run_in_daemon_thread(lambda: self.node.invoke([call], config), timeout)
         else:
-            output = await asyncio.wait_for(self.node.ainvoke([call], config), timeout)
+            async with asyncio.timeout(timeout):  # no task of its own, unlike wait_for (issue 20)
+                output = await self.node.ainvoke([call], config)
         if isinstance(output, dict):  # no Command: {"messages": [ToolMessage]}
             return output["messages"][0]
         items: list[Any] = []

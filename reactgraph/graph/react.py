@@ -24,7 +24,7 @@ checks the iteration cap and the window, calls the model and routes, all in one 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, get_type_hints
+from typing import Any, get_type_hints
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
@@ -44,7 +44,7 @@ from reactgraph.nodes.execute_tools import ExecuteTools
 from reactgraph.nodes.fallback import Fallback
 from reactgraph.nodes.guard_context import GuardContext
 from reactgraph.nodes.llm_call import LLMCallJSON, LLMCallNative
-from reactgraph.nodes.model_step import ModelStep
+from reactgraph.nodes.model_step import ModelStep, model_node
 from reactgraph.nodes.select_tools import SelectTools
 from reactgraph.nodes.start_turn import StartTurn
 from reactgraph.nodes.structured_response import StructuredResponse
@@ -134,12 +134,6 @@ def _schemas(state_schema: type | None) -> tuple[type, type, type]:
         _extended(f"{name}Input", InputState, extra),
         _extended(f"{name}Output", OutputState, extra),
     )
-
-
-def model_node(state: AgentState) -> Literal["llm_call_native", "llm_call_json"]:
-    """The mode's model node (R2.2): where the loop goes after tool selection, the tools
-    and the guard."""
-    return "llm_call_native" if state.get("mode") == "native" else "llm_call_json"
 
 
 class RoutedNode:
@@ -334,6 +328,7 @@ def compile_react_graph(
         "guard_context": loop,
         "llm_call_native": ("execute_tools", "llm_call_native", "guard_context", "fallback", "synthesize", END),
         "llm_call_json": ("execute_tools", "llm_call_json", "guard_context", "fallback", "synthesize", END),
+        "execute_tools": loop,
     }
     routes = {"select_tools": model_node, "guard_context": model_node}
     for node_name, body in nodes.items():
@@ -351,9 +346,6 @@ def compile_react_graph(
     # An edge, not a Command: a state written as start_turn (update_state(as_node="start_turn"),
     # a repaired thread) goes on from there as a new turn would.
     builder.add_conditional_edges("start_turn", dual_route(after_start, "after_start"), ["select_tools", *loop])
-    # After all tool results are in (the superstep barrier), back to the model node, which
-    # drains follow-ups first (R7.2).
-    builder.add_conditional_edges("execute_tools", dual_route(model_node, "model_node"), list(loop))
     builder.add_edge("fallback", "synthesize")
     if response_format is not None:
         builder.add_edge("synthesize", "structured_response")

@@ -25,6 +25,7 @@ from reactgraph.artifacts import Artifact
 from reactgraph.events import ToolDone, ToolStarted, emit
 from reactgraph.hooks import run_after_tool, run_before_tool
 from reactgraph.jsonparse import safe_json
+from reactgraph.nodes.model_step import model_node
 from reactgraph.prompts import OBSERVATION
 from reactgraph.state import ToolCallRequest
 from reactgraph.tooling import error_of
@@ -94,7 +95,8 @@ class ExecuteTools:
     Input is the ``Send`` payload ``{"call": ToolCallRequest, "iteration": int,
     "mode": "native" | "json", "selected_tools": list | None}``. Native mode appends the
     ``ToolMessage`` answering the call id (string content, or the tool's content blocks);
-    JSON mode appends the observation as a user message (SPEC R2.3). Both append one step
+    JSON mode appends the observation as a user message (SPEC R2.3). The update goes out as
+    a ``Command`` back to the payload mode's model node. Both append one step
     record (``return_direct`` set for a successful call of a ``return_direct`` tool) and
     emit ``iteration`` start; its ``done`` event is made from the saved update
     (:func:`reactgraph.events.tool_done_event`), except for a handoff to the parent graph,
@@ -186,8 +188,12 @@ class ExecuteTools:
             "return_direct": bool(tool is not None and tool.return_direct and error is None),
         }
         update: dict[str, Any] = {"steps": [record], "pending_tool_calls": []}
+        # Back to the model node, which drains follow-ups first (R7.2), routed here from the
+        # Send payload: a conditional edge would copy every channel of the state to read
+        # ``mode`` (issue 20), and a route written with the update is saved with it.
+        back = model_node(task)
         if not isinstance(output, (Command, list)):
-            return {**update, "messages": [message]}
+            return Command(update={**update, "messages": [message]}, goto=back)
         # A Command for this graph: its messages join ours (the answer to the call rewritten
         # as above); a Command for the parent graph is passed on as it is.
         applied: list[Command] = []
@@ -201,4 +207,4 @@ class ExecuteTools:
                 messages.extend(message if getattr(m, "tool_call_id", None) == call["id"] else m
                                 for m in item.update.get("messages", []))
                 applied.append(Command(update={k: v for k, v in item.update.items() if k != "messages"}, goto=item.goto))
-        return [*applied, {**update, "messages": messages}]
+        return [*applied, Command(update={**update, "messages": messages}, goto=back)]

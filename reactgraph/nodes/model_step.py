@@ -28,7 +28,7 @@ written together, so a run cancelled between them cannot leave one without the o
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command, Send
@@ -40,6 +40,12 @@ from reactgraph.nodes.fallback import iteration_cap_reached
 from reactgraph.nodes.guard_context import GuardContext
 from reactgraph.state import AgentState
 from reactgraph.usage import sum_usage
+
+
+def model_node(state: dict[str, Any]) -> Literal["llm_call_native", "llm_call_json"]:
+    """The mode's model node (R2.2): where the loop goes after tool selection, the tools
+    and the guard. Reads only ``mode``."""
+    return "llm_call_native" if state.get("mode") == "native" else "llm_call_json"
 
 
 def merge_updates(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
