@@ -58,13 +58,16 @@ class Usage:
 
 def usage_of(message: Any) -> dict[str, int]:
     """The token usage a provider reported on a message, plus one model call, as a dict."""
-    return Usage.from_message(message).to_dict()
+    reported = getattr(message, "usage_metadata", None) or {}
+    return {**{key: int(reported.get(key, 0) or 0) for key in TOKEN_KEYS}, "model_calls": 1}
 
 
 def sum_usage(*parts: Mapping[str, Any] | None) -> dict[str, int]:
     """Usage dicts summed key by key (``None`` counts nothing); every key of
     :data:`USAGE_KEYS` is present in the result."""
-    total = Usage()
+    total = dict.fromkeys(USAGE_KEYS, 0)
     for part in parts:
-        total = total.add(part)
-    return total.to_dict()
+        if part:
+            for key in USAGE_KEYS:
+                total[key] += int(part.get(key, 0) or 0)
+    return total

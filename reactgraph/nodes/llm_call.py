@@ -81,7 +81,8 @@ def detect_stall(
     """Whether the tool loop is stuck (SPEC R13.1).
 
     Args:
-        steps: The turn's step records (each with the ``iteration`` that asked for it).
+        steps: The turn's step records (each with the ``iteration`` that asked for it), in
+            the order they were recorded (iterations never decrease).
         iteration: Model calls made so far in this turn.
         enabled: ``AgentSettings.stall_detection``.
         progress_iteration: The model call after which a follow-up was taken in (it counts
@@ -94,10 +95,17 @@ def detect_stall(
     """
     if not enabled or iteration < 1:
         return None
-    if any(step.get("refused") == REPEAT_REFUSAL for step in steps if step.get("iteration") == iteration):
-        return "repeated_call"
-    progress = max((int(step.get("iteration") or 0) for step in steps if not step.get("error")), default=0)
-    progress = max(progress, progress_iteration)
+    # Steps are recorded in iteration order, so only the tail is read (no O(history) scan
+    # per model call, issue 20): the last model call's records, then the last success.
+    progress = progress_iteration
+    for step in reversed(steps):
+        asked = int(step.get("iteration") or 0)
+        if asked == iteration and step.get("refused") == REPEAT_REFUSAL:
+            return "repeated_call"
+        if asked < iteration and asked <= progress:
+            break
+        if not step.get("error"):
+            progress = max(progress, asked)
     return "no_progress" if iteration - progress >= 2 else None
 
 
