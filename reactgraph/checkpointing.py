@@ -189,6 +189,32 @@ def _sqlite_saver_class() -> type:
     return SqliteCheckpointSaver
 
 
+_PG_CHECKPOINT_SQL = """
+WITH blobs AS (
+    INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob)
+    SELECT %(thread_id)s, %(checkpoint_ns)s, channel, version, type, blob
+    FROM unnest(%(channels)s::text[], %(versions)s::text[], %(types)s::text[], %(blobs)s::bytea[])
+        AS new_blob(channel, version, type, blob)
+    ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING
+)
+INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata)
+VALUES (%(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(parent_id)s, %(checkpoint)s, %(metadata)s)
+ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id)
+DO UPDATE SET checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata
+"""
+"""A checkpoint and its new channel blobs in one statement (rows as LangGraph's
+``AsyncPostgresSaver.aput`` writes them with two statements in a pipeline)."""
+
+_PG_WRITES_SQL = """
+INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, blob)
+SELECT %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(task_id)s, %(task_path)s, idx, channel, type, blob
+FROM unnest(%(idx)s::int[], %(channels)s::text[], %(types)s::text[], %(blobs)s::bytea[]) AS new_write(idx, channel, type, blob)
+ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {action}
+"""
+"""A task's writes in one statement (LangGraph's saver sends one statement per write);
+``{action}`` is ``DO NOTHING``, or an update for the special channels (errors, interrupts)."""
+
+
 @functools.cache
 def _postgres_saver_class() -> type:
     """:class:`PostgresCheckpointSaver`'s class, made on first use (the ``[postgres]`` extra
@@ -197,51 +223,76 @@ def _postgres_saver_class() -> type:
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
     from langgraph.checkpoint.serde.types import _DeltaSnapshot
     from psycopg.types.json import Jsonb
+    from psycopg_pool import AsyncConnectionPool
 
     class PostgresCheckpointSaver(AsyncPostgresSaver):
-        """LangGraph's ``AsyncPostgresSaver`` (same tables, same rows, reads unchanged) that
-        serializes a checkpoint's blobs and a task's writes on the event loop's thread
-        instead of handing each to a worker thread (issue 20): the values are small (the
-        messages are a ``DeltaChannel``, only new ones are written), and the thread switch,
-        waiting for a CPU on a busy machine, cost more than the serializing. Statements,
-        pipelining and commits are the saver's own."""
+        """LangGraph's ``AsyncPostgresSaver`` (same tables, same rows, reads unchanged)
+        with cheaper writes (issue 20, bench/checkpoint_overhead.py):
+
+        - a checkpoint and its blobs are one statement, a task's writes are one statement
+          (``unnest`` of arrays), each atomic on its own; LangGraph's pipelined statements
+          cost the client about twice the CPU;
+        - on a pool, a write borrows a connection of its own instead of taking the
+          saver-wide lock, so concurrent runs write concurrently;
+        - values are serialized on the event loop's thread: they are small (the messages
+          are a ``DeltaChannel``, only new ones are written), and handing each to a worker
+          thread cost more than serializing, waiting for a CPU on a busy machine.
+        """
+
+        @asynccontextmanager
+        async def _write_connection(self) -> AsyncIterator[Any]:
+            if isinstance(self.conn, AsyncConnectionPool) and self.pipe is None:
+                async with self.conn.connection() as conn:
+                    yield conn
+            else:  # one shared connection: the saver's lock takes turns on it
+                async with self._cursor() as cur:
+                    yield cur
 
         async def aput(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
-            """Store a checkpoint, as ``AsyncPostgresSaver.aput`` does."""
-            configurable = dict(config["configurable"])
-            thread_id = configurable.pop("thread_id")
-            checkpoint_ns = configurable.pop("checkpoint_ns")
-            parent_id = configurable.pop("checkpoint_id", None)
+            """Store a checkpoint, as ``AsyncPostgresSaver.aput`` does, in one statement."""
+            configurable = config["configurable"]
+            thread_id, checkpoint_ns = configurable["thread_id"], configurable["checkpoint_ns"]
             inline = dict(checkpoint)
-            inline["channel_values"] = dict(checkpoint["channel_values"])
+            values = inline["channel_values"] = dict(checkpoint["channel_values"])
             blobs: dict[str, Any] = {}
             for key, value in checkpoint["channel_values"].items():
                 if isinstance(value, _DeltaSnapshot):
-                    blobs[key] = inline["channel_values"].pop(key)
-                    inline["channel_values"][key] = True
+                    blobs[key] = values.pop(key)
+                    values[key] = True
                 elif value is not None and not isinstance(value, (str, int, float, bool)):
-                    blobs[key] = inline["channel_values"].pop(key)
-            async with self._cursor(pipeline=True) as cur:
-                versions = {key: version for key, version in new_versions.items() if key in blobs}
-                if versions:
-                    await cur.executemany(self.UPSERT_CHECKPOINT_BLOBS_SQL,
-                                          self._dump_blobs(thread_id, checkpoint_ns, blobs, versions))
-                await cur.execute(self.UPSERT_CHECKPOINTS_SQL, (
-                    thread_id, checkpoint_ns, checkpoint["id"], parent_id, Jsonb(inline),
-                    Jsonb(get_serializable_checkpoint_metadata(config, metadata)),
-                ))
+                    blobs[key] = values.pop(key)
+            dumped = [(key, str(version), *self.serde.dumps_typed(blobs[key]))
+                      for key, version in new_versions.items() if key in blobs]
+            params = {
+                "thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint["id"],
+                "parent_id": configurable.get("checkpoint_id"), "checkpoint": Jsonb(inline),
+                "metadata": Jsonb(get_serializable_checkpoint_metadata(config, metadata)),
+                "channels": [row[0] for row in dumped], "versions": [row[1] for row in dumped],
+                "types": [row[2] for row in dumped], "blobs": [row[3] for row in dumped],
+            }
+            async with self._write_connection() as conn:
+                await conn.execute(_PG_CHECKPOINT_SQL, params, binary=True)
             return {"configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns,
                                      "checkpoint_id": checkpoint["id"]}}
 
         async def aput_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
-            """Store a task's writes, as ``AsyncPostgresSaver.aput_writes`` does."""
+            """Store a task's writes, as ``AsyncPostgresSaver.aput_writes`` does, in one statement."""
+            if not writes:
+                return
             special = all(channel in WRITES_IDX_MAP for channel, _ in writes)
-            query = self.UPSERT_CHECKPOINT_WRITES_SQL if special else self.INSERT_CHECKPOINT_WRITES_SQL
+            action = ("DO UPDATE SET channel = EXCLUDED.channel, type = EXCLUDED.type, blob = EXCLUDED.blob"
+                      if special else "DO NOTHING")
             configurable = config["configurable"]
-            params = self._dump_writes(configurable["thread_id"], configurable["checkpoint_ns"],
-                                       configurable["checkpoint_id"], task_id, task_path, writes)
-            async with self._cursor(pipeline=True) as cur:
-                await cur.executemany(query, params)
+            dumped = [(WRITES_IDX_MAP.get(channel, index), channel, *self.serde.dumps_typed(value))
+                      for index, (channel, value) in enumerate(writes)]
+            params = {
+                "thread_id": configurable["thread_id"], "checkpoint_ns": configurable["checkpoint_ns"],
+                "checkpoint_id": configurable["checkpoint_id"], "task_id": task_id, "task_path": task_path,
+                "idx": [row[0] for row in dumped], "channels": [row[1] for row in dumped],
+                "types": [row[2] for row in dumped], "blobs": [row[3] for row in dumped],
+            }
+            async with self._write_connection() as conn:
+                await conn.execute(_PG_WRITES_SQL.format(action=action), params, binary=True)
 
     return PostgresCheckpointSaver
 
@@ -354,8 +405,11 @@ async def open_persistence(
             saver = _postgres_saver_class()(pool)
             await saver.setup()
             queue = PostgresInterruptQueue(pool, conninfo)
-            await queue.setup()
-            yield Persistence(saver, queue, target)
+            try:
+                await queue.setup()
+                yield Persistence(saver, queue, target)
+            finally:
+                await queue.aclose()
         finally:
             await pool.close()
         return

@@ -8,8 +8,9 @@ holds the checkpoints:
 
 - **Which thread has a run going**: a Postgres session-level advisory lock per thread,
   held for the whole run on the process's one lock connection (shared by all its running
-  threads, open while any is; issue 20: a connection per run made 200 concurrent runs
-  need 200 Postgres sessions, over the default ``max_connections``). Taking it fails
+  threads and kept open between runs until :meth:`PostgresInterruptQueue.aclose`; issue 20:
+  a connection per run made 200 concurrent runs need 200 Postgres sessions, over the
+  default ``max_connections``, and a new session per run cost a backend start each time). Taking it fails
   while another session holds it (:class:`~reactgraph.ThreadBusyError`); a second run
   on a thread in the same process is refused before asking Postgres (a session may take
   its own advisory lock twice). It needs no lease and no heartbeat: when the process
@@ -88,12 +89,13 @@ class PostgresInterruptQueue(InterruptQueue):
             checkpointer uses, see :func:`reactgraph.checkpointing.open_persistence`);
             ``put``, ``take`` and ``is_running`` borrow a connection for one statement.
         conninfo: The database URL or conninfo string; the lock connection (one per
-            queue, open while a thread is) is opened with it.
+            queue, opened by the first run, closed by :meth:`aclose`) is opened with it.
         limits: How much may wait per thread (:class:`~reactgraph.FollowUpLimits`;
             defaults when ``None``), counted over every process.
 
-    Call :meth:`setup` once before use (it creates the table if missing). A process holds
-    one lock connection for all its running threads, besides the pool.
+    Call :meth:`setup` once before use (it creates the table if missing) and :meth:`aclose`
+    when done (:func:`~reactgraph.open_persistence` does both). A process holds one lock
+    connection for all its running threads, besides the pool.
     """
 
     def __init__(self, pool: Any, conninfo: str, limits: FollowUpLimits | None = None) -> None:
@@ -141,9 +143,8 @@ class PostgresInterruptQueue(InterruptQueue):
             raise self._busy(thread_id)
 
     async def close(self, thread_id: str) -> None:
-        """Release the thread's lock (nothing when not open here); the lock connection is
-        closed once no thread of this process is open. Queued follow-ups stay for the
-        thread's next run."""
+        """Release the thread's lock (nothing when not open here). Queued follow-ups stay
+        for the thread's next run."""
         import psycopg
 
         if thread_id not in self._held:
@@ -158,10 +159,15 @@ class PostgresInterruptQueue(InterruptQueue):
                 except psycopg.Error as exc:  # the session is gone already, and its locks with it
                     logger.debug("thread %r: lock connection already broken: %s", thread_id, exc)
                     await conn.close()
-            if not self._held and conn is not None:
-                self._conn = None
-                self._locked.clear()
-                await conn.close()  # ending the session releases any lock in any case
+
+    async def aclose(self) -> None:
+        """Close the lock connection; ending the session releases every lock it still
+        holds (the runs of this queue that are still going lose their thread's lock)."""
+        async with self._guard:
+            conn, self._conn = self._conn, None
+            self._locked.clear()
+            if conn is not None:
+                await conn.close()
 
     async def _lock(self, thread_id: str) -> bool:
         """``pg_try_advisory_lock`` for ``thread_id`` on the lock connection, (re)connecting
