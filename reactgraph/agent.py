@@ -21,7 +21,7 @@ from reactgraph.approval import PendingCall, pending_calls, resume_command
 from reactgraph.checkpointing import has_pending_work
 from reactgraph.config import AgentSettings
 from reactgraph.errors import NothingToResumeError
-from reactgraph.events import AgentEvent, ApprovalWaiting, graph_events
+from reactgraph.events import INTERRUPT_KEY, AgentEvent, ApprovalWaiting, graph_events
 from reactgraph.facade import AgentFacade
 from reactgraph.graph.react import compile_react_graph
 from reactgraph.interrupts import FollowUpLimits, InMemoryInterruptQueue, InterruptQueue
@@ -222,7 +222,10 @@ class ReActAgent(AgentFacade):
             except Exception as exc:  # R2.7: the run ends with a fallback answer, not a crash
                 logger.warning("run failed: %s", exc)
                 failure = exc
-            if failure is None and self.checkpointer is not None:
+            # A pause is read back from the checkpoint only when the run may have paused: a
+            # task's interrupt() showed in the stream, or the run stopped before its end (an
+            # interrupt_before/after); a finished run costs no read (issue 20).
+            if failure is None and self.checkpointer is not None and (INTERRUPT_KEY in state or not state.get("finish_reason")):
                 pending = await self.pending(thread_id)
         yield self._result(state, started, thread_id, failure, pending)
 

@@ -527,6 +527,10 @@ def emit(event: AgentEvent) -> None:
     writer({_MARK: event.channel, "data": event.data})
 
 
+INTERRUPT_KEY = "__interrupt__"
+"""The key of the interrupts a paused run's ``values``/``updates`` chunk and ``invoke``
+result carry (LangGraph's stream protocol)."""
+
 TOOL_NODE = "execute_tools"
 """The graph node that runs one tool call; its saved update carries the call's step record."""
 
@@ -605,7 +609,8 @@ async def graph_events(
         graph_input: Its input (``None`` resumes from the checkpoint).
         config: The run's RunnableConfig.
         state_out: Updated in place with each ``values`` chunk, so the caller has the last
-            state even when the stream raises.
+            state even when the stream raises; once a chunk carried ``__interrupt__`` (a
+            task called ``interrupt()``), the key stays.
         preview_chars: Observation characters in each tool's ``done`` event
             (``AgentSettings.observation_preview_chars``).
         options: More ``astream`` options (``stream_mode`` must include ``values``;
@@ -626,8 +631,11 @@ async def graph_events(
     async with aclosing(graph.astream(graph_input, config, **options)) as stream:
         async for mode, chunk in stream:
             if mode == "values":
+                interrupted = state_out.get(INTERRUPT_KEY)
                 state_out.clear()
                 state_out.update(chunk)
+                if interrupted is not None:
+                    state_out.setdefault(INTERRUPT_KEY, interrupted)
                 continue
             if mode == "updates":
                 update = chunk.get(TOOL_NODE) if isinstance(chunk, dict) else None

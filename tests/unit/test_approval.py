@@ -110,6 +110,35 @@ async def test_approve_runs_the_call_once_after_the_pause(mode):
     assert await agent.thread_status("t") == "idle"
 
 
+class CountingSaver(InMemorySaver):
+    """An in-memory checkpointer that counts the checkpoint reads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+
+    async def aget_tuple(self, config: Any) -> Any:
+        self.reads += 1
+        return await super().aget_tuple(config)
+
+
+async def test_a_finished_run_reads_no_checkpoint_back_and_a_paused_one_reports_its_calls():
+    """Whether a run paused is read back from the checkpoint only when the stream showed an
+    interrupt or the run stopped before its end (issue 20: the read cost a finished run more
+    than a checkpoint write)."""
+    saver = CountingSaver()
+    plant = Plant()
+    model = ScriptedChatModel(responses=[calls(("read_status", {"equipment_id": "CNC-001"}, "c0")),
+                                         "CNC-001 is normal.", calls(("stop_line", {"line": "Line A"}, "c1"))])
+    agent = ReActAgent(model, plant.tools, abilities=NATIVE, settings=ALWAYS, checkpointer=saver)
+    finished = await agent.run("status?", thread_id="t")
+    assert finished.finish_reason == "final_answer" and finished.pending == []
+    assert saver.reads == 1  # LangGraph loading the thread as the run starts; nothing after the end
+    paused = await agent.run("stop the line", thread_id="t")
+    assert paused.waiting and [p.tool_name for p in paused.pending] == ["stop_line"] and saver.reads == 3
+    assert plant.ran == [("read_status", {"equipment_id": "CNC-001"})]
+
+
 @pytest.mark.parametrize("mode", ["native", "json"])
 async def test_edit_runs_the_call_with_the_persons_arguments(mode):
     plant, model, agent, paused = await paused_run(mode, {"line": "Line A", "minutes": 90}, "Stopped briefly.")
