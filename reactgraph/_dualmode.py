@@ -14,7 +14,7 @@ functions of this module (:func:`call_model`, :func:`stream_model`, :func:`run_b
 :func:`run_in_daemon_thread`). Each of them looks at the run's mode:
 
 - async mode (the default): they await the async APIs (``ainvoke``, ``astream``, the
-  tool's ``ainvoke`` under ``asyncio.wait_for``, ``asyncio.to_thread``);
+  tool's ``ainvoke`` under ``asyncio.timeout``, ``asyncio.to_thread``);
 - sync mode: they call the sync APIs (``invoke``, ``stream``; a tool runs in a worker thread with
   a ``concurrent.futures`` timeout) and never suspend, so
   :func:`run_sync` drives the coroutine to its end with ``send(None)`` and no event loop.
@@ -115,25 +115,6 @@ def dual_node(body: Callable[..., Awaitable[Any]], name: str) -> RunnableCallabl
     sync_entry.__signature__ = signature  # type: ignore[attr-defined]
     async_entry.__signature__ = signature  # type: ignore[attr-defined]
     return RunnableCallable(sync_entry, async_entry, name=name, trace=False)
-
-
-def dual_route(route: Callable[[Any], Any], name: str) -> RunnableCallable:
-    """A conditional edge's path function with both entry points, so that an async run calls
-    it inline: LangGraph runs a plain (sync) path function of an async run in a worker thread,
-    a thread hop per superstep (issue 20).
-
-    Args:
-        route: ``(state) -> destination(s)``; pure, no I/O.
-        name: The route's name.
-
-    Returns:
-        A ``RunnableCallable`` whose ``invoke`` and ``ainvoke`` both call ``route``.
-    """
-
-    async def async_route(state: Any) -> Any:
-        return route(state)
-
-    return RunnableCallable(route, async_route, name=name, trace=False)
 
 
 async def call_model(runnable: Runnable, input: Any, config: RunnableConfig | None = None) -> Any:

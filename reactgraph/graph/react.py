@@ -33,7 +33,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, RetryPolicy, Send
 from typing_extensions import TypedDict
 
-from reactgraph._dualmode import dual_node, dual_route
+from reactgraph._dualmode import dual_node
 from reactgraph._engine import Engine, split_prompt
 from reactgraph.abilities import ModelAbilities, resolve_abilities
 from reactgraph.config import AgentSettings
@@ -305,11 +305,6 @@ def compile_react_graph(
 
     selects = settings.tool_selection and len(engine.tools) > settings.tool_selection_threshold
 
-    def after_start(state: AgentState) -> str:
-        """``select_tools`` when the agent has enough tools for a selection (SPEC §5), else
-        the mode's model node."""
-        return "select_tools" if selects else model_node(state)
-
     nodes = {
         "start_turn": StartTurn(engine),
         "select_tools": SelectTools(engine),
@@ -343,9 +338,12 @@ def compile_react_graph(
         )
 
     builder.add_edge(START, "start_turn")
-    # An edge, not a Command: a state written as start_turn (update_state(as_node="start_turn"),
-    # a repaired thread) goes on from there as a new turn would.
-    builder.add_conditional_edges("start_turn", dual_route(after_start, "after_start"), ["select_tools", *loop])
+    # After start_turn: select_tools when the agent has enough tools for a selection (SPEC §5),
+    # else the mode's model node. An edge, not a Command: a state written as start_turn
+    # (update_state(as_node="start_turn"), a repaired thread) goes on from there as a new turn
+    # would. The mode is the engine's, so the edge is static (a conditional edge copies every
+    # channel of the state to read it, issue 20).
+    builder.add_edge("start_turn", "select_tools" if selects else model_node({"mode": engine.mode}))
     builder.add_edge("fallback", "synthesize")
     if response_format is not None:
         builder.add_edge("synthesize", "structured_response")
