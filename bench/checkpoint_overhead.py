@@ -15,8 +15,9 @@ each persistent one with ``durability="sync"`` (the agent's default: every super
 checkpoint is stored before the next starts) and ``"async"`` (stored while the next step
 runs). Postgres runs only with a URL (``--postgres URL``, else
 ``$REACTGRAPH_TEST_DATABASE_URL``). Prints the median ms per run, ms per iteration (run /
-K) and the ratio to ``none``; times are taken in turns (after warm-up, ``gc.collect()``
-before each run), so a slow moment hits every variant. Last, a summary gives memory,
+K) and the ratio to ``none`` (the median of the rounds' ratios); times are taken in turns,
+each round running every variant once (after warm-up, ``gc.collect()`` before each run), so
+a slow moment hits every variant. Last, a summary gives memory,
 SQLite and Postgres over ``none`` (durability ``sync``) at each K, next to the goals of
 issue 20. Nothing is asserted.
 
@@ -91,11 +92,13 @@ async def main(ks: list[int], repeats: int, postgres: str | None) -> None:
                     for name, agent in agents.items():
                         samples[name].append(await one_run(agent, k))
                 medians = {name: statistics.median(values) for name, values in samples.items()}
+                ratios = {name: statistics.median(ours / none for ours, none in zip(values, samples["none"], strict=True))
+                          for name, values in samples.items()}
                 for name, seconds in medians.items():
                     ms = seconds * 1000
-                    print(f"{name:<16}{k:>4}{ms:>10.2f}{ms / k:>9.3f}{seconds / medians['none']:>8.2f}")
+                    print(f"{name:<16}{k:>4}{ms:>10.2f}{ms / k:>9.3f}{ratios[name]:>8.2f}")
                 print()
-                summary[k] = {name: seconds / medians["none"] for name, seconds in medians.items()}
+                summary[k] = ratios
     print("checkpointer / none, measured in this run, durability sync (issue 20 goals: SQLite <= 1.5x, "
           "Postgres <= 2x)")
     for k, ratios in summary.items():
