@@ -67,6 +67,23 @@ def split_bindings(llm: Any) -> tuple[BaseChatModel, dict[str, Any]]:
     return model, kwargs
 
 
+CACHE_SIZE = 256
+"""Entries each of the engine's per-query caches keeps (the most recent ones): a server
+answering many different questions would otherwise keep a bound model, a prompt and a schema
+for every ranking of the tools it ever offered (issue 20)."""
+
+
+def remembered(cache: dict[Any, Any], key: Any, make: Callable[[], Any]) -> Any:
+    """``cache[key]``, made by ``make()`` the first time; the oldest entries are dropped
+    beyond :data:`CACHE_SIZE`."""
+    if key in cache:
+        return cache[key]
+    value = cache[key] = make()
+    while len(cache) > CACHE_SIZE:
+        cache.pop(next(iter(cache)), None)
+    return value
+
+
 def _bound_tool_name(spec: Any) -> str | None:
     function = spec.get("function") if isinstance(spec, dict) else None
     if isinstance(function, dict):
@@ -238,17 +255,15 @@ class Engine:
 
     def _query_facts(self, query: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """Every tool's name ranked for ``query`` and the values it names, worked out once per
-        query (each loop call of a turn asks again; issue 20). The most recent 256 queries
-        are kept."""
-        facts = self._per_query.get(query)
-        if facts is None:
+        query (each loop call of a turn asks again; issue 20), for the most recent
+        :data:`CACHE_SIZE` queries."""
+        def work_out() -> tuple[tuple[str, ...], tuple[str, ...]]:
             ranked = tuple(name for name, _ in self.ranker.rank(query))
             named = tuple(dict.fromkeys([*named_values(query, self._enum_values),
                                          *unlisted_values(query, self._enum_values), *_DATES.findall(query)]))
-            facts = self._per_query[query] = (ranked, named)
-            while len(self._per_query) > 256:
-                self._per_query.pop(next(iter(self._per_query)), None)
-        return facts
+            return ranked, named
+
+        return remembered(self._per_query, query, work_out)
 
     def tools_for(self, selected: Sequence[str] | None, query: str = "") -> list[BaseTool]:
         """The tools offered this turn, most relevant to ``query`` first (SPEC R5.2, R13.1):
@@ -274,8 +289,8 @@ class Engine:
         order, enum values the question names first, kept out of the token stream (SPEC
         R3.3, R13.1). Cached per tool set and named values. ``final_only`` (a stalled
         loop's last call) binds no tool at all."""
-        key = (tuple(tool.name for tool in tools), tuple(named), final_only)
-        if key not in self._bound:
+
+        def bind() -> Runnable:
             offered: list[Any] = [
                 {"type": "function", "function": {"name": tool.name, "description": tool.description or "",
                                                   "parameters": self.offered_args(tool, named)}}
@@ -286,8 +301,9 @@ class Engine:
             bindings = {**self.model_bindings, **(self.tool_bindings if offered else {})}
             if bindings:
                 model = model.bind(**bindings)
-            self._bound[key] = model.with_config(tags=[TAG_NOSTREAM], run_name=RUN_NAME_NATIVE)
-        return self._bound[key]
+            return model.with_config(tags=[TAG_NOSTREAM], run_name=RUN_NAME_NATIVE)
+
+        return remembered(self._bound, (tuple(tool.name for tool in tools), tuple(named), final_only), bind)
 
     def _plain(self) -> Runnable:
         """The model with the caller's non-tool bindings."""
@@ -336,10 +352,8 @@ class Engine:
         under the domain instructions ``base`` (default :attr:`base_system_prompt`), enum
         values the question names first; cached per instructions, tool set and named values."""
         base = self.base_system_prompt if base is None else base
-        key = (base, tuple(tool.name for tool in tools), tuple(named))
-        if key not in self._json_prompts:
-            self._json_prompts[key] = json_mode_system_prompt(base, tools, [self.offered_args(t, named) for t in tools])
-        return self._json_prompts[key]
+        return remembered(self._json_prompts, (base, tuple(tool.name for tool in tools), tuple(named)),
+                          lambda: json_mode_system_prompt(base, tools, [self.offered_args(t, named) for t in tools]))
 
     def action_format(self, tools: Sequence[BaseTool], named: Sequence[str] = ()) -> dict[str, Any] | None:
         """The schema-constrained ``response_format`` for a JSON-mode call offering ``tools``
@@ -347,13 +361,10 @@ class Engine:
         model cannot take a schema. Branches in the order of ``tools``, enum values the
         question names first (SPEC R13.1). Cached per tool set and named values.
         See :func:`~reactgraph.action_schema.action_response_format`."""
-        key = (tuple(tool.name for tool in tools), tuple(named))
-        if key not in self._action_formats:
-            self._action_formats[key] = action_response_format(
-                self.abilities.schema_output, tools, max_output_tokens=self.abilities.max_output_tokens, named=named,
-                named_optionals_only=self.settings.optional_args == "named",
-            )
-        return self._action_formats[key]
+        return remembered(self._action_formats, (tuple(tool.name for tool in tools), tuple(named)),
+                          lambda: action_response_format(
+                              self.abilities.schema_output, tools, max_output_tokens=self.abilities.max_output_tokens,
+                              named=named, named_optionals_only=self.settings.optional_args == "named"))
 
     def json_model(self, *, json_format: bool, response_format: dict[str, Any] | None = None) -> Runnable:
         """The loop model for JSON mode, kept out of the token stream (SPEC R3.3).

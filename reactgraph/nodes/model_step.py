@@ -107,7 +107,7 @@ class ModelStep:
         iteration = state.get("iteration", 0)
         if iteration == 0 or (steps and steps[-1].get("iteration") == iteration):  # run start, or after tools
             update, taken = await self.drain.drain(state, config)
-        view: dict[str, Any] = apply_update(dict(state), update) if update else dict(state)
+        view: dict[str, Any] = apply_update(state, update) if update else state  # read-only below
         if view.get("pending_final") is not None:  # a return_direct result is the answer
             return Command(update=update, goto=self.answer(config))
         if iteration_cap_reached(view, self.engine.settings.max_iterations) or self.engine.limit_reached(view):

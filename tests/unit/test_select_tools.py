@@ -114,3 +114,28 @@ def test_catalog_line_is_compact():
     (tool,) = make_tools(1)
     line = catalog_line(tool)
     assert len(line) == 80 and line.endswith("…") and line.startswith("- tool_00: Reads connector 0")
+
+
+def test_a_long_lived_agent_keeps_its_per_query_caches_bounded():
+    """Every distinct question may rank the tools in another order and name other values; the
+    engine caches a bound model, a JSON prompt, an action schema and the ranking per such key.
+    A server answering many questions keeps the most recent CACHE_SIZE of each, not all
+    (issue 20), and still serves a recent entry from the cache."""
+    from reactgraph._engine import CACHE_SIZE, Engine
+    from reactgraph.abilities import resolve_abilities
+
+    model = ScriptedChatModel()
+    tools = make_tools(3)
+    engine = Engine.build(model, tools, resolve_abilities(model, ModelAbilities(json_mode=True, schema_output="json_schema")),
+                          AgentSettings(), True)
+    for i in range(CACHE_SIZE + 50):
+        query = f"status of machine M-{i:04d}"
+        offered = engine.tools_for(None, query)
+        named = (f"M-{i:04d}",)
+        engine.native_model(offered, named)
+        engine.json_system_prompt(offered, named=named)
+        engine.action_format(offered, named)
+    caches = (engine._per_query, engine._bound, engine._json_prompts, engine._action_formats)
+    assert [len(cache) for cache in caches] == [CACHE_SIZE] * 4
+    last = engine.native_model(offered, named)
+    assert engine.native_model(offered, named) is last and len(engine._bound) == CACHE_SIZE
