@@ -257,6 +257,7 @@ class Engine:
         """Every tool's name ranked for ``query`` and the values it names, worked out once per
         query (each loop call of a turn asks again; issue 20), for the most recent
         :data:`CACHE_SIZE` queries."""
+
         def work_out() -> tuple[tuple[str, ...], tuple[str, ...]]:
             ranked = tuple(name for name, _ in self.ranker.rank(query))
             named = tuple(dict.fromkeys([*named_values(query, self._enum_values),

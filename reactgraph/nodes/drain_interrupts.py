@@ -67,8 +67,8 @@ def direct_answer(state: AgentState) -> str | None:
 
 
 class DrainInterrupts:
-    """Drain the thread's follow-ups into the conversation (see the module docstring).
-    Called as ``await drain(state, config)``; returns the partial state update."""
+    """Drain the thread's follow-ups into the conversation (see the module docstring): the
+    model node calls :meth:`drain`, and :meth:`give_back` when its step failed."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -84,9 +84,6 @@ class DrainInterrupts:
                 await self.engine.interrupts.put(str(thread_id), text)
             except Exception as exc:  # the queue's limits, or the run already closed on it
                 logger.warning("a follow-up taken by a failed step could not be queued again: %s", exc)
-
-    async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
-        return (await self.drain(state, config))[0]
 
     async def _take(self, state: AgentState, config: RunnableConfig) -> list[str]:
         thread_id = (config.get("configurable") or {}).get("thread_id")

@@ -83,6 +83,10 @@ class GuardContext:
             self._overheads[key] = counter.count_message(SystemMessage(system)) + schemas
         return self._overheads[key]
 
+    async def _load_counter(self) -> None:
+        if not self.guard.counter.loaded:  # the first load may try a download: off the event loop
+            await run_blocking(self.guard.counter.load)
+
     async def fits(self, state: AgentState, config: RunnableConfig) -> bool:
         """Whether the next loop call's request needs no guarding: every message within
         ``max_message_chars`` and the tokens within the budget (SPEC R6.1). Counts only the
@@ -96,8 +100,7 @@ class GuardContext:
             True when this node would change nothing, so the model node calls the model
             directly; False when the run must pass through this node first.
         """
-        if not self.guard.counter.loaded:  # the first load may try a download: off the event loop
-            await run_blocking(self.guard.counter.load)
+        await self._load_counter()
         messages = state.get("messages") or []
         return self.guard.fits(messages, overhead_tokens=self.overhead_tokens(state.get("selected_tools")),
                                key=_tally_key(messages, config) if messages else None)
@@ -105,8 +108,7 @@ class GuardContext:
     async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         if iteration_cap_reached(state, self.engine.settings.max_iterations):
             return {}
-        if not self.guard.counter.loaded:  # the first load may try a download: off the event loop
-            await run_blocking(self.guard.counter.load)
+        await self._load_counter()
         messages = list(state.get("messages", []))
         if messages:  # what the guard changes keeps message ids: the running total is void
             self.guard.forget(_tally_key(messages, config))
