@@ -10,8 +10,10 @@ goes with it: shared through the same database for Postgres, in memory otherwise
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
+import logging
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -24,6 +26,8 @@ from langgraph.types import StateSnapshot
 
 from reactgraph._paths import data_home
 from reactgraph.interrupts import InMemoryInterruptQueue, InterruptQueue
+
+logger = logging.getLogger(__name__)
 
 DATABASE_URL_ENV = "REACTGRAPH_DATABASE_URL"
 
@@ -115,6 +119,200 @@ class Persistence:
         return is_postgres_url(self.target)
 
 
+WRITE_HOLD_SECONDS = 0.02
+"""Longest a task's writes wait to ride along with the checkpoint that follows them
+(:class:`_WriteFolding`), in seconds, before they are stored on their own."""
+
+
+@dataclass(frozen=True)
+class _HeldWrites:
+    """One task's writes, serialized, waiting in :class:`_WriteFolding`.
+
+    Attributes:
+        checkpoint_id: The checkpoint the writes belong to (its pending writes).
+        task_id, task_path: The task's, as LangGraph passes them to ``aput_writes``.
+        replace: Whether the writes replace stored ones with the same index (every
+            channel special: errors, interrupts, resumes) or leave them (LangGraph's
+            ``WRITES_IDX_MAP`` rule).
+        rows: ``(idx, channel, type, blob)`` per write.
+    """
+
+    checkpoint_id: str
+    task_id: str
+    task_path: str
+    replace: bool
+    rows: list[tuple[int, str, str, bytes]]
+
+
+class _WriteFolding:
+    """Write batching shared by the SQLite and Postgres savers (issue 20, SPEC §10):
+    a task's writes are held for at most :data:`WRITE_HOLD_SECONDS` and stored in the same
+    commit as the checkpoint that follows them, one commit per superstep instead of two
+    (a step of one task — every model step, a step of one tool call — is stored with its
+    checkpoint a moment after the task ends, as before).
+
+    - ``aput_writes`` serializes the writes and holds them; a timer stores them on their own
+      when no checkpoint of their thread comes first (a tool still running in a fan-out).
+    - ``aput`` stores the thread's held writes and the checkpoint in one commit; a caller
+      that waits for it (durability ``"sync"``) has both stored when it returns.
+    - Every read of a thread (``aget_tuple``, ``alist``, the message history) first stores
+      what the thread holds, so this process reads what it wrote, and a tool's ``done``
+      event, which waits until its result reads back, is not delayed by the hold.
+    - Stores of one thread take turns, in call order: a checkpoint never lands before
+      writes held before it. ``aclose`` stores everything still held.
+
+    What a killed process loses: writes held at that moment, at most
+    :data:`WRITE_HOLD_SECONDS` old — the tasks they came from run again on resume, as
+    when the process dies just before a task's end (docs/checkpoints.md).
+
+    A subclass provides ``_store(key, held, checkpoint)``: store ``held`` (and the
+    backend's checkpoint arguments, when not ``None``) in one commit.
+    """
+
+    def _init_folding(self) -> None:
+        self._held: dict[tuple[str, str], list[_HeldWrites]] = {}
+        self._timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
+        self._turns: dict[tuple[str, str], list[Any]] = {}  # key -> [lock, users]
+        self._flushes: set[asyncio.Task[None]] = set()
+
+    async def _store(self, key: tuple[str, str], held: list[_HeldWrites], checkpoint: Any) -> None:
+        raise NotImplementedError
+
+    async def aput_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
+        """Hold a task's writes (``BaseCheckpointSaver.aput_writes``); see the class docstring."""
+        from langgraph.checkpoint.base import WRITES_IDX_MAP
+
+        if not writes:
+            return
+        configurable = config["configurable"]
+        rows = [(WRITES_IDX_MAP.get(channel, index), channel, *self.serde.dumps_typed(value))  # type: ignore[attr-defined]
+                for index, (channel, value) in enumerate(writes)]
+        held = _HeldWrites(str(configurable["checkpoint_id"]), task_id, task_path,
+                           all(channel in WRITES_IDX_MAP for channel, _ in writes), rows)
+        key = _thread_key(config)
+        self._held.setdefault(key, []).append(held)
+        if key not in self._timers:
+            self._timers[key] = asyncio.get_running_loop().call_later(WRITE_HOLD_SECONDS, self._flush_soon, key)
+
+    async def _put_checkpoint(self, config: Any, checkpoint: Any) -> None:
+        """Store the held writes of ``config``'s thread and ``checkpoint`` (the backend's
+        arguments) in one commit. Raises what ``_store`` raises; the writes stay held."""
+        key = _thread_key(config)
+        async with self._turn(key):
+            held = self._take(key)
+            try:
+                await self._store(key, held, checkpoint)
+            except BaseException:
+                self._hold_again(key, held)
+                raise
+
+    async def _settle(self, config: Any = None) -> None:
+        """Store what ``config``'s thread holds (every thread's when ``config`` names none).
+        Raises what ``_store`` raises; the writes stay held."""
+        thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
+        for key in [key for key in self._held if thread_id is None or key[0] == str(thread_id)]:
+            await self._store_held(key)
+
+    async def _store_held(self, key: tuple[str, str]) -> None:
+        async with self._turn(key):
+            held = self._take(key)
+            if not held:
+                return
+            try:
+                await self._store(key, held, None)
+            except BaseException:
+                self._hold_again(key, held)
+                raise
+
+    def _flush_soon(self, key: tuple[str, str]) -> None:
+        self._timers.pop(key, None)
+        task = asyncio.ensure_future(self._flush(key))
+        self._flushes.add(task)
+        task.add_done_callback(self._flushes.discard)
+
+    async def _flush(self, key: tuple[str, str]) -> None:
+        try:
+            await self._store_held(key)
+        except Exception:
+            # Kept held: the thread's next checkpoint or read stores them, or raises.
+            logger.exception("thread %r: storing held checkpoint writes failed", key[0])
+
+    def _take(self, key: tuple[str, str]) -> list[_HeldWrites]:
+        timer = self._timers.pop(key, None)
+        if timer is not None:
+            timer.cancel()
+        return self._held.pop(key, [])
+
+    def _hold_again(self, key: tuple[str, str], held: list[_HeldWrites]) -> None:
+        if held:
+            self._held[key] = held + self._held.get(key, [])
+
+    @asynccontextmanager
+    async def _turn(self, key: tuple[str, str]) -> AsyncIterator[None]:
+        """One store of ``key``'s thread at a time, in the order they asked."""
+        entry = self._turns.setdefault(key, [asyncio.Lock(), 0])
+        entry[1] += 1
+        try:
+            async with entry[0]:
+                yield
+        finally:
+            entry[1] -= 1
+            if entry[1] == 0:
+                del self._turns[key]
+
+    async def aget_tuple(self, config: Any) -> Any:
+        """``aget_tuple`` after storing the thread's held writes."""
+        await self._settle(config)
+        return await super().aget_tuple(config)  # type: ignore[misc]
+
+    async def alist(self, config: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        """``alist`` after storing the held writes of the thread (every thread's when
+        ``config`` names none)."""
+        await self._settle(config)
+        async for item in super().alist(config, **kwargs):  # type: ignore[misc]
+            yield item
+
+    async def aget_delta_channel_history(self, *, config: Any, channels: Any) -> Any:
+        """``aget_delta_channel_history`` after storing the thread's held writes."""
+        await self._settle(config)
+        return await super().aget_delta_channel_history(config=config, channels=channels)  # type: ignore[misc]
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """Drop what the thread holds, then ``adelete_thread``."""
+        for key in [key for key in self._held if key[0] == str(thread_id)]:
+            self._take(key)
+        await super().adelete_thread(thread_id)  # type: ignore[misc]
+
+    async def aclose_held(self) -> None:
+        """Store every held write now (:func:`open_persistence` calls it before closing).
+        Raises what ``_store`` raises."""
+        await asyncio.gather(*self._flushes, return_exceptions=True)
+        await self._settle()
+
+
+def _thread_key(config: Any) -> tuple[str, str]:
+    configurable = config["configurable"]
+    return str(configurable["thread_id"]), str(configurable.get("checkpoint_ns") or "")
+
+
+def _merged(held: list[_HeldWrites]) -> dict[bool, list[tuple[Any, ...]]]:
+    """The rows of ``held``, one per (checkpoint, task, index) as storing them in order
+    would leave them (a replacing write wins, another leaves what is there), split by
+    whether they replace: ``{replace: [(checkpoint_id, task_id, task_path, idx, channel,
+    type, blob), ...]}``."""
+    rows: dict[tuple[str, str, int], tuple[bool, tuple[Any, ...]]] = {}
+    for writes in held:
+        for idx, channel, type_, blob in writes.rows:
+            slot = (writes.checkpoint_id, writes.task_id, idx)
+            if writes.replace or slot not in rows:
+                rows[slot] = (writes.replace, (writes.checkpoint_id, writes.task_id, writes.task_path, idx, channel,
+                                               type_, blob))
+    split: dict[bool, list[tuple[Any, ...]]] = {}
+    for replace, row in rows.values():
+        split.setdefault(replace, []).append(row)
+    return split
+
+
 _CHECKPOINT_SQL = (
     "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type,"
     " checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)"
@@ -129,34 +327,43 @@ _WRITES_SQL = (
 def _sqlite_saver_class() -> type:
     """:class:`SqliteCheckpointSaver`'s class, made on first use (``langgraph-checkpoint-sqlite``
     is imported only when a SQLite checkpointer is opened)."""
-    from langgraph.checkpoint.base import WRITES_IDX_MAP, get_checkpoint_metadata
+    from langgraph.checkpoint.base import get_checkpoint_metadata
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-    class SqliteCheckpointSaver(AsyncSqliteSaver):
+    class SqliteCheckpointSaver(_WriteFolding, AsyncSqliteSaver):
         """LangGraph's ``AsyncSqliteSaver`` (same tables, same rows, reads unchanged) whose
-        two writes, a checkpoint and a task's writes, are made on the event loop's thread
-        when the database is free (issue 20).
+        writes are made on the event loop's thread when the database is free, a task's
+        writes in the commit of the checkpoint that follows them (:class:`_WriteFolding`;
+        issue 20).
 
         The saver it extends hands every statement, commit and cursor to the connection's
         own thread: three or four thread switches per write, each of which waits for a CPU
         on a busy machine, while the SQLite work of a commit (WAL, ``synchronous=NORMAL``)
         takes about 60 µs (bench/checkpoint_overhead.py, docs/checkpoints.md). Here the
-        statement and its commit run at once, with SQLite's busy timeout at zero, under the
-        saver's lock (no other call uses the connection meanwhile); when another process
-        holds the database's write lock the write goes to the connection's thread instead,
+        statements and their commit run at once, with SQLite's busy timeout at zero, under
+        the saver's lock (no other call uses the connection meanwhile); when another process
+        holds the database's write lock the commit goes to the connection's thread instead,
         in one trip, where it waits with the normal timeout, so the event loop never waits
-        on another process. Each write is committed before the call returns, so what a
-        killed process had saved is there on resume.
+        on another process. A checkpoint is committed before ``aput`` returns.
         """
 
-        async def _commit_rows(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
-            """Run ``sql`` for ``rows`` and commit (see the class docstring)."""
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._init_folding()
+
+        async def _store(self, key: tuple[str, str], held: list[_HeldWrites], checkpoint: Any) -> None:
+            """Commit ``held`` and the ``checkpoint`` row (when not ``None``) together."""
+            statements = [(_WRITES_SQL.format(verb="REPLACE" if replace else "IGNORE"), [(*key, *row) for row in rows])
+                          for replace, rows in _merged(held).items()]
+            if checkpoint is not None:
+                statements.append((_CHECKPOINT_SQL, [checkpoint]))
             await self.setup()
             connection = self.conn
             raw = connection._conn  # the sqlite3 connection (opened with check_same_thread=False)
 
             def write() -> None:
-                raw.executemany(sql, rows)
+                for sql, rows in statements:
+                    raw.executemany(sql, rows)
                 raw.commit()
 
             async with self.lock:
@@ -165,79 +372,85 @@ def _sqlite_saver_class() -> type:
                 await connection._execute(write)
 
         async def aput(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
-            """Store a checkpoint, as ``AsyncSqliteSaver.aput`` does, in one trip."""
+            """Store a checkpoint, as ``AsyncSqliteSaver.aput`` does, with the writes held
+            for its thread, in one commit."""
             configurable = config["configurable"]
             type_, serialized = self.serde.dumps_typed(checkpoint)
             meta = json.dumps(get_checkpoint_metadata(config, metadata), ensure_ascii=False).encode("utf-8", "ignore")
             row = (str(configurable["thread_id"]), configurable["checkpoint_ns"], checkpoint["id"],
                    configurable.get("checkpoint_id"), type_, serialized, meta)
-            await self._commit_rows(_CHECKPOINT_SQL, [row])
+            await self._put_checkpoint(config, row)
             return {"configurable": {"thread_id": configurable["thread_id"], "checkpoint_ns": configurable["checkpoint_ns"],
                                      "checkpoint_id": checkpoint["id"]}}
-
-        async def aput_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
-            """Store a task's writes, as ``AsyncSqliteSaver.aput_writes`` does, in one trip."""
-            configurable = config["configurable"]
-            verb = "REPLACE" if all(channel in WRITES_IDX_MAP for channel, _ in writes) else "IGNORE"
-            rows = [
-                (str(configurable["thread_id"]), str(configurable["checkpoint_ns"]), str(configurable["checkpoint_id"]),
-                 task_id, task_path, WRITES_IDX_MAP.get(channel, index), channel, *self.serde.dumps_typed(value))
-                for index, (channel, value) in enumerate(writes)
-            ]
-            await self._commit_rows(_WRITES_SQL.format(verb=verb), rows)
 
     return SqliteCheckpointSaver
 
 
-_PG_CHECKPOINT_SQL = """
-WITH blobs AS (
-    INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob)
-    SELECT %(thread_id)s, %(checkpoint_ns)s, channel, version, type, blob
-    FROM unnest(%(channels)s::text[], %(versions)s::text[], %(types)s::text[], %(blobs)s::bytea[])
-        AS new_blob(channel, version, type, blob)
-    ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING
+_PG_WRITES = (
+    "INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type,"
+    " blob) VALUES {rows} ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {action}"
 )
-INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata)
-VALUES (%(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(parent_id)s, %(checkpoint)s, %(metadata)s)
-ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id)
-DO UPDATE SET checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata
-"""
-"""A checkpoint and its new channel blobs in one statement (rows as LangGraph's
-``AsyncPostgresSaver.aput`` writes them with two statements in a pipeline)."""
+_PG_BLOBS = (
+    "INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob) VALUES {rows}"
+    " ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING"
+)
+_PG_CHECKPOINT = (
+    "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata)"
+    " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id)"
+    " DO UPDATE SET checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata"
+)
+_PG_REPLACE = "DO UPDATE SET channel = EXCLUDED.channel, type = EXCLUDED.type, blob = EXCLUDED.blob"
 
-_PG_WRITES_SQL = """
-INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, blob)
-SELECT %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(task_id)s, %(task_path)s, idx, channel, type, blob
-FROM unnest(%(idx)s::int[], %(channels)s::text[], %(types)s::text[], %(blobs)s::bytea[]) AS new_write(idx, channel, type, blob)
-ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {action}
-"""
-"""A task's writes in one statement (LangGraph's saver sends one statement per write);
-``{action}`` is ``DO NOTHING``, or an update for the special channels (errors, interrupts)."""
+
+@functools.cache
+def _pg_store_sql(writes: tuple[tuple[bool, int], ...], blobs: int, checkpoint: bool) -> str:
+    """One statement storing writes, a part per ``writes`` entry ``(replace, rows)`` —
+    whether the part's rows replace stored ones (special channels: errors, interrupts)
+    or leave them — and, with ``checkpoint``, ``blobs`` new channel blobs and the
+    checkpoint: the rows LangGraph's ``AsyncPostgresSaver`` writes with one statement per
+    write and two per checkpoint. Parameters, in order: 9 per write row, 6 per blob row, 6
+    for the checkpoint (the tables' column order). Rows are ``VALUES`` of scalar
+    parameters: psycopg dumps arrays in Python, several times the client's time."""
+    parts = [_PG_WRITES.format(rows=", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, %s)"] * count),
+                               action=_PG_REPLACE if replace else "DO NOTHING")
+             for replace, count in writes]
+    if blobs:
+        parts.append(_PG_BLOBS.format(rows=", ".join(["(%s, %s, %s, %s, %s, %s)"] * blobs)))
+    if checkpoint:
+        parts.append(_PG_CHECKPOINT)
+    *before, last = parts
+    if not before:
+        return last
+    return "WITH " + ", ".join(f"part{n} AS ({part})" for n, part in enumerate(before)) + " " + last
 
 
 @functools.cache
 def _postgres_saver_class() -> type:
     """:class:`PostgresCheckpointSaver`'s class, made on first use (the ``[postgres]`` extra
     is imported only when a Postgres checkpointer is opened)."""
-    from langgraph.checkpoint.base import WRITES_IDX_MAP, get_serializable_checkpoint_metadata
+    from langgraph.checkpoint.base import get_serializable_checkpoint_metadata
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
     from langgraph.checkpoint.serde.types import _DeltaSnapshot
     from psycopg.types.json import Jsonb
     from psycopg_pool import AsyncConnectionPool
 
-    class PostgresCheckpointSaver(AsyncPostgresSaver):
+    class PostgresCheckpointSaver(_WriteFolding, AsyncPostgresSaver):
         """LangGraph's ``AsyncPostgresSaver`` (same tables, same rows, reads unchanged)
         with cheaper writes (issue 20, bench/checkpoint_overhead.py):
 
-        - a checkpoint and its blobs are one statement, a task's writes are one statement
-          (``unnest`` of arrays), each atomic on its own; LangGraph's pipelined statements
-          cost the client about twice the CPU;
-        - on a pool, a write borrows a connection of its own instead of taking the
+        - a checkpoint, its blobs and the writes held for its thread are one statement
+          (:class:`_WriteFolding`; ``unnest`` of arrays), atomic; LangGraph's saver sends
+          one statement per write and two pipelined ones per checkpoint;
+        - on a pool, a store borrows a connection of its own instead of taking the
           saver-wide lock, so concurrent runs write concurrently;
         - values are serialized on the event loop's thread: they are small (the messages
           are a ``DeltaChannel``, only new ones are written), and handing each to a worker
           thread cost more than serializing, waiting for a CPU on a busy machine.
         """
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._init_folding()
 
         @asynccontextmanager
         async def _write_connection(self) -> AsyncIterator[Any]:
@@ -248,8 +461,24 @@ def _postgres_saver_class() -> type:
                 async with self._cursor() as cur:
                     yield cur
 
+        async def _store(self, key: tuple[str, str], held: list[_HeldWrites], checkpoint: Any) -> None:
+            """Store ``held`` and ``checkpoint`` — ``(blob rows, checkpoint row)`` or ``None``
+            — in one statement."""
+            merged = _merged(held)
+            params: list[Any] = [value for rows in merged.values() for row in rows for value in (*key, *row)]
+            blobs: list[tuple[Any, ...]] = []
+            if checkpoint is not None:
+                blobs, row = checkpoint
+                params += [value for blob in blobs for value in blob]
+                params += row
+            sql = _pg_store_sql(tuple((replace, len(rows)) for replace, rows in merged.items()), len(blobs),
+                                checkpoint is not None)
+            async with self._write_connection() as conn:
+                await conn.execute(sql, params, binary=True)
+
         async def aput(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
-            """Store a checkpoint, as ``AsyncPostgresSaver.aput`` does, in one statement."""
+            """Store a checkpoint, as ``AsyncPostgresSaver.aput`` does, with the writes held
+            for its thread, in one statement."""
             configurable = config["configurable"]
             thread_id, checkpoint_ns = configurable["thread_id"], configurable["checkpoint_ns"]
             inline = dict(checkpoint)
@@ -261,38 +490,13 @@ def _postgres_saver_class() -> type:
                     values[key] = True
                 elif value is not None and not isinstance(value, (str, int, float, bool)):
                     blobs[key] = values.pop(key)
-            dumped = [(key, str(version), *self.serde.dumps_typed(blobs[key]))
-                      for key, version in new_versions.items() if key in blobs]
-            params = {
-                "thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint["id"],
-                "parent_id": configurable.get("checkpoint_id"), "checkpoint": Jsonb(inline),
-                "metadata": Jsonb(get_serializable_checkpoint_metadata(config, metadata)),
-                "channels": [row[0] for row in dumped], "versions": [row[1] for row in dumped],
-                "types": [row[2] for row in dumped], "blobs": [row[3] for row in dumped],
-            }
-            async with self._write_connection() as conn:
-                await conn.execute(_PG_CHECKPOINT_SQL, params, binary=True)
+            blob_rows = [(thread_id, checkpoint_ns, key, str(version), *self.serde.dumps_typed(blobs[key]))
+                         for key, version in new_versions.items() if key in blobs]
+            row = (thread_id, checkpoint_ns, checkpoint["id"], configurable.get("checkpoint_id"), Jsonb(inline),
+                   Jsonb(get_serializable_checkpoint_metadata(config, metadata)))
+            await self._put_checkpoint(config, (blob_rows, row))
             return {"configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns,
                                      "checkpoint_id": checkpoint["id"]}}
-
-        async def aput_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
-            """Store a task's writes, as ``AsyncPostgresSaver.aput_writes`` does, in one statement."""
-            if not writes:
-                return
-            special = all(channel in WRITES_IDX_MAP for channel, _ in writes)
-            action = ("DO UPDATE SET channel = EXCLUDED.channel, type = EXCLUDED.type, blob = EXCLUDED.blob"
-                      if special else "DO NOTHING")
-            configurable = config["configurable"]
-            dumped = [(WRITES_IDX_MAP.get(channel, index), channel, *self.serde.dumps_typed(value))
-                      for index, (channel, value) in enumerate(writes)]
-            params = {
-                "thread_id": configurable["thread_id"], "checkpoint_ns": configurable["checkpoint_ns"],
-                "checkpoint_id": configurable["checkpoint_id"], "task_id": task_id, "task_path": task_path,
-                "idx": [row[0] for row in dumped], "channels": [row[1] for row in dumped],
-                "types": [row[2] for row in dumped], "blobs": [row[3] for row in dumped],
-            }
-            async with self._write_connection() as conn:
-                await conn.execute(_PG_WRITES_SQL.format(action=action), params, binary=True)
 
     return PostgresCheckpointSaver
 
@@ -407,7 +611,8 @@ async def open_persistence(
             queue = PostgresInterruptQueue(pool, conninfo)
             try:
                 await queue.setup()
-                yield Persistence(saver, queue, target)
+                async with _storing_held_at_exit(saver):
+                    yield Persistence(saver, queue, target)
             finally:
                 await queue.aclose()
         finally:
@@ -423,7 +628,21 @@ async def open_persistence(
         # without one fsync per checkpoint (6-7x the time of the whole loop iteration here,
         # bench/checkpoint_overhead.py). An OS crash or power loss can lose the last commits.
         await saver.conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
-        yield Persistence(saver, InMemoryInterruptQueue(), target)
+        async with _storing_held_at_exit(saver):
+            yield Persistence(saver, InMemoryInterruptQueue(), target)
+
+
+@asynccontextmanager
+async def _storing_held_at_exit(saver: Any) -> AsyncIterator[None]:
+    """Store the writes ``saver`` still holds when the block ends (:class:`_WriteFolding`);
+    a failure is logged, not raised over the block's own outcome."""
+    try:
+        yield
+    finally:
+        try:
+            await saver.aclose_held()
+        except Exception:
+            logger.exception("storing the last held checkpoint writes failed")
 
 
 @asynccontextmanager

@@ -129,8 +129,9 @@ class AgentSettings:
             superstep starts, so no tool starts before the checkpoint it resumes from is
             stored; ``"async"`` stores it while the next superstep runs (a crash can lose
             the last step and run its tools again); ``"exit"`` only when the run ends (a
-            crash loses the whole run). Finished tool results are written as soon as each
-            tool returns in every mode but ``"exit"``.
+            crash loses the whole run). Finished tool results are written within
+            ``reactgraph.checkpointing.WRITE_HOLD_SECONDS`` (20 ms) of each tool's end, or
+            with the step's checkpoint when it comes first, in every mode but ``"exit"``.
         approval: Which tool calls a person must approve before they run (SPEC R13.3,
             :mod:`reactgraph.approval`): tool name (or ``"*"`` for every other tool) →
             ``"always"``, ``"never"`` or a predicate over the call. Tools not listed

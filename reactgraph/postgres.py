@@ -23,6 +23,11 @@ holds the checkpoints:
   created_at). ``put`` inserts a row only while the thread's lock is held by some session
   (it reads ``pg_locks``), ``take`` deletes the thread's rows and returns them oldest
   first. Delivery is at most once, as for every :class:`~reactgraph.InterruptQueue`.
+  ``put`` also sends ``NOTIFY reactgraph_interrupts`` with the thread id; each process
+  listens on one more connection, and ``take`` reads the table only when it has to: the
+  first time in a run, and after a notice for the thread (issue 20: a run asks at every
+  model step, and almost always there is nothing). While the listening connection is
+  down, every ``take`` reads the table.
 
 A thread's lock key is two 32-bit integers from the BLAKE2b hash of its ``thread_id``
 (the same in every process); two thread ids sharing all 64 bits would block each other.
@@ -48,6 +53,9 @@ _SETUP = (
     " created_at TIMESTAMPTZ NOT NULL DEFAULT now())",
     "CREATE INDEX IF NOT EXISTS reactgraph_interrupts_thread ON reactgraph_interrupts (thread_id, id)",
 )
+_CHANNEL = "reactgraph_interrupts"
+"""The ``LISTEN``/``NOTIFY`` channel of follow-ups; the payload is the thread id."""
+
 _SETUP_LOCK = 0x52470001
 """Advisory transaction lock serializing ``setup`` between processes (concurrent
 ``CREATE TABLE IF NOT EXISTS`` can fail on the type catalog)."""
@@ -95,7 +103,8 @@ class PostgresInterruptQueue(InterruptQueue):
 
     Call :meth:`setup` once before use (it creates the table if missing) and :meth:`aclose`
     when done (:func:`~reactgraph.open_persistence` does both). A process holds one lock
-    connection for all its running threads, besides the pool.
+    connection for all its running threads and one listening connection (opened by the
+    first run), besides the pool.
     """
 
     def __init__(self, pool: Any, conninfo: str, limits: FollowUpLimits | None = None) -> None:
@@ -106,6 +115,9 @@ class PostgresInterruptQueue(InterruptQueue):
         self._locked: set[str] = set()  # their locks the lock connection holds
         self._conn: Any = None
         self._guard = asyncio.Lock()
+        self._listener: asyncio.Task[None] | None = None
+        self._listening = False  # the listening connection hears every put from now on
+        self._to_read: set[str] = set()  # threads whose next take reads the table
 
     async def setup(self) -> None:
         """Create ``reactgraph_interrupts`` and its index if they do not exist.
@@ -141,6 +153,9 @@ class PostgresInterruptQueue(InterruptQueue):
         if not taken:
             self._held.discard(thread_id)
             raise self._busy(thread_id)
+        self._to_read.add(thread_id)  # follow-ups a previous run left
+        if self._listener is None or self._listener.done():
+            self._listener = asyncio.ensure_future(self._listen())
 
     async def close(self, thread_id: str) -> None:
         """Release the thread's lock (nothing when not open here). Queued follow-ups stay
@@ -150,6 +165,7 @@ class PostgresInterruptQueue(InterruptQueue):
         if thread_id not in self._held:
             return
         self._held.discard(thread_id)
+        self._to_read.discard(thread_id)
         async with self._guard:
             conn = self._conn
             if thread_id in self._locked:
@@ -161,8 +177,13 @@ class PostgresInterruptQueue(InterruptQueue):
                     await conn.close()
 
     async def aclose(self) -> None:
-        """Close the lock connection; ending the session releases every lock it still
-        holds (the runs of this queue that are still going lose their thread's lock)."""
+        """Close the lock and listening connections; ending the session releases every
+        lock it still holds (the runs of this queue that are still going lose their
+        thread's lock)."""
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.cancel()
+            await asyncio.gather(listener, return_exceptions=True)
         async with self._guard:
             conn, self._conn = self._conn, None
             self._locked.clear()
@@ -189,6 +210,25 @@ class PostgresInterruptQueue(InterruptQueue):
                 return False
             self._locked.add(thread_id)
             return True
+
+    async def _listen(self) -> None:
+        """Hear ``NOTIFY`` of puts on a connection of its own; until it listens, and after
+        it breaks (logged; the next run's ``open`` listens again), ``take`` reads the table
+        every time."""
+        import psycopg
+
+        try:
+            async with await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True) as conn:
+                await conn.execute(f"LISTEN {_CHANNEL}")
+                self._to_read |= self._held  # a put made before LISTEN sent no notice here
+                self._listening = True
+                async for notice in conn.notifies():
+                    if notice.payload in self._held:
+                        self._to_read.add(notice.payload)
+        except psycopg.Error as exc:
+            logger.warning("follow-up notices lost (%s); every take reads the table until the next run listens", exc)
+        finally:
+            self._listening = False
 
     async def _try_lock(self, thread_id: str) -> bool:
         cursor = await self._conn.execute("SELECT pg_try_advisory_lock(%s::int4, %s::int4)", thread_lock_key(thread_id))
@@ -237,6 +277,8 @@ class PostgresInterruptQueue(InterruptQueue):
                 params,
             )
             inserted = cursor.rowcount
+            if inserted == 1:  # heard by the running process's listener once this commits
+                await conn.execute("SELECT pg_notify(%s, %s)", (_CHANNEL, thread_id))
         if inserted != 1:
             raise NoActiveRunError(
                 f"no run is going on thread {thread_id!r}, so there is nothing to send a "
@@ -244,7 +286,12 @@ class PostgresInterruptQueue(InterruptQueue):
             )
 
     async def take(self, thread_id: str) -> list[str]:
-        """Delete and return the thread's queued follow-ups, oldest first."""
+        """Delete and return the thread's queued follow-ups, oldest first: for a thread
+        running here, ``[]`` without asking the database when the listening connection
+        heard no put for it since the last read (see the module docstring)."""
+        if self._listening and thread_id in self._held and thread_id not in self._to_read:
+            return []
+        self._to_read.discard(thread_id)  # a notice arriving from now on asks for another read
         async with self._pool.connection() as conn:
             cursor = await conn.execute(
                 "DELETE FROM reactgraph_interrupts WHERE thread_id = %s RETURNING id, content", (thread_id,)

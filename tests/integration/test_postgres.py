@@ -138,3 +138,65 @@ async def test_follow_up_sent_from_another_process_reaches_the_running_loop(post
     finally:
         if running.poll() is None:
             running.kill()
+
+
+class _CountingPool:
+    """The queue's pool, counting the connections borrowed (one per statement)."""
+
+    def __init__(self, pool) -> None:
+        self.pool, self.borrowed = pool, 0
+
+    def connection(self, *args, **kwargs):
+        self.borrowed += 1
+        return self.pool.connection(*args, **kwargs)
+
+
+async def _listening(queue: PostgresInterruptQueue) -> None:
+    for _ in range(500):
+        if queue._listening:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the queue's listening connection did not start")
+
+
+async def test_a_running_thread_reads_its_follow_ups_only_after_a_put_was_heard(postgres_url):
+    """Issue 20: a run asks for follow-ups at every model step; the table is read the first
+    time and then only after the listening connection hears a put for the thread."""
+    thread = f"pg-{uuid.uuid4().hex}"
+    async with open_persistence(postgres_url) as one, open_persistence(postgres_url) as two:
+        a, b = one.interrupt_queue, two.interrupt_queue
+        reads = a._pool = _CountingPool(a._pool)
+        async with a.running(thread):
+            await _listening(a)
+            assert await a.take(thread) == [] and reads.borrowed == 1  # the run's first take reads
+            for _ in range(5):
+                assert await a.take(thread) == []
+            assert reads.borrowed == 1  # nothing was put: nothing read
+            await b.put(thread, "from the other process")
+            for _ in range(500):  # the notice arrives a moment after the put's commit
+                taken = await a.take(thread)
+                if taken:
+                    break
+                await asyncio.sleep(0.01)
+            assert taken == ["from the other process"] and reads.borrowed == 2
+            assert await a.take(thread) == [] and reads.borrowed == 2
+
+
+async def test_follow_ups_still_arrive_when_the_listening_connection_dies(postgres_url):
+    thread = f"pg-{uuid.uuid4().hex}"
+    async with open_persistence(postgres_url) as one, open_persistence(postgres_url) as two:
+        a, b = one.interrupt_queue, two.interrupt_queue
+        async with a.running(thread):
+            await _listening(a)
+            assert await a.take(thread) == []
+            async with two.checkpointer.conn.connection() as conn:
+                await conn.execute("SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity"
+                                   " WHERE query = 'LISTEN reactgraph_interrupts' AND pid <> pg_backend_pid()")
+            for _ in range(500):
+                if not a._listening:
+                    break
+                await asyncio.sleep(0.01)
+            await b.put(thread, "put while nobody listens")
+            assert await a.take(thread) == ["put while nobody listens"]  # read at once: no notices to wait for
+        async with a.running(thread):  # the next run listens again
+            await _listening(a)

@@ -1,0 +1,110 @@
+"""A task's writes ride along with the checkpoint that follows them (issue 20, SPEC §10):
+one commit per superstep on SQLite and Postgres, with nothing lost on the way — writes no
+checkpoint follows are stored within ``WRITE_HOLD_SECONDS``, read back at once by the
+process that made them, and stored when the persistence closes. ``open_persistence`` is
+opened twice for two processes (each has its own connection and holds).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+
+import pytest
+from langchain_core.messages import AIMessage
+from langgraph.checkpoint.base import ERROR, empty_checkpoint
+
+from reactgraph import ModelAbilities, ReActAgent, checkpointing, open_persistence
+from reactgraph.checkpointing import WRITE_HOLD_SECONDS
+from reactgraph.testing import ScriptedChatModel, tool_call
+
+pytestmark = pytest.mark.integration
+
+
+async def _checkpoint(saver, thread: str) -> dict:
+    """Store an empty checkpoint on ``thread`` and return its config (writes go under it)."""
+    config = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+    return await saver.aput(config, empty_checkpoint(), {"source": "input", "step": -1}, {})
+
+
+def _pending(saved) -> list[tuple[str, str, object]]:
+    return sorted((task, channel, value) for task, channel, value in (saved.pending_writes if saved else []))
+
+
+async def test_a_run_commits_each_step_with_its_tasks_writes(checkpoint_url, tools, monkeypatch):
+    """Every store carries a checkpoint: no store of writes alone for a one-task step. (The
+    hold is made long here so that a slow moment of the machine cannot store writes alone.)"""
+    monkeypatch.setattr(checkpointing, "WRITE_HOLD_SECONDS", 30.0)
+    thread = f"fold-{uuid.uuid4().hex}"
+    async with open_persistence(checkpoint_url) as persistence:
+        saver = persistence.checkpointer
+        stores: list[tuple[int, bool]] = []
+        store = saver._store
+
+        async def counting(key, held, checkpoint):
+            stores.append((sum(len(writes.rows) for writes in held), checkpoint is not None))
+            await store(key, held, checkpoint)
+
+        saver._store = counting
+        llm = ScriptedChatModel(responses=[AIMessage("", tool_calls=[tool_call("get_status", {"equipment_id": "CNC-003"})]),
+                                           AIMessage("", tool_calls=[tool_call("as_dict", {"x": 3})]),
+                                           "CNC-003 is running."])
+        agent = ReActAgent(llm, tools, abilities=ModelAbilities(tool_call=True), checkpointer=saver,
+                           interrupt_queue=persistence.interrupt_queue)
+        result = await agent.run("How is CNC-003?", thread_id=thread)
+        assert result.finish_reason == "final_answer" and len(result.steps) == 2
+        assert stores and all(with_checkpoint for _rows, with_checkpoint in stores), stores
+        assert sum(1 for rows, _ in stores if rows) >= 4  # two model steps and two tool steps brought writes
+        # What was stored reads back whole in another process.
+        async with open_persistence(checkpoint_url) as other:
+            reader = ReActAgent(ScriptedChatModel(), tools, abilities=ModelAbilities(tool_call=True),
+                                checkpointer=other.checkpointer, interrupt_queue=other.interrupt_queue)
+            values = (await reader.graph.aget_state({"configurable": {"thread_id": thread}})).values
+            assert [step["tool_name"] for step in values["steps"]] == ["get_status", "as_dict"]
+            assert values["answer"] == result.answer
+
+
+async def test_writes_no_checkpoint_follows_are_stored_within_the_hold(checkpoint_url):
+    thread = f"fold-{uuid.uuid4().hex}"
+    async with open_persistence(checkpoint_url) as one, open_persistence(checkpoint_url) as two:
+        config = await _checkpoint(one.checkpointer, thread)
+        await one.checkpointer.aput_writes(config, [("steps", ["a finished tool"])], "task-1", "")
+        # The process that wrote reads its writes back at once...
+        assert _pending(await one.checkpointer.aget_tuple(config)) == [("task-1", "steps", ["a finished tool"])]
+        await one.checkpointer.aput_writes(config, [("steps", ["another"])], "task-2", "")
+        # ...and another process sees them once the hold is over, with no checkpoint after them.
+        deadline = time.monotonic() + 5
+        while True:
+            seen = _pending(await two.checkpointer.aget_tuple(config))
+            if len(seen) == 2 or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(WRITE_HOLD_SECONDS)
+        assert seen == [("task-1", "steps", ["a finished tool"]), ("task-2", "steps", ["another"])]
+
+
+async def test_writes_still_held_are_stored_when_the_persistence_closes(checkpoint_url):
+    thread = f"fold-{uuid.uuid4().hex}"
+    async with open_persistence(checkpoint_url) as one:
+        config = await _checkpoint(one.checkpointer, thread)
+        await one.checkpointer.aput_writes(config, [("steps", ["made just before closing"])], "task-1", "")
+    async with open_persistence(checkpoint_url) as two:
+        assert _pending(await two.checkpointer.aget_tuple(config)) == [
+            ("task-1", "steps", ["made just before closing"])]
+
+
+async def test_held_writes_of_one_task_keep_the_stock_savers_rules(checkpoint_url):
+    """A task's writes made twice before they are stored: a regular write keeps the first
+    value, a special one (errors, interrupts) the last, as LangGraph's savers store them."""
+    thread = f"fold-{uuid.uuid4().hex}"
+    async with open_persistence(checkpoint_url) as one:
+        saver = one.checkpointer
+        config = await _checkpoint(saver, thread)
+        await saver.aput_writes(config, [("steps", ["first"])], "task-1", "")
+        await saver.aput_writes(config, [("steps", ["second"])], "task-1", "")
+        await saver.aput_writes(config, [(ERROR, "first failure")], "task-2", "")
+        await saver.aput_writes(config, [(ERROR, "last failure")], "task-2", "")
+        async with open_persistence(checkpoint_url) as two:
+            await saver.aget_tuple(config)  # stores them all, in one commit
+            assert _pending(await two.checkpointer.aget_tuple(config)) == [
+                ("task-1", "steps", ["first"]), ("task-2", ERROR, "last failure")]
