@@ -15,7 +15,8 @@ import functools
 import json
 import logging
 import os
-from collections.abc import AsyncIterator
+from collections import OrderedDict, deque
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,6 +136,8 @@ class _HeldWrites:
             channel special: errors, interrupts, resumes) or leave them (LangGraph's
             ``WRITES_IDX_MAP`` rule).
         rows: ``(idx, channel, type, blob)`` per write.
+        writes: The ``(channel, value)`` pairs as LangGraph handed them (for
+            :meth:`_WriteFolding.committed_write`).
     """
 
     checkpoint_id: str
@@ -142,6 +145,14 @@ class _HeldWrites:
     task_path: str
     replace: bool
     rows: list[tuple[int, str, str, bytes]]
+    writes: list[tuple[str, Any]]
+
+
+RECENT_THREADS = 64
+"""Threads whose last committed writes :meth:`_WriteFolding.committed_write` remembers."""
+
+RECENT_BATCHES = 8
+"""Committed batches of writes it remembers per thread."""
 
 
 class _WriteFolding:
@@ -160,6 +171,9 @@ class _WriteFolding:
       event, which waits until its result reads back, is not delayed by the hold.
     - Stores of one thread take turns, in call order: a checkpoint never lands before
       writes held before it. ``aclose`` stores everything still held.
+    - :meth:`committed_write` answers "is this write committed?" from memory for the last
+      batches of recent threads (committing it when it is held), so the engine's wait
+      before a tool's ``done`` event (``reactgraph.events``) reads no checkpoint back.
 
     What a killed process loses: writes held at that moment, at most
     :data:`WRITE_HOLD_SECONDS` old — the tasks they came from run again on resume, as
@@ -174,6 +188,7 @@ class _WriteFolding:
         self._timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
         self._turns: dict[tuple[str, str], list[Any]] = {}  # key -> [lock, users]
         self._flushes: set[asyncio.Task[None]] = set()
+        self._recent: OrderedDict[tuple[str, str], deque[_HeldWrites]] = OrderedDict()
 
     async def _store(self, key: tuple[str, str], held: list[_HeldWrites], checkpoint: Any) -> None:
         raise NotImplementedError
@@ -188,7 +203,7 @@ class _WriteFolding:
         rows = [(WRITES_IDX_MAP.get(channel, index), channel, *self.serde.dumps_typed(value))  # type: ignore[attr-defined]
                 for index, (channel, value) in enumerate(writes)]
         held = _HeldWrites(str(configurable["checkpoint_id"]), task_id, task_path,
-                           all(channel in WRITES_IDX_MAP for channel, _ in writes), rows)
+                           all(channel in WRITES_IDX_MAP for channel, _ in writes), rows, list(writes))
         key = _thread_key(config)
         self._held.setdefault(key, []).append(held)
         if key not in self._timers:
@@ -205,6 +220,7 @@ class _WriteFolding:
             except BaseException:
                 self._hold_again(key, held)
                 raise
+            self._remember(key, held)
 
     async def _settle(self, config: Any = None) -> None:
         """Store what ``config``'s thread holds (every thread's when ``config`` names none).
@@ -223,6 +239,33 @@ class _WriteFolding:
             except BaseException:
                 self._hold_again(key, held)
                 raise
+            self._remember(key, held)
+
+    async def committed_write(self, config: Any, match: Callable[[str, Any], bool]) -> bool:
+        """Whether a write of ``config``'s thread for which ``match(channel, value)`` holds
+        is committed, answered from memory: when it is held, it is committed now (with
+        what the thread holds) and True is returned; True when it is among the thread's
+        last :data:`RECENT_BATCHES` committed batches (of the :data:`RECENT_THREADS` most
+        recent threads); False otherwise — not handed to the saver yet, being committed
+        right now, or committed too long ago to be remembered (then read the thread).
+
+        Raises:
+            Exception: What committing the held writes raised (they stay held).
+        """
+        key = _thread_key(config)
+        if any(match(channel, value) for held in self._held.get(key, ()) for channel, value in held.writes):
+            await self._store_held(key)
+            return True
+        return any(match(channel, value) for held in self._recent.get(key, ()) for channel, value in held.writes)
+
+    def _remember(self, key: tuple[str, str], held: list[_HeldWrites]) -> None:
+        if not held:
+            return
+        batches = self._recent.pop(key, None) or deque(maxlen=RECENT_BATCHES)
+        batches.extend(held)
+        self._recent[key] = batches
+        while len(self._recent) > RECENT_THREADS:
+            self._recent.popitem(last=False)
 
     def _flush_soon(self, key: tuple[str, str]) -> None:
         self._timers.pop(key, None)
@@ -279,8 +322,9 @@ class _WriteFolding:
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Drop what the thread holds, then ``adelete_thread``."""
-        for key in [key for key in self._held if key[0] == str(thread_id)]:
+        for key in [key for key in {**self._held, **self._recent} if key[0] == str(thread_id)]:
             self._take(key)
+            self._recent.pop(key, None)
         await super().adelete_thread(thread_id)  # type: ignore[misc]
 
     async def aclose_held(self) -> None:

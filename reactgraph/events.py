@@ -14,6 +14,7 @@ yield the typed events; :func:`to_sse` (``event.to_sse()``) is their wire form
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import math
 import re
@@ -577,25 +578,37 @@ async def _result_saved(graph: Any, config: Any, tool_call_id: Any) -> None:
     checkpoint's pending writes, or in its ``steps`` once the step is committed. LangGraph
     hands a finished task's writes to the checkpointer in the background and streams the
     update at once; a process killed in between would lose a result its client was told
-    about. No checkpointer, or no ``thread_id``: returns at once."""
+    about. A checkpointer of :func:`~reactgraph.open_persistence` answers from memory
+    (``committed_write``; it commits the result then if it was holding it); another, or
+    one that no longer remembers, is read. No checkpointer, or no ``thread_id``: returns
+    at once."""
     saver = getattr(graph, "checkpointer", None)
     configurable = (config or {}).get("configurable") or {}
     thread_id = configurable.get("thread_id")
     if not hasattr(saver, "aget_tuple") or thread_id is None:
         return
     target = {"configurable": {"thread_id": thread_id, "checkpoint_ns": configurable.get("checkpoint_ns", "")}}
+    committed = getattr(saver, "committed_write", None)
+
+    def carries(channel: str, value: Any) -> bool:
+        return channel == "steps" and any(isinstance(record, dict) and record.get("tool_call_id") == tool_call_id
+                                          for record in value or [])
+
     deadline = asyncio.get_running_loop().time() + SAVED_WAIT_SECONDS
-    while True:
-        saved = await saver.aget_tuple(target)
-        if saved is not None:
-            records = list(saved.checkpoint.get("channel_values", {}).get("steps") or [])
-            records += [record for _task, channel, value in saved.pending_writes or [] if channel == "steps"
-                        for record in (value or [])]
-            if any(isinstance(record, dict) and record.get("tool_call_id") == tool_call_id for record in records):
-                return
+    for attempt in itertools.count():
+        if committed is not None and await committed(target, carries):
+            return
+        if committed is None or attempt > 0:  # a saver that remembers gets one turn of the loop to be handed it
+            saved = await saver.aget_tuple(target)
+            if saved is not None:
+                records = list(saved.checkpoint.get("channel_values", {}).get("steps") or [])
+                records += [record for _task, channel, value in saved.pending_writes or [] if channel == "steps"
+                            for record in (value or [])]
+                if any(isinstance(record, dict) and record.get("tool_call_id") == tool_call_id for record in records):
+                    return
         if asyncio.get_running_loop().time() > deadline:
             return
-        await asyncio.sleep(0.002)
+        await asyncio.sleep(0.002 if attempt else 0)
 
 
 async def graph_events(

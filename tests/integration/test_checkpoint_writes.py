@@ -108,3 +108,35 @@ async def test_held_writes_of_one_task_keep_the_stock_savers_rules(checkpoint_ur
             await saver.aget_tuple(config)  # stores them all, in one commit
             assert _pending(await two.checkpointer.aget_tuple(config)) == [
                 ("task-1", "steps", ["first"]), ("task-2", ERROR, "last failure")]
+
+
+async def test_a_tools_done_event_comes_once_another_process_reads_its_result(checkpoint_url, tools):
+    """Issue 15's guarantee with writes held (issue 20): each tool's ``done`` event comes once
+    its result is committed — another process reads it then — and the wait reads no
+    checkpoint back (the saver answers from memory)."""
+    thread = f"fold-{uuid.uuid4().hex}"
+    calls = [tool_call("get_status", {"equipment_id": f"CNC-00{n}"}, f"call-{n}") for n in (1, 2, 3)]
+    llm = ScriptedChatModel(responses=[AIMessage("", tool_calls=calls), "All three run.", "All three run."])
+    async with open_persistence(checkpoint_url) as one, open_persistence(checkpoint_url) as two:
+        saver = one.checkpointer
+        reads = 0
+        read = saver.aget_tuple
+
+        async def counting(config):
+            nonlocal reads
+            reads += 1
+            return await read(config)
+
+        saver.aget_tuple = counting
+        agent = ReActAgent(llm, tools, abilities=ModelAbilities(tool_call=True), checkpointer=saver,
+                           interrupt_queue=one.interrupt_queue)
+        done: list[str] = []
+        async for event in agent.astream_events("How are CNC-001..003?", thread_id=thread):
+            if event.channel == "step" and event.data.get("type") == "iteration" and event.data.get("status") == "done":
+                done.append(event.data["tool_call_id"])
+                saved = await two.checkpointer.aget_tuple({"configurable": {"thread_id": thread}})
+                records = list(saved.checkpoint["channel_values"].get("steps") or [])
+                records += [r for _task, channel, value in saved.pending_writes or [] if channel == "steps" for r in value]
+                assert event.data["tool_call_id"] in {r.get("tool_call_id") for r in records}
+        assert sorted(done) == ["call-1", "call-2", "call-3"]
+        assert reads == 1  # LangGraph's load at the start; the waits read nothing
