@@ -11,6 +11,7 @@ goes with it: shared through the same database for Postgres, in memory otherwise
 from __future__ import annotations
 
 import asyncio
+import base64
 import functools
 import json
 import logging
@@ -430,42 +431,47 @@ def _sqlite_saver_class() -> type:
     return SqliteCheckpointSaver
 
 
-_PG_WRITES = (
-    "INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type,"
-    " blob) VALUES {rows} ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {action}"
-)
-_PG_BLOBS = (
-    "INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob) VALUES {rows}"
-    " ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING"
-)
-_PG_CHECKPOINT = (
-    "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata)"
-    " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id)"
-    " DO UPDATE SET checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata"
-)
+_PG_WRITES = """w{n} AS (
+    INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, blob)
+    SELECT %(thread_id)s, %(checkpoint_ns)s, row->>0, row->>1, row->>2, (row->>3)::int, row->>4, row->>5,
+           decode(row->>6, 'base64')
+    FROM jsonb_array_elements(%(w{n})s::jsonb) AS new_write(row)
+    ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {action}
+)"""
 _PG_REPLACE = "DO UPDATE SET channel = EXCLUDED.channel, type = EXCLUDED.type, blob = EXCLUDED.blob"
+_PG_CHECKPOINT = """blobs AS (
+    INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob)
+    SELECT %(thread_id)s, %(checkpoint_ns)s, row->>0, row->>1, row->>2, decode(row->>3, 'base64')
+    FROM jsonb_array_elements(%(blobs)s::jsonb) AS new_blob(row)
+    ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING
+)
+INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata)
+VALUES (%(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(parent_id)s, %(checkpoint)s, %(metadata)s)
+ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id)
+DO UPDATE SET checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata"""
+
+
+def _pg_rows(rows: list[tuple[Any, ...]]) -> str:
+    """Rows for :data:`_PG_WRITES` / :data:`_PG_CHECKPOINT`: a JSON array of arrays, the
+    last field (bytes) in base64."""
+    return json.dumps([[*row[:-1], base64.b64encode(row[-1]).decode("ascii")] for row in rows])
 
 
 @functools.cache
-def _pg_store_sql(writes: tuple[tuple[bool, int], ...], blobs: int, checkpoint: bool) -> str:
-    """One statement storing writes, a part per ``writes`` entry ``(replace, rows)`` —
-    whether the part's rows replace stored ones (special channels: errors, interrupts)
-    or leave them — and, with ``checkpoint``, ``blobs`` new channel blobs and the
-    checkpoint: the rows LangGraph's ``AsyncPostgresSaver`` writes with one statement per
-    write and two per checkpoint. Parameters, in order: 9 per write row, 6 per blob row, 6
-    for the checkpoint (the tables' column order). Rows are ``VALUES`` of scalar
-    parameters: psycopg dumps arrays in Python, several times the client's time."""
-    parts = [_PG_WRITES.format(rows=", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, %s)"] * count),
-                               action=_PG_REPLACE if replace else "DO NOTHING")
-             for replace, count in writes]
-    if blobs:
-        parts.append(_PG_BLOBS.format(rows=", ".join(["(%s, %s, %s, %s, %s, %s)"] * blobs)))
+def _pg_store_sql(replaces: tuple[bool, ...], checkpoint: bool) -> str:
+    """One statement storing writes, a part per ``replaces`` entry — whether the part's rows
+    replace stored ones (special channels: errors, interrupts) or leave them — and, with
+    ``checkpoint``, a checkpoint and its new channel blobs: the rows LangGraph's
+    ``AsyncPostgresSaver`` writes with one statement per write and two per checkpoint.
+    Rows come as one JSON text per part (:func:`_pg_rows`): the statement's text and its
+    handful of parameters stay the same whatever the number of rows, so psycopg parses it
+    once (it parses a statement of more than 50 parameters anew every time), and a string
+    is dumped in C (psycopg dumps array parameters element by element in Python; both cost
+    more than the JSON)."""
+    parts = [_PG_WRITES.format(n=n, action=_PG_REPLACE if replace else "DO NOTHING") for n, replace in enumerate(replaces)]
     if checkpoint:
-        parts.append(_PG_CHECKPOINT)
-    *before, last = parts
-    if not before:
-        return last
-    return "WITH " + ", ".join(f"part{n} AS ({part})" for n, part in enumerate(before)) + " " + last
+        return "WITH " + ",\n".join([*parts, _PG_CHECKPOINT])
+    return "WITH " + ",\n".join(parts) + "\nSELECT 1"
 
 
 @functools.cache
@@ -506,19 +512,13 @@ def _postgres_saver_class() -> type:
                     yield cur
 
         async def _store(self, key: tuple[str, str], held: list[_HeldWrites], checkpoint: Any) -> None:
-            """Store ``held`` and ``checkpoint`` — ``(blob rows, checkpoint row)`` or ``None``
-            — in one statement."""
+            """Store ``held`` and the ``checkpoint`` parameters (when not ``None``) in one statement."""
+            params: dict[str, Any] = {"thread_id": key[0], "checkpoint_ns": key[1], **(checkpoint or {})}
             merged = _merged(held)
-            params: list[Any] = [value for rows in merged.values() for row in rows for value in (*key, *row)]
-            blobs: list[tuple[Any, ...]] = []
-            if checkpoint is not None:
-                blobs, row = checkpoint
-                params += [value for blob in blobs for value in blob]
-                params += row
-            sql = _pg_store_sql(tuple((replace, len(rows)) for replace, rows in merged.items()), len(blobs),
-                                checkpoint is not None)
+            for n, rows in enumerate(merged.values()):
+                params[f"w{n}"] = _pg_rows(rows)
             async with self._write_connection() as conn:
-                await conn.execute(sql, params, binary=True)
+                await conn.execute(_pg_store_sql(tuple(merged), checkpoint is not None), params, binary=True)
 
         async def aput(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
             """Store a checkpoint, as ``AsyncPostgresSaver.aput`` does, with the writes held
@@ -534,11 +534,13 @@ def _postgres_saver_class() -> type:
                     values[key] = True
                 elif value is not None and not isinstance(value, (str, int, float, bool)):
                     blobs[key] = values.pop(key)
-            blob_rows = [(thread_id, checkpoint_ns, key, str(version), *self.serde.dumps_typed(blobs[key]))
-                         for key, version in new_versions.items() if key in blobs]
-            row = (thread_id, checkpoint_ns, checkpoint["id"], configurable.get("checkpoint_id"), Jsonb(inline),
-                   Jsonb(get_serializable_checkpoint_metadata(config, metadata)))
-            await self._put_checkpoint(config, (blob_rows, row))
+            dumped = [(key, str(version), *self.serde.dumps_typed(blobs[key]))
+                      for key, version in new_versions.items() if key in blobs]
+            await self._put_checkpoint(config, {
+                "checkpoint_id": checkpoint["id"], "parent_id": configurable.get("checkpoint_id"),
+                "checkpoint": Jsonb(inline), "metadata": Jsonb(get_serializable_checkpoint_metadata(config, metadata)),
+                "blobs": _pg_rows(dumped),
+            })
             return {"configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns,
                                      "checkpoint_id": checkpoint["id"]}}
 
