@@ -3,6 +3,7 @@ a checkpointer, ``resume`` over the compiled ReAct graph."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -18,7 +19,7 @@ from langgraph.graph.state import CompiledStateGraph
 from reactgraph._engine import Engine, split_prompt
 from reactgraph.abilities import ModelAbilities, resolve_abilities
 from reactgraph.approval import PendingCall, pending_calls, resume_command
-from reactgraph.checkpointing import has_pending_work
+from reactgraph.checkpointing import has_pending_work, settle_saves
 from reactgraph.config import AgentSettings
 from reactgraph.errors import NothingToResumeError
 from reactgraph.events import INTERRUPT_KEY, AgentEvent, ApprovalWaiting, graph_events
@@ -219,6 +220,9 @@ class ReActAgent(AgentFacade):
                 async with aclosing(graph_events(self.graph, run_input, config, state, **options)) as stream:
                     async for event in stream:
                         yield event
+            except asyncio.CancelledError:  # the caller went away: the thread is freed once its saves are in
+                await settle_saves(self.checkpointer, config)
+                raise
             except Exception as exc:  # R2.7: the run ends with a fallback answer, not a crash
                 logger.warning("run failed: %s", exc)
                 failure = exc

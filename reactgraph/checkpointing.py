@@ -259,6 +259,25 @@ class _WriteFolding:
             return True
         return any(match(channel, value) for held in self._recent.get(key, ()) for channel, value in held.writes)
 
+    async def settle_thread(self, config: Any, *, turns: int = 3) -> None:
+        """Wait until everything handed to the saver for ``config``'s thread is committed:
+        its held writes stored and its stores in progress ended, including LangGraph's
+        checkpoint saves that reach the saver within ``turns`` turns of the event loop (a
+        save waits for the one before it, then calls ``aput`` at once). The agent calls it
+        when a run is cancelled, before it frees the thread: LangGraph leaves the last
+        step's saves running then, and a client that reads the thread next must see them.
+
+        Raises:
+            Exception: What committing the held writes raised (they stay held).
+        """
+        key = _thread_key(config)
+        while True:
+            for _ in range(turns):
+                await asyncio.sleep(0)
+            if key not in self._turns and key not in self._held:
+                return
+            await self._store_held(key)  # in turn: after every store already waiting
+
     def _remember(self, key: tuple[str, str], held: list[_HeldWrites]) -> None:
         if not held:
             return
@@ -333,6 +352,23 @@ class _WriteFolding:
         Raises what ``_store`` raises."""
         await asyncio.gather(*self._flushes, return_exceptions=True)
         await self._settle()
+
+
+async def settle_saves(checkpointer: Any, config: Any) -> None:
+    """After a run on ``config``'s thread was cancelled: wait, shielded from a second
+    cancellation, until ``checkpointer`` has committed what the run handed it
+    (``settle_thread`` of the savers of :func:`open_persistence`; any other checkpointer:
+    nothing to wait for). A failure to commit is logged; it does not replace the
+    cancellation."""
+    settle = getattr(checkpointer, "settle_thread", None)
+    if settle is None:
+        return
+    try:
+        await asyncio.shield(settle(config))
+    except asyncio.CancelledError:
+        pass
+    except Exception:
+        logger.exception("a cancelled run's checkpoint saves could not be committed")
 
 
 def _thread_key(config: Any) -> tuple[str, str]:

@@ -279,6 +279,8 @@ class PostgresInterruptQueue(InterruptQueue):
             inserted = cursor.rowcount
             if inserted == 1:  # heard by the running process's listener once this commits
                 await conn.execute("SELECT pg_notify(%s, %s)", (_CHANNEL, thread_id))
+        if inserted == 1 and thread_id in self._held:
+            self._to_read.add(thread_id)  # the run is here: no need to wait for the notice
         if inserted != 1:
             raise NoActiveRunError(
                 f"no run is going on thread {thread_id!r}, so there is nothing to send a "

@@ -140,3 +140,27 @@ async def test_a_tools_done_event_comes_once_another_process_reads_its_result(ch
                 assert event.data["tool_call_id"] in {r.get("tool_call_id") for r in records}
         assert sorted(done) == ["call-1", "call-2", "call-3"]
         assert reads == 1  # LangGraph's load at the start; the waits read nothing
+
+
+async def test_a_cancelled_run_frees_its_thread_only_with_its_results_committed(checkpoint_url, tools, monkeypatch):
+    """A run cancelled in the middle of a fan-out (a client that went away) hands LangGraph's
+    last saves to the saver and ends; the agent waits until they are committed, so another
+    process reads the finished tool's result as soon as the thread is free — here the hold
+    is 30 s, so only that wait can have committed it."""
+    monkeypatch.setattr(checkpointing, "WRITE_HOLD_SECONDS", 30.0)
+    thread = f"fold-{uuid.uuid4().hex}"
+    calls = [tool_call("get_status", {"equipment_id": "CNC-001"}, "call-fast"), tool_call("hangs", {"x": 1}, "call-hangs")]
+    llm = ScriptedChatModel(responses=[AIMessage("", tool_calls=calls), "never reached"])
+    async with open_persistence(checkpoint_url) as one, open_persistence(checkpoint_url) as two:
+        agent = ReActAgent(llm, tools, abilities=ModelAbilities(tool_call=True), checkpointer=one.checkpointer,
+                           interrupt_queue=one.interrupt_queue)
+        run = asyncio.ensure_future(agent.run("How is CNC-001?", thread_id=thread))
+        await asyncio.sleep(0.5)  # get_status is done, hangs still sleeps
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        assert not await one.interrupt_queue.is_running(thread)
+        saved = await two.checkpointer.aget_tuple({"configurable": {"thread_id": thread}})
+        results = [m.tool_call_id for _task, channel, value in saved.pending_writes if channel == "messages"
+                   for m in value if getattr(m, "tool_call_id", None)]
+        assert results == ["call-fast"]
