@@ -17,7 +17,7 @@ import json
 import logging
 import os
 from collections import OrderedDict, deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -191,8 +191,7 @@ class _WriteFolding:
         self._flushes: set[asyncio.Task[None]] = set()
         self._recent: OrderedDict[tuple[str, str], deque[_HeldWrites]] = OrderedDict()
 
-    async def _store(self, key: tuple[str, str], held: list[_HeldWrites], checkpoint: Any) -> None:
-        raise NotImplementedError
+    _store: Callable[[tuple[str, str], list[_HeldWrites], Any], Awaitable[None]]  # the backend's, see above
 
     async def aput_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
         """Hold a task's writes (``BaseCheckpointSaver.aput_writes``); see the class docstring."""
@@ -213,15 +212,7 @@ class _WriteFolding:
     async def _put_checkpoint(self, config: Any, checkpoint: Any) -> None:
         """Store the held writes of ``config``'s thread and ``checkpoint`` (the backend's
         arguments) in one commit. Raises what ``_store`` raises; the writes stay held."""
-        key = _thread_key(config)
-        async with self._turn(key):
-            held = self._take(key)
-            try:
-                await self._store(key, held, checkpoint)
-            except BaseException:
-                self._hold_again(key, held)
-                raise
-            self._remember(key, held)
+        await self._commit(_thread_key(config), checkpoint)
 
     async def _settle(self, config: Any = None) -> None:
         """Store what ``config``'s thread holds (every thread's when ``config`` names none).
@@ -231,12 +222,17 @@ class _WriteFolding:
             await self._store_held(key)
 
     async def _store_held(self, key: tuple[str, str]) -> None:
+        await self._commit(key, None)
+
+    async def _commit(self, key: tuple[str, str], checkpoint: Any) -> None:
+        """In the thread's turn: store what it holds, with ``checkpoint`` when not ``None``
+        (nothing to do when neither is there). On failure the writes are held again."""
         async with self._turn(key):
             held = self._take(key)
-            if not held:
+            if not held and checkpoint is None:
                 return
             try:
-                await self._store(key, held, None)
+                await self._store(key, held, checkpoint)
             except BaseException:
                 self._hold_again(key, held)
                 raise

@@ -604,7 +604,7 @@ async def _result_saved(graph: Any, config: Any, tool_call_id: Any) -> None:
                 records = list(saved.checkpoint.get("channel_values", {}).get("steps") or [])
                 records += [record for _task, channel, value in saved.pending_writes or [] if channel == "steps"
                             for record in (value or [])]
-                if any(isinstance(record, dict) and record.get("tool_call_id") == tool_call_id for record in records):
+                if carries("steps", records):
                     return
         if asyncio.get_running_loop().time() > deadline:
             return
