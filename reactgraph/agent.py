@@ -337,7 +337,10 @@ class ReActAgent(AgentFacade):
             return "new"
         if snapshot.interrupts:
             return "waiting"
-        return "interrupted" if has_pending_work(snapshot) else "idle"
+        if not has_pending_work(snapshot):
+            return "idle"
+        # Work left may be a run that started while the checkpoint was read: ask again.
+        return "running" if await self.interrupts.is_running(thread_id) else "interrupted"
 
     def _synthesis_chunks(self, query: str, result: AgentResult) -> AsyncIterator[str]:
         """The answer synthesis of SPEC R3.1 over the loop's steps."""

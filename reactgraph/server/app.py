@@ -629,11 +629,17 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
         """The thread's messages and its last run's result, from the checkpointer."""
         if agent.checkpointer is None:
             raise HTTPException(status.HTTP_404_NOT_FOUND, "this server keeps no threads (its agent has no checkpointer)")
+        # Whether a run goes is asked before the read, and again after it when the snapshot
+        # shows work left: a run that ended during the read would otherwise leave a
+        # mid-run snapshot that reads "interrupted" (a client resuming then gets 409), and
+        # one that started during it a mid-run snapshot of a thread said to be idle.
+        running = thread_id in app.state.runs or await agent.interrupts.is_running(thread_id)
         snapshot = await agent.graph.aget_state({"configurable": {"thread_id": thread_id}})
         values = snapshot.values or {}
         if not values.get("messages"):
             raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown thread {thread_id!r}")
-        running = thread_id in app.state.runs or await agent.interrupts.is_running(thread_id)
+        if not running and has_pending_work(snapshot):
+            running = thread_id in app.state.runs or await agent.interrupts.is_running(thread_id)
         pending = [] if running else pending_calls(snapshot)
         return ThreadState(
             thread_id=thread_id,

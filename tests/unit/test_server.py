@@ -183,6 +183,43 @@ async def test_a_thread_survives_a_server_restart_on_the_sqlite_checkpointer(tmp
             assert (await client.get("/threads/plant-7")).json()["result"]["answer"] == "Still normal."
 
 
+async def test_a_run_ending_while_the_thread_is_read_is_never_shown_as_interrupted():
+    # CI found it (test_cut_resume, a client that disconnected): the view read the checkpoint
+    # mid-run, the run ended before the view asked whether it was running, and the thread
+    # was shown "interrupted"; the client resumed it and got 409 "finished".
+    started, release = asyncio.Event(), asyncio.Event()
+
+    @tool
+    async def gated_scan(machine: str) -> str:
+        """A scan that waits for the test."""
+        started.set()
+        await release.wait()
+        return f"{machine}: normal"
+
+    model = ScriptedChatModel(responses=[AIMessage(content="", tool_calls=[tool_call("gated_scan", {"machine": "A"}, "s1")]),
+                                         "A is normal."])
+    app = app_for(model, [gated_scan])
+    graph = app.state.agent.graph
+    read_state = graph.aget_state
+
+    async def read_then_let_the_run_end(config, **kwargs):
+        snapshot = await read_state(config, **kwargs)  # mid-run: the tool step is still to commit
+        release.set()
+        await run  # the run ends and frees the thread before the view goes on
+        return snapshot
+
+    async with asgi_client(app) as client:
+        run = asyncio.ensure_future(client.post("/threads/t/runs", json={"message": "scan A"}))
+        await started.wait()
+        graph.aget_state = read_then_let_the_run_end
+        view = (await client.get("/threads/t")).json()
+        graph.aget_state = read_state
+        assert view["running"] is True and view["status"] == "running"  # the client reads again, not resumes
+        assert parse_sse((await run).text)[-1][0] == "done"
+        after = (await client.get("/threads/t")).json()
+    assert (after["running"], after["status"], after["result"]["finish_reason"]) == (False, "idle", "final_answer")
+
+
 # ------------------------------------------------------------------------ schema and page
 
 
