@@ -1,8 +1,10 @@
 """Test helpers shared by several test modules: a long plant log tool, the scripted calls
-that read it, a small-context model's abilities, and a scripted model with hooks."""
+that read it, a small-context model's abilities, a scripted model with hooks, and a tool
+that waits for the test."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
@@ -30,6 +32,28 @@ def log_calls(count: int) -> list[AIMessage]:
 
 
 SMALL = ModelAbilities(tool_call=True, context_window=9_000, max_output_tokens=1_000)  # budget 8,000 tokens
+
+
+class GatedScan:
+    """A ``gated_scan(machine)`` tool that sets ``started`` when called and returns
+    ``"<machine>: normal"`` once the test sets ``release``."""
+
+    def __init__(self) -> None:
+        self.started, self.release = asyncio.Event(), asyncio.Event()
+
+        @tool
+        async def gated_scan(machine: str) -> str:
+            """A scan that waits for the test."""
+            self.started.set()
+            await self.release.wait()
+            return f"{machine}: normal"
+
+        self.tool = gated_scan
+
+    @staticmethod
+    def call(machine: str, call_id: str) -> AIMessage:
+        """A model turn calling the tool on ``machine``."""
+        return AIMessage(content="", tool_calls=[tool_call("gated_scan", {"machine": machine}, call_id)])
 
 
 class HookedModel(ScriptedChatModel):

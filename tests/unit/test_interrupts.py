@@ -29,7 +29,7 @@ from reactgraph import (
 )
 from reactgraph.interrupts import INTERRUPT_PREFIX, format_interrupt
 from reactgraph.testing import ScriptedChatModel, tool_call
-from tests.helpers import HookedModel
+from tests.helpers import GatedScan, HookedModel
 
 ABILITIES = ModelAbilities(tool_call=True, json_mode=True)
 MODES = ["native", "json"]
@@ -285,30 +285,21 @@ async def test_one_run_per_thread(tools):
 
 
 async def test_a_run_starting_while_the_status_is_read_shows_running_not_interrupted():
-    started, release = asyncio.Event(), asyncio.Event()
-
-    @tool
-    async def gated_scan(machine: str) -> str:
-        """A scan that waits for the test."""
-        started.set()
-        await release.wait()
-        return f"{machine}: normal"
-
-    calls = [AIMessage(content="", tool_calls=[tool_call("gated_scan", {"machine": "A"}, "s1")])]
-    agent = agent_for("native", ScriptedChatModel(responses=["first", *calls, "A is normal."]), [gated_scan],
+    scan = GatedScan()
+    agent = agent_for("native", ScriptedChatModel(responses=["first", scan.call("A", "s1"), "A is normal."]), [scan.tool],
                       checkpointer=InMemorySaver())
     await agent.run("one", thread_id="t")
     read_state, runs = agent.graph.aget_state, []
 
     async def a_run_starts_during_the_read(config, **kwargs):
         runs.append(asyncio.create_task(agent.run("scan A", thread_id="t")))
-        await started.wait()
+        await scan.started.wait()
         return await read_state(config, **kwargs)  # the new run's mid-run checkpoint
 
     agent.graph.aget_state = a_run_starts_during_the_read
     assert await agent.thread_status("t") == "running"  # not "interrupted": resuming it would be refused
     agent.graph.aget_state = read_state
-    release.set()
+    scan.release.set()
     assert (await runs[0]).answer == "A is normal."
     assert await agent.thread_status("t") == "idle"
 

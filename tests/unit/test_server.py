@@ -24,6 +24,7 @@ from tests.server_cases import (
     asgi_client,
     get_status,
 )
+from tests.helpers import GatedScan
 from tests.serving import parse_sse
 
 # ------------------------------------------------------------------------ the SSE protocol
@@ -187,30 +188,20 @@ async def test_a_run_ending_while_the_thread_is_read_is_never_shown_as_interrupt
     # CI found it (test_cut_resume, a client that disconnected): the view read the checkpoint
     # mid-run, the run ended before the view asked whether it was running, and the thread
     # was shown "interrupted"; the client resumed it and got 409 "finished".
-    started, release = asyncio.Event(), asyncio.Event()
-
-    @tool
-    async def gated_scan(machine: str) -> str:
-        """A scan that waits for the test."""
-        started.set()
-        await release.wait()
-        return f"{machine}: normal"
-
-    model = ScriptedChatModel(responses=[AIMessage(content="", tool_calls=[tool_call("gated_scan", {"machine": "A"}, "s1")]),
-                                         "A is normal."])
-    app = app_for(model, [gated_scan])
+    scan = GatedScan()
+    app = app_for(ScriptedChatModel(responses=[scan.call("A", "s1"), "A is normal."]), [scan.tool])
     graph = app.state.agent.graph
     read_state = graph.aget_state
 
     async def read_then_let_the_run_end(config, **kwargs):
         snapshot = await read_state(config, **kwargs)  # mid-run: the tool step is still to commit
-        release.set()
+        scan.release.set()
         await run  # the run ends and frees the thread before the view goes on
         return snapshot
 
     async with asgi_client(app) as client:
         run = asyncio.ensure_future(client.post("/threads/t/runs", json={"message": "scan A"}))
-        await started.wait()
+        await scan.started.wait()
         graph.aget_state = read_then_let_the_run_end
         view = (await client.get("/threads/t")).json()
         graph.aget_state = read_state
