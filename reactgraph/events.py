@@ -106,6 +106,9 @@ ran): the wire form has no such member at all, which is not the same as ``null``
 _KINDS: dict[str, list[type[AgentEvent]]] = {}
 """Every concrete event class, by channel (filled by :meth:`AgentEvent.__init_subclass__`)."""
 
+_FIELD_NAMES: dict[type[AgentEvent], tuple[str, ...]] = {}
+"""Each event class's dataclass field names, in order (filled by ``AgentEvent.data``)."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class AgentEvent:
@@ -138,10 +141,13 @@ class AgentEvent:
     def data(self) -> dict[str, Any]:
         """The payload: ``tag`` members first, then each field that is not :data:`OMIT`."""
         payload: dict[str, Any] = dict(self.tag)
-        for item in fields(self):
-            value = getattr(self, item.name)
+        names = _FIELD_NAMES.get(type(self))
+        if names is None:  # once per kind: dataclasses.fields() is slow for a per-event call (issue 20)
+            names = _FIELD_NAMES[type(self)] = tuple(item.name for item in fields(self))
+        for name in names:
+            value = getattr(self, name)
             if value is not OMIT:
-                payload[item.name] = value
+                payload[name] = value
         return payload
 
     def to_sse(self) -> str:
