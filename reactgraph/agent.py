@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, Literal
 
@@ -15,6 +15,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as create_tool
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import StateSnapshot
 
 from reactgraph._engine import Engine, split_prompt
 from reactgraph.abilities import ModelAbilities, resolve_abilities
@@ -31,6 +32,9 @@ from reactgraph.synthesis import stream_synthesis, summarize_steps
 from reactgraph.tooling import ToolErrorPolicy
 
 logger = logging.getLogger(__name__)
+
+ThreadStatus = Literal["running", "waiting", "interrupted", "idle", "new"]
+"""Where a conversation stands (:meth:`ReActAgent.thread_status`)."""
 
 
 class ReActAgent(AgentFacade):
@@ -317,7 +321,7 @@ class ReActAgent(AgentFacade):
         assert result is not None  # _drive always ends with the result
         return result
 
-    async def thread_status(self, thread_id: str) -> Literal["running", "waiting", "interrupted", "idle", "new"]:
+    async def thread_status(self, thread_id: str) -> ThreadStatus:
         """Where a conversation stands.
 
         Returns:
@@ -328,19 +332,44 @@ class ReActAgent(AgentFacade):
             ``"idle"`` (its last run finished) or ``"new"`` (no checkpoint, or no
             checkpointer).
         """
-        if await self.interrupts.is_running(thread_id):
-            return "running"
+        return (await self.thread_snapshot(thread_id))[0]
+
+    async def thread_snapshot(
+        self, thread_id: str, *, running_here: Callable[[str], bool] | None = None
+    ) -> tuple[ThreadStatus, StateSnapshot | None]:
+        """:meth:`thread_status` and the checkpoint it was read from, consistent with each
+        other: whether a run goes is asked before the checkpoint is read, and again after
+        it when the checkpoint shows work left — a run that ended during the read would
+        otherwise leave a mid-run checkpoint that reads ``"interrupted"`` (resuming it is
+        then refused: the run finished), and one that started during it a mid-run
+        checkpoint of a thread said to be idle.
+
+        Args:
+            thread_id: The thread.
+            running_here: Also counts as a run going on a thread (the server passes its
+                streams: a run is theirs until its last event is written).
+
+        Returns:
+            ``(status, snapshot)``: the snapshot of ``graph.aget_state`` (``None`` without
+            a checkpointer); with ``"running"`` it may be mid-run.
+        """
+
+        async def going() -> bool:
+            return (running_here is not None and running_here(thread_id)) or await self.interrupts.is_running(thread_id)
+
+        was_going = await going()
         if self.checkpointer is None:
-            return "new"
+            return ("running" if was_going else "new"), None
         snapshot = await self.graph.aget_state({"configurable": {"thread_id": thread_id}})
+        if was_going:
+            return "running", snapshot
         if not snapshot.values:
-            return "new"
+            return "new", snapshot
         if snapshot.interrupts:
-            return "waiting"
+            return "waiting", snapshot
         if not has_pending_work(snapshot):
-            return "idle"
-        # Work left may be a run that started while the checkpoint was read: ask again.
-        return "running" if await self.interrupts.is_running(thread_id) else "interrupted"
+            return "idle", snapshot
+        return ("running" if await going() else "interrupted"), snapshot
 
     def _synthesis_chunks(self, query: str, result: AgentResult) -> AsyncIterator[str]:
         """The answer synthesis of SPEC R3.1 over the loop's steps."""

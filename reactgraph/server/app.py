@@ -59,6 +59,7 @@ from fastapi.responses import FileResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langgraph.types import StateSnapshot
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sse_starlette import EventSourceResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -68,7 +69,6 @@ from reactgraph._pinning import is_pinned, pinned_ids
 from reactgraph.actions import message_text
 from reactgraph.agent import ReActAgent
 from reactgraph.approval import DecisionError, pending_calls, resume_command
-from reactgraph.checkpointing import has_pending_work
 from reactgraph.errors import FollowUpLimitError, NoActiveRunError, NothingToResumeError, ThreadBusyError
 from reactgraph.events import AgentEvent, RunError
 from reactgraph.server.gate import LOOPBACK_HOSTS, RequestGate, error_response
@@ -313,8 +313,9 @@ def checked_text(text: str, settings: ServerSettings) -> str:
     return text
 
 
-async def thread_status(app: FastAPI, thread_id: str) -> str:
-    """The thread's :meth:`~reactgraph.ReActAgent.thread_status`.
+async def thread_snapshot(app: FastAPI, thread_id: str) -> tuple[str, StateSnapshot]:
+    """The thread's :meth:`~reactgraph.ReActAgent.thread_snapshot`, a run of this app's
+    streams counting as going (its last events may still be on their way).
 
     Raises:
         HTTPException: 404 when the app's agent keeps no threads or has none by this id.
@@ -322,10 +323,10 @@ async def thread_status(app: FastAPI, thread_id: str) -> str:
     agent: ReActAgent = app.state.agent
     if agent.checkpointer is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, "this server keeps no threads (its agent has no checkpointer)")
-    state = await agent.thread_status(thread_id)
-    if state == "new":
+    state, snapshot = await agent.thread_snapshot(thread_id, running_here=app.state.runs.__contains__)
+    if state == "new" or snapshot is None or not (snapshot.values or {}).get("messages"):
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown thread {thread_id!r}")
-    return state
+    return state, snapshot
 
 
 async def checked_decisions(app: FastAPI, thread_id: str, decisions: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
@@ -343,11 +344,10 @@ async def checked_decisions(app: FastAPI, thread_id: str, decisions: list[tuple[
             waits on no decision, 422 for two decisions on one call, a decision that names
             no waiting call, or one that is no decision.
     """
-    agent: ReActAgent = app.state.agent
-    state = await thread_status(app, thread_id)
-    if state == "running" or thread_id in app.state.runs:
+    state, snapshot = await thread_snapshot(app, thread_id)
+    if state == "running":
         raise HTTPException(status.HTTP_409_CONFLICT, f"a run is going on thread {thread_id!r}")
-    pending = await agent.pending(thread_id)
+    pending = pending_calls(snapshot)
     if not pending:
         raise HTTPException(status.HTTP_409_CONFLICT, f"thread {thread_id!r} waits on no decision")
     checked: dict[str, Any] = {}
@@ -596,7 +596,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
         failing) from its last checkpoint: tool calls that had finished are not run again.
         Streams the rest of the run's SPEC §8 events, ending with `done`; any server process
         sharing the checkpointer can do it."""
-        await thread_status(app, thread_id)
+        await thread_snapshot(app, thread_id)
         return await stream_events(app, thread_id, agent.aresume_events(thread_id))
 
     @app.post(
@@ -627,25 +627,13 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
     )
     async def get_thread(thread_id: ThreadId) -> ThreadState:
         """The thread's messages and its last run's result, from the checkpointer."""
-        if agent.checkpointer is None:
-            raise HTTPException(status.HTTP_404_NOT_FOUND, "this server keeps no threads (its agent has no checkpointer)")
-        # Whether a run goes is asked before the read, and again after it when the snapshot
-        # shows work left: a run that ended during the read would otherwise leave a
-        # mid-run snapshot that reads "interrupted" (a client resuming then gets 409), and
-        # one that started during it a mid-run snapshot of a thread said to be idle.
-        running = thread_id in app.state.runs or await agent.interrupts.is_running(thread_id)
-        snapshot = await agent.graph.aget_state({"configurable": {"thread_id": thread_id}})
-        values = snapshot.values or {}
-        if not values.get("messages"):
-            raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown thread {thread_id!r}")
-        if not running and has_pending_work(snapshot):
-            running = thread_id in app.state.runs or await agent.interrupts.is_running(thread_id)
-        pending = [] if running else pending_calls(snapshot)
+        state, snapshot = await thread_snapshot(app, thread_id)
+        values = snapshot.values
+        pending = pending_calls(snapshot) if state == "waiting" else []
         return ThreadState(
             thread_id=thread_id,
-            running=running,
-            status="running" if running else "waiting" if pending else "interrupted" if has_pending_work(snapshot)
-            else "idle",
+            running=state == "running",
+            status=state,
             messages=[_message_view(message, pinned_ids(values)) for message in values["messages"]],
             result=_result_view(values),
             pending=[call.to_dict() for call in pending],
