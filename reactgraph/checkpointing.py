@@ -209,24 +209,17 @@ class _WriteFolding:
         if key not in self._timers:
             self._timers[key] = asyncio.get_running_loop().call_later(WRITE_HOLD_SECONDS, self._flush_soon, key)
 
-    async def _put_checkpoint(self, config: Any, checkpoint: Any) -> None:
-        """Store the held writes of ``config``'s thread and ``checkpoint`` (the backend's
-        arguments) in one commit. Raises what ``_store`` raises; the writes stay held."""
-        await self._commit(_thread_key(config), checkpoint)
-
     async def _settle(self, config: Any = None) -> None:
         """Store what ``config``'s thread holds (every thread's when ``config`` names none).
         Raises what ``_store`` raises; the writes stay held."""
         thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
         for key in [key for key in self._held if thread_id is None or key[0] == str(thread_id)]:
-            await self._store_held(key)
-
-    async def _store_held(self, key: tuple[str, str]) -> None:
-        await self._commit(key, None)
+            await self._commit(key, None)
 
     async def _commit(self, key: tuple[str, str], checkpoint: Any) -> None:
-        """In the thread's turn: store what it holds, with ``checkpoint`` when not ``None``
-        (nothing to do when neither is there). On failure the writes are held again."""
+        """In the thread's turn: store what it holds, with ``checkpoint`` (the backend's
+        arguments) when not ``None``, in one commit (nothing to do when neither is there).
+        Raises what ``_store`` raises; the writes are then held again."""
         async with self._turn(key):
             held = self._take(key)
             if not held and checkpoint is None:
@@ -251,7 +244,7 @@ class _WriteFolding:
         """
         key = _thread_key(config)
         if any(match(channel, value) for held in self._held.get(key, ()) for channel, value in held.writes):
-            await self._store_held(key)
+            await self._commit(key, None)
             return True
         return any(match(channel, value) for held in self._recent.get(key, ()) for channel, value in held.writes)
 
@@ -272,7 +265,7 @@ class _WriteFolding:
                 await asyncio.sleep(0)
             if key not in self._turns and key not in self._held:
                 return
-            await self._store_held(key)  # in turn: after every store already waiting
+            await self._commit(key, None)  # in turn: after every store already waiting
 
     def _remember(self, key: tuple[str, str], held: list[_HeldWrites]) -> None:
         if not held:
@@ -291,7 +284,7 @@ class _WriteFolding:
 
     async def _flush(self, key: tuple[str, str]) -> None:
         try:
-            await self._store_held(key)
+            await self._commit(key, None)
         except Exception:
             # Kept held: the thread's next checkpoint or read stores them, or raises.
             logger.exception("thread %r: storing held checkpoint writes failed", key[0])
@@ -456,7 +449,7 @@ def _sqlite_saver_class() -> type:
             meta = json.dumps(get_checkpoint_metadata(config, metadata), ensure_ascii=False).encode("utf-8", "ignore")
             row = (str(configurable["thread_id"]), configurable["checkpoint_ns"], checkpoint["id"],
                    configurable.get("checkpoint_id"), type_, serialized, meta)
-            await self._put_checkpoint(config, row)
+            await self._commit(_thread_key(config), row)
             return {"configurable": {"thread_id": configurable["thread_id"], "checkpoint_ns": configurable["checkpoint_ns"],
                                      "checkpoint_id": checkpoint["id"]}}
 
@@ -568,7 +561,7 @@ def _postgres_saver_class() -> type:
                     blobs[key] = values.pop(key)
             dumped = [(key, str(version), *self.serde.dumps_typed(blobs[key]))
                       for key, version in new_versions.items() if key in blobs]
-            await self._put_checkpoint(config, {
+            await self._commit(_thread_key(config), {
                 "checkpoint_id": checkpoint["id"], "parent_id": configurable.get("checkpoint_id"),
                 "checkpoint": Jsonb(inline), "metadata": Jsonb(get_serializable_checkpoint_metadata(config, metadata)),
                 "blobs": _pg_rows(dumped),
