@@ -20,7 +20,7 @@ from langgraph.types import StateSnapshot
 from reactgraph._engine import Engine, split_prompt
 from reactgraph.abilities import ModelAbilities, resolve_abilities
 from reactgraph.approval import PendingCall, pending_calls, resume_command
-from reactgraph.checkpointing import has_pending_work, settle_saves
+from reactgraph.checkpointing import commit_held, has_pending_work, run_durability, settle_saves
 from reactgraph.config import AgentSettings
 from reactgraph.errors import NothingToResumeError
 from reactgraph.events import INTERRUPT_KEY, AgentEvent, ApprovalWaiting, graph_events
@@ -209,7 +209,8 @@ class ReActAgent(AgentFacade):
         options: dict[str, Any] = {"stream_mode": ["custom", "updates", "values"] if events else ["values"],
                                    "preview_chars": self.settings.observation_preview_chars}
         if self.checkpointer is not None:
-            options["durability"] = self.settings.durability
+            options["durability"], entries = run_durability(self.checkpointer, self.settings.durability)
+            config["configurable"].update(entries)
         pending: list[PendingCall] = []
         run_input: Any = graph_input
         async with self.interrupts.running(thread_id):
@@ -230,6 +231,11 @@ class ReActAgent(AgentFacade):
             except Exception as exc:  # R2.7: the run ends with a fallback answer, not a crash
                 logger.warning("run failed: %s", exc)
                 failure = exc
+            try:  # before the thread is freed: its last checkpoint may be held (run_durability)
+                await commit_held(self.checkpointer, config)
+            except Exception as exc:
+                logger.warning("the run's last checkpoint could not be stored: %s", exc)
+                failure = failure or exc
             # A pause is read back from the checkpoint only when the run may have paused: a
             # task's interrupt() showed in the stream, or the run stopped before its end (an
             # interrupt_before/after); a finished run costs no read (issue 20).

@@ -155,43 +155,70 @@ RECENT_THREADS = 64
 RECENT_BATCHES = 8
 """Committed batches of writes it remembers per thread."""
 
+STORED_THREADS = 4096
+"""Threads whose last committed checkpoint id :meth:`_WriteFolding.checkpoint_stored`
+remembers (a thread forgotten is asked of the database)."""
+
+STORED_POLL_SECONDS = 1.0
+"""How often :meth:`_WriteFolding.checkpoint_stored` asks the database while it waits, in
+seconds, in case the commit it waits for was made by another saver or forgotten."""
+
+TOOLS_WAIT_FOR_CHECKPOINT = "__reactgraph_tools_wait_for_checkpoint"
+"""The ``configurable`` key :func:`run_durability` sets when a run's checkpoints are stored
+in the background and its tool tasks wait for theirs (:func:`wait_for_task_checkpoint`).
+Starts with ``__`` so LangGraph does not copy it into checkpoint metadata."""
+
 
 class _WriteFolding:
     """Write batching shared by the SQLite and Postgres savers (issue 20, SPEC §10):
     a task's writes are held for at most :data:`WRITE_HOLD_SECONDS` and stored in the same
     commit as the checkpoint that follows them, one commit per superstep instead of two
     (a step of one task — every model step, a step of one tool call — is stored with its
-    checkpoint a moment after the task ends, as before).
+    checkpoint a moment after the task ends, as before). In a run whose tool tasks wait
+    for their checkpoint (:func:`run_durability`), checkpoints are held the same way, so
+    an iteration's two checkpoints and their writes are one commit, made when the tool
+    step asks for it.
 
     - ``aput_writes`` serializes the writes and holds them; a timer stores them on their own
       when no checkpoint of their thread comes first (a tool still running in a fan-out).
     - ``aput`` stores the thread's held writes and the checkpoint in one commit; a caller
-      that waits for it (durability ``"sync"``) has both stored when it returns.
+      that waits for it (durability ``"sync"``) has both stored when it returns. In a run
+      started with :func:`run_durability`'s entries, ``aput`` holds the checkpoint instead
+      (the same timer stores it), unless a task already waits for it.
+    - :meth:`checkpoint_stored` waits until a given checkpoint of a thread is committed,
+      committing it at once when it is held: what a tool task awaits before it starts in
+      such a run.
     - Every read of a thread (``aget_tuple``, ``alist``, the message history) first stores
       what the thread holds, so this process reads what it wrote, and a tool's ``done``
       event, which waits until its result reads back, is not delayed by the hold.
     - Stores of one thread take turns, in call order: a checkpoint never lands before
-      writes held before it. ``aclose`` stores everything still held.
+      writes held before it. :meth:`commit_held` stores what a thread holds;
+      ``aclose_held`` stores everything still held.
     - :meth:`committed_write` answers "is this write committed?" from memory for the last
       batches of recent threads (committing it when it is held), so the engine's wait
       before a tool's ``done`` event (``reactgraph.events``) reads no checkpoint back.
+    - A store that fails raises to whoever made it and leaves what it carried held, for
+      the next store of the thread.
 
-    What a killed process loses: writes held at that moment, at most
-    :data:`WRITE_HOLD_SECONDS` old — the tasks they came from run again on resume, as
-    when the process dies just before a task's end (docs/checkpoints.md).
+    What a killed process loses: what it holds at that moment, at most
+    :data:`WRITE_HOLD_SECONDS` old — the tasks whose writes those were run again on
+    resume, as when the process dies just before a task's end (docs/checkpoints.md).
 
-    A subclass provides ``_store(key, held, checkpoint)``: store ``held`` (and the
-    backend's checkpoint arguments, when not ``None``) in one commit.
+    A subclass provides ``_store(key, held, checkpoints)``: store ``held`` and the
+    ``checkpoints`` (the backend's arguments of each, in order) in one commit.
     """
 
     def _init_folding(self) -> None:
         self._held: dict[tuple[str, str], list[_HeldWrites]] = {}
+        self._held_checkpoints: dict[tuple[str, str], list[tuple[str, Any]]] = {}  # key -> [(id, arguments)]
         self._timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
         self._turns: dict[tuple[str, str], list[Any]] = {}  # key -> [lock, users]
         self._flushes: set[asyncio.Task[None]] = set()
         self._recent: OrderedDict[tuple[str, str], deque[_HeldWrites]] = OrderedDict()
+        self._stored: OrderedDict[tuple[str, str], str] = OrderedDict()  # key -> last committed checkpoint id
+        self._waiters: dict[tuple[str, str], list[tuple[str, asyncio.Future[None]]]] = {}
 
-    _store: Callable[[tuple[str, str], list[_HeldWrites], Any], Awaitable[None]]  # the backend's, see above
+    _store: Callable[[tuple[str, str], list[_HeldWrites], list[Any]], Awaitable[None]]  # the backend's, see above
 
     async def aput_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
         """Hold a task's writes (``BaseCheckpointSaver.aput_writes``); see the class docstring."""
@@ -206,30 +233,91 @@ class _WriteFolding:
                            all(channel in WRITES_IDX_MAP for channel, _ in writes), rows, list(writes))
         key = _thread_key(config)
         self._held.setdefault(key, []).append(held)
-        if key not in self._timers:
-            self._timers[key] = asyncio.get_running_loop().call_later(WRITE_HOLD_SECONDS, self._flush_soon, key)
+        self._flush_later(key)
 
-    async def _settle(self, config: Any = None) -> None:
+    async def _put(self, config: Any, checkpoint_id: str, checkpoint: Any) -> None:
+        """What the backends' ``aput`` does once it has ``checkpoint``'s arguments: hold it
+        (a run started with :func:`run_durability`'s entries, no task waiting for it yet) or
+        commit it with what the thread holds."""
+        key = _thread_key(config)
+        if config["configurable"].get(TOOLS_WAIT_FOR_CHECKPOINT) and not any(
+                wanted <= checkpoint_id for wanted, _ in self._waiters.get(key, ())):
+            self._held_checkpoints.setdefault(key, []).append((checkpoint_id, checkpoint))
+            self._flush_later(key)
+            return
+        await self._commit(key, (checkpoint_id, checkpoint))
+
+    async def commit_held(self, config: Any = None) -> None:
         """Store what ``config``'s thread holds (every thread's when ``config`` names none).
-        Raises what ``_store`` raises; the writes stay held."""
-        thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
-        for key in [key for key in self._held if thread_id is None or key[0] == str(thread_id)]:
-            await self._commit(key, None)
 
-    async def _commit(self, key: tuple[str, str], checkpoint: Any) -> None:
-        """In the thread's turn: store what it holds, with ``checkpoint`` (the backend's
-        arguments) when not ``None``, in one commit (nothing to do when neither is there).
-        Raises what ``_store`` raises; the writes are then held again."""
+        Raises:
+            Exception: What ``_store`` raised; what it carried stays held.
+        """
+        thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
+        for key in [key for key in {**self._held, **self._held_checkpoints} if thread_id is None or key[0] == str(thread_id)]:
+            await self._commit(key)
+
+    async def _commit(self, key: tuple[str, str], checkpoint: tuple[str, Any] | None = None) -> None:
+        """In the thread's turn: store what it holds and ``checkpoint`` (``(id, the
+        backend's arguments)``, when not ``None``) in one commit (nothing to do when there
+        is nothing); then :meth:`checkpoint_stored` callers waiting for what it stored go on.
+        Raises what ``_store`` raises; what it carried is then held again."""
         async with self._turn(key):
-            held = self._take(key)
-            if not held and checkpoint is None:
+            held, checkpoints = self._take(key)
+            if checkpoint is not None:
+                checkpoints.append(checkpoint)
+            if not held and not checkpoints:
                 return
             try:
-                await self._store(key, held, checkpoint)
+                await self._store(key, held, [arguments for _id, arguments in checkpoints])
             except BaseException:
-                self._hold_again(key, held)
+                self._hold_again(key, held, checkpoints)
                 raise
             self._remember(key, held)
+            if checkpoints:
+                self._mark_stored(key, max(checkpoint_id for checkpoint_id, _ in checkpoints))
+
+    def _mark_stored(self, key: tuple[str, str], checkpoint_id: str) -> None:
+        if self._stored.get(key, "") < checkpoint_id:  # checkpoint ids of a thread sort by time
+            self._stored[key] = checkpoint_id
+        self._stored.move_to_end(key)
+        while len(self._stored) > STORED_THREADS:
+            self._stored.popitem(last=False)
+        for wanted, future in self._waiters.get(key, ()):
+            if wanted <= checkpoint_id and not future.done():
+                future.set_result(None)
+
+    async def checkpoint_stored(self, config: Any, checkpoint_id: str) -> None:
+        """Return once checkpoint ``checkpoint_id`` of ``config``'s thread (and namespace) is
+        committed, or a later one is (checkpoint ids of a thread sort by time); when it is
+        held, it is committed now (with what the thread holds), and when it has not been
+        handed to the saver yet, it is committed as soon as it is. Answered from memory for
+        the :data:`STORED_THREADS` most recent threads; while waiting, the database is asked
+        every :data:`STORED_POLL_SECONDS`.
+
+        Raises:
+            Exception: What committing it raised (it stays held).
+        """
+        key = _thread_key(config)
+        loop = asyncio.get_running_loop()
+        while self._stored.get(key, "") < checkpoint_id:
+            if any(held_id >= checkpoint_id for held_id, _ in self._held_checkpoints.get(key, ())):
+                await self._commit(key)
+                continue
+            future: asyncio.Future[None] = loop.create_future()
+            waiters = self._waiters.setdefault(key, [])
+            waiters.append((checkpoint_id, future))
+            try:
+                await asyncio.wait_for(asyncio.shield(future), STORED_POLL_SECONDS)
+                return
+            except TimeoutError:
+                target = {"configurable": {**config["configurable"], "checkpoint_id": checkpoint_id}}
+                if await self.aget_tuple(target) is not None:
+                    return
+            finally:
+                waiters.remove((checkpoint_id, future))
+                if not waiters:
+                    self._waiters.pop(key, None)
 
     async def committed_write(self, config: Any, match: Callable[[str, Any], bool]) -> bool:
         """Whether a write of ``config``'s thread for which ``match(channel, value)`` holds
@@ -244,13 +332,13 @@ class _WriteFolding:
         """
         key = _thread_key(config)
         if any(match(channel, value) for held in self._held.get(key, ()) for channel, value in held.writes):
-            await self._commit(key, None)
+            await self._commit(key)
             return True
         return any(match(channel, value) for held in self._recent.get(key, ()) for channel, value in held.writes)
 
     async def settle_thread(self, config: Any, *, turns: int = 3) -> None:
         """Wait until everything handed to the saver for ``config``'s thread is committed:
-        its held writes stored and its stores in progress ended, including LangGraph's
+        what it holds stored and its stores in progress ended, including LangGraph's
         checkpoint saves that reach the saver within ``turns`` turns of the event loop (a
         save waits for the one before it, then calls ``aput`` at once). The agent calls it
         when a run is cancelled, before it frees the thread: LangGraph leaves the last
@@ -263,9 +351,9 @@ class _WriteFolding:
         while True:
             for _ in range(turns):
                 await asyncio.sleep(0)
-            if key not in self._turns and key not in self._held:
+            if key not in self._turns and key not in self._held and key not in self._held_checkpoints:
                 return
-            await self._commit(key, None)  # in turn: after every store already waiting
+            await self._commit(key)  # in turn: after every store already waiting
 
     def _remember(self, key: tuple[str, str], held: list[_HeldWrites]) -> None:
         if not held:
@@ -276,6 +364,12 @@ class _WriteFolding:
         while len(self._recent) > RECENT_THREADS:
             self._recent.popitem(last=False)
 
+    def _flush_later(self, key: tuple[str, str]) -> None:
+        """Store what ``key``'s thread holds in :data:`WRITE_HOLD_SECONDS`, unless a store
+        takes it first."""
+        if key not in self._timers:
+            self._timers[key] = asyncio.get_running_loop().call_later(WRITE_HOLD_SECONDS, self._flush_soon, key)
+
     def _flush_soon(self, key: tuple[str, str]) -> None:
         self._timers.pop(key, None)
         task = asyncio.ensure_future(self._flush(key))
@@ -284,20 +378,22 @@ class _WriteFolding:
 
     async def _flush(self, key: tuple[str, str]) -> None:
         try:
-            await self._commit(key, None)
+            await self._commit(key)
         except Exception:
-            # Kept held: the thread's next checkpoint or read stores them, or raises.
+            # Kept held: the thread's next store or read stores it, or raises.
             logger.exception("thread %r: storing held checkpoint writes failed", key[0])
 
-    def _take(self, key: tuple[str, str]) -> list[_HeldWrites]:
+    def _take(self, key: tuple[str, str]) -> tuple[list[_HeldWrites], list[tuple[str, Any]]]:
         timer = self._timers.pop(key, None)
         if timer is not None:
             timer.cancel()
-        return self._held.pop(key, [])
+        return self._held.pop(key, []), self._held_checkpoints.pop(key, [])
 
-    def _hold_again(self, key: tuple[str, str], held: list[_HeldWrites]) -> None:
+    def _hold_again(self, key: tuple[str, str], held: list[_HeldWrites], checkpoints: list[tuple[str, Any]]) -> None:
         if held:
             self._held[key] = held + self._held.get(key, [])
+        if checkpoints:
+            self._held_checkpoints[key] = checkpoints + self._held_checkpoints.get(key, [])
 
     @asynccontextmanager
     async def _turn(self, key: tuple[str, str]) -> AsyncIterator[None]:
@@ -313,34 +409,36 @@ class _WriteFolding:
                 del self._turns[key]
 
     async def aget_tuple(self, config: Any) -> Any:
-        """``aget_tuple`` after storing the thread's held writes."""
-        await self._settle(config)
+        """``aget_tuple`` after storing what the thread holds."""
+        await self.commit_held(config)
         return await super().aget_tuple(config)  # type: ignore[misc]
 
     async def alist(self, config: Any, **kwargs: Any) -> AsyncIterator[Any]:
-        """``alist`` after storing the held writes of the thread (every thread's when
+        """``alist`` after storing what the thread holds (what every thread holds when
         ``config`` names none)."""
-        await self._settle(config)
+        await self.commit_held(config)
         async for item in super().alist(config, **kwargs):  # type: ignore[misc]
             yield item
 
     async def aget_delta_channel_history(self, *, config: Any, channels: Any) -> Any:
-        """``aget_delta_channel_history`` after storing the thread's held writes."""
-        await self._settle(config)
+        """``aget_delta_channel_history`` after storing what the thread holds."""
+        await self.commit_held(config)
         return await super().aget_delta_channel_history(config=config, channels=channels)  # type: ignore[misc]
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Drop what the thread holds, then ``adelete_thread``."""
-        for key in [key for key in {**self._held, **self._recent} if key[0] == str(thread_id)]:
+        known = {**self._held, **self._held_checkpoints, **self._recent, **self._stored}
+        for key in [key for key in known if key[0] == str(thread_id)]:
             self._take(key)
             self._recent.pop(key, None)
+            self._stored.pop(key, None)
         await super().adelete_thread(thread_id)  # type: ignore[misc]
 
     async def aclose_held(self) -> None:
-        """Store every held write now (:func:`open_persistence` calls it before closing).
+        """Store everything held now (:func:`open_persistence` calls it before closing).
         Raises what ``_store`` raises."""
         await asyncio.gather(*self._flushes, return_exceptions=True)
-        await self._settle()
+        await self.commit_held()
 
 
 async def settle_saves(checkpointer: Any, config: Any) -> None:
@@ -358,6 +456,78 @@ async def settle_saves(checkpointer: Any, config: Any) -> None:
         pass
     except Exception:
         logger.exception("a cancelled run's checkpoint saves could not be committed")
+
+
+def run_durability(checkpointer: Any, durability: str) -> tuple[str, dict[str, Any]]:
+    """How a run keeps ``durability`` (``AgentSettings.durability``) on ``checkpointer``:
+    the durability to pass to LangGraph and the entries to add to the run's
+    ``configurable``.
+
+    ``"sync"`` promises that no tool starts before the checkpoint it resumes from is
+    stored. LangGraph keeps it by waiting for every superstep's checkpoint before the next
+    superstep starts, a wait per model step as well as per tool step. On the savers of
+    :func:`open_persistence` (which have ``checkpoint_stored``) the run is given LangGraph's
+    ``"async"`` instead, and each tool task waits for the checkpoint it runs from
+    (:func:`wait_for_task_checkpoint`) before it does anything; the saver holds the
+    checkpoint before a model step and commits it with the one the tool step waits for
+    (or within :data:`WRITE_HOLD_SECONDS`): one commit per iteration, and no wait before a
+    model step. A process killed before that commit loses what the held checkpoint carried
+    (the last tool step's results: those tools run again on resume, as when it is killed
+    just before they end), never a model step's tool calls once a tool has started (issue
+    20, docs/checkpoints.md). Other checkpointers and other modes run as asked.
+
+    Returns:
+        ``(langgraph_durability, configurable_entries)``.
+    """
+    if durability == "sync" and hasattr(checkpointer, "checkpoint_stored"):
+        return "async", {TOOLS_WAIT_FOR_CHECKPOINT: True}
+    return durability, {}
+
+
+async def wait_for_task_checkpoint(config: Any) -> None:
+    """In a task of a run started with :func:`run_durability`'s entries: wait until the
+    checkpoint the task runs from is stored (``checkpoint_stored`` of the run's saver);
+    at once for any other run.
+
+    Args:
+        config: The task's ``RunnableConfig`` (LangGraph's: the checkpointer, the task's
+            namespace and the checkpoint each enclosing graph's tasks run from).
+
+    Raises:
+        Exception: What storing that checkpoint raised.
+    """
+    from langgraph._internal._constants import (
+        CONFIG_KEY_CHECKPOINT_MAP,
+        CONFIG_KEY_CHECKPOINT_NS,
+        CONFIG_KEY_CHECKPOINTER,
+        NS_SEP,
+    )
+
+    configurable = config.get("configurable") or {}
+    saver = configurable.get(CONFIG_KEY_CHECKPOINTER)
+    if not configurable.get(TOOLS_WAIT_FOR_CHECKPOINT) or not hasattr(saver, "checkpoint_stored"):
+        return
+    task_ns = str(configurable.get(CONFIG_KEY_CHECKPOINT_NS) or "")
+    graph_ns = task_ns.rpartition(NS_SEP)[0]  # the task's own part ("node:task_id") dropped
+    checkpoint_id = (configurable.get(CONFIG_KEY_CHECKPOINT_MAP) or {}).get(graph_ns)
+    if checkpoint_id:
+        thread = {"configurable": {"thread_id": configurable.get("thread_id"), "checkpoint_ns": graph_ns}}
+        await saver.checkpoint_stored(thread, checkpoint_id)
+
+
+async def commit_held(checkpointer: Any, config: Any) -> None:
+    """After a run on ``config``'s thread ended (returned, paused or failed): commit what
+    ``checkpointer`` still holds of it (``commit_held`` of the savers of
+    :func:`open_persistence`, which hold the last checkpoint of a run started with
+    :func:`run_durability`'s entries; any other checkpointer: nothing to do), so the thread
+    reads whole in every process once the run has freed it.
+
+    Raises:
+        Exception: What committing raised (what it carried stays held).
+    """
+    commit = getattr(checkpointer, "commit_held", None)
+    if commit is not None:
+        await commit(config)
 
 
 def _thread_key(config: Any) -> tuple[str, str]:
@@ -414,19 +584,20 @@ def _sqlite_saver_class() -> type:
         the saver's lock (no other call uses the connection meanwhile); when another process
         holds the database's write lock the commit goes to the connection's thread instead,
         in one trip, where it waits with the normal timeout, so the event loop never waits
-        on another process. A checkpoint is committed before ``aput`` returns.
+        on another process. A checkpoint is committed before ``aput`` returns, unless it is
+        held (:meth:`_WriteFolding._put`).
         """
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self._init_folding()
 
-        async def _store(self, key: tuple[str, str], held: list[_HeldWrites], checkpoint: Any) -> None:
-            """Commit ``held`` and the ``checkpoint`` row (when not ``None``) together."""
+        async def _store(self, key: tuple[str, str], held: list[_HeldWrites], checkpoints: list[Any]) -> None:
+            """Commit ``held`` and the ``checkpoints`` rows together."""
             statements = [(_WRITES_SQL.format(verb="REPLACE" if replace else "IGNORE"), [(*key, *row) for row in rows])
                           for replace, rows in _merged(held).items()]
-            if checkpoint is not None:
-                statements.append((_CHECKPOINT_SQL, [checkpoint]))
+            if checkpoints:
+                statements.append((_CHECKPOINT_SQL, checkpoints))
             await self.setup()
             connection = self.conn
             raw = connection._conn  # the sqlite3 connection (opened with check_same_thread=False)
@@ -442,14 +613,14 @@ def _sqlite_saver_class() -> type:
                 await connection._execute(write)
 
         async def aput(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
-            """Store a checkpoint, as ``AsyncSqliteSaver.aput`` does, with the writes held
-            for its thread, in one commit."""
+            """Store a checkpoint, as ``AsyncSqliteSaver.aput`` does, with what its thread
+            holds, in one commit (or hold it: :meth:`_WriteFolding._put`)."""
             configurable = config["configurable"]
             type_, serialized = self.serde.dumps_typed(checkpoint)
             meta = json.dumps(get_checkpoint_metadata(config, metadata), ensure_ascii=False).encode("utf-8", "ignore")
             row = (str(configurable["thread_id"]), configurable["checkpoint_ns"], checkpoint["id"],
                    configurable.get("checkpoint_id"), type_, serialized, meta)
-            await self._commit(_thread_key(config), row)
+            await self._put(config, checkpoint["id"], row)
             return {"configurable": {"thread_id": configurable["thread_id"], "checkpoint_ns": configurable["checkpoint_ns"],
                                      "checkpoint_id": checkpoint["id"]}}
 
@@ -464,16 +635,18 @@ _PG_WRITES = """w{n} AS (
     ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {action}
 )"""
 _PG_REPLACE = "DO UPDATE SET channel = EXCLUDED.channel, type = EXCLUDED.type, blob = EXCLUDED.blob"
-_PG_CHECKPOINT = """blobs AS (
+_PG_CHECKPOINT = """b{n} AS (
     INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob)
     SELECT %(thread_id)s, %(checkpoint_ns)s, row->>0, row->>1, row->>2, decode(row->>3, 'base64')
-    FROM jsonb_array_elements(%(blobs)s::jsonb) AS new_blob(row)
+    FROM jsonb_array_elements(%(blobs{n})s::jsonb) AS new_blob(row)
     ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING
-)
-INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata)
-VALUES (%(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(parent_id)s, %(checkpoint)s, %(metadata)s)
-ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id)
-DO UPDATE SET checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata"""
+),
+c{n} AS (
+    INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata)
+    VALUES (%(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id{n})s, %(parent_id{n})s, %(checkpoint{n})s, %(metadata{n})s)
+    ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id)
+    DO UPDATE SET checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata
+)"""
 
 
 def _pg_rows(rows: list[tuple[Any, ...]]) -> str:
@@ -483,19 +656,19 @@ def _pg_rows(rows: list[tuple[Any, ...]]) -> str:
 
 
 @functools.cache
-def _pg_store_sql(replaces: tuple[bool, ...], checkpoint: bool) -> str:
+def _pg_store_sql(replaces: tuple[bool, ...], checkpoints: int) -> str:
     """One statement storing writes, a part per ``replaces`` entry — whether the part's rows
-    replace stored ones (special channels: errors, interrupts) or leave them — and, with
-    ``checkpoint``, a checkpoint and its new channel blobs: the rows LangGraph's
-    ``AsyncPostgresSaver`` writes with one statement per write and two per checkpoint.
+    replace stored ones (special channels: errors, interrupts) or leave them — and
+    ``checkpoints`` checkpoints with their new channel blobs (parameters suffixed ``0``,
+    ``1``, …): the rows LangGraph's ``AsyncPostgresSaver`` writes with one statement per
+    write and two per checkpoint.
     Rows come as one JSON text per part (:func:`_pg_rows`): the statement's text and its
     handful of parameters stay the same whatever the number of rows, so psycopg parses it
     once (it parses a statement of more than 50 parameters anew every time), and a string
     is dumped in C (psycopg dumps array parameters element by element in Python; both cost
     more than the JSON)."""
     parts = [_PG_WRITES.format(n=n, action=_PG_REPLACE if replace else "DO NOTHING") for n, replace in enumerate(replaces)]
-    if checkpoint:
-        return "WITH " + ",\n".join([*parts, _PG_CHECKPOINT])
+    parts += [_PG_CHECKPOINT.format(n=n) for n in range(checkpoints)]
     return "WITH " + ",\n".join(parts) + "\nSELECT 1"
 
 
@@ -536,18 +709,20 @@ def _postgres_saver_class() -> type:
                 async with self._cursor() as cur:
                     yield cur
 
-        async def _store(self, key: tuple[str, str], held: list[_HeldWrites], checkpoint: Any) -> None:
-            """Store ``held`` and the ``checkpoint`` parameters (when not ``None``) in one statement."""
-            params: dict[str, Any] = {"thread_id": key[0], "checkpoint_ns": key[1], **(checkpoint or {})}
+        async def _store(self, key: tuple[str, str], held: list[_HeldWrites], checkpoints: list[Any]) -> None:
+            """Store ``held`` and the ``checkpoints`` (each its parameters) in one statement."""
+            params: dict[str, Any] = {"thread_id": key[0], "checkpoint_ns": key[1]}
+            for n, checkpoint in enumerate(checkpoints):
+                params.update({f"{name}{n}": value for name, value in checkpoint.items()})
             merged = _merged(held)
             for n, rows in enumerate(merged.values()):
                 params[f"w{n}"] = _pg_rows(rows)
             async with self._write_connection() as conn:
-                await conn.execute(_pg_store_sql(tuple(merged), checkpoint is not None), params, binary=True)
+                await conn.execute(_pg_store_sql(tuple(merged), len(checkpoints)), params, binary=True)
 
         async def aput(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
-            """Store a checkpoint, as ``AsyncPostgresSaver.aput`` does, with the writes held
-            for its thread, in one statement."""
+            """Store a checkpoint, as ``AsyncPostgresSaver.aput`` does, with what its thread
+            holds, in one statement (or hold it: :meth:`_WriteFolding._put`)."""
             configurable = config["configurable"]
             thread_id, checkpoint_ns = configurable["thread_id"], configurable["checkpoint_ns"]
             inline = dict(checkpoint)
@@ -561,7 +736,7 @@ def _postgres_saver_class() -> type:
                     blobs[key] = values.pop(key)
             dumped = [(key, str(version), *self.serde.dumps_typed(blobs[key]))
                       for key, version in new_versions.items() if key in blobs]
-            await self._commit(_thread_key(config), {
+            await self._put(config, checkpoint["id"], {
                 "checkpoint_id": checkpoint["id"], "parent_id": configurable.get("checkpoint_id"),
                 "checkpoint": Jsonb(inline), "metadata": Jsonb(get_serializable_checkpoint_metadata(config, metadata)),
                 "blobs": _pg_rows(dumped),

@@ -125,13 +125,18 @@ class AgentSettings:
             pass on; one that passes on fewer (fewer when fewer exist) is *factless*,
             reported and, under ``"enforce"``, withdrawn like an ungrounded one.
         durability: When ``ReActAgent`` runs write checkpoints (with a checkpointer):
-            ``"sync"`` (default) stores each superstep's checkpoint before the next
-            superstep starts, so no tool starts before the checkpoint it resumes from is
-            stored; ``"async"`` stores it while the next superstep runs (a crash can lose
-            the last step and run its tools again); ``"exit"`` only when the run ends (a
-            crash loses the whole run). Finished tool results are written within
-            ``reactgraph.checkpointing.WRITE_HOLD_SECONDS`` (20 ms) of each tool's end, or
-            with the step's checkpoint when it comes first, in every mode but ``"exit"``.
+            ``"sync"`` (default): no tool starts before the checkpoint it resumes from is
+            stored — LangGraph's ``"sync"`` (every superstep's checkpoint stored before the
+            next starts) on most checkpointers; on those of ``open_persistence``, the tool
+            step waits for its checkpoint and the checkpoint before a model step is
+            committed with it (``reactgraph.checkpointing.run_durability``, one commit per
+            iteration); ``"async"`` stores each checkpoint while the next superstep runs
+            (a crash can lose the last step and run its tools again); ``"exit"`` only when
+            the run ends (a crash loses the whole run). What the savers of
+            ``open_persistence`` hold is committed within
+            ``reactgraph.checkpointing.WRITE_HOLD_SECONDS`` (20 ms), when a step or a read
+            needs it, or when the run ends, whichever comes first, in every mode but
+            ``"exit"``.
         approval: Which tool calls a person must approve before they run (SPEC R13.3,
             :mod:`reactgraph.approval`): tool name (or ``"*"`` for every other tool) →
             ``"always"``, ``"never"`` or a predicate over the call. Tools not listed

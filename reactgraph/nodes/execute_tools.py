@@ -22,6 +22,7 @@ from langgraph.types import Command, interrupt
 from reactgraph._engine import Engine
 from reactgraph.approval import NO_CHECKPOINTER, Decision, approval_request, needs_approval, read_decision
 from reactgraph.artifacts import Artifact
+from reactgraph.checkpointing import wait_for_task_checkpoint
 from reactgraph.events import ToolDone, ToolStarted, emit
 from reactgraph.hooks import run_after_tool, run_before_tool
 from reactgraph.jsonparse import safe_json
@@ -114,6 +115,7 @@ class ExecuteTools:
         self.engine = engine
 
     async def __call__(self, task: dict[str, Any], config: RunnableConfig) -> Any:
+        await wait_for_task_checkpoint(config)  # durability "sync" on our savers: nothing runs before it is stored
         call: ToolCallRequest = task["call"]
         iteration = task["iteration"]
         name = call.get("name") or ""

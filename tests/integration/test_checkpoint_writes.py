@@ -13,6 +13,7 @@ import uuid
 
 import pytest
 from langchain_core.messages import AIMessage
+from langchain_core.tools import tool
 from langgraph.checkpoint.base import ERROR, empty_checkpoint
 
 from reactgraph import ModelAbilities, ReActAgent, checkpointing, open_persistence
@@ -32,19 +33,22 @@ def _pending(saved) -> list[tuple[str, str, object]]:
     return sorted((task, channel, value) for task, channel, value in (saved.pending_writes if saved else []))
 
 
-async def test_a_run_commits_each_step_with_its_tasks_writes(checkpoint_url, tools, monkeypatch):
-    """Every store carries a checkpoint: no store of writes alone for a one-task step. (The
-    hold is made long here so that a slow moment of the machine cannot store writes alone.)"""
+async def test_a_run_commits_each_iteration_once_with_its_checkpoints_and_writes(checkpoint_url, tools, monkeypatch):
+    """Durability ``"sync"`` on these savers (``run_durability``): the checkpoint before a
+    model step is held and committed with the one before the tool step that follows, with
+    both steps' writes — one store per loop iteration, every one with checkpoints; the
+    last checkpoint is committed before the run returns. (The hold is made long here so
+    that a slow moment of the machine cannot store anything alone.)"""
     monkeypatch.setattr(checkpointing, "WRITE_HOLD_SECONDS", 30.0)
     thread = f"fold-{uuid.uuid4().hex}"
     async with open_persistence(checkpoint_url) as persistence:
         saver = persistence.checkpointer
-        stores: list[tuple[int, bool]] = []
+        stores: list[tuple[int, int]] = []
         store = saver._store
 
-        async def counting(key, held, checkpoint):
-            stores.append((sum(len(writes.rows) for writes in held), checkpoint is not None))
-            await store(key, held, checkpoint)
+        async def counting(key, held, checkpoints):
+            stores.append((sum(len(writes.rows) for writes in held), len(checkpoints)))
+            await store(key, held, checkpoints)
 
         saver._store = counting
         llm = ScriptedChatModel(responses=[AIMessage("", tool_calls=[tool_call("get_status", {"equipment_id": "CNC-003"})]),
@@ -54,8 +58,10 @@ async def test_a_run_commits_each_step_with_its_tasks_writes(checkpoint_url, too
                            interrupt_queue=persistence.interrupt_queue)
         result = await agent.run("How is CNC-003?", thread_id=thread)
         assert result.finish_reason == "final_answer" and len(result.steps) == 2
-        assert stores and all(with_checkpoint for _rows, with_checkpoint in stores), stores
-        assert sum(1 for rows, _ in stores if rows) >= 4  # two model steps and two tool steps brought writes
+        # Up to the first tool step (input, start_turn, model step, its checkpoint), then one
+        # per tool step: the checkpoint after it and the one after the next model step.
+        assert [checkpoints for _rows, checkpoints in stores] == [4, 2, 2], stores
+        assert all(rows for rows, _ in stores), stores
         # What was stored reads back whole in another process.
         async with open_persistence(checkpoint_url) as other:
             reader = ReActAgent(ScriptedChatModel(), tools, abilities=ModelAbilities(tool_call=True),
@@ -63,6 +69,77 @@ async def test_a_run_commits_each_step_with_its_tasks_writes(checkpoint_url, too
             values = (await reader.graph.aget_state({"configurable": {"thread_id": thread}})).values
             assert [step["tool_name"] for step in values["steps"]] == ["get_status", "as_dict"]
             assert values["answer"] == result.answer
+
+
+async def test_no_tool_starts_before_another_process_reads_the_call_that_started_it(checkpoint_url, monkeypatch):
+    """The promise of durability ``"sync"`` with checkpoints held (issue 20, SPEC §10): when a
+    tool starts, the checkpoint it resumes from — the model's tool calls — is committed, so a
+    process that resumes after a crash runs the same calls, not a model's new answer."""
+    monkeypatch.setattr(checkpointing, "WRITE_HOLD_SECONDS", 30.0)
+    thread = f"fold-{uuid.uuid4().hex}"
+    seen: list[tuple[tuple[str, ...], list[str]]] = []
+    async with open_persistence(checkpoint_url) as one, open_persistence(checkpoint_url) as two:
+        reader = ReActAgent(ScriptedChatModel(), [], checkpointer=two.checkpointer, interrupt_queue=two.interrupt_queue)
+
+        @tool
+        async def inspect_line(line: str) -> str:
+            """Inspect a production line."""
+            snapshot = await reader.graph.aget_state({"configurable": {"thread_id": thread}})
+            seen.append((snapshot.next, [call["id"] for call in getattr(snapshot.values["messages"][-1], "tool_calls", [])]))
+            return f"line {line} inspected"
+
+        calls = [tool_call("inspect_line", {"line": "A"}, "call-a"), tool_call("inspect_line", {"line": "B"}, "call-b")]
+        llm = ScriptedChatModel(responses=[AIMessage("", tool_calls=calls[:1]), AIMessage("", tool_calls=calls[1:]), "Both fine."])
+        agent = ReActAgent(llm, [inspect_line], abilities=ModelAbilities(tool_call=True), checkpointer=one.checkpointer,
+                           interrupt_queue=one.interrupt_queue)
+        result = await agent.run("Inspect lines A and B", thread_id=thread)
+    assert result.finish_reason == "final_answer"
+    assert seen == [(("execute_tools",), ["call-a"]), (("execute_tools",), ["call-b"])]
+
+
+async def test_a_task_waiting_for_its_checkpoint_gets_it_committed_or_the_failure(checkpoint_url, monkeypatch):
+    """``checkpoint_stored``: a held checkpoint is committed at once when asked for; one not
+    handed to the saver yet is committed as soon as it comes; a failed commit raises to the
+    waiting task and the checkpoint stays held for the next commit; a checkpoint another
+    process stored is found in the database."""
+    monkeypatch.setattr(checkpointing, "WRITE_HOLD_SECONDS", 30.0)
+    monkeypatch.setattr(checkpointing, "STORED_POLL_SECONDS", 0.05)
+    thread = f"fold-{uuid.uuid4().hex}"
+    base = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+    holding = {"configurable": {**base["configurable"], checkpointing.TOOLS_WAIT_FOR_CHECKPOINT: True}}
+    async with open_persistence(checkpoint_url) as one, open_persistence(checkpoint_url) as two:
+        saver = one.checkpointer
+        first = empty_checkpoint()
+        await saver.aput(holding, first, {"source": "loop", "step": 0}, {})
+        assert await two.checkpointer.aget_tuple(base) is None  # held
+        await saver.checkpoint_stored(base, first["id"])
+        assert (await two.checkpointer.aget_tuple(base)).checkpoint["id"] == first["id"]
+
+        second = empty_checkpoint()
+        waiting = asyncio.ensure_future(saver.checkpoint_stored(base, second["id"]))
+        await asyncio.sleep(0.01)
+        assert not waiting.done()
+        await saver.aput(holding, second, {"source": "loop", "step": 1}, {})  # a task waits: committed now
+        await asyncio.wait_for(waiting, 5)
+        assert (await two.checkpointer.aget_tuple(base)).checkpoint["id"] == second["id"]
+
+        third = empty_checkpoint()
+        await saver.aput(holding, third, {"source": "loop", "step": 2}, {})
+        store = saver._store
+
+        async def failing(key, held, checkpoints):
+            raise ConnectionError("database went away")
+
+        saver._store = failing
+        with pytest.raises(ConnectionError):
+            await saver.checkpoint_stored(base, third["id"])
+        saver._store = store
+        await saver.commit_held(base)
+        assert (await two.checkpointer.aget_tuple(base)).checkpoint["id"] == third["id"]
+
+        fourth = empty_checkpoint()
+        await two.checkpointer.aput(base, fourth, {"source": "loop", "step": 3}, {})  # another process
+        await asyncio.wait_for(saver.checkpoint_stored(base, fourth["id"]), 5)
 
 
 async def test_writes_no_checkpoint_follows_are_stored_within_the_hold(checkpoint_url):
