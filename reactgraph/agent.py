@@ -225,7 +225,7 @@ class ReActAgent(AgentFacade):
                 async with aclosing(graph_events(self.graph, run_input, config, state, **options)) as stream:
                     async for event in stream:
                         yield event
-            except asyncio.CancelledError:  # the caller went away: the thread is freed once its saves are in
+            except (asyncio.CancelledError, GeneratorExit):  # the caller went away: the thread is freed once its saves are in
                 await settle_saves(self.checkpointer, config)
                 raise
             except Exception as exc:  # R2.7: the run ends with a fallback answer, not a crash

@@ -248,13 +248,16 @@ class _WriteFolding:
         await self._commit(key, (checkpoint_id, checkpoint))
 
     async def commit_held(self, config: Any = None) -> None:
-        """Store what ``config``'s thread holds (every thread's when ``config`` names none).
+        """Store what ``config``'s thread holds (every thread's when ``config`` names none),
+        after the thread's stores in progress (what they took is no longer held, and is not
+        committed yet).
 
         Raises:
             Exception: What ``_store`` raised; what it carried stays held.
         """
         thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
-        for key in [key for key in {**self._held, **self._held_checkpoints} if thread_id is None or key[0] == str(thread_id)]:
+        known = {**self._held, **self._held_checkpoints, **self._turns}
+        for key in [key for key in known if thread_id is None or key[0] == str(thread_id)]:
             await self._commit(key)
 
     async def _commit(self, key: tuple[str, str], checkpoint: tuple[str, Any] | None = None) -> None:
@@ -409,9 +412,14 @@ class _WriteFolding:
                 del self._turns[key]
 
     async def aget_tuple(self, config: Any) -> Any:
-        """``aget_tuple`` after storing what the thread holds."""
+        """``aget_tuple`` after storing what the thread holds; the checkpoint read is known
+        as stored from then on (:meth:`checkpoint_stored`: a run resumed from it, in a
+        process that did not write it, starts its tools at once)."""
         await self.commit_held(config)
-        return await super().aget_tuple(config)  # type: ignore[misc]
+        saved = await super().aget_tuple(config)  # type: ignore[misc]
+        if saved is not None:
+            self._mark_stored(_thread_key(saved.config), str(saved.checkpoint["id"]))
+        return saved
 
     async def alist(self, config: Any, **kwargs: Any) -> AsyncIterator[Any]:
         """``alist`` after storing what the thread holds (what every thread holds when
@@ -442,8 +450,9 @@ class _WriteFolding:
 
 
 async def settle_saves(checkpointer: Any, config: Any) -> None:
-    """After a run on ``config``'s thread was cancelled: wait, shielded from a second
-    cancellation, until ``checkpointer`` has committed what the run handed it
+    """After a run on ``config``'s thread was cancelled (or its event stream closed): wait,
+    shielded from a second cancellation, until ``checkpointer`` has committed what the run
+    handed it
     (``settle_thread`` of the savers of :func:`open_persistence`; any other checkpointer:
     nothing to wait for). A failure to commit is logged; it does not replace the
     cancellation."""

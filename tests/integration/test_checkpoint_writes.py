@@ -142,6 +142,56 @@ async def test_a_task_waiting_for_its_checkpoint_gets_it_committed_or_the_failur
         await asyncio.wait_for(saver.checkpoint_stored(base, fourth["id"]), 5)
 
 
+async def test_a_read_of_the_thread_waits_for_its_store_in_progress(checkpoint_url, monkeypatch):
+    """Read-your-writes with a store in flight: what a store took is no longer held, so a
+    read of the thread in the same process waits for that store to end rather than read the
+    database before it (the server's thread view read a running thread as unknown)."""
+    monkeypatch.setattr(checkpointing, "WRITE_HOLD_SECONDS", 30.0)
+    thread = f"fold-{uuid.uuid4().hex}"
+    config = {"configurable": {"thread_id": thread, "checkpoint_ns": "", checkpointing.TOOLS_WAIT_FOR_CHECKPOINT: True}}
+    async with open_persistence(checkpoint_url) as one:
+        saver = one.checkpointer
+        checkpoint = empty_checkpoint()
+        await saver.aput(config, checkpoint, {"source": "input", "step": -1}, {})  # held
+        gate = asyncio.Event()
+        store = saver._store
+
+        async def slow(key, held, checkpoints):
+            await gate.wait()
+            await store(key, held, checkpoints)
+
+        saver._store = slow
+        storing = asyncio.ensure_future(saver.checkpoint_stored(config, checkpoint["id"]))
+        await asyncio.sleep(0.05)  # the store has taken the checkpoint and waits at the gate
+        reading = asyncio.ensure_future(saver.aget_tuple({"configurable": {"thread_id": thread, "checkpoint_ns": ""}}))
+        await asyncio.sleep(0.05)
+        assert not reading.done()
+        gate.set()
+        saved = await asyncio.wait_for(reading, 5)
+        await storing
+        assert saved is not None and saved.checkpoint["id"] == checkpoint["id"]
+
+
+async def test_a_stream_closed_early_frees_its_thread_with_what_it_saved_committed(checkpoint_url, tools, monkeypatch):
+    """A consumer that stops reading a run's events (``aclose``, a ``break`` in ``aclosing``)
+    ends the run; the thread is freed only once what the run handed the saver is committed,
+    so another process reads the thread at once (the hold is 30 s here: only that wait can
+    have committed it)."""
+    monkeypatch.setattr(checkpointing, "WRITE_HOLD_SECONDS", 30.0)
+    thread = f"fold-{uuid.uuid4().hex}"
+    llm = ScriptedChatModel(responses=[AIMessage("", tool_calls=[tool_call("hangs", {"x": 1}, "call-hangs")]), "never"])
+    async with open_persistence(checkpoint_url) as one, open_persistence(checkpoint_url) as two:
+        agent = ReActAgent(llm, tools, abilities=ModelAbilities(tool_call=True), checkpointer=one.checkpointer,
+                           interrupt_queue=one.interrupt_queue)
+        events = agent.astream_events("Check machine 1", thread_id=thread)
+        async for _event in events:
+            break  # the run has started: its first checkpoints are handed to the saver
+        await events.aclose()
+        assert not await one.interrupt_queue.is_running(thread)
+        saved = await two.checkpointer.aget_tuple({"configurable": {"thread_id": thread}})
+        assert saved is not None and saved.checkpoint["channel_values"].get("query") == "Check machine 1"
+
+
 async def test_writes_no_checkpoint_follows_are_stored_within_the_hold(checkpoint_url):
     thread = f"fold-{uuid.uuid4().hex}"
     async with open_persistence(checkpoint_url) as one, open_persistence(checkpoint_url) as two:

@@ -4,6 +4,7 @@ is checkpointed and survives a restart; in a parallel batch only that call waits
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from typing import Any
@@ -24,6 +25,7 @@ from reactgraph import (
     create_react_graph,
     open_persistence,
 )
+from reactgraph import checkpointing
 from reactgraph.approval import NO_CHECKPOINTER
 from reactgraph.testing import ScriptedChatModel, tool_call
 
@@ -259,9 +261,12 @@ async def test_an_unreadable_resume_value_rejects_the_call():
     assert "could not be read" in done["steps"][0]["observation"]
 
 
-async def test_a_pause_survives_a_restart_and_no_tool_runs_twice(checkpoint_url):
+async def test_a_pause_survives_a_restart_and_no_tool_runs_twice(checkpoint_url, monkeypatch):
     """Two agents on one checkpoint database, as two processes would be: the first
-    pauses, the second (new checkpointer connection) takes the decision."""
+    pauses, the second (new checkpointer connection) takes the decision. The approved
+    call runs from the checkpoint the second process read, known as stored there: it
+    does not wait to find it in the database (the wait's poll is made an hour here)."""
+    monkeypatch.setattr(checkpointing, "STORED_POLL_SECONDS", 3600.0)
     plant = Plant()
     thread = f"restart-{uuid.uuid4().hex[:8]}"
     first_model = ScriptedChatModel(responses=[calls(("read_status", {"equipment_id": "CNC-001"}, "r1"),
@@ -280,7 +285,7 @@ async def test_a_pause_survives_a_restart_and_no_tool_runs_twice(checkpoint_url)
         assert await agent.thread_status(thread) == "waiting"
         [pending] = await agent.pending(thread)
         assert (pending.tool_name, pending.tool_args) == ("stop_line", {"line": "Line A"})
-        done = await agent.resume(thread, {"s1": "approve"})
+        done = await asyncio.wait_for(agent.resume(thread, {"s1": "approve"}), 60)
     assert plant.ran == [("read_status", {"equipment_id": "CNC-001"}), ("stop_line", {"line": "Line A", "minutes": 10})]
     assert done.synthesis == "Line A stopped; CNC-001 normal."
     assert sorted(s.tool_call_id for s in done.steps) == ["r1", "s1"]
