@@ -344,8 +344,9 @@ class _WriteFolding:
         what it holds stored and its stores in progress ended, including LangGraph's
         checkpoint saves that reach the saver within ``turns`` turns of the event loop (a
         save waits for the one before it, then calls ``aput`` at once). The agent calls it
-        when a run is cancelled, before it frees the thread: LangGraph leaves the last
-        step's saves running then, and a client that reads the thread next must see them.
+        when a run is cancelled or its event stream is closed, before it frees the thread:
+        LangGraph leaves the last step's saves running then, and a client that reads the
+        thread next must see them.
 
         Raises:
             Exception: What committing the held writes raised (they stay held).
@@ -452,10 +453,9 @@ class _WriteFolding:
 async def settle_saves(checkpointer: Any, config: Any) -> None:
     """After a run on ``config``'s thread was cancelled (or its event stream closed): wait,
     shielded from a second cancellation, until ``checkpointer`` has committed what the run
-    handed it
-    (``settle_thread`` of the savers of :func:`open_persistence`; any other checkpointer:
-    nothing to wait for). A failure to commit is logged; it does not replace the
-    cancellation."""
+    handed it (``settle_thread`` of the savers of :func:`open_persistence`; any other
+    checkpointer: nothing to wait for). A failure to commit is logged; it does not replace
+    the cancellation."""
     settle = getattr(checkpointer, "settle_thread", None)
     if settle is None:
         return
