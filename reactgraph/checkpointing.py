@@ -23,6 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from langgraph._internal._constants import (  # how a task sees its checkpointer and checkpoints
+    CONFIG_KEY_CHECKPOINT_MAP,
+    CONFIG_KEY_CHECKPOINT_NS,
+    CONFIG_KEY_CHECKPOINTER,
+    NS_SEP,
+)
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import StateSnapshot
 
@@ -505,17 +511,10 @@ async def wait_for_task_checkpoint(config: Any) -> None:
     Raises:
         Exception: What storing that checkpoint raised.
     """
-    from langgraph._internal._constants import (
-        CONFIG_KEY_CHECKPOINT_MAP,
-        CONFIG_KEY_CHECKPOINT_NS,
-        CONFIG_KEY_CHECKPOINTER,
-        NS_SEP,
-    )
-
     configurable = config.get("configurable") or {}
-    saver = configurable.get(CONFIG_KEY_CHECKPOINTER)
-    if not configurable.get(TOOLS_WAIT_FOR_CHECKPOINT) or not hasattr(saver, "checkpoint_stored"):
+    if not configurable.get(TOOLS_WAIT_FOR_CHECKPOINT):  # set only for a saver with checkpoint_stored
         return
+    saver = configurable[CONFIG_KEY_CHECKPOINTER]
     task_ns = str(configurable.get(CONFIG_KEY_CHECKPOINT_NS) or "")
     graph_ns = task_ns.rpartition(NS_SEP)[0]  # the task's own part ("node:task_id") dropped
     checkpoint_id = (configurable.get(CONFIG_KEY_CHECKPOINT_MAP) or {}).get(graph_ns)

@@ -67,7 +67,7 @@ from starlette.responses import Response
 
 from reactgraph._pinning import is_pinned, pinned_ids
 from reactgraph.actions import message_text
-from reactgraph.agent import ReActAgent
+from reactgraph.agent import ReActAgent, ThreadStatus
 from reactgraph.approval import DecisionError, pending_calls, resume_command
 from reactgraph.errors import FollowUpLimitError, NoActiveRunError, NothingToResumeError, ThreadBusyError
 from reactgraph.events import AgentEvent, RunError
@@ -313,7 +313,7 @@ def checked_text(text: str, settings: ServerSettings) -> str:
     return text
 
 
-async def thread_snapshot(app: FastAPI, thread_id: str) -> tuple[str, StateSnapshot]:
+async def thread_snapshot(app: FastAPI, thread_id: str) -> tuple[ThreadStatus, StateSnapshot]:
     """The thread's :meth:`~reactgraph.ReActAgent.thread_snapshot`, a run of this app's
     streams counting as going (its last events may still be on their way).
 
