@@ -17,7 +17,9 @@ runs). Postgres runs only with a URL (``--postgres URL``, else
 ``$REACTGRAPH_TEST_DATABASE_URL``). Prints the median ms per run, ms per iteration (run /
 K) and the ratio to ``none`` (the median of the rounds' ratios); times are taken in turns,
 each round running every variant once (after warm-up, ``gc.collect()`` before each run), so
-a slow moment hits every variant. Last, a summary gives memory,
+a slow moment hits every variant. ``KiB/iter`` is what one more run of each persistent
+variant left in its database (checkpoint documents, metadata, channel blobs and writes) per
+iteration: a figure the machine's speed does not move. Last, a summary gives memory,
 SQLite and Postgres over ``none`` (durability ``sync``) at each K, next to the goals of
 issue 20. Nothing is asserted.
 
@@ -61,14 +63,41 @@ async def build_agents(stack: AsyncExitStack, k: int, tmp: Path, postgres: str |
     return agents
 
 
-async def one_run(agent: ReActAgent, k: int) -> float:
+async def one_run(agent: ReActAgent, k: int, thread_id: str | None = None) -> float:
     gc.collect()
     started = time.perf_counter()
-    result = await agent.run(QUERY, thread_id=uuid.uuid4().hex)
+    result = await agent.run(QUERY, thread_id=thread_id or uuid.uuid4().hex)
     elapsed = time.perf_counter() - started
     if result.error is not None or len(result.steps) != k:
         raise RuntimeError(f"run failed or made {len(result.steps)} tool calls, expected {k}: {result.error}")
     return elapsed
+
+
+_STORED_SQL = {
+    "sqlite": ("SELECT (SELECT coalesce(sum(length(checkpoint) + length(metadata)), 0) FROM checkpoints"
+               " WHERE thread_id = ?) + (SELECT coalesce(sum(length(value)), 0) FROM writes WHERE thread_id = ?)"),
+    "postgres": ("SELECT (SELECT coalesce(sum(pg_column_size(checkpoint) + pg_column_size(metadata)), 0)"
+                 " FROM checkpoints WHERE thread_id = %(t)s)"
+                 " + (SELECT coalesce(sum(length(blob)), 0) FROM checkpoint_blobs WHERE thread_id = %(t)s)"
+                 " + (SELECT coalesce(sum(length(blob)), 0) FROM checkpoint_writes WHERE thread_id = %(t)s)"),
+}
+
+
+async def stored_bytes(agent: ReActAgent, backend: str, thread_id: str) -> int:
+    """Bytes a run's thread left in the database: checkpoint documents and metadata, channel
+    blobs (Postgres) and writes — what the run serialized and sent, a figure that does not
+    depend on the machine's speed."""
+    saver = agent.checkpointer
+    await saver.aclose_held()
+    if backend == "sqlite":
+        async with saver.conn.execute(_STORED_SQL["sqlite"], (thread_id, thread_id)) as cursor:
+            (size,) = await cursor.fetchone()
+    else:
+        async with saver.conn.connection() as conn:
+            cursor = await conn.execute(_STORED_SQL["postgres"], {"t": thread_id})
+            row = await cursor.fetchone()
+            size = next(iter(row.values())) if isinstance(row, dict) else row[0]
+    return int(size)
 
 
 async def main(ks: list[int], repeats: int, postgres: str | None) -> None:
@@ -76,7 +105,7 @@ async def main(ks: list[int], repeats: int, postgres: str | None) -> None:
 
     print(f"python {sys.version.split()[0]}, langgraph {langgraph.version.__version__}; repeats {repeats}; "
           f"postgres: {'yes' if postgres else 'skipped (no URL)'}")
-    header = f"{'checkpointer':<16}{'K':>4}{'ms/run':>10}{'ms/iter':>9}{'x none':>8}"
+    header = f"{'checkpointer':<16}{'K':>4}{'ms/run':>10}{'ms/iter':>9}{'x none':>8}{'KiB/iter':>11}"
     print(header)
     print("-" * len(header))
     summary: dict[int, dict[str, float]] = {}
@@ -94,9 +123,17 @@ async def main(ks: list[int], repeats: int, postgres: str | None) -> None:
                 medians = {name: statistics.median(values) for name, values in samples.items()}
                 ratios = {name: statistics.median(ours / none for ours, none in zip(values, samples["none"], strict=True))
                           for name, values in samples.items()}
+                stored = {}
+                for name, agent in agents.items():
+                    backend = name.split("/")[0]
+                    if backend in _STORED_SQL:
+                        thread_id = uuid.uuid4().hex
+                        await one_run(agent, k, thread_id)
+                        stored[name] = await stored_bytes(agent, backend, thread_id) / k / 1024
                 for name, seconds in medians.items():
                     ms = seconds * 1000
-                    print(f"{name:<16}{k:>4}{ms:>10.2f}{ms / k:>9.3f}{ratios[name]:>8.2f}")
+                    kib = f"{stored[name]:>11.2f}" if name in stored else f"{'':>11}"
+                    print(f"{name:<16}{k:>4}{ms:>10.2f}{ms / k:>9.3f}{ratios[name]:>8.2f}{kib}")
                 print()
                 summary[k] = ratios
     print("checkpointer / none, measured in this run, durability sync (issue 20 goals: SQLite <= 1.5x, "

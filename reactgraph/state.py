@@ -24,12 +24,18 @@ RESET: dict[str, Any] = {"__reset__": True}
 """Write this to ``steps`` or ``usage`` to clear them at the start of a turn."""
 
 
-def append_steps(left: list[dict[str, Any]] | None, right: Any) -> list[dict[str, Any]]:
-    """Reducer of ``steps``: appends the new step records; :data:`RESET` clears the list.
-    Parallel tool tasks each write one record in the same superstep."""
-    if right == RESET:
-        return []
-    return list(left or []) + list(right or [])
+def append_steps(left: list[dict[str, Any]] | None, writes: Any) -> list[dict[str, Any]]:
+    """Reducer of ``steps`` (a ``DeltaChannel``'s: ``writes`` is a batch of writes, oldest
+    first): each write's step records are appended; a :data:`RESET` write clears the list.
+    Parallel tool tasks each write their records in the same superstep. Folding batches one
+    by one or at once gives the same list, as ``DeltaChannel`` requires."""
+    steps = list(left or [])
+    for write in writes:
+        if write == RESET:
+            steps = []
+        else:
+            steps.extend(write or [])
+    return steps
 
 
 def replace_value(left: Any, right: Any) -> Any:
@@ -98,8 +104,10 @@ class AgentState(InputState, total=False):
     schema_rejected: bool
     """The provider refused a schema-constrained JSON-mode request in this turn; the rest of
     the turn's loop calls are sent without the action schema (issue 10)."""
-    steps: Annotated[list[dict[str, Any]], append_steps]
-    """Tool trace of this turn: one record per tool call (see :class:`reactgraph.Step`)."""
+    steps: Annotated[list[dict[str, Any]], DeltaChannel(append_steps)]
+    """Tool trace of this turn: one record per tool call (see :class:`reactgraph.Step`).
+    A ``DeltaChannel`` like ``messages``: a checkpoint stores the records written since the
+    last one, not the whole trace (issue 20)."""
     answer: str
     """The loop's brief answer (SPEC R2.10)."""
     finish_reason: FinishReason | None
@@ -149,7 +157,7 @@ class OutputState(TypedDict, total=False):
     query: str
     mode: Literal["native", "json"]
     selected_tools: list[str] | None
-    steps: Annotated[list[dict[str, Any]], append_steps]
+    steps: Annotated[list[dict[str, Any]], DeltaChannel(append_steps)]
     answer: str
     finish_reason: FinishReason | None
     error: str | None

@@ -8,7 +8,7 @@ import warnings
 from langchain_core.messages import AIMessage
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from reactgraph import ModelAbilities, ReActAgent
+from reactgraph import ModelAbilities, ReActAgent, open_persistence
 from reactgraph.testing import ScriptedChatModel, tool_call
 
 
@@ -36,3 +36,48 @@ async def test_state_round_trips_through_sqlite(tools, tmp_path):
             history = [state async for state in agent.graph.aget_state_history({"configurable": {"thread_id": "plant-1"}})]
             answers = {state.values.get("answer") for state in history}
             assert {"Report ready.", "Second turn answer."} <= answers  # both turns' checkpoints are kept
+
+
+async def _largest_checkpoint(saver, thread_id: str) -> int:
+    """Bytes of the largest checkpoint row the thread's run stored (SQLite's ``checkpoint``
+    column: the serialized checkpoint, channel values included)."""
+    async with saver.conn.execute("SELECT max(length(checkpoint)) FROM checkpoints WHERE thread_id = ?",
+                                  (thread_id,)) as cursor:
+        (size,) = await cursor.fetchone()
+    return int(size)
+
+
+async def test_a_checkpoint_does_not_grow_with_the_trace_and_the_trace_reads_back(tools, tmp_path):
+    """Issue 20: ``steps`` is a ``DeltaChannel`` like ``messages``: a checkpoint stores the
+    step records written since the last one, so a run of 24 tool calls stores checkpoints no
+    larger than a run of 4 (each re-stored the whole trace before: about 150 bytes more per
+    tool call, in every checkpoint); reading the thread replays the records — the whole
+    trace at the end, the trace so far at an earlier checkpoint, none after a new turn."""
+
+    def script(calls: int) -> list:
+        return [*(AIMessage("", tool_calls=[tool_call("as_dict", {"x": n}, f"c{n}")]) for n in range(calls)),
+                f"{calls} calls made.", "Next turn."]
+
+    async with open_persistence(tmp_path / "checkpoints.db") as persistence:
+        saver = persistence.checkpointer
+        sizes = {}
+        for calls in (4, 24):
+            agent = ReActAgent(ScriptedChatModel(responses=script(calls)), tools,
+                               abilities=ModelAbilities(tool_call=True), checkpointer=saver)
+            result = await agent.run("count", thread_id=f"trace-{calls}")
+            assert len(result.steps) == calls
+            sizes[calls] = await _largest_checkpoint(saver, f"trace-{calls}")
+        assert sizes[24] <= sizes[4] + 64, sizes  # a few more digits, not the trace
+
+        config = {"configurable": {"thread_id": "trace-24"}}
+        snapshot = await agent.graph.aget_state(config)
+        assert [step["tool_args"]["x"] for step in snapshot.values["steps"]] == list(range(24))
+        history = [state async for state in agent.graph.aget_state_history(config)]
+        partial = {len(state.values.get("steps") or []) for state in history}
+        assert set(range(25)) <= partial  # every checkpoint on the way has the trace up to it
+        for state in history:
+            assert [step["tool_args"]["x"] for step in state.values.get("steps") or []] == list(
+                range(len(state.values.get("steps") or [])))
+        second = await agent.run("again", thread_id="trace-24")
+        assert second.answer == "Next turn." and second.steps == []
+        assert (await agent.graph.aget_state(config)).values["steps"] == []
