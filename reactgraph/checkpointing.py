@@ -599,6 +599,7 @@ def _sqlite_saver_class() -> type:
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self._init_folding()
+            self.wal_checkpointer: _WalCheckpointer | None = None  # open_persistence sets one
 
         async def _store(self, key: tuple[str, str], held: list[_HeldWrites], checkpoints: list[Any]) -> None:
             """Commit ``held`` and the ``checkpoints`` rows together."""
@@ -616,9 +617,10 @@ def _sqlite_saver_class() -> type:
                 raw.commit()
 
             async with self.lock:
-                if _try_at_once(raw, write):
-                    return
-                await connection._execute(write)
+                if not _try_at_once(raw, write):
+                    await connection._execute(write)
+            if self.wal_checkpointer is not None:
+                self.wal_checkpointer.committed()
 
         async def aput(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
             """Store a checkpoint, as ``AsyncSqliteSaver.aput`` does, with what its thread
@@ -784,6 +786,61 @@ def _try_at_once(raw: Any, write: Any) -> bool:
         raw.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
 
 
+WAL_CHECKPOINT_COMMITS = 100
+"""Commits of a SQLite saver between two copies of its write-ahead log into the database
+file (:class:`_WalCheckpointer`); about SQLite's own 1000-page threshold at a few pages per
+commit."""
+
+
+class _WalCheckpointer:
+    """Copies a SQLite database's write-ahead log into the database file on a worker thread,
+    through a connection of its own (SQLite's ``wal_checkpoint(PASSIVE)``), every
+    :data:`WAL_CHECKPOINT_COMMITS` commits of the saver (issue 20).
+
+    SQLite does that copy itself inside the commit that crosses its threshold, with an
+    fsync of the log and of the database file: with the saver committing on the event
+    loop's thread, one commit in a hundred held the loop for several milliseconds (up to
+    tens on a busy disk), every run of the process waiting. The saver's connection runs
+    with ``wal_autocheckpoint = 0`` instead and hands the copy to this class: a passive copy
+    does not block commits (they go on appending to the log meanwhile), and a busy one
+    (another process copying) is skipped until the next turn. What a commit promises is
+    unchanged: it is in the log, which is what survives a crash.
+    """
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._commits = 0
+        self._copying: asyncio.Future[None] | None = None
+        self._conn: Any = None
+
+    def committed(self) -> None:
+        """Count a commit of the saver; every :data:`WAL_CHECKPOINT_COMMITS`, start a copy
+        on a worker thread unless one is still going. Called on the event loop's thread."""
+        self._commits += 1
+        if self._commits >= WAL_CHECKPOINT_COMMITS and (self._copying is None or self._copying.done()):
+            self._commits = 0
+            self._copying = asyncio.get_running_loop().run_in_executor(None, self._copy)
+
+    def _copy(self) -> None:
+        import sqlite3
+
+        try:
+            if self._conn is None:
+                self._conn = sqlite3.connect(self._path, timeout=0, check_same_thread=False, isolation_level=None)
+            self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except sqlite3.Error as exc:  # busy or locked: the next turn copies what is left
+            logger.debug("copying the write-ahead log of %s: %s", self._path, exc)
+
+    async def aclose(self) -> None:
+        """Wait for a copy still going, then close the connection (the saver's own
+        connection, closed last, copies what is left and removes the log)."""
+        if self._copying is not None:
+            await asyncio.gather(self._copying, return_exceptions=True)
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            await asyncio.get_running_loop().run_in_executor(None, conn.close)
+
+
 @asynccontextmanager
 async def open_persistence(
     url: str | os.PathLike[str] | None = None, *, pool_size: int = 10, durable_commits: bool | None = None
@@ -882,8 +939,15 @@ async def open_persistence(
         # without one fsync per checkpoint (6-7x the time of the whole loop iteration here,
         # bench/checkpoint_overhead.py). An OS crash or power loss can lose the last commits.
         await saver.conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
-        async with _storing_held_at_exit(saver):
-            yield Persistence(saver, InMemoryInterruptQueue(), target)
+        # The log is copied into the database file on a worker thread, not inside a commit
+        # on the event loop's thread (_WalCheckpointer).
+        await saver.conn.execute("PRAGMA wal_autocheckpoint = 0")
+        saver.wal_checkpointer = _WalCheckpointer(target)
+        try:
+            async with _storing_held_at_exit(saver):
+                yield Persistence(saver, InMemoryInterruptQueue(), target)
+        finally:
+            await saver.wal_checkpointer.aclose()
 
 
 @asynccontextmanager

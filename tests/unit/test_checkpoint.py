@@ -3,12 +3,14 @@ reloads every field, artifacts and step records included."""
 
 from __future__ import annotations
 
+import sqlite3
+import threading
 import warnings
 
 from langchain_core.messages import AIMessage
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from reactgraph import ModelAbilities, ReActAgent, open_persistence
+from reactgraph import ModelAbilities, ReActAgent, checkpointing, open_persistence
 from reactgraph.testing import ScriptedChatModel, tool_call
 
 
@@ -81,3 +83,37 @@ async def test_a_checkpoint_does_not_grow_with_the_trace_and_the_trace_reads_bac
         second = await agent.run("again", thread_id="trace-24")
         assert second.answer == "Next turn." and second.steps == []
         assert (await agent.graph.aget_state(config)).values["steps"] == []
+
+
+async def test_the_write_ahead_log_is_copied_into_the_database_on_a_worker_thread(tools, tmp_path, monkeypatch):
+    """Issue 20: the saver's commits on the event loop's thread never copy SQLite's
+    write-ahead log into the database file (that copy, with its fsyncs, held the loop for
+    milliseconds in one commit of a hundred); a worker thread does it every
+    ``WAL_CHECKPOINT_COMMITS`` commits, so the file itself — read while ignoring the log —
+    has the run's checkpoints."""
+    monkeypatch.setattr(checkpointing, "WAL_CHECKPOINT_COMMITS", 3)
+    copied_on: list[str] = []
+    copy = checkpointing._WalCheckpointer._copy
+
+    def recording_copy(self):
+        copied_on.append(threading.current_thread().name)
+        copy(self)
+
+    monkeypatch.setattr(checkpointing._WalCheckpointer, "_copy", recording_copy)
+    script = [*(AIMessage("", tool_calls=[tool_call("as_dict", {"x": n}, f"c{n}")]) for n in range(8)), "Done."]
+    path = tmp_path / "checkpoints.db"
+    async with open_persistence(path) as persistence:
+        saver = persistence.checkpointer
+        async with saver.conn.execute("PRAGMA wal_autocheckpoint") as cursor:
+            assert (await cursor.fetchone())[0] == 0  # no commit of the saver copies the log itself
+        agent = ReActAgent(ScriptedChatModel(responses=script), tools, abilities=ModelAbilities(tool_call=True),
+                           checkpointer=saver)
+        assert len((await agent.run("count", thread_id="wal")).steps) == 8
+        await saver.wal_checkpointer.aclose()
+        assert copied_on and threading.main_thread().name not in copied_on
+        file_only = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)  # ignores the log
+        try:
+            (stored,) = file_only.execute("SELECT count(*) FROM checkpoints WHERE thread_id = 'wal'").fetchone()
+        finally:
+            file_only.close()
+        assert stored >= 6
