@@ -580,8 +580,9 @@ checkpointer before it reports the tool ``done`` anyway."""
 
 
 async def _result_saved(graph: Any, config: Any, tool_call_id: Any) -> None:
-    """Wait until the checkpointer holds the result of ``tool_call_id``: among the newest
-    checkpoint's pending writes, or in its ``steps`` once the step is committed. LangGraph
+    """Wait until the checkpointer holds the result of ``tool_call_id``: among the pending
+    writes of the newest checkpoint or of the one before it (once the step's checkpoint
+    is made). LangGraph
     hands a finished task's writes to the checkpointer in the background and streams the
     update at once; a process killed in between would lose a result its client was told
     about. A checkpointer of :func:`~reactgraph.open_persistence` answers from memory
@@ -605,12 +606,11 @@ async def _result_saved(graph: Any, config: Any, tool_call_id: Any) -> None:
         if committed is not None and await committed(target, carries):
             return
         if committed is None or attempt > 0:  # a saver that remembers gets one turn of the loop to be handed it
-            saved = await saver.aget_tuple(target)
-            if saved is not None:
-                records = list(saved.checkpoint.get("channel_values", {}).get("steps") or [])
-                records += [record for _task, channel, value in saved.pending_writes or [] if channel == "steps"
-                            for record in (value or [])]
-                if carries("steps", records):
+            # The record is a pending write of the checkpoint the tool ran from: the newest,
+            # or the one before it once the step's own checkpoint is made (``steps`` is a
+            # DeltaChannel: a checkpoint does not carry the records themselves).
+            async for saved in saver.alist(target, limit=2):
+                if any(carries(channel, value) for _task, channel, value in saved.pending_writes or ()):
                     return
         if asyncio.get_running_loop().time() > deadline:
             return

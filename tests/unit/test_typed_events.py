@@ -4,6 +4,7 @@ wire bytes themselves are held by test_sse_golden.py."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -77,3 +78,36 @@ async def test_the_agent_streams_typed_events():
     tool_done = events[3]
     assert (tool_done.tool_call_id, tool_done.tool_args, tool_done.observation, tool_done.error) == ("c1", {"text": "hi"}, "hi", None)
     assert "".join(e.content for e in events if isinstance(e, ev.AnswerDelta)) == events[-1].answer == "Said **hi**."
+
+
+async def test_a_tools_done_waits_only_until_a_plain_checkpointer_holds_its_result(monkeypatch):
+    """Issue 15's wait before a tool's ``done`` event, on a checkpointer that is not one of
+    ``open_persistence`` (read, not answered from memory): once the step's own checkpoint
+    is made, the result is a pending write of the checkpoint before it (``steps`` is a
+    DeltaChannel, so the newest checkpoint does not carry it) and the wait ends at once —
+    not after ``SAVED_WAIT_SECONDS``; a result that was never handed in still waits."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    monkeypatch.setattr(ev, "SAVED_WAIT_SECONDS", 0.5)
+
+    @tool
+    def status(machine: str) -> str:
+        """Status of a machine."""
+        return f"{machine} runs"
+
+    llm = ScriptedChatModel(responses=[AIMessage("", tool_calls=[tool_call("status", {"machine": "CNC-1"}, "c1")]),
+                                       "CNC-1 runs."])
+    agent = ReActAgent(llm, [status], abilities=ModelAbilities(tool_call=True), checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "plain", "synthesize": False}}
+    async for _ in agent.graph.astream({"messages": [("human", "How is CNC-1?")]}, config,
+                                       interrupt_after=[ev.TOOL_NODE]):
+        pass
+    newest = await agent.checkpointer.aget_tuple(config)
+    assert not any(channel == "steps" for _task, channel, _value in newest.pending_writes)  # the step was applied
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await ev._result_saved(agent.graph, config, "c1")
+    assert loop.time() - started < 0.25
+    started = loop.time()
+    await ev._result_saved(agent.graph, config, "never-made")
+    assert loop.time() - started >= 0.5
