@@ -609,9 +609,13 @@ async def _result_saved(graph: Any, config: Any, tool_call_id: Any) -> None:
             # The record is a pending write of the checkpoint the tool ran from: the newest,
             # or the one before it once the step's own checkpoint is made (``steps`` is a
             # DeltaChannel: a checkpoint does not carry the records themselves).
-            async for saved in saver.alist(target, limit=2):
+            saved = await saver.aget_tuple(target)
+            for _ in range(2):
+                if saved is None:
+                    break
                 if any(carries(channel, value) for _task, channel, value in saved.pending_writes or ()):
                     return
+                saved = None if saved.parent_config is None else await saver.aget_tuple(saved.parent_config)
         if asyncio.get_running_loop().time() > deadline:
             return
         await asyncio.sleep(0.002 if attempt else 0)
