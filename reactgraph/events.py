@@ -582,13 +582,12 @@ checkpointer before it reports the tool ``done`` anyway."""
 async def _result_saved(graph: Any, config: Any, tool_call_id: Any) -> None:
     """Wait until the checkpointer holds the result of ``tool_call_id``: among the pending
     writes of the newest checkpoint or of the one before it (once the step's checkpoint
-    is made). LangGraph
-    hands a finished task's writes to the checkpointer in the background and streams the
-    update at once; a process killed in between would lose a result its client was told
-    about. A checkpointer of :func:`~reactgraph.open_persistence` answers from memory
-    (``committed_write``; it commits the result then if it was holding it); another, or
-    one that no longer remembers, is read. No checkpointer, or no ``thread_id``: returns
-    at once."""
+    is made). LangGraph hands a finished task's writes to the checkpointer in the
+    background and streams the update at once; a process killed in between would lose a
+    result its client was told about. A checkpointer of
+    :func:`~reactgraph.open_persistence` answers from memory (``committed_write``; it
+    commits the result then if it was holding it); another, or one that no longer
+    remembers, is read. No checkpointer, or no ``thread_id``: returns at once."""
     saver = getattr(graph, "checkpointer", None)
     configurable = (config or {}).get("configurable") or {}
     thread_id = configurable.get("thread_id")
