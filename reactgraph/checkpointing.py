@@ -16,6 +16,7 @@ import functools
 import json
 import logging
 import os
+import random
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -173,6 +174,36 @@ TOOLS_WAIT_FOR_CHECKPOINT = "__reactgraph_tools_wait_for_checkpoint"
 """The ``configurable`` key :func:`run_durability` sets when a run's checkpoints are stored
 in the background and its tool tasks wait for theirs (:func:`wait_for_task_checkpoint`).
 Starts with ``__`` so LangGraph does not copy it into checkpoint metadata."""
+
+
+class _ShortVersions:
+    """Channel versions of 19 characters (``0000000042.9f3a61c0``: the counter padded to 10
+    digits, a dot, 32 random bits in hex) for the SQLite and Postgres savers, where
+    LangGraph's are about 50 (the counter padded to 32 digits and a random float); issue 20.
+
+    Every checkpoint lists the version of every channel written so far and what each node
+    last saw, so the version's length is most of a checkpoint's size: about 1.7 KB of a
+    2.5 KB checkpoint of this graph, stored twice per loop iteration
+    (bench/checkpoint_overhead.py, ``KiB/iter``). Versions stay strings ordered as their
+    counters are (LangGraph compares them with ``<`` and takes their ``max``), and the
+    random part keeps a fork's versions apart from the original's (the blobs of a channel
+    are keyed by version). Threads written with LangGraph's versions read and continue
+    unchanged: a short version sorts after every long one whose counter is below 10^22
+    (the long one has at least 22 leading zeros), so a channel's next version is always
+    greater than its last.
+    """
+
+    def get_next_version(self, current: str | int | None, channel: None = None) -> str:
+        """The version after ``current`` (``None`` for a channel not written yet; a short
+        or a LangGraph version, or an int): its counter plus one, in the form above
+        (``BaseCheckpointSaver.get_next_version``)."""
+        if current is None:
+            counter = 0
+        elif isinstance(current, int):
+            counter = current
+        else:
+            counter = int(current.split(".", 1)[0])
+        return f"{counter + 1:010d}.{random.getrandbits(32):08x}"
 
 
 class _WriteFolding:
@@ -578,7 +609,7 @@ def _sqlite_saver_class() -> type:
     from langgraph.checkpoint.base import get_checkpoint_metadata
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-    class SqliteCheckpointSaver(_WriteFolding, AsyncSqliteSaver):
+    class SqliteCheckpointSaver(_ShortVersions, _WriteFolding, AsyncSqliteSaver):
         """LangGraph's ``AsyncSqliteSaver`` (same tables, same rows, reads unchanged) whose
         writes are made on the event loop's thread when the database is free, a task's
         writes in the commit of the checkpoint that follows them (:class:`_WriteFolding`;
@@ -692,7 +723,7 @@ def _postgres_saver_class() -> type:
     from psycopg.types.json import Jsonb
     from psycopg_pool import AsyncConnectionPool
 
-    class PostgresCheckpointSaver(_WriteFolding, AsyncPostgresSaver):
+    class PostgresCheckpointSaver(_ShortVersions, _WriteFolding, AsyncPostgresSaver):
         """LangGraph's ``AsyncPostgresSaver`` (same tables, same rows, reads unchanged)
         with cheaper writes (issue 20, bench/checkpoint_overhead.py):
 

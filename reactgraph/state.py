@@ -38,13 +38,6 @@ def append_steps(left: list[dict[str, Any]] | None, writes: Any) -> list[dict[st
     return steps
 
 
-def replace_value(left: Any, right: Any) -> Any:
-    """Reducer that keeps the last write; unlike a plain channel it accepts the same
-    write from several parallel tasks in one superstep (each tool task clears
-    ``pending_tool_calls``)."""
-    return right
-
-
 def add_usage(left: dict[str, int] | None, right: Any) -> dict[str, int]:
     """Reducer of ``usage``: sums token counts key by key; :data:`RESET` zeroes them."""
     return sum_usage() if right == RESET else sum_usage(left, right)
@@ -66,7 +59,9 @@ class InputState(TypedDict):
 
 
 class ToolCallRequest(TypedDict):
-    """One tool call to run, as routed to ``execute_tools`` by ``Send``."""
+    """One tool call to run, as routed to ``execute_tools`` by ``Send``. The model node
+    makes them from the assistant message and sends them at once; they are not state
+    (the checkpoint holds the ``Send``s until the tool tasks end, issue 20)."""
 
     id: str
     name: str
@@ -94,8 +89,6 @@ class AgentState(InputState, total=False):
     """Model calls made by the tool loop in this turn."""
     selected_tools: list[str] | None
     """Names of the tools offered this turn; ``None`` means all (SPEC R5.2)."""
-    pending_tool_calls: Annotated[list[ToolCallRequest], replace_value]
-    """Tool calls of the last assistant message, waiting to run."""
     pending_final: str | None
     """A final answer the model gave that has not been accepted yet (an injected
     follow-up may still suppress it, SPEC R7.4)."""

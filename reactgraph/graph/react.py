@@ -68,8 +68,9 @@ it on the node's run): ``tool_loop`` (phase one, tool selection included) and ``
 (phase two)."""
 
 
-def _tool_sends(state: AgentState, limits: UsageLimits | None = None) -> list[Send]:
-    """One ``Send`` per pending tool call; a call past a tool-call limit goes with the
+def _tool_sends(state: dict[str, Any], limits: UsageLimits | None = None) -> list[Send]:
+    """One ``Send`` per tool call in ``state["pending_tool_calls"]`` (the model call's
+    update laid over the state, :class:`~reactgraph.nodes.model_step.ModelStep`); a call past a tool-call limit goes with the
     reason it may not run (R13.3, :func:`~reactgraph.limits.over_limit_refusals`)."""
     calls = list(state.get("pending_tool_calls") or [])
     refusals = over_limit_refusals(calls, state.get("steps") or [], limits)
@@ -152,7 +153,7 @@ class RoutedNode:
         route: ``(state) -> destination(s)``, the former conditional edge's function. It is
             given the state with ``update`` laid over it, so it must read only keys that
             the node replaces (no reducer adds to them): ``iteration``, ``mode``,
-            ``pending_tool_calls``, ``pending_final``, ``selected_tools``.
+            ``pending_final``, ``selected_tools``.
     """
 
     def __init__(self, body: Any, route: Any) -> None:
@@ -293,7 +294,7 @@ def compile_react_graph(
     builder = StateGraph(state, context_schema=context_schema, input_schema=input_schema, output_schema=output_schema)
     drain, guard = DrainInterrupts(engine), GuardContext(engine)
 
-    def sends(state: AgentState) -> list[Send]:
+    def sends(state: dict[str, Any]) -> list[Send]:
         return _tool_sends(state, settings.limits)
 
     def answer(config: RunnableConfig) -> str:

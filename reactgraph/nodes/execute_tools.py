@@ -189,7 +189,7 @@ class ExecuteTools:
             "artifact": artifact.to_dict() if artifact else None,
             "return_direct": bool(tool is not None and tool.return_direct and error is None),
         }
-        update: dict[str, Any] = {"steps": [record], "pending_tool_calls": []}
+        update: dict[str, Any] = {"steps": [record]}
         # Back to the model node, which drains follow-ups first (R7.2), routed here from the
         # Send payload: a conditional edge would copy every channel of the state to read
         # ``mode`` (issue 20), and a route written with the update is saved with it.

@@ -57,5 +57,4 @@ class Fallback:
             "finish_reason": reached["reason"] if reached else "max_iterations",
             "limit": reached,
             "pending_final": None,
-            "pending_tool_calls": [],
         }

@@ -19,8 +19,9 @@ the tool's arguments or the answer (:meth:`LLMCallJSON._tool_first`, SPEC R13.1)
 
 Both nodes offer the tools most relevant to the question first, with the enum values it
 names first (SPEC R13.1, :mod:`reactgraph.ranking`), emit ``thinking`` start/done events
-and the ``answer`` signal, and leave the tool calls to run in ``pending_tool_calls``. A
-failing model call raises; the node's retry policy retries transient failures (SPEC R2.7).
+and the ``answer`` signal, and return the tool calls to run under ``pending_tool_calls`` (the
+model node sends them; they are not state). A failing model call raises; the node's retry
+policy retries transient failures (SPEC R2.7).
 
 Stall detection (SPEC R13.1): when the last model call's tool call was refused as a repeat,
 or two model calls in a row brought no new successful observation

@@ -80,12 +80,15 @@ class ModelStep:
 
     Args:
         engine: The shared engine.
-        call: The mode's model call, ``async (state, config) -> update``.
+        call: The mode's model call, ``async (state, config) -> update``; the update
+            carries the tool calls to run under ``pending_tool_calls``, which this node
+            sends to ``execute_tools`` and does not write to the state (issue 20: the
+            checkpoint holds the ``Send``\\ s until their tasks end).
         node: This node's name (``llm_call_native`` or ``llm_call_json``), where the run
             comes back to.
         drain: The follow-up drain, shared with nothing else.
         guard: The ``guard_context`` node, asked whether the window needs it.
-        tool_sends: ``(state) -> list[Send]``, one per pending tool call.
+        tool_sends: ``(view) -> list[Send]``, one per tool call in ``pending_tool_calls``.
         answer: ``(config) -> node``: where an accepted answer goes (``synthesize``, or the
             graph's end when the run skips synthesis).
     """
@@ -127,6 +130,7 @@ class ModelStep:
             if drained:
                 update = merge_updates(update, drained)
                 view = apply_update(view, drained)
+        update.pop("pending_tool_calls", None)  # they leave as Sends, not as state
         if view.get("pending_final") is not None:
             return Command(update=update, goto=self.answer(config))
         return Command(update=update, goto=self.tool_sends(view) or self.node)

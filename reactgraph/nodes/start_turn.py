@@ -42,7 +42,6 @@ class StartTurn:
             "mode": self.engine.mode,
             "iteration": 0,
             "selected_tools": None,
-            "pending_tool_calls": [],
             "pending_final": None,
             "parse_failures": 0,
             "schema_rejected": False,

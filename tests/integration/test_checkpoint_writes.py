@@ -10,11 +10,13 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from contextlib import asynccontextmanager
 
 import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.base import ERROR, empty_checkpoint
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from reactgraph import ModelAbilities, ReActAgent, checkpointing, open_persistence
 from reactgraph.checkpointing import WRITE_HOLD_SECONDS
@@ -291,3 +293,50 @@ async def test_a_cancelled_run_frees_its_thread_only_with_its_results_committed(
         results = [m.tool_call_id for _task, channel, value in saved.pending_writes if channel == "messages"
                    for m in value if getattr(m, "tool_call_id", None)]
         assert results == ["call-fast"]
+
+
+@asynccontextmanager
+async def _stock_saver(url: str):
+    """LangGraph's own saver on ``url`` (its long channel versions), tables set up."""
+    if url.startswith("postgres"):
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+        async with AsyncPostgresSaver.from_conn_string(url) as saver:
+            await saver.setup()
+            yield saver
+    else:
+        async with AsyncSqliteSaver.from_conn_string(url) as saver:
+            yield saver
+
+
+async def test_a_thread_written_with_langgraphs_versions_goes_on_with_short_ones(checkpoint_url, tools):
+    """Issue 20: these savers write channel versions of 19 characters, LangGraph's of about
+    50 (every checkpoint lists a version per channel). A thread LangGraph's saver wrote goes
+    on here — a second turn runs its tool and answers, the trace and the history read
+    back — and the checkpoints written here carry only short versions, each greater than
+    the long one it follows."""
+    thread = f"versions-{uuid.uuid4().hex}"
+    config = {"configurable": {"thread_id": thread}}
+    script = [AIMessage("", tool_calls=[tool_call("get_status", {"equipment_id": "CNC-001"}, "c1")]), "First.",
+              AIMessage("", tool_calls=[tool_call("get_status", {"equipment_id": "CNC-002"}, "c2")]), "Second."]
+    llm = ScriptedChatModel(responses=script)
+    async with _stock_saver(checkpoint_url) as stock:
+        agent = ReActAgent(llm, tools, abilities=ModelAbilities(tool_call=True), checkpointer=stock)
+        assert (await agent.run("How is CNC-001?", thread_id=thread)).answer == "First."
+        long_versions = (await stock.aget_tuple(config)).checkpoint["channel_versions"]
+    assert min(len(version) for version in long_versions.values()) > 45
+    async with open_persistence(checkpoint_url) as persistence:
+        saver = persistence.checkpointer
+        agent = ReActAgent(llm, tools, abilities=ModelAbilities(tool_call=True), checkpointer=saver)
+        second = await agent.run("And CNC-002?", thread_id=thread)
+        assert second.answer == "Second." and [step.tool_args for step in second.steps] == [{"equipment_id": "CNC-002"}]
+        versions = (await saver.aget_tuple(config)).checkpoint["channel_versions"]
+        for channel, version in versions.items():
+            if version != long_versions.get(channel):  # written by the second turn
+                assert len(version) == 19 and version > long_versions.get(channel, ""), (channel, version)
+        assert versions["messages"] != long_versions["messages"] and versions["steps"] != long_versions["steps"]
+        snapshot = await agent.graph.aget_state(config)
+        assert [m.type for m in snapshot.values["messages"]] == ["human", "ai", "tool", "ai"] * 2
+        assert [step["tool_call_id"] for step in snapshot.values["steps"]] == ["c2"]
+        answers = [state.values.get("answer") async for state in agent.graph.aget_state_history(config)]
+        assert answers[0] == "Second." and "First." in answers

@@ -128,3 +128,29 @@ async def test_tool_selection_is_one_superstep_per_turn():
     assert result.answer == "ok" and result.steps[0].tool_name == "tool_03"
     model_step, tools = ("llm_call_native",), ("execute_tools",)
     assert await supersteps(agent, "t") == [("start_turn",), ("select_tools",), model_step, tools, model_step]
+
+
+async def written_channels(agent: ReActAgent, thread_id: str) -> list[tuple[str, ...]]:
+    """The state channels each superstep wrote, oldest first: the channels whose version
+    changed from one checkpoint to the next (LangGraph's own ``branch:``/``__`` channels
+    left out)."""
+    config = {"configurable": {"thread_id": thread_id}}
+    versions = [t.checkpoint["channel_versions"] async for t in agent.graph.checkpointer.alist(config)][::-1]
+    return [tuple(sorted(key for key, version in after.items()
+                         if before.get(key) != version and not key.startswith(("branch:", "__"))))
+            for before, after in zip(versions, versions[1:])]
+
+
+async def test_an_iteration_writes_only_what_it_changes():
+    """Per iteration the model step writes the message, the iteration and the usage, and each
+    tool task its message and step record: the tool calls go out as ``Send``s and are not
+    state, so no checkpoint stores them twice (issue 20: every channel written is a row and
+    a version more in each checkpoint)."""
+    model = ScriptedChatModel(responses=[native_calls("a", "b"), native_calls("c"), "done"])
+    agent = ReActAgent(model, [get_status], abilities=NATIVE, checkpointer=InMemorySaver())
+    await agent.run("check", thread_id="t")
+    model_step, tools = ("iteration", "messages", "usage"), ("messages", "steps")
+    written = await written_channels(agent, "t")
+    assert written[2:] == [model_step, tools, model_step, tools, written[-1]]
+    assert {"answer", "draft_answer", "finish_reason"} <= set(written[-1]) and "steps" not in written[-1]
+    assert "pending_tool_calls" not in {key for step in written for key in step}
