@@ -78,7 +78,9 @@ class AgentState(InputState, total=False):
 
     ``messages`` is the conversation without the system prompt (the loop nodes prepend
     it on every model call, built from the tools of the current turn). The other fields
-    describe the current turn and are reset when a new turn starts.
+    describe the current turn and are reset when a new turn starts; the loop's internal ones
+    (:data:`~reactgraph.nodes.start_turn.TURN_BOOKKEEPING`) are missing until the loop
+    first sets them, which means their reset value.
     """
 
     query: str

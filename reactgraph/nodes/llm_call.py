@@ -382,7 +382,8 @@ class LLMCallJSON:
                 update["messages"] = [stored, HumanMessage(REFORMAT_REQUEST)]
             return update
         emit(ThinkingDone(iteration=iteration, reasoning=action.reasoning))
-        update["parse_failures"] = 0
+        if state.get("parse_failures"):  # a parsed action ends a run of failures
+            update["parse_failures"] = 0
         if action.type == "tool_call":
             request: ToolCallRequest = {"id": new_call_id(), "name": action.tool_name or "", "args": action.tool_args}
             update["pending_tool_calls"] = mark_repeats(

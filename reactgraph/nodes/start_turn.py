@@ -14,6 +14,20 @@ from reactgraph.protocol import answer_unfinished_tool_calls
 from reactgraph.state import RESET, AgentState
 
 
+TURN_BOOKKEEPING: dict[str, Any] = {
+    "pending_final": None,
+    "parse_failures": 0,
+    "schema_rejected": False,
+    "draft_answer": None,
+    "progress_iteration": 0,
+}
+"""The loop's internal per-turn fields (not in the graph's output) and their value at a
+turn's start. ``start_turn`` writes one only when the state holds another value: every
+reader takes a missing field as this value, and LangGraph does work per superstep for each
+channel that holds a value (issue 20), so a first turn leaves them unwritten until the loop
+sets them."""
+
+
 class StartTurn:
     """Reset the per-turn fields and record the turn's query and loop mode.
 
@@ -42,22 +56,18 @@ class StartTurn:
             "mode": self.engine.mode,
             "iteration": 0,
             "selected_tools": None,
-            "pending_final": None,
-            "parse_failures": 0,
-            "schema_rejected": False,
             "steps": RESET,
             "usage": RESET,
             "answer": "",
             "finish_reason": None,
             "limit": None,
-            "draft_answer": None,
-            "progress_iteration": 0,
             "grounding": None,
             "error": None,
             "synthesis": None,
             "started_at": time.time(),
             "pinned": pinned,
         }
+        update.update({key: reset for key, reset in TURN_BOOKKEEPING.items() if state.get(key, reset) != reset})
         repaired = answer_unfinished_tool_calls(state.get("messages", []))
         if repaired is not None:
             update["messages"] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *repaired]

@@ -13,6 +13,7 @@ from langchain_core.tools import StructuredTool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent
+from reactgraph.nodes.start_turn import TURN_BOOKKEEPING
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.conftest import get_status
 from tests.helpers import SMALL, HookedModel, log_calls, read_log
@@ -154,3 +155,24 @@ async def test_an_iteration_writes_only_what_it_changes():
     assert written[2:] == [model_step, tools, model_step, tools, written[-1]]
     assert {"answer", "draft_answer", "finish_reason"} <= set(written[-1]) and "steps" not in written[-1]
     assert "pending_tool_calls" not in {key for step in written for key in step}
+    # a first turn leaves the loop's bookkeeping unwritten until the loop sets it
+    assert not set(TURN_BOOKKEEPING) & {key for step in written[:-1] for key in step}
+    assert set(TURN_BOOKKEEPING) - {"pending_final", "draft_answer"} == set(TURN_BOOKKEEPING) - set(written[-1])
+
+
+async def test_a_new_turn_resets_only_the_bookkeeping_the_last_one_left_set():
+    """JSON mode: a parse failure sets ``parse_failures``; the parsed action after it sets it
+    back to 0, and the parsed actions after that write nothing to it; the next turn's
+    ``start_turn`` resets the final answer the last turn left, not the fields already at
+    their reset value."""
+    model = ScriptedChatModel(responses=["not json", json_call("M-1"), json_call("M-2"), json_final("one"),
+                                         json_final("two")])
+    agent = ReActAgent(model, [get_status], abilities=JSON, checkpointer=InMemorySaver())
+    assert (await agent.run("check", thread_id="t")).answer == "one"
+    first = await written_channels(agent, "t")
+    touched = [step for step in first if "parse_failures" in step]
+    assert len(touched) == 2, first  # the failure, then the action after it
+    assert (await agent.run("again", thread_id="t")).answer == "two"
+    start = next(step for step in (await written_channels(agent, "t"))[len(first):] if "query" in step)
+    assert {"pending_final", "draft_answer"} <= set(start)
+    assert not {"parse_failures", "schema_rejected", "progress_iteration"} & set(start)
