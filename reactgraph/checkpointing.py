@@ -15,6 +15,7 @@ import base64
 import functools
 import json
 import logging
+import math
 import os
 import random
 from collections import OrderedDict, deque
@@ -690,6 +691,41 @@ c{n} AS (
 )"""
 
 
+JSONB_DEPTH = 8
+"""How deep :func:`jsonb_exact` looks into nested lists and dicts before it sends a value
+to the blobs instead."""
+
+
+def jsonb_exact(value: Any, depth: int = 0) -> bool:
+    """Whether ``value`` reads back from a Postgres ``jsonb`` column as an equal value of the
+    same types: ``None``, a ``bool``, an ``int``, a finite ``float`` written without an
+    exponent, a ``str`` without NUL, or a ``list`` / ``dict`` (``str`` keys without NUL) of those, at most
+    :data:`JSONB_DEPTH` deep. Exact types only: a subclass (an enum, a pydantic model's
+    str) or a tuple would come back as something else.
+
+    The Postgres saver keeps such channel values in the checkpoint's own ``channel_values``
+    and everything else in ``checkpoint_blobs`` (serialized; issue 20). LangGraph's keeps
+    every ``str``, ``int``, ``float`` and ``bool`` inline and everything else in blobs: a
+    string holding NUL (``\\u0000``, which ``jsonb`` refuses) or a NaN failed the whole
+    store, and a small dict such as the turn's ``usage`` cost a row of its own at every
+    model step.
+    """
+    kind = type(value)
+    if value is None or kind is bool or kind is int:
+        return True
+    if kind is str:
+        return "\x00" not in value
+    if kind is float:  # jsonb keeps numbers as decimals: 1e+16 would read back as an int
+        return math.isfinite(value) and "e" not in repr(value)
+    if depth >= JSONB_DEPTH:
+        return False
+    if kind is list:
+        return all(jsonb_exact(item, depth + 1) for item in value)
+    if kind is dict:
+        return all(type(key) is str and "\x00" not in key and jsonb_exact(item, depth + 1) for key, item in value.items())
+    return False
+
+
 def _pg_rows(rows: list[tuple[Any, ...]]) -> str:
     """Rows for :data:`_PG_WRITES` / :data:`_PG_CHECKPOINT`: a JSON array of arrays, the
     last field (bytes) in base64."""
@@ -773,7 +809,7 @@ def _postgres_saver_class() -> type:
                 if isinstance(value, _DeltaSnapshot):
                     blobs[key] = values.pop(key)
                     values[key] = True
-                elif value is not None and not isinstance(value, (str, int, float, bool)):
+                elif not jsonb_exact(value):
                     blobs[key] = values.pop(key)
             dumped = [(key, str(version), *self.serde.dumps_typed(blobs[key]))
                       for key, version in new_versions.items() if key in blobs]

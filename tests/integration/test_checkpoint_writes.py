@@ -8,6 +8,7 @@ opened twice for two processes (each has its own connection and holds).
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 import uuid
 from contextlib import asynccontextmanager
@@ -340,3 +341,54 @@ async def test_a_thread_written_with_langgraphs_versions_goes_on_with_short_ones
         assert [step["tool_call_id"] for step in snapshot.values["steps"]] == ["c2"]
         answers = [state.values.get("answer") async for state in agent.graph.aget_state_history(config)]
         assert answers[0] == "Second." and "First." in answers
+
+
+def _same(left, right) -> bool:
+    """Equal, with the same types all the way down (NaN equal to NaN)."""
+    if type(left) is not type(right):
+        return False
+    if isinstance(left, float) and math.isnan(left):
+        return math.isnan(right)
+    if isinstance(left, dict):
+        return left.keys() == right.keys() and all(_same(left[key], right[key]) for key in left)
+    if isinstance(left, (list, tuple)):
+        return len(left) == len(right) and all(_same(a, b) for a, b in zip(left, right))
+    return left == right
+
+
+async def test_every_channel_value_reads_back_as_stored(checkpoint_url):
+    """Issue 20: the Postgres saver keeps values that ``jsonb`` stores exactly in the
+    checkpoint itself (no blob row for the turn's ``usage`` at every model step) and the
+    rest in blobs — NUL in a string and NaN included, which failed the whole store of
+    LangGraph's saver, and floats ``jsonb`` would turn into ints."""
+    values = {
+        "usage": {"input_tokens": 12, "output_tokens": 3, "model_calls": 1},
+        "pinned": ["a", "b"], "nested": {"a": [1, {"b": None, "c": 2.5}], "d": True}, "empty": {},
+        "nul": "a\x00b", "nul_key": {"k\x00": 1}, "nan": float("nan"), "inf": float("-inf"),
+        "big": 1e300, "small": 1e-7, "plain": 0.1, "count": 2**40,
+        "deep": [[[[[[[[[["bottom"]]]]]]]]]], "text": "ünïcode ✓", "flag": False, "none": None,
+    }
+    thread = f"values-{uuid.uuid4().hex}"
+    async with open_persistence(checkpoint_url) as persistence:
+        saver = persistence.checkpointer
+        checkpoint = empty_checkpoint()
+        checkpoint["channel_values"] = dict(values)
+        checkpoint["channel_versions"] = {key: saver.get_next_version(None) for key in values}
+        config = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+        await saver.aput(config, checkpoint, {"source": "input", "step": -1}, checkpoint["channel_versions"])
+    async with open_persistence(checkpoint_url) as persistence:
+        read = (await persistence.checkpointer.aget_tuple({"configurable": {"thread_id": thread}})).checkpoint
+    assert {key for key in values if not _same(values[key], read["channel_values"].get(key))} == set()
+
+
+async def test_a_question_and_an_answer_with_nul_in_them_are_stored(checkpoint_url):
+    """A NUL character in what the user or the model wrote (``jsonb`` refuses ``\\u0000``)
+    does not fail the run's store: the run answers and the thread reads back."""
+    thread = f"nul-{uuid.uuid4().hex}"
+    async with open_persistence(checkpoint_url) as persistence:
+        agent = ReActAgent(ScriptedChatModel(responses=["an\x00swer"]), [], abilities=ModelAbilities(tool_call=True),
+                           checkpointer=persistence.checkpointer)
+        result = await agent.run("que\x00stion", thread_id=thread)
+        assert result.error is None and result.answer == "an\x00swer"
+        state = (await agent.graph.aget_state({"configurable": {"thread_id": thread}})).values
+        assert state["query"] == "que\x00stion" and state["answer"] == "an\x00swer"
