@@ -699,9 +699,9 @@ to the blobs instead."""
 def jsonb_exact(value: Any, depth: int = 0) -> bool:
     """Whether ``value`` reads back from a Postgres ``jsonb`` column as an equal value of the
     same types: ``None``, a ``bool``, an ``int``, a finite ``float`` written without an
-    exponent, a ``str`` without NUL, or a ``list`` / ``dict`` (``str`` keys without NUL) of those, at most
-    :data:`JSONB_DEPTH` deep. Exact types only: a subclass (an enum, a pydantic model's
-    str) or a tuple would come back as something else.
+    exponent, a ``str`` without NUL, or a ``list`` / ``dict`` (``str`` keys without NUL) of
+    those, at most :data:`JSONB_DEPTH` deep. Exact types only: a subclass (an enum, a
+    ``str`` subclass) or a tuple would come back as something else.
 
     The Postgres saver keeps such channel values in the checkpoint's own ``channel_values``
     and everything else in ``checkpoint_blobs`` (serialized; issue 20). LangGraph's keeps
@@ -722,7 +722,8 @@ def jsonb_exact(value: Any, depth: int = 0) -> bool:
     if kind is list:
         return all(jsonb_exact(item, depth + 1) for item in value)
     if kind is dict:
-        return all(type(key) is str and "\x00" not in key and jsonb_exact(item, depth + 1) for key, item in value.items())
+        return all(type(key) is str and "\x00" not in key and jsonb_exact(item, depth + 1)
+                   for key, item in value.items())
     return False
 
 

@@ -70,8 +70,9 @@ it on the node's run): ``tool_loop`` (phase one, tool selection included) and ``
 
 def _tool_sends(state: dict[str, Any], limits: UsageLimits | None = None) -> list[Send]:
     """One ``Send`` per tool call in ``state["pending_tool_calls"]`` (the model call's
-    update laid over the state, :class:`~reactgraph.nodes.model_step.ModelStep`); a call past a tool-call limit goes with the
-    reason it may not run (R13.3, :func:`~reactgraph.limits.over_limit_refusals`)."""
+    update laid over the state, :class:`~reactgraph.nodes.model_step.ModelStep`); a call
+    past a tool-call limit goes with the reason it may not run (R13.3,
+    :func:`~reactgraph.limits.over_limit_refusals`)."""
     calls = list(state.get("pending_tool_calls") or [])
     refusals = over_limit_refusals(calls, state.get("steps") or [], limits)
     return [
