@@ -13,14 +13,20 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig, RunnableLambda
 from langchain_core.tools import BaseTool
 from langgraph.constants import TAG_NOSTREAM
 
 from reactgraph._dualmode import call_model
 from reactgraph.abilities import ModelAbilities
-from reactgraph.action_schema import action_response_format, offered_args_schema
+from reactgraph.action_schema import (
+    action_response_format,
+    enum_strings,
+    offered_args_schema,
+    tool_args_schema,
+    value_shape,
+)
 from reactgraph.actions import message_text
 from reactgraph.config import AgentSettings
 from reactgraph.interrupts import InMemoryInterruptQueue, InterruptQueue
@@ -171,6 +177,7 @@ class Engine:
     _json_prompts: dict[tuple[Any, ...], str] = field(default_factory=dict, repr=False)
     _action_formats: dict[tuple[Any, ...], dict[str, Any] | None] = field(default_factory=dict, repr=False)
     _per_query: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict, repr=False)
+    _argument_ids: dict[str, dict[str, frozenset[str]]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(
@@ -274,27 +281,66 @@ class Engine:
             return [self.tools[name] for name in self._query_facts(query)[0]]
         return [self.tools[name] for name in selected if name in self.tools]
 
+    def argument_ids(self, tool_name: str) -> dict[str, frozenset[str]]:
+        """The arguments of tool ``tool_name`` whose schema lists identifiers (string enum
+        values with a digit, :func:`~reactgraph.action_schema.value_shape`: machine ids,
+        order numbers), each with those values; ``{}`` for an unknown tool. Worked out once
+        per tool."""
+        if tool_name not in self._argument_ids:
+            tool = self.tools.get(tool_name)
+            properties = (tool_args_schema(tool).get("properties") or {}) if tool is not None else {}
+            self._argument_ids[tool_name] = {
+                name: ids for name, schema in properties.items()
+                if (ids := frozenset(value for value in enum_strings(schema) if value_shape(value) is not None))
+            }
+        return self._argument_ids[tool_name]
+
     def named_values(self, query: str) -> tuple[str, ...]:
         """The argument enum values ``query`` names, in its order, then identifiers it writes
         in the shape of enum values without being one (:func:`~reactgraph.ranking.unlisted_values`,
         an unknown machine id), then the dates it writes (``YYYY-MM-DD``) (SPEC R13.1)."""
         return self._query_facts(query)[1]
 
-    def offered_args(self, tool: BaseTool, named: Sequence[str]) -> dict[str, Any]:
-        """``tool``'s argument schema as offered this turn (see
-        :func:`~reactgraph.action_schema.offered_args_schema`, ``AgentSettings.optional_args``)."""
-        return offered_args_schema(tool, named, named_optionals_only=self.settings.optional_args == "named")
+    def seen_ids(self, query: str, messages: Sequence[BaseMessage]) -> tuple[str, ...] | None:
+        """The ids a call may pass besides those ``query`` names, when the question names
+        some (``AgentSettings.refuse_unasked_ids``, SPEC R13.1): every identifier an argument
+        lists (an enum value with a digit) that the user or a tool wrote in ``messages`` —
+        not the model. ``None`` when the check is off or the question names no such id:
+        then any value may be passed. Reads the history only in that case.
 
-    def native_model(self, tools: Sequence[BaseTool], named: Sequence[str] = (), *, final_only: bool = False) -> Runnable:
+        Args:
+            query: The turn's question.
+            messages: The thread's conversation.
+
+        Returns:
+            The ids, in the order of the tools' enums, or ``None``.
+        """
+        if not self.settings.refuse_unasked_ids:
+            return None
+        named = set(self.named_values(query))
+        ids = [value for value in self._enum_values if value_shape(value) is not None]
+        if named.isdisjoint(ids):
+            return None
+        texts = [message_text(message) for message in messages if not isinstance(message, AIMessage)]
+        return tuple(value for value in ids if value not in named and any(value in text for text in texts))
+
+    def offered_args(self, tool: BaseTool, named: Sequence[str], seen: Sequence[str] | None = None) -> dict[str, Any]:
+        """``tool``'s argument schema as offered this turn (see
+        :func:`~reactgraph.action_schema.offered_args_schema`, ``AgentSettings.optional_args``;
+        ``seen`` from :meth:`seen_ids`)."""
+        return offered_args_schema(tool, named, named_optionals_only=self.settings.optional_args == "named", seen=seen)
+
+    def native_model(self, tools: Sequence[BaseTool], named: Sequence[str] = (), *, final_only: bool = False,
+                     seen: Sequence[str] | None = None) -> Runnable:
         """The loop model with ``tools`` (and the caller's provider tools) bound in the given
         order, enum values the question names first, kept out of the token stream (SPEC
-        R3.3, R13.1). Cached per tool set and named values. ``final_only`` (a stalled
-        loop's last call) binds no tool at all."""
+        R3.3, R13.1). Cached per tool set, named values and ``seen`` (:meth:`seen_ids`).
+        ``final_only`` (a stalled loop's last call) binds no tool at all."""
 
         def bind() -> Runnable:
             offered: list[Any] = [
                 {"type": "function", "function": {"name": tool.name, "description": tool.description or "",
-                                                  "parameters": self.offered_args(tool, named)}}
+                                                  "parameters": self.offered_args(tool, named, seen)}}
                 for tool in tools
             ]
             offered += [] if final_only else self.provider_tools
@@ -304,7 +350,8 @@ class Engine:
                 model = model.bind(**bindings)
             return model.with_config(tags=[TAG_NOSTREAM], run_name=RUN_NAME_NATIVE)
 
-        return remembered(self._bound, (tuple(tool.name for tool in tools), tuple(named), final_only), bind)
+        key = (tuple(tool.name for tool in tools), tuple(named), final_only, None if seen is None else tuple(seen))
+        return remembered(self._bound, key, bind)
 
     def _plain(self) -> Runnable:
         """The model with the caller's non-tool bindings."""
@@ -348,24 +395,29 @@ class Engine:
             return self.json_system_prompt(self.tools_for(selected, query), named=self.named_values(query))
         return self.base_system_prompt
 
-    def json_system_prompt(self, tools: Sequence[BaseTool], base: str | None = None, named: Sequence[str] = ()) -> str:
+    def json_system_prompt(self, tools: Sequence[BaseTool], base: str | None = None, named: Sequence[str] = (),
+                           seen: Sequence[str] | None = None) -> str:
         """The JSON-mode system prompt for ``tools`` in the given order (SPEC R2.3, R13.1)
         under the domain instructions ``base`` (default :attr:`base_system_prompt`), enum
-        values the question names first; cached per instructions, tool set and named values."""
+        values the question names first; cached per instructions, tool set, named values
+        and ``seen`` (:meth:`seen_ids`)."""
         base = self.base_system_prompt if base is None else base
-        return remembered(self._json_prompts, (base, tuple(tool.name for tool in tools), tuple(named)),
-                          lambda: json_mode_system_prompt(base, tools, [self.offered_args(t, named) for t in tools]))
+        key = (base, tuple(tool.name for tool in tools), tuple(named), None if seen is None else tuple(seen))
+        return remembered(self._json_prompts, key,
+                          lambda: json_mode_system_prompt(base, tools, [self.offered_args(t, named, seen) for t in tools]))
 
-    def action_format(self, tools: Sequence[BaseTool], named: Sequence[str] = ()) -> dict[str, Any] | None:
+    def action_format(self, tools: Sequence[BaseTool], named: Sequence[str] = (),
+                      seen: Sequence[str] | None = None) -> dict[str, Any] | None:
         """The schema-constrained ``response_format`` for a JSON-mode call offering ``tools``
         (issue 10), in the request shape of ``abilities.schema_output``; ``None`` when the
         model cannot take a schema. Branches in the order of ``tools``, enum values the
-        question names first (SPEC R13.1). Cached per tool set and named values.
-        See :func:`~reactgraph.action_schema.action_response_format`."""
-        return remembered(self._action_formats, (tuple(tool.name for tool in tools), tuple(named)),
+        question names first (SPEC R13.1). Cached per tool set, named values and ``seen``
+        (:meth:`seen_ids`). See :func:`~reactgraph.action_schema.action_response_format`."""
+        key = (tuple(tool.name for tool in tools), tuple(named), None if seen is None else tuple(seen))
+        return remembered(self._action_formats, key,
                           lambda: action_response_format(
                               self.abilities.schema_output, tools, max_output_tokens=self.abilities.max_output_tokens,
-                              named=named, named_optionals_only=self.settings.optional_args == "named"))
+                              named=named, named_optionals_only=self.settings.optional_args == "named", seen=seen))
 
     def json_model(self, *, json_format: bool, response_format: dict[str, Any] | None = None) -> Runnable:
         """The loop model for JSON mode, kept out of the token stream (SPEC R3.3).

@@ -71,14 +71,20 @@ def value_shape(value: str) -> str | None:
     return "".join("9" if char.isdigit() else "a" if char.isalpha() else char for char in value)
 
 
-def prefer_named_values(schema: Any, named: Sequence[str]) -> Any:
+def prefer_named_values(schema: Any, named: Sequence[str], seen: Sequence[str] | None = None) -> Any:
     """A copy of ``schema`` whose string enums list the ``named`` values first (in the
     given order), then the others in their original order. A named value that an enum
     lacks but whose :func:`value_shape` one of its values has (``CNC-009`` beside
     ``CNC-001``…) is put first into that enum too: a constrained model can then pass the
     id the question names, and the tool's own validation answers that it does not exist,
     instead of the model being forced onto a real machine the user never asked about
-    (SPEC R13.1, R2.4). ``schema`` is not modified."""
+    (SPEC R13.1, R2.4). ``schema`` is not modified.
+
+    With ``seen`` (ids the user or a tool wrote in the thread; ``AgentSettings.refuse_unasked_ids``),
+    an enum of identifiers (values with a :func:`value_shape`) of which the question names
+    some offers only those, the ``seen`` ones and its values that are no identifiers: what
+    a call may pass without being refused (``reactgraph.nodes.llm_call.mark_unasked``), so a
+    constrained model cannot pick another machine at all."""
     if not named:
         return schema
     rank = {value: index for index, value in enumerate(named)}
@@ -94,7 +100,11 @@ def prefer_named_values(schema: Any, named: Sequence[str]) -> Any:
             shapes = {value_shape(value) for value in enum} - {None}
             unlisted = [value for value in named if value not in enum and value_shape(value) in shapes]
             if unlisted or any(value in rank for value in enum):
-                out["enum"] = [*unlisted, *sorted(enum, key=lambda value: rank.get(value, len(rank)))]
+                ordered = sorted(enum, key=lambda value: rank.get(value, len(rank)))
+                if seen is not None and any(value in rank and value_shape(value) for value in enum):
+                    ordered = [value for value in ordered
+                               if value in rank or value in seen or value_shape(value) is None]
+                out["enum"] = [*unlisted, *ordered]
         return out
 
     return walk(schema)
@@ -122,13 +132,16 @@ def _takes_date(schema: Any) -> bool:
     return isinstance(schema, list) and any(_takes_date(item) for item in schema)
 
 
-def offered_args_schema(tool: BaseTool, named: Sequence[str] = (), *, named_optionals_only: bool = False) -> dict[str, Any]:
+def offered_args_schema(tool: BaseTool, named: Sequence[str] = (), *, named_optionals_only: bool = False,
+                        seen: Sequence[str] | None = None) -> dict[str, Any]:
     """The argument schema a model is offered for ``tool`` (SPEC R13.1).
 
     Args:
         tool: Any LangChain tool.
         named: Values the question names (enum values, dates), listed first in every enum
             (:func:`prefer_named_values`).
+        seen: Ids the user or a tool wrote in the thread; given, an id enum of which the
+            question names some offers only those and these (:func:`prefer_named_values`).
         named_optionals_only: Offer an optional argument only when the question names a
             value for it — one of its enum values, or a date for a date argument; the tool
             then runs with its default. A small model otherwise fills every optional
@@ -137,7 +150,7 @@ def offered_args_schema(tool: BaseTool, named: Sequence[str] = (), *, named_opti
     Returns:
         :func:`tool_args_schema` of ``tool`` with those changes.
     """
-    schema = prefer_named_values(tool_args_schema(tool), named)
+    schema = prefer_named_values(tool_args_schema(tool), named, seen)
     if not named_optionals_only:
         return schema
     required = set(schema.get("required") or ())
@@ -155,7 +168,7 @@ def _string_const(value: str) -> dict[str, Any]:
 
 def action_schema(
     tools: Sequence[BaseTool], *, max_text_chars: int | None = None, named: Sequence[str] = (),
-    named_optionals_only: bool = False,
+    named_optionals_only: bool = False, seen: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The JSON schema of one JSON-mode action for ``tools`` (SPEC R2.3, issue 10).
 
@@ -166,6 +179,7 @@ def action_schema(
             (:func:`prefer_named_values`).
         named_optionals_only: Offer only the optional arguments the question names a
             value for (:func:`offered_args_schema`).
+        seen: Ids the user or a tool wrote in the thread (:func:`offered_args_schema`).
         max_text_chars: When set, ``reasoning`` may hold at most a third of it and
             ``answer`` the rest (``maxLength``, characters), so a constrained reply ends
             before the provider's output cap cuts it off; ``None`` leaves them unbounded.
@@ -189,7 +203,7 @@ def action_schema(
                 "type": _string_const("tool_call"),
                 "reasoning": reasoning,
                 "tool_name": _string_const(tool.name),
-                "tool_args": offered_args_schema(tool, named, named_optionals_only=named_optionals_only),
+                "tool_args": offered_args_schema(tool, named, named_optionals_only=named_optionals_only, seen=seen),
             },
             "required": ["type", "reasoning", "tool_name", "tool_args"],
             "additionalProperties": False,
@@ -296,7 +310,7 @@ def schema_response_format(kind: SchemaOutput, schema: dict[str, Any], *, name: 
 
 def action_response_format(
     kind: SchemaOutput, tools: Sequence[BaseTool], *, max_output_tokens: int | None = None, named: Sequence[str] = (),
-    named_optionals_only: bool = False,
+    named_optionals_only: bool = False, seen: Sequence[str] | None = None,
 ) -> dict[str, Any] | None:
     """The ``response_format`` of a JSON-mode loop call offering ``tools`` (issue 10).
 
@@ -304,7 +318,7 @@ def action_response_format(
         kind: The provider's request shape (``ModelAbilities.schema_output``).
         tools: The tools offered this turn, most relevant first; none leaves only the
             ``final_answer`` branch (what a stalled loop is sent, SPEC R13.1).
-        named, named_optionals_only: See :func:`action_schema`.
+        named, named_optionals_only, seen: See :func:`action_schema`.
         max_output_tokens: The model's output cap (tokens), when known. For
             ``"json_object_schema"`` it bounds the free text to three quarters of it in
             characters (:func:`action_schema`'s ``max_text_chars``; a token is at least one
@@ -324,7 +338,7 @@ def action_response_format(
         return None
     bounded = kind == "json_object_schema" and max_output_tokens is not None
     schema = action_schema(tools, max_text_chars=max_output_tokens * 3 // 4 if bounded else None, named=named,
-                           named_optionals_only=named_optionals_only)
+                           named_optionals_only=named_optionals_only, seen=seen)
     if kind == "json_schema":
         schema = {
             "type": "object",

@@ -70,6 +70,13 @@ class AgentSettings:
             already succeeded in this turn is not run again; the model gets an error
             observation pointing it to the earlier result. Turn off for tools whose result
             changes between calls (polling a job, reading a clock).
+        refuse_unasked_ids: When the question names identifiers an argument lists (string
+            enum values with a digit: ``CNC-003``), a tool call giving that argument another
+            of them is not run unless the user or a tool result in the thread wrote it; the
+            model gets an error observation naming the ids the question asks about (SPEC
+            R13.1: a small model otherwise takes the first id its schema lists). Turn off
+            when the model may pick such ids on its own (the tools' descriptions say which
+            is which).
         observation_preview_chars: Characters of an observation put in ``iteration``
             events; the full observation stays in the result's steps.
         system_prompt: Domain instructions put at the top of the loop's system prompt
@@ -158,6 +165,7 @@ class AgentSettings:
     synthesis_result_chars: int = 2000
     observation_preview_chars: int = 4000
     refuse_repeated_calls: bool = True
+    refuse_unasked_ids: bool = True
     system_prompt: str | None = None
     tool_selection: bool = True
     tool_selection_threshold: int = TOOL_SELECTION_THRESHOLD

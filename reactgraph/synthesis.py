@@ -37,6 +37,10 @@ the conversation itself (R6.1)."""
 REPEAT_REFUSAL = "repeat"
 """``refused`` value of a tool call (and its step record) that repeated a successful call."""
 
+UNASKED_REFUSAL = "unasked"
+"""``refused`` value of a tool call (and its step record) that passed an identifier the
+question does not ask about (``AgentSettings.refuse_unasked_ids``)."""
+
 
 def format_trace(steps: Sequence[dict[str, Any]], draft_answer: str, result_chars: int = 2000) -> str:
     """The work log shown to the synthesis call (SPEC R3.1, R13.1).
@@ -61,8 +65,8 @@ def format_trace(steps: Sequence[dict[str, Any]], draft_answer: str, result_char
     failures: list[str] = []
     for step in steps:
         call = f"{step.get('tool_name')}({safe_json(step.get('tool_args'))})"
-        if step.get("refused") == REPEAT_REFUSAL:
-            continue  # its result is already above: a line about it is only something to copy
+        if step.get("refused") in (REPEAT_REFUSAL, UNASKED_REFUSAL):
+            continue  # a repeat's result is above; an unasked id has no result: nothing to copy
         if step.get("error"):
             reason = str(step["error"]).strip().splitlines()[0]
             line = f"- {call}: failed ({reason[:160]})"

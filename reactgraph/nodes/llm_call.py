@@ -54,7 +54,7 @@ from reactgraph.prompts import ANSWER_REQUEST, FINAL_ONLY_REQUEST, REFORMAT_REQU
 from reactgraph.providers.content_calls import find_content_tool_calls, recover_content_tool_calls
 from reactgraph.providers.reasoning import REASONING_KEY, separate_reasoning
 from reactgraph.state import AgentState, ToolCallRequest
-from reactgraph.synthesis import REPEAT_REFUSAL, summarize_steps
+from reactgraph.synthesis import REPEAT_REFUSAL, UNASKED_REFUSAL, summarize_steps
 from reactgraph.usage import sum_usage, usage_of
 
 logger = logging.getLogger(__name__)
@@ -170,6 +170,41 @@ def action_from_content_call(raw: str, tools: list[Any], reasoning: str = "") ->
                   raw=raw)
 
 
+def mark_unasked(requests: list[ToolCallRequest], engine: Engine, query: str,
+                 seen: tuple[str, ...] | None) -> list[ToolCallRequest]:
+    """Refuse tool calls that pass an identifier the question does not ask about (SPEC R13.1).
+
+    When the turn's question names identifiers an argument lists (:meth:`Engine.argument_ids`:
+    ``CNC-003`` among the equipment ids), a call giving that argument another of them
+    (``CMP-001``) gets an ``error`` instead of running, naming the ids asked about, unless the
+    id is in ``seen`` (:meth:`Engine.seen_ids`: the user or a tool wrote it in the thread;
+    the model's own text does not count). Small models otherwise call with the first id
+    their schema lists and answer about the wrong machine; a schema-constrained model is
+    not offered the other ids at all (:func:`~reactgraph.action_schema.prefer_named_values`).
+    Off with ``AgentSettings.refuse_unasked_ids`` (``seen`` is then ``None``).
+    """
+    if seen is None or not requests:
+        return requests
+    named = engine.named_values(query)
+    for request in requests:
+        args = request.get("args")
+        if request.get("error") or not isinstance(args, dict):
+            continue
+        for argument, ids in engine.argument_ids(request.get("name") or "").items():
+            value = args.get(argument)
+            asked = [name for name in named if name in ids]
+            if not isinstance(value, str) or value not in ids or not asked or value in asked or value in seen:
+                continue
+            request["refused"] = UNASKED_REFUSAL
+            request["error"] = (  # without the refused id: this text is a tool result the next check reads
+                f"that {argument} is not one the question asks about: it names {', '.join(asked)}. "
+                f"Call {request.get('name')} with {argument} {asked[0]!r}, or first call a tool whose result "
+                f"lists the {argument} you want."
+            )
+            break
+    return requests
+
+
 def mark_repeats(requests: list[ToolCallRequest], steps: list[dict[str, Any]], enabled: bool) -> list[ToolCallRequest]:
     """Refuse tool calls that repeat an earlier successful call of this turn.
 
@@ -213,7 +248,8 @@ class LLMCallNative:
         messages = await self.engine.loop_input(state, config)
         if stalled:
             messages.append(HumanMessage(FINAL_ONLY_REQUEST))
-        model = self.engine.native_model(tools, self.engine.named_values(query), final_only=bool(stalled))
+        seen = self.engine.seen_ids(query, state["messages"])
+        model = self.engine.native_model(tools, self.engine.named_values(query), final_only=bool(stalled), seen=seen)
         response = await call_model(model, messages, config)
         if not isinstance(response, AIMessage):
             response = AIMessage(content=message_text(response))
@@ -223,7 +259,8 @@ class LLMCallNative:
         response, requests = normalize_tool_calls(response, used)
         if self.engine.message_name:
             response.name = self.engine.message_name
-        requests = mark_repeats(requests, state.get("steps", []), self.engine.settings.refuse_repeated_calls)
+        requests = mark_repeats(mark_unasked(requests, self.engine, query, seen), state.get("steps", []),
+                                self.engine.settings.refuse_repeated_calls)
         reasoning = separate_reasoning(response) or (message_text(response) if requests else "")
         emit(ThinkingDone(iteration=iteration, reasoning=reasoning))
         update: dict[str, Any] = {
@@ -276,12 +313,13 @@ class LLMCallJSON:
 
     async def _tool_first(
         self, messages: list[BaseMessage], config: RunnableConfig, tools: list[Any], named: tuple[str, ...],
-        answer_first: bool,
+        answer_first: bool, seen: tuple[str, ...] | None = None,
     ) -> tuple[str, dict[str, int], AIMessage]:
         """The action in two constrained calls (``json_action="tool_first"``, SPEC R13.1):
         first the choice alone — a tool name or ``final_answer``, as an enum best first
         (the answer first when the last call brought a new observation) — then that
-        tool's arguments (named values first) or the answer text.
+        tool's arguments (named values first; ids as :meth:`Engine.seen_ids` allows) or
+        the answer text.
 
         Returns:
             The action as the one-call wire format (JSON text), the summed usage, and
@@ -308,7 +346,7 @@ class LLMCallJSON:
             choice = str(picked.get("next", ANSWER_CHOICE))
         if choice in self.engine.tools:
             tool = self.engine.tools[choice]
-            args_schema = self.engine.offered_args(tool, named)
+            args_schema = self.engine.offered_args(tool, named, seen)
             args, response = await ask([*messages, HumanMessage(TOOL_ARGS_REQUEST.format(tool_name=choice))], args_schema)
             action = {"type": "tool_call", "reasoning": "", "tool_name": choice, "tool_args": args}
         else:
@@ -325,13 +363,14 @@ class LLMCallJSON:
         emit(ThinkingStarted(iteration=iteration))
         query = state.get("query", "")
         named = self.engine.named_values(query)
+        seen = self.engine.seen_ids(query, state["messages"])
         tools = [] if stalled else self.engine.tools_for(state.get("selected_tools"), query)
         messages = await self.engine.loop_input(
-            state, config, lambda base: self.engine.json_system_prompt(tools, base, named)
+            state, config, lambda base: self.engine.json_system_prompt(tools, base, named, seen)
         )
         if stalled:
             messages.append(HumanMessage(FINAL_ONLY_REQUEST))
-        action_format = None if state.get("schema_rejected") else self.engine.action_format(tools, named)
+        action_format = None if state.get("schema_rejected") else self.engine.action_format(tools, named, seen)
         rejected = False
         usage: dict[str, int] | None = None
         raw: str | None = None
@@ -339,7 +378,7 @@ class LLMCallJSON:
             steps = state.get("steps", [])
             answer_first = any(not step.get("error") for step in steps if step.get("iteration") == iteration - 1)
             try:
-                raw, usage, response = await self._tool_first(messages, config, tools, named, answer_first)
+                raw, usage, response = await self._tool_first(messages, config, tools, named, answer_first, seen)
             except Exception as exc:  # refused or failed: one unconstrained call instead
                 rejected = self.engine.profile.refuses_schema(exc)
                 logger.warning("tool-first action failed, asking in one unconstrained call: %s", exc)
@@ -387,7 +426,8 @@ class LLMCallJSON:
         if action.type == "tool_call":
             request: ToolCallRequest = {"id": new_call_id(), "name": action.tool_name or "", "args": action.tool_args}
             update["pending_tool_calls"] = mark_repeats(
-                [request], state.get("steps", []), self.engine.settings.refuse_repeated_calls
+                mark_unasked([request], self.engine, query, seen), state.get("steps", []),
+                self.engine.settings.refuse_repeated_calls,
             )
         else:
             update.update(_final_update(state, action.answer, "final_answer"))

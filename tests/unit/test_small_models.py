@@ -5,11 +5,12 @@ sends, so each test checks the order, the binding or the prompt a model really r
 from __future__ import annotations
 
 import json
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.tools import StructuredTool
+from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import BaseModel, Field
 
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent
@@ -118,9 +119,15 @@ async def test_action_schema_branches_and_enums_follow_the_question():
     assert branch_names[0] == "maintenance_log"
     assert schema["anyOf"][-1]["properties"]["type"]["enum"] == ["final_answer"]
     first_args = schema["anyOf"][0]["properties"]["tool_args"]["properties"]["machine_id"]["enum"]
-    assert first_args == ["PRS-001", "CNC-001", "CNC-002", "CNC-003"]
+    assert first_args == ["PRS-001"]  # the only machine the question asks about (refuse_unasked_ids)
     prompt = model.calls[0][0].content
     assert prompt.index("- maintenance_log") < prompt.index("- list_machines")
+    model = ScriptedChatModel(responses=[final("fine")])
+    await ReActAgent(model, plant_tools(), abilities=SCHEMA, settings=AgentSettings(refuse_unasked_ids=False)).run(
+        "Show the repair history of PRS-001")
+    schema = model.call_kwargs[0]["response_format"]["schema"]
+    first_args = schema["anyOf"][0]["properties"]["tool_args"]["properties"]["machine_id"]["enum"]
+    assert first_args == ["PRS-001", "CNC-001", "CNC-002", "CNC-003"]  # named first, the others after
 
 
 # hybrid selection ----------------------------------------------------------------------
@@ -422,3 +429,84 @@ async def test_named_optionals_only_offers_the_optional_arguments_the_question_n
     await ReActAgent(model, [tool], abilities=SCHEMA).run("alarm log of CNC-003")  # default: every argument
     branch = model.call_kwargs[0]["response_format"]["schema"]["anyOf"][0]
     assert set(branch["properties"]["tool_args"]["properties"]) == {"machine_id", "line", "day", "result", "limit"}
+
+
+async def test_a_call_with_an_id_the_question_does_not_ask_about_is_refused_with_the_asked_one():
+    """The embedded model's failure (issue 20 note): asked about CNC-003, it called for the
+    first machine its schema listed. The call is not run; the model is told which id the
+    question names, calls again with it and answers from its result; the synthesis input
+    leaves the refused call out."""
+    from reactgraph.synthesis import format_trace
+
+    model = ScriptedChatModel(responses=[
+        AIMessage("", tool_calls=[tool_call("machine_status", {"machine_id": "CNC-001"}, "a")]),
+        AIMessage("", tool_calls=[tool_call("machine_status", {"machine_id": "CNC-003"}, "b")]),
+        "CNC-003: 48.7 °C",
+    ])
+    agent = ReActAgent(model, plant_tools(), abilities=NATIVE, settings=AgentSettings(tool_selection=False),
+                       checkpointer=InMemorySaver())
+    result = await agent.run("CNC-003 상태 알려줘", thread_id="t")
+    assert result.answer == "CNC-003: 48.7 °C"
+    first, second = (await agent.graph.aget_state({"configurable": {"thread_id": "t"}})).values["steps"]
+    assert first["refused"] == "unasked" and first["ran"] is False
+    assert first["error"].startswith("that machine_id is not one the question asks about: it names CNC-003. "
+                                     "Call machine_status with machine_id 'CNC-003'")
+    assert second["refused"] is None and second["observation"].startswith("machine_status of CNC-003")
+    assert "it names CNC-003" in model.calls[1][-1].content  # the model was told
+    assert "CNC-001" not in format_trace([first, second], result.answer)
+
+
+@pytest.mark.parametrize("mode", ["native", "json"])
+async def test_ids_a_tool_result_or_the_user_wrote_may_be_used(mode):
+    """A tool that lists machines makes their ids fair to use, as does an id the user wrote
+    in an earlier turn of the thread; an id is free when the question names none of that
+    argument's ids; the check is off with ``refuse_unasked_ids=False``."""
+    listing = make_tool("list_machines", "List every machine.", output="CNC-001 line A, PRS-001 line B")
+    tools = [listing, *plant_tools()[1:]]
+    abilities = NATIVE if mode == "native" else ModelAbilities(json_mode=True)
+    done = "done" if mode == "native" else final("done")
+
+    def call(name: str, machine: str) -> Any:
+        if mode == "native":
+            return AIMessage("", tool_calls=[tool_call(name, {"machine_id": machine}, f"{name}-{machine}")])
+        return json.dumps({"type": "tool_call", "reasoning": "r", "tool_name": name, "tool_args": {"machine_id": machine}})
+
+    def refusals(result) -> list[str | None]:
+        return ["unasked" if step.error and "is not one the question asks about" in step.error else None
+                for step in result.steps]
+
+    def agent(*script: Any, **settings: Any) -> ReActAgent:
+        return ReActAgent(ScriptedChatModel(responses=list(script)), tools, abilities=abilities,
+                          settings=AgentSettings(tool_selection=False, **settings), checkpointer=InMemorySaver())
+
+    listed = agent(call("list_machines", "CNC-003"), call("machine_status", "PRS-001"), done)
+    assert refusals(await listed.run("Which machine is busier than CNC-003?")) == [None, None]
+
+    turns = agent(call("machine_status", "PRS-001"), done, call("machine_status", "PRS-001"), done)
+    assert refusals(await turns.run("How is PRS-001?", thread_id="t")) == [None]
+    assert refusals(await turns.run("Compare CNC-003 with it", thread_id="t")) == [None]  # the user wrote PRS-001
+
+    assert refusals(await agent(call("machine_status", "PRS-001"), done).run("How is the press?")) == [None]
+    assert refusals(await agent(call("machine_status", "PRS-001"), done).run("Compare CNC-003 with the press")) \
+        == ["unasked"]
+    again = agent(call("machine_status", "PRS-001"), call("machine_status", "PRS-001"), done)
+    assert refusals(await again.run("Compare CNC-003 with the press")) == ["unasked", "unasked"]  # not told by the refusal
+    off = agent(call("machine_status", "PRS-001"), done, refuse_unasked_ids=False)
+    assert refusals(await off.run("Compare CNC-003 with the press")) == [None]
+
+
+async def test_a_constrained_model_is_offered_the_ids_asked_about_and_those_a_tool_listed():
+    """With a schema, the id enum of a question that names ids offers only those, then also
+    the ids a tool result wrote (what a call may pass without being refused)."""
+    listing = make_tool("list_machines", "List every machine.", output="CNC-001 line A, PRS-001 line B")
+    model = ScriptedChatModel(responses=[call_json("list_machines", {"machine_id": "CNC-003"}), final("done")])
+    await ReActAgent(model, [listing, *plant_tools()[1:]], abilities=SCHEMA,
+                     settings=AgentSettings(tool_selection=False)).run("Which machine is busier than CNC-003?")
+
+    def offered(call: int) -> list[str]:
+        branches = model.call_kwargs[call]["response_format"]["schema"]["anyOf"][:-1]
+        return next(b["properties"]["tool_args"]["properties"]["machine_id"]["enum"] for b in branches
+                    if b["properties"]["tool_name"]["enum"] == ["machine_status"])
+
+    assert offered(0) == ["CNC-003"]
+    assert offered(1) == ["CNC-003", "CNC-001", "PRS-001"]
