@@ -49,7 +49,7 @@ async def test_the_approval_buttons_on_the_tool_cards(tmp_path):
     agent = ReActAgent(model, tools, abilities=ModelAbilities(tool_call=True), checkpointer=InMemorySaver(),
                        settings=AgentSettings(tool_selection=False))
     async with running_server(create_app(agent, ServerSettings(api_key=""))) as url, browser_page(url) as page:
-        await ask(page, "Check CNC-003 and open the two work orders")
+        await ask(page, "Check CNC-003 and open the two work orders, for CNC-003 and PRS-001")
         waiting = page.locator('details.tool-card[data-status="waiting"]')
         await page.locator(".waiting-note").wait_for(timeout=30_000)
         assert await waiting.count() == 2 and orders(db) == []
