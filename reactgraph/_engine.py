@@ -387,12 +387,15 @@ class Engine:
             text, messages = message_text(messages[0]), messages[1:]
         return [SystemMessage(system(text)), *messages]
 
-    def loop_system_prompt(self, selected: Sequence[str] | None, query: str) -> str:
+    def loop_system_prompt(self, selected: Sequence[str] | None, query: str,
+                           messages: Sequence[BaseMessage] = ()) -> str:
         """The system prompt of the turn's loop calls when no prompt runnable builds it:
         the domain instructions in native mode; in JSON mode with the tools offered for
-        ``selected`` and ``query`` (:meth:`tools_for`) and the reply protocol (SPEC R2.3)."""
+        ``selected`` and ``query`` (:meth:`tools_for`), the ids the conversation
+        ``messages`` allows (:meth:`seen_ids`) and the reply protocol (SPEC R2.3)."""
         if self.mode == "json":
-            return self.json_system_prompt(self.tools_for(selected, query), named=self.named_values(query))
+            return self.json_system_prompt(self.tools_for(selected, query), named=self.named_values(query),
+                                           seen=self.seen_ids(query, messages))
         return self.base_system_prompt
 
     def json_system_prompt(self, tools: Sequence[BaseTool], base: str | None = None, named: Sequence[str] = (),

@@ -170,7 +170,8 @@ class ReActAgent(AgentFacade):
             error_text = self._error_text(error)
             answer = summarize_steps(steps, f"The model call failed, so the run stopped early ({error_text}).")
             finish_reason = "model_error"
-        system = SystemMessage(self.engine.loop_system_prompt(state.get("selected_tools"), state.get("query", "")))
+        system = SystemMessage(self.engine.loop_system_prompt(state.get("selected_tools"), state.get("query", ""),
+                                                              state.get("messages", [])))
         return AgentResult(
             answer=answer,
             messages=[system, *state.get("messages", [])],
