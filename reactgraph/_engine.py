@@ -173,6 +173,7 @@ class Engine:
     profile: ProviderProfile = GENERIC
     ranker: ToolRanker = field(default_factory=lambda: ToolRanker([]), repr=False)
     _enum_values: list[str] = field(default_factory=list, repr=False)
+    _id_values: list[str] = field(default_factory=list, repr=False)  # those with a value_shape: ids
     _bound: dict[tuple[Any, ...], Runnable] = field(default_factory=dict, repr=False)
     _json_prompts: dict[tuple[Any, ...], str] = field(default_factory=dict, repr=False)
     _action_formats: dict[tuple[Any, ...], dict[str, Any] | None] = field(default_factory=dict, repr=False)
@@ -231,13 +232,15 @@ class Engine:
                 )
             provider = provider + [spec for spec in bound_tools if _bound_tool_name(spec) is None and spec not in provider]
         interrupts = interrupt_queue if interrupt_queue is not None else InMemoryInterruptQueue()
+        values = enum_values(list(runner.tools.values()))
         return cls(
             model, dict(runner.tools), abilities, settings, use_native_tools, interrupts=interrupts,
             compaction_llm=compaction_llm, runner=runner, provider_tools=provider,
             tool_bindings={k: v for k, v in bindings.items() if k in TOOL_BINDING_KEYS},
             model_bindings={k: v for k, v in bindings.items() if k not in TOOL_BINDING_KEYS},
             prompt=as_prompt_runnable(prompt), message_name=message_name, price=price, profile=profile,
-            ranker=ToolRanker(list(runner.tools.values())), _enum_values=enum_values(list(runner.tools.values())),
+            ranker=ToolRanker(list(runner.tools.values())), _enum_values=values,
+            _id_values=[value for value in values if value_shape(value) is not None],
         )
 
     def limit_reached(self, state: dict[str, Any]) -> dict[str, Any] | None:
@@ -318,11 +321,10 @@ class Engine:
         if not self.settings.refuse_unasked_ids:
             return None
         named = set(self.named_values(query))
-        ids = [value for value in self._enum_values if value_shape(value) is not None]
-        if named.isdisjoint(ids):
+        if named.isdisjoint(self._id_values):
             return None
         texts = [message_text(message) for message in messages if not isinstance(message, AIMessage)]
-        return tuple(value for value in ids if value not in named and any(value in text for text in texts))
+        return tuple(value for value in self._id_values if value not in named and any(value in text for text in texts))
 
     def offered_args(self, tool: BaseTool, named: Sequence[str], seen: Sequence[str] | None = None) -> dict[str, Any]:
         """``tool``'s argument schema as offered this turn (see
