@@ -408,8 +408,8 @@ class Engine:
         and ``seen`` (:meth:`seen_ids`)."""
         base = self.base_system_prompt if base is None else base
         key = (base, tuple(tool.name for tool in tools), tuple(named), None if seen is None else tuple(seen))
-        return remembered(self._json_prompts, key,
-                          lambda: json_mode_system_prompt(base, tools, [self.offered_args(t, named, seen) for t in tools]))
+        return remembered(self._json_prompts, key, lambda: json_mode_system_prompt(
+            base, tools, [self.offered_args(tool, named, seen) for tool in tools]))
 
     def action_format(self, tools: Sequence[BaseTool], named: Sequence[str] = (),
                       seen: Sequence[str] | None = None) -> dict[str, Any] | None:
