@@ -29,6 +29,7 @@ from reactgraph.action_schema import (
 )
 from reactgraph.actions import message_text
 from reactgraph.config import AgentSettings
+from reactgraph.history import HistoryFold, SuccessfulCalls, add_call_ids, add_successful_call, written_ids_fold
 from reactgraph.interrupts import InMemoryInterruptQueue, InterruptQueue
 from reactgraph.limits import ModelPrice, limit_reached, model_name_of
 from reactgraph.prompts import DEFAULT_SYSTEM_PROMPT, json_mode_system_prompt
@@ -138,6 +139,10 @@ class Engine:
         compaction_llm: A separate (cheaper) model for context compaction (SPEC §6);
             ``None`` compacts with ``llm``.
         ranker: BM25 index of ``tools``, for relevance-ranked offering (SPEC R13.1).
+        call_ids: The tool-call ids a conversation used
+            (:class:`~reactgraph.history.HistoryFold` of its messages).
+        successful_calls: The calls of a turn that succeeded
+            (:class:`~reactgraph.history.HistoryFold` of its step records).
         runner: Runs tool calls the LangGraph way (:class:`~reactgraph.tooling.ToolRunner`).
         provider_tools: Provider tool dicts, bound in native mode, run by the provider.
         tool_bindings: Tool-related keyword bindings of a pre-bound model
@@ -179,6 +184,13 @@ class Engine:
     _action_formats: dict[tuple[Any, ...], dict[str, Any] | None] = field(default_factory=dict, repr=False)
     _per_query: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict, repr=False)
     _argument_ids: dict[str, dict[str, frozenset[str]]] = field(default_factory=dict, repr=False)
+    call_ids: HistoryFold[set[str], BaseMessage] = field(
+        default_factory=lambda: HistoryFold(set, add_call_ids), repr=False)
+    successful_calls: HistoryFold[SuccessfulCalls, dict[str, Any]] = field(
+        default_factory=lambda: HistoryFold(dict, add_successful_call), repr=False)
+
+    def __post_init__(self) -> None:
+        self._written_ids = written_ids_fold(self._id_values)
 
     @classmethod
     def build(
@@ -304,7 +316,7 @@ class Engine:
         an unknown machine id), then the dates it writes (``YYYY-MM-DD``) (SPEC R13.1)."""
         return self._query_facts(query)[1]
 
-    def seen_ids(self, query: str, messages: Sequence[BaseMessage]) -> tuple[str, ...] | None:
+    def seen_ids(self, query: str, messages: Sequence[BaseMessage], thread: Any = None) -> tuple[str, ...] | None:
         """The ids a call may pass besides those ``query`` names, when the question names
         some (``AgentSettings.refuse_unasked_ids``, SPEC R13.1): every identifier an argument
         lists (an enum value with a digit) that the user or a tool wrote in ``messages`` —
@@ -314,6 +326,8 @@ class Engine:
         Args:
             query: The turn's question.
             messages: The thread's conversation.
+            thread: The run's thread id: the messages are read incrementally
+                (:class:`~reactgraph.history.HistoryFold`).
 
         Returns:
             The ids, in the order of the tools' enums, or ``None``.
@@ -323,8 +337,8 @@ class Engine:
         named = set(self.named_values(query))
         if named.isdisjoint(self._id_values):
             return None
-        texts = [message_text(message) for message in messages if not isinstance(message, AIMessage)]
-        return tuple(value for value in self._id_values if value not in named and any(value in text for text in texts))
+        written = self._written_ids(messages, thread)
+        return tuple(value for value in self._id_values if value not in named and value in written)
 
     def offered_args(self, tool: BaseTool, named: Sequence[str], seen: Sequence[str] | None = None) -> dict[str, Any]:
         """``tool``'s argument schema as offered this turn (see

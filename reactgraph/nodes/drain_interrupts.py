@@ -46,6 +46,7 @@ from langchain_core.runnables import RunnableConfig
 
 from reactgraph._engine import Engine
 from reactgraph.events import AnswerSignalled, Injected, emit
+from reactgraph.history import thread_of
 from reactgraph.interrupts import format_interrupt
 from reactgraph.nodes.fallback import iteration_cap_reached
 from reactgraph.state import AgentState
@@ -78,7 +79,7 @@ class DrainInterrupts:
         failed before its update was saved (the model call raised; a retry of the step
         takes them anew). A follow-up the queue refuses now (its limits) is logged and
         dropped: delivery stays at most once."""
-        thread_id = (config.get("configurable") or {}).get("thread_id")
+        thread_id = thread_of(config)
         for text in texts:
             try:
                 await self.engine.interrupts.put(str(thread_id), text)
@@ -86,7 +87,7 @@ class DrainInterrupts:
                 logger.warning("a follow-up taken by a failed step could not be queued again: %s", exc)
 
     async def _take(self, state: AgentState, config: RunnableConfig) -> list[str]:
-        thread_id = (config.get("configurable") or {}).get("thread_id")
+        thread_id = thread_of(config)
         if thread_id is None or iteration_cap_reached(state, self.engine.settings.max_iterations):
             return []
         return await self.engine.interrupts.take(str(thread_id))

@@ -31,6 +31,7 @@ from reactgraph._dualmode import run_blocking
 from reactgraph._engine import RUN_NAME_COMPACTION, Engine
 from reactgraph._pinning import pinned_ids
 from reactgraph.events import Compacted, emit
+from reactgraph.history import thread_of
 from reactgraph.nodes.fallback import iteration_cap_reached
 from reactgraph.state import AgentState
 from reactgraph.window import ContextGuard, TokenCounter, context_budget, model_name_of
@@ -39,7 +40,7 @@ from reactgraph.window import ContextGuard, TokenCounter, context_budget, model_
 def _tally_key(messages: list[Any], config: RunnableConfig) -> tuple[Any, str | None]:
     """What names a conversation for the guard's running token total: the run's thread and
     the id of the conversation's first message."""
-    return (config.get("configurable") or {}).get("thread_id"), messages[0].id
+    return thread_of(config), messages[0].id
 
 
 class GuardContext:

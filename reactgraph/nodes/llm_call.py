@@ -48,6 +48,7 @@ from reactgraph.action_schema import (
     schema_response_format,
 )
 from reactgraph.actions import Action, message_text, parse_action
+from reactgraph.history import SuccessfulCalls, thread_of
 from reactgraph.events import AnswerSignalled, Stalled, ThinkingDone, ThinkingStarted, emit
 from reactgraph.jsonparse import extract_json, safe_json
 from reactgraph.prompts import ANSWER_REQUEST, FINAL_ONLY_REQUEST, REFORMAT_REQUEST, TOOL_ARGS_REQUEST
@@ -108,6 +109,18 @@ def detect_stall(
         if not step.get("error"):
             progress = max(progress, asked)
     return "no_progress" if iteration - progress >= 2 else None
+
+
+def brought_observation(steps: list[dict[str, Any]], iteration: int) -> bool:
+    """Whether a tool call asked for by model call ``iteration`` succeeded (read from the end
+    of the turn's step records, which are in iteration order)."""
+    for step in reversed(steps):
+        asked = int(step.get("iteration") or 0)
+        if asked < iteration:
+            return False
+        if asked == iteration and not step.get("error"):
+            return True
+    return False
 
 
 def _stall_check(engine: Engine, state: AgentState, iteration: int) -> str | None:
@@ -205,13 +218,19 @@ def mark_unasked(requests: list[ToolCallRequest], engine: Engine, query: str,
     return requests
 
 
-def mark_repeats(requests: list[ToolCallRequest], steps: list[dict[str, Any]], enabled: bool) -> list[ToolCallRequest]:
+def mark_repeats(requests: list[ToolCallRequest], succeeded: SuccessfulCalls, enabled: bool) -> list[ToolCallRequest]:
     """Refuse tool calls that repeat an earlier successful call of this turn.
 
     A call with the same tool name and arguments as a step that already succeeded gets an
     ``error`` instead of running again, so the model is told to use the result it has (small
     models otherwise repeat one call until ``max_iterations``). Off when ``enabled`` is false
     (``AgentSettings.refuse_repeated_calls``), for tools whose result changes between calls.
+
+    Args:
+        requests: The calls of this model response (changed in place and returned).
+        succeeded: The turn's successful calls (:attr:`Engine.successful_calls` of its
+            step records). Arguments must be equal both as values and as JSON text.
+        enabled: ``AgentSettings.refuse_repeated_calls``.
     """
     if not enabled or not requests:
         return requests
@@ -219,15 +238,11 @@ def mark_repeats(requests: list[ToolCallRequest], steps: list[dict[str, Any]], e
         if request.get("error"):
             continue
         name, args = request.get("name"), request.get("args")
-        earlier = None
-        for step in steps:  # the last match names the iteration; JSON only for equal arguments
-            if (step.get("tool_name") == name and not step.get("error") and step.get("tool_args") == args
-                    and safe_json(step.get("tool_args")) == safe_json(args)):
-                earlier = step.get("iteration")
-        if earlier is not None:
+        earlier = [iteration for done, iteration in succeeded.get((name, safe_json(args)), ()) if done == args]
+        if earlier:  # the last match names the iteration
             request["refused"] = REPEAT_REFUSAL
             request["error"] = (
-                f"repeated call: {request.get('name')} already ran with these arguments in iteration {earlier} "
+                f"repeated call: {request.get('name')} already ran with these arguments in iteration {earlier[-1]} "
                 "and its result is in the conversation above. Use that result to answer, or call a different tool."
             )
     return requests
@@ -248,18 +263,19 @@ class LLMCallNative:
         messages = await self.engine.loop_input(state, config)
         if stalled:
             messages.append(HumanMessage(FINAL_ONLY_REQUEST))
-        seen = self.engine.seen_ids(query, state["messages"])
+        thread = thread_of(config)
+        seen = self.engine.seen_ids(query, state["messages"], thread)
         model = self.engine.native_model(tools, self.engine.named_values(query), final_only=bool(stalled), seen=seen)
         response = await call_model(model, messages, config)
         if not isinstance(response, AIMessage):
             response = AIMessage(content=message_text(response))
         if self.engine.profile.content_tool_calls and tools:  # calls written in the content (issue 16)
             response = recover_content_tool_calls(response, {tool.name for tool in tools}, new_call_id)
-        used = {c["id"] for m in state["messages"] if isinstance(m, AIMessage) for c in m.tool_calls if c.get("id")}
-        response, requests = normalize_tool_calls(response, used)
+        response, requests = normalize_tool_calls(response, self.engine.call_ids(state["messages"], thread))
         if self.engine.message_name:
             response.name = self.engine.message_name
-        requests = mark_repeats(mark_unasked(requests, self.engine, query, seen), state.get("steps", []),
+        requests = mark_repeats(mark_unasked(requests, self.engine, query, seen),
+                                self.engine.successful_calls(state.get("steps", []), thread),
                                 self.engine.settings.refuse_repeated_calls)
         reasoning = separate_reasoning(response) or (message_text(response) if requests else "")
         emit(ThinkingDone(iteration=iteration, reasoning=reasoning))
@@ -363,7 +379,8 @@ class LLMCallJSON:
         emit(ThinkingStarted(iteration=iteration))
         query = state.get("query", "")
         named = self.engine.named_values(query)
-        seen = self.engine.seen_ids(query, state["messages"])
+        thread = thread_of(config)
+        seen = self.engine.seen_ids(query, state["messages"], thread)
         tools = [] if stalled else self.engine.tools_for(state.get("selected_tools"), query)
         messages = await self.engine.loop_input(
             state, config, lambda base: self.engine.json_system_prompt(tools, base, named, seen)
@@ -375,8 +392,7 @@ class LLMCallJSON:
         usage: dict[str, int] | None = None
         raw: str | None = None
         if action_format is not None and self.engine.settings.json_action == "tool_first":
-            steps = state.get("steps", [])
-            answer_first = any(not step.get("error") for step in steps if step.get("iteration") == iteration - 1)
+            answer_first = brought_observation(state.get("steps", []), iteration - 1)
             try:
                 raw, usage, response = await self._tool_first(messages, config, tools, named, answer_first, seen)
             except Exception as exc:  # refused or failed: one unconstrained call instead
@@ -426,7 +442,7 @@ class LLMCallJSON:
         if action.type == "tool_call":
             request: ToolCallRequest = {"id": new_call_id(), "name": action.tool_name or "", "args": action.tool_args}
             update["pending_tool_calls"] = mark_repeats(
-                mark_unasked([request], self.engine, query, seen), state.get("steps", []),
+                mark_unasked([request], self.engine, query, seen), self.engine.successful_calls(state.get("steps", []), thread),
                 self.engine.settings.refuse_repeated_calls,
             )
         else:

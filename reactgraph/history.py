@@ -1,0 +1,125 @@
+"""Facts read out of a thread's history, folded in as it grows (issue 20: no O(history)
+scan per loop iteration).
+
+Before each model call the loop needs a few facts about the whole turn or conversation:
+the tool-call ids already used (a provider that numbers its calls ``call_0`` every time
+gets fresh ones, SPEC §12), the calls that already succeeded (a repeat is refused, SPEC
+R13.1) and the identifiers the user or a tool wrote (a call may pass those, R13.1). The
+conversation and the step records only grow while a run goes on, so a
+:class:`HistoryFold` keeps what it worked out for each list it was shown and, shown the
+list again, folds in only the items added since. A list that is not a grown copy of the
+last one (another thread, a compaction, an edit of the last item, a run resumed from a
+checkpoint, which reads fresh objects) is folded again from its start, so a fold never
+answers for a history it has not read.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, Generic, TypeVar
+
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.runnables import RunnableConfig
+
+from reactgraph.actions import message_text
+from reactgraph.jsonparse import safe_json
+
+Acc = TypeVar("Acc")
+Item = TypeVar("Item")
+
+MAX_FOLDED_LISTS = 1024
+"""Lists a :class:`HistoryFold` keeps its work for (the most recently shown): one per thread
+that ran lately, as the context guard keeps its running totals."""
+
+
+def thread_of(config: RunnableConfig | None) -> Any:
+    """The run's thread id (``configurable.thread_id``), ``None`` when it has none."""
+    return ((config or {}).get("configurable") or {}).get("thread_id")
+
+
+class HistoryFold(Generic[Acc, Item]):
+    """An accumulator over a list that only grows, brought up to date with the new items.
+
+    Args:
+        new: Makes an empty accumulator.
+        add: Folds one item into an accumulator (in place).
+        max_lists: Lists to keep accumulators for, least recently shown dropped first.
+
+    A list is recognised by its first item and known length: shown a list whose first item
+    is the same object as before and whose item at the known length's end is still the same
+    object, the fold adds ``items[known:]``; any other list is folded from its start. Items
+    are compared by identity (never by value), so two runs whose messages or records are
+    equal (scripted models repeat their ids) never share an accumulator.
+    """
+
+    def __init__(self, new: Callable[[], Acc], add: Callable[[Acc, Item], None], *,
+                 max_lists: int = MAX_FOLDED_LISTS) -> None:
+        self._new = new
+        self._add = add
+        self._max = max_lists
+        self._lists: dict[Hashable, tuple[Item, int, Item, Acc]] = {}
+        self._lock = threading.Lock()  # sync runs (invoke) go through worker threads
+
+    def __call__(self, items: Sequence[Item], thread: Hashable = None) -> Acc:
+        """The accumulator of ``items``, oldest first.
+
+        Args:
+            items: The list as it stands (the state's messages or step records).
+            thread: The run's thread id (``None`` for none): with the first item, it names
+                the list among those kept.
+
+        Returns:
+            The accumulator with every item folded in. It stays the fold's: read it, do not
+            change it.
+        """
+        if not items:
+            return self._new()
+        key = (thread, id(items[0]))
+        with self._lock:
+            kept = self._lists.pop(key, None)
+        start, acc = 0, None
+        if kept is not None:
+            first, known, last, folded = kept
+            if first is items[0] and known <= len(items) and items[known - 1] is last:
+                start, acc = known, folded
+        if acc is None:
+            acc = self._new()
+        for item in items[start:]:
+            self._add(acc, item)
+        with self._lock:
+            self._lists[key] = (items[0], len(items), items[-1], acc)
+            while len(self._lists) > self._max:
+                self._lists.pop(next(iter(self._lists)))
+        return acc
+
+
+def add_call_ids(ids: set[str], message: BaseMessage) -> None:
+    """:class:`HistoryFold` step: the tool-call ids an assistant message used."""
+    if isinstance(message, AIMessage):
+        ids.update(call["id"] for call in message.tool_calls if call.get("id"))
+
+
+SuccessfulCalls = dict[tuple[Any, str], list[tuple[Any, Any]]]
+"""The calls of a turn that succeeded: by tool name and arguments as JSON text
+(:func:`~reactgraph.jsonparse.safe_json`), each call's arguments and the iteration that
+asked for it, in the order they were recorded."""
+
+
+def add_successful_call(calls: SuccessfulCalls, step: dict[str, Any]) -> None:
+    """:class:`HistoryFold` step: a step record that succeeded joins ``calls``."""
+    if not step.get("error"):
+        args = step.get("tool_args")
+        calls.setdefault((step.get("tool_name"), safe_json(args)), []).append((args, step.get("iteration")))
+
+
+def written_ids_fold(ids: Sequence[str]) -> HistoryFold[set[str], BaseMessage]:
+    """A :class:`HistoryFold` of the identifiers among ``ids`` (an agent's enum values that
+    are ids) that the user or a tool wrote: the text of every message but the model's own."""
+
+    def add(found: set[str], message: BaseMessage) -> None:
+        if not isinstance(message, AIMessage):
+            text = message_text(message)
+            found.update(value for value in ids if value in text)
+
+    return HistoryFold(set, add)
