@@ -727,10 +727,28 @@ def jsonb_exact(value: Any, depth: int = 0) -> bool:
     return False
 
 
+def json_bytes(value: Any) -> bytes:
+    """``value`` as UTF-8 JSON text for a Postgres parameter (issue 20): orjson, several
+    times faster than ``json.dumps`` for the checkpoint documents a run stores at every
+    superstep; ``json.dumps`` for what orjson refuses (an int past 64 bits, a lone
+    surrogate), so nothing ``json.dumps`` encodes fails. Non-string keys become strings
+    as ``json.dumps`` makes them.
+
+    Raises:
+        TypeError, ValueError: Neither encoder can write ``value``.
+    """
+    import orjson
+
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return json.dumps(value).encode("utf-8")
+
+
 def _pg_rows(rows: list[tuple[Any, ...]]) -> str:
     """Rows for :data:`_PG_WRITES` / :data:`_PG_CHECKPOINT`: a JSON array of arrays, the
     last field (bytes) in base64."""
-    return json.dumps([[*row[:-1], base64.b64encode(row[-1]).decode("ascii")] for row in rows])
+    return json_bytes([[*row[:-1], base64.b64encode(row[-1]).decode("ascii")] for row in rows]).decode("utf-8")
 
 
 @functools.cache
@@ -816,7 +834,8 @@ def _postgres_saver_class() -> type:
                       for key, version in new_versions.items() if key in blobs]
             await self._put(config, checkpoint["id"], {
                 "checkpoint_id": checkpoint["id"], "parent_id": configurable.get("checkpoint_id"),
-                "checkpoint": Jsonb(inline), "metadata": Jsonb(get_serializable_checkpoint_metadata(config, metadata)),
+                "checkpoint": Jsonb(inline, json_bytes),
+                "metadata": Jsonb(get_serializable_checkpoint_metadata(config, metadata), json_bytes),
                 "blobs": _pg_rows(dumped),
             })
             return {"configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns,

@@ -117,3 +117,21 @@ async def test_the_write_ahead_log_is_copied_into_the_database_on_a_worker_threa
         finally:
             file_only.close()
         assert stored >= 6
+
+
+def test_postgres_parameters_are_the_json_that_json_dumps_writes():
+    """``json_bytes`` (orjson, issue 20) writes the same JSON values ``json.dumps`` writes for
+    what a checkpoint document and its metadata hold, and falls back to ``json.dumps`` for
+    what orjson refuses instead of failing the store."""
+    import json
+
+    values = [
+        {"v": 4, "channel_versions": {"messages": "0000000042.9f3a61c0"}, "channel_values": {"iteration": 3}},
+        {"text": "설비 CNC-003 — 72.3 %", "nested": [[1, 2.5, None, True], {"k": -0.0}], "empty": {}},
+        {1: "int key", 2.5: "float key", True: "bool key", None: "none key"},
+        {"big": 2**70, "neg": -(2**80)},  # past 64 bits: orjson refuses, json.dumps writes them
+        {"surrogate": "\ud800"},  # a lone surrogate: orjson refuses
+    ]
+    for value in values:
+        assert json.loads(checkpointing.json_bytes(value)) == json.loads(json.dumps(value))
+    assert isinstance(checkpointing.json_bytes({"a": 1}), bytes)
