@@ -24,8 +24,10 @@ package, none of which tokenizes Korean without a dictionary.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
+import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -39,7 +41,21 @@ KEYWORDS_KEY = "keywords"
 """Key of ``tool.metadata`` holding extra search words for the tool (a list of strings),
 e.g. ``["status", "상태", "점검"]``."""
 
-_STEMMER = snowballstemmer.stemmer("english")
+_STEMMERS = threading.local()  # a Snowball stemmer keeps the word it works on: one per thread
+
+STEM_CACHE_SIZE = 16384
+"""Distinct words whose stems :func:`stem` keeps (the most recently used)."""
+
+
+@functools.lru_cache(maxsize=STEM_CACHE_SIZE)
+def stem(word: str) -> str:
+    """The English Snowball stem of a lower-cased word (``alarms`` -> ``alarm``), cached:
+    the stemmer is pure Python, and every question of a server is stemmed twice (ranking,
+    named values; issue 20) with words its earlier questions mostly had."""
+    stemmer = getattr(_STEMMERS, "english", None)
+    if stemmer is None:
+        stemmer = _STEMMERS.english = snowballstemmer.stemmer("english")
+    return stemmer.stemWord(word)
 
 BM25_K1 = 1.2
 """BM25 term-frequency saturation."""
@@ -70,7 +86,7 @@ def tokenize(text: str) -> list[str]:
         if "\uac00" <= word[0] <= "\ud7a3":
             tokens.extend([word] if len(word) == 1 else [word[i : i + 2] for i in range(len(word) - 1)])
         elif word not in _STOP_WORDS:
-            tokens.append(_STEMMER.stemWord(word))
+            tokens.append(stem(word))
     return tokens
 
 
@@ -154,7 +170,7 @@ def _match_words(text: str) -> list[str]:
     reduced to their Snowball stem (so "failed" names the value ``fail``), digits and Hangul
     kept as written, no stop words removed."""
     words = _WORD.findall(text.lower())
-    return [_STEMMER.stemWord(word) if word.isascii() and word.isalpha() else word for word in words]
+    return [stem(word) if word.isascii() and word.isalpha() else word for word in words]
 
 
 def named_values(query: str, values: Iterable[str]) -> list[str]:

@@ -139,3 +139,34 @@ def test_a_long_lived_agent_keeps_its_per_query_caches_bounded():
     assert [len(cache) for cache in caches] == [CACHE_SIZE] * 4
     last = engine.native_model(offered, named)
     assert engine.native_model(offered, named) is last and len(engine._bound) == CACHE_SIZE
+
+
+def test_words_are_stemmed_alike_from_many_threads_at_once():
+    """Sync runs rank their questions on worker threads: each thread stems with a stemmer of
+    its own (a Snowball stemmer keeps the word it works on), and the cached stems are the
+    stemmer's own."""
+    import itertools
+    import threading
+
+    import snowballstemmer
+
+    from reactgraph.ranking import stem, tokenize
+
+    reference = snowballstemmer.stemmer("english")
+    suffixes = ["ing", "ed", "s", "ation", "ness", "ly", "ful", "ies"]
+    words = [f"{a}{b}{c}{suffix}" for a, b, c in itertools.product("bcdfglmprst", "aeiou", "nrst") for suffix in suffixes]
+    stem.cache_clear()
+    results: dict[int, list[str]] = {}
+
+    def work(n: int) -> None:
+        results[n] = [stem(word) for word in words[n::8]]
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for n in range(8):
+        assert results[n] == [reference.stemWord(word) for word in words[n::8]]
+    assert tokenize("Running machines alarms failed") == ["run", "machin", "alarm", "fail"]
+    assert stem("alarms") == "alarm" and stem.cache_info().hits >= 1
