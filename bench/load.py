@@ -8,6 +8,10 @@ for ``lookup(ticket)``, then answers, then the synthesis streams ``"Ticket <id> 
 in a few chunks. So each run spends 3 × latency in the model; the rest of its time is the
 server, the engine and the client.
 
+Every server process sets up its garbage collector as ``reactgraph serve`` does
+(``reactgraph.server.tune_gc``: the startup heap frozen, young collections less often), and
+so does this process for the ``direct`` rows.
+
 The client is a minimal HTTP/1.1 client on raw asyncio sockets: while a round is timed it
 only writes the request and reads bytes (it shares the machine's cores with the server),
 and parses the streams afterwards; its CPU time per run is printed (``cli cpu``).
@@ -152,8 +156,19 @@ async def serve_worker(sock: socket.socket, latency: float, checkpoints: str, re
     async with open_persistence(checkpoints) as persistence:
         config = uvicorn.Config(build_app(latency, persistence), log_level="error", lifespan="off",
                                 timeout_keep_alive=30)
+        tune_serving_gc()
         ready()
         await uvicorn.Server(config).serve(sockets=[sock])
+
+
+def tune_serving_gc() -> None:
+    """The garbage collector set up as ``reactgraph serve`` sets it (``reactgraph.server.tune_gc``);
+    left as it is for a ``--baseline`` package from before it existed."""
+    try:
+        from reactgraph.server import tune_gc
+    except ImportError:
+        return
+    tune_gc()
 
 
 def serve(port: int, latency: float, checkpoints: str, workers: int) -> int:
@@ -439,6 +454,7 @@ async def main_async(args: argparse.Namespace) -> int:
     """Run every round, print the tables; 1 when a run was lost or cross-wired."""
     tag = uuid.uuid4().hex[:8]
     failures = 0
+    tune_serving_gc()  # the direct runs (and the client) run with the collector a server has
     model_ms = MODEL_CALLS_PER_RUN * args.latency * 1000
     print(f"model latency {args.latency * 1000:.0f} ms × {MODEL_CALLS_PER_RUN} calls per run = {model_ms:.0f} ms of "
           f"model time; {args.repeats} repeats per row, medians; {os.cpu_count()} cores; server loop: uvicorn's "

@@ -305,3 +305,36 @@ async def test_resume_endpoint_finishes_a_run_whose_model_kept_failing():
         assert (await client.get("/threads/plant-9")).json()["status"] == "idle"
         again = await client.post("/threads/plant-9/resume")
         assert again.status_code == 409 and "finished" in again.json()["detail"]
+
+
+def test_a_serving_process_freezes_its_startup_heap_and_collects_young_objects_less_often():
+    """``tune_gc`` (issue 20), in a process of its own: what is alive when serving starts is
+    frozen out of every later collection, and the young generation's threshold is raised."""
+    import subprocess
+    import sys
+
+    probe = ("import gc; from reactgraph.server import GC_THRESHOLDS, tune_gc; import reactgraph.server.app; "
+             "assert gc.get_freeze_count() == 0; tune_gc(); "
+             "print(gc.get_threshold() == GC_THRESHOLDS, gc.get_freeze_count() > 10000, GC_THRESHOLDS[0] > 700)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["True", "True", "True"]
+
+
+async def test_serve_tunes_the_collector_before_it_listens(monkeypatch):
+    import importlib
+
+    serve_module = importlib.import_module("reactgraph.server.serve")  # the package's ``serve`` is the function
+
+    calls: list[str] = []
+
+    class FakeServer:
+        def __init__(self, config):
+            self.config = config
+
+        async def serve(self, sockets=None):
+            calls.append("listen")
+
+    monkeypatch.setattr(serve_module, "tune_gc", lambda: calls.append("tune_gc"))
+    monkeypatch.setattr(serve_module.uvicorn, "Server", FakeServer)
+    await serve_module.serve(object(), port=0)
+    assert calls == ["tune_gc", "listen"]
