@@ -29,7 +29,7 @@ from reactgraph.action_schema import (
 )
 from reactgraph.actions import message_text
 from reactgraph.config import AgentSettings
-from reactgraph.history import HistoryFold, SuccessfulCalls, add_call_ids, add_successful_call, written_ids_fold
+from reactgraph.history import HistoryFold, add_call_ids, written_ids_fold
 from reactgraph.interrupts import InMemoryInterruptQueue, InterruptQueue
 from reactgraph.limits import ModelPrice, limit_reached, model_name_of
 from reactgraph.prompts import DEFAULT_SYSTEM_PROMPT, json_mode_system_prompt
@@ -141,8 +141,6 @@ class Engine:
         ranker: BM25 index of ``tools``, for relevance-ranked offering (SPEC R13.1).
         call_ids: The tool-call ids a conversation used
             (:class:`~reactgraph.history.HistoryFold` of its messages).
-        successful_calls: The calls of a turn that succeeded
-            (:class:`~reactgraph.history.HistoryFold` of its step records).
         runner: Runs tool calls the LangGraph way (:class:`~reactgraph.tooling.ToolRunner`).
         provider_tools: Provider tool dicts, bound in native mode, run by the provider.
         tool_bindings: Tool-related keyword bindings of a pre-bound model
@@ -186,8 +184,6 @@ class Engine:
     _argument_ids: dict[str, dict[str, frozenset[str]]] = field(default_factory=dict, repr=False)
     call_ids: HistoryFold[set[str], BaseMessage] = field(
         default_factory=lambda: HistoryFold(set, add_call_ids), repr=False)
-    successful_calls: HistoryFold[SuccessfulCalls, dict[str, Any]] = field(
-        default_factory=lambda: HistoryFold(dict, add_successful_call), repr=False)
 
     def __post_init__(self) -> None:
         self._written_ids = written_ids_fold(self._id_values)

@@ -1,11 +1,11 @@
 """Facts read out of a thread's history, folded in as it grows (issue 20: no O(history)
 scan per loop iteration).
 
-Before each model call the loop needs a few facts about the whole turn or conversation:
-the tool-call ids already used (a provider that numbers its calls ``call_0`` every time
-gets fresh ones, SPEC §12), the calls that already succeeded (a repeat is refused, SPEC
-R13.1) and the identifiers the user or a tool wrote (a call may pass those, R13.1). The
-conversation and the step records only grow while a run goes on, so a
+Before each model call the loop needs a few facts about the whole conversation, which
+grows with every turn of a thread: the tool-call ids already used (a provider that numbers
+its calls ``call_0`` every time gets fresh ones, SPEC §12) and the identifiers the user or a
+tool wrote (a call may pass those, R13.1). The conversation only grows while a run goes
+on, so a
 :class:`HistoryFold` keeps what it worked out for each list it was shown and, shown the
 list again, folds in only the items added since. A list that is not a grown copy of the
 last one (another thread, a compaction, an edit of the last item, a run resumed from a
@@ -15,7 +15,6 @@ answers for a history it has not read.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Generic, TypeVar
 
@@ -23,7 +22,6 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 
 from reactgraph.actions import message_text
-from reactgraph.jsonparse import safe_json
 
 Acc = TypeVar("Acc")
 Item = TypeVar("Item")
@@ -59,7 +57,6 @@ class HistoryFold(Generic[Acc, Item]):
         self._add = add
         self._max = max_lists
         self._lists: dict[Hashable, tuple[Item, int, Item, Acc]] = {}
-        self._lock = threading.Lock()  # sync runs (invoke) go through worker threads
 
     def __call__(self, items: Sequence[Item], thread: Hashable = None) -> Acc:
         """The accumulator of ``items``, oldest first.
@@ -76,8 +73,7 @@ class HistoryFold(Generic[Acc, Item]):
         if not items:
             return self._new()
         key = (thread, id(items[0]))
-        with self._lock:
-            kept = self._lists.pop(key, None)
+        kept = self._lists.pop(key, None)  # one run per thread: no two callers share a key
         start, acc = 0, None
         if kept is not None:
             first, known, last, folded = kept
@@ -87,10 +83,12 @@ class HistoryFold(Generic[Acc, Item]):
             acc = self._new()
         for item in items[start:]:
             self._add(acc, item)
-        with self._lock:
-            self._lists[key] = (items[0], len(items), items[-1], acc)
-            while len(self._lists) > self._max:
-                self._lists.pop(next(iter(self._lists)))
+        self._lists[key] = (items[0], len(items), items[-1], acc)
+        while len(self._lists) > self._max:
+            try:  # sync runs (invoke) fold on worker threads: another may drop the oldest first
+                del self._lists[next(iter(self._lists))]
+            except (KeyError, RuntimeError, StopIteration):
+                break
         return acc
 
 
@@ -98,19 +96,6 @@ def add_call_ids(ids: set[str], message: BaseMessage) -> None:
     """:class:`HistoryFold` step: the tool-call ids an assistant message used."""
     if isinstance(message, AIMessage):
         ids.update(call["id"] for call in message.tool_calls if call.get("id"))
-
-
-SuccessfulCalls = dict[tuple[Any, str], list[tuple[Any, Any]]]
-"""The calls of a turn that succeeded: by tool name and arguments as JSON text
-(:func:`~reactgraph.jsonparse.safe_json`), each call's arguments and the iteration that
-asked for it, in the order they were recorded."""
-
-
-def add_successful_call(calls: SuccessfulCalls, step: dict[str, Any]) -> None:
-    """:class:`HistoryFold` step: a step record that succeeded joins ``calls``."""
-    if not step.get("error"):
-        args = step.get("tool_args")
-        calls.setdefault((step.get("tool_name"), safe_json(args)), []).append((args, step.get("iteration")))
 
 
 def written_ids_fold(ids: Sequence[str]) -> HistoryFold[set[str], BaseMessage]:

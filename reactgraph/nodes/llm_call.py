@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Collection
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -48,7 +49,7 @@ from reactgraph.action_schema import (
     schema_response_format,
 )
 from reactgraph.actions import Action, message_text, parse_action
-from reactgraph.history import SuccessfulCalls, thread_of
+from reactgraph.history import thread_of
 from reactgraph.events import AnswerSignalled, Stalled, ThinkingDone, ThinkingStarted, emit
 from reactgraph.jsonparse import extract_json, safe_json
 from reactgraph.prompts import ANSWER_REQUEST, FINAL_ONLY_REQUEST, REFORMAT_REQUEST, TOOL_ARGS_REQUEST
@@ -134,7 +135,7 @@ def _stall_check(engine: Engine, state: AgentState, iteration: int) -> str | Non
 
 
 def normalize_tool_calls(
-    response: AIMessage, used_ids: set[str] | None = None
+    response: AIMessage, used_ids: Collection[str] | None = None
 ) -> tuple[AIMessage, list[ToolCallRequest]]:
     """Make a native response safe to send back (SPEC §12).
 
@@ -149,10 +150,12 @@ def normalize_tool_calls(
     """
     requests: list[ToolCallRequest] = []
     calls: list[dict[str, Any]] = []
-    seen: set[str] = set(used_ids or ())
+    used = used_ids or frozenset()
+    seen: set[str] = set()  # this message's ids (``used_ids`` is not copied: it is the thread's)
 
     def take(call_id: Any, name: Any, args: Any, error: str | None) -> None:
-        call_id = call_id if isinstance(call_id, str) and call_id and call_id not in seen else new_call_id()
+        fresh = isinstance(call_id, str) and call_id and call_id not in seen and call_id not in used
+        call_id = call_id if fresh else new_call_id()
         seen.add(call_id)
         name = name if isinstance(name, str) else ""
         calls.append({"id": call_id, "name": name, "args": args if isinstance(args, dict) else {}, "type": "tool_call"})
@@ -218,19 +221,15 @@ def mark_unasked(requests: list[ToolCallRequest], engine: Engine, query: str,
     return requests
 
 
-def mark_repeats(requests: list[ToolCallRequest], succeeded: SuccessfulCalls, enabled: bool) -> list[ToolCallRequest]:
+def mark_repeats(requests: list[ToolCallRequest], steps: list[dict[str, Any]], enabled: bool) -> list[ToolCallRequest]:
     """Refuse tool calls that repeat an earlier successful call of this turn.
 
     A call with the same tool name and arguments as a step that already succeeded gets an
     ``error`` instead of running again, so the model is told to use the result it has (small
     models otherwise repeat one call until ``max_iterations``). Off when ``enabled`` is false
     (``AgentSettings.refuse_repeated_calls``), for tools whose result changes between calls.
-
-    Args:
-        requests: The calls of this model response (changed in place and returned).
-        succeeded: The turn's successful calls (:attr:`Engine.successful_calls` of its
-            step records). Arguments must be equal both as values and as JSON text.
-        enabled: ``AgentSettings.refuse_repeated_calls``.
+    ``steps`` are the turn's records: at most ``max_iterations`` model calls' worth, so they
+    are read whole (measured cheaper than keeping an index of them up to date, issue 20).
     """
     if not enabled or not requests:
         return requests
@@ -238,11 +237,15 @@ def mark_repeats(requests: list[ToolCallRequest], succeeded: SuccessfulCalls, en
         if request.get("error"):
             continue
         name, args = request.get("name"), request.get("args")
-        earlier = [iteration for done, iteration in succeeded.get((name, safe_json(args)), ()) if done == args]
-        if earlier:  # the last match names the iteration
+        earlier = None
+        for step in steps:  # the last match names the iteration; JSON only for equal arguments
+            if (step.get("tool_name") == name and not step.get("error") and step.get("tool_args") == args
+                    and safe_json(step.get("tool_args")) == safe_json(args)):
+                earlier = step.get("iteration")
+        if earlier is not None:
             request["refused"] = REPEAT_REFUSAL
             request["error"] = (
-                f"repeated call: {request.get('name')} already ran with these arguments in iteration {earlier[-1]} "
+                f"repeated call: {request.get('name')} already ran with these arguments in iteration {earlier} "
                 "and its result is in the conversation above. Use that result to answer, or call a different tool."
             )
     return requests
@@ -274,8 +277,7 @@ class LLMCallNative:
         response, requests = normalize_tool_calls(response, self.engine.call_ids(state["messages"], thread))
         if self.engine.message_name:
             response.name = self.engine.message_name
-        requests = mark_repeats(mark_unasked(requests, self.engine, query, seen),
-                                self.engine.successful_calls(state.get("steps", []), thread),
+        requests = mark_repeats(mark_unasked(requests, self.engine, query, seen), state.get("steps", []),
                                 self.engine.settings.refuse_repeated_calls)
         reasoning = separate_reasoning(response) or (message_text(response) if requests else "")
         emit(ThinkingDone(iteration=iteration, reasoning=reasoning))
@@ -442,7 +444,7 @@ class LLMCallJSON:
         if action.type == "tool_call":
             request: ToolCallRequest = {"id": new_call_id(), "name": action.tool_name or "", "args": action.tool_args}
             update["pending_tool_calls"] = mark_repeats(
-                mark_unasked([request], self.engine, query, seen), self.engine.successful_calls(state.get("steps", []), thread),
+                mark_unasked([request], self.engine, query, seen), state.get("steps", []),
                 self.engine.settings.refuse_repeated_calls,
             )
         else:
