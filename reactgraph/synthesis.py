@@ -10,7 +10,7 @@ from contextlib import aclosing
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
 from reactgraph._dualmode import stream_model
@@ -24,7 +24,7 @@ from reactgraph.prompts import (
     SYNTHESIS_SYSTEM,
     SYNTHESIS_USER,
 )
-from reactgraph.usage import usage_of
+from reactgraph.usage import sum_usage, usage_of
 
 logger = logging.getLogger(__name__)
 
@@ -176,15 +176,15 @@ async def stream_messages(
     Raises:
         Whatever the model call raises.
     """
-    total: AIMessageChunk | None = None
+    reported: dict[str, int] = {}
     async for chunk in stream_model(llm, list(messages), config):
-        if isinstance(chunk, AIMessageChunk):
-            total = chunk if total is None else total + chunk
+        if getattr(chunk, "usage_metadata", None):  # summed as adding the chunks up sums them
+            reported = sum_usage(reported, usage_of(chunk))
         text = message_text(chunk)
         if text:
             yield text
-    if usage_out is not None:
-        usage_out.update(usage_of(total))
+    if usage_out is not None:  # the chunks are not added up: that copies the text so far at every chunk
+        usage_out.update({**sum_usage(reported), "model_calls": 1})
 
 
 REPEATED_LINE_LIMIT = 3

@@ -112,3 +112,31 @@ async def test_plain_invoke_returns_answer_and_synthesis(tools):
     state = await graph.ainvoke({"messages": [HumanMessage("q")]})
     assert state["answer"] == "CNC-003 is normal." and state["synthesis"] == "final words"
     assert state["finish_reason"] == "final_answer"
+
+
+async def test_a_streamed_answer_reports_the_usage_of_all_its_chunks():
+    """The tokens each streamed chunk reports are summed (as adding the chunks up would sum
+    them), without the chunks being added up: a long answer streams in hundreds of chunks."""
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.outputs import ChatGenerationChunk, ChatResult
+
+    from reactgraph.synthesis import stream_messages
+
+    class UsageStreamer(BaseChatModel):
+        @property
+        def _llm_type(self) -> str:
+            return "usage-streamer"
+
+        def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+            raise NotImplementedError
+
+        async def _astream(self, messages, stop=None, run_manager=None, **kwargs):
+            usage = [None, {"input_tokens": 30, "output_tokens": 2, "total_tokens": 32}, None,
+                     {"input_tokens": 0, "output_tokens": 5, "total_tokens": 5}]
+            for text, reported in zip(["The ", "answer ", "", "is 42."], usage, strict=True):
+                yield ChatGenerationChunk(message=AIMessageChunk(content=text, usage_metadata=reported))
+
+    usage: dict[str, int] = {}
+    texts = [text async for text in stream_messages(UsageStreamer(), [HumanMessage("q")], usage_out=usage)]
+    assert texts == ["The ", "answer ", "is 42."]
+    assert usage == {"input_tokens": 30, "output_tokens": 7, "total_tokens": 37, "model_calls": 1}
