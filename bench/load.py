@@ -9,7 +9,7 @@ in a few chunks. So each run spends 3 × latency in the model; the rest of its t
 server, the engine and the client.
 
 Every server process sets up its garbage collector as ``reactgraph serve`` does
-(``reactgraph.server.tune_gc``: the startup heap frozen, young collections less often), and
+(``reactgraph.server.tune_gc``: the startup heap frozen out of later collections), and
 so does this process for the ``direct`` rows.
 
 The client is a minimal HTTP/1.1 client on raw asyncio sockets: while a round is timed it

@@ -14,13 +14,12 @@ from reactgraph.server.app import (
     create_app,
     stream_events,
 )
-from reactgraph.server.serve import GC_THRESHOLDS, open_demo_agent, serve, tune_gc
+from reactgraph.server.serve import open_demo_agent, serve, tune_gc
 
 __all__ = [
     "API_KEY_ENV",
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_MAX_MESSAGE_CHARS",
-    "GC_THRESHOLDS",
     "ServerSettings",
     "create_app",
     "open_demo_agent",

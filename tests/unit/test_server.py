@@ -307,17 +307,16 @@ async def test_resume_endpoint_finishes_a_run_whose_model_kept_failing():
         assert again.status_code == 409 and "finished" in again.json()["detail"]
 
 
-def test_a_serving_process_freezes_its_startup_heap_and_collects_young_objects_less_often():
+def test_a_serving_process_freezes_its_startup_heap():
     """``tune_gc`` (issue 20), in a process of its own: what is alive when serving starts is
-    frozen out of every later collection, and the young generation's threshold is raised."""
+    frozen out of every later collection."""
     import subprocess
     import sys
 
-    probe = ("import gc; from reactgraph.server import GC_THRESHOLDS, tune_gc; import reactgraph.server.app; "
-             "assert gc.get_freeze_count() == 0; tune_gc(); "
-             "print(gc.get_threshold() == GC_THRESHOLDS, gc.get_freeze_count() > 10000, GC_THRESHOLDS[0] > 700)")
+    probe = ("import gc; from reactgraph.server import tune_gc; import reactgraph.server.app; "
+             "assert gc.get_freeze_count() == 0; tune_gc(); print(gc.get_freeze_count() > 10000)")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
-    assert out.stdout.split() == ["True", "True", "True"]
+    assert out.stdout.split() == ["True"]
 
 
 async def test_serve_tunes_the_collector_before_it_listens(monkeypatch):
