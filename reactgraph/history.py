@@ -5,9 +5,8 @@ Before each model call the loop needs a few facts about the whole conversation, 
 grows with every turn of a thread: the tool-call ids already used (a provider that numbers
 its calls ``call_0`` every time gets fresh ones, SPEC §12) and the identifiers the user or a
 tool wrote (a call may pass those, R13.1). The conversation only grows while a run goes
-on, so a
-:class:`HistoryFold` keeps what it worked out for each list it was shown and, shown the
-list again, folds in only the items added since. A list that is not a grown copy of the
+on, so a :class:`HistoryFold` keeps what it worked out for each list it was shown and,
+shown the list again, folds in only the items added since. A list that is not a grown copy of the
 last one (another thread, a compaction, an edit of the last item, a run resumed from a
 checkpoint, which reads fresh objects) is folded again from its start, so a fold never
 answers for a history it has not read.
@@ -62,7 +61,7 @@ class HistoryFold(Generic[Acc, Item]):
         """The accumulator of ``items``, oldest first.
 
         Args:
-            items: The list as it stands (the state's messages or step records).
+            items: The list as it stands (the state's messages).
             thread: The run's thread id (``None`` for none): with the first item, it names
                 the list among those kept.
 

@@ -49,8 +49,8 @@ from reactgraph.action_schema import (
     schema_response_format,
 )
 from reactgraph.actions import Action, message_text, parse_action
-from reactgraph.history import thread_of
 from reactgraph.events import AnswerSignalled, Stalled, ThinkingDone, ThinkingStarted, emit
+from reactgraph.history import thread_of
 from reactgraph.jsonparse import extract_json, safe_json
 from reactgraph.prompts import ANSWER_REQUEST, FINAL_ONLY_REQUEST, REFORMAT_REQUEST, TOOL_ARGS_REQUEST
 from reactgraph.providers.content_calls import find_content_tool_calls, recover_content_tool_calls

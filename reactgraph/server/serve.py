@@ -119,7 +119,8 @@ def tune_gc() -> None:
 
 async def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8000, sock: socket.socket | None = None) -> None:
     """Serve ``app`` with uvicorn in the running event loop until the process is told to
-    stop (Ctrl-C / SIGTERM), then return.
+    stop (Ctrl-C / SIGTERM), then return. The process's garbage collector is set up for
+    serving first (:func:`tune_gc`).
 
     Args:
         app: Usually from :func:`reactgraph.server.create_app`.
@@ -127,8 +128,6 @@ async def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8000, sock: s
         port: TCP port (0 picks a free one; uvicorn logs the address).
         sock: A socket already listening (a worker of ``serve --workers``,
             :mod:`reactgraph.server.workers`); ``host`` and ``port`` then only name it.
-
-    The process's garbage collector is tuned for serving first (:func:`tune_gc`).
 
     Raises:
         OSError: The address is in use or not available (uvicorn logs the cause).
