@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.messages import BaseMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig, RunnableLambda
 from langchain_core.tools import BaseTool
 from langgraph.constants import TAG_NOSTREAM
@@ -400,14 +400,14 @@ class Engine:
         return [SystemMessage(system(text)), *messages]
 
     def loop_system_prompt(self, selected: Sequence[str] | None, query: str,
-                           messages: Sequence[BaseMessage] = ()) -> str:
+                           messages: Sequence[BaseMessage] = (), thread: Any = None) -> str:
         """The system prompt of the turn's loop calls when no prompt runnable builds it:
         the domain instructions in native mode; in JSON mode with the tools offered for
         ``selected`` and ``query`` (:meth:`tools_for`), the ids the conversation
-        ``messages`` allows (:meth:`seen_ids`) and the reply protocol (SPEC R2.3)."""
+        ``messages`` of ``thread`` allows (:meth:`seen_ids`) and the reply protocol (SPEC R2.3)."""
         if self.mode == "json":
             return self.json_system_prompt(self.tools_for(selected, query), named=self.named_values(query),
-                                           seen=self.seen_ids(query, messages))
+                                           seen=self.seen_ids(query, messages, thread))
         return self.base_system_prompt
 
     def json_system_prompt(self, tools: Sequence[BaseTool], base: str | None = None, named: Sequence[str] = (),

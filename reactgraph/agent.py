@@ -171,7 +171,7 @@ class ReActAgent(AgentFacade):
             answer = summarize_steps(steps, f"The model call failed, so the run stopped early ({error_text}).")
             finish_reason = "model_error"
         system = SystemMessage(self.engine.loop_system_prompt(state.get("selected_tools"), state.get("query", ""),
-                                                              state.get("messages", [])))
+                                                              state.get("messages", []), thread_id))
         return AgentResult(
             answer=answer,
             messages=[system, *state.get("messages", [])],

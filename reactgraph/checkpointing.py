@@ -37,6 +37,11 @@ from langgraph.types import StateSnapshot
 from reactgraph._paths import data_home
 from reactgraph.interrupts import InMemoryInterruptQueue, InterruptQueue
 
+try:  # the [postgres] extra brings it (langgraph-checkpoint-postgres needs it too)
+    import orjson
+except ImportError:  # json_bytes falls back to json.dumps
+    orjson = None
+
 logger = logging.getLogger(__name__)
 
 DATABASE_URL_ENV = "REACTGRAPH_DATABASE_URL"
@@ -737,12 +742,12 @@ def json_bytes(value: Any) -> bytes:
     Raises:
         TypeError, ValueError: Neither encoder can write ``value``.
     """
-    import orjson
-
-    try:
-        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
-    except TypeError:  # orjson.JSONEncodeError is a TypeError
-        return json.dumps(value).encode("utf-8")
+    if orjson is not None:
+        try:
+            return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+        except TypeError:  # orjson.JSONEncodeError is a TypeError
+            pass
+    return json.dumps(value).encode("utf-8")
 
 
 def _pg_rows(rows: list[tuple[Any, ...]]) -> str:

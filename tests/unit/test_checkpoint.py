@@ -135,3 +135,5 @@ def test_postgres_parameters_are_the_json_that_json_dumps_writes():
     for value in values:
         assert json.loads(checkpointing.json_bytes(value)) == json.loads(json.dumps(value))
     assert isinstance(checkpointing.json_bytes({"a": 1}), bytes)
+    # orjson's UTF-8, not json.dumps's \u escapes: the fast encoder is the one in use
+    assert checkpointing.json_bytes({"t": "설비"}) == '{"t":"설비"}'.encode()

@@ -118,7 +118,7 @@ async def test_a_streamed_answer_reports_the_usage_of_all_its_chunks():
     """The tokens each streamed chunk reports are summed (as adding the chunks up would sum
     them), without the chunks being added up: a long answer streams in hundreds of chunks."""
     from langchain_core.language_models import BaseChatModel
-    from langchain_core.outputs import ChatGenerationChunk, ChatResult
+    from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 
     from reactgraph.synthesis import stream_messages
 
@@ -127,13 +127,16 @@ async def test_a_streamed_answer_reports_the_usage_of_all_its_chunks():
         def _llm_type(self) -> str:
             return "usage-streamer"
 
+        chunks: list[tuple[str, dict[str, int] | None]] = [
+            ("The ", None), ("answer ", {"input_tokens": 30, "output_tokens": 2, "total_tokens": 32}), ("", None),
+            ("is 42.", {"input_tokens": 0, "output_tokens": 5, "total_tokens": 5}),
+        ]
+
         def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
-            raise NotImplementedError
+            return ChatResult(generations=[ChatGeneration(message=AIMessage("".join(t for t, _ in self.chunks)))])
 
         async def _astream(self, messages, stop=None, run_manager=None, **kwargs):
-            usage = [None, {"input_tokens": 30, "output_tokens": 2, "total_tokens": 32}, None,
-                     {"input_tokens": 0, "output_tokens": 5, "total_tokens": 5}]
-            for text, reported in zip(["The ", "answer ", "", "is 42."], usage, strict=True):
+            for text, reported in self.chunks:
                 yield ChatGenerationChunk(message=AIMessageChunk(content=text, usage_metadata=reported))
 
     usage: dict[str, int] = {}
