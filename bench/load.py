@@ -457,8 +457,8 @@ async def main_async(args: argparse.Namespace) -> int:
     tune_serving_gc()  # the direct runs (and the client) run with the collector a server has
     model_ms = MODEL_CALLS_PER_RUN * args.latency * 1000
     print(f"model latency {args.latency * 1000:.0f} ms × {MODEL_CALLS_PER_RUN} calls per run = {model_ms:.0f} ms of "
-          f"model time; {args.repeats} repeats per row, medians; {os.cpu_count()} cores; server loop: uvicorn's "
-          f"(uvloop {'yes' if has_uvloop() else 'no'}), direct loop: asyncio")
+          f"model time; {args.repeats} repeats per row, medians; {os.cpu_count()} cores; event loop of the server and "
+          "of this process: asyncio's (as `reactgraph serve`)")
     print(f"\n1 worker, {args.checkpointer} checkpointer; ratios against `direct` (the same runs in this process, no HTTP, "
           "memory checkpointer)")
     print(HEADER)
@@ -505,13 +505,6 @@ async def main_async(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
-def has_uvloop() -> bool:
-    """Whether uvicorn's ``loop="auto"`` picks uvloop here."""
-    try:
-        import uvloop  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 def main(argv: Sequence[str] | None = None) -> int:
