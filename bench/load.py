@@ -505,8 +505,6 @@ async def main_async(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry: the bench, or (``--serve PORT``, internal) the server child."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -152,8 +152,8 @@ async def check(name: str, runner: Runner, k: int) -> None:
 
 
 async def time_peers(peers: dict[str, Runner], k: int, repeats: int) -> tuple[dict[str, float], dict[str, list[float]]]:
-    """Median wall seconds per run, and reactgraph's time over each peer's in each round
-    (sorted): the peers take turns, and a round's runs follow each other, so a slow spell of
+    """Median wall seconds per run, and reactgraph's time over each peer's in each round:
+    the peers take turns, and a round's runs follow each other, so a slow spell of
     the shared machine hits both sides of a ratio alike."""
     for name, runner in peers.items():
         for _ in range(2):
@@ -165,7 +165,7 @@ async def time_peers(peers: dict[str, Runner], k: int, repeats: int) -> tuple[di
             started = time.perf_counter()
             await runner()
             samples[name].append(time.perf_counter() - started)
-    ratios = {name: sorted(ours / theirs for ours, theirs in zip(samples["reactgraph"], values, strict=True))
+    ratios = {name: [ours / theirs for ours, theirs in zip(samples["reactgraph"], values, strict=True)]
               for name, values in samples.items()}
     return {name: statistics.median(values) for name, values in samples.items()}, ratios
 
