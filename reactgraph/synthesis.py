@@ -24,7 +24,7 @@ from reactgraph.prompts import (
     SYNTHESIS_SYSTEM,
     SYNTHESIS_USER,
 )
-from reactgraph.usage import sum_usage, usage_of
+from reactgraph.usage import sum_usage
 
 logger = logging.getLogger(__name__)
 
@@ -176,15 +176,15 @@ async def stream_messages(
     Raises:
         Whatever the model call raises.
     """
-    reported: dict[str, int] = {}
-    async for chunk in stream_model(llm, list(messages), config):
-        if getattr(chunk, "usage_metadata", None):  # summed as adding the chunks up sums them
-            reported = sum_usage(reported, usage_of(chunk))
+    reported = sum_usage()  # the chunks' usage summed, as adding the chunks up sums it, without
+    async for chunk in stream_model(llm, list(messages), config):  # copying the text so far each time
+        if getattr(chunk, "usage_metadata", None):
+            reported = sum_usage(reported, chunk.usage_metadata)
         text = message_text(chunk)
         if text:
             yield text
-    if usage_out is not None:  # the chunks are not added up: that copies the text so far at every chunk
-        usage_out.update({**sum_usage(reported), "model_calls": 1})
+    if usage_out is not None:
+        usage_out.update({**reported, "model_calls": 1})
 
 
 REPEATED_LINE_LIMIT = 3
