@@ -20,7 +20,11 @@ peer's (the median of the rounds' ratios, each round running every peer once). A
 summary gives reactgraph / ``create_agent`` for time and memory at each K, next to the
 goals of issue 20, the time ratio with a 90 % bootstrap interval of its median (on this
 2-core shared machine one round's ratio moves by ±10 % and more, so a median of 1.02 from
-30 rounds may be anything from about 0.97 to 1.08). Nothing is asserted on times.
+30 rounds may be anything from about 0.97 to 1.08). With two K or more, a last line splits
+reactgraph's and ``create_agent``'s runs into the cost of one more iteration (the slope of
+the median run time between the two largest K, its ratio with a bootstrap interval) and
+the rest of a run (what a run costs whatever its K: the entry supersteps, the channels set
+up, the result): ms per iteration at one K mixes the two. Nothing is asserted on times.
 
 Run:  .venv/bin/python bench/overhead.py [--repeats 30] [--quick] [--ks 1 10 25]
 """
@@ -151,10 +155,11 @@ async def check(name: str, runner: Runner, k: int) -> None:
         raise RuntimeError(f"{name} ran {seen} tool calls, expected {k}")
 
 
-async def time_peers(peers: dict[str, Runner], k: int, repeats: int) -> tuple[dict[str, float], dict[str, list[float]]]:
-    """Median wall seconds per run, and reactgraph's time over each peer's in each round:
-    the peers take turns, and a round's runs follow each other, so a slow spell of
-    the shared machine hits both sides of a ratio alike."""
+async def time_peers(peers: dict[str, Runner], k: int,
+                     repeats: int) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Wall seconds of each peer's timed runs, and reactgraph's time over each peer's in
+    each round: the peers take turns, and a round's runs follow each other, so a slow spell
+    of the shared machine hits both sides of a ratio alike."""
     for name, runner in peers.items():
         for _ in range(2):
             await check(name, runner, k)
@@ -167,7 +172,28 @@ async def time_peers(peers: dict[str, Runner], k: int, repeats: int) -> tuple[di
             samples[name].append(time.perf_counter() - started)
     ratios = {name: [ours / theirs for ours, theirs in zip(samples["reactgraph"], values, strict=True)]
               for name, values in samples.items()}
-    return {name: statistics.median(values) for name, values in samples.items()}, ratios
+    return samples, ratios
+
+
+def marginal_cost(short: tuple[int, list[float]], long: tuple[int, list[float]]) -> float:
+    """Seconds one more iteration adds to a run: the slope between the median run times
+    at two K, ``short`` and ``long`` being ``(K, run times in seconds)``."""
+    (k_short, short_times), (k_long, long_times) = short, long
+    return (statistics.median(long_times) - statistics.median(short_times)) / (k_long - k_short)
+
+
+def marginal_ratio_interval(ours: tuple[list[float], list[float]], theirs: tuple[list[float], list[float]],
+                            resamples: int = 2000) -> tuple[float, float]:
+    """A 90 % bootstrap interval of the ratio of two peers' marginal costs (each given as its
+    run times at the shorter and the longer K): every resample redraws the four lists."""
+    draw = random.Random(0)
+
+    def slope(short: list[float], long: list[float]) -> float:
+        return (statistics.median(draw.choices(long, k=len(long)))
+                - statistics.median(draw.choices(short, k=len(short))))
+
+    ratios = sorted(slope(*ours) / slope(*theirs) for _ in range(resamples))
+    return ratios[int(0.05 * resamples)], ratios[int(0.95 * resamples) - 1]
 
 
 def median_interval(values: list[float], resamples: int = 2000) -> tuple[float, float]:
@@ -210,9 +236,11 @@ async def main(ks: list[int], repeats: int, mem_repeats: int) -> None:
     print(header)
     print("-" * len(header))
     summary: list[tuple[int, float, float]] = []
+    run_times: dict[int, dict[str, list[float]]] = {}
     for k in ks:
         peers = make_peers(k)
-        times, ratios = await time_peers(peers, k, repeats)
+        run_times[k], ratios = await time_peers(peers, k, repeats)
+        times = {name: statistics.median(values) for name, values in run_times[k].items()}
         peaks = await peak_memory(peers, mem_repeats)
         for name in peers:
             ms = times[name] * 1000
@@ -229,6 +257,24 @@ async def main(ks: list[int], repeats: int, mem_repeats: int) -> None:
         low, high = median_interval(round_ratios)
         print(f"  K={k:<3} time {statistics.median(round_ratios):5.2f}x [{low:.2f}-{high:.2f}] (goal <= {goal:.1f}x)   "
               f"peak memory {memory_ratio:5.2f}x (goal <= 1.2x)")
+    if len(ks) >= 2:
+        print_marginal(run_times, sorted(ks)[-2], max(ks))
+
+
+def print_marginal(run_times: dict[int, dict[str, list[float]]], short: int, long: int) -> None:
+    """Split each run into what one more iteration costs (the slope between K = ``short``
+    and ``long``) and what a run costs whatever its K (the rest of the run at ``short``),
+    for reactgraph and ``create_agent``: ms per iteration at one K mixes the two."""
+    ours, theirs = run_times[short]["reactgraph"], run_times[short]["lc.create_agent"]
+    long_ours, long_theirs = run_times[long]["reactgraph"], run_times[long]["lc.create_agent"]
+    slope_ours = marginal_cost((short, ours), (long, long_ours))
+    slope_theirs = marginal_cost((short, theirs), (long, long_theirs))
+    low, high = marginal_ratio_interval((ours, long_ours), (theirs, long_theirs))
+    fixed_ours = statistics.median(ours) - short * slope_ours
+    fixed_theirs = statistics.median(theirs) - short * slope_theirs
+    print(f"  one more iteration (slope K={short} to K={long}): reactgraph {slope_ours * 1000:.3f} ms, "
+          f"lc.create_agent {slope_theirs * 1000:.3f} ms, {slope_ours / slope_theirs:.2f}x [{low:.2f}-{high:.2f}]; "
+          f"the rest of a run: reactgraph {fixed_ours * 1000:.2f} ms, lc.create_agent {fixed_theirs * 1000:.2f} ms")
 
 
 if __name__ == "__main__":
