@@ -23,6 +23,7 @@ test: $(BIN)/python
 bench: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[dev,postgres]"
 	$(BIN)/python bench/overhead.py
+	$(BIN)/python bench/import_time.py
 	$(BIN)/python bench/tool_tokens.py
 	$(BIN)/python bench/guard_cost.py
 	$(BIN)/python bench/load.py

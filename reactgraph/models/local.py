@@ -55,14 +55,15 @@ import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
-
-from langchain_openai import ChatOpenAI
+from typing import TYPE_CHECKING, Any, Self
 
 from reactgraph._paths import model_cache
 from reactgraph.abilities import ModelAbilities
 from reactgraph.errors import LocalModelError
 from reactgraph.providers import llamacpp
+
+if TYPE_CHECKING:  # imported where a client is made: langchain-openai takes ~0.6 s to import (issue 20)
+    from langchain_openai import ChatOpenAI
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
@@ -517,6 +518,7 @@ class LocalModelServer:
             :class:`~langchain_openai.ChatOpenAI` bound to :attr:`base_url` and :attr:`model_name`.
         """
         import httpx
+        from langchain_openai import ChatOpenAI
 
         params: dict[str, Any] = {
             "model": self.model_name,

@@ -13,6 +13,8 @@ from __future__ import annotations
 import ast
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 from langchain_core.tools import tool
@@ -143,3 +145,19 @@ def test_every_public_exception_lives_in_errors_under_one_base():
                                                              "ReactGraphError"} for base in node.bases)
     ]
     assert defined_elsewhere == ["cli.py:SetupError", "cli.py:RunFailed"]  # the CLI's own exit paths, not API
+
+
+PROVIDER_PACKAGES = ("langchain_openai", "openai", "llama_cpp", "huggingface_hub")
+"""Clients of one provider or of the embedded model: imported where a model is made, not by
+``import reactgraph`` (langchain-openai alone took ~0.6 s of a 2.7 s import, issue 20)."""
+
+
+def test_importing_the_library_and_the_cli_loads_no_provider_client():
+    """``import reactgraph`` and the CLI's module leave the provider clients unimported, so a
+    library import, ``reactgraph --help`` and a server start do not pay for them (issue 20;
+    ``bench/import_time.py`` measures the time)."""
+    probe = ("import sys, reactgraph, reactgraph.cli; "
+             f"print(sorted(set({PROVIDER_PACKAGES!r}) & {{name.split('.')[0] for name in sys.modules}}))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "[]", done.stdout
+
