@@ -16,7 +16,13 @@ moment of the shared machine hits them all. Prints the median ms and MiB of each
 above the floor, and reactgraph's over each peer's (medians of the rounds' ratios of the time
 above the floor). A library import is paid by every CLI command, every server worker and
 every test process; issue 20 asks for nothing done at import that can be done later.
-Nothing is asserted.
+
+A second table times what a fresh process does after its imports: build the agent and run
+it once (one tool call, then the answer: ``overhead.py``'s scripted model and ``add`` tool,
+K = 1), timed inside the child after importing everything both peers need, for
+``ReActAgent.run`` (loop only) and ``create_agent``'s ``ainvoke``. What is paid once per
+process or per agent (a tokenizer loaded, schemas built, a provider package imported)
+shows here and not in ``overhead.py``, which times warm runs. Nothing is asserted.
 
 Run:  .venv/bin/python bench/import_time.py [--repeats 10]
 """
@@ -28,6 +34,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 TARGETS: dict[str, list[str]] = {
@@ -42,36 +49,64 @@ TARGETS: dict[str, list[str]] = {
 PEERS = ("lc.create_agent", "lg.prebuilt")
 """The targets reactgraph's import is compared with."""
 
+_FIRST_RUN = """
+import asyncio, sys, time
+sys.path.insert(0, {bench!r})
+import overhead
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage
+from reactgraph import ModelAbilities, ReActAgent
+started = time.perf_counter()
+if {peer!r} == "reactgraph":
+    agent = ReActAgent(overhead.BenchModel(k=1), overhead.TOOLS, abilities=ModelAbilities(tool_call=True))
+    asyncio.run(agent.run(overhead.QUERY))
+else:
+    agent = create_agent(overhead.BenchModel(k=1), overhead.TOOLS)
+    asyncio.run(agent.ainvoke({{"messages": [HumanMessage(overhead.QUERY)]}}))
+print(time.perf_counter() - started)
+"""
+FIRST_RUN: dict[str, list[str]] = {
+    peer: [sys.executable, "-c", _FIRST_RUN.format(bench=os.path.dirname(os.path.abspath(__file__)), peer=peer)]
+    for peer in ("reactgraph", "lc.create_agent")
+}
+"""Build an agent and run it once in a fresh process; the child prints the seconds it took."""
 
-def sample(command: list[str]) -> tuple[float, float]:
-    """Run ``command`` once; return its wall seconds and its peak resident MiB.
+
+def sample(command: list[str]) -> tuple[float, float, str]:
+    """Run ``command`` once; return its wall seconds, its peak resident MiB and its output.
 
     Raises:
         RuntimeError: The command exited with an error (its stderr is in the message).
     """
-    started = time.perf_counter()
-    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    assert child.stderr is not None
-    errors = child.stderr.read()
-    _, status, usage = os.wait4(child.pid, 0)
-    elapsed = time.perf_counter() - started
-    child.returncode = os.waitstatus_to_exitcode(status)
-    if child.returncode != 0:
-        raise RuntimeError(f"{' '.join(command)} exited {child.returncode}: {errors.decode(errors='replace')[-500:]}")
-    return elapsed, usage.ru_maxrss / 1024  # ru_maxrss is in KiB on Linux
+    with tempfile.TemporaryFile() as errors:
+        started = time.perf_counter()
+        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors)
+        assert child.stdout is not None
+        output = child.stdout.read()  # to its end: the child has exited or closed it
+        _, status, usage = os.wait4(child.pid, 0)  # reaped here, for its own rusage
+        elapsed = time.perf_counter() - started
+        child.returncode = os.waitstatus_to_exitcode(status)
+        child.stdout.close()
+        if child.returncode != 0:
+            errors.seek(0)
+            raise RuntimeError(f"{command[:2]} exited {child.returncode}: {errors.read().decode(errors='replace')[-500:]}")
+    return elapsed, usage.ru_maxrss / 1024, output.decode()  # ru_maxrss is in KiB on Linux
 
 
 def main(repeats: int) -> None:
     names = list(TARGETS)
-    for name in names:  # warm the file cache and the bytecode caches, not timed
-        sample(TARGETS[name])
+    for command in [*TARGETS.values(), *FIRST_RUN.values()]:  # warm the file and bytecode caches, not timed
+        sample(command)
     times: dict[str, list[float]] = {name: [] for name in names}
     memory: dict[str, list[float]] = {name: [] for name in names}
+    first_run: dict[str, list[float]] = {peer: [] for peer in FIRST_RUN}
     for round_index in range(repeats):
         for name in names if round_index % 2 == 0 else names[::-1]:
-            seconds, mib = sample(TARGETS[name])
+            seconds, mib, _ = sample(TARGETS[name])
             times[name].append(seconds)
             memory[name].append(mib)
+        for peer in FIRST_RUN if round_index % 2 == 0 else list(FIRST_RUN)[::-1]:
+            first_run[peer].append(float(sample(FIRST_RUN[peer])[2]))
     floor = times["python"]
     above = {name: [t - f for t, f in zip(values, floor, strict=True)] for name, values in times.items()}
     print(f"python {sys.version.split()[0]}; {repeats} rounds; medians; 'above python': the target's time "
@@ -87,6 +122,10 @@ def main(repeats: int) -> None:
         )
         print(f"{name:<19}{statistics.median(times[name]) * 1000:>8.0f}{statistics.median(above[name]) * 1000:>14.0f}"
               f"{statistics.median(memory[name]):>10.1f}{ratios}")
+    ours, theirs = first_run["reactgraph"], first_run["lc.create_agent"]
+    print(f"\nfirst run in a fresh process, after the imports (build the agent, one tool call, the answer): "
+          f"reactgraph {statistics.median(ours) * 1000:.1f} ms, lc.create_agent {statistics.median(theirs) * 1000:.1f} ms, "
+          f"{statistics.median(o / t for o, t in zip(ours, theirs, strict=True)):.2f}x")
 
 
 if __name__ == "__main__":

@@ -64,24 +64,27 @@ class GuardContext:
             keep_recent_messages=settings.keep_recent_messages,
             run_name=RUN_NAME_COMPACTION,
         )
-        self._overheads: dict[tuple[str, ...] | None, int] = {}
+        self._overheads: dict[tuple[tuple[str, ...] | None, bool], int] = {}
 
-    def overhead_tokens(self, selected: list[str] | None) -> int:
+    def overhead_tokens(self, selected: list[str] | None, *, exact: bool = True) -> int:
         """Tokens the loop call adds around the messages: its system prompt, plus the tool
         schemas in native mode (JSON mode lists the tools in the system prompt). Cached
-        per selection (``None``: every tool)."""
-        key = None if selected is None else tuple(selected)
+        per selection (``None``: every tool). ``exact`` false gives a bound that needs no
+        tokenizer: one token per UTF-8 byte at most (:meth:`TokenCounter.upper_bound`)."""
+        key = (None if selected is None else tuple(selected), exact)
         if key not in self._overheads:
             tools = self.engine.tools_for(selected)
-            counter = self.guard.counter
             if self.engine.mode == "native":
                 system = self.engine.base_system_prompt
-                schemas = sum(
-                    counter.count_text(json.dumps(convert_to_openai_tool(tool), ensure_ascii=False)) for tool in tools
-                )
+                schemas = [json.dumps(convert_to_openai_tool(tool), ensure_ascii=False) for tool in tools]
             else:
-                system, schemas = self.engine.json_system_prompt(tools), 0
-            self._overheads[key] = counter.count_message(SystemMessage(system)) + schemas
+                system, schemas = self.engine.json_system_prompt(tools), []
+            counter = self.guard.counter
+            if exact:
+                tokens = counter.count_message(SystemMessage(system)) + sum(counter.count_text(text) for text in schemas)
+            else:
+                tokens = counter.upper_bound(SystemMessage(system)) + sum(len(text.encode("utf-8", "surrogatepass")) for text in schemas)
+            self._overheads[key] = tokens
         return self._overheads[key]
 
     async def _load_counter(self) -> None:
@@ -101,10 +104,14 @@ class GuardContext:
             True when this node would change nothing, so the model node calls the model
             directly; False when the run must pass through this node first.
         """
-        await self._load_counter()
         messages = state.get("messages") or []
-        return self.guard.fits(messages, overhead_tokens=self.overhead_tokens(state.get("selected_tools")),
-                               key=_tally_key(messages, config) if messages else None)
+        key = _tally_key(messages, config) if messages else None
+        selected = state.get("selected_tools")
+        if not self.guard.counter.loaded and self.guard.fits(
+                messages, overhead_tokens=self.overhead_tokens(selected, exact=False), key=key, exact=False):
+            return True  # far below the budget: the tokenizer is not loaded until a run comes near it
+        await self._load_counter()
+        return self.guard.fits(messages, overhead_tokens=self.overhead_tokens(selected), key=key)
 
     async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         if iteration_cap_reached(state, self.engine.settings.max_iterations):

@@ -18,6 +18,7 @@ copy is made once per agent, so every call of a run still uses one instance (SPE
 from __future__ import annotations
 
 import copy
+import sys
 import threading
 from typing import Any
 
@@ -32,11 +33,10 @@ _origin: dict[type, tuple[type, ProviderProfile]] = {}
 
 
 def _openai_client_base() -> type | None:
-    try:
-        from langchain_openai.chat_models.base import BaseChatOpenAI
-    except ImportError:  # pragma: no cover - langchain-openai is a dependency
-        return None
-    return BaseChatOpenAI
+    """``BaseChatOpenAI`` when langchain-openai is loaded, else ``None``. A model of that
+    family cannot exist before its module is imported, so a process that never imported it
+    has nothing to adapt and does not pay for the import (about a second, issue 20)."""
+    return getattr(sys.modules.get("langchain_openai.chat_models.base"), "BaseChatOpenAI", None)
 
 
 def _choices(response: Any) -> list[Any]:

@@ -231,7 +231,8 @@ class ContextGuard:
     def _tokens(self, messages: Iterable[BaseMessage], overhead: int) -> int:
         return overhead + self.counter.count_messages(messages)
 
-    def fits(self, messages: Sequence[BaseMessage], *, overhead_tokens: int = 0, key: Hashable = None) -> bool:
+    def fits(self, messages: Sequence[BaseMessage], *, overhead_tokens: int = 0, key: Hashable = None,
+             exact: bool = True) -> bool:
         """Whether :meth:`aguard` would pass ``messages`` unchanged: no message over
         ``max_message_chars`` and the request within the budget (SPEC R6.1). The loop asks
         this before every model call and runs the guard only when it says no.
@@ -249,9 +250,13 @@ class ContextGuard:
             messages: The conversation, oldest first, without the system prompt.
             overhead_tokens: Tokens the request adds around ``messages``.
             key: Names the conversation; ``None`` always counts everything.
+            exact: Count exactly when the bound is over the budget. ``False`` answers
+                no instead, without tokenizing (the caller has not loaded the counter's
+                encoding yet, and asks again with ``exact`` once it has).
 
         Returns:
-            True when the guard has nothing to do; False when it must run.
+            True when the guard has nothing to do; False when it must run (or, with
+            ``exact`` false, when only an exact count can tell).
         """
         known = self._tallies.get(key) if key is not None else None
         start, tokens = 0, REQUEST_OVERHEAD_TOKENS
@@ -266,6 +271,9 @@ class ContextGuard:
                 return False
             tokens += self.counter.upper_bound(message)
         if tokens + overhead_tokens > self.budget:  # near the budget: count exactly
+            if not exact:
+                self._remember(key, messages, tokens, accepted=False)
+                return False
             tokens = self.counter.count_messages(messages)
         self._remember(key, messages, tokens, accepted=False)
         return tokens + overhead_tokens <= self.budget

@@ -339,6 +339,35 @@ def test_far_below_the_budget_the_window_check_tokenizes_nothing():
     assert counter.tokenized == 0
 
 
+async def test_a_run_far_below_the_budget_never_loads_the_tokenizer(monkeypatch):
+    """The encoding (~0.2 s to load, maybe a download) is loaded only once the byte bound of
+    a request comes near the budget (issue 20); a run that goes over still gets guarded."""
+    loads = []
+    real_load = TokenCounter.load
+
+    def counted_load(self):
+        if not self.loaded:
+            loads.append(self.model_name)
+        real_load(self)
+
+    monkeypatch.setattr(TokenCounter, "load", counted_load)
+    @tool
+    def status(machine: str) -> str:
+        """The status of a machine."""
+        return f"{machine}: normal"
+
+    calls = [AIMessage(content="", tool_calls=[tool_call("status", {"machine": f"CNC-00{i}"}, f"c{i}")]) for i in (1, 2)]
+    model = ScriptedChatModel(responses=[*calls, "all normal"])
+    result = await ReActAgent(model, [status], abilities=ModelAbilities(tool_call=True)).run(QUERY)
+    assert result.answer == "all normal" and len(result.steps) == 2
+    assert loads == []
+
+    summarizer = ScriptedChatModel(responses=["요약: CNC-001 로그 확인됨."], repeat_last=True)
+    model = ScriptedChatModel(responses=[*log_calls(4), "CNC-003 정상"])
+    events = [e async for e in ReActAgent(model, [read_log], abilities=SMALL, compaction_llm=summarizer).astream_events(QUERY)]
+    assert len(loads) == 1 and any(e.channel == "compact" for e in events)
+
+
 async def test_the_window_check_agrees_with_the_guard_as_a_conversation_grows_past_the_budget():
     guard = ContextGuard(None, budget=4_000, counter=TokenCounter())
     history = conversation(40)
