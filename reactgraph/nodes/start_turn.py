@@ -6,10 +6,12 @@ import time
 from typing import Any
 
 from langchain_core.messages import HumanMessage, RemoveMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from reactgraph._engine import Engine
 from reactgraph.actions import message_text
+from reactgraph.checkpointing import wait_for_task_checkpoint
 from reactgraph.protocol import answer_unfinished_tool_calls
 from reactgraph.state import RESET, AgentState
 
@@ -38,12 +40,19 @@ class StartTurn:
     compaction keeps it (SPEC R6.2). A history left by a run that was stopped while its tools ran
     (a client that disconnected from the server) gets an error result for each
     unanswered tool call, so the thread stays usable (SPEC R2.5).
+
+    In a run whose savers hold checkpoints (durability ``"sync"`` on the savers of
+    :func:`~reactgraph.checkpointing.open_persistence`), it first waits until the checkpoint
+    holding the turn's input is stored, so no event of the turn reaches a client before the
+    question is in the thread: a process killed after its first event leaves a thread to
+    resume, not an empty one (SPEC R13.5). One commit per turn; none for other checkpointers.
     """
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    async def __call__(self, state: AgentState) -> dict[str, Any]:
+    async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        await wait_for_task_checkpoint(config)
         query = ""
         pinned: list[str] = []
         for message in reversed(state.get("messages", [])):

@@ -61,9 +61,11 @@ async def test_a_run_commits_each_iteration_once_with_its_checkpoints_and_writes
                            interrupt_queue=persistence.interrupt_queue)
         result = await agent.run("How is CNC-003?", thread_id=thread)
         assert result.finish_reason == "final_answer" and len(result.steps) == 2
-        # Up to the first tool step (input, start_turn, model step, its checkpoint), then one
-        # per tool step: the checkpoint after it and the one after the next model step.
-        assert [checkpoints for _rows, checkpoints in stores] == [4, 2, 2], stores
+        # The turn's input (the input checkpoint and the one start_turn runs from) before
+        # start_turn runs, so no event goes out before the question is stored; up to the first
+        # tool step (start_turn's and the model step's checkpoints); then one per tool step:
+        # the checkpoint after it and the one after the next model step.
+        assert [checkpoints for _rows, checkpoints in stores] == [2, 2, 2, 2], stores
         assert all(rows for rows, _ in stores), stores
         # What was stored reads back whole in another process.
         async with open_persistence(checkpoint_url) as other:
