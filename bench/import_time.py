@@ -89,7 +89,8 @@ def sample(command: list[str]) -> tuple[float, float, str]:
         child.stdout.close()
         if child.returncode != 0:
             errors.seek(0)
-            raise RuntimeError(f"{command[:2]} exited {child.returncode}: {errors.read().decode(errors='replace')[-500:]}")
+            message = errors.read().decode(errors="replace")[-500:]
+            raise RuntimeError(f"{command[:2]} exited {child.returncode}: {message}")
     return elapsed, usage.ru_maxrss / 1024, output.decode()  # ru_maxrss is in KiB on Linux
 
 
@@ -124,7 +125,8 @@ def main(repeats: int) -> None:
               f"{statistics.median(memory[name]):>10.1f}{ratios}")
     ours, theirs = first_run["reactgraph"], first_run["lc.create_agent"]
     print(f"\nfirst run in a fresh process, after the imports (build the agent, one tool call, the answer): "
-          f"reactgraph {statistics.median(ours) * 1000:.1f} ms, lc.create_agent {statistics.median(theirs) * 1000:.1f} ms, "
+          f"reactgraph {statistics.median(ours) * 1000:.1f} ms, "
+          f"lc.create_agent {statistics.median(theirs) * 1000:.1f} ms, "
           f"{statistics.median(o / t for o, t in zip(ours, theirs, strict=True)):.2f}x")
 
 

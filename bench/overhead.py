@@ -257,8 +257,8 @@ async def main(ks: list[int], repeats: int, mem_repeats: int) -> None:
         low, high = median_interval(round_ratios)
         print(f"  K={k:<3} time {statistics.median(round_ratios):5.2f}x [{low:.2f}-{high:.2f}] (goal <= {goal:.1f}x)   "
               f"peak memory {memory_ratio:5.2f}x (goal <= 1.2x)")
-    if len(ks) >= 2:
-        print_marginal(run_times, sorted(ks)[-2], max(ks))
+    if len(set(ks)) >= 2:
+        print_marginal(run_times, sorted(set(ks))[-2], max(ks))
 
 
 def print_marginal(run_times: dict[int, dict[str, list[float]]], short: int, long: int) -> None:

@@ -81,9 +81,10 @@ class GuardContext:
                 system, schemas = self.engine.json_system_prompt(tools), []
             counter = self.guard.counter
             if exact:
-                tokens = counter.count_message(SystemMessage(system)) + sum(counter.count_text(text) for text in schemas)
+                tokens = counter.count_message(SystemMessage(system)) + sum(map(counter.count_text, schemas))
             else:
-                tokens = counter.upper_bound(SystemMessage(system)) + sum(len(text.encode("utf-8", "surrogatepass")) for text in schemas)
+                tokens = counter.upper_bound(SystemMessage(system)) + sum(
+                    len(text.encode("utf-8", "surrogatepass")) for text in schemas)
             self._overheads[key] = tokens
         return self._overheads[key]
 

@@ -160,4 +160,3 @@ def test_importing_the_library_and_the_cli_loads_no_provider_client():
              f"print(sorted(set({PROVIDER_PACKAGES!r}) & {{name.split('.')[0] for name in sys.modules}}))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip() == "[]", done.stdout
-

@@ -351,12 +351,13 @@ async def test_a_run_far_below_the_budget_never_loads_the_tokenizer(monkeypatch)
         real_load(self)
 
     monkeypatch.setattr(TokenCounter, "load", counted_load)
+
     @tool
     def status(machine: str) -> str:
         """The status of a machine."""
         return f"{machine}: normal"
 
-    calls = [AIMessage(content="", tool_calls=[tool_call("status", {"machine": f"CNC-00{i}"}, f"c{i}")]) for i in (1, 2)]
+    calls = [AIMessage(content="", tool_calls=[tool_call("status", {"machine": m}, m)]) for m in ("CNC-001", "CNC-002")]
     model = ScriptedChatModel(responses=[*calls, "all normal"])
     result = await ReActAgent(model, [status], abilities=ModelAbilities(tool_call=True)).run(QUERY)
     assert result.answer == "all normal" and len(result.steps) == 2
@@ -364,7 +365,8 @@ async def test_a_run_far_below_the_budget_never_loads_the_tokenizer(monkeypatch)
 
     summarizer = ScriptedChatModel(responses=["요약: CNC-001 로그 확인됨."], repeat_last=True)
     model = ScriptedChatModel(responses=[*log_calls(4), "CNC-003 정상"])
-    events = [e async for e in ReActAgent(model, [read_log], abilities=SMALL, compaction_llm=summarizer).astream_events(QUERY)]
+    agent = ReActAgent(model, [read_log], abilities=SMALL, compaction_llm=summarizer)
+    events = [event async for event in agent.astream_events(QUERY)]
     assert len(loads) == 1 and any(e.channel == "compact" for e in events)
 
 
