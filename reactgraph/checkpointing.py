@@ -176,9 +176,10 @@ STORED_POLL_SECONDS = 1.0
 """How often :meth:`_WriteFolding.checkpoint_stored` asks the database while it waits, in
 seconds, in case the commit it waits for was made by another saver or forgotten."""
 
-TOOLS_WAIT_FOR_CHECKPOINT = "__reactgraph_tools_wait_for_checkpoint"
+TASKS_WAIT_FOR_CHECKPOINT = "__reactgraph_tasks_wait_for_checkpoint"
 """The ``configurable`` key :func:`run_durability` sets when a run's checkpoints are stored
-in the background and its tool tasks wait for theirs (:func:`wait_for_task_checkpoint`).
+in the background and its tool tasks and ``start_turn`` wait for theirs
+(:func:`wait_for_task_checkpoint`).
 Starts with ``__`` so LangGraph does not copy it into checkpoint metadata."""
 
 
@@ -283,7 +284,7 @@ class _WriteFolding:
         (a run started with :func:`run_durability`'s entries, no task waiting for it yet) or
         commit it with what the thread holds."""
         key = _thread_key(config)
-        if config["configurable"].get(TOOLS_WAIT_FOR_CHECKPOINT) and not any(
+        if config["configurable"].get(TASKS_WAIT_FOR_CHECKPOINT) and not any(
                 wanted <= checkpoint_id for wanted, _ in self._waiters.get(key, ())):
             self._held_checkpoints.setdefault(key, []).append((checkpoint_id, checkpoint))
             self._flush_later(key)
@@ -523,7 +524,8 @@ def run_durability(checkpointer: Any, durability: str) -> tuple[str, dict[str, A
     (:func:`wait_for_task_checkpoint`) before it does anything; the saver holds the
     checkpoint before a model step and commits it with the one the tool step waits for
     (or within :data:`WRITE_HOLD_SECONDS`): one commit per iteration, and no wait before a
-    model step. A process killed before that commit loses what the held checkpoint carried
+    model step. ``start_turn`` waits the same way for the turn's input: one more commit
+    per turn, so no event of a turn goes out before its question is stored. A process killed before that commit loses what the held checkpoint carried
     (the last tool step's results: those tools run again on resume, as when it is killed
     just before they end), never a model step's tool calls once a tool has started (issue
     20, docs/checkpoints.md). Other checkpointers and other modes run as asked.
@@ -532,7 +534,7 @@ def run_durability(checkpointer: Any, durability: str) -> tuple[str, dict[str, A
         ``(langgraph_durability, configurable_entries)``.
     """
     if durability == "sync" and hasattr(checkpointer, "checkpoint_stored"):
-        return "async", {TOOLS_WAIT_FOR_CHECKPOINT: True}
+        return "async", {TASKS_WAIT_FOR_CHECKPOINT: True}
     return durability, {}
 
 
@@ -549,7 +551,7 @@ async def wait_for_task_checkpoint(config: Any) -> None:
         Exception: What storing that checkpoint raised.
     """
     configurable = config.get("configurable") or {}
-    if not configurable.get(TOOLS_WAIT_FOR_CHECKPOINT):  # set only for a saver with checkpoint_stored
+    if not configurable.get(TASKS_WAIT_FOR_CHECKPOINT):  # set only for a saver with checkpoint_stored
         return
     saver = configurable[CONFIG_KEY_CHECKPOINTER]
     task_ns = str(configurable.get(CONFIG_KEY_CHECKPOINT_NS) or "")

@@ -111,7 +111,7 @@ async def test_a_task_waiting_for_its_checkpoint_gets_it_committed_or_the_failur
     monkeypatch.setattr(checkpointing, "STORED_POLL_SECONDS", 0.05)
     thread = f"fold-{uuid.uuid4().hex}"
     base = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
-    holding = {"configurable": {**base["configurable"], checkpointing.TOOLS_WAIT_FOR_CHECKPOINT: True}}
+    holding = {"configurable": {**base["configurable"], checkpointing.TASKS_WAIT_FOR_CHECKPOINT: True}}
     async with open_persistence(checkpoint_url) as one, open_persistence(checkpoint_url) as two:
         saver = one.checkpointer
         first = empty_checkpoint()
@@ -153,7 +153,7 @@ async def test_a_read_of_the_thread_waits_for_its_store_in_progress(checkpoint_u
     database before it (the server's thread view read a running thread as unknown)."""
     monkeypatch.setattr(checkpointing, "WRITE_HOLD_SECONDS", 30.0)
     thread = f"fold-{uuid.uuid4().hex}"
-    config = {"configurable": {"thread_id": thread, "checkpoint_ns": "", checkpointing.TOOLS_WAIT_FOR_CHECKPOINT: True}}
+    config = {"configurable": {"thread_id": thread, "checkpoint_ns": "", checkpointing.TASKS_WAIT_FOR_CHECKPOINT: True}}
     async with open_persistence(checkpoint_url) as one:
         saver = one.checkpointer
         checkpoint = empty_checkpoint()
