@@ -462,6 +462,28 @@ class Score:
     facts: list[str]
     facts_found: list[str]
     ungrounded: list[str]
+    clean: bool = True
+    lead_language: bool = True
+    tool_free_answer: bool = False
+
+
+_KOREAN = re.compile("[\uac00-\ud7a3]")
+
+
+def clean_answer(answer: str) -> bool:
+    """An answer a person reads as an answer: not empty, no code fence, no line of 8+
+    characters twice (issue 36)."""
+    lines = [line.strip() for line in answer.splitlines() if line.strip()]
+    long_lines = [line for line in lines if len(line) >= 8]
+    return bool(lines) and "```" not in answer and len(long_lines) == len(set(long_lines))
+
+
+def lead_in_language(question: str, answer: str) -> bool:
+    """For a Korean question, whether the answer's first line is Korean; True otherwise."""
+    if not _KOREAN.search(question):
+        return True
+    first = next((line for line in answer.splitlines() if line.strip()), "")
+    return bool(_KOREAN.search(first))
 
 
 def score_run(question: Question, calls: Sequence[Call], answer: str, ground_truth: str,
@@ -496,19 +518,21 @@ def score_run(question: Question, calls: Sequence[Call], answer: str, ground_tru
                                         for c in calls]
     loose = ungrounded(answer, sources)
     first = calls[0] if calls else None
+    shape = {"clean": clean_answer(answer), "lead_language": lead_in_language(question.text, answer),
+             "tool_free_answer": question.kind == "tool" and not calls and bool(answer.strip())}
     if question.kind == "no_tool":
-        return Score(not calls, first is None, bool(answer.strip()) and not loose, [], [], loose)
+        return Score(not calls, first is None, bool(answer.strip()) and not loose, [], [], loose, **shape)
     in_plan = first is not None and any(call_matches(e, first, tools) for plan in question.plans for e in plan)
     right = any(plan_done(plan, calls, tools) for plan in question.plans)
     if question.kind == "unknown_id":
         said = any(cue in answer.lower() for cue in NOT_FOUND_CUES)
-        return Score(right or not calls, first is None or in_plan, said and not loose, [], [], loose)
+        return Score(right or not calls, first is None or in_plan, said and not loose, [], [], loose, **shape)
     facts = key_facts(ground_truth, question.text, given=given)
     found = facts_in_answer(facts, answer)
     hard = {f for f in found if not f.startswith("word:")}
     has_hard = any(not f.startswith("word:") for f in facts)
     grounded = bool(facts) and len(found) >= min(2, len(facts)) and (bool(hard) or not has_hard)
-    return Score(right, in_plan, grounded, sorted(facts), sorted(found), loose)
+    return Score(right, in_plan, grounded, sorted(facts), sorted(found), loose, **shape)
 
 
 def ground_truth(question: Question, tools: dict[str, BaseTool]) -> str:
@@ -586,6 +610,7 @@ class RunRecord:
     score: Score | None = None
     stalls: int = 0
     engine_grounding: dict[str, Any] | None = None
+    resets: int = 0
 
 
 NOT_BY_MODEL = {"max_iterations", "model_error", None}
@@ -618,7 +643,7 @@ async def run_reactgraph(agent: Any, row: str, question: str) -> RunRecord:
     deltas: list[str] = []
     done: dict[str, Any] = {}
     error = None
-    stalls = 0
+    stalls = resets = 0
     began = time.perf_counter()
     try:
         async for event in agent.astream_events(question, thread_id=uuid.uuid4().hex):
@@ -634,6 +659,7 @@ async def run_reactgraph(agent: Any, row: str, question: str) -> RunRecord:
                 deltas.append(str(data.get("content") or ""))
             elif event.channel == "answer" and data.get("status") == "reset":  # withdrawn: clients drop it
                 deltas.clear()
+                resets += 1
             elif event.channel == "stall":
                 stalls += 1
             elif event.channel == "error":
@@ -648,7 +674,8 @@ async def run_reactgraph(agent: Any, row: str, question: str) -> RunRecord:
     answer = "".join(deltas) or str(done.get("answer") or "")
     usage = done.get("usage") or {}
     return RunRecord(row, question, "", list(calls.values()), answer, done.get("finish_reason"), counter.calls,
-                     usage.get("model_calls"), seconds, error, stalls=stalls, engine_grounding=done.get("grounding"))
+                     usage.get("model_calls"), seconds, error, stalls=stalls, engine_grounding=done.get("grounding"),
+                     resets=resets)
 
 
 async def run_create_agent(graph: Any, question: str, recursion_limit: int) -> RunRecord:
@@ -701,7 +728,10 @@ async def run_create_agent(graph: Any, question: str, recursion_limit: int) -> R
 
 # --------------------------------------------------------------------------- report
 
-ROWS = ("native", "json", "create_agent")
+ROWS = ("native", "json", "permissive", "create_agent")
+"""The rows: ``permissive`` is the ``json`` agent with the permissive safeguard policy forced
+(:data:`reactgraph.safeguards.PERMISSIVE`), so on a small model the difference the strict
+policy makes is measured in the same run (issue 35)."""
 
 
 @dataclass
@@ -725,7 +755,12 @@ class RowSummary:
     grounded: int = 0
     zero_ungrounded: int = 0
     by_model: int = 0
+    clean: int = 0
+    lead_language: int = 0
+    tool_free: int = 0
+    resets: int = 0
     calls: int = 0
+    per_run_calls: list[int] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)
     finish_reasons: Counter = field(default_factory=Counter)
 
@@ -738,7 +773,12 @@ class RowSummary:
         self.grounded += record.score.grounded
         self.zero_ungrounded += not record.score.ungrounded
         self.by_model += ended_by_model(record.finish_reason)
+        self.clean += record.score.clean
+        self.lead_language += record.score.lead_language
+        self.tool_free += record.score.tool_free_answer
+        self.resets += record.resets
         self.calls += record.model_calls
+        self.per_run_calls.append(record.model_calls)
         self.seconds.append(record.seconds)
         self.finish_reasons[str(record.finish_reason)] += 1
 
@@ -747,14 +787,17 @@ class RowSummary:
         n = self.runs or 1
         return {
             "right_tool": self.right_tool / n, "first_call": self.first_call / n, "grounded": self.grounded / n,
-            "zero_ungrounded": self.zero_ungrounded / n, "by_model": self.by_model / n, "calls_per_run": self.calls / n,
+            "zero_ungrounded": self.zero_ungrounded / n, "by_model": self.by_model / n, "clean": self.clean / n,
+            "lead_language": self.lead_language / n, "calls_per_run": self.calls / n,
+            "median_calls": statistics.median(self.per_run_calls) if self.per_run_calls else 0.0,
             "median_s": statistics.median(self.seconds) if self.seconds else 0.0,
             "mean_s": statistics.fmean(self.seconds) if self.seconds else 0.0,
         }
 
 
 _COLUMNS = (("right_tool", "right tool"), ("first_call", "first call"), ("grounded", "grounded"),
-            ("zero_ungrounded", "0 ungrounded"), ("by_model", "by model"))
+            ("zero_ungrounded", "0 ungrounded"), ("by_model", "by model"), ("clean", "clean"),
+            ("lead_language", "lead lang"))
 
 
 def table(rows: Sequence[RowSummary]) -> str:
@@ -767,13 +810,15 @@ def table(rows: Sequence[RowSummary]) -> str:
         The table; percentages with their counts, ``calls/run``, median and mean s/run;
         the ratio lines divide each rate by ``create_agent``'s (``n/a`` when that is 0).
     """
-    head = "| row | mode | runs | " + " | ".join(label for _, label in _COLUMNS) + " | calls/run | median s | mean s |"
+    head = ("| row | mode | runs | " + " | ".join(label for _, label in _COLUMNS)
+            + " | resets | no-tool answers | calls/run | median calls | median s | mean s |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
         rates = r.rates()
         cells = [f"{100 * rates[key]:.0f}% ({getattr(r, key)})" for key, _ in _COLUMNS]
         lines.append(f"| {r.row} | {r.mode} | {r.runs} | " + " | ".join(cells)
-                     + f" | {rates['calls_per_run']:.1f} | {rates['median_s']:.1f} | {rates['mean_s']:.1f} |")
+                     + f" | {r.resets} | {r.tool_free} | {rates['calls_per_run']:.1f} | {rates['median_calls']:.0f}"
+                     + f" | {rates['median_s']:.1f} | {rates['mean_s']:.1f} |")
     base = next((r for r in rows if r.row == "create_agent"), None)
     if base is not None and len(rows) > 1:
         lines += ["", "| ratio vs create_agent | " + " | ".join(label for _, label in _COLUMNS) + " | calls/run | median s | mean s |",
@@ -835,7 +880,9 @@ async def main(argv: list[str] | None = None) -> int:
 
     from langchain.agents import create_agent
 
+    from reactgraph import AgentSettings, ReActAgent
     from reactgraph.demo.agent import build_demo_agent
+    from reactgraph.safeguards import PERMISSIVE
     from reactgraph.demo.factory import build_factory_hub
     from reactgraph.models import open_model
 
@@ -850,6 +897,11 @@ async def main(argv: list[str] | None = None) -> int:
             for row in args.rows:
                 if row == "create_agent":
                     agents[row] = create_agent(resolved.llm, hub, system_prompt=DEMO_SYSTEM_PROMPT)
+                elif row == "permissive":
+                    agents[row] = ReActAgent(resolved.llm, hub, use_native_tools=False, abilities=resolved.abilities,
+                                             settings=AgentSettings(max_iterations=args.max_iterations,
+                                                                    system_prompt=DEMO_SYSTEM_PROMPT,
+                                                                    **PERMISSIVE.settings))
                 else:
                     agents[row] = build_demo_agent(resolved, hub, json_mode=row == "json", max_iterations=args.max_iterations)
             summaries = {row: RowSummary(row, "-" if row == "create_agent" else agents[row].mode) for row in args.rows}

@@ -28,6 +28,7 @@ from reactgraph.action_schema import (
     value_shape,
 )
 from reactgraph.actions import message_text
+from reactgraph.approval import needs_approval
 from reactgraph.config import AgentSettings
 from reactgraph.history import HistoryFold, add_call_ids, written_ids_fold
 from reactgraph.interrupts import InMemoryInterruptQueue, InterruptQueue
@@ -35,7 +36,8 @@ from reactgraph.limits import ModelPrice, limit_reached, model_name_of
 from reactgraph.prompts import DEFAULT_SYSTEM_PROMPT, json_mode_system_prompt
 from reactgraph.providers import GENERIC, ProviderProfile, adapt_model, select_profile
 from reactgraph.ranking import ToolRanker, enum_values, named_values, unlisted_values
-from reactgraph.tooling import ToolErrorPolicy, ToolRunner, prepare_tools
+from reactgraph.safeguards import resolve_settings
+from reactgraph.tooling import ToolErrorPolicy, ToolRunner, has_side_effects, prepare_tools
 
 _DATES = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 
@@ -133,7 +135,8 @@ class Engine:
         llm: The chat model; every model call of a run uses this instance (SPEC R2.1).
         tools: Registered tools by name, in registration order.
         abilities: What ``llm`` can do (SPEC R2.2).
-        settings: The agent's settings.
+        settings: The agent's settings, every safeguard field filled from the model's
+            policy (:func:`reactgraph.safeguards.resolve_settings`, issue 35).
         use_native_tools: The caller allows native tool calling.
         interrupts: The follow-up queue drained by ``drain_interrupts`` (SPEC §7).
         compaction_llm: A separate (cheaper) model for context compaction (SPEC §6);
@@ -223,6 +226,7 @@ class Engine:
                 ``tools`` given; a cost limit and no price for the model.
         """
         model, bindings = split_bindings(llm)
+        settings = resolve_settings(settings, abilities)  # the model's safeguard policy fills what is left None
         price = settings.limits.price_for(model_name_of(model)) if settings.limits is not None else None
         profile = select_profile(model, abilities.provider)
         model = adapt_model(model, profile)
@@ -343,11 +347,13 @@ class Engine:
         return offered_args_schema(tool, named, named_optionals_only=self.settings.optional_args == "named", seen=seen)
 
     def native_model(self, tools: Sequence[BaseTool], named: Sequence[str] = (), *, final_only: bool = False,
-                     seen: Sequence[str] | None = None) -> Runnable:
+                     seen: Sequence[str] | None = None, tool_required: bool = False) -> Runnable:
         """The loop model with ``tools`` (and the caller's provider tools) bound in the given
         order, enum values the question names first, kept out of the token stream (SPEC
         R3.3, R13.1). Cached per tool set, named values and ``seen`` (:meth:`seen_ids`).
-        ``final_only`` (a stalled loop's last call) binds no tool at all."""
+        ``final_only`` (a stalled loop's last call) binds no tool at all; ``tool_required``
+        binds ``tool_choice="any"`` (a tool call is required, issue 35; LangChain's
+        providers map it to their own word, e.g. OpenAI's ``"required"``)."""
 
         def bind() -> Runnable:
             offered: list[Any] = [
@@ -358,11 +364,14 @@ class Engine:
             offered += [] if final_only else self.provider_tools
             model: Runnable = self.llm.bind_tools(offered) if offered else self.llm
             bindings = {**self.model_bindings, **(self.tool_bindings if offered else {})}
+            if tool_required and offered:
+                bindings["tool_choice"] = "any"
             if bindings:
                 model = model.bind(**bindings)
             return model.with_config(tags=[TAG_NOSTREAM], run_name=RUN_NAME_NATIVE)
 
-        key = (tuple(tool.name for tool in tools), tuple(named), final_only, None if seen is None else tuple(seen))
+        key = (tuple(tool.name for tool in tools), tuple(named), final_only, None if seen is None else tuple(seen),
+               tool_required)
         return remembered(self._bound, key, bind)
 
     def _plain(self) -> Runnable:
@@ -422,17 +431,36 @@ class Engine:
             base, tools, [self.offered_args(tool, named, seen) for tool in tools]))
 
     def action_format(self, tools: Sequence[BaseTool], named: Sequence[str] = (),
-                      seen: Sequence[str] | None = None) -> dict[str, Any] | None:
+                      seen: Sequence[str] | None = None, tools_only: bool = False) -> dict[str, Any] | None:
         """The schema-constrained ``response_format`` for a JSON-mode call offering ``tools``
         (issue 10), in the request shape of ``abilities.schema_output``; ``None`` when the
         model cannot take a schema. Branches in the order of ``tools``, enum values the
         question names first (SPEC R13.1). Cached per tool set, named values and ``seen``
-        (:meth:`seen_ids`). See :func:`~reactgraph.action_schema.action_response_format`."""
-        key = (tuple(tool.name for tool in tools), tuple(named), None if seen is None else tuple(seen))
+        (:meth:`seen_ids`); ``tools_only`` leaves the answer out (a tool call is required,
+        issue 35). See :func:`~reactgraph.action_schema.action_response_format`."""
+        key = (tuple(tool.name for tool in tools), tuple(named), None if seen is None else tuple(seen), tools_only)
         return remembered(self._action_formats, key,
                           lambda: action_response_format(
                               self.abilities.schema_output, tools, max_output_tokens=self.abilities.max_output_tokens,
-                              named=named, named_optionals_only=self.settings.optional_args == "named", seen=seen))
+                              named=named, named_optionals_only=self.settings.optional_args == "named", seen=seen,
+                              tools_only=tools_only))
+
+    def synthesizes(self, config: RunnableConfig) -> bool:
+        """Whether this run streams an answer synthesis after the loop: the run's
+        ``configurable.synthesize``, else ``AgentSettings.synthesize``."""
+        return bool((config.get("configurable") or {}).get("synthesize", self.settings.synthesize))
+
+    def repeat_changes_something(self, call: dict[str, Any]) -> bool:
+        """Whether running ``call`` again may change something (issue 35): as its tool
+        declares (:func:`~reactgraph.tooling.has_side_effects`); a tool that declares
+        nothing counts as having side effects only when the call needs approval (a person
+        was to decide on it: it changes something). Undeclared tools are mostly reads, and a
+        capable model repeats a read to poll it."""
+        tool = self.tools.get(call.get("name") or "")
+        declared = has_side_effects(tool)
+        if declared is not None:
+            return declared
+        return needs_approval(call, tool, self.settings.approval)
 
     def json_model(self, *, json_format: bool, response_format: dict[str, Any] | None = None) -> Runnable:
         """The loop model for JSON mode, kept out of the token stream (SPEC R3.3).

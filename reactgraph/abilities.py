@@ -39,6 +39,10 @@ class ModelAbilities:
         provider: The provider profile the model is used with (a name of
             :data:`reactgraph.providers.PROFILES`, e.g. ``"vllm"``); ``None`` chooses it from
             ``REACTGRAPH_PROVIDER``, the model's class, base URL and name (SPEC R13.2).
+        small: A small model (the embedded one, or one a user marks so, e.g. with
+            ``REACTGRAPH_SMALL_MODEL=1``): it gets the strict safeguards measured on the
+            embedded model (:data:`reactgraph.safeguards.STRICT`); every other model gets the
+            permissive ones (issue 35, SPEC R13.1).
 
     Raises:
         ValueError: ``schema_output`` is not one of :data:`SCHEMA_OUTPUT_KINDS`;
@@ -51,6 +55,7 @@ class ModelAbilities:
     max_output_tokens: int | None = None
     schema_output: SchemaOutput = "none"
     provider: str | None = None
+    small: bool = False
 
     def __post_init__(self) -> None:
         if self.schema_output not in SCHEMA_OUTPUT_KINDS:

@@ -168,7 +168,7 @@ def _string_const(value: str) -> dict[str, Any]:
 
 def action_schema(
     tools: Sequence[BaseTool], *, max_text_chars: int | None = None, named: Sequence[str] = (),
-    named_optionals_only: bool = False, seen: Sequence[str] | None = None,
+    named_optionals_only: bool = False, seen: Sequence[str] | None = None, tools_only: bool = False,
 ) -> dict[str, Any]:
     """The JSON schema of one JSON-mode action for ``tools`` (SPEC R2.3, issue 10).
 
@@ -183,12 +183,14 @@ def action_schema(
         max_text_chars: When set, ``reasoning`` may hold at most a third of it and
             ``answer`` the rest (``maxLength``, characters), so a constrained reply ends
             before the provider's output cap cuts it off; ``None`` leaves them unbounded.
+        tools_only: Leave the ``final_answer`` branch out (a tool call is required, issue
+            35); ignored when ``tools`` is empty.
 
     Returns:
         ``{"anyOf": [branch, ...]}``: for each tool, an object with exactly ``type``
         (``"tool_call"``), ``reasoning`` (string), ``tool_name`` (that tool's name only)
-        and ``tool_args`` (:func:`tool_args_schema` of that tool); last, the
-        ``final_answer`` object with exactly ``type``, ``reasoning`` and ``answer``. Every
+        and ``tool_args`` (:func:`tool_args_schema` of that tool); last (unless
+        ``tools_only``), the ``final_answer`` object with exactly ``type``, ``reasoning`` and ``answer``. Every
         key is required, no other key is allowed; the key order is the wire format's.
     """
     reasoning: dict[str, Any] = {"type": "string"}
@@ -210,6 +212,8 @@ def action_schema(
         }
         for tool in tools
     ]
+    if tools_only and branches:
+        return {"anyOf": branches}
     branches.append(
         {
             "type": "object",
@@ -310,7 +314,7 @@ def schema_response_format(kind: SchemaOutput, schema: dict[str, Any], *, name: 
 
 def action_response_format(
     kind: SchemaOutput, tools: Sequence[BaseTool], *, max_output_tokens: int | None = None, named: Sequence[str] = (),
-    named_optionals_only: bool = False, seen: Sequence[str] | None = None,
+    named_optionals_only: bool = False, seen: Sequence[str] | None = None, tools_only: bool = False,
 ) -> dict[str, Any] | None:
     """The ``response_format`` of a JSON-mode loop call offering ``tools`` (issue 10).
 
@@ -318,7 +322,7 @@ def action_response_format(
         kind: The provider's request shape (``ModelAbilities.schema_output``).
         tools: The tools offered this turn, most relevant first; none leaves only the
             ``final_answer`` branch (what a stalled loop is sent, SPEC R13.1).
-        named, named_optionals_only, seen: See :func:`action_schema`.
+        named, named_optionals_only, seen, tools_only: See :func:`action_schema`.
         max_output_tokens: The model's output cap (tokens), when known. For
             ``"json_object_schema"`` it bounds the free text to three quarters of it in
             characters (:func:`action_schema`'s ``max_text_chars``; a token is at least one
@@ -338,7 +342,7 @@ def action_response_format(
         return None
     bounded = kind == "json_object_schema" and max_output_tokens is not None
     schema = action_schema(tools, max_text_chars=max_output_tokens * 3 // 4 if bounded else None, named=named,
-                           named_optionals_only=named_optionals_only, seen=seen)
+                           named_optionals_only=named_optionals_only, seen=seen, tools_only=tools_only)
     if kind == "json_schema":
         schema = {
             "type": "object",

@@ -182,7 +182,7 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
             raise SetupError(str(exc)) from exc
         dag = args.command == "run" and args.dag
         if dag:
-            settings = demo_settings(resolved, max_iterations=args.max_iterations)
+            settings = demo_settings(max_iterations=args.max_iterations)
             agent: Any = build_dag_agent(resolved, tools, settings=settings, native=not args.json_mode,
                                          max_rounds=args.max_rounds)
             mode = f"DAG, roles: {', '.join(agent.models.roles)}"

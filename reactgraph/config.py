@@ -24,7 +24,7 @@ OPTIONAL_ARGS = ("all", "named")
 JSON_ACTIONS = ("single", "tool_first")
 """How a schema-capable model writes a JSON-mode action, for :attr:`AgentSettings.json_action`."""
 
-GROUNDING_MODES = ("off", "report", "enforce")
+GROUNDING_MODES = ("off", "report", "flag", "enforce")
 """What to do about numbers and ids in the answer that the trace does not hold (SPEC R13.1),
 for :attr:`AgentSettings.grounding`."""
 
@@ -49,6 +49,11 @@ def check_at_least(settings: object, **minimums: float) -> None:
 class AgentSettings:
     """Settings of a :class:`~reactgraph.ReActAgent` / :func:`~reactgraph.create_react_graph`.
 
+    Fields marked *safeguard* default to ``None``: the model's safeguard policy decides them
+    (:mod:`reactgraph.safeguards`: strict for a model whose abilities say ``small``, such as
+    the embedded one; permissive for every other), and the agent's ``settings`` hold the values
+    in force. Set one to override the policy (issue 35).
+
     Attributes:
         max_iterations: Most model calls in the tool loop of one run (SPEC R2.6, default 50).
             Past it the run ends with a fallback answer built from the recorded steps.
@@ -67,16 +72,18 @@ class AgentSettings:
         synthesis_result_chars: Characters of each tool result shown to the synthesis
             call (SPEC R3.1, default 2,000).
         refuse_repeated_calls: A tool call with the same name and arguments as a call that
-            already succeeded in this turn is not run again; the model gets an error
-            observation pointing it to the earlier result. Turn off for tools whose result
-            changes between calls (polling a job, reading a clock).
-        refuse_unasked_ids: When the question names identifiers an argument lists (string
-            enum values with a digit: ``CNC-003``), a tool call giving that argument another
-            of them is not run unless the user or a tool result in the thread wrote it; the
-            model gets an error observation naming the ids the question asks about (SPEC
-            R13.1: a small model otherwise takes the first id its schema lists). Turn off
-            when the model may pick such ids on its own (the tools' descriptions say which
-            is which).
+            already succeeded in this turn is not run again *when the tool may have side
+            effects* (:func:`reactgraph.tooling.has_side_effects`: declared so, or it needs
+            approval); the model gets an error observation pointing it to the earlier result.
+            A repeat of a tool without side effects (a status, a queue, a clock) runs; when it
+            returns the same observation as the last time, the model is told so and the call
+            counts towards a stall (``stall_repeats``). Off: every repeat runs.
+        refuse_unasked_ids: *Safeguard* (strict: on). When the question names identifiers an
+            argument lists (string enum values with a digit: ``CNC-003``), a tool call giving
+            that argument another of them is not run unless the user or a tool result in the
+            thread wrote it; the model gets an error observation naming the ids the question
+            asks about (SPEC R13.1: a small model otherwise takes the first id its schema
+            lists).
         observation_preview_chars: Characters of an observation put in ``iteration``
             events; the full observation stays in the result's steps.
         system_prompt: Domain instructions put at the top of the loop's system prompt
@@ -85,7 +92,8 @@ class AgentSettings:
             ``tool_selection_threshold`` tools are registered (SPEC §5).
         tool_selection_threshold: Tool count above which selection runs (default
             :data:`TOOL_SELECTION_THRESHOLD`, 12).
-        tool_selection_max: Most tools a selection keeps (default :data:`_TOOL_SELECTION_MAX`, 6).
+        tool_selection_max: *Safeguard* (strict: 1, permissive: :data:`_TOOL_SELECTION_MAX`, 6).
+            Most tools a selection keeps.
         tool_selection_shortlist: Tools, lexically best first, shown to the selection call
             (SPEC R13.1; default 12; never fewer than ``tool_selection_max``).
         synthesize: Whether the graph runs the streaming answer-synthesis node after
@@ -101,33 +109,70 @@ class AgentSettings:
             and critical data).
         keep_recent_messages: Recent messages LLM compaction keeps verbatim when they fit
             (default 6; a tool-call message and its results are kept together).
-        stall_detection: When the loop is stuck (a call refused as a repeat, or two model
-            calls without a new successful observation) the next call may only give the
-            final answer, instead of burning iterations to the cap (SPEC R13.1; default on).
+        stall_detection: When the loop is stuck (``stall_repeats`` model calls in a row that
+            change nothing, or ``stall_failures`` in a row without a new successful
+            observation) the loop ends with ``finish_reason: "stalled"`` instead of burning
+            iterations to the cap: straight to synthesis when it runs, else one call that may
+            only give the final answer (SPEC R13.1; default on).
+        require_tool_data: An answer that states figures or ids (other than the question's)
+            before any tool ran this turn, to a question about what the tools hold (it names a
+            value a tool accepts or lists, or shares a word with a tool), is not accepted: the
+            model is asked once more with a tool call required (SPEC R13.1, issue 35). On for
+            every model (a capable model answered 3 of 8 such questions from memory).
+        stall_repeats: *Safeguard* (strict: 1, permissive: 3). Model calls in a row that
+            change nothing — only the same call again with the same observation, the same
+            error again, a repeat refused, or no call at all — that make a stall. A call with
+            new arguments or another tool is an attempt, not a stall (issue 35).
+        stall_failures: *Safeguard* (strict: 2, permissive: 4). Model calls in a row without a
+            new successful observation (attempts that all fail) that make a stall.
+        answer_when_covered: *Safeguard* (strict: on). Once a successful observation's call
+            passed every id the question names (or, when it names none, once a call succeeded),
+            the loop goes straight to the answer instead of asking the model again: a small
+            model adds nothing after it but a repeat (issue 36).
+        show_reasoning: *Safeguard* (strict: off). Whether the loop's own text (the model's
+            reasoning beside its tool calls) is put in ``thinking`` events; a small model's
+            is noise.
         json_action: How a model that takes a JSON schema (``schema_output``) writes a
             JSON-mode action: ``"single"`` (the default: one call constrained to the
             action schema) or ``"tool_first"`` (two small constrained calls: the choice of
             tool or answer as an enum best first, then the arguments or the answer; small
             grammars, the decision made before any free text, SPEC R13.1).
-        optional_args: Which optional tool arguments the model is offered (SPEC R13.1):
-            ``"all"`` (the default) or ``"named"`` — only those the question names a value
+        optional_args: *Safeguard* (strict: ``"named"``, permissive: ``"all"``). Which
+            optional tool arguments the model is offered (SPEC R13.1): ``"all"`` or ``"named"`` — only those the question names a value
             for (one of the argument's enum values, or a date for a date argument); the
             tool runs with its defaults for the rest. For small models, which fill every
             optional filter with the first value offered.
-        grounding: After synthesis, check every number and id of the answer against the
-            trace and the question (SPEC R13.1): ``"off"``; ``"report"`` (the default:
-            the result goes in ``done`` and ``AgentResult.grounding``); ``"enforce"``
-            (an answer with ungrounded values is withdrawn with an ``answer`` ``reset``
-            event and asked for once more with a stricter prompt, then replaced by an
-            answer built from the observations themselves). Enforce suits small models; a
-            big model's derived figures (a difference, a total) would be withdrawn too.
-        lexical_gate: With tool selection on, a question that shares no word with any
+        grounding: *Safeguard* (strict: ``"enforce"``, permissive: ``"flag"``). After
+            synthesis, check every number and id of the answer against the trace and the
+            question (SPEC R13.1): ``"off"``; ``"report"`` (the result goes in ``done`` and
+            ``AgentResult.grounding`` only); ``"flag"`` (the answer streams as written; values
+            no tool returned are named in a note under it, so they are never shown as fact);
+            ``"enforce"`` (an answer that fails is not shown: with ``grounding_check_first`` it
+            is written in full and checked before it is shown — a client sees progress, then
+            only the answer that stands — else it streams and is withdrawn with an ``answer``
+            ``reset`` event; it is asked for once more with ``grounding_reask``, and finally
+            replaced by one built from the observations themselves,
+            :func:`~reactgraph.grounding.observation_answer`). Under ``"enforce"`` an answer
+            also fails when it is not in the question's language, holds a code fence, a tool
+            call written out or a line twice.
+        grounding_reask: *Safeguard* (strict: off, permissive: on). Under ``"enforce"``, an
+            answer that fails the check is asked for once more with a stricter prompt before
+            the observation answer replaces it (a small model's second try measured no better
+            than the observation answer, at one more call).
+        grounding_check_first: *Safeguard* (strict: on, permissive: off). Under
+            ``"enforce"``, write the answer in full and check it before anything is shown (a
+            client never sees a withdrawn draft, issue 36); off, the answer streams and one
+            that fails is withdrawn with an ``answer`` ``reset`` event and written again.
+        grounding_derived: *Safeguard* (strict: off, permissive: on). A number the answer
+            derives from two figures of the trace (their difference, sum, ratio or percent
+            change, or one of them rounded) counts as grounded.
+        lexical_gate: *Safeguard* (strict: on). With tool selection on, a question that shares no word with any
             tool (name, description, arguments, enum values, declared keywords; see
             :class:`~reactgraph.ranking.ToolRanker`) is offered no tools and no selection
             call is made: the model answers directly (SPEC R5.3, R13.1). For small models,
             which otherwise call some tool for a greeting; off by default, since a big
             model picks well from words the catalog does not contain.
-        grounding_min_facts: The facts of the tools' successful observations (ids, dates,
+        grounding_min_facts: *Safeguard* (strict: 2, permissive: 1). The facts of the tools' successful observations (ids, dates,
             numbers other than a single digit, not named in the question) an answer must
             pass on; one that passes on fewer (fewer when fewer exist) is *factless*,
             reported and, under ``"enforce"``, withdrawn like an ungrounded one.
@@ -165,11 +210,11 @@ class AgentSettings:
     synthesis_result_chars: int = 2000
     observation_preview_chars: int = 4000
     refuse_repeated_calls: bool = True
-    refuse_unasked_ids: bool = True
+    refuse_unasked_ids: bool | None = None
     system_prompt: str | None = None
     tool_selection: bool = True
     tool_selection_threshold: int = TOOL_SELECTION_THRESHOLD
-    tool_selection_max: int = _TOOL_SELECTION_MAX
+    tool_selection_max: int | None = None
     tool_selection_shortlist: int = 12
     synthesize: bool = True
     max_message_chars: int = 50_000
@@ -179,19 +224,29 @@ class AgentSettings:
     keep_recent_messages: int = 6
     durability: str = "sync"
     stall_detection: bool = True
+    require_tool_data: bool = True
+    stall_repeats: int | None = None
+    stall_failures: int | None = None
+    answer_when_covered: bool | None = None
+    show_reasoning: bool | None = None
     json_action: str = "single"
-    optional_args: str = "all"
-    grounding: str = "report"
-    grounding_min_facts: int = 1
-    lexical_gate: bool = False
+    optional_args: str | None = None
+    grounding: str | None = None
+    grounding_min_facts: int | None = None
+    grounding_derived: bool | None = None
+    grounding_reask: bool | None = None
+    grounding_check_first: bool | None = None
+    lexical_gate: bool | None = None
     approval: Mapping[str, ApprovalRule] = field(default_factory=dict, hash=False)
     before_tool: Sequence[Callable[..., Any]] = field(default=(), hash=False)
     after_tool: Sequence[Callable[..., Any]] = field(default=(), hash=False)
     limits: UsageLimits | None = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
-        check_at_least(self, max_iterations=1, tool_selection_max=1, tool_selection_shortlist=1, model_attempts=1,
+        check_at_least(self, max_iterations=1, tool_selection_shortlist=1, model_attempts=1,
                        parse_retries=0, max_message_chars=100)
+        set_minimums = {"tool_selection_max": 1, "stall_repeats": 1, "stall_failures": 1, "grounding_min_facts": 0}
+        check_at_least(self, **{name: low for name, low in set_minimums.items() if getattr(self, name) is not None})
         if self.tool_timeout <= 0:
             raise ValueError(f"tool_timeout must be positive seconds, got {self.tool_timeout}")
         for name in ("context_window", "max_output_tokens"):
@@ -204,12 +259,10 @@ class AgentSettings:
             raise ValueError(f"durability must be one of {', '.join(DURABILITY_MODES)}, got {self.durability!r}")
         if self.json_action not in JSON_ACTIONS:
             raise ValueError(f"json_action must be one of {', '.join(JSON_ACTIONS)}, got {self.json_action!r}")
-        if self.optional_args not in OPTIONAL_ARGS:
+        if self.optional_args is not None and self.optional_args not in OPTIONAL_ARGS:
             raise ValueError(f"optional_args must be one of {', '.join(OPTIONAL_ARGS)}, got {self.optional_args!r}")
-        if self.grounding not in GROUNDING_MODES:
+        if self.grounding is not None and self.grounding not in GROUNDING_MODES:
             raise ValueError(f"grounding must be one of {', '.join(GROUNDING_MODES)}, got {self.grounding!r}")
-        if self.grounding_min_facts < 0:
-            raise ValueError(f"grounding_min_facts must not be negative, got {self.grounding_min_facts}")
         for name, rule in self.approval.items():
             check_rule(name, rule)
         for name in ("before_tool", "after_tool"):

@@ -298,15 +298,18 @@ class AnswerDone(AgentEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class AnswerReset(AgentEvent):
-    """``answer`` ``{status: "reset", ungrounded, factless}``: the answer just streamed is
-    withdrawn by the grounding check (``grounding="enforce"``) and written again: a front
-    end clears it. ``ungrounded`` lists the values the tool results do not hold;
-    ``factless`` is true when it passed on none of them."""
+    """``answer`` ``{status: "reset", ungrounded, factless[, problems]}``: the answer just
+    streamed is withdrawn by the grounding check (``grounding="enforce"`` without
+    ``grounding_check_first``) and written again: a front end clears it. ``ungrounded`` lists
+    the values the tool results do not hold; ``factless`` is true when it passed on none of
+    them; ``problems`` (only when there are some) what else made it unfit to show
+    (:func:`reactgraph.grounding.answer_problems`: ``language``, ``code_fence``, …)."""
 
     channel: ClassVar[Channel] = "answer"
     tag: ClassVar[tuple[tuple[str, str], ...]] = (("status", "reset"),)
     ungrounded: list[str]
     factless: bool
+    problems: Any = OMIT
 
 
 # single-kind channels --------------------------------------------------------------------------

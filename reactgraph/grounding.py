@@ -10,21 +10,29 @@ tools returned, when they returned some, is *factless* (a small model's answer o
 Values are compared in a normal form: ids upper-cased, numbers without thousands
 separators or trailing zeros (``48.70`` = ``48.7``, ``85.0`` = ``85``). Not checked: list
 markers (``1.`` at the start of a line) and heading numbers. A derived figure — a
-difference, a sum — is ungrounded by this rule; that is why ``AgentSettings.grounding``
-defaults to ``"report"`` and only small models' profiles choose ``"enforce"``.
+difference, a sum, a ratio, a percent change of two figures of the evidence, or one of them
+rounded — is grounded only with ``derived=True`` (``AgentSettings.grounding_derived``: on for
+capable models, off for small ones, which write such numbers by chance).
 
-:func:`observation_answer` is enforce mode's last resort: an answer made of the
-successful observations themselves, which is grounded by construction.
+:func:`answer_problems` finds what makes an answer unfit to show whatever its values: not in
+the question's language, a code fence, a tool call written out, a line twice (enforce mode
+withdraws such an answer before it is shown, issue 36).
+
+:func:`observation_answer` is enforce mode's last resort: an answer made of the successful
+observations themselves — a lead sentence naming what was asked about, then the facts as a
+list or a table — which is grounded by construction.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from reactgraph.jsonparse import safe_json
+from reactgraph.window.tokens import conversation_language
 
 _ID = r"[A-Za-z]{1,6}-\d+(?:-\d+)*"
 _DATE = r"\d{4}-\d{2}-\d{2}"
@@ -79,6 +87,46 @@ def _with_id_parts(values: Iterable[str]) -> set[str]:
     return found
 
 
+_DERIVED_OPERANDS = 80
+"""Most evidence numbers :func:`derivable` combines pairwise (the first ones of the trace):
+80 numbers are 6,320 ordered pairs, checked in well under a millisecond per value."""
+
+
+def _decimals(value: str) -> int:
+    return len(value.split(".")[1]) if "." in value else 0
+
+
+def derivable(value: str, evidence: Iterable[str]) -> bool:
+    """Whether the number ``value`` (normal form) is one of the ``evidence`` numbers rounded,
+    or the difference, sum, ratio (plain or in percent) or percent change of two of them, at
+    the precision ``value`` is written with (SPEC R13.1, issue 35: a capable model's derived
+    figure is not made up).
+
+    Args:
+        value: A number in :func:`extract_values`' normal form (``"6.6"``); ids and dates
+            are never derivable.
+        evidence: Values of the trace in normal form; only numbers are used.
+
+    Returns:
+        True when some single figure or pair gives ``value`` once rounded to its decimals.
+    """
+    if not re.fullmatch(r"\d+(?:\.\d+)?", value):
+        return False
+    target, places = float(value), _decimals(value)
+    tolerance = 0.5 * 10 ** -places + 1e-9
+    numbers = [float(item) for item in evidence if re.fullmatch(r"\d+(?:\.\d+)?", item)][:_DERIVED_OPERANDS]
+
+    def close(candidate: float) -> bool:
+        return abs(abs(candidate) - target) <= tolerance
+
+    if any(close(number) for number in numbers):
+        return True
+    for a, b in itertools.permutations(numbers, 2):
+        if close(a - b) or close(a + b) or (b and (close(a / b) or close(a / b * 100) or close((a - b) / b * 100))):
+            return True
+    return False
+
+
 def _evidence(steps: Sequence[dict[str, Any]], question: str) -> set[str]:
     found: set[str] = set(extract_values(question))
     for step in steps:
@@ -87,7 +135,7 @@ def _evidence(steps: Sequence[dict[str, Any]], question: str) -> set[str]:
     return _with_id_parts(found)
 
 
-def _informative(value: str) -> bool:
+def informative(value: str) -> bool:
     """Whether a value says something by itself: an id, a date, or a number other than a
     bare single digit (``#2``, ``1.`` and the like turn up in any text)."""
     return not re.fullmatch(r"\d", value)
@@ -126,14 +174,17 @@ class GroundingReport:
         ``min(min_facts, facts_available)`` of them (none, with the default of one)."""
         return len(self.cited) < min(self.min_facts, self.facts_available)
 
-    def to_dict(self, mode: str, action: str) -> dict[str, Any]:
+    def to_dict(self, mode: str, action: str, problems: Sequence[str] = ()) -> dict[str, Any]:
         """The JSON form put in state, ``AgentResult.grounding`` and ``done``:
-        ``{mode, action, checked, cited, ungrounded}`` (counts, and the ungrounded values)."""
-        return {"mode": mode, "action": action, "checked": len(self.checked), "cited": len(self.cited),
+        ``{mode, action, checked, cited, ungrounded}`` (counts, and the ungrounded values),
+        plus ``problems`` (:func:`answer_problems` of a withdrawn answer) when there are some."""
+        form = {"mode": mode, "action": action, "checked": len(self.checked), "cited": len(self.cited),
                 "ungrounded": list(self.ungrounded)}
+        return {**form, "problems": list(problems)} if problems else form
 
 
-def check_grounding(answer: str, steps: Sequence[dict[str, Any]], question: str, min_facts: int = 1) -> GroundingReport:
+def check_grounding(answer: str, steps: Sequence[dict[str, Any]], question: str, min_facts: int = 1, *,
+                    derived: bool = False, context: str = "") -> GroundingReport:
     """Check every number and id of ``answer`` against the trace and the question (SPEC R13.1).
 
     Args:
@@ -142,62 +193,180 @@ def check_grounding(answer: str, steps: Sequence[dict[str, Any]], question: str,
         question: The user's question.
         min_facts: The informative facts of the successful observations the answer must
             pass on to not be factless (``AgentSettings.grounding_min_facts``).
+        derived: A number :func:`derivable` from the evidence is grounded too
+            (``AgentSettings.grounding_derived``).
+        context: More evidence: the earlier turns shown to synthesis (a follow-up may
+            repeat an earlier answer's figure).
 
     Returns:
         A :class:`GroundingReport`.
     """
     checked = extract_values(answer, skip_list_markers=True)
-    evidence = _evidence(steps, question)
+    evidence = _evidence(steps, question) | _with_id_parts(extract_values(context))
     asked = _with_id_parts(extract_values(question))
     facts = {value for step in steps if not step.get("error")
-             for value in extract_values(str(step.get("observation") or "")) if _informative(value)} - asked
+             for value in extract_values(str(step.get("observation") or "")) if informative(value)} - asked
     return GroundingReport(
         checked=checked,
-        ungrounded=[value for value in checked if value not in evidence],
+        ungrounded=[value for value in checked if value not in evidence
+                    and not (derived and derivable(value, sorted(evidence, key=_first_seen(steps, question))))],
         cited=[value for value in checked if value in facts],
         facts_available=len(facts),
         min_facts=min_facts,
     )
 
 
+def _first_seen(steps: Sequence[dict[str, Any]], question: str) -> Any:
+    """A sort key putting evidence values in the order the trace first writes them (so
+    :func:`derivable`'s bound keeps the first figures, not arbitrary ones)."""
+    text = question + "\n" + "\n".join(str(step.get("observation") or "") for step in steps)
+    return lambda value: (text.find(value) if value in text else len(text), value)
+
+
 def _is_korean(text: str) -> bool:
     return any("\uac00" <= char <= "\ud7a3" for char in text)
 
 
-def observation_answer(question: str, steps: Iterable[dict[str, Any]], result_chars: int = 2000) -> str:
-    """An answer made of the successful observations themselves (enforce mode's fallback).
+_FENCE = re.compile(r"^\s*(```|~~~)", re.MULTILINE)
+_CALL_DUMP = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*\(\s*\{")
+_REPEATED_LINE_MIN_CHARS = 8
+
+
+def answer_problems(answer: str, question: str, tool_names: Iterable[str] = ()) -> list[str]:
+    """What makes ``answer`` unfit to show to the asker, whatever its values (issue 36).
 
     Args:
-        question: The user's question (a Korean question gets the Korean lead line).
+        answer: The written answer.
+        question: The user's question.
+        tool_names: The registered tools' names.
+
+    Returns:
+        Short labels, in this order, of what was found: ``"empty"``; ``"language"`` (the
+        question is in a script-named language — Korean, Japanese, Chinese, Russian,
+        :func:`~reactgraph.window.tokens.conversation_language` — and the answer's first line
+        is not); ``"code_fence"``; ``"tool_call"`` (a call written out, ``name({...``, or a
+        tool's name); ``"repeated_line"`` (a line of 8+ characters twice). ``[]`` when none.
+    """
+    lines = [line.strip() for line in answer.splitlines() if line.strip()]
+    if not lines:
+        return ["empty"]
+    problems: list[str] = []
+    language = conversation_language([_VALUE.sub("", question)])  # ids and figures are no one's language
+    if language is not None and conversation_language([_VALUE.sub("", lines[0])]) != language:
+        problems.append("language")
+    if _FENCE.search(answer):
+        problems.append("code_fence")
+    names = {name.lower() for name in tool_names if name}
+    if _CALL_DUMP.search(answer) or any(re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", answer, re.I)
+                                        for name in names):
+        problems.append("tool_call")
+    counted = [line for line in lines if len(line) >= _REPEATED_LINE_MIN_CHARS]
+    if len(counted) != len(set(counted)):
+        problems.append("repeated_line")
+    return problems
+
+
+_ROW_SEPARATOR = " | "
+_KEY_VALUE = re.compile(r"^([^:|]{1,40}?):\s+(\S.*)$")
+
+
+def _cells(line: str) -> list[str]:
+    return [cell.strip() for cell in line.split("|")]
+
+
+def _observation_lines(observation: str, emitted: set[str]) -> list[str]:
+    """One observation as answer lines: ``key: value`` lines as a list, runs of rows (two or
+    more ``a | b | c`` lines of one width) as a table, a title line (ending in ``:``) as it
+    is, other lines as list items; lines already written (``emitted``) are skipped."""
+    out: list[str] = []
+    rows: list[list[str]] = []
+
+    def flush() -> None:
+        if len(rows) >= 2 and len({len(row) for row in rows}) == 1:
+            width = len(rows[0])
+            out.extend(["", "| " + " | ".join([""] * width) + " |", "|" + "---|" * width])
+            out.extend("| " + " | ".join(cell.replace("|", "/") for cell in row) + " |" for row in rows)
+            out.append("")
+        else:
+            out.extend("- " + " · ".join(row) for row in rows)
+        rows.clear()
+
+    for raw in observation.splitlines():
+        line = raw.strip()
+        if not line or line in emitted:
+            continue
+        emitted.add(line)
+        if line.count(_ROW_SEPARATOR) >= 2:
+            rows.append(_cells(line))
+            continue
+        flush()
+        match = _KEY_VALUE.match(line)
+        if line.endswith(":"):
+            out.append(line)
+        elif match:
+            out.append(f"- **{match.group(1).strip()}**: {match.group(2).strip()}")
+        else:
+            out.append(f"- {line}")
+    flush()
+    return out
+
+
+def _subject(question: str, steps: Sequence[dict[str, Any]]) -> str:
+    """What the question asks about, for the lead sentence: the ids, dates and quoted names it
+    shares with the tool calls' arguments (``CNC-003``, ``Line B``), else its ids."""
+    args = " ".join(safe_json(step.get("tool_args")) for step in steps)
+    named = [value for value in re.findall(r"[A-Za-z]{1,6}-\d+(?:-\d+)*|\d{4}-\d{2}-\d{2}|Line [A-Z]\b", question)
+             if value.upper() in args.upper()]
+    return ", ".join(dict.fromkeys(value.upper() if "-" in value and not value[0].isdigit() else value
+                                   for value in named))
+
+
+def observation_answer(question: str, steps: Iterable[dict[str, Any]], result_chars: int = 2000) -> str:
+    """An answer made of the successful observations themselves (enforce mode's fallback and
+    a loop that answers without the model, issue 36), grounded by construction.
+
+    Args:
+        question: The user's question: its language (Korean or not) picks the lead's, and
+            the ids it names that the calls passed are named in the lead.
         steps: The turn's step records.
         result_chars: Characters kept of each observation.
 
     Returns:
-        A lead line, then each distinct successful observation in a fenced block under its
-        tool name; or, when none succeeded, one line saying no tool returned data followed
-        by what each failed call was told (a rejected argument names the value and what
-        is accepted, so an unknown id is explained).
+        Markdown: a lead sentence naming what was asked about, then the facts of each
+        distinct successful observation — ``key: value`` lines as a list, rows as a table —
+        with units and ids as the tools wrote them, no code fence, no tool name or argument
+        dump and no line twice. When no call succeeded: one sentence saying no tool returned
+        data, then what each failed call was told (an unknown id's message names the valid
+        ones).
     """
+    steps = list(steps)
     korean = _is_korean(question)
-    blocks: list[str] = []
+    subject = _subject(question, steps)
+    body: list[str] = []
     failures: list[str] = []
-    seen: set[str] = set()
+    emitted: set[str] = set()
     for step in steps:
-        observation = str(step.get("observation") or "")
         if step.get("error"):
             reason = str(step["error"]).strip().splitlines()[0] if str(step["error"]).strip() else "failed"
-            line = f"- {step.get('tool_name')}({safe_json(step.get('tool_args'))}): {reason[:300]}"
+            line = f"- {reason[:300]}"
             if not step.get("refused") and line not in failures:
                 failures.append(line)
             continue
-        if not observation.strip() or observation in seen:
-            continue
-        seen.add(observation)
-        blocks.append(f"**{step.get('tool_name')}**\n```\n{observation[:result_chars]}\n```")
-    if not blocks:
-        lead = "도구에서 이 질문에 답할 데이터를 얻지 못했습니다." if korean else "No tool returned data that answers this question."
+        observation = str(step.get("observation") or "")[:result_chars]
+        lines = _observation_lines(observation, emitted)
+        if lines:
+            body.extend([*lines, ""])
+    if not body:
+        if korean:
+            lead = f"{subject}에 대해 도구가 데이터를 반환하지 않았습니다." if subject else "도구에서 이 질문에 답할 데이터를 얻지 못했습니다."
+        else:
+            lead = f"No tool returned data about {subject}." if subject else "No tool returned data that answers this question."
         if failures:
             return "\n\n".join([lead, ("도구의 응답:" if korean else "What the tools said:") + "\n" + "\n".join(failures)])
         return lead
-    lead = "도구가 반환한 데이터입니다:" if korean else "Here is what the tools returned:"
-    return "\n\n".join([lead, *blocks])
+    if korean:
+        lead = f"{subject}에 대해 도구가 조회한 결과입니다." if subject else "도구가 조회한 결과입니다."
+    else:
+        lead = f"Here is what the tools report about {subject}." if subject else "Here is what the tools report."
+    text = "\n".join([lead, "", *body]).strip()
+    return re.sub(r"\n{3,}", "\n\n", text)

@@ -51,6 +51,18 @@ FINAL_ONLY_REQUEST = (
 )
 """Sent with the last call of a stalled loop, which may only give the final answer (SPEC R13.1)."""
 
+TOOL_REQUIRED_REQUEST = (
+    "Do not answer from memory: the figures and ids of this request are in the tools' data, and no tool has "
+    "been called yet. Call the tool that returns them now."
+)
+"""Sent after an answer that states figures or ids before any tool ran this turn (SPEC R13.1,
+issue 35); the next call must be a tool call (native: ``tool_choice``; JSON: the tool
+branches only)."""
+
+UNCHANGED_NOTE = "\n\n(Unchanged: this is the same result as this call returned in iteration {iteration}.)"
+"""Added to the observation the model sees when a repeated call returned what it returned
+last time (issue 35): polling goes on knowingly, and a loop that repeats itself is told so."""
+
 TOOL_ARGS_REQUEST = "Write the arguments of {tool_name} for the user's request as a JSON object."
 """Tool-first mode's second call, after the model chose a tool (SPEC R13.1)."""
 
@@ -70,6 +82,20 @@ SYNTHESIS_SYSTEM = (
 )
 
 SYNTHESIS_USER = "Question:\n{query}\n\nWork log:\n{trace}\n\nWrite the answer to the question."
+
+SYNTHESIS_HISTORY = (
+    "Earlier in this conversation (for what the question refers to, such as 'that machine' or 'the second "
+    "one'; the facts to answer with are in the work log):\n{turns}\n\n"
+)
+"""Put before the question in the synthesis user message when the thread has earlier turns
+(issue 35): each turn as ``User: …`` / ``Assistant: …`` lines."""
+
+FLAG_NOTE = "\n\n> ⚠ Not found in any tool result: {values}."
+"""Put under an answer under ``grounding="flag"`` that states values no tool returned
+(issue 35): they are named, so they are never shown as fact."""
+
+FLAG_NOTE_KOREAN = "\n\n> ⚠ 도구 결과에 없는 값: {values}."
+""":data:`FLAG_NOTE` for a question in Korean."""
 
 SYNTHESIS_STRICT = (
     "Quote the key figures of the work log (states, readings, ids, codes, dates) exactly as it writes them, "

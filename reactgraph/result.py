@@ -27,6 +27,8 @@ class Step:
         artifact: A rich artifact the tool returned (SPEC R2.9), if any.
         approval: ``"approved"``, ``"edited"`` or ``"rejected"`` when a person decided
             on the call (SPEC R13.3); ``None`` when it needed no approval.
+        unchanged: A repeated call that returned what the same call returned last time
+            (the model was told so; it counts towards a stall, issue 35).
     """
 
     iteration: int
@@ -38,6 +40,7 @@ class Step:
     elapsed: float = 0.0
     artifact: Artifact | None = None
     approval: str | None = None
+    unchanged: bool = False
 
     @property
     def ok(self) -> bool:
@@ -58,6 +61,7 @@ class Step:
             elapsed=float(record.get("elapsed", 0.0)),
             artifact=Artifact(**artifact) if isinstance(artifact, dict) else None,
             approval=record.get("approval"),
+            unchanged=bool(record.get("unchanged")),
         )
 
 

@@ -14,10 +14,10 @@ from typing_extensions import NotRequired, TypedDict
 from reactgraph._pinning import merge_pinned
 from reactgraph.usage import sum_usage
 
-FinishReason = Literal["final_answer", "stalled", "raw_content", "return_direct", "max_iterations", "model_error",
-                       "model_call_limit", "tool_call_limit", "token_limit", "cost_limit"]
-"""How a turn's loop ended: the model's final answer; its final answer after the loop
-stalled (SPEC R13.1); unparseable content twice (R2.4); a ``return_direct`` tool (issue 21); the iteration cap (R2.6); a model
+FinishReason = Literal["final_answer", "stalled", "covered", "raw_content", "return_direct", "max_iterations",
+                       "model_error", "model_call_limit", "tool_call_limit", "token_limit", "cost_limit"]
+"""How a turn's loop ended: the model's final answer; the loop stalled (SPEC R13.1); the
+observations covered the question (``AgentSettings.answer_when_covered``, issue 36); unparseable content twice (R2.4); a ``return_direct`` tool (issue 21); the iteration cap (R2.6); a model
 that kept failing (R2.7); a usage limit (R13.3, :mod:`reactgraph.limits`)."""
 
 RESET: dict[str, Any] = {"__reset__": True}
@@ -36,6 +36,19 @@ def append_steps(left: list[dict[str, Any]] | None, writes: Any) -> list[dict[st
         else:
             steps.extend(write or [])
     return steps
+
+
+KEPT_TURNS = 20
+"""Earlier turns :attr:`AgentState.earlier_turns` keeps."""
+
+TURN_ANSWER_CHARS = 1200
+"""Characters of an earlier turn's answer kept in :attr:`AgentState.earlier_turns`."""
+
+
+def add_turns(left: list[dict[str, str]] | None, right: Any) -> list[dict[str, str]]:
+    """Reducer of :attr:`AgentState.earlier_turns`: appends, keeping the last :data:`KEPT_TURNS`."""
+    turns = [*(left or []), *(right if isinstance(right, list) else [right])]
+    return turns[-KEPT_TURNS:]
 
 
 def add_usage(left: dict[str, int] | None, right: Any) -> dict[str, int]:
@@ -73,6 +86,10 @@ class ToolCallRequest(TypedDict):
     """Why the engine refused to run the call (``"repeat"``: it repeated a successful call;
     ``"unasked"``: it passed an id the question does not ask about; ``"limit"``: a tool-call
     limit)."""
+    repeat_of: NotRequired[dict[str, Any] | None]
+    """For a repeat that runs (issue 35): ``{"iteration", "digest"}`` of the same call's last
+    outcome (:func:`~reactgraph.tooling.outcome_digest`); the tool node tells the model when
+    the new outcome is the same."""
 
 
 class AgentState(InputState, total=False):
@@ -112,6 +129,9 @@ class AgentState(InputState, total=False):
     progress_iteration: int
     """The model call after which the loop last took in something new other than a tool
     result (a follow-up); stall detection counts from it (SPEC R13.1)."""
+    tool_required: bool
+    """The model answered with figures before any tool ran and was asked for a tool call
+    (issue 35): the next loop call requires one, and it is asked only once a turn."""
     draft_answer: str | None
     """The model's own final answer, when it gave one (``None`` when the loop ended at the
     cap, on a model error, with raw content, or empty): the only draft synthesis sees."""
@@ -135,6 +155,11 @@ class AgentState(InputState, total=False):
     structured_response: Any
     """The answer as an object of the caller's ``response_format`` (issue 21); only
     written when the graph was built with one."""
+    earlier_turns: Annotated[list[dict[str, str]], add_turns]
+    """The thread's earlier turns, oldest first, each ``{"question", "answer"}`` (the answer
+    as the user saw it, cut to :data:`TURN_ANSWER_CHARS`); the last :data:`KEPT_TURNS` are
+    kept. Synthesis sees them within its budget, so a follow-up's "that machine" is answered
+    about the right thing (issue 35)."""
     pinned: Annotated[list[str], merge_pinned]
     """Ids of the pinned messages (each turn's query, injected follow-ups, ids the caller
     passed) that every compaction keeps (SPEC R6.2); kept here so the messages themselves

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from typing import Any
 
@@ -18,6 +18,7 @@ from reactgraph.actions import message_text
 from reactgraph.events import AnswerDelta, AnswerDone, AnswerStarted, emit
 from reactgraph.jsonparse import safe_json
 from reactgraph.prompts import (
+    SYNTHESIS_HISTORY,
     SYNTHESIS_STRICT,
     SYNTHESIS_STRICT_AVOID,
     SYNTHESIS_STRICT_USER,
@@ -25,6 +26,7 @@ from reactgraph.prompts import (
     SYNTHESIS_USER,
 )
 from reactgraph.usage import sum_usage
+from reactgraph.window.tokens import estimate_tokens
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +87,36 @@ def format_trace(steps: Sequence[dict[str, Any]], draft_answer: str, result_char
     return "\n\n".join(blocks)
 
 
+HISTORY_TOKENS = 600
+"""Tokens of earlier turns a synthesis prompt carries at most (issue 35): the most recent
+turns that fit, whole."""
+
+
+def format_history(turns: Sequence[dict[str, str]], budget_tokens: int = HISTORY_TOKENS) -> str:
+    """The thread's earlier turns for a synthesis prompt, compactly (issue 35).
+
+    Args:
+        turns: ``AgentState.earlier_turns``, oldest first (``question``, ``answer``).
+        budget_tokens: Most tokens to use (:func:`~reactgraph.window.tokens.estimate_tokens`);
+            the newest turns that fit are kept, oldest first in the text.
+
+    Returns:
+        ``User: …`` / ``Assistant: …`` lines, ``""`` for none.
+    """
+    kept: list[str] = []
+    used = 0
+    for turn in reversed(turns):
+        lines = f"User: {turn.get('question', '').strip()}"
+        if str(turn.get("answer") or "").strip():
+            lines += "\nAssistant: " + " ".join(str(turn["answer"]).split())
+        cost = estimate_tokens(lines)
+        if used + cost > budget_tokens:
+            break
+        kept.append(lines)
+        used += cost
+    return "\n".join(reversed(kept))
+
+
 def synthesis_messages(
     query: str,
     steps: Sequence[dict[str, Any]],
@@ -93,9 +125,11 @@ def synthesis_messages(
     *,
     strict: bool = False,
     ungrounded: Sequence[str] = (),
+    history: str = "",
 ) -> list[BaseMessage]:
     """The synthesis prompt: the synthesizer system prompt and one user message with the
-    question and the formatted trace (SPEC R3.1).
+    question and the formatted trace (SPEC R3.1), after the earlier turns when there are
+    some (issue 35).
 
     Args:
         query, steps, draft_answer, result_chars: As :func:`format_trace`.
@@ -103,17 +137,19 @@ def synthesis_messages(
             strict prompt (copy figures exactly from the log, quote them), no draft.
         ungrounded: With ``strict``, the values the earlier answer made up, named in the
             prompt as values not to write.
+        history: The earlier turns (:func:`format_history`), ``""`` for none.
 
     Returns:
         ``[SystemMessage, HumanMessage]``.
     """
+    before = SYNTHESIS_HISTORY.format(turns=history) if history.strip() else ""
     if strict:
         trace = format_trace(steps, "", result_chars)
         avoid = SYNTHESIS_STRICT_AVOID.format(values=", ".join(ungrounded)) if ungrounded else ""
         user = SYNTHESIS_STRICT_USER.format(query=query, trace=trace, avoid=avoid)
-        return [SystemMessage(SYNTHESIS_SYSTEM + " " + SYNTHESIS_STRICT), HumanMessage(user)]
+        return [SystemMessage(SYNTHESIS_SYSTEM + " " + SYNTHESIS_STRICT), HumanMessage(before + user)]
     trace = format_trace(steps, draft_answer, result_chars)
-    return [SystemMessage(SYNTHESIS_SYSTEM), HumanMessage(SYNTHESIS_USER.format(query=query, trace=trace))]
+    return [SystemMessage(SYNTHESIS_SYSTEM), HumanMessage(before + SYNTHESIS_USER.format(query=query, trace=trace))]
 
 
 async def stream_synthesis(
@@ -127,6 +163,7 @@ async def stream_synthesis(
     usage_out: dict[str, int] | None = None,
     strict: bool = False,
     ungrounded: Sequence[str] = (),
+    history: str = "",
 ) -> AsyncIterator[str]:
     """Stream the synthesized answer, chunk by chunk (SPEC R3.1).
 
@@ -141,6 +178,7 @@ async def stream_synthesis(
             reports it) and ``model_calls: 1``.
         strict, ungrounded: Ask with the strict prompt after a failed grounding check
             (see :func:`synthesis_messages`, SPEC R13.1).
+        history: The thread's earlier turns (:func:`format_history`), ``""`` for none.
 
     Yields:
         Non-empty text chunks as the model produces them.
@@ -148,7 +186,8 @@ async def stream_synthesis(
     Raises:
         Whatever the model call raises; callers fall back to the loop's answer (R3.2).
     """
-    messages = synthesis_messages(query, steps, draft_answer, result_chars, strict=strict, ungrounded=ungrounded)
+    messages = synthesis_messages(query, steps, draft_answer, result_chars, strict=strict, ungrounded=ungrounded,
+                                  history=history)
     async for text in stream_messages(llm, messages, config=config, usage_out=usage_out):
         yield text
 
@@ -319,17 +358,34 @@ async def one_chunk(text: str) -> AsyncIterator[str]:
     yield text
 
 
-async def emit_answer(chunks: AsyncIterator[str], fallback: str) -> str:
+async def emit_answer(chunks: AsyncIterator[str], fallback: str,
+                      epilogue: Callable[[str], str] | None = None) -> str:
     """Send a streamed answer as ``answer`` events (start, one delta per chunk, done),
     falling back to ``fallback`` as :func:`~reactgraph.synthesis.with_fallback` does (R3.2).
 
+    Args:
+        chunks: The answer's text chunks.
+        fallback: See :func:`with_fallback`.
+        epilogue: ``text -> note`` called with the whole text once the stream ended; a
+            non-empty note is sent as one more delta before ``done`` (``grounding="flag"``).
+
     Returns:
-        The whole text sent.
+        The whole text sent, the note included.
     """
     emit(AnswerStarted())
     parts: list[str] = []
     async for text in with_fallback(chunks, fallback):
         parts.append(text)
         emit(AnswerDelta(content=text))
+    note = epilogue("".join(parts)) if epilogue is not None else ""
+    if note:
+        parts.append(note)
+        emit(AnswerDelta(content=note))
     emit(AnswerDone())
     return "".join(parts)
+
+
+async def collect_answer(chunks: AsyncIterator[str], fallback: str) -> str:
+    """The whole text of an answer written unseen (to be checked before it is sent,
+    ``grounding="enforce"``, issue 36), with :func:`with_fallback`'s fallback (R3.2)."""
+    return "".join([text async for text in with_fallback(chunks, fallback)])

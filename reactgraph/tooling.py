@@ -28,6 +28,7 @@ there pauses the run like one inside the tool, and the call can be changed
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -72,6 +73,47 @@ def prepare_tools(tools: Sequence[Any]) -> tuple[list[Any], list[dict[str, Any]]
         else:
             raise TypeError(f"a tool must be a LangChain BaseTool, a function or a provider tool dict, got {type(item).__name__}")
     return runnable, provider
+
+
+def outcome_digest(observation: Any, error: Any) -> str:
+    """A short fingerprint of one tool call's outcome (its error, else its observation), to
+    tell whether a repeated call returned the same as the last time (issue 35) without
+    carrying the whole text in a ``Send`` payload."""
+    text = f"error:{error}" if error else f"ok:{observation if observation is not None else ''}"
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+SIDE_EFFECTS_KEY = "side_effects"
+"""``tool.metadata`` key by which a LangChain tool declares whether it changes anything
+(``True``) or only reads (``False``); see :func:`has_side_effects`."""
+
+
+def has_side_effects(tool: BaseTool | None) -> bool | None:
+    """Whether running ``tool`` twice with the same arguments may change something twice
+    (issue 35, SPEC R13.1), as the tool declares it.
+
+    Read from ``tool.metadata``: reactgraph's own ``"side_effects"`` (a bool) wins; else MCP's
+    tool annotations, which the MCP loader puts there (``readOnlyHint: true`` or
+    ``idempotentHint: true`` → no; ``destructiveHint: true`` or ``readOnlyHint: false`` →
+    yes, MCP's defaults for a tool that states nothing else).
+
+    Args:
+        tool: The tool (``None`` for an unknown tool).
+
+    Returns:
+        ``True`` / ``False`` as declared, ``None`` when the tool declares nothing (the
+        caller decides; :func:`reactgraph.nodes.llm_call.mark_repeats` runs an undeclared
+        tool's repeat unless the call needs approval).
+    """
+    metadata = (getattr(tool, "metadata", None) or {}) if tool is not None else {}
+    declared = metadata.get(SIDE_EFFECTS_KEY)
+    if isinstance(declared, bool):
+        return declared
+    if metadata.get("readOnlyHint") is True or metadata.get("idempotentHint") is True:
+        return False
+    if metadata.get("destructiveHint") is True or metadata.get("readOnlyHint") is False:
+        return True
+    return None
 
 
 def describe_tool_error(exc: Exception) -> str:

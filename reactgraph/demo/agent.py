@@ -2,12 +2,12 @@
 
 One builder for both surfaces and for ``bench/answer_quality.py``, so what is measured is
 what a user runs: the demo plant's system prompt, the model's resolved abilities and the
-settings its profile recommends (:attr:`reactgraph.models.ResolvedModel.recommended_settings`).
+safeguards its abilities call for (:attr:`reactgraph.models.ResolvedModel.safeguards`, applied by
+the engine itself).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,22 +19,20 @@ from reactgraph.demo.factory import DEMO_SYSTEM_PROMPT
 from reactgraph.models import ResolvedModel
 
 
-def demo_settings(resolved: ResolvedModel, *, max_iterations: int = AgentSettings.max_iterations) -> AgentSettings:
-    """The settings of a demo run on ``resolved``.
+def demo_settings(*, max_iterations: int = AgentSettings.max_iterations) -> AgentSettings:
+    """The settings of a demo run.
 
     Args:
-        resolved: The model from :func:`reactgraph.models.open_model`.
         max_iterations: Most model calls in the tool loop (SPEC R2.6).
 
     Returns:
-        :class:`AgentSettings` with the demo system prompt, ``max_iterations`` and the
-        model's recommended settings.
+        :class:`AgentSettings` with the demo system prompt and ``max_iterations``; the
+        safeguard fields are left to the model's policy (:mod:`reactgraph.safeguards`).
 
     Raises:
         ValueError: ``max_iterations`` below 1.
     """
-    settings = AgentSettings(max_iterations=max_iterations, system_prompt=DEMO_SYSTEM_PROMPT)
-    return dataclasses.replace(settings, **resolved.recommended_settings)
+    return AgentSettings(max_iterations=max_iterations, system_prompt=DEMO_SYSTEM_PROMPT)
 
 
 def build_demo_agent(
@@ -65,6 +63,6 @@ def build_demo_agent(
     """
     return ReActAgent(
         resolved.llm, tools, use_native_tools=not json_mode, abilities=resolved.abilities,
-        settings=demo_settings(resolved, max_iterations=max_iterations), checkpointer=checkpointer,
+        settings=demo_settings(max_iterations=max_iterations), checkpointer=checkpointer,
         interrupt_queue=interrupt_queue,
     )

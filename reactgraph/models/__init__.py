@@ -25,7 +25,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from reactgraph._paths import data_home
-from reactgraph.abilities import ModelAbilities
+from reactgraph.abilities import ModelAbilities, resolve_abilities
 from reactgraph.models.env import (
     DEFAULT_OPENAI_MODEL,
     PLACEHOLDER_API_KEY,
@@ -33,6 +33,7 @@ from reactgraph.models.env import (
     describe_chat_model,
     model_from_env,
 )
+from reactgraph.safeguards import policy_for
 from reactgraph.models.local import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_N_CTX,
@@ -48,7 +49,6 @@ __all__ = [
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_N_CTX",
     "DEFAULT_OPENAI_MODEL",
-    "EMBEDDED_SETTINGS",
     "GGUF_FILENAME",
     "INSTALL_HINT",
     "LOCAL_MODEL_NAME",
@@ -64,19 +64,6 @@ __all__ = [
 ]
 
 
-EMBEDDED_SETTINGS: dict[str, Any] = {"grounding": "enforce", "grounding_min_facts": 2, "tool_selection_max": 1,
-                                     "optional_args": "named", "lexical_gate": True}
-"""What the embedded model's profile recommends (SPEC R13.1), by measurement: a 135M model
-writes figures that are not in its tool results, so its answers are grounded by
-enforcement; and it cannot choose among tools (it takes the same favourite whatever the
-position or the question), so selection keeps one tool for it: the clear lexical winner, or
-the best-ranked of its own picks; and it fills every optional filter with the first value
-offered, so it is offered only the optional arguments the question names a value for; an
-answer of its that passes on fewer than two of the tools' facts is withdrawn like an
-ungrounded one; and a question that shares no word with any tool (a greeting) gets no tools,
-since it would call one anyway."""
-
-
 @dataclass(frozen=True)
 class ResolvedModel:
     """The chat model a run uses, and what is known about it.
@@ -89,14 +76,9 @@ class ResolvedModel:
         description: one-line human label, e.g. ``"gpt-4o-mini at https://api.openai.com/v1"``
             or ``"embedded SmolLM2-135M (llama.cpp on 127.0.0.1:41234)"``.
         server: the embedded server when that is what ``llm`` talks to, else ``None``.
-        recommended_settings: :class:`~reactgraph.AgentSettings` fields this model's
-            profile recommends, e.g. ``{"grounding": "enforce"}`` for the embedded model
-            (SPEC R13.1); :func:`reactgraph.demo.agent.demo_settings` applies them.
         overrides: only the ability fields set in the environment (see
             :func:`abilities_from_env`), e.g. ``{"context_window": 32768}``. ``abilities``
-            fills the unset fields with ``ModelAbilities`` defaults (no tool calls, no JSON
-            mode); to merge the overrides over the model's profile instead, pass this dict
-            to ``reactgraph.abilities.resolve_abilities(llm, overrides)``.
+            holds them merged over the model's profile.
     """
 
     llm: BaseChatModel
@@ -104,7 +86,14 @@ class ResolvedModel:
     description: str
     server: LocalModelServer | None = None
     overrides: dict[str, bool | int | str] = field(default_factory=dict)
-    recommended_settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def safeguards(self) -> dict[str, Any]:
+        """The safeguard policy agents on this model get by default (issue 35, SPEC R13.1):
+        ``{"policy": "strict" | "permissive", <AgentSettings field>: value, ...}``, decided
+        by ``abilities.small`` alone (:func:`reactgraph.safeguards.policy_for`; unknown
+        abilities are not small). ``AgentSettings`` fields set by the caller win."""
+        return policy_for(self.abilities).to_dict()
 
 
 @asynccontextmanager
@@ -127,9 +116,9 @@ async def open_model(
         local_start_timeout: seconds to wait for the embedded server to load the model.
 
     Yields:
-        :class:`ResolvedModel`. For a configured endpoint, ``abilities`` is
-        ``ModelAbilities(**abilities_from_env())`` when any override variable is set, else
-        ``None``. For the embedded model, ``abilities`` is the server's (no native tool calls, JSON
+        :class:`ResolvedModel`. For a configured endpoint, ``abilities`` is the model's
+        profile with :func:`abilities_from_env`'s overrides merged over it
+        (:func:`~reactgraph.abilities.resolve_abilities`) when any is set, else ``None``. For the embedded model, ``abilities`` is the server's (no native tool calls, JSON
         mode and ``json_object_schema`` schema output on, ``local_n_ctx`` window, 512-token output cap) updated by any override
         (``REACTGRAPH_MAX_OUTPUT_TOKENS`` also sets the client's ``max_tokens``); the server
         starts in a worker thread and is stopped when the block exits (also on error or
@@ -146,7 +135,7 @@ async def open_model(
     if llm is not None:
         yield ResolvedModel(
             llm=llm,
-            abilities=ModelAbilities(**overrides) if overrides else None,
+            abilities=resolve_abilities(llm, overrides) if overrides else None,
             description=describe_chat_model(llm),
             server=None,
             overrides=overrides,
@@ -166,7 +155,6 @@ async def open_model(
             description=server.description,
             server=server,
             overrides=overrides,
-            recommended_settings=dict(EMBEDDED_SETTINGS),
         )
     finally:
         await server.stop_async()

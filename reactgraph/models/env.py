@@ -50,6 +50,7 @@ __all__ = [
     "ENV_MODEL",
     "ENV_PROVIDER",
     "ENV_SCHEMA_OUTPUT",
+    "ENV_SMALL_MODEL",
     "ENV_TOOL_CALL",
     "OPENAI_DEFAULT_BASE_URL",
     "PLACEHOLDER_API_KEY",
@@ -66,6 +67,7 @@ ENV_JSON_MODE = "REACTGRAPH_JSON_MODE"
 ENV_CONTEXT_WINDOW = "REACTGRAPH_CONTEXT_WINDOW"
 ENV_MAX_OUTPUT_TOKENS = "REACTGRAPH_MAX_OUTPUT_TOKENS"
 ENV_SCHEMA_OUTPUT = "REACTGRAPH_SCHEMA_OUTPUT"
+ENV_SMALL_MODEL = "REACTGRAPH_SMALL_MODEL"
 
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 """Model used when a key or base URL is configured but no model name."""
@@ -198,6 +200,7 @@ _ABILITY_VARS: tuple[tuple[str, str, Callable[[str, str], bool | int | str]], ..
     (ENV_MAX_OUTPUT_TOKENS, "max_output_tokens", _parse_positive_int),
     (ENV_SCHEMA_OUTPUT, "schema_output", _parse_schema_output),
     (ENV_PROVIDER, "provider", _parse_provider),
+    (ENV_SMALL_MODEL, "small", _parse_bool),
 )
 
 
@@ -209,14 +212,16 @@ def abilities_from_env(environ: Mapping[str, str] | None = None) -> dict[str, bo
     ``REACTGRAPH_MAX_OUTPUT_TOKENS`` (positive integers, tokens) and
     ``REACTGRAPH_SCHEMA_OUTPUT`` (``json_schema``, ``json_object_schema`` or ``none``,
     any case: how the server takes a JSON schema constraining its output, issue 10) and
-    ``REACTGRAPH_PROVIDER`` (a provider profile name, SPEC R13.2).
+    ``REACTGRAPH_PROVIDER`` (a provider profile name, SPEC R13.2) and
+    ``REACTGRAPH_SMALL_MODEL`` (a boolean: the model gets the strict safeguards,
+    :mod:`reactgraph.safeguards`, issue 35).
 
     Args:
         environ: variables to read instead of ``os.environ``.
 
     Returns:
         Keyword arguments for ``ModelAbilities`` (``tool_call``, ``json_mode``,
-        ``context_window``, ``max_output_tokens``, ``schema_output``, ``provider``), holding only the variables that are set
+        ``context_window``, ``max_output_tokens``, ``schema_output``, ``provider``, ``small``), holding only the variables that are set
         and non-empty; ``{}`` when none is.
 
     Raises:

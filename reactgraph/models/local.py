@@ -312,12 +312,14 @@ class LocalModelServer:
         """What the served model supports: the llama.cpp profile's defaults (JSON mode and
         schema-constrained JSON in llama.cpp's ``json_object`` + ``schema`` shape, issue 10;
         :mod:`reactgraph.providers.llamacpp`), the window and the output cap; no native tool
-        calls (SmolLM2's chat template has none, issue 22), so it runs JSON mode."""
+        calls (SmolLM2's chat template has none, issue 22), so it runs JSON mode; ``small``, so
+        agents on it get the strict safeguards (:data:`reactgraph.safeguards.STRICT`)."""
         return ModelAbilities(
             **{**llamacpp.PROFILE.default_abilities({}), "tool_call": False},
             context_window=self.n_ctx,
             max_output_tokens=self.max_tokens,
             provider=llamacpp.PROFILE.name,
+            small=True,
         )
 
     @property

@@ -27,9 +27,9 @@ from reactgraph.events import ToolDone, ToolStarted, emit
 from reactgraph.hooks import run_after_tool, run_before_tool
 from reactgraph.jsonparse import safe_json
 from reactgraph.nodes.model_step import model_node
-from reactgraph.prompts import OBSERVATION
+from reactgraph.prompts import OBSERVATION, UNCHANGED_NOTE
 from reactgraph.state import ToolCallRequest
-from reactgraph.tooling import error_of
+from reactgraph.tooling import error_of, outcome_digest
 
 
 def to_observation_text(value: Any) -> str:
@@ -162,6 +162,12 @@ class ExecuteTools:
         answer, artifact = _with_artifact_note(answer)
         observation = to_observation_text(answer.content)
         error = error_of(answer)
+        repeat_of = call.get("repeat_of") or {}
+        unchanged = bool(repeat_of) and ran and outcome_digest(observation, error) == repeat_of.get("digest")
+        if unchanged:  # issue 35: the model is told; the record keeps the tool's own words
+            note = UNCHANGED_NOTE.format(iteration=repeat_of.get("iteration"))
+            if isinstance(answer.content, str):
+                answer = answer.model_copy(update={"content": answer.content + note})
         elapsed = time.perf_counter() - started
         # The ``done`` event is made from this node's update once the checkpointer holds it
         # (reactgraph.events.tool_done_event), never before (issue 15). A handoff to the
@@ -174,7 +180,8 @@ class ExecuteTools:
             return output
         message: BaseMessage = answer
         if task["mode"] == "json":
-            message = HumanMessage(OBSERVATION.format(tool_name=name or "unknown", observation=observation))
+            message = HumanMessage(OBSERVATION.format(tool_name=name or "unknown", observation=observation)
+                                   + (UNCHANGED_NOTE.format(iteration=repeat_of.get("iteration")) if unchanged else ""))
         record = {
             "iteration": iteration,
             "tool_call_id": call["id"],
@@ -184,6 +191,7 @@ class ExecuteTools:
             "error": error,
             "refused": call.get("refused"),
             "ran": ran,
+            "unchanged": unchanged,
             "approval": {"approve": "approved", "edit": "edited", "reject": "rejected"}[decision.type] if decision else None,
             "elapsed": elapsed,
             "artifact": artifact.to_dict() if artifact else None,

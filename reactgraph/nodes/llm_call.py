@@ -23,12 +23,27 @@ and the ``answer`` signal, and return the tool calls to run under ``pending_tool
 model node sends them; they are not state). A failing model call raises; the node's retry
 policy retries transient failures (SPEC R2.7).
 
-Stall detection (SPEC R13.1): when the last model call's tool call was refused as a repeat,
-or two model calls in a row brought no new successful observation
-(:func:`detect_stall`), the loop is stuck. The next call is then asked for the final
-answer only — native mode with no tools bound, JSON mode with only the ``final_answer``
-branch — after a ``stall`` event; the turn ends with ``finish_reason: "stalled"``. Off
-with ``AgentSettings.stall_detection=False``.
+Stall detection (SPEC R13.1, issue 35): stalls are judged by progress, not by success
+(:func:`detect_stall`). A call with new arguments or another tool is an attempt; a model call
+that only repeats a call with the same outcome (the same observation, the same error), or
+whose repeat was refused, changes nothing. ``AgentSettings.stall_repeats`` such calls in a
+row, or ``stall_failures`` calls in a row without a new successful observation, make a stall:
+after a ``stall`` event the turn ends with ``finish_reason: "stalled"`` — straight to
+synthesis when it runs (a stalled loop's last answer is never shown to it), else one call
+asked for the final answer only (native mode with no tools bound, JSON mode with only the
+``final_answer`` branch). Off with ``AgentSettings.stall_detection=False``.
+
+Repeats (:func:`mark_repeats`): a repeated call of a tool that may change something
+(:meth:`Engine.repeat_changes_something`) is refused; any other repeat runs, and when its
+observation is the one the same call gave last time, the model is told so.
+
+Two more rules decide when the loop answers (issues 35, 36): with
+``AgentSettings.answer_when_covered`` the loop answers as soon as a successful observation
+covers every value the question names (:func:`covered`); and an answer that states figures
+or ids about what the tools hold, given before any tool ran this turn, is not accepted: the
+model is asked once more with a tool call required (:func:`needs_tool_call`; native mode:
+``tool_choice="any"``, JSON mode: the tool branches only). Off with
+``AgentSettings.require_tool_data=False``.
 """
 
 from __future__ import annotations
@@ -50,13 +65,22 @@ from reactgraph.action_schema import (
 )
 from reactgraph.actions import Action, message_text, parse_action
 from reactgraph.events import AnswerSignalled, Stalled, ThinkingDone, ThinkingStarted, emit
+from reactgraph.grounding import extract_values, informative, observation_answer
 from reactgraph.history import thread_of
 from reactgraph.jsonparse import extract_json, safe_json
-from reactgraph.prompts import ANSWER_REQUEST, FINAL_ONLY_REQUEST, REFORMAT_REQUEST, TOOL_ARGS_REQUEST
+from reactgraph.prompts import (
+    ANSWER_REQUEST,
+    FINAL_ONLY_REQUEST,
+    REFORMAT_REQUEST,
+    TOOL_ARGS_REQUEST,
+    TOOL_REQUIRED_REQUEST,
+    UNCHANGED_NOTE,
+)
 from reactgraph.providers.content_calls import find_content_tool_calls, recover_content_tool_calls
 from reactgraph.providers.reasoning import REASONING_KEY, separate_reasoning
 from reactgraph.state import AgentState, ToolCallRequest
 from reactgraph.synthesis import REPEAT_REFUSAL, UNASKED_REFUSAL, summarize_steps
+from reactgraph.tooling import outcome_digest
 from reactgraph.usage import sum_usage, usage_of
 
 logger = logging.getLogger(__name__)
@@ -69,19 +93,30 @@ def new_call_id() -> str:
 
 def _final_update(state: AgentState, text: str, reason: str) -> dict[str, Any]:
     """State update for an answer the loop is ready to give; an empty answer is replaced
-    by the step summary, so a run never ends with nothing to say. ``draft_answer`` keeps
-    only the model's own words (``None`` for none), which is all synthesis is shown."""
+    by an answer made of the successful observations (or, when there are none, the step
+    summary), so a run never ends with nothing to say. ``draft_answer`` keeps only the
+    model's own words (``None`` for none), which is all synthesis is shown."""
     draft = text if text.strip() and reason != "raw_content" else None
     if not text.strip():
-        text = summarize_steps(state.get("steps", []), "The model gave an empty answer.")
+        steps = state.get("steps", [])
+        text = (observation_answer(state.get("query", ""), steps) if any(not step.get("error") for step in steps)
+                else summarize_steps(steps, "The model gave an empty answer."))
     emit(AnswerSignalled())
     return {"pending_final": text, "answer": text, "finish_reason": reason, "draft_answer": draft}
 
 
 def detect_stall(
-    steps: list[dict[str, Any]], iteration: int, enabled: bool = True, progress_iteration: int = 0
+    steps: list[dict[str, Any]], iteration: int, enabled: bool = True, progress_iteration: int = 0,
+    repeats: int = 1, failures: int = 2,
 ) -> str | None:
-    """Whether the tool loop is stuck (SPEC R13.1).
+    """Whether the tool loop is stuck, judged by progress (SPEC R13.1, issue 35).
+
+    A model call *changes something* when one of its tool calls is new this turn (another
+    tool, or new arguments: an attempt, even one that fails) or repeats a call with another
+    outcome than the last time (a job's status that moved on). It *changes nothing* when every
+    call it made repeats one with the same outcome (the same observation, the same error) or
+    was refused as a repeat. Model calls that made no tool call (a reformat request) are not
+    counted either way for ``repeats``.
 
     Args:
         steps: The turn's step records (each with the ``iteration`` that asked for it), in
@@ -89,27 +124,52 @@ def detect_stall(
         iteration: Model calls made so far in this turn.
         enabled: ``AgentSettings.stall_detection``.
         progress_iteration: The model call after which a follow-up was taken in (it counts
-            as progress like a new observation); 0 for none.
+            as progress); 0 for none.
+        repeats: ``AgentSettings.stall_repeats``: model calls in a row that change nothing.
+        failures: ``AgentSettings.stall_failures``: model calls in a row without a new
+            successful observation.
 
     Returns:
-        ``"repeated_call"`` when a tool call of the last model call was refused as a
-        repeat; ``"no_progress"`` when the last two model calls brought no new successful
-        observation; ``None`` when the loop is making progress (or detection is off).
+        ``"repeated_call"`` after ``repeats`` model calls in a row that changed nothing;
+        ``"no_progress"`` after ``failures`` in a row without a new successful observation;
+        ``None`` while the loop makes progress (or detection is off).
     """
     if not enabled or iteration < 1:
         return None
-    # Steps are recorded in iteration order, so only the tail is read (no O(history) scan
-    # per model call, issue 20): the last model call's records, then the last success.
-    progress = progress_iteration
-    for step in reversed(steps):
+    last_outcome: dict[str, tuple[str, str]] = {}
+    called: set[int] = set()
+    changed: set[int] = set()
+    succeeded: set[int] = set()
+    for step in steps:  # a turn's records: at most a few per model call (read whole, issue 20)
         asked = int(step.get("iteration") or 0)
-        if asked == iteration and step.get("refused") == REPEAT_REFUSAL:
-            return "repeated_call"
-        if asked < iteration and asked <= progress:
+        called.add(asked)
+        if step.get("refused") == REPEAT_REFUSAL:
+            continue
+        key = f"{step.get('tool_name')}\x00{safe_json(step.get('tool_args'))}"
+        outcome = (str(step.get("error") or ""), "" if step.get("error") else str(step.get("observation") or ""))
+        if last_outcome.get(key) != outcome:
+            changed.add(asked)
+            if not step.get("error"):
+                succeeded.add(asked)
+        last_outcome[key] = outcome
+    unchanged_run = no_success_run = 0
+    counting_unchanged = counting_failures = True
+    for asked in range(iteration, progress_iteration, -1):
+        if counting_unchanged and asked in called:
+            if asked in changed:
+                counting_unchanged = False
+            else:
+                unchanged_run += 1
+        if counting_failures:
+            if asked in succeeded:
+                counting_failures = False
+            else:
+                no_success_run += 1
+        if not (counting_unchanged or counting_failures):
             break
-        if not step.get("error"):
-            progress = max(progress, asked)
-    return "no_progress" if iteration - progress >= 2 else None
+    if unchanged_run >= repeats:
+        return "repeated_call"
+    return "no_progress" if no_success_run >= failures else None
 
 
 def brought_observation(steps: list[dict[str, Any]], iteration: int) -> bool:
@@ -127,11 +187,53 @@ def brought_observation(steps: list[dict[str, Any]], iteration: int) -> bool:
 def _stall_check(engine: Engine, state: AgentState, iteration: int) -> str | None:
     """The stall reason for the call about to be made (emitting the ``stall`` event once
     per turn), or ``None``."""
-    reason = detect_stall(state.get("steps", []), iteration - 1, engine.settings.stall_detection,
-                          state.get("progress_iteration", 0))
+    settings = engine.settings
+    reason = detect_stall(state.get("steps", []), iteration - 1, settings.stall_detection,
+                          state.get("progress_iteration", 0), settings.stall_repeats, settings.stall_failures)
     if reason is not None:
         emit(Stalled(iteration=iteration, reason=reason))
     return reason
+
+
+def covered(steps: list[dict[str, Any]], named: tuple[str, ...]) -> bool:
+    """Whether the turn's successful observations cover the question (issue 36): some call
+    succeeded, and every value the question names (:meth:`Engine.named_values`: ids, enum
+    values, dates) was passed in the arguments of a successful call."""
+    passed = [safe_json(step.get("tool_args")) for step in steps if not step.get("error")]
+    return bool(passed) and all(any(value in args for args in passed) for value in named)
+
+
+def _shortcut(engine: Engine, state: AgentState, config: RunnableConfig, iteration: int) -> dict[str, Any] | None:
+    """The loop's answer without a model call, or ``None`` to call the model (issue 36):
+
+    * ``AgentSettings.answer_when_covered`` and the last model call's tool calls made the
+      observations :func:`covered` (no follow-up taken in since): ``finish_reason: "covered"``;
+    * the loop is stalled and synthesis runs: ``"stalled"`` at once (the answer-only call's
+      text would never reach synthesis).
+    """
+    steps = state.get("steps", [])
+    previous = iteration - 1
+    fresh = bool(steps) and steps[-1].get("iteration") == previous and state.get("progress_iteration", 0) < previous
+    if engine.settings.answer_when_covered and fresh and covered(steps, engine.named_values(state.get("query", ""))):
+        return {**_final_update(state, "", "covered"), "pending_tool_calls": []}
+    if engine.synthesizes(config) and _stall_check(engine, state, iteration):
+        return {**_final_update(state, "", "stalled"), "pending_tool_calls": []}
+    return None
+
+
+def needs_tool_call(engine: Engine, state: AgentState, answer: str, tools: list[Any]) -> bool:
+    """Whether a final answer must not be accepted before a tool runs (SPEC R13.1, issue 35):
+    ``AgentSettings.require_tool_data`` is on, tools are offered, none ran this turn and the
+    model was not asked already; the question is about what the tools hold (it names a value
+    a tool accepts or lists, or some tool shares a word with it); and the answer states an id,
+    date or number (other than a single digit) the question does not."""
+    if not engine.settings.require_tool_data or not tools or state.get("steps") or state.get("tool_required"):
+        return False
+    query = state.get("query", "")
+    if not engine.named_values(query) and not any(score > 0 for _, score in engine.ranker.rank(query)):
+        return False
+    asked = set(extract_values(query))
+    return any(informative(value) and value not in asked for value in extract_values(answer, skip_list_markers=True))
 
 
 def normalize_tool_calls(
@@ -221,15 +323,18 @@ def mark_unasked(requests: list[ToolCallRequest], engine: Engine, query: str,
     return requests
 
 
-def mark_repeats(requests: list[ToolCallRequest], steps: list[dict[str, Any]], enabled: bool) -> list[ToolCallRequest]:
-    """Refuse tool calls that repeat an earlier successful call of this turn.
+def mark_repeats(requests: list[ToolCallRequest], steps: list[dict[str, Any]], enabled: bool,
+                 changes_something: Any = None) -> list[ToolCallRequest]:
+    """Mark tool calls that repeat an earlier call of this turn (same tool, same arguments).
 
-    A call with the same tool name and arguments as a step that already succeeded gets an
-    ``error`` instead of running again, so the model is told to use the result it has (small
-    models otherwise repeat one call until ``max_iterations``). Off when ``enabled`` is false
-    (``AgentSettings.refuse_repeated_calls``), for tools whose result changes between calls.
-    ``steps`` are the turn's records: at most ``max_iterations`` model calls' worth, so they
-    are read whole (measured cheaper than keeping an index of them up to date, issue 20).
+    A repeat of a call that may change something (``changes_something(request)`` true, see
+    :meth:`Engine.repeat_changes_something`) that already succeeded gets an ``error`` instead
+    of running again, pointing the model to the earlier result. Any other repeat runs, carrying
+    ``repeat_of`` (the iteration and :func:`~reactgraph.tooling.outcome_digest` of the call's
+    last outcome), so the tool node can tell the model when the result did not change (issue
+    35: a job's status, a queue, a clock). Nothing is marked when ``enabled`` is false
+    (``AgentSettings.refuse_repeated_calls``). ``steps`` are the turn's records: at most
+    ``max_iterations`` model calls' worth, so they are read whole (issue 20).
     """
     if not enabled or not requests:
         return requests
@@ -238,16 +343,22 @@ def mark_repeats(requests: list[ToolCallRequest], steps: list[dict[str, Any]], e
             continue
         name, args = request.get("name"), request.get("args")
         earlier = None
-        for step in steps:  # the last match names the iteration; JSON only for equal arguments
-            if (step.get("tool_name") == name and not step.get("error") and step.get("tool_args") == args
+        for step in steps:  # the last match; JSON only for equal arguments
+            if (step.get("tool_name") == name and step.get("refused") != REPEAT_REFUSAL and step.get("tool_args") == args
                     and safe_json(step.get("tool_args")) == safe_json(args)):
-                earlier = step.get("iteration")
-        if earlier is not None:
+                earlier = step
+        if earlier is None:
+            continue
+        if not earlier.get("error") and changes_something is not None and changes_something(request):
             request["refused"] = REPEAT_REFUSAL
             request["error"] = (
-                f"repeated call: {request.get('name')} already ran with these arguments in iteration {earlier} "
-                "and its result is in the conversation above. Use that result to answer, or call a different tool."
+                f"repeated call: {request.get('name')} already ran with these arguments in iteration "
+                f"{earlier.get('iteration')} and its result is in the conversation above; it may change something, "
+                "so it is not run twice. Use that result to answer, or call a different tool."
             )
+        else:
+            request["repeat_of"] = {"iteration": earlier.get("iteration"),
+                                    "digest": outcome_digest(earlier.get("observation"), earlier.get("error"))}
     return requests
 
 
@@ -259,6 +370,9 @@ class LLMCallNative:
 
     async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         iteration = state.get("iteration", 0) + 1
+        shortcut = _shortcut(self.engine, state, config, iteration)
+        if shortcut is not None:
+            return shortcut
         stalled = _stall_check(self.engine, state, iteration)
         emit(ThinkingStarted(iteration=iteration))
         query = state.get("query", "")
@@ -268,7 +382,9 @@ class LLMCallNative:
             messages.append(HumanMessage(FINAL_ONLY_REQUEST))
         thread = thread_of(config)
         seen = self.engine.seen_ids(query, state["messages"], thread)
-        model = self.engine.native_model(tools, self.engine.named_values(query), final_only=bool(stalled), seen=seen)
+        forced = bool(state.get("tool_required")) and not state.get("steps")
+        model = self.engine.native_model(tools, self.engine.named_values(query), final_only=bool(stalled), seen=seen,
+                                         tool_required=forced)
         response = await call_model(model, messages, config)
         if not isinstance(response, AIMessage):
             response = AIMessage(content=message_text(response))
@@ -278,9 +394,9 @@ class LLMCallNative:
         if self.engine.message_name:
             response.name = self.engine.message_name
         requests = mark_repeats(mark_unasked(requests, self.engine, query, seen), state.get("steps", []),
-                                self.engine.settings.refuse_repeated_calls)
+                                self.engine.settings.refuse_repeated_calls, self.engine.repeat_changes_something)
         reasoning = separate_reasoning(response) or (message_text(response) if requests else "")
-        emit(ThinkingDone(iteration=iteration, reasoning=reasoning))
+        emit(ThinkingDone(iteration=iteration, reasoning=reasoning if self.engine.settings.show_reasoning else ""))
         update: dict[str, Any] = {
             "messages": [response],
             "iteration": iteration,
@@ -293,6 +409,9 @@ class LLMCallNative:
                 update["messages"] = [AIMessage(content=message_text(response), id=response.id,
                                                 response_metadata=response.response_metadata)]
             update.update(_final_update(state, "" if requests else message_text(response), "stalled"))
+        elif not requests and needs_tool_call(self.engine, state, message_text(response), tools):
+            update["messages"] = [response, HumanMessage(TOOL_REQUIRED_REQUEST)]
+            update["tool_required"] = True
         elif not requests:
             update.update(_final_update(state, message_text(response), "final_answer"))
         return update
@@ -377,6 +496,9 @@ class LLMCallJSON:
 
     async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         iteration = state.get("iteration", 0) + 1
+        shortcut = _shortcut(self.engine, state, config, iteration)
+        if shortcut is not None:
+            return shortcut
         stalled = _stall_check(self.engine, state, iteration)
         emit(ThinkingStarted(iteration=iteration))
         query = state.get("query", "")
@@ -389,11 +511,13 @@ class LLMCallJSON:
         )
         if stalled:
             messages.append(HumanMessage(FINAL_ONLY_REQUEST))
-        action_format = None if state.get("schema_rejected") else self.engine.action_format(tools, named, seen)
+        forced = bool(state.get("tool_required")) and not state.get("steps")
+        action_format = None if state.get("schema_rejected") else self.engine.action_format(tools, named, seen,
+                                                                                           tools_only=forced)
         rejected = False
         usage: dict[str, int] | None = None
         raw: str | None = None
-        if action_format is not None and self.engine.settings.json_action == "tool_first":
+        if action_format is not None and self.engine.settings.json_action == "tool_first" and not forced:
             answer_first = brought_observation(state.get("steps", []), iteration - 1)
             try:
                 raw, usage, response = await self._tool_first(messages, config, tools, named, answer_first, seen)
@@ -424,13 +548,14 @@ class LLMCallJSON:
         }
         if rejected:
             update["schema_rejected"] = True
+        shown = action.reasoning if self.engine.settings.show_reasoning else ""
         if stalled:  # final answer only: whatever came back ends the loop
-            emit(ThinkingDone(iteration=iteration, reasoning=action.reasoning))
+            emit(ThinkingDone(iteration=iteration, reasoning=shown))
             answer = action.answer if action.type == "final_answer" and not action.parse_failed else ""
             update.update(_final_update(state, answer, "stalled"))
             return update
         if action.parse_failed:
-            emit(ThinkingDone(iteration=iteration, reasoning=action.reasoning))
+            emit(ThinkingDone(iteration=iteration, reasoning=shown))
             failures = state.get("parse_failures", 0) + 1
             update["parse_failures"] = failures
             if failures > self.engine.settings.parse_retries:  # the reformat retries failed too: the raw content is the answer (R2.4)
@@ -438,15 +563,18 @@ class LLMCallJSON:
             else:
                 update["messages"] = [stored, HumanMessage(REFORMAT_REQUEST)]
             return update
-        emit(ThinkingDone(iteration=iteration, reasoning=action.reasoning))
+        emit(ThinkingDone(iteration=iteration, reasoning=shown))
         if state.get("parse_failures"):  # a parsed action ends a run of failures
             update["parse_failures"] = 0
         if action.type == "tool_call":
             request: ToolCallRequest = {"id": new_call_id(), "name": action.tool_name or "", "args": action.tool_args}
             update["pending_tool_calls"] = mark_repeats(
                 mark_unasked([request], self.engine, query, seen), state.get("steps", []),
-                self.engine.settings.refuse_repeated_calls,
+                self.engine.settings.refuse_repeated_calls, self.engine.repeat_changes_something,
             )
+        elif needs_tool_call(self.engine, state, action.answer or "", tools):
+            update["messages"] = [stored, HumanMessage(TOOL_REQUIRED_REQUEST)]
+            update["tool_required"] = True
         else:
             update.update(_final_update(state, action.answer, "final_answer"))
         return update

@@ -13,7 +13,7 @@ from reactgraph._engine import Engine
 from reactgraph.actions import message_text
 from reactgraph.checkpointing import wait_for_task_checkpoint
 from reactgraph.protocol import answer_unfinished_tool_calls
-from reactgraph.state import RESET, AgentState
+from reactgraph.state import RESET, TURN_ANSWER_CHARS, AgentState
 
 
 TURN_BOOKKEEPING: dict[str, Any] = {
@@ -22,6 +22,7 @@ TURN_BOOKKEEPING: dict[str, Any] = {
     "schema_rejected": False,
     "draft_answer": None,
     "progress_iteration": 0,
+    "tool_required": False,
 }
 """The loop's internal per-turn fields (not in the graph's output) and their value at a
 turn's start. ``start_turn`` writes one only when the state holds another value: every
@@ -35,7 +36,8 @@ class StartTurn:
 
     The query is the text of the last human message (the one the caller just sent);
     the mode is fixed for the whole turn from the model's abilities (SPEC R2.2).
-    Earlier turns' messages stay in ``messages`` as history. The query message is pinned
+    Earlier turns' messages stay in ``messages`` as history, and the turn before this one
+    is added to ``earlier_turns`` (its question and the answer the user saw) for synthesis. The query message is pinned
     (its id added to ``pinned``; the message itself is left as sent), so every context
     compaction keeps it (SPEC R6.2). A history left by a run that was stopped while its tools ran
     (a client that disconnected from the server) gets an error result for each
@@ -77,6 +79,10 @@ class StartTurn:
             "pinned": pinned,
         }
         update.update({key: reset for key, reset in TURN_BOOKKEEPING.items() if state.get(key, reset) != reset})
+        if state.get("query"):  # the turn before this one, as the user saw it (issue 35)
+            answer = state.get("synthesis") or state.get("answer") or ""
+            update["earlier_turns"] = [{"question": state["query"][:TURN_ANSWER_CHARS],
+                                        "answer": answer[:TURN_ANSWER_CHARS]}]
         repaired = answer_unfinished_tool_calls(state.get("messages", []))
         if repaired is not None:
             update["messages"] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *repaired]

@@ -1,24 +1,35 @@
-"""``synthesize``: the answer phase (SPEC §3). Streams the user-facing answer as
-``answer`` events and records it in ``synthesis``.
+"""``synthesize``: the answer phase (SPEC §3). Writes the user-facing answer as ``answer``
+events and records it in ``synthesis``.
 
 If the synthesis call fails for any reason, the loop's answer is sent instead (R3.2): as
 the only delta when nothing was streamed yet, or after a blank line when the stream broke
 off. Skipped (no events, ``synthesis`` stays ``None``) when the run's config says
 ``configurable.synthesize = False`` or the settings disable it; ``ReActAgent.run`` uses that.
 
-The synthesis sees only the model's own draft answer, never a step summary, and a stream
+The synthesis sees the model's own draft answer (never a step summary), the thread's earlier
+turns within a budget (:func:`~reactgraph.synthesis.format_history`, issue 35), and a stream
 that starts repeating one line is cut there (:func:`~reactgraph.synthesis.until_repetition`,
-SPEC R13.1).
-Then, unless ``AgentSettings.grounding`` is ``"off"``, every number and id of the answer is
-checked against the trace and the question (:func:`~reactgraph.grounding.check_grounding`)
-and the result stored in ``grounding``. Under ``"enforce"`` an answer with ungrounded
-values, or a factless one (tools returned facts, the answer passes on none), is withdrawn —
-an ``answer`` event ``{status: "reset", ungrounded, factless}`` tells clients to drop the
-text streamed so far — and asked for once more with the strict prompt; if that
-answer is not grounded either, it is withdrawn too and replaced by
-:func:`~reactgraph.grounding.observation_answer`. When tools were called and every call failed,
-``"enforce"`` skips the synthesis call: the answer is what the tools said
-(``observation_answer``'s failure lines; grounding ``action: "no_data"``).
+SPEC R13.1). Then, unless ``AgentSettings.grounding`` is ``"off"``, every number and id of
+the answer is checked against the trace, the question and the earlier turns
+(:func:`~reactgraph.grounding.check_grounding`; derived figures count with
+``grounding_derived``) and the result stored in ``grounding``:
+
+* ``"report"``: the answer streams as written; the check is only reported.
+* ``"flag"``: the answer streams as written; values no tool returned are named in a note at
+  its end (:data:`~reactgraph.prompts.FLAG_NOTE`), so they are never shown as fact.
+* ``"enforce"``: with ``grounding_check_first`` (the strict policy) the answer is written in
+  full and checked *before* anything of it is sent (issue 36: a client shows the loop's
+  ``answer`` signal — "writing the answer…" — meanwhile, and never sees a draft that is
+  withdrawn); without it, it streams, and one that fails is withdrawn with an ``answer``
+  ``reset`` event ``{status: "reset", ungrounded, factless}`` before the next is written. It
+  stands when it is grounded, not factless and fit to show (:func:`~reactgraph.grounding.answer_problems`: the question's language, no
+  code fence, no tool call written out, no line twice — checked when successful observations
+  exist to answer from instead). Otherwise, with ``grounding_reask``, it is asked for once
+  more with the strict prompt; and else the answer is
+  :func:`~reactgraph.grounding.observation_answer`. When tools were called and every call
+  failed, no synthesis call is made: the answer is what the tools said (grounding
+  ``action: "no_data"``).
+
 A run ended by a ``return_direct`` tool makes no model call: the tool's result is sent as
 the answer, as it is (issue 21).
 """
@@ -30,65 +41,117 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 
 from reactgraph._engine import Engine
-from reactgraph.events import AnswerReset, emit
-from reactgraph.grounding import check_grounding, observation_answer
+from reactgraph.events import OMIT, AnswerReset, emit
+from reactgraph.grounding import GroundingReport, answer_problems, check_grounding, observation_answer
+from reactgraph.prompts import FLAG_NOTE, FLAG_NOTE_KOREAN
 from reactgraph.state import AgentState
-from reactgraph.synthesis import emit_answer, one_chunk, stream_synthesis, until_repetition
+from reactgraph.synthesis import (
+    collect_answer,
+    emit_answer,
+    format_history,
+    one_chunk,
+    stream_synthesis,
+    until_repetition,
+)
 from reactgraph.usage import sum_usage
+from reactgraph.window.tokens import conversation_language
 
 
 class Synthesize:
-    """Stream the synthesis and check its grounding (see the module docstring)."""
+    """Write the answer and check its grounding (see the module docstring)."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    async def _stream(self, state: AgentState, config: RunnableConfig, usage: dict[str, int],
-                      fallback: str, *, strict: bool = False, ungrounded: list[str] | None = None) -> str:
+    async def _write(self, state: AgentState, config: RunnableConfig, usage: dict[str, int], fallback: str,
+                     history: str, *, shown: bool, strict: bool = False, ungrounded: list[str] | None = None,
+                     flag: Any = None) -> str:
+        """One synthesis call: streamed as ``answer`` events when ``shown`` (with ``flag``'s
+        note, if any, before ``done``), else collected unseen for a check."""
         call_usage: dict[str, int] = {}
         # A stalled loop's last answer was forced out of a model that was going in circles.
         draft = (state.get("draft_answer") or "") if state.get("finish_reason") != "stalled" else ""
-        chunks = stream_synthesis(
-            self.engine.synthesis_model,
-            state.get("query", ""),
-            state.get("steps", []),
-            draft,
-            result_chars=self.engine.settings.synthesis_result_chars,
-            config=config,
-            usage_out=call_usage,
-            strict=strict,
-            ungrounded=ungrounded or (),
-        )
-        text = await emit_answer(until_repetition(chunks), fallback)
+        chunks = until_repetition(stream_synthesis(
+            self.engine.synthesis_model, state.get("query", ""), state.get("steps", []), draft,
+            result_chars=self.engine.settings.synthesis_result_chars, config=config, usage_out=call_usage,
+            strict=strict, ungrounded=ungrounded or (), history=history,
+        ))
+        text = await (emit_answer(chunks, fallback, epilogue=flag) if shown else collect_answer(chunks, fallback))
         usage.update(sum_usage(usage, call_usage or {"model_calls": 1}))
         return text
 
+    def _check(self, state: AgentState, text: str, history: str) -> GroundingReport:
+        settings = self.engine.settings
+        return check_grounding(text, state.get("steps", []), state.get("query", ""), settings.grounding_min_facts,
+                               derived=bool(settings.grounding_derived), context=history)
+
+    def _flag_note(self, state: AgentState, history: str) -> Any:
+        """The ``epilogue`` of a flagged answer: its note naming values no tool returned."""
+        query = state.get("query", "")
+
+        def note(text: str) -> str:
+            ungrounded = self._check(state, text, history).ungrounded
+            if not ungrounded:
+                return ""
+            template = FLAG_NOTE_KOREAN if conversation_language([query]) == "Korean" else FLAG_NOTE
+            return template.format(values=", ".join(ungrounded))
+
+        return note
+
+    async def _enforced(self, state: AgentState, config: RunnableConfig, usage: dict[str, int],
+                        history: str) -> dict[str, Any]:
+        """``grounding="enforce"``: the answer that stands, checked before it is sent."""
+        settings = self.engine.settings
+        query, steps = state.get("query", ""), state.get("steps", [])
+        last_resort = observation_answer(query, steps, settings.synthesis_result_chars)
+        if steps and all(step.get("error") for step in steps):
+            # Tools were called and none returned data: nothing to ground an answer in, so the
+            # answer is what the tools said (an unknown id, an outage), not the model's guess.
+            text = await emit_answer(one_chunk(last_resort), "")
+            report = self._check(state, text, history)
+            return {"synthesis": text, "grounding": report.to_dict(settings.grounding, "no_data")}
+        observed = any(not step.get("error") for step in steps)
+
+        def verdict(text: str) -> tuple[GroundingReport, list[str]]:
+            problems = answer_problems(text, query, self.engine.tools) if observed else []
+            return self._check(state, text, history), problems
+
+        shown = not settings.grounding_check_first  # else the answer is checked before it is shown
+        text = await self._write(state, config, usage, state.get("answer") or "", history, shown=shown)
+        (report, problems), action = verdict(text), "kept"
+        withdrawn: list[str] = []
+        if (report.ungrounded or report.factless or problems) and settings.grounding_reask:
+            withdrawn = problems
+            if shown:
+                emit(AnswerReset(ungrounded=report.ungrounded, factless=report.factless, problems=problems or OMIT))
+            text = await self._write(state, config, usage, last_resort, history, shown=shown, strict=True,
+                                     ungrounded=report.ungrounded)
+            (report, problems), action = verdict(text), "reasked"
+        if report.ungrounded or report.factless or problems:
+            withdrawn = problems or withdrawn
+            if shown:
+                emit(AnswerReset(ungrounded=report.ungrounded, factless=report.factless, problems=problems or OMIT))
+            text, action = last_resort, "fallback"
+            report = self._check(state, text, history)
+        if action == "fallback" or not shown:
+            await emit_answer(one_chunk(text), text)
+        return {"synthesis": text, "usage": usage,
+                "grounding": report.to_dict(settings.grounding, action, problems=withdrawn)}
+
     async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         settings = self.engine.settings
-        enabled = (config.get("configurable") or {}).get("synthesize", settings.synthesize)
-        if not enabled:
+        if not self.engine.synthesizes(config):
             return {}
         if state.get("finish_reason") == "return_direct":  # the tool's result is the answer (issue 21)
             return {"synthesis": await emit_answer(one_chunk(state.get("answer") or ""), "")}
         usage: dict[str, int] = {}
-        query, steps = state.get("query", ""), state.get("steps", [])
-        if settings.grounding == "enforce" and steps and all(step.get("error") for step in steps):
-            # Tools were called and none returned data: nothing to ground an answer in, so the
-            # answer is what the tools said (an unknown id, an outage), not the model's guess.
-            text = await emit_answer(one_chunk(observation_answer(query, steps, settings.synthesis_result_chars)), "")
-            report = check_grounding(text, steps, query, settings.grounding_min_facts)
-            return {"synthesis": text, "grounding": report.to_dict(settings.grounding, "no_data")}
-        text = await self._stream(state, config, usage, state.get("answer") or "")
+        history = format_history(state.get("earlier_turns") or [])
+        if settings.grounding == "enforce":
+            return await self._enforced(state, config, usage, history)
+        flag = self._flag_note(state, history) if settings.grounding == "flag" else None
+        text = await self._write(state, config, usage, state.get("answer") or "", history, shown=True, flag=flag)
         if settings.grounding == "off":
             return {"synthesis": text, "usage": usage}
-        report, action = check_grounding(text, steps, query, settings.grounding_min_facts), "kept"
-        if settings.grounding == "enforce" and (report.ungrounded or report.factless):
-            last_resort = observation_answer(query, steps, settings.synthesis_result_chars)
-            emit(AnswerReset(ungrounded=report.ungrounded, factless=report.factless))
-            text = await self._stream(state, config, usage, last_resort, strict=True, ungrounded=report.ungrounded)
-            report, action = check_grounding(text, steps, query, settings.grounding_min_facts), "reasked"
-            if report.ungrounded or report.factless:
-                emit(AnswerReset(ungrounded=report.ungrounded, factless=report.factless))
-                text = await emit_answer(one_chunk(last_resort), last_resort)
-                report, action = check_grounding(text, steps, query, settings.grounding_min_facts), "fallback"
+        report = self._check(state, text, history)
+        action = "flagged" if settings.grounding == "flag" and report.ungrounded else "kept"
         return {"synthesis": text, "usage": usage, "grounding": report.to_dict(settings.grounding, action)}

@@ -22,7 +22,7 @@ from playwright.async_api import Browser, Page, async_playwright
 from reactgraph import ModelAbilities, ReActAgent
 from reactgraph._paths import data_home
 from reactgraph.checkpointing import open_checkpointer
-from reactgraph.models import EMBEDDED_SETTINGS, ResolvedModel
+from reactgraph.models import ResolvedModel
 from reactgraph.demo.agent import build_demo_agent
 from reactgraph.demo.factory import DEMO_QUESTION, build_factory_hub
 from reactgraph.server import ServerSettings, create_app
@@ -80,8 +80,7 @@ async def test_the_demo_question_on_the_embedded_model(local_server, tmp_path):
     with the embedded profile's settings, SPEC R13.1): the demo question ends with CNC-003's
     facts on screen, and the screenshot shows what a user sees."""
     resolved = ResolvedModel(llm=local_server.chat_model(), abilities=local_server.abilities,
-                             description=local_server.description, server=local_server,
-                             recommended_settings=dict(EMBEDDED_SETTINGS))
+                             description=local_server.description, server=local_server)
     async with open_checkpointer(tmp_path / "threads.db") as saver:
         agent = build_demo_agent(resolved, build_factory_hub(tmp_path / "factory.db"), max_iterations=6,
                                  checkpointer=saver)

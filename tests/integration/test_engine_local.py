@@ -9,7 +9,7 @@ import pytest
 from reactgraph import AgentSettings, ReActAgent, check_protocol
 from reactgraph.demo.agent import build_demo_agent
 from reactgraph.demo.factory import DEMO_SYSTEM_PROMPT, build_factory_hub
-from reactgraph.models import EMBEDDED_SETTINGS, ResolvedModel
+from reactgraph.models import ResolvedModel
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
@@ -67,8 +67,7 @@ async def test_the_demo_question_is_answered_with_the_machines_facts(local_serve
     selection, stall detection, enforced grounding) answers "CNC-003 상태 확인해줘" with
     CNC-003's state, vibration and alarm from the tool."""
     resolved = ResolvedModel(llm=local_server.chat_model(), abilities=local_server.abilities,
-                             description=local_server.description, server=local_server,
-                             recommended_settings=dict(EMBEDDED_SETTINGS))
+                             description=local_server.description, server=local_server)
     agent = build_demo_agent(resolved, hub, max_iterations=6)
     events = [event async for event in agent.astream_events(QUESTIONS[0])]
     calls = [e.data for e in events if e.channel == "step" and e.data.get("type") == "iteration" and e.data["status"] == "done"]

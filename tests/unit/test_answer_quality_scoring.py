@@ -139,5 +139,22 @@ def test_table_has_ratios_vs_create_agent_and_n_a_for_a_zero_base():
     rows[1].add(aq.RunRecord("create_agent", "q", "tool", [], "", "error:GraphRecursionError", 13, None, 5.0,
                              score=aq.Score(False, True, False, [], [], [])))
     text = aq.table(rows)
-    assert "| json | json | 1 | 100% (1) | 100% (1) | 100% (1) | 100% (1) | 100% (1) | 3.0 | 10.0 | 10.0 |" in text
-    assert "| json | n/a | 1.00x | n/a | 1.00x | n/a | 0.23x | 2.00x | 2.00x |" in text
+    assert ("| json | json | 1 | 100% (1) | 100% (1) | 100% (1) | 100% (1) | 100% (1) | 100% (1) | 100% (1) | 0 | 0 "
+            "| 3.0 | 3 | 10.0 | 10.0 |") in text
+    assert "| json | n/a | 1.00x | n/a | 1.00x | n/a | 1.00x | 1.00x | 0.23x | 2.00x | 2.00x |" in text
+
+
+def test_answers_are_scored_for_shape_language_and_tool_free_figures():
+    """Issue 36's columns: a code fence or a line twice is not a clean answer; a Korean
+    question wants a Korean first line; an answer to a data question with no tool call is
+    counted (issue 35)."""
+    assert aq.clean_answer("**CNC-003**: warning\n- vibration 1.2 mm/s")
+    assert not aq.clean_answer("Here:\n```\nState: warning\n```")
+    assert not aq.clean_answer("The answer is: warning.\nThe answer is: warning.")
+    assert not aq.clean_answer("   ")
+    assert aq.lead_in_language("CNC-003 상태 확인해줘", "CNC-003은 경고 상태입니다.\n- 1.2 mm/s")
+    assert not aq.lead_in_language("CNC-003 상태 확인해줘", "CNC-003 is in warning.")
+    assert aq.lead_in_language("Status of CNC-003?", "CNC-003 is in warning.")
+    question = aq.QUESTIONS[0]
+    made_up = aq.score_run(question, [], "CNC-003: normal, 22 °C", "State: warning", {})
+    assert made_up.tool_free_answer and not made_up.lead_language

@@ -455,20 +455,35 @@ async def test_difference_handle_tool_errors_chooses_langgraphs_policy(kind):
         await graph.ainvoke({"messages": [HumanMessage("read")]})
 
 
+@tool
+def book(slot: str) -> str:
+    """Book a maintenance slot."""
+    return f"booked {slot}"
+
+
+book.metadata = {"side_effects": True}
+
+
 @pytest.mark.parametrize("kind", KINDS)
-async def test_difference_repeated_identical_calls_are_refused(kind):
-    model = ScriptedChatModel(responses=[calls(("add", {"a": 1, "b": 2}, "c1")), calls(("add", {"a": 1, "b": 2}, "c2")), "3"])
-    graph = build(kind, model, [add])
-    state = await graph.ainvoke({"messages": [HumanMessage("1+2")]})
-    second = next(m for m in state["messages"] if isinstance(m, ToolMessage) and m.tool_call_id == "c2")
+async def test_difference_a_repeat_is_marked_unchanged_and_one_with_side_effects_is_refused(kind):
+    """Issue 35: a repeated read runs again (the model is told the result did not change);
+    a repeated call of a tool that declares side effects is refused, not run twice."""
+    model = ScriptedChatModel(responses=[calls(("add", {"a": 1, "b": 2}, "c1")), calls(("add", {"a": 1, "b": 2}, "c2")),
+                                         calls(("book", {"slot": "9:00"}, "c3")), calls(("book", {"slot": "9:00"}, "c4")),
+                                         "3"])
+    graph = build(kind, model, [add, book])
+    state = await graph.ainvoke({"messages": [HumanMessage("1+2, then book 9:00")]})
+    results = {m.tool_call_id: m for m in state["messages"] if isinstance(m, ToolMessage)}
     if kind == "prebuilt":
-        assert second.content == "3"
+        assert [results[c].content for c in ("c2", "c4")] == ["3", "booked 9:00"]
     else:
-        assert second.status == "error" and second.content.startswith("Error: repeated call")
-        model2 = ScriptedChatModel(responses=[calls(("add", {"a": 1, "b": 2}, "c1")), calls(("add", {"a": 1, "b": 2}, "c2")), "3"])
-        again = create_react_graph(model2, [add], abilities=NATIVE, settings=AgentSettings(refuse_repeated_calls=False))
-        state = await again.ainvoke({"messages": [HumanMessage("1+2")]})
-        assert [m.content for m in state["messages"] if isinstance(m, ToolMessage)] == ["3", "3"]
+        assert results["c2"].status == "success" and results["c2"].content.startswith("3\n\n(Unchanged:")
+        assert results["c4"].status == "error" and results["c4"].content.startswith("Error: repeated call")
+        model2 = ScriptedChatModel(responses=[calls(("book", {"slot": "9:00"}, "c1")),
+                                              calls(("book", {"slot": "9:00"}, "c2")), "done"])
+        again = create_react_graph(model2, [book], abilities=NATIVE, settings=AgentSettings(refuse_repeated_calls=False))
+        state = await again.ainvoke({"messages": [HumanMessage("book 9:00")]})
+        assert [m.content for m in state["messages"] if isinstance(m, ToolMessage)] == ["booked 9:00", "booked 9:00"]
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -341,7 +341,9 @@ async def test_a_thread_continues_the_conversation(tools):
 
 
 @pytest.mark.parametrize("native", [True, False])
-async def test_a_repeated_successful_call_is_refused_with_a_pointer_to_the_result(tools, native):
+async def test_a_repeated_call_runs_and_the_model_is_told_it_did_not_change(tools, native):
+    """Issue 35: a repeat of a tool without declared side effects runs; when its observation
+    is the same as last time, the model's next input says so, and the step is marked."""
     if native:
         same = AIMessage(content="", tool_calls=[tool_call("get_status", {"equipment_id": "A"})])
         script, kwargs = [same, same, "A is normal"], {"abilities": NATIVE}
@@ -350,9 +352,7 @@ async def test_a_repeated_successful_call_is_refused_with_a_pointer_to_the_resul
     model = ScriptedChatModel(responses=script)
     result = await ReActAgent(model, tools, **kwargs).run("q")
     first, second = result.steps
-    assert first.ok and first.observation == "A: normal"
-    assert second.error.startswith("repeated call: get_status already ran with these arguments in iteration 1")
+    assert first.ok and second.ok and second.observation == "A: normal"
+    assert not first.unchanged and second.unchanged
+    assert "(Unchanged: this is the same result as this call returned in iteration 1.)" in str(model.calls[2][-1].content)
     assert result.answer == "A is normal"
-    allowed = ScriptedChatModel(responses=script)
-    again = await ReActAgent(allowed, tools, settings=AgentSettings(refuse_repeated_calls=False), **kwargs).run("q")
-    assert [s.observation for s in again.steps] == ["A: normal", "A: normal"]

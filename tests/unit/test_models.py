@@ -417,7 +417,7 @@ def test_server_properties_and_default_command(tmp_path) -> None:
     assert server.description == "embedded SmolLM2-135M (llama.cpp on 127.0.0.1:45678)"
     assert server.abilities == ModelAbilities(
         tool_call=False, json_mode=True, context_window=4096, max_output_tokens=256, schema_output="json_object_schema",
-        provider="llamacpp",
+        provider="llamacpp", small=True,
     )
     assert not server.running and server.pid is None
     assert server.command == [
@@ -485,7 +485,9 @@ async def test_open_model_remote_without_overrides_has_no_abilities() -> None:
 async def test_open_model_remote_with_overrides_and_explicit_arguments() -> None:
     env = {"REACTGRAPH_TOOL_CALL": "false", "REACTGRAPH_CONTEXT_WINDOW": "8192"}
     async with open_model(base_url="http://localhost:8000/v1", model="my-model", environ=env) as resolved:
-        assert resolved.abilities == ModelAbilities(tool_call=False, context_window=8192)
+        # merged over the model's profile (issue 35: REACTGRAPH_SMALL_MODEL alone keeps tool calling)
+        assert resolved.abilities == ModelAbilities(tool_call=False, context_window=8192, provider="openai_compatible")
+        assert resolved.safeguards["policy"] == "permissive"
         assert resolved.overrides == {"tool_call": False, "context_window": 8192}
         assert resolved.description == "my-model at http://localhost:8000/v1"
 

@@ -10,6 +10,7 @@ from langchain_core.tools import StructuredTool
 
 from reactgraph import _TOOL_SELECTION_MAX, TOOL_SELECTION_THRESHOLD, AgentSettings, ModelAbilities, ReActAgent
 from reactgraph.ranking import catalog_line
+from reactgraph.safeguards import resolve_settings
 from reactgraph.testing import ScriptedChatModel, tool_call
 
 NATIVE = ModelAbilities(tool_call=True, json_mode=True)
@@ -33,7 +34,9 @@ def selection(names):
 
 def test_constants():
     assert (TOOL_SELECTION_THRESHOLD, _TOOL_SELECTION_MAX) == (12, 6)
-    assert AgentSettings().tool_selection_threshold == 12 and AgentSettings().tool_selection_max == 6
+    assert AgentSettings().tool_selection_threshold == 12 and AgentSettings().tool_selection_max is None  # the policy's
+    assert resolve_settings(AgentSettings(), None).tool_selection_max == 6
+    assert resolve_settings(AgentSettings(), ModelAbilities(small=True)).tool_selection_max == 1
 
 
 async def test_twelve_tools_make_no_selection_call():

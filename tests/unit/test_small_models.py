@@ -21,8 +21,8 @@ from reactgraph.ranking import ToolRanker, named_values, tokenize, unlisted_valu
 from reactgraph.synthesis import looping_tail, until_repetition
 from reactgraph.testing import ScriptedChatModel, tool_call
 
-NATIVE = ModelAbilities(tool_call=True, json_mode=True)
-SCHEMA = ModelAbilities(json_mode=True, schema_output="json_object_schema")
+NATIVE = ModelAbilities(tool_call=True, json_mode=True, small=True)  # the strict safeguards (issue 35)
+SCHEMA = ModelAbilities(json_mode=True, schema_output="json_object_schema", small=True)
 MACHINES = ["CNC-001", "CNC-002", "CNC-003", "PRS-001"]  # MachineArgs' enum
 
 
@@ -175,34 +175,54 @@ def test_hybrid_selection_rules():
 
 
 def test_detect_stall_rules():
-    ok = {"iteration": 1, "error": None}
+    """Issue 35: stalls are judged by progress. A new call (even one that fails) is an attempt;
+    the same call with the same outcome, or a refused repeat, changes nothing."""
+    def step(iteration, args, *, error=None, observation="ok", refused=None):
+        return {"iteration": iteration, "tool_name": "t", "tool_args": args, "error": error,
+                "observation": "" if error else observation, "refused": refused}
+
+    ok = step(1, {"a": 1})
     assert detect_stall([ok], 1) is None
-    assert detect_stall([ok, {"iteration": 2, "error": "repeated", "refused": "repeat"}], 2) == "repeated_call"
-    assert detect_stall([ok, {"iteration": 2, "error": "bad"}], 2) is None
-    assert detect_stall([ok, {"iteration": 2, "error": "bad"}, {"iteration": 3, "error": "bad"}], 3) == "no_progress"
+    assert detect_stall([ok, step(2, {"a": 1}, error="repeated", refused="repeat")], 2) == "repeated_call"
+    assert detect_stall([ok, step(2, {"a": 1})], 2) == "repeated_call"  # same call, same observation
+    assert detect_stall([ok, step(2, {"a": 1})], 2, repeats=2) is None  # a capable model may poll again
+    assert detect_stall([ok, step(2, {"a": 1}, observation="done")], 2) is None  # the outcome moved on
+    attempts = [step(1, {"c": 45}, error="too hot"), step(2, {"c": 35}, error="too hot")]
+    assert detect_stall(attempts, 2, repeats=3, failures=4) is None  # new arguments after an error: attempts
+    assert detect_stall(attempts, 2) == "no_progress"  # strict: two calls without a new observation
+    assert detect_stall([*attempts, step(3, {"c": 35}, error="too hot")], 3, repeats=1, failures=9) == "repeated_call"
     assert detect_stall([], 2) == "no_progress"
     assert detect_stall([], 2, progress_iteration=1) is None  # a follow-up came in
     assert detect_stall([], 5, enabled=False) is None
 
 
 async def test_native_stall_asks_for_the_answer_with_no_tools_bound():
+    """Without synthesis, a stalled loop asks once for the answer only; with synthesis it goes
+    straight to it (the answer-only call's text would never reach synthesis, issue 36)."""
     call = AIMessage(content="", tool_calls=[tool_call("machine_status", {"machine_id": "CNC-003"})])
     model = ScriptedChatModel(responses=[call, call, "CNC-003 is at 48.7 °C."])
-    agent = ReActAgent(model, plant_tools(), abilities=NATIVE, settings=AgentSettings(max_iterations=6))
-    events = [e async for e in agent.astream_events("CNC-003 상태 확인해줘")]
-    stall = [e.data for e in events if e.channel == "stall"]
-    assert stall == [{"iteration": 3, "reason": "repeated_call"}]
+    agent = ReActAgent(model, plant_tools(), abilities=NATIVE,
+                       settings=AgentSettings(max_iterations=6, answer_when_covered=False))
+    result = await agent.run("CNC-003 상태 확인해줘")
     assert "tools" not in model.call_kwargs[2]  # the third loop call had no tools bound
     assert "do not call any tool" in model.calls[2][-1].content
+    assert result.finish_reason == "stalled" and result.iterations == 3
+    streamed = ScriptedChatModel(responses=[call, call], synthesis="CNC-003: warning, 48.7 °C, 1.2 mm/s, W-1105.")
+    agent = ReActAgent(streamed, plant_tools(), abilities=NATIVE,
+                       settings=AgentSettings(max_iterations=6, answer_when_covered=False))
+    events = [e async for e in agent.astream_events("CNC-003 상태 확인해줘")]
+    assert [e.data for e in events if e.channel == "stall"] == [{"iteration": 3, "reason": "repeated_call"}]
     done = events[-1].data
-    assert done["finish_reason"] == "stalled" and done["iterations"] == 3
+    assert done["finish_reason"] == "stalled" and done["iterations"] == 2
+    assert streamed.kinds == ["tool_loop", "tool_loop", "synthesis"]  # two loop calls, then the synthesis
 
 
 async def test_json_stall_offers_only_the_final_answer_branch():
     model = ScriptedChatModel(responses=[call_json("machine_status", {"machine_id": "CNC-003"}),
                                          call_json("machine_status", {"machine_id": "CNC-003"}),
                                          final("CNC-003 is at 48.7 °C.")])
-    result = await ReActAgent(model, plant_tools(), abilities=SCHEMA).run("CNC-003 status")
+    result = await ReActAgent(model, plant_tools(), abilities=SCHEMA,
+                              settings=AgentSettings(answer_when_covered=False)).run("CNC-003 status")
     assert result.finish_reason == "stalled" and result.answer == "CNC-003 is at 48.7 °C."
     schema = model.call_kwargs[2]["response_format"]["schema"]
     assert [b["properties"]["type"]["enum"] for b in schema["anyOf"]] == [["final_answer"]]
@@ -256,11 +276,17 @@ async def test_enforce_with_two_facts_withdraws_a_one_fact_answer():
         events = [e async for e in ReActAgent(model, plant_tools(), abilities=NATIVE, settings=settings).astream_events("CNC-003 상태")]
         return events[-1].data
 
-    strict = await done_of(AgentSettings(grounding="enforce", grounding_min_facts=2))
+    strict = await done_of(AgentSettings(grounding="enforce", grounding_min_facts=2, answer_when_covered=False))
     assert strict["grounding"]["action"] == "fallback"
     assert "vibration 1.2 mm/s, alarm W-1105" in strict["answer"]
-    default = await done_of(AgentSettings(grounding="enforce"))
-    assert default["grounding"]["action"] == "kept" and default["answer"] == "CNC-003 is at 48.7 °C."  # one fact is enough
+    one = await done_of(AgentSettings(grounding="enforce", grounding_min_facts=1, answer_when_covered=False))
+    assert one["grounding"]["action"] == "fallback" and one["grounding"]["problems"] == ["language"]
+    english = ScriptedChatModel(responses=[AIMessage(content="", tool_calls=[tool_call("machine_status", {"machine_id": "CNC-003"})]),
+                                           "done"], synthesis="CNC-003 is at 48.7 °C.")
+    agent = ReActAgent(english, plant_tools(), abilities=NATIVE,
+                       settings=AgentSettings(grounding="enforce", grounding_min_facts=1, answer_when_covered=False))
+    kept = [e async for e in agent.astream_events("CNC-003 status")][-1].data
+    assert kept["grounding"]["action"] == "kept" and kept["answer"] == "CNC-003 is at 48.7 °C."  # one fact is enough
 
 
 async def test_the_lexical_gate_offers_no_tools_to_a_question_no_tool_matches():
@@ -277,10 +303,11 @@ async def test_the_lexical_gate_offers_no_tools_to_a_question_no_tool_matches():
     assert loop_schema["anyOf"][0]["properties"]["tool_name"]["enum"] == ["machine_status"]  # selection ran and kept it
 
 
-def grounding_agent(synthesis, mode: str, steps_ok: bool = True) -> tuple[ReActAgent, ScriptedChatModel]:
+def grounding_agent(synthesis, mode: str, **settings: object) -> tuple[ReActAgent, ScriptedChatModel]:
     model = ScriptedChatModel(responses=[AIMessage(content="", tool_calls=[tool_call("machine_status", {"machine_id": "CNC-003"})]),
                                          "CNC-003 is in warning."], synthesis=synthesis)
-    return ReActAgent(model, plant_tools(), abilities=NATIVE, settings=AgentSettings(grounding=mode)), model
+    settings = {"answer_when_covered": False, **settings}
+    return ReActAgent(model, plant_tools(), abilities=NATIVE, settings=AgentSettings(grounding=mode, **settings)), model
 
 
 async def test_report_mode_reports_and_keeps_the_answer():
@@ -293,14 +320,17 @@ async def test_report_mode_reports_and_keeps_the_answer():
 
 
 async def test_enforce_reasks_once_with_the_strict_prompt():
+    """With ``grounding_reask`` the answer is asked for once more — and the client sees only
+    the answer that stands, never the withdrawn draft (issue 36)."""
     def synthesis(messages):
         strict = "do not write them" in messages[-1].content
         return "CNC-003: 48.7 °C, alarm W-1105." if strict else "CNC-003 runs at 93.4 %."
 
-    agent, model = grounding_agent(synthesis, "enforce")
-    events = [e async for e in agent.astream_events("CNC-003 상태")]
-    resets = [e.data for e in events if e.channel == "answer" and e.data["status"] == "reset"]
-    assert resets == [{"status": "reset", "ungrounded": ["93.4"], "factless": True}]
+    agent, model = grounding_agent(synthesis, "enforce", grounding_reask=True)
+    events = [e async for e in agent.astream_events("CNC-003 status")]
+    assert not any(e.channel == "answer" and e.data["status"] == "reset" for e in events)
+    deltas = [e.data["content"] for e in events if e.channel == "answer" and e.data["status"] == "delta"]
+    assert deltas == ["CNC-003: 48.7 °C, alarm W-1105."]
     assert "93.4" in model.calls[-1][-1].content  # the strict prompt names the made-up value
     done = events[-1].data
     assert done["answer"] == "CNC-003: 48.7 °C, alarm W-1105."
@@ -308,16 +338,15 @@ async def test_enforce_reasks_once_with_the_strict_prompt():
 
 
 async def test_enforce_falls_back_to_the_observations_themselves():
-    agent, _ = grounding_agent("CNC-003 runs at 93.4 %, trust me.", "enforce")
+    agent, model = grounding_agent("CNC-003 runs at 93.4 %, trust me.", "enforce")
     events = [e async for e in agent.astream_events("CNC-003 상태 확인해줘")]
-    assert [e.data["status"] for e in events if e.channel == "answer"].count("reset") == 2
+    assert [e.data["status"] for e in events if e.channel == "answer"] == ["start", "delta", "done"]
     done = events[-1].data
     assert done["grounding"]["action"] == "fallback" and done["grounding"]["ungrounded"] == []
-    assert "Temperature: 48.7 °C" not in done["answer"]  # verbatim, not rewritten
-    assert "machine_status of CNC-003: temperature 48.7 °C, vibration 1.2 mm/s, alarm W-1105" in done["answer"]
-    assert done["answer"].startswith("도구가 반환한 데이터입니다")  # the question's language
-    deltas = "".join(e.data["content"] for e in events if e.channel == "answer" and e.data["status"] == "delta")
-    assert deltas.endswith(done["answer"])
+    assert model.kinds.count("synthesis") == 1  # the small-model policy asks no second time
+    assert done["answer"].startswith("CNC-003에 대해 도구가 조회한 결과입니다.")  # a lead in the question's language
+    assert "temperature 48.7 °C, vibration 1.2 mm/s, alarm W-1105" in done["answer"]  # facts as the tool wrote them
+    assert "```" not in done["answer"] and "machine_status(" not in done["answer"]
 
 
 async def test_enforce_answers_an_unknown_id_with_what_the_tool_said():
@@ -327,7 +356,7 @@ async def test_enforce_answers_an_unknown_id_with_what_the_tool_said():
     events = [e async for e in agent.astream_events("What is the status of CNC-009?")]
     done = events[-1].data
     assert done["grounding"]["action"] == "no_data" and done["grounding"]["ungrounded"] == []
-    assert done["answer"].startswith("No tool returned data that answers this question.")
+    assert done["answer"].startswith("No tool returned data about CNC-009.")
     assert "machine_id: 'CNC-009' is not a valid value" in done["answer"] and "'CNC-001'" in done["answer"]
     assert len(model.calls) == 2  # no synthesis call: loop call, final answer
 
@@ -346,13 +375,14 @@ def test_the_synthesis_input_leaves_out_repeats_and_keeps_other_refusals():
 def test_observation_answer_without_results():
     failed = [{"tool_name": "x", "error": "boom", "observation": "Error: boom"}]
     assert observation_answer("status?", failed) == \
-        "No tool returned data that answers this question.\n\nWhat the tools said:\n- x(null): boom"
+        "No tool returned data that answers this question.\n\nWhat the tools said:\n- boom"
     assert observation_answer("상태?", []) == "도구에서 이 질문에 답할 데이터를 얻지 못했습니다."
 
 
 async def test_synthesis_never_sees_a_step_summary():
     model = ScriptedChatModel(responses=[AIMessage(content="", tool_calls=[tool_call("ghost_tool", {})])], repeat_last=True)
-    agent = ReActAgent(model, plant_tools(), abilities=NATIVE, settings=AgentSettings(max_iterations=2, stall_detection=False))
+    agent = ReActAgent(model, plant_tools(), abilities=NATIVE, settings=AgentSettings(max_iterations=2, stall_detection=False,
+                                                                                grounding="report"))
     [e async for e in agent.astream_events("q")]
     user = model.calls[-1][-1].content
     assert "Steps taken" not in user and "Draft answer" not in user
@@ -426,7 +456,12 @@ async def test_named_optionals_only_offers_the_optional_arguments_the_question_n
         branch = model.call_kwargs[0]["response_format"]["schema"]["anyOf"][0]
         assert set(branch["properties"]["tool_args"]["properties"]) == expected, question
     model = ScriptedChatModel(responses=[final("ok")])
-    await ReActAgent(model, [tool], abilities=SCHEMA).run("alarm log of CNC-003")  # default: every argument
+    await ReActAgent(model, [tool], abilities=SCHEMA).run("alarm log of CNC-003")  # the strict policy: named ones
+    branch = model.call_kwargs[0]["response_format"]["schema"]["anyOf"][0]
+    assert set(branch["properties"]["tool_args"]["properties"]) == {"machine_id"}
+    model = ScriptedChatModel(responses=[final("ok")])
+    capable = ModelAbilities(json_mode=True, schema_output="json_object_schema")  # permissive: every argument
+    await ReActAgent(model, [tool], abilities=capable).run("alarm log of CNC-003")
     branch = model.call_kwargs[0]["response_format"]["schema"]["anyOf"][0]
     assert set(branch["properties"]["tool_args"]["properties"]) == {"machine_id", "line", "day", "result", "limit"}
 
@@ -443,8 +478,8 @@ async def test_a_call_with_an_id_the_question_does_not_ask_about_is_refused_with
         AIMessage("", tool_calls=[tool_call("machine_status", {"machine_id": "CNC-003"}, "b")]),
         "CNC-003: 48.7 °C",
     ])
-    agent = ReActAgent(model, plant_tools(), abilities=NATIVE, settings=AgentSettings(tool_selection=False),
-                       checkpointer=InMemorySaver())
+    agent = ReActAgent(model, plant_tools(), abilities=NATIVE,
+                       settings=AgentSettings(tool_selection=False, answer_when_covered=False), checkpointer=InMemorySaver())
     result = await agent.run("CNC-003 상태 알려줘", thread_id="t")
     assert result.answer == "CNC-003: 48.7 °C"
     first, second = (await agent.graph.aget_state({"configurable": {"thread_id": "t"}})).values["steps"]
@@ -463,7 +498,7 @@ async def test_ids_a_tool_result_or_the_user_wrote_may_be_used(mode):
     argument's ids; the check is off with ``refuse_unasked_ids=False``."""
     listing = make_tool("list_machines", "List every machine.", output="CNC-001 line A, PRS-001 line B")
     tools = [listing, *plant_tools()[1:]]
-    abilities = NATIVE if mode == "native" else ModelAbilities(json_mode=True)
+    abilities = NATIVE if mode == "native" else ModelAbilities(json_mode=True, small=True)
     done = "done" if mode == "native" else final("done")
 
     def call(name: str, machine: str) -> Any:
@@ -477,7 +512,8 @@ async def test_ids_a_tool_result_or_the_user_wrote_may_be_used(mode):
 
     def agent(*script: Any, **settings: Any) -> ReActAgent:
         return ReActAgent(ScriptedChatModel(responses=list(script)), tools, abilities=abilities,
-                          settings=AgentSettings(tool_selection=False, **settings), checkpointer=InMemorySaver())
+                          settings=AgentSettings(tool_selection=False, answer_when_covered=False, **settings),
+                          checkpointer=InMemorySaver())
 
     listed = agent(call("list_machines", "CNC-003"), call("machine_status", "PRS-001"), done)
     assert refusals(await listed.run("Which machine is busier than CNC-003?")) == [None, None]
@@ -501,7 +537,8 @@ async def test_a_constrained_model_is_offered_the_ids_asked_about_and_those_a_to
     listing = make_tool("list_machines", "List every machine.", output="CNC-001 line A, PRS-001 line B")
     model = ScriptedChatModel(responses=[call_json("list_machines", {"machine_id": "CNC-003"}), final("done")])
     await ReActAgent(model, [listing, *plant_tools()[1:]], abilities=SCHEMA,
-                     settings=AgentSettings(tool_selection=False)).run("Which machine is busier than CNC-003?")
+                     settings=AgentSettings(tool_selection=False, answer_when_covered=False)).run(
+        "Which machine is busier than CNC-003?")
 
     def offered(call: int) -> list[str]:
         branches = model.call_kwargs[call]["response_format"]["schema"]["anyOf"][:-1]

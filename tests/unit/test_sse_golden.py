@@ -117,10 +117,10 @@ async def newer_kinds_run() -> bytes:
         await agent_holder[0].inject("inject", "and CNC-002?")
 
     def synthesis(messages):
-        return "CNC-001: W-1105 at 71.5°C." if "do not write them" in messages[-1].content else "CNC-001 at 93.4 %."
+        return "CNC-001 알람 W-1105, 71.5°C." if "do not write them" in messages[-1].content else "CNC-001 at 93.4 %."
 
     model = HookedModel(responses=[
-        call, call, "CNC-001 shows W-1105.",  # thread stall: a repeated call, then the answer
+        call, call,  # thread stall: a repeated call with the same result, then straight to the answer
         calls(("read_log", {"machine": "CNC-001"}, "i1")), "CNC-001 and CNC-002 read.",  # thread inject
         calls(("read_log", {"machine": "CNC-001"}, "a1"), ("create_order", {"equipment_id": "CNC-001", "task": "bearing"}, "a2")),
         "Order placed.",  # thread wait: the approved calls, then the answer
@@ -128,7 +128,8 @@ async def newer_kinds_run() -> bytes:
     ], synthesis=synthesis)
     agent = ReActAgent(model, [read_log, create_order], abilities=NATIVE, checkpointer=InMemorySaver(),
                        settings=AgentSettings(max_iterations=6, retry_initial_delay=0.01, retry_max_delay=0.02,
-                                              model_attempts=3, grounding="enforce", approval={"create_order": "always"}))
+                                              model_attempts=3, grounding="enforce", stall_repeats=1,
+                                              approval={"create_order": "always"}))
     agent_holder.append(agent)
     app = create_app(agent, ServerSettings(api_key=""))
     body = b""

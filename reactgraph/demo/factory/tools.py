@@ -872,7 +872,8 @@ def build_factory_hub(db_path: str | Path | None = None) -> list[BaseTool]:
     :data:`CONNECTORS`); each carries ``metadata={"connector": name, "keywords": [...]}``
     (:data:`KEYWORDS`). The query tools read through read-only connections; the
     :data:`WRITE_TOOLS` write through a connection of their own and carry
-    ``metadata["approval"] = "always"``.
+    ``metadata["approval"] = "always"``; every tool declares ``metadata["side_effects"]``
+    (only the write tools have any: a repeated read runs again, issue 35).
     """
     db = ensure_database(db_path)
     return [
@@ -880,6 +881,7 @@ def build_factory_hub(db_path: str | Path | None = None) -> list[BaseTool]:
             func=_bind(fn, db), name=fn.__name__, description=inspect.cleandoc(fn.__doc__ or fn.__name__),
             args_schema=schema,
             metadata={"connector": connector, "keywords": list(KEYWORDS.get(fn.__name__, ())),
+                      "side_effects": fn.__name__ in WRITE_TOOLS,
                       **({"approval": "always"} if fn.__name__ in WRITE_TOOLS else {})},
             tags=[f"connector:{connector}"],
         )
