@@ -49,6 +49,7 @@ from reactgraph.events import (
     AnswerDelta,
     AnswerDone,
     AnswerReset,
+    AnswerSignalled,
     AnswerStarted,
     ApprovalWaiting,
     Compacted,
@@ -62,6 +63,7 @@ from reactgraph.events import (
     ToolStarted,
 )
 from reactgraph.jsonparse import safe_json
+from reactgraph.safeguards import policy_for
 
 _OBSERVATION_LINES = 8
 
@@ -192,7 +194,8 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
             mode = agent.mode
         args.thread = args.thread or uuid.uuid4().hex[:12]
         args.resumable = not dag and persistence.target != "memory"
-        console.print(f"[dim]model: {escape(resolved.description)} · mode: {mode} · tools: {len(tools)}[/dim]")
+        console.print(f"[dim]model: {escape(resolved.description)} · mode: {mode} · tools: {len(tools)} · "
+                      f"safeguards: {resolved.safeguards['policy']}[/dim]")
         if not dag:
             console.print(f"[dim]thread: {escape(args.thread)} · checkpoints: {escape(_redact(persistence.target))}[/dim]")
         if args.command == "run":
@@ -315,6 +318,8 @@ async def _print_events(console: Console, events: Any, *, dag: bool = False) -> 
                 _print_card(console, event)
             case ThinkingStarted():
                 console.print(f"[dim]… thinking (iteration {event.iteration})[/dim]")
+            case AnswerSignalled():
+                console.print("[dim]… writing the answer[/dim]")
             case AnswerStarted():
                 console.rule("answer", style="dim")
             case AnswerDelta():
@@ -497,6 +502,7 @@ async def _serve(args: argparse.Namespace, console: Console, sock: Any = None, r
     try:
         auth = "bearer token required" if server_settings.resolved_api_key() else "no authentication"
         console.print(f"[dim]model: {escape(demo.model)} · mode: {demo.agent.mode} · tools: {len(demo.agent.tools)} · "
+                      f"safeguards: {policy_for(demo.agent.abilities).name} · "
                       f"threads: {escape(_redact(demo.checkpoints))} · {auth}[/dim]")
         if demo.mcp is not None:
             print_mcp_summary(console, demo.mcp)

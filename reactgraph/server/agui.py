@@ -184,8 +184,10 @@ class AguiEncoding:
             case ToolDone():
                 out.append(ToolCallResultEvent(message_id=f"{event.tool_call_id}:result", tool_call_id=event.tool_call_id,
                                                content=event.observation or event.error or "", role="tool"))
-            case AnswerSignalled():
-                pass  # the loop has its answer: the synthesis that follows is the message
+            case AnswerSignalled():  # the loop has its answer: the synthesis that follows is the message,
+                out += self._close_step()  # shown as a step while it is written (and checked, issue 36)
+                self.step = "writing_answer"
+                out.append(StepStartedEvent(step_name=self.step))
             case AnswerStarted():
                 out += self._close_step()
                 out += self._close_message()

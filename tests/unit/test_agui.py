@@ -59,8 +59,10 @@ def test_a_run_maps_to_steps_tool_calls_a_text_message_and_run_finished():
         "RUN_STARTED", "CUSTOM", "STEP_STARTED", "STEP_FINISHED",
         "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END",
         "TOOL_CALL_RESULT", "TOOL_CALL_RESULT", "CUSTOM", "CUSTOM", "CUSTOM", "STEP_STARTED", "STEP_FINISHED",
+        "STEP_STARTED", "STEP_FINISHED",  # writing the answer (issue 36: progress while it is written and checked)
         "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "RUN_FINISHED",
     ]
+    assert [fields["stepName"] for kind, fields in out if kind == "STEP_STARTED"][-1] == "writing_answer"
     assert out[0][1] == {"threadId": "t1", "runId": "r1"}
     customs = [fields for kind, fields in out if kind == "CUSTOM"]
     assert customs == [

@@ -1,0 +1,189 @@
+"""What a user sees of an answer (issue 36) and which calls a run makes for it: the answer made
+of observations, the checks that withdraw an answer before it is shown, the calls the small
+model's policy skips, and the per-tool side-effect declarations (issue 35)."""
+
+from __future__ import annotations
+
+import json
+
+from langchain_core.messages import AIMessage
+from langchain_core.tools import StructuredTool
+from pydantic import BaseModel
+
+from reactgraph import AgentSettings, ModelAbilities, ReActAgent
+from reactgraph.grounding import answer_problems, check_grounding, derivable, observation_answer
+from reactgraph.models import ResolvedModel
+from reactgraph.safeguards import PERMISSIVE, STRICT, SAFEGUARD_FIELDS, policy_for, resolve_settings
+from reactgraph.testing import ScriptedChatModel, tool_call
+from reactgraph.tooling import has_side_effects
+
+STATUS = """Equipment ID: CNC-003
+Name: CNC Lathe #1
+State: warning
+Vibration: 1.2 mm/s
+Active alarms: W-1105: vibration rising"""
+
+ALARMS = """2 active alarm(s):
+E-3301 | critical | CMP-002 (Air Compressor #2) | raised 2026-01-27 03:12
+W-1105 | warning | CNC-003 (CNC Lathe #1) | raised 2026-01-22 10:15"""
+
+SMALL = ModelAbilities(json_mode=True, schema_output="json_object_schema", small=True)
+
+
+def ok(name: str, args: dict, observation: str) -> dict:
+    return {"tool_name": name, "tool_args": args, "observation": observation, "error": None}
+
+
+# the answer made of observations ---------------------------------------------------------
+
+
+def test_key_value_output_is_a_list_under_a_lead_naming_the_subject():
+    text = observation_answer("CNC-003 상태 확인해줘", [ok("get_equipment_status", {"equipment_id": "CNC-003"}, STATUS)])
+    lines = text.splitlines()
+    assert lines[0] == "CNC-003에 대해 도구가 조회한 결과입니다."
+    assert "- **State**: warning" in lines and "- **Vibration**: 1.2 mm/s" in lines
+    assert "- **Active alarms**: W-1105: vibration rising" in lines
+    assert "```" not in text and "get_equipment_status" not in text and "equipment_id" not in text
+    english = observation_answer("What is the state of CNC-003?", [ok("s", {"equipment_id": "CNC-003"}, STATUS)])
+    assert english.startswith("Here is what the tools report about CNC-003.")
+
+
+def test_rows_become_a_table_and_a_title_line_stays_a_sentence():
+    text = observation_answer("List the active alarms", [ok("list_active_alarms", {}, ALARMS)])
+    assert text.startswith("Here is what the tools report.")
+    assert "2 active alarm(s):" in text.splitlines()
+    assert "| E-3301 | critical | CMP-002 (Air Compressor #2) | raised 2026-01-27 03:12 |" in text
+    assert "|---|---|---|---|" in text
+
+
+def test_two_tools_are_answered_together_without_a_line_twice():
+    steps = [ok("get_equipment_status", {"equipment_id": "CNC-003"}, STATUS),
+             ok("get_alarm_details", {"alarm_code": "W-1105"}, "Equipment ID: CNC-003\nRaised: 2026-01-22")]
+    text = observation_answer("CNC-003 and its alarm W-1105?", steps)
+    assert text.startswith("Here is what the tools report about CNC-003, W-1105.")
+    assert text.count("CNC-003") == 2  # the lead and the one Equipment ID line (the second tool's is not repeated)
+    assert "- **Raised**: 2026-01-22" in text
+    assert not answer_problems(text, "CNC-003 and its alarm W-1105?", ["get_equipment_status", "get_alarm_details"])
+
+
+def test_an_error_is_answered_with_what_the_tool_said():
+    failed = [{"tool_name": "get_equipment_status", "tool_args": {"equipment_id": "CNC-009"},
+               "error": "'CNC-009' is not a valid value — Input should be 'CNC-001' or 'CNC-003'"}]
+    text = observation_answer("CNC-009 상태?", failed)
+    assert text.startswith("CNC-009에 대해 도구가 데이터를 반환하지 않았습니다.")
+    assert "- 'CNC-009' is not a valid value — Input should be 'CNC-001' or 'CNC-003'" in text
+    assert "get_equipment_status" not in text
+
+
+# the checks -----------------------------------------------------------------------------
+
+
+def test_answer_problems_find_what_a_person_would_not_call_an_answer():
+    tools = ["get_equipment_status"]
+    assert answer_problems("1. Get_equipment_status({\"equipment_id\": \"CNC-003\"})", "CNC-003?", tools) == ["tool_call"]
+    assert answer_problems("Here:\n```\nState: warning\n```", "CNC-003?", tools) == ["code_fence"]
+    assert answer_problems("The answer is: warning.\nThe answer is: warning.", "CNC-003?", tools) == ["repeated_line"]
+    assert answer_problems("CNC-003 is in warning.", "CNC-003 상태 확인해줘", tools) == ["language"]
+    assert answer_problems("CNC-003은 경고 상태입니다.", "CNC-003 상태 확인해줘", tools) == []
+    assert answer_problems("  ", "q", tools) == ["empty"]
+
+
+def test_derived_figures_count_only_when_allowed():
+    steps = [ok("t", {}, "CNC-001 48.7 °C, CNC-003 42.1 °C, limit 60.0 °C")]
+    assert derivable("6.6", ["48.7", "42.1"]) and derivable("81.2", ["48.7", "60"]) and derivable("49", ["48.7"])
+    assert not derivable("93.4", ["48.7", "42.1", "60"]) and not derivable("CNC-004", ["48.7"])
+    answer = "CNC-001 is 6.6 °C warmer, at 81.2 % of its limit."
+    assert check_grounding(answer, steps, "q").ungrounded == ["6.6", "81.2"]
+    assert check_grounding(answer, steps, "q", derived=True).ungrounded == []
+
+
+# what the policy decides ------------------------------------------------------------------
+
+
+def test_one_place_decides_the_safeguards_and_a_callers_value_wins():
+    assert policy_for(None) is PERMISSIVE and policy_for(ModelAbilities(small=True)) is STRICT
+    assert set(SAFEGUARD_FIELDS) == set(PERMISSIVE.settings)
+    assert all(getattr(AgentSettings(), name) is None for name in SAFEGUARD_FIELDS)  # left to the policy
+    strict = resolve_settings(AgentSettings(grounding="report"), ModelAbilities(small=True))
+    assert (strict.grounding, strict.refuse_unasked_ids, strict.stall_repeats) == ("report", True, 1)
+    agent = ReActAgent(ScriptedChatModel(responses=["hi"]), [], abilities=ModelAbilities(tool_call=True))
+    assert agent.settings.grounding == "flag" and agent.settings.stall_repeats == 3
+    resolved = ResolvedModel(llm=ScriptedChatModel(), abilities=SMALL, description="small")
+    assert resolved.safeguards["policy"] == "strict" and resolved.safeguards["grounding"] == "enforce"
+
+
+def test_side_effects_are_read_from_metadata_and_mcp_annotations():
+    def make(metadata: dict | None) -> StructuredTool:
+        return StructuredTool.from_function(lambda: "x", name="t", description="t", metadata=metadata)
+
+    assert has_side_effects(make({"side_effects": True})) is True
+    assert has_side_effects(make({"side_effects": False, "destructiveHint": True})) is False  # ours wins
+    assert has_side_effects(make({"readOnlyHint": True})) is False
+    assert has_side_effects(make({"readOnlyHint": False, "idempotentHint": True})) is False  # a repeat changes nothing
+    assert has_side_effects(make({"destructiveHint": True})) is True
+    assert has_side_effects(make({"readOnlyHint": False})) is True
+    assert has_side_effects(make(None)) is None and has_side_effects(None) is None
+
+
+async def test_an_undeclared_tool_that_needs_approval_is_not_run_twice():
+    """An undeclared tool counts as having side effects only when its call needs approval;
+    without a checkpointer such a call is not run at all, so its repeat is refused unseen."""
+    class Order(BaseModel):
+        task: str
+
+    ran = []
+    order = StructuredTool.from_function(lambda task: ran.append(task) or f"order for {task}", name="order",
+                                         description="Place a work order.", args_schema=Order)
+    call = AIMessage("", tool_calls=[tool_call("order", {"task": "bearing"})])
+    agent = ReActAgent(ScriptedChatModel(responses=[call, call, "placed"]), [order],
+                       abilities=ModelAbilities(tool_call=True), settings=AgentSettings(approval={"order": "never"}))
+    result = await agent.run("Order a bearing")
+    assert ran == ["bearing", "bearing"] and result.steps[1].unchanged  # needs no approval: a repeat runs
+    assert agent.engine.repeat_changes_something({"name": "order", "args": {"task": "bearing"}}) is False
+    gated = ReActAgent(ScriptedChatModel(responses=["x"]), [order], abilities=ModelAbilities(tool_call=True),
+                       settings=AgentSettings(approval={"order": "always"}))
+    assert gated.engine.repeat_changes_something({"name": "order", "args": {"task": "bearing"}}) is True
+
+
+# the calls the small model's policy makes -------------------------------------------------
+
+
+def machine_tool() -> StructuredTool:
+    class Args(BaseModel):
+        equipment_id: str
+
+    return StructuredTool.from_function(lambda equipment_id: STATUS, name="get_equipment_status",
+                                        description="State of one machine.", args_schema=Args)
+
+
+async def test_a_covered_question_goes_straight_to_the_answer():
+    """Strict policy: once the observation covers the question's id, no further loop call is
+    made; the answer the model writes is checked before it is shown, and the observation answer
+    stands in for one that fails. Selection + loop + synthesis = 2 calls here (no selection)."""
+    loop_call = json.dumps({"type": "tool_call", "reasoning": "", "tool_name": "get_equipment_status",
+                            "tool_args": {"equipment_id": "CNC-003"}})
+    model = ScriptedChatModel(responses=[loop_call], repeat_last=True,
+                              synthesis="1. Get_equipment_status({...})\nThe answer is: 1.")
+    events = [e async for e in ReActAgent(model, [machine_tool()], abilities=SMALL).astream_events("CNC-003 상태 확인해줘")]
+    assert model.kinds == ["tool_loop", "synthesis"]
+    answer_events = [e.data["status"] for e in events if e.channel == "answer"]
+    assert answer_events == ["start", "delta", "done"]  # no draft, no reset
+    thinking = [e.data for e in events if e.channel == "step" and e.data.get("type") == "thinking"
+                and e.data["status"] == "done"]
+    assert thinking == [{"type": "thinking", "status": "done", "iteration": 1, "reasoning": ""}]  # no noise shown
+    done = events[-1].data
+    assert done["finish_reason"] == "covered" and done["grounding"]["action"] == "fallback"
+    assert done["grounding"]["problems"] == ["language", "tool_call"]
+    assert done["answer"].startswith("CNC-003에 대해 도구가 조회한 결과입니다.")
+    assert done["usage"]["model_calls"] == 2
+
+
+async def test_a_stalled_loop_with_synthesis_makes_no_answer_only_call():
+    call = AIMessage("", tool_calls=[tool_call("get_equipment_status", {"equipment_id": "CNC-003"})])
+    model = ScriptedChatModel(responses=[call], repeat_last=True, synthesis="CNC-003 is in warning at 1.2 mm/s.")
+    agent = ReActAgent(model, [machine_tool()], abilities=ModelAbilities(tool_call=True),
+                       settings=AgentSettings(stall_repeats=1))
+    events = [e async for e in agent.astream_events("What is the state of CNC-003?")]
+    assert model.kinds == ["tool_loop", "tool_loop", "synthesis"]
+    assert events[-1].data["finish_reason"] == "stalled"
+    assert events[-1].data["answer"] == "CNC-003 is in warning at 1.2 mm/s."
