@@ -18,6 +18,7 @@ import os
 import sys
 
 from mcp.server.fastmcp import FastMCP, Image
+from mcp.types import ToolAnnotations
 from mcp.types import EmbeddedResource, TextResourceContents
 
 PNG_1X1 = base64.b64decode(
@@ -30,7 +31,7 @@ def build_server(port: int = 0) -> FastMCP:
     """The FastMCP app with the test tools, listening on ``port`` when run over HTTP."""
     server = FastMCP("plant-extras", host="127.0.0.1", port=port, log_level="WARNING")
 
-    @server.tool()
+    @server.tool(annotations=ToolAnnotations(readOnlyHint=True))  # a read: its repeat runs (issue 35)
     def machine_temperature(machine_id: str) -> str:
         """Current spindle temperature of a machine in degrees Celsius."""
         return f"{machine_id}: spindle temperature 71.5 C"

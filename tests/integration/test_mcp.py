@@ -27,6 +27,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent, load_mcp_tools
 from reactgraph.testing import ScriptedChatModel, tool_call
+from reactgraph.tooling import has_side_effects
 from tests.npm import npm_bin, npm_cache_dir
 from tests.processes import REPO
 
@@ -100,6 +101,9 @@ async def test_an_agent_turn_uses_both_servers_and_answers_after_one_dies(everyt
         names = [tool.name for tool in tools]
         # Both servers have an ``echo``: both are prefixed; other names are kept.
         assert {"everything_echo", "plant_echo", "machine_temperature", "trend_chart"} <= set(names)
+        by_name = {tool.name: tool for tool in tools}
+        assert has_side_effects(by_name["machine_temperature"]) is False  # its readOnlyHint, through the loader
+        assert has_side_effects(by_name["trend_chart"]) is None  # it declares nothing
         assert "echo" not in names and len(names) == len(set(names))
         model = ScriptedChatModel(
             by_kind={"selection": [AIMessage("", tool_calls=[tool_call(
