@@ -728,10 +728,12 @@ async def run_create_agent(graph: Any, question: str, recursion_limit: int) -> R
 
 # --------------------------------------------------------------------------- report
 
-ROWS = ("native", "json", "permissive", "create_agent")
-"""The rows: ``permissive`` is the ``json`` agent with the permissive safeguard policy forced
-(:data:`reactgraph.safeguards.PERMISSIVE`), so on a small model the difference the strict
-policy makes is measured in the same run (issue 35)."""
+ROWS = ("native", "json", "synthesis", "permissive", "create_agent")
+"""The rows: ``synthesis`` is the ``json`` agent with ``answer_from_observations=False`` (the
+model writes the answer, checked before it is shown), so what the synthesis call adds is
+measured (issue 36); ``permissive`` is the ``json`` agent with the permissive safeguard policy
+forced (:data:`reactgraph.safeguards.PERMISSIVE`), so on a small model the difference the
+strict policy makes is measured in the same run (issue 35)."""
 
 
 @dataclass
@@ -897,11 +899,11 @@ async def main(argv: list[str] | None = None) -> int:
             for row in args.rows:
                 if row == "create_agent":
                     agents[row] = create_agent(resolved.llm, hub, system_prompt=DEMO_SYSTEM_PROMPT)
-                elif row == "permissive":
+                elif row in ("permissive", "synthesis"):
+                    forced = dict(PERMISSIVE.settings) if row == "permissive" else {"answer_from_observations": False}
                     agents[row] = ReActAgent(resolved.llm, hub, use_native_tools=False, abilities=resolved.abilities,
                                              settings=AgentSettings(max_iterations=args.max_iterations,
-                                                                    system_prompt=DEMO_SYSTEM_PROMPT,
-                                                                    **PERMISSIVE.settings))
+                                                                    system_prompt=DEMO_SYSTEM_PROMPT, **forced))
                 else:
                     agents[row] = build_demo_agent(resolved, hub, json_mode=row == "json", max_iterations=args.max_iterations)
             summaries = {row: RowSummary(row, "-" if row == "create_agent" else agents[row].mode) for row in args.rows}

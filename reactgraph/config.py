@@ -159,6 +159,10 @@ class AgentSettings:
             answer that fails the check is asked for once more with a stricter prompt before
             the observation answer replaces it (a small model's second try measured no better
             than the observation answer, at one more call).
+        answer_from_observations: *Safeguard* (strict: on, permissive: off). When a tool call
+            succeeded, the answer is built from the observations themselves
+            (:func:`~reactgraph.grounding.observation_answer`) without a synthesis call: for a
+            model whose own answers rarely pass the check, that call only costs time (issue 36).
         grounding_check_first: *Safeguard* (strict: on, permissive: off). Under
             ``"enforce"``, write the answer in full and check it before anything is shown (a
             client never sees a withdrawn draft, issue 36); off, the answer streams and one
@@ -236,6 +240,7 @@ class AgentSettings:
     grounding_derived: bool | None = None
     grounding_reask: bool | None = None
     grounding_check_first: bool | None = None
+    answer_from_observations: bool | None = None
     lexical_gate: bool | None = None
     approval: Mapping[str, ApprovalRule] = field(default_factory=dict, hash=False)
     before_tool: Sequence[Callable[..., Any]] = field(default=(), hash=False)

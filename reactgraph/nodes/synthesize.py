@@ -30,6 +30,10 @@ the answer is checked against the trace, the question and the earlier turns
   failed, no synthesis call is made: the answer is what the tools said (grounding
   ``action: "no_data"``).
 
+With ``answer_from_observations`` (the strict policy), a turn where some tool call succeeded
+makes no synthesis call at all: the answer is the observation answer (grounding
+``action: "observations"``).
+
 A run ended by a ``return_direct`` tool makes no model call: the tool's result is sent as
 the answer, as it is (issue 21).
 """
@@ -146,6 +150,12 @@ class Synthesize:
             return {"synthesis": await emit_answer(one_chunk(state.get("answer") or ""), "")}
         usage: dict[str, int] = {}
         history = format_history(state.get("earlier_turns") or [])
+        steps = state.get("steps", [])
+        if settings.answer_from_observations and any(not step.get("error") for step in steps):
+            text = await emit_answer(one_chunk(observation_answer(state.get("query", ""), steps,
+                                                                  settings.synthesis_result_chars)), "")
+            report = self._check(state, text, history)
+            return {"synthesis": text, "grounding": report.to_dict(settings.grounding or "off", "observations")}
         if settings.grounding == "enforce":
             return await self._enforced(state, config, usage, history)
         flag = self._flag_note(state, history) if settings.grounding == "flag" else None

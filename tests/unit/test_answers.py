@@ -158,24 +158,30 @@ def machine_tool() -> StructuredTool:
 
 async def test_a_covered_question_goes_straight_to_the_answer():
     """Strict policy: once the observation covers the question's id, no further loop call is
-    made; the answer the model writes is checked before it is shown, and the observation answer
-    stands in for one that fails. Selection + loop + synthesis = 2 calls here (no selection)."""
-    loop_call = json.dumps({"type": "tool_call", "reasoning": "", "tool_name": "get_equipment_status",
-                            "tool_args": {"equipment_id": "CNC-003"}})
-    model = ScriptedChatModel(responses=[loop_call], repeat_last=True,
-                              synthesis="1. Get_equipment_status({...})\nThe answer is: 1.")
+    made and the answer is built from the observation with no synthesis call — one model call
+    in all here (no selection with one tool). With ``answer_from_observations`` off, the model's
+    answer is written, checked before it is shown, and replaced when it fails."""
+    loop_call = json.dumps({"type": "tool_call", "reasoning": "This tool is a tool for the other machines",
+                            "tool_name": "get_equipment_status", "tool_args": {"equipment_id": "CNC-003"}})
+    model = ScriptedChatModel(responses=[loop_call], repeat_last=True)
     events = [e async for e in ReActAgent(model, [machine_tool()], abilities=SMALL).astream_events("CNC-003 상태 확인해줘")]
-    assert model.kinds == ["tool_loop", "synthesis"]
-    answer_events = [e.data["status"] for e in events if e.channel == "answer"]
-    assert answer_events == ["start", "delta", "done"]  # no draft, no reset
+    assert model.kinds == ["tool_loop"]
     thinking = [e.data for e in events if e.channel == "step" and e.data.get("type") == "thinking"
                 and e.data["status"] == "done"]
     assert thinking == [{"type": "thinking", "status": "done", "iteration": 1, "reasoning": ""}]  # no noise shown
     done = events[-1].data
-    assert done["finish_reason"] == "covered" and done["grounding"]["action"] == "fallback"
-    assert done["grounding"]["problems"] == ["language", "tool_call"]
+    assert done["finish_reason"] == "covered" and done["grounding"]["action"] == "observations"
+    assert done["answer"].startswith("CNC-003에 대해 도구가 조회한 결과입니다.") and done["usage"]["model_calls"] == 1
+
+    model = ScriptedChatModel(responses=[loop_call], repeat_last=True,
+                              synthesis="1. Get_equipment_status({...})\nThe answer is: 1.")
+    agent = ReActAgent(model, [machine_tool()], abilities=SMALL, settings=AgentSettings(answer_from_observations=False))
+    events = [e async for e in agent.astream_events("CNC-003 상태 확인해줘")]
+    assert model.kinds == ["tool_loop", "synthesis"]
+    assert [e.data["status"] for e in events if e.channel == "answer"] == ["start", "delta", "done"]  # no draft
+    done = events[-1].data
+    assert done["grounding"]["action"] == "fallback" and done["grounding"]["problems"] == ["language", "tool_call"]
     assert done["answer"].startswith("CNC-003에 대해 도구가 조회한 결과입니다.")
-    assert done["usage"]["model_calls"] == 2
 
 
 async def test_a_stalled_loop_with_synthesis_makes_no_answer_only_call():

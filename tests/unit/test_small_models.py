@@ -209,7 +209,7 @@ async def test_native_stall_asks_for_the_answer_with_no_tools_bound():
     assert result.finish_reason == "stalled" and result.iterations == 3
     streamed = ScriptedChatModel(responses=[call, call], synthesis="CNC-003: warning, 48.7 °C, 1.2 mm/s, W-1105.")
     agent = ReActAgent(streamed, plant_tools(), abilities=NATIVE,
-                       settings=AgentSettings(max_iterations=6, answer_when_covered=False))
+                       settings=AgentSettings(max_iterations=6, answer_when_covered=False, answer_from_observations=False))
     events = [e async for e in agent.astream_events("CNC-003 상태 확인해줘")]
     assert [e.data for e in events if e.channel == "stall"] == [{"iteration": 3, "reason": "repeated_call"}]
     done = events[-1].data
@@ -276,15 +276,18 @@ async def test_enforce_with_two_facts_withdraws_a_one_fact_answer():
         events = [e async for e in ReActAgent(model, plant_tools(), abilities=NATIVE, settings=settings).astream_events("CNC-003 상태")]
         return events[-1].data
 
-    strict = await done_of(AgentSettings(grounding="enforce", grounding_min_facts=2, answer_when_covered=False))
+    strict = await done_of(AgentSettings(grounding="enforce", grounding_min_facts=2, answer_when_covered=False,
+                                         answer_from_observations=False))
     assert strict["grounding"]["action"] == "fallback"
     assert "vibration 1.2 mm/s, alarm W-1105" in strict["answer"]
-    one = await done_of(AgentSettings(grounding="enforce", grounding_min_facts=1, answer_when_covered=False))
+    one = await done_of(AgentSettings(grounding="enforce", grounding_min_facts=1, answer_when_covered=False,
+                                      answer_from_observations=False))
     assert one["grounding"]["action"] == "fallback" and one["grounding"]["problems"] == ["language"]
     english = ScriptedChatModel(responses=[AIMessage(content="", tool_calls=[tool_call("machine_status", {"machine_id": "CNC-003"})]),
                                            "done"], synthesis="CNC-003 is at 48.7 °C.")
     agent = ReActAgent(english, plant_tools(), abilities=NATIVE,
-                       settings=AgentSettings(grounding="enforce", grounding_min_facts=1, answer_when_covered=False))
+                       settings=AgentSettings(grounding="enforce", grounding_min_facts=1, answer_when_covered=False,
+                                              answer_from_observations=False))
     kept = [e async for e in agent.astream_events("CNC-003 status")][-1].data
     assert kept["grounding"]["action"] == "kept" and kept["answer"] == "CNC-003 is at 48.7 °C."  # one fact is enough
 
@@ -306,7 +309,7 @@ async def test_the_lexical_gate_offers_no_tools_to_a_question_no_tool_matches():
 def grounding_agent(synthesis, mode: str, **settings: object) -> tuple[ReActAgent, ScriptedChatModel]:
     model = ScriptedChatModel(responses=[AIMessage(content="", tool_calls=[tool_call("machine_status", {"machine_id": "CNC-003"})]),
                                          "CNC-003 is in warning."], synthesis=synthesis)
-    settings = {"answer_when_covered": False, **settings}
+    settings = {"answer_when_covered": False, "answer_from_observations": False, **settings}
     return ReActAgent(model, plant_tools(), abilities=NATIVE, settings=AgentSettings(grounding=mode, **settings)), model
 
 
