@@ -135,9 +135,23 @@ def hybrid_selection(picked: list[str] | None, ranked: list[tuple[str, float]], 
     return sorted(chosen, key=lambda name: position.get(name, len(position)))[:limit]
 
 
+def settled_without_model(ranked: list[tuple[str, float]], limit: int) -> list[str] | None:
+    """The selection when no pick of the model can change it (issue 36: a call that adds
+    nothing is not made), else ``None``.
+
+    With ``limit`` 1 and a clear lexical winner (it scores above 0 and strictly above every
+    other tool), :func:`hybrid_selection` keeps that winner whatever the model picks, so the
+    selection call is skipped (the strict policy's ``tool_selection_max`` is 1).
+    """
+    if limit == 1 and ranked and ranked[0][1] > 0 and (len(ranked) == 1 or ranked[0][1] > ranked[1][1]):
+        return [ranked[0][0]]
+    return None
+
+
 class SelectTools:
     """Choose the tools of this turn (see the module docstring). Emits the ``phase`` event
-    ``{phase: "selecting_tools", total_tools}`` when it runs a selection."""
+    ``{phase: "selecting_tools", total_tools}`` when it runs a selection call; none is made
+    when its outcome is settled without it (:func:`settled_without_model`)."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -150,6 +164,9 @@ class SelectTools:
         ranked = self.engine.ranker.rank(state.get("query", ""))
         if settings.lexical_gate and not any(score > 0 for _, score in ranked):
             return {"selected_tools": []}  # no tool shares a word with the question: answer directly
+        settled = settled_without_model(ranked, settings.tool_selection_max)
+        if settled is not None:
+            return {"selected_tools": settled}
         shortlist = [self.engine.tools[name] for name, _ in ranked[: max(settings.tool_selection_shortlist, settings.tool_selection_max)]]
         emit(SelectingTools(total_tools=len(tools)))
         names, usage = await select_tool_names(

@@ -77,8 +77,9 @@ async def ask(page: Page, text: str) -> None:
 
 async def test_the_demo_question_on_the_embedded_model(local_server, tmp_path):
     """The page on the agent ``reactgraph serve`` builds on the embedded model (the demo agent
-    with the embedded profile's settings, SPEC R13.1): the demo question ends with CNC-003's
-    facts on screen, and the screenshot shows what a user sees."""
+    with the strict safeguards of a small model, SPEC R13.1): the demo question ends with one
+    answer — CNC-003's facts under a Korean lead, no draft withdrawn, no loop text — and the
+    screenshot shows what a user sees."""
     resolved = ResolvedModel(llm=local_server.chat_model(), abilities=local_server.abilities,
                              description=local_server.description, server=local_server)
     async with open_checkpointer(tmp_path / "threads.db") as saver:
@@ -95,9 +96,13 @@ async def test_the_demo_question_on_the_embedded_model(local_server, tmp_path):
             assert await cards.count() >= 1
             assert await page.locator("details.tool-card .tool-name").first.inner_text()
             assert await page.locator('details.tool-card[data-status="running"]').count() == 0  # every card finished
+            assert await page.locator(".answer").count() == 1  # one answer, never a withdrawn draft (issue 36)
+            assert await page.locator(".reasoning").count() == 0  # the small model's loop text is not shown
             answer = (await page.locator(".answer .answer-body").inner_text()).strip()
-            for fact in ("warning", "W-1105"):  # CNC-003's state and active alarm, from the tool
+            for fact in ("warning", "1.2 mm/s", "W-1105"):  # CNC-003's state, vibration and alarm, from the tool
                 assert fact in answer, (fact, answer)
+            assert answer.splitlines()[0].startswith("CNC-003에 대해")  # a Korean lead for a Korean question
+            assert "```" not in answer and "get_equipment_status" not in answer
             assert "iterations" in await footer.inner_text() and "tokens" in await footer.inner_text()
             assert await page.locator(".user").inner_text() == DEMO_QUESTION
 

@@ -9,6 +9,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import StructuredTool
 
 from reactgraph import _TOOL_SELECTION_MAX, TOOL_SELECTION_THRESHOLD, AgentSettings, ModelAbilities, ReActAgent
+from reactgraph.nodes.select_tools import settled_without_model
 from reactgraph.ranking import catalog_line
 from reactgraph.safeguards import resolve_settings
 from reactgraph.testing import ScriptedChatModel, tool_call
@@ -173,3 +174,23 @@ def test_words_are_stemmed_alike_from_many_threads_at_once():
         assert results[n] == [reference.stemWord(word) for word in words[n::8]]
     assert tokenize("Running machines alarms failed") == ["run", "machin", "alarm", "fail"]
     assert stem("alarms") == "alarm" and stem.cache_info().hits >= 1
+
+
+async def test_a_selection_settled_by_a_clear_lexical_winner_makes_no_call():
+    """Issue 36: with one tool to keep and a clear lexical winner, the model's pick cannot change
+    the selection (the winner is always kept), so no selection call is made; a tie still asks."""
+    tools = make_tools(12) + [StructuredTool.from_function(lambda machine_id: f"{machine_id}: warning",
+                                                           name="equipment_status",
+                                                           description="Current state of one machine.")]
+    model = ScriptedChatModel(responses=["answer"])
+    agent = ReActAgent(model, tools, abilities=NATIVE, settings=AgentSettings(tool_selection_max=1))
+    events = [e async for e in agent.astream_events("What is the current state of machine M1?")]
+    assert "phase" not in [e.channel for e in events] and model.kinds[0] == "tool_loop"
+    assert [t["function"]["name"] for t in model.call_kwargs[0]["tools"]] == ["equipment_status"]
+    tied = ScriptedChatModel(responses=[selection(["tool_03"]), "answer"])
+    await ReActAgent(tied, make_tools(13), abilities=NATIVE, settings=AgentSettings(tool_selection_max=1)).run(
+        "read connector data for machine M1")
+    assert tied.kinds[0] == "selection"
+    assert settled_without_model([("a", 2.0), ("b", 1.0)], 1) == ["a"]
+    assert settled_without_model([("a", 2.0), ("b", 1.0)], 2) is None
+    assert settled_without_model([("a", 0.0), ("b", 0.0)], 1) is None
