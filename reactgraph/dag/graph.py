@@ -29,15 +29,22 @@ from reactgraph.dag.settings import DAGSettings
 from reactgraph.dag.state import DAGState
 from reactgraph.dag.synthesize import DAGSynthesize
 from reactgraph.models.registry import ModelRegistry
-from reactgraph.state import RESET, InputState
+from reactgraph.state import RESET, TURN_ANSWER_CHARS, InputState
 
 
 async def start_dag(state: DAGState) -> dict[str, Any]:
-    """Open the run: the goal is the last human message; every per-run field is reset."""
+    """Open the run: the goal is the last human message; every per-run field is reset, and the
+    run before this one on the thread (its goal and the answer the user saw) joins
+    ``earlier_turns``."""
     goal = next((message_text(m) for m in reversed(state.get("messages", [])) if isinstance(m, HumanMessage)), "")
-    return {"goal": goal, "round": 0, "plan": [], "plan_warnings": [], "results": RESET, "analysis": None,
-            "round_summary": "", "answer": "", "synthesis": None, "finish_reason": None, "error": None,
-            "usage": RESET, "started_at": time.time()}
+    update: dict[str, Any] = {
+        "goal": goal, "round": 0, "plan": [], "plan_warnings": [], "results": RESET, "analysis": None,
+        "round_summary": "", "answer": "", "synthesis": None, "finish_reason": None, "error": None,
+        "usage": RESET, "started_at": time.time()}
+    if state.get("goal"):
+        answer = state.get("synthesis") or state.get("answer") or ""
+        update["earlier_turns"] = [{"question": state["goal"][:TURN_ANSWER_CHARS], "answer": answer[:TURN_ANSWER_CHARS]}]
+    return update
 
 
 def route_plan(state: DAGState) -> Literal["schedule", "synthesize"]:

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from typing_extensions import NotRequired, TypedDict
 
-from reactgraph.state import RESET, InputState, add_usage
+from reactgraph.state import RESET, InputState, add_turns, add_usage
 
 
 class PlanStep(TypedDict):
@@ -104,4 +104,8 @@ class DAGState(InputState, total=False):
     usage: Annotated[dict[str, int], add_usage]
     """Tokens and model calls summed over the planner, every step, the analyzer and the synthesis."""
     started_at: float
+    earlier_turns: Annotated[list[dict[str, str]], add_turns]
+    """The thread's earlier runs, oldest first, each ``{"question", "answer"}`` (as
+    ``AgentState.earlier_turns``): the synthesis sees them, so a follow-up goal's "that machine"
+    is answered about the right thing (issue 35)."""
     """Wall-clock start (seconds since the epoch)."""

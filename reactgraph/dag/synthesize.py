@@ -20,18 +20,21 @@ from reactgraph.dag.analyze import format_results
 from reactgraph.dag.settings import DAGSettings
 from reactgraph.dag.state import DAGState, PlanStep, StepResult
 from reactgraph.models.registry import ModelRegistry
-from reactgraph.prompts import SYNTHESIS_SYSTEM, SYNTHESIS_USER
-from reactgraph.synthesis import emit_answer, one_chunk, stream_messages
+from reactgraph.prompts import SYNTHESIS_HISTORY, SYNTHESIS_SYSTEM, SYNTHESIS_USER
+from reactgraph.synthesis import emit_answer, format_history, one_chunk, stream_messages
 
 
 def dag_synthesis_messages(goal: str, plan: Sequence[PlanStep], results: Mapping[str, StepResult],
-                           draft: str | None, chars: int) -> list[BaseMessage]:
+                           draft: str | None, chars: int, history: str = "") -> list[BaseMessage]:
     """The synthesis prompt: the synthesizer system prompt, and the goal with the steps'
-    results (each cut to ``chars``) and the analyzer's draft answer as the work log."""
+    results (each cut to ``chars``) and the analyzer's draft answer as the work log, after the
+    thread's earlier runs (``history``, :func:`~reactgraph.synthesis.format_history`) when
+    there are some (issue 35)."""
     trace = format_results(plan, results, chars)
     if draft:
         trace += f"\n\nDraft answer from the assistant:\n{draft}"
-    return [SystemMessage(SYNTHESIS_SYSTEM), HumanMessage(SYNTHESIS_USER.format(query=goal, trace=trace))]
+    before = SYNTHESIS_HISTORY.format(turns=history) if history.strip() else ""
+    return [SystemMessage(SYNTHESIS_SYSTEM), HumanMessage(before + SYNTHESIS_USER.format(query=goal, trace=trace))]
 
 
 class DAGSynthesize:
@@ -55,7 +58,7 @@ class DAGSynthesize:
             return {"synthesis": await emit_answer(one_chunk(answer), answer)}
         draft = (state.get("analysis") or {}).get("final_answer")
         messages = dag_synthesis_messages(state.get("goal", ""), state.get("plan") or [], results, draft,
-                                          self.settings.result_chars)
+                                          self.settings.result_chars, format_history(state.get("earlier_turns") or []))
         usage: dict[str, int] = {}
         chunks = stream_messages(self.models.resolve(self.settings.synthesis_role).llm, messages, config=config,
                                  usage_out=usage)

@@ -443,3 +443,19 @@ async def test_closing_the_event_stream_cancels_the_running_step(tools):
     await asyncio.wait_for(started.wait(), 5)
     await events.aclose()
     await asyncio.wait_for(cancelled.wait(), 1)
+
+
+async def test_a_follow_up_goals_synthesis_sees_the_threads_earlier_run(tools):
+    """Issue 35: DAG mode's synthesis, like ReAct mode's, is shown the thread's earlier runs, so a
+    follow-up goal that says "that machine" is answered about the right one."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    general = general_model([plan(step("a")), plan(step("b"))], [verdict(True, 1.0, "CNC-003, on 2026-01-10"),
+                                                                 verdict(True, 1.0, "yes")],
+                            synthesis="CNC-003 was last maintained on 2026-01-10.")
+    agent = DAGAgent(general, tools, settings=SETTINGS, checkpointer=InMemorySaver())
+    [e async for e in agent.astream_events("When was CNC-003 last maintained?", thread_id="dag-t")]
+    [e async for e in agent.astream_events("Is that machine over any limit?", thread_id="dag-t")]
+    prompt = general.calls[-1][-1].content
+    assert "User: When was CNC-003 last maintained?\nAssistant: CNC-003 was last maintained on 2026-01-10." in prompt
+    assert prompt.index("User: When was CNC-003") < prompt.index("Question:\nIs that machine over any limit?")
