@@ -138,6 +138,15 @@ def _short(value: Any, limit: int = 200) -> str:
 
 def _print_card(console: Console, event: ToolDone) -> None:
     elapsed = f"{event.iter_elapsed or 0:.2f}s"
+    approval = event.data.get("approval")
+    if event.data.get("repeat_of"):  # asked again for a call already decided: not asked, not run (R13.3)
+        console.print(f"  [yellow]↺ {escape(event.tool_name)}[/yellow]({escape(_short(event.tool_args))}) "
+                      f"[dim]asked again: {approval} before, so {'the same rejection' if approval == 'rejected' else 'the earlier result'}[/dim]")
+        return
+    if approval == "rejected":
+        console.print(f"  [yellow]⊘ {escape(event.tool_name)} rejected[/yellow]({escape(_short(event.tool_args))}) "
+                      f"[dim]{escape(_short(event.error or '', 300))}[/dim]")
+        return
     if event.error:
         console.print(f"  [red]✗ {escape(event.tool_name)}[/red] [dim]({elapsed})[/dim] {escape(_short(event.error, 300))}")
         return
@@ -342,6 +351,8 @@ async def _print_events(console: Console, events: Any, *, dag: bool = False) -> 
             case ApprovalWaiting():
                 printed.pending = list(event.pending or [])
                 console.print(f"[yellow]⏸ waiting for approval of {len(printed.pending)} tool call(s)[/yellow]")
+            case Done() if event.finish_reason == "waiting":
+                printed.done = event  # the ⏸ line said it; the footer comes with the run's end
             case Done():
                 printed.done = event
                 usage = event.usage
