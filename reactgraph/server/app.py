@@ -25,7 +25,8 @@
   calls it waits on from the checkpointer; 404 for a thread it does not know.
 - ``POST /agui`` takes an AG-UI ``RunAgentInput`` and streams the run as AG-UI events
   (:mod:`reactgraph.server.agui`, ``docs/agui.md``).
-- ``GET /healthz`` and the page at ``/`` (static files under ``/static``).
+- ``GET /healthz``, the page at ``/`` (static files under ``/static``) and its icon at
+  ``/favicon.ico``.
 
 Every request passes :class:`~reactgraph.server.gate.RequestGate` before its body is read:
 when an API key is configured (``REACTGRAPH_API_KEY``), every path but ``/healthz``, the
@@ -711,6 +712,11 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:
         return FileResponse(str(STATIC_DIR / "index.html"), headers={"Cache-Control": "no-cache"})
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    async def favicon() -> FileResponse:
+        return FileResponse(str(STATIC_DIR / "favicon.svg"), media_type="image/svg+xml",
+                            headers={"Cache-Control": "max-age=86400"})
 
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     return app
