@@ -140,8 +140,9 @@ def _print_card(console: Console, event: ToolDone) -> None:
     elapsed = f"{event.iter_elapsed or 0:.2f}s"
     approval = event.data.get("approval")
     if event.data.get("repeat_of"):  # asked again for a call already decided: not asked, not run (R13.3)
+        outcome = "the same rejection" if approval == "rejected" else "the earlier result"
         console.print(f"  [yellow]↺ {escape(event.tool_name)}[/yellow]({escape(_short(event.tool_args))}) "
-                      f"[dim]asked again: {approval} before, so {'the same rejection' if approval == 'rejected' else 'the earlier result'}[/dim]")
+                      f"[dim]asked again: {approval} before, so {outcome}[/dim]")
         return
     if approval == "rejected":
         console.print(f"  [yellow]⊘ {escape(event.tool_name)} rejected[/yellow]({escape(_short(event.tool_args))}) "

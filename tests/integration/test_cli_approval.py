@@ -39,8 +39,8 @@ class Terminal:
         env = {**os.environ, "REACTGRAPH_HOME": str(tmp_path), "COLUMNS": "200", "TERM": "dumb"}
         env.pop("REACTGRAPH_DATABASE_URL", None)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.scripted_cli", json.dumps(script), *args, "--db", str(tmp_path / "factory.db"),
-             "--db-url", str(tmp_path / "checkpoints.db")],
+            [sys.executable, "-m", "tests.scripted_cli", json.dumps(script), *args,
+             "--db", str(tmp_path / "factory.db"), "--db-url", str(tmp_path / "checkpoints.db")],
             stdin=slave, stdout=slave, stderr=slave, cwd=ROOT, env=env, close_fds=True)
         os.close(slave)
         self.master = master

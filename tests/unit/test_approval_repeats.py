@@ -24,8 +24,8 @@ def repeating_model(mode: str) -> ScriptedChatModel:
     if mode == "native":
         return ScriptedChatModel(responses=[calls(("stop_line", ORIGINAL, "c1")), calls(("stop_line", ORIGINAL, "c2")),
                                             "Handled."], synthesis="Handled.")
-    return ScriptedChatModel(responses=[action("stop_line", ORIGINAL), action("stop_line", ORIGINAL), final("Handled.")],
-                             synthesis="Handled.")
+    return ScriptedChatModel(responses=[action("stop_line", ORIGINAL), action("stop_line", ORIGINAL),
+                                        final("Handled.")], synthesis="Handled.")
 
 
 def last_observation(model: ScriptedChatModel, mode: str) -> str:

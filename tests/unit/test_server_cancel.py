@@ -32,8 +32,9 @@ async def slow_check(equipment_id: str) -> str:
 
 async def test_cancel_stops_the_run_and_leaves_the_thread_resumable():
     started.clear(), release.clear(), runs.clear()
-    model = ScriptedChatModel(responses=[AIMessage("", tool_calls=[tool_call("slow_check", {"equipment_id": "CNC-003"}, "c1")]),
-                                         "CNC-003 is normal."], synthesis="CNC-003 is **normal**.")
+    call = tool_call("slow_check", {"equipment_id": "CNC-003"}, "c1")
+    model = ScriptedChatModel(responses=[AIMessage("", tool_calls=[call]), "CNC-003 is normal."],
+                              synthesis="CNC-003 is **normal**.")
     agent = ReActAgent(model, [slow_check], abilities=ModelAbilities(tool_call=True), checkpointer=InMemorySaver())
     async with running_server(create_app(agent, ServerSettings(api_key=""))) as base, \
             httpx.AsyncClient(base_url=base, timeout=30) as client:
