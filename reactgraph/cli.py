@@ -167,7 +167,7 @@ def _short(value: Any, limit: int = 200) -> str:
 def _print_card(console: Console, event: ToolDone) -> None:
     elapsed = f"{event.iter_elapsed or 0:.2f}s"
     approval = event.data.get("approval")
-    if event.data.get("repeat_of"):  # asked again for a call already decided: not asked, not run (R13.3)
+    if event.data.get("repeat_of_decided"):  # asked again for a call already decided: not asked, not run (R13.3)
         outcome = "the same rejection" if approval == "rejected" else "the earlier result"
         console.print(f"  [yellow]↺ {escape(event.tool_name)}[/yellow]({escape(_short(event.tool_args))}) "
                       f"[dim]asked again: {approval} before, so {outcome}[/dim]")

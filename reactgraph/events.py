@@ -253,7 +253,7 @@ class ToolDone(AgentEvent):
     A call a person decided (SPEC R13.3) also carries ``approval`` (``approved``,
     ``edited`` or ``rejected``; a rejected call's ``error`` is the person's message, not a
     tool failure), and a call that repeated one already decided this turn, answered with
-    that call's outcome without asking again, ``repeat_of``: the decided call's id."""
+    that call's outcome without asking again, ``repeat_of_decided``: the decided call's id."""
 
     channel: ClassVar[Channel] = "step"
     tag: ClassVar[tuple[tuple[str, str], ...]] = (("type", "iteration"), ("status", "done"))
@@ -266,7 +266,7 @@ class ToolDone(AgentEvent):
     tool_call_id: str
     artifact: dict[str, Any] | None
     approval: Any = OMIT
-    repeat_of: Any = OMIT
+    repeat_of_decided: Any = OMIT
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -576,7 +576,7 @@ def tool_done_event(record: dict[str, Any], preview_chars: int) -> ToolDone:
         observation=str(record.get("observation") or "")[:preview_chars], error=record.get("error"),
         iter_elapsed=round(float(record.get("elapsed") or 0.0), 4), tool_call_id=record.get("tool_call_id"),
         artifact=record.get("artifact"), approval=record.get("approval") or OMIT,
-        repeat_of=record.get("repeat_of") or OMIT,
+        repeat_of_decided=record.get("repeat_of_decided") or OMIT,
     )
 
 

@@ -102,6 +102,7 @@ def _decided_repeat(call: dict[str, Any], steps: list[dict[str, Any]]) -> dict[s
     earlier = earlier_decision(call, steps)
     if earlier is None:
         return None
+    call = {key: value for key, value in call.items() if key != "repeat_of"}  # answered, not run: nothing to compare
     return {"call": {**call, "error": None, "refused": REPEAT_REFUSAL},
             "decided": {key: earlier.get(key) for key in ("tool_call_id", "approval", "observation", "error")}}
 

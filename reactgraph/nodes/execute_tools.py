@@ -208,7 +208,7 @@ class ExecuteTools:
         if decision is not None and decision.type == "edit":
             record["requested_args"] = requested_args  # what the model asked for: a repeat of it is this call
         if decided is not None:
-            record["repeat_of"] = decided.get("tool_call_id")
+            record["repeat_of_decided"] = decided.get("tool_call_id")
         update: dict[str, Any] = {"steps": [record]}
         # Back to the model node, which drains follow-ups first (R7.2), routed here from the
         # Send payload: a conditional edge would copy every channel of the state to read

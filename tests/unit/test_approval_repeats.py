@@ -66,12 +66,12 @@ async def test_a_repeated_decided_call_gets_the_decided_outcome_without_a_second
     first, repeat = [e for e in events if isinstance(e, ToolDone)]
     label = {"approve": "approved", "edit": "edited", "reject": "rejected"}[kind]
     assert (first.approval, repeat.approval) == (label, label)
-    assert repeat.repeat_of == first.tool_call_id and "repeat_of" not in first.data
+    assert repeat.repeat_of_decided == first.tool_call_id and "repeat_of_decided" not in first.data
     assert repeat.observation == first.observation and shown in repeat.observation
     assert (repeat.error is None) == (kind != "reject")  # the earlier result is no error; a rejection stays one
     assert shown in last_observation(model, mode)
     state = await agent.graph.aget_state({"configurable": {"thread_id": "t"}})
-    assert [s.get("repeat_of") for s in state.values["steps"]] == [None, first.tool_call_id]
+    assert [s.get("repeat_of_decided") for s in state.values["steps"]] == [None, first.tool_call_id]
 
 
 async def test_a_repeat_of_the_edited_arguments_gets_the_same_result():

@@ -487,7 +487,7 @@
     const body = card.querySelector(".body");
     const state = card.querySelector(".state");
     card.querySelector(".elapsed").textContent = Number(data.iter_elapsed || 0).toFixed(2) + " s";
-    if (data.repeat_of) {  // asked again for a call already decided: answered with that decision's outcome
+    if (data.repeat_of_decided) {  // asked again for a call already decided: answered with that decision's outcome
       card.dataset.status = "repeat";
       state.textContent = data.approval === "rejected" ? "↺ asked again · rejected before" : "↺ asked again · earlier result";
     } else if (data.approval === "rejected") {
