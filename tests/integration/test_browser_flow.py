@@ -141,6 +141,7 @@ async def test_stop_ends_the_run_and_resume_finishes_it():
         assert "Stopped" in await stopped.inner_text() and await stopped.locator("button.resume").is_visible()
         assert not await page.locator("#stop").is_visible() and not await page.locator("#new-thread").is_disabled()
         assert await page.locator(".answer").count() == 0
+        assert await page.locator("details.tool-card").get_attribute("data-status") == "stopped"
 
         release.set()
         await stopped.locator("button.resume").click()
@@ -149,6 +150,7 @@ async def test_stop_ends_the_run_and_resume_finishes_it():
         assert "71.5°C" in await page.locator(".answer .answer-body").inner_text()
         assert "finish: final_answer" in await footer.inner_text()
         assert await page.locator(".stopped").count() == 0
+        assert await page.locator("details.tool-card").get_attribute("data-status") == "ok"  # the call ran on resume
 
 
 async def test_a_phone_screen_has_no_sideways_scroll_and_nothing_leaves_the_host():

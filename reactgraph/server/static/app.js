@@ -288,6 +288,7 @@
     stopButton.hidden = !turn;
     stopButton.disabled = false;
     newButton.disabled = Boolean(turn);
+    newButton.title = turn ? "a run is going: Stop it, or wait for its answer" : "";
     picker.disabled = Boolean(turn);
   }
 
@@ -600,6 +601,11 @@
     } else if (channel === "approval") {
       askApprovals(turn, data.pending);
     } else if (channel === "error" && data.kind === "cancelled") {
+      turn.cards.forEach(function (card) {
+        if (card.dataset.status !== "running") return;
+        card.dataset.status = "stopped";
+        card.querySelector(".state").textContent = "■ stopped";
+      });
       stoppedNote(turn, "Stopped");
     } else if (channel === "error") {
       add(el("div", "failure", (data.kind === "model_error" ? "model error: " : "error: ") + data.message));
