@@ -29,6 +29,7 @@ from langchain_core.tools import BaseTool
 from langgraph.types import Command, Interrupt, StateSnapshot
 
 from reactgraph.errors import DecisionError
+from reactgraph.jsonparse import safe_json
 
 logger = logging.getLogger(__name__)
 
@@ -113,6 +114,41 @@ def approval_request(call: dict[str, Any], iteration: int, description: str = ""
         "description": description,
         "decisions": list(DECISIONS),
     }
+
+
+DECIDED = ("approved", "edited", "rejected")
+"""The ``approval`` of a step record a person decided (``None`` for a call that needed none)."""
+
+
+def _same_args(left: Any, right: Any) -> bool:
+    """Equal arguments, also as JSON (``1 == True`` in Python, not in a tool's eyes)."""
+    return left == right and safe_json(left) == safe_json(right)
+
+
+def earlier_decision(call: dict[str, Any], steps: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The step record of this turn's call that ``call`` repeats and a person already
+    decided, or ``None`` (SPEC R13.3, issue 38: approval never asks twice).
+
+    A call repeats a decided one when it names the same tool with the same arguments as
+    the model first wrote them (``requested_args`` of an edited call) or as they ran
+    (``tool_args``). The repeat is not put to the person again: it gets the decided
+    call's observation (its result, or the person's rejection) without running.
+
+    Args:
+        call: The tool call about to be sent to ``execute_tools`` (``name``, ``args``).
+        steps: The turn's step records, oldest first.
+
+    Returns:
+        The latest matching record whose ``approval`` is one of :data:`DECIDED`.
+    """
+    name, args = call.get("name"), call.get("args")
+    for step in reversed(steps):
+        if step.get("approval") not in DECIDED or step.get("tool_name") != name:
+            continue
+        if _same_args(args, step.get("tool_args")) or (
+                "requested_args" in step and _same_args(args, step.get("requested_args"))):
+            return step
+    return None
 
 
 @dataclass(frozen=True)

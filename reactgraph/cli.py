@@ -5,10 +5,13 @@ it prints each tool call as it happens (tool, arguments, observation, elapsed), 
 the answer, and ends with a footer (iterations, tokens, elapsed). With no model
 configured it starts the embedded local model (the ``[local]`` extra). With ``--dag`` it
 answers in DAG mode (plan, steps, analysis; see :mod:`reactgraph.cli_dag`). ReAct runs are
-checkpointed (SQLite under ``$REACTGRAPH_HOME`` by default, ``--db-url`` or
+checkpointed (SQLite under ``$REACTGRAPH_HOME`` by default, ``--checkpoints`` or
 ``$REACTGRAPH_DATABASE_URL`` for another file or Postgres); ``--thread ID`` continues a
 conversation, and ``reactgraph resume ID`` finishes a run that was interrupted (crash,
-Ctrl-C, a model that kept failing). A tool call that needs a person's approval (SPEC R13.3;
+Ctrl-C, a model that kept failing); Ctrl-C says so. ``--threads N`` sets the embedded
+model's CPU threads. ``reactgraph --version`` prints the version; ``reactgraph`` alone,
+the commands. Options have one name in every command (``--db-url`` is kept as a hidden
+alias of ``--checkpoints`` for one release). A tool call that needs a person's approval (SPEC R13.3;
 the demo's ``create_work_order``) is asked about on the terminal: approve, edit its
 arguments, or reject it with a message for the agent; ``--approve-all`` approves every
 call without asking (scripts). End the input (Ctrl-D) to leave the run waiting: ``reactgraph
@@ -63,6 +66,7 @@ from reactgraph.events import (
     ToolStarted,
 )
 from reactgraph.jsonparse import safe_json
+from reactgraph.models.local import default_threads
 from reactgraph.safeguards import policy_for
 
 _OBSERVATION_LINES = 8
@@ -72,13 +76,17 @@ MCP_HELP = ('MCP client configuration ({"mcpServers" or VS Code\'s "servers": {n
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="reactgraph", description="A two-phase ReAct agent engine on LangGraph.")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(prog="reactgraph", description="A two-phase ReAct agent engine on LangGraph.",
+                                     epilog='Start with: reactgraph run "CNC-003 상태 확인해줘", then reactgraph serve. '
+                                            "Each command has its own --help.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     run = commands.add_parser("run", help="answer a question with the demo plant's tools")
     run.add_argument("question", help='the question, e.g. "CNC-003 상태 확인해줘"')
     run.add_argument("--thread", help="conversation id: continue this thread (default: a new one, printed)")
     run.add_argument("--dag", action="store_true", help="plan, run each step as its own ReAct loop, analyze, re-plan")
-    run.add_argument("--max-rounds", type=int, default=3, help="with --dag: plan/run/analyze rounds at most (default: %(default)s)")
+    run.add_argument("--max-rounds", type=int, default=3,
+                     help="with --dag: plan/run/analyze rounds at most (default: %(default)s)")
     resume = commands.add_parser("resume", help="finish an interrupted run from its last checkpoint")
     resume.add_argument("thread", help="the interrupted run's thread id")
     for command in (run, resume):
@@ -89,46 +97,66 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _version() -> str:
+    """The installed distribution's version (the source tree's when it is not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("reactgraph")
+    except PackageNotFoundError:
+        return "0.1.0 (not installed)"
+
+
 def _add_agent_options(command: argparse.ArgumentParser) -> None:
-    command.add_argument("--json-mode", action="store_true", help="force the JSON-in-content protocol instead of native tool calls")
-    command.add_argument("--model", help="model name (default: $REACTGRAPH_MODEL, else the embedded model)")
-    command.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
-    command.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY)")
-    command.add_argument("--max-iterations", type=int, default=AgentSettings.max_iterations,
-                         help="most model calls in the tool loop (default: %(default)s)")
-    command.add_argument("--db", help="demo plant database file (default: under $REACTGRAPH_HOME or ~/.local/share/reactgraph)")
-    command.add_argument("--mcp", metavar="FILE", help=MCP_HELP)
-    command.add_argument("--db-url", "--checkpoints", dest="db_url",
-                         help="where threads are kept: a SQLite file, a postgresql:// URL or 'memory' (default: "
-                              "$REACTGRAPH_DATABASE_URL, else checkpoints.db under $REACTGRAPH_HOME)")
+    """The options every command that runs the demo agent takes, under one name each
+    (issue 38; a former name stays as a hidden alias for one release)."""
+    model = command.add_argument_group("model")
+    model.add_argument("--model", help="model name (default: $REACTGRAPH_MODEL, else the embedded model)")
+    model.add_argument("--base-url", help="the model's OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
+    model.add_argument("--api-key", help="the model endpoint's API key (default: $OPENAI_API_KEY)")
+    model.add_argument("--json-mode", action="store_true",
+                       help="force the JSON-in-content protocol instead of native tool calls")
+    model.add_argument("--threads", type=_positive_int, metavar="N",
+                       help="CPU threads of the embedded model (default: $REACTGRAPH_THREADS, else "
+                            f"{default_threads()} on this machine: one core is left to the rest)")
+    agent = command.add_argument_group("agent")
+    agent.add_argument("--max-iterations", type=int, default=AgentSettings.max_iterations,
+                       help="most model calls in the tool loop of one run (default: %(default)s)")
+    agent.add_argument("--db", help="demo plant database file (default: under $REACTGRAPH_HOME or ~/.local/share/reactgraph)")
+    agent.add_argument("--mcp", metavar="FILE", help=MCP_HELP)
+    agent.add_argument("--checkpoints", metavar="PATH|URL",
+                       help="where threads are kept: a SQLite file, sqlite:///path, a postgresql:// URL or 'memory' "
+                            "(default: $REACTGRAPH_DATABASE_URL, else checkpoints.db under $REACTGRAPH_HOME)")
+    agent.add_argument("--db-url", dest="checkpoints", help=argparse.SUPPRESS)  # the former name of --checkpoints
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def _add_serve_parser(commands: Any) -> None:
-    serve = commands.add_parser("serve", help="serve the HTTP API (SSE) and the web page with the demo plant's tools")
-    serve.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: %(default)s)")
-    serve.add_argument("--port", type=int, default=8000, help="TCP port (default: %(default)s)")
-    serve.add_argument("--json-mode", action="store_true", help="force the JSON-in-content protocol instead of native tool calls")
-    serve.add_argument("--model", help="model name (default: $REACTGRAPH_MODEL, else the embedded model)")
-    serve.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
-    serve.add_argument("--api-key", help="the model endpoint's API key (default: $OPENAI_API_KEY); "
-                                         "clients of this server authenticate with $REACTGRAPH_API_KEY")
-    serve.add_argument("--max-iterations", type=int, default=AgentSettings.max_iterations,
-                       help="most model calls in the tool loop of one run (default: %(default)s)")
-    serve.add_argument("--db", help="demo plant database file (default: under $REACTGRAPH_HOME or ~/.local/share/reactgraph)")
-    serve.add_argument("--mcp", metavar="FILE", help=MCP_HELP)
-    serve.add_argument("--checkpoints", help="where threads are kept: a SQLite file, sqlite:///path, a postgresql:// URL "
-                                             "or 'memory' (default: $REACTGRAPH_DATABASE_URL, else checkpoints.db "
-                                             "beside the demo database)")
-    serve.add_argument("--max-message-chars", type=int, default=None,
-                       help="longest accepted message in characters (default: 20000)")
-    serve.add_argument("--max-body-bytes", type=int, default=None,
-                       help="largest accepted request body in bytes (default: 262144)")
-    serve.add_argument("--allowed-host", action="append", dest="allowed_hosts", metavar="HOST",
-                       help="a host name clients may address while no $REACTGRAPH_API_KEY is set (repeatable; "
-                            "default: localhost, 127.0.0.1, ::1; '*' allows any)")
-    serve.add_argument("--workers", type=int, default=1,
-                       help="server processes sharing the port, one core each (default: %(default)s; above 1 "
-                            "needs Postgres checkpoints)")
+    serve = commands.add_parser(
+        "serve", help="serve the HTTP API (SSE) and the web page with the demo plant's tools",
+        description="Serve the HTTP API (SSE) and the web page with the demo plant's tools. The page and API are "
+                    "open to this machine only, unless $REACTGRAPH_API_KEY is set: then every client must send it "
+                    "as a bearer token (docs/server.md).")
+    listen = serve.add_argument_group("server")
+    listen.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: %(default)s)")
+    listen.add_argument("--port", type=int, default=8000, help="TCP port (default: %(default)s)")
+    listen.add_argument("--workers", type=int, default=1,
+                        help="server processes sharing the port, one core each (default: %(default)s; above 1 "
+                             "needs Postgres checkpoints)")
+    listen.add_argument("--max-message-chars", type=int, default=None,
+                        help="longest accepted message in characters (default: 20000)")
+    listen.add_argument("--max-body-bytes", type=int, default=None,
+                        help="largest accepted request body in bytes (default: 262144)")
+    listen.add_argument("--allowed-host", action="append", dest="allowed_hosts", metavar="HOST",
+                        help="a host name clients may address while no $REACTGRAPH_API_KEY is set (repeatable; "
+                             "default: localhost, 127.0.0.1, ::1; '*' allows any)")
+    _add_agent_options(serve)
 
 
 def _short(value: Any, limit: int = 200) -> str:
@@ -138,6 +166,16 @@ def _short(value: Any, limit: int = 200) -> str:
 
 def _print_card(console: Console, event: ToolDone) -> None:
     elapsed = f"{event.iter_elapsed or 0:.2f}s"
+    approval = event.data.get("approval")
+    if event.data.get("repeat_of_decided"):  # asked again for a call already decided: not asked, not run (R13.3)
+        outcome = "the same rejection" if approval == "rejected" else "the earlier result"
+        console.print(f"  [yellow]↺ {escape(event.tool_name)}[/yellow]({escape(_short(event.tool_args))}) "
+                      f"[dim]asked again: {approval} before, so {outcome}[/dim]")
+        return
+    if approval == "rejected":
+        console.print(f"  [yellow]⊘ {escape(event.tool_name)} rejected[/yellow]({escape(_short(event.tool_args))}) "
+                      f"[dim]{escape(_short(event.error or '', 300))}[/dim]")
+        return
     if event.error:
         console.print(f"  [red]✗ {escape(event.tool_name)}[/red] [dim]({elapsed})[/dim] {escape(_short(event.error, 300))}")
         return
@@ -168,7 +206,7 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
         raise SetupError(f"cannot open the demo database {args.db or ''}: {exc}".replace("  ", " ")) from exc
     async with AsyncExitStack() as stack:
         try:
-            persistence = await stack.enter_async_context(open_persistence(args.db_url))
+            persistence = await stack.enter_async_context(open_persistence(args.checkpoints))
         except Exception as exc:
             if not _is_database_error(exc):
                 raise
@@ -179,7 +217,8 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
         if args.mcp:
             tools = [*tools, *await _open_mcp(stack, args.mcp, [tool.name for tool in tools], console)]
         try:
-            resolved = await stack.enter_async_context(open_model(model=args.model, base_url=args.base_url, api_key=args.api_key))
+            resolved = await stack.enter_async_context(open_model(model=args.model, base_url=args.base_url,
+                                                                  api_key=args.api_key, local_n_threads=args.threads))
         except LocalModelError as exc:
             raise SetupError(str(exc)) from exc
         dag = args.command == "run" and args.dag
@@ -342,6 +381,8 @@ async def _print_events(console: Console, events: Any, *, dag: bool = False) -> 
             case ApprovalWaiting():
                 printed.pending = list(event.pending or [])
                 console.print(f"[yellow]⏸ waiting for approval of {len(printed.pending)} tool call(s)[/yellow]")
+            case Done() if event.finish_reason == "waiting":
+                printed.done = event  # the ⏸ line said it; the footer comes with the run's end
             case Done():
                 printed.done = event
                 usage = event.usage
@@ -493,7 +534,7 @@ async def _serve(args: argparse.Namespace, console: Console, sock: Any = None, r
     try:
         context = open_demo_agent(model=args.model, base_url=args.base_url, api_key=args.api_key,
                                   json_mode=args.json_mode, max_iterations=args.max_iterations,
-                                  db=args.db, checkpoints=args.checkpoints, mcp=args.mcp)
+                                  db=args.db, checkpoints=args.checkpoints, mcp=args.mcp, threads=args.threads)
         demo = await context.__aenter__()
     except Exception as exc:
         if not isinstance(exc, (LocalModelError, ImportError)) and not _is_database_error(exc):
@@ -534,7 +575,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns:
         The exit status: 0 answer produced, 1 the model failed mid-run, 2 set-up failed.
     """
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:  # bare `reactgraph`: what it can do, not an error
+        parser.print_help()
+        return 0
     logging.basicConfig(level=logging.ERROR, format="reactgraph: %(message)s")
     console = Console(highlight=False, soft_wrap=True)
     args.thread = getattr(args, "thread", None)
@@ -550,9 +595,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"reactgraph: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        hint = f"; resume with: reactgraph resume {args.thread}" if args.resumable else ""
-        print(f"reactgraph: interrupted{hint}", file=sys.stderr)
+        print(f"reactgraph: interrupted{_resume_hint(args)}", file=sys.stderr)
         return 130
+
+
+def _resume_hint(args: argparse.Namespace) -> str:
+    """What a stopped ``run`` or ``resume`` leaves, and the commands that go on from it."""
+    if args.command == "serve" or not args.thread:
+        return ""
+    if not args.resumable:
+        return " (the run was not checkpointed, so it cannot be resumed)"
+    return (f"; the thread is kept: reactgraph resume {args.thread} finishes this run, "
+            f"reactgraph run --thread {args.thread} \"…\" asks a new question in it")
 
 
 if __name__ == "__main__":

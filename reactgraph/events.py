@@ -227,7 +227,9 @@ class ThinkingDone(AgentEvent):
 @dataclass(frozen=True, kw_only=True)
 class ToolStarted(AgentEvent):
     """``step`` ``{type: "iteration", status: "start", iteration, tool_name, tool_args,
-    tool_call_id}``: a tool call starts (SPEC §8 calls a tool run an iteration)."""
+    tool_call_id}``: a tool call starts (SPEC §8 calls a tool run an iteration). Not sent for
+    a call that does not run because of a person's decision (a rejection, or a repeat of a
+    decided call, SPEC R13.3): only its :class:`ToolDone` is."""
 
     channel: ClassVar[Channel] = "step"
     tag: ClassVar[tuple[tuple[str, str], ...]] = (("type", "iteration"), ("status", "start"))
@@ -246,7 +248,12 @@ class ToolDone(AgentEvent):
     ``observation`` is cut to ``AgentSettings.observation_preview_chars``; ``error`` is
     ``None`` for a success; ``iter_elapsed`` in seconds; ``artifact`` the
     :meth:`~reactgraph.Artifact.to_dict` of a returned artifact, else ``None``. A tool
-    that hands control to another graph sends it without ``tool_args``."""
+    that hands control to another graph sends it without ``tool_args``.
+
+    A call a person decided (SPEC R13.3) also carries ``approval`` (``approved``,
+    ``edited`` or ``rejected``; a rejected call's ``error`` is the person's message, not a
+    tool failure), and a call that repeated one already decided this turn, answered with
+    that call's outcome without asking again, ``repeat_of_decided``: the decided call's id."""
 
     channel: ClassVar[Channel] = "step"
     tag: ClassVar[tuple[tuple[str, str], ...]] = (("type", "iteration"), ("status", "done"))
@@ -258,6 +265,8 @@ class ToolDone(AgentEvent):
     iter_elapsed: float
     tool_call_id: str
     artifact: dict[str, Any] | None
+    approval: Any = OMIT
+    repeat_of_decided: Any = OMIT
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -384,7 +393,8 @@ class Stalled(AgentEvent):
 class RunError(AgentEvent):
     """``error`` ``{message, kind}``: the run failed (SPEC R2.7). ``kind`` is
     ``model_error`` (the model kept failing; the fallback answer and ``done`` follow),
-    ``plan_error`` (DAG mode's planner gave no usable plan) or ``server_error`` (the
+    ``plan_error`` (DAG mode's planner gave no usable plan), ``cancelled`` (the server's
+    cancel endpoint stopped the run; the stream ends) or ``server_error`` (the
     server lost its run; the stream ends)."""
 
     channel: ClassVar[Channel] = "error"
@@ -565,7 +575,8 @@ def tool_done_event(record: dict[str, Any], preview_chars: int) -> ToolDone:
         iteration=record.get("iteration"), tool_name=record.get("tool_name"), tool_args=record.get("tool_args"),
         observation=str(record.get("observation") or "")[:preview_chars], error=record.get("error"),
         iter_elapsed=round(float(record.get("elapsed") or 0.0), 4), tool_call_id=record.get("tool_call_id"),
-        artifact=record.get("artifact"),
+        artifact=record.get("artifact"), approval=record.get("approval") or OMIT,
+        repeat_of_decided=record.get("repeat_of_decided") or OMIT,
     )
 
 

@@ -83,7 +83,8 @@ class ToolCallRequest(TypedDict):
     error: NotRequired[str | None]
     """Set when the call is unusable before it runs (e.g. arguments that are not valid JSON)."""
     refused: NotRequired[str | None]
-    """Why the engine refused to run the call (``"repeat"``: it repeated a successful call;
+    """Why the engine refused to run the call (``"repeat"``: it repeated a successful call, or
+    one a person already decided (R13.3);
     ``"unasked"``: it passed an id the question does not ask about; ``"limit"``: a tool-call
     limit)."""
     repeat_of: NotRequired[dict[str, Any] | None]

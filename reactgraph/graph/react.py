@@ -36,6 +36,7 @@ from typing_extensions import TypedDict
 from reactgraph._dualmode import dual_node
 from reactgraph._engine import Engine, split_prompt
 from reactgraph.abilities import ModelAbilities, resolve_abilities
+from reactgraph.approval import earlier_decision
 from reactgraph.config import AgentSettings
 from reactgraph.interrupts import InterruptQueue
 from reactgraph.limits import UsageLimits, over_limit_refusals
@@ -50,6 +51,7 @@ from reactgraph.nodes.start_turn import StartTurn
 from reactgraph.nodes.structured_response import StructuredResponse
 from reactgraph.nodes.synthesize import Synthesize
 from reactgraph.state import AgentState, InputState, OutputState
+from reactgraph.synthesis import REPEAT_REFUSAL
 from reactgraph.tooling import ToolErrorPolicy
 
 NODE_PHASES: dict[str, str] = {
@@ -73,17 +75,36 @@ def _tool_sends(state: dict[str, Any], limits: UsageLimits | None = None) -> lis
     update laid over the state, :class:`~reactgraph.nodes.model_step.ModelStep`); a call
     past a tool-call limit goes with the reason it may not run (R13.3,
     :func:`~reactgraph.limits.over_limit_refusals`)."""
+    steps = state.get("steps") or []
     calls = list(state.get("pending_tool_calls") or [])
-    refusals = over_limit_refusals(calls, state.get("steps") or [], limits)
-    return [
-        Send(
-            "execute_tools",
-            {"call": call if refusal is None else {**call, "error": refusal, "refused": "limit"},
-             "iteration": state.get("iteration", 0), "mode": state.get("mode", "native"),
-             "selected_tools": state.get("selected_tools")},
-        )
-        for call, refusal in zip(calls, refusals)
-    ]
+    refusals = over_limit_refusals(calls, steps, limits)
+    sends = []
+    for call, refusal in zip(calls, refusals):
+        payload = {"call": call if refusal is None else {**call, "error": refusal, "refused": "limit"},
+                   "iteration": state.get("iteration", 0), "mode": state.get("mode", "native"),
+                   "selected_tools": state.get("selected_tools")}
+        decided = _decided_repeat(call, steps)
+        if decided is not None:
+            payload.update(decided)
+        sends.append(Send("execute_tools", payload))
+    return sends
+
+
+def _decided_repeat(call: dict[str, Any], steps: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The payload entries of a call that repeats one a person already decided this turn
+    (:func:`~reactgraph.approval.earlier_decision`, R13.3): the call marked a repeat, with
+    no error of its own (a repeat of an approved call that succeeded is not an error), and
+    ``decided``: the earlier call's id, decision, observation and error, which
+    ``execute_tools`` gives it without asking again or running. ``None`` for any other
+    call (also one refused for another reason: unknown tool, bad JSON, unasked id)."""
+    if call.get("error") and call.get("refused") != REPEAT_REFUSAL:
+        return None
+    earlier = earlier_decision(call, steps)
+    if earlier is None:
+        return None
+    call = {key: value for key, value in call.items() if key != "repeat_of"}  # answered, not run: nothing to compare
+    return {"call": {**call, "error": None, "refused": REPEAT_REFUSAL},
+            "decided": {key: earlier.get(key) for key in ("tool_call_id", "approval", "observation", "error")}}
 
 
 PREBUILT_NODE_NAMES: dict[str, tuple[str, ...]] = {

@@ -42,6 +42,7 @@ from reactgraph.models.local import (
     LOCAL_MODEL_NAME,
     LocalModelError,
     LocalModelServer,
+    default_threads,
     find_smollm2_gguf,
 )
 
@@ -105,6 +106,7 @@ async def open_model(
     environ: Mapping[str, str] | None = None,
     local_n_ctx: int = DEFAULT_N_CTX,
     local_start_timeout: float = 120.0,
+    local_n_threads: int | None = None,
 ) -> AsyncIterator[ResolvedModel]:
     """Resolve the model for a run; start the embedded model if nothing is configured.
 
@@ -114,6 +116,9 @@ async def open_model(
         environ: variables to read instead of ``os.environ``.
         local_n_ctx: context window of the embedded model, tokens.
         local_start_timeout: seconds to wait for the embedded server to load the model.
+        local_n_threads: CPU threads of the embedded model; ``None``:
+            :func:`~reactgraph.models.local.default_threads` (``$REACTGRAPH_THREADS``, else
+            one less than the usable CPUs).
 
     Yields:
         :class:`ResolvedModel`. For a configured endpoint, ``abilities`` is the model's
@@ -144,6 +149,7 @@ async def open_model(
 
     server = LocalModelServer(
         n_ctx=local_n_ctx,
+        n_threads=local_n_threads or default_threads(environ),
         max_tokens=int(overrides.get("max_output_tokens", DEFAULT_MAX_TOKENS)),
         log_dir=data_home() / "logs",
     )

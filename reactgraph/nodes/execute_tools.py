@@ -123,7 +123,9 @@ class ExecuteTools:
         tool = self.engine.tools.get(name)
         refusal = _refusal(call, task.get("selected_tools"), self.engine)
         decision = None
-        if refusal is None and needs_approval(call, tool, settings.approval):
+        decided = task.get("decided")  # a repeat of a call a person decided: its outcome, not a second question
+        requested_args = call.get("args")
+        if refusal is None and decided is None and needs_approval(call, tool, settings.approval):
             # Before anything is emitted or run: on resume the task starts over and
             # interrupt() returns the person's decision (R13.3). A run that cannot pause
             # (no checkpointer) does not run the call.
@@ -133,10 +135,13 @@ class ExecuteTools:
                 decision = read_decision(interrupt(approval_request(call, iteration, tool.description if tool else "")))
             if decision.type == "edit":
                 call = {**call, "args": decision.args}
-        emit(ToolStarted(iteration=iteration, tool_name=name, tool_args=call.get("args"), tool_call_id=call["id"]))
+        withheld = decision.observation if decision is not None and decision.type == "reject" else None
+        if decided is not None:
+            withheld = str(decided.get("observation") or "")
+        if withheld is None:  # a rejected call or a decided repeat does not start: only its ``done`` is sent
+            emit(ToolStarted(iteration=iteration, tool_name=name, tool_args=call.get("args"), tool_call_id=call["id"]))
         started = time.perf_counter()
         output: Any = None
-        withheld = decision.observation if decision is not None and decision.type == "reject" else None
         invocation = {"type": "tool_call", "name": name, "args": call.get("args"), "id": call["id"]}
         if refusal is None and withheld is None and settings.before_tool:
             invocation, withheld = await run_before_tool(settings.before_tool, invocation)
@@ -150,7 +155,9 @@ class ExecuteTools:
                 refusal = f"tool {name!r} timed out after {settings.tool_timeout:g} seconds"
         answer = _answer(output, call["id"]) if refusal is None and withheld is None else None
         if answer is None:
-            if withheld is not None:
+            if decided is not None:  # the earlier call's result, or the person's rejection of it
+                text, failed = withheld, decided.get("error") is not None
+            elif withheld is not None:
                 text, failed = withheld, True
             elif refusal:
                 text, failed = f"Error: {refusal}", True
@@ -192,11 +199,16 @@ class ExecuteTools:
             "refused": call.get("refused"),
             "ran": ran,
             "unchanged": unchanged,
-            "approval": {"approve": "approved", "edit": "edited", "reject": "rejected"}[decision.type] if decision else None,
+            "approval": {"approve": "approved", "edit": "edited", "reject": "rejected"}[decision.type] if decision
+            else (decided or {}).get("approval"),
             "elapsed": elapsed,
             "artifact": artifact.to_dict() if artifact else None,
             "return_direct": bool(tool is not None and tool.return_direct and error is None),
         }
+        if decision is not None and decision.type == "edit":
+            record["requested_args"] = requested_args  # what the model asked for: a repeat of it is this call
+        if decided is not None:
+            record["repeat_of_decided"] = decided.get("tool_call_id")
         update: dict[str, Any] = {"steps": [record]}
         # Back to the model node, which drains follow-ups first (R7.2), routed here from the
         # Send payload: a conditional edge would copy every channel of the state to read

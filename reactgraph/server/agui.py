@@ -69,6 +69,7 @@ from reactgraph.events import (
     wire_json,
 )
 from reactgraph.server.app import (
+    CANCELLED,
     ERRORS,
     MESSAGE_ERRORS,
     THREAD_ID_PATTERN,
@@ -201,7 +202,7 @@ class AguiEncoding:
                     out.append(TextMessageContentEvent(message_id=self.message_id, delta=event.content))
             case AnswerDone():
                 out += self._close_message()
-            case RunError() if event.kind != "server_error":
+            case RunError() if event.kind not in ("server_error", CANCELLED):
                 self.failure = event  # the fallback answer and `done` follow; the run ends in RUN_ERROR
                 out += self._close_step()
                 out.append(CustomEvent(name="error", value=event.data))

@@ -16,11 +16,17 @@
   run waits on (SPEC R13.3; the run's stream ended with an ``approval`` event) and streams
   the rest of the run like ``/runs``; 404 for an unknown thread, 409 when nothing waits (or
   a run is going), 422 for a decision that names no waiting call or is malformed.
+- ``POST /threads/{thread_id}/cancel`` stops the run going on the thread in this server
+  (the page's Stop button): its stream ends with an ``error`` event ``{kind: "cancelled"}``
+  and the thread is left resumable (``POST .../resume``) or, when the run had already
+  finished, idle; a new message starts the next turn either way. 409 when no run of this
+  server goes on the thread.
 - ``GET /threads/{thread_id}`` returns the thread's status, messages, last result and the
   calls it waits on from the checkpointer; 404 for a thread it does not know.
 - ``POST /agui`` takes an AG-UI ``RunAgentInput`` and streams the run as AG-UI events
   (:mod:`reactgraph.server.agui`, ``docs/agui.md``).
-- ``GET /healthz`` and the page at ``/`` (static files under ``/static``).
+- ``GET /healthz``, the page at ``/`` (static files under ``/static``) and its icon at
+  ``/favicon.ico``.
 
 Every request passes :class:`~reactgraph.server.gate.RequestGate` before its body is read:
 when an API key is configured (``REACTGRAPH_API_KEY``), every path but ``/healthz``, the
@@ -45,7 +51,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import AsyncIterator
+import weakref
+from collections.abc import AsyncIterator, Container
 from dataclasses import dataclass
 from importlib.resources import files
 from typing import Annotated, Any, Literal, Protocol
@@ -185,6 +192,16 @@ class Accepted(BaseModel):
 
     thread_id: str
     queued: bool = True
+
+
+class Cancelled(BaseModel):
+    """Answer of ``POST /threads/{thread_id}/cancel``: the run is stopped."""
+
+    thread_id: str
+    cancelled: bool = True
+    status: Literal["interrupted", "waiting", "idle", "new"] = Field(
+        description="The thread after the stop: interrupted (POST .../resume finishes the run), waiting (it had "
+                    "paused for approval), idle (the run had finished) or new (the server keeps no threads).")
 
 
 class ErrorBody(BaseModel):
@@ -362,17 +379,34 @@ async def checked_decisions(app: FastAPI, thread_id: str, decisions: list[tuple[
     return checked
 
 
+CANCELLED = "cancelled"
+"""The ``kind`` of the ``error`` event that ends the stream of a run stopped with
+``POST /threads/{thread_id}/cancel``."""
+
+
+def cancelled_event(thread_id: str) -> RunError:
+    """The last event of a stopped run's stream: what happened and how to go on."""
+    return RunError(kind=CANCELLED, message=f"the run was stopped; POST /threads/{thread_id}/resume finishes it "
+                                            "from its last checkpoint, or a new message starts the next turn")
+
+
 async def _produce(events: AsyncIterator[AgentEvent],
-                   queue: asyncio.Queue[AgentEvent | ThreadBusyError | NothingToResumeError | None]) -> None:
+                   queue: asyncio.Queue[AgentEvent | ThreadBusyError | NothingToResumeError | None],
+                   stopped: RunError | None = None, stops: Container[asyncio.Task[None]] = ()) -> None:
     """Put the run's events on ``queue``, then ``None`` (also when the run stops early);
     a busy thread puts the :class:`ThreadBusyError` first, a resume with nothing to resume
     the :class:`NothingToResumeError`; any other failure (its checkpointer or queue lost
     their database) an ``error`` event ``{message, kind: "server_error"}``. Runs as its own task, so that a
     disconnect cancels it with a plain ``Task.cancel()`` and its clean-up (closing the
-    graph's stream, freeing the thread) is not cut short by the response's cancel scope."""
+    graph's stream, freeing the thread) is not cut short by the response's cancel scope.
+    A task in ``stops`` (cancelled by the cancel endpoint) puts ``stopped`` before ``None``."""
     try:
         async for event in events:
             queue.put_nowait(event)
+    except asyncio.CancelledError:
+        if stopped is not None and asyncio.current_task() in stops:
+            queue.put_nowait(stopped)
+        raise
     except (ThreadBusyError, NothingToResumeError) as exc:
         queue.put_nowait(exc)
     except Exception as exc:  # R13.5: a stream ends with `done` or `error`, whatever failed
@@ -465,7 +499,8 @@ async def stream_events(app: FastAPI, thread_id: str, events: AsyncIterator[Agen
     """
     runs: dict[str, asyncio.Task[None]] = app.state.runs
     queue: asyncio.Queue[AgentEvent | ThreadBusyError | NothingToResumeError | None] = asyncio.Queue()
-    task = asyncio.create_task(_produce(events, queue), name=f"reactgraph-run-{thread_id}")
+    task = asyncio.create_task(_produce(events, queue, cancelled_event(thread_id), app.state.stops),
+                               name=f"reactgraph-run-{thread_id}")
     first = await queue.get()  # the run opens its thread first: a busy one fails here, before any byte is sent
     if isinstance(first, (ThreadBusyError, NothingToResumeError)):
         raise HTTPException(status.HTTP_409_CONFLICT, str(first))
@@ -505,7 +540,8 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
 
     Returns:
         The app. ``app.state.agent`` and ``app.state.settings`` hold the arguments;
-        ``app.state.runs`` maps the thread id of each run going to its asyncio task. More routes
+        ``app.state.runs`` maps the thread id of each run going to its asyncio task
+        (``app.state.stops`` holds those the cancel endpoint stopped). More routes
         can be added to it like to any FastAPI app; the gate guards them as the others
         (key, host, body size), and :func:`stream_events` streams a run.
 
@@ -522,6 +558,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
     app.state.agent = agent
     app.state.settings = settings
     app.state.runs = {}
+    app.state.stops = weakref.WeakSet()
     app.add_middleware(RequestGate, api_key=api_key, allowed_hosts=settings.allowed_hosts,
                        max_body_bytes=settings.max_body_bytes)
 
@@ -619,6 +656,30 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
             (item.tool_call_id, item.model_dump(exclude={"tool_call_id"}, exclude_none=True)) for item in body.decisions])
         return await stream_events(app, thread_id, agent.aresume_events(thread_id, decisions))
 
+    @app.post(
+        "/threads/{thread_id}/cancel",
+        dependencies=[Depends(bearer_scheme)],
+        responses={409: {"model": ErrorBody, "description": "No run of this server is going on the thread."}, **ERRORS},
+        summary="Stop the run going on the thread",
+    )
+    async def cancel_run(thread_id: ThreadId) -> Cancelled:
+        """Stop the thread's run as a client disconnect would (its model call or tools are
+        cancelled, what finished is kept): its stream ends with an `error` event
+        `{kind: "cancelled"}`. Answers once the run has stopped, with the thread's status:
+        `interrupted` (POST .../resume finishes it) unless the run had already finished."""
+        task = app.state.runs.get(thread_id)
+        if task is None:
+            elsewhere = await agent.interrupts.is_running(thread_id)
+            raise HTTPException(status.HTTP_409_CONFLICT,
+                                f"no run of this server is going on thread {thread_id!r}" +
+                                ("; it runs in another server process, which must be asked" if elsewhere else ""))
+        app.state.stops.add(task)
+        task.cancel()
+        with anyio.CancelScope(shield=True):
+            await asyncio.wait([task], timeout=CANCEL_WAIT_SECONDS)
+        state, _snapshot = await agent.thread_snapshot(thread_id)
+        return Cancelled(thread_id=thread_id, status="interrupted" if state == "running" else state)
+
     @app.get(
         "/threads/{thread_id}",
         dependencies=[Depends(bearer_scheme)],
@@ -651,6 +712,11 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:
         return FileResponse(str(STATIC_DIR / "index.html"), headers={"Cache-Control": "no-cache"})
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    async def favicon() -> FileResponse:
+        return FileResponse(str(STATIC_DIR / "favicon.svg"), media_type="image/svg+xml",
+                            headers={"Cache-Control": "max-age=86400"})
 
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     return app

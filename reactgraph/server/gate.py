@@ -33,7 +33,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-OPEN_PATHS = frozenset({"/", "/healthz", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+OPEN_PATHS = frozenset({"/", "/favicon.ico", "/healthz", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
 """Paths that hold no data and need no key (besides everything under ``/static/``)."""
 
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")

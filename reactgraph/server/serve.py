@@ -49,6 +49,7 @@ async def open_demo_agent(
     db: str | os.PathLike[str] | None = None,
     checkpoints: str | os.PathLike[str] | None = None,
     mcp: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+    threads: int | None = None,
 ) -> AsyncIterator[DemoAgent]:
     """Open the model and the checkpointer and build the demo agent, for the block.
 
@@ -69,6 +70,8 @@ async def open_demo_agent(
         db: The demo plant's SQLite file (``None``: the default under the data directory).
         checkpoints: Checkpoint path or URL (see above).
         mcp: An MCP client configuration (file path or parsed object), or ``None``.
+        threads: CPU threads of the embedded model (``None``: ``$REACTGRAPH_THREADS``, else
+            :func:`~reactgraph.models.local.default_threads`).
 
     Yields:
         :class:`DemoAgent`.
@@ -94,7 +97,8 @@ async def open_demo_agent(
         if mcp is not None:
             servers = await stack.enter_async_context(load_mcp_tools(mcp, reserved=[tool.name for tool in tools]))
             tools = [*tools, *servers]
-        resolved = await stack.enter_async_context(open_model(model=model, base_url=base_url, api_key=api_key))
+        resolved = await stack.enter_async_context(open_model(model=model, base_url=base_url, api_key=api_key,
+                                                                  local_n_threads=threads))
         persistence = await stack.enter_async_context(open_persistence(checkpoints))
         agent = build_demo_agent(resolved, tools, json_mode=json_mode, max_iterations=max_iterations,
                                  checkpointer=persistence.checkpointer, interrupt_queue=persistence.interrupt_queue)

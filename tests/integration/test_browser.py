@@ -159,7 +159,7 @@ async def test_the_page_shows_cards_a_compaction_divider_a_follow_up_and_the_foo
         assert await answer.locator("table td strong").inner_text() == "warning"
         assert await answer.locator("li").inner_text() == "follow-up: CNC-005 checked"
         footer_text = await footer.inner_text()
-        assert footer_text.startswith("iterations 3 · tokens ") and footer_text.endswith(" s")
+        assert footer_text.startswith("iterations 3 · tokens ") and footer_text.endswith(" s · finish: final_answer")
 
 
 async def test_the_page_shows_refusals_and_asks_for_the_api_key():

@@ -57,8 +57,16 @@ async def test_the_approval_buttons_on_the_tool_cards(tmp_path):
         assert "awaiting approval" in await waiting.first.locator(".state").inner_text()
 
         first, second = waiting.nth(0), waiting.nth(1)
-        assert json.loads(await first.locator("textarea.approval-args").input_value()) == ORDERS["w1"]
-        await first.locator("textarea.approval-args").fill(json.dumps({**ORDERS["w1"], "priority": "urgent"}))
+        assert json.loads(await first.locator("pre.args").inner_text()) == ORDERS["w1"]  # shown once, read-only
+        assert not await first.locator("textarea.approval-args").is_visible()
+        await first.locator("button.edit").click()  # Edit turns the arguments into a JSON box
+        box = first.locator("textarea.approval-args")
+        assert json.loads(await box.input_value()) == ORDERS["w1"] and not await first.locator("pre.args").is_visible()
+        await box.fill('{"equipment_id": "CNC-003",')  # checked as it is typed: no click needed to see it
+        assert "not JSON" in await first.locator(".approval-problem").inner_text()
+        assert await first.locator("button.approve").is_disabled()
+        await box.fill(json.dumps({**ORDERS["w1"], "priority": "urgent"}))
+        assert await first.locator(".approval-problem").inner_text() == ""
         await first.locator("button.approve").click()  # changed arguments: approved as an edit
         assert "edited" in await first.locator(".approval-decided").inner_text()
         assert orders(db) == []  # nothing is sent until every waiting call is decided
@@ -71,9 +79,14 @@ async def test_the_approval_buttons_on_the_tool_cards(tmp_path):
         cards = page.locator("details.tool-card")
         assert await cards.count() == 3  # the decided calls finished on their own cards
         assert await page.locator('details.tool-card[data-status="ok"]').count() == 2
-        assert await page.locator('details.tool-card[data-status="error"]').count() == 1
+        assert await page.locator('details.tool-card[data-status="error"]').count() == 0  # a rejection is no tool error
         assert "Created work order WO-R0001 for CNC-003" in await cards.nth(1).locator("pre.observation").inner_text()
-        assert "PRS-001 is being replaced next month." in await cards.nth(2).locator("pre.error").inner_text()
+        assert "edited" in await cards.nth(1).locator(".state").inner_text()
+        rejected = cards.nth(2)
+        assert await rejected.get_attribute("data-status") == "rejected"
+        assert "rejected" in await rejected.locator(".state").inner_text()
+        assert "PRS-001 is being replaced next month." in await rejected.locator("pre.rejection").inner_text()
+        assert (await rejected.inner_text()).count("PRS-001 is being replaced next month.") == 1  # the message once
         assert "WO-R0001" in await page.locator(".answer .answer-body").inner_text()
         assert '"priority": "urgent"' in await cards.nth(1).locator("pre.args").inner_text()  # the arguments it ran with
         assert await page.locator(".waiting-note").count() == 0

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,13 +34,13 @@ SCRIPT = {
 class Terminal:
     """The CLI in a child process whose standard streams are a pseudo-terminal."""
 
-    def __init__(self, tmp_path: Path, *args: str) -> None:
+    def __init__(self, tmp_path: Path, *args: str, script: dict[str, Any] = SCRIPT) -> None:
         master, slave = pty.openpty()
         env = {**os.environ, "REACTGRAPH_HOME": str(tmp_path), "COLUMNS": "200", "TERM": "dumb"}
         env.pop("REACTGRAPH_DATABASE_URL", None)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.scripted_cli", json.dumps(SCRIPT), *args, "--db", str(tmp_path / "factory.db"),
-             "--db-url", str(tmp_path / "checkpoints.db")],
+            [sys.executable, "-m", "tests.scripted_cli", json.dumps(script), *args,
+             "--db", str(tmp_path / "factory.db"), "--db-url", str(tmp_path / "checkpoints.db")],
             stdin=slave, stdout=slave, stderr=slave, cwd=ROOT, env=env, close_fds=True)
         os.close(slave)
         self.master = master
@@ -115,6 +116,28 @@ def test_reject_on_the_terminal_tells_the_agent_and_writes_nothing(tmp_path):
     terminal.send("Already scheduled for Friday.")
     assert terminal.finish() == 0, terminal.output
     assert "Already scheduled for Friday." in terminal.output  # the card shows the observation
+    assert orders(tmp_path) == []
+
+
+def test_a_rejected_call_asked_again_is_not_put_to_the_person_twice(tmp_path):
+    """Issue 38: the model repeats the rejected call; the terminal asks once, shows the call
+    as rejected (never as started with ▶) and the repeat as answered by that rejection, and
+    prints no footer for the pause."""
+    script = {"responses": [SCRIPT["responses"][0], {"tool_calls": [["create_work_order", ORDER, "w1"]]},
+                            {"tool_calls": [["create_work_order", ORDER, "w2"]]}, "Not created."],
+              "synthesis": "The work order was not created: it is already scheduled."}
+    terminal = Terminal(tmp_path, "run", "Open a work order for CNC-003", "--thread", "cli-rr", script=script)
+    terminal.expect("[a]pprove, [e]dit arguments, [r]eject?")
+    assert "finish: waiting" not in terminal.output
+    terminal.send("r")
+    terminal.expect("message for the agent")
+    terminal.send("Already scheduled for Friday.")
+    assert terminal.finish() == 0, terminal.output
+    assert terminal.output.count("[a]pprove, [e]dit arguments, [r]eject?") == 1
+    assert "⊘ create_work_order rejected" in terminal.output and "Already scheduled for Friday." in terminal.output
+    assert "asked again: rejected before, so the same rejection" in terminal.output
+    assert "▶ create_work_order" not in terminal.output and "finish: waiting" not in terminal.output
+    assert "The work order was not created" in terminal.output
     assert orders(tmp_path) == []
 
 

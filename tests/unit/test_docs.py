@@ -388,6 +388,41 @@ def test_the_site_builds_in_strict_mode(site):
         assert built.exists(), page.name
 
 
+EXTERNAL = re.compile(r"""<(?:script|link|img|iframe|source|audio|video)\b[^>]*?\s(?:src|href)\s*=\s*["']?"""
+                      r"""((?:[a-z][a-z0-9+.-]*:)?//[^"'\s>]+)""", re.IGNORECASE)
+"""A tag that makes a browser load something as the page opens, with an address on another host
+(a scheme and host, or a protocol-relative ``//host``); plain links (``<a href>``) are not loads."""
+
+CSS_EXTERNAL = re.compile(r"""(?:url\(\s*["']?|@import\s+["'])((?:[a-z][a-z0-9+.-]*:)?//[^"')\s]+)""", re.IGNORECASE)
+"""A stylesheet's ``url(...)`` or ``@import`` of another host."""
+
+
+def external_loads(site: Path) -> list[tuple[str, str]]:
+    """``(file, address)`` of every load of another host the built site's pages and
+    stylesheets make: a script, a stylesheet, an image, a font, a frame."""
+    found = [(str(p.relative_to(site)), m[1]) for p in site.rglob("*.html") for m in EXTERNAL.finditer(p.read_text())]
+    found += [(str(p.relative_to(site)), m[1]) for p in site.rglob("*.css") for m in CSS_EXTERNAL.finditer(p.read_text())]
+    return found
+
+
+def test_the_site_loads_nothing_from_other_hosts(site, tmp_path):
+    """Issue 38: the site works offline — no script, stylesheet, font or image from another
+    host (mermaid.js is bundled by docs/hooks/mermaid.py, which Material then uses instead of
+    its CDN copy) — and the check fails on a page that has one."""
+    assert external_loads(site) == []
+    bundled = site / "assets" / "javascripts" / "mermaid.min.js"
+    assert bundled.stat().st_size > 1_000_000 and b"mermaid" in bundled.read_bytes()[:50_000]
+    graph_page = (site / "graph" / "index.html").read_text()
+    assert '<script src="../assets/javascripts/mermaid.min.js"></script>' in graph_page
+    probe = tmp_path
+    (probe / "index.html").write_text('<a href="https://example.org/">a link is fine</a>\n'
+                                      '<script src="https://unpkg.com/mermaid@11/dist/mermaid.min.js"></script>\n'
+                                      "<link rel=stylesheet href=//fonts.example.org/x.css>")
+    (probe / "style.css").write_text("@font-face { src: url('https://fonts.example.org/a.woff2') }")
+    assert [address for _file, address in external_loads(probe)] == [
+        "https://unpkg.com/mermaid@11/dist/mermaid.min.js", "//fonts.example.org/x.css", "https://fonts.example.org/a.woff2"]
+
+
 def test_the_graph_pages_draw_the_compiled_graphs(site):
     """The diagrams come from the compiled graphs: every node of today's ReAct and DAG graphs
     (the shape snapshot of test_architecture.py) is drawn, no marker is left, and no page keeps

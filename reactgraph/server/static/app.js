@@ -1,10 +1,15 @@
 // The chat page: starts runs with POST /threads/{id}/runs, reads the SSE stream of
 // SPEC §8 from the response body, and renders it: tool cards from `step` events, the
 // answer from `answer` deltas (markdown), a divider on `compact`, follow-ups (sent to
-// /inject while a run is going) as interrupts, and a footer from `done`. A run that
-// pauses for approval (`approval` event, SPEC R13.3) puts approve / edit / reject on the
-// waiting tool cards; once every waiting call is decided the decisions go to
-// POST /threads/{id}/approvals, whose stream continues the same turn.
+// /inject while a run is going) as interrupts, and a footer from `done` (iterations,
+// tokens, time and the finish reason). While a run goes, the status line counts the
+// seconds of the current step and Stop ends the run (POST /threads/{id}/cancel); a stopped
+// run can be resumed (POST /threads/{id}/resume). A run that pauses for approval
+// (`approval` event, SPEC R13.3) puts Approve / Edit / Reject on the waiting tool cards;
+// once every waiting call is decided the decisions go to POST /threads/{id}/approvals, whose
+// stream continues the same turn. Conversations are listed in the header (kept in this
+// browser); opening one reads it back with GET /threads/{id}, a paused one with its
+// waiting calls to decide. The open conversation's id is the address's #fragment.
 "use strict";
 
 (function () {
@@ -12,23 +17,24 @@
   const form = document.getElementById("chat");
   const input = document.getElementById("message");
   const threadLabel = document.getElementById("thread");
+  const picker = document.getElementById("conversations");
+  const newButton = document.getElementById("new-thread");
+  const stopButton = document.getElementById("stop");
+  const notice = document.getElementById("notice");
   const authBox = document.getElementById("auth");
   const keyInput = document.getElementById("api-key");
+  const STORE = "reactgraph.threads";
+  const KEPT = 20;  // conversations listed in the header
 
-  let threadId = newThreadId();  // one conversation per page load; "New conversation" starts another
-  let running = false;
+  let threadId = null;
+  let running = null;  // the turn whose stream is being read
   let waiting = null;  // the turn whose run waits for approval decisions
   let pendingRetry = null;
-  showThread();
 
   function newThreadId() {
     const bytes = new Uint8Array(12);
     crypto.getRandomValues(bytes);
     return "web-" + Array.from(bytes, function (b) { return b.toString(16).padStart(2, "0"); }).join("");
-  }
-
-  function showThread() {
-    threadLabel.textContent = "thread " + threadId;
   }
 
   function el(tag, className, text) {
@@ -44,11 +50,20 @@
     return node;
   }
 
+  function say(text) {
+    notice.textContent = text;
+    notice.hidden = !text;
+  }
+
   function headers() {
     const h = { "Content-Type": "application/json", "Accept": "text/event-stream" };
     const key = sessionStorage.getItem("reactgraph.key");
     if (key) h["Authorization"] = "Bearer " + key;
     return h;
+  }
+
+  function threadPath(path) {
+    return "/threads/" + encodeURIComponent(threadId) + path;
   }
 
   async function reason(response) {
@@ -74,12 +89,129 @@
     if (retry) retry();
   });
 
-  document.getElementById("new-thread").addEventListener("click", function () {
-    if (running) return;
-    threadId = newThreadId();
-    showThread();
+  // ------------------------------------------------------------ conversations
+
+  function conversations() {
+    try {
+      const list = JSON.parse(localStorage.getItem(STORE) || "[]");
+      return Array.isArray(list) ? list.filter(function (item) { return item && typeof item.id === "string"; }) : [];
+    } catch (_) {
+      return [];
+    }
+  }
+
+  function remember(id, title) {
+    const list = conversations();
+    const known = list.find(function (item) { return item.id === id; });
+    const kept = list.filter(function (item) { return item.id !== id; });
+    kept.unshift({ id: id, title: known ? known.title : title });
+    localStorage.setItem(STORE, JSON.stringify(kept.slice(0, KEPT)));
+    listConversations();
+  }
+
+  function listConversations() {
+    picker.replaceChildren();
+    const list = conversations();
+    if (!list.some(function (item) { return item.id === threadId; })) {
+      picker.appendChild(el("option", "", "new conversation")).value = threadId;
+    }
+    list.forEach(function (item) {
+      const title = String(item.title || item.id);
+      const option = picker.appendChild(el("option", "", title.length > 48 ? title.slice(0, 47) + "…" : title));
+      option.value = item.id;
+    });
+    picker.value = threadId;
+  }
+
+  function setThread(id) {
+    threadId = id;
+    threadLabel.textContent = "thread " + id;
+    if (location.hash.slice(1) !== id) history.replaceState(null, "", "#" + id);
+    listConversations();
+  }
+
+  function leaveTurn() {
+    waiting = null;
     transcript.replaceChildren();
+    say("");
+  }
+
+  newButton.addEventListener("click", function () {
+    if (running) return;
+    leaveTurn();
+    setThread(newThreadId());
+    input.focus();
   });
+
+  picker.addEventListener("change", function () {
+    if (running) { picker.value = threadId; return; }
+    openThread(picker.value);
+  });
+
+  window.addEventListener("hashchange", function () {
+    const id = location.hash.slice(1);
+    if (id && id !== threadId && !running) openThread(id);
+  });
+
+  // Read a conversation back from the server and show it: each turn's question and answer,
+  // the last turn's tool cards, and what a paused run waits on (to decide here).
+  async function openThread(id) {
+    leaveTurn();
+    setThread(id);
+    const response = await fetch(threadPath(""), { headers: headers() });
+    if (response.status === 401) { askForKey(function () { openThread(id); }); return; }
+    if (response.status === 404) return;  // nothing said on it yet
+    if (!response.ok) { add(el("div", "failure", "the conversation cannot be read: " + await reason(response))); return; }
+    showHistory(await response.json());
+  }
+
+  function showHistory(view) {
+    const turns = [];
+    view.messages.forEach(function (message) {
+      const text = String(message.content || "");
+      if (message.type === "human" && message.pinned && !text.startsWith("[USER INTERRUPT] ")) {
+        turns.push({ question: text, interrupts: [], answer: "" });
+      } else if (!turns.length) {
+        return;
+      } else if (message.type === "human" && message.pinned) {
+        turns[turns.length - 1].interrupts.push(text.slice("[USER INTERRUPT] ".length));
+      } else if (message.type === "ai" && !(message.tool_calls || []).length) {
+        turns[turns.length - 1].answer = loopAnswer(text);
+      }
+    });
+    turns.forEach(function (item, index) {
+      const last = index === turns.length - 1;
+      const turn = newTurn();
+      add(el("div", "user", item.question));
+      item.interrupts.forEach(function (text) { interruptNote("interrupt · taken in by the agent", text); });
+      if (last && view.result) {
+        (view.result.steps || []).forEach(function (step) {
+          finishCard(turn, Object.assign({ iter_elapsed: step.elapsed }, step));
+        });
+      }
+      if (last && view.status === "waiting") {
+        askApprovals(turn, view.pending || []);
+        turn.waitingNote = add(el("div", "status waiting-note", "waiting for your decision on " + turn.waitingFor + " tool call(s)"));
+      } else if (last && view.status === "interrupted") {
+        stoppedNote(turn, "this conversation's last run stopped before its end");
+      } else if (last && view.status === "running") {
+        add(el("div", "status", "a run is going on this conversation elsewhere"));
+      } else {
+        showAnswer(turn, last && view.result ? view.result.answer : item.answer);
+      }
+    });
+  }
+
+  // The text of a loop answer as stored (JSON mode stores the action).
+  function loopAnswer(text) {
+    try {
+      const action = JSON.parse(text);
+      if (action && typeof action.answer === "string") return action.answer;
+    } catch (_) { /* plain text */ }
+    return text;
+  }
+
+  // ------------------------------------------------------------ sending
 
   input.addEventListener("keydown", function (event) {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
@@ -93,18 +225,32 @@
     const text = input.value.trim();
     if (!text) return;
     if (waiting) {
-      waiting.status.textContent = "decide on the waiting tool calls first";
+      say("Decide on the waiting tool call(s) above first, or start a New conversation.");
       return;
     }
+    say("");
     input.value = "";
     if (running) sendFollowUp(text); else startRun(text);
   });
 
-  async function sendFollowUp(text) {
+  stopButton.addEventListener("click", async function () {
+    if (!running) return;
+    stopButton.disabled = true;
+    setStatus(running, "stopping…");
+    const response = await fetch(threadPath("/cancel"), { method: "POST", headers: headers() });
+    if (!response.ok && response.status !== 409) say("the run could not be stopped: " + await reason(response));
+  });
+
+  function interruptNote(label, text) {
     const note = add(el("div", "interrupt"));
-    note.appendChild(el("span", "label", "follow-up · sent"));
+    note.appendChild(el("span", "label", label));
     note.appendChild(document.createTextNode(text));
-    const response = await fetch("/threads/" + encodeURIComponent(threadId) + "/inject", {
+    return note;
+  }
+
+  async function sendFollowUp(text) {
+    const note = interruptNote("follow-up · sent", text);
+    const response = await fetch(threadPath("/inject"), {
       method: "POST", headers: headers(), body: JSON.stringify({ message: text }),
     });
     if (response.status === 401) { note.remove(); askForKey(function () { sendFollowUp(text); }); return; }
@@ -112,39 +258,72 @@
     if (response.ok) note.dataset.pending = text;
   }
 
+  function newTurn() {
+    return { cards: new Map(), answer: null, answerText: "", view: null, status: null, frame: 0, decisions: null };
+  }
+
   async function startRun(text) {
-    const turn = { cards: {}, answer: null, answerText: "", view: null, status: null, frame: 0, decisions: null };
+    const turn = newTurn();
     add(el("div", "user", text));
+    remember(threadId, text);
     await streamRun(turn, "/runs", { message: text }, function () { startRun(text); });
   }
 
+  // The status line of a running turn: what it does and, once a second has passed, for how long.
+  function setStatus(turn, text) {
+    turn.statusText = text;
+    turn.statusSince = Date.now();
+    showStatus(turn);
+  }
+
+  function showStatus(turn) {
+    if (!turn.status) return;
+    const seconds = Math.floor((Date.now() - turn.statusSince) / 1000);
+    turn.status.querySelector(".status-text").textContent = turn.statusText;
+    turn.status.querySelector(".timer").textContent = seconds >= 1 ? " " + seconds + " s" : "";
+  }
+
+  function setRunning(turn) {
+    running = turn;
+    stopButton.hidden = !turn;
+    stopButton.disabled = false;
+    newButton.disabled = Boolean(turn);
+    newButton.title = turn ? "a run is going: Stop it, or wait for its answer" : "";
+    picker.disabled = Boolean(turn);
+  }
+
+  setInterval(function () { if (running) showStatus(running); }, 1000);
+
   // POST `body` to /threads/{id}<path> and render the SSE stream it answers into `turn`.
   async function streamRun(turn, path, body, retry) {
-    running = true;
-    turn.status = add(el("div", "status", "starting…"));
+    setRunning(turn);
+    turn.status = add(el("div", "status"));
+    turn.status.appendChild(el("span", "status-text"));
+    turn.status.appendChild(el("span", "timer"));
+    setStatus(turn, "starting…");
     let response;
     try {
-      response = await fetch("/threads/" + encodeURIComponent(threadId) + path, {
-        method: "POST", headers: headers(), body: JSON.stringify(body),
-      });
+      response = await fetch(threadPath(path), { method: "POST", headers: headers(), body: JSON.stringify(body) });
     } catch (error) {
       fail(turn, "the server cannot be reached: " + error);
       return;
     }
-    if (response.status === 401) { running = false; turn.status.remove(); askForKey(retry); return; }
+    if (response.status === 401) { setRunning(null); turn.status.remove(); askForKey(retry); return; }
     if (!response.ok) { fail(turn, await reason(response)); return; }
     try {
       await readEvents(response.body, function (channel, data) { handle(turn, channel, data); });
     } catch (error) {
       add(el("div", "failure", "the stream broke off: " + error));
     }
-    running = false;
+    setRunning(null);
     turn.status.remove();
+    turn.status = null;
   }
 
   function fail(turn, message) {
-    running = false;
+    setRunning(null);
     turn.status.remove();
+    turn.status = null;
     add(el("div", "failure", message));
   }
 
@@ -172,9 +351,15 @@
     }
   }
 
+  // ------------------------------------------------------------ tool cards
+
+  function argsText(args) {
+    return JSON.stringify(args === undefined ? {} : args, null, 2);
+  }
+
   function cardFor(turn, data) {
     const key = data.tool_call_id || data.iteration + ":" + data.tool_name;
-    let card = turn.cards[key];
+    let card = turn.cards.get(key);
     if (card) return card;
     card = add(el("details", "tool-card"));
     card.dataset.status = "running";
@@ -185,61 +370,115 @@
     card.appendChild(summary);
     const body = el("div", "body");
     body.appendChild(el("h4", "", "arguments"));
-    body.appendChild(el("pre", "args", JSON.stringify(data.tool_args === undefined ? {} : data.tool_args, null, 2)));
+    body.appendChild(el("pre", "args", argsText(data.tool_args)));
     card.appendChild(body);
-    turn.cards[key] = card;
+    turn.cards.set(key, card);
     return card;
   }
 
-  // Approve / reject on a waiting call's card (SPEC R13.3). The arguments are editable;
-  // "Approve" sends them as an edit when they were changed.
+  function askApprovals(turn, pending) {
+    turn.decisions = new Map();
+    turn.waitingFor = pending.filter(function (call) { return call.kind === "approval"; }).length;
+    waiting = turn;
+    pending.forEach(function (call) { askApproval(turn, call); });
+  }
+
+  // Approve / Edit / Reject on a waiting call's card (SPEC R13.3). The arguments show once,
+  // on the card; Edit turns them into a JSON box checked as it is typed.
   function askApproval(turn, call) {
     const card = cardFor(turn, call);
     card.open = true;
     card.dataset.status = "waiting";
     card.querySelector(".state").textContent = "⏸ awaiting approval";
     const key = call.tool_call_id || call.interrupt_id;
+    const body = card.querySelector(".body");
     const panel = el("div", "approval");
     if (call.kind !== "approval") {  // a tool's own interrupt(): answered from the library or Studio
       panel.appendChild(el("h4", "", "the tool waits for input"));
       panel.appendChild(el("pre", "", JSON.stringify(call.value, null, 2)));
-      card.querySelector(".body").appendChild(panel);
+      body.appendChild(panel);
       return;
     }
-    const original = JSON.stringify(call.tool_args === undefined ? {} : call.tool_args, null, 2);
-    panel.appendChild(el("h4", "", "arguments to run with"));
-    const args = panel.appendChild(el("textarea", "approval-args"));
-    args.value = original;
-    args.rows = Math.min(12, original.split("\n").length + 1);
+    const shown = body.querySelector("pre.args");
+    const original = argsText(call.tool_args);
+    shown.textContent = original;
+    const box = el("textarea", "approval-args");
+    box.hidden = true;
+    box.spellcheck = false;
+    box.setAttribute("aria-label", "arguments to run the call with (JSON)");
+    shown.after(box);
+    const problem = panel.appendChild(el("div", "approval-problem"));
     const note = panel.appendChild(el("input", "approval-message"));
     note.placeholder = "message for the agent when rejecting (optional)";
     const buttons = panel.appendChild(el("div", "approval-buttons"));
-    const problem = panel.appendChild(el("div", "approval-problem"));
+    const approve = buttons.appendChild(el("button", "approve", "Approve"));
+    const edit = buttons.appendChild(el("button", "edit", "Edit"));
+    const reject = buttons.appendChild(el("button", "reject", "Reject"));
+    [approve, edit, reject].forEach(function (button) { button.type = "button"; });
+    let edited = null;  // the parsed arguments while editing, null when they are not a JSON object
+
+    function check() {
+      edited = null;
+      let value;
+      try { value = JSON.parse(box.value); } catch (error) {
+        problem.textContent = "not JSON yet: " + error.message;
+        approve.disabled = true;
+        return;
+      }
+      if (value === null || typeof value !== "object" || Array.isArray(value)) {
+        problem.textContent = "the arguments must be a JSON object";
+        approve.disabled = true;
+        return;
+      }
+      edited = value;
+      problem.textContent = "";
+      approve.disabled = false;
+    }
+
     function decide(decision, label) {
-      turn.decisions[key] = decision;
+      turn.decisions.set(key, decision);
+      box.remove();
+      shown.hidden = false;
+      if (decision.type === "edit") shown.textContent = argsText(decision.args);
       panel.replaceChildren(el("div", "approval-decided", label));
       card.querySelector(".state").textContent = label;
-      if (Object.keys(turn.decisions).length === turn.waitingFor) sendDecisions(turn);
+      if (turn.decisions.size === turn.waitingFor) sendDecisions(turn);
     }
-    buttons.appendChild(el("button", "approve", "Approve")).addEventListener("click", function () {
-      let edited;
-      try { edited = JSON.parse(args.value); } catch (error) { problem.textContent = "the arguments are not JSON: " + error.message; return; }
-      if (edited === null || typeof edited !== "object" || Array.isArray(edited)) { problem.textContent = "the arguments must be a JSON object"; return; }
-      if (JSON.stringify(edited, null, 2) === original) decide({ type: "approve" }, "✓ approved");
-      else decide({ type: "edit", args: edited }, "✓ approved with edited arguments");
+
+    box.addEventListener("input", check);
+    edit.addEventListener("click", function () {
+      const editing = box.hidden;
+      box.hidden = !editing;
+      shown.hidden = editing;
+      edit.textContent = editing ? "Cancel edit" : "Edit";
+      approve.textContent = editing ? "Approve edited" : "Approve";
+      if (editing) {
+        box.value = original;
+        box.rows = Math.min(14, original.split("\n").length + 1);
+        check();
+        box.focus();
+      } else {
+        problem.textContent = "";
+        approve.disabled = false;
+      }
     });
-    buttons.appendChild(el("button", "reject", "Reject")).addEventListener("click", function () {
-      decide({ type: "reject", message: note.value.trim() || null }, "✗ rejected");
+    approve.addEventListener("click", function () {
+      if (box.hidden || JSON.stringify(edited, null, 2) === original) decide({ type: "approve" }, "✓ approved");
+      else if (edited) decide({ type: "edit", args: edited }, "✓ approved with edited arguments");
     });
-    card.querySelector(".body").appendChild(panel);
+    reject.addEventListener("click", function () {
+      decide({ type: "reject", message: note.value.trim() || null }, "⊘ rejected");
+    });
+    body.appendChild(panel);
   }
 
   async function sendDecisions(turn) {
-    const decisions = Object.keys(turn.decisions).map(function (key) {
-      return Object.assign({ tool_call_id: key }, turn.decisions[key]);
+    const decisions = Array.from(turn.decisions, function (entry) {
+      return Object.assign({ tool_call_id: entry[0] }, entry[1]);
     });
     turn.decisions = null;
     waiting = null;
+    say("");
     if (turn.waitingNote) turn.waitingNote.remove();
     await streamRun(turn, "/approvals", { decisions: decisions }, function () { sendDecisions(turn); });
   }
@@ -247,16 +486,32 @@
   function finishCard(turn, data) {
     const card = cardFor(turn, data);
     const body = card.querySelector(".body");
-    card.dataset.status = data.error ? "error" : "ok";
-    card.querySelector(".state").textContent = data.error ? "✗ error" : "✓ done";
+    const state = card.querySelector(".state");
     card.querySelector(".elapsed").textContent = Number(data.iter_elapsed || 0).toFixed(2) + " s";
+    if (data.repeat_of_decided) {  // asked again for a call already decided: answered with that decision's outcome
+      card.dataset.status = "repeat";
+      state.textContent = data.approval === "rejected" ? "↺ asked again · rejected before" : "↺ asked again · earlier result";
+    } else if (data.approval === "rejected") {
+      card.dataset.status = "rejected";
+      state.textContent = "⊘ rejected";
+    } else {
+      card.dataset.status = data.error ? "error" : "ok";
+      state.textContent = data.error ? "✗ error" : data.approval ? "✓ done (" + data.approval + ")" : "✓ done";
+    }
+    if (data.approval === "rejected") {  // the person's message is the observation: shown once
+      body.appendChild(el("h4", "", "the agent was told"));
+      body.appendChild(el("pre", "rejection", String(data.observation || data.error || "")));
+      return;
+    }
     body.appendChild(el("h4", "", "observation"));
     body.appendChild(el("pre", "observation", String(data.observation || "")));
-    if (data.error) {
+    if (data.error && data.error !== data.observation && "Error: " + data.error !== data.observation) {
       body.appendChild(el("h4", "", "error"));
       body.appendChild(el("pre", "error", String(data.error)));
     }
   }
+
+  // ------------------------------------------------------------ the answer
 
   // The answer so far, rendered incrementally: only what changed since the last frame.
   function renderAnswer(turn) {
@@ -265,42 +520,73 @@
     turn.view.update(turn.answerText);
   }
 
+  function openAnswer(turn) {
+    if (turn.answer) return;
+    turn.answer = add(el("div", "answer"));
+    turn.answer.appendChild(el("div", "answer-body"));
+  }
+
+  function showAnswer(turn, text) {
+    openAnswer(turn);
+    turn.answerText = String(text || "");
+    renderAnswer(turn);
+  }
+
+  function stoppedNote(turn, why) {
+    const note = add(el("div", "stopped"));
+    note.appendChild(el("span", "", why + ". "));
+    const resume = note.appendChild(el("button", "resume", "Resume"));
+    resume.type = "button";
+    note.appendChild(el("span", "", " finishes it; a new message starts the next turn."));
+    resume.addEventListener("click", function () {
+      if (running) return;
+      note.remove();
+      streamRun(turn, "/resume", {}, function () { streamRun(turn, "/resume", {}, null); });
+    });
+  }
+
+  function footer(data) {
+    const usage = data.usage || {};
+    return "iterations " + data.iterations + " · tokens " + (usage.total_tokens || 0) +
+      " (in " + (usage.input_tokens || 0) + ", out " + (usage.output_tokens || 0) + ") · " +
+      Number(data.elapsed || 0).toFixed(1) + " s · finish: " + (data.finish_reason || "unknown");
+  }
+
   function handle(turn, channel, data) {
     if (channel === "phase") {
-      turn.status.textContent = "selecting tools among " + data.total_tools + "…";
+      setStatus(turn, "selecting tools among " + data.total_tools + "…");
     } else if (channel === "step" && data.type === "thinking") {
-      if (data.status === "start") turn.status.textContent = "thinking (iteration " + data.iteration + ")…";
+      if (data.status === "start") setStatus(turn, "thinking (iteration " + data.iteration + ")…");
       else if (data.reasoning) add(el("div", "reasoning", data.reasoning));
     } else if (channel === "step" && data.type === "iteration") {
       if (data.status === "start") {
         // A call decided after a pause starts on its waiting card, with the arguments it runs with.
-        cardFor(turn, data).querySelector("pre.args").textContent =
-          JSON.stringify(data.tool_args === undefined ? {} : data.tool_args, null, 2);
-        turn.status.textContent = "running " + data.tool_name + "…";
+        cardFor(turn, data).querySelector("pre.args").textContent = argsText(data.tool_args);
+        setStatus(turn, "running " + data.tool_name + "…");
       }
       else finishCard(turn, data);
     } else if (channel === "step" && data.type === "answer") {
-      turn.status.textContent = "writing the answer…";
+      setStatus(turn, "writing the answer…");
     } else if (channel === "answer") {
-      if (data.status === "start" && !turn.answer) {
-        turn.answer = add(el("div", "answer"));
-        turn.answer.appendChild(el("div", "answer-body"));
+      if (data.status === "start") {
+        openAnswer(turn);
       } else if (data.status === "delta") {
+        openAnswer(turn);
         turn.answerText += data.content;
         if (!turn.frame) turn.frame = requestAnimationFrame(function () { renderAnswer(turn); });
       } else if (data.status === "done") {
         if (turn.frame) cancelAnimationFrame(turn.frame);
-        renderAnswer(turn);
+        if (turn.answer) renderAnswer(turn);
       } else if (data.status === "reset" && turn.answer) {
         // The answer failed the grounding check (SPEC R13.1): drop it, a new one follows.
         if (turn.frame) cancelAnimationFrame(turn.frame);
         turn.frame = 0;
         turn.answerText = "";
         renderAnswer(turn);
-        turn.status.textContent = "rewriting the answer from the tool results…";
+        setStatus(turn, "rewriting the answer from the tool results…");
       }
     } else if (channel === "stall") {
-      turn.status.textContent = "the loop is stuck: asking for the final answer…";
+      setStatus(turn, "the loop is stuck: asking for the final answer…");
     } else if (channel === "compact") {
       add(el("div", "divider", "context compacted: " + data.original_messages + " → " + data.kept_messages + " messages"));
     } else if (channel === "inject") {
@@ -310,31 +596,27 @@
         delete pending.dataset.pending;
         pending.querySelector(".label").textContent = "interrupt · taken in by the agent";
       } else {
-        const note = add(el("div", "interrupt"));
-        note.appendChild(el("span", "label", "interrupt · taken in by the agent"));
-        note.appendChild(document.createTextNode(data.content));
+        interruptNote("interrupt · taken in by the agent", data.content);
       }
     } else if (channel === "approval") {
-      turn.decisions = {};
-      turn.waitingFor = data.pending.filter(function (call) { return call.kind === "approval"; }).length;
-      waiting = turn;
-      data.pending.forEach(function (call) { askApproval(turn, call); });
+      askApprovals(turn, data.pending);
+    } else if (channel === "error" && data.kind === "cancelled") {
+      turn.cards.forEach(function (card) {
+        if (card.dataset.status !== "running") return;
+        card.dataset.status = "stopped";
+        card.querySelector(".state").textContent = "■ stopped";
+      });
+      stoppedNote(turn, "Stopped");
     } else if (channel === "error") {
-      add(el("div", "failure", "model error: " + data.message));
+      add(el("div", "failure", (data.kind === "model_error" ? "model error: " : "error: ") + data.message));
     } else if (channel === "done" && data.finish_reason === "waiting") {
       turn.waitingNote = add(el("div", "status waiting-note", "waiting for your decision on " + turn.waitingFor + " tool call(s)"));
     } else if (channel === "done") {
-      if (!turn.answer) {
-        turn.answer = add(el("div", "answer"));
-        turn.answer.appendChild(el("div", "answer-body"));
-        turn.answerText = data.answer;
-        renderAnswer(turn);
-      }
-      const usage = data.usage || {};
-      turn.answer.appendChild(el("div", "footer",
-        "iterations " + data.iterations + " · tokens " + (usage.total_tokens || 0) +
-        " (in " + (usage.input_tokens || 0) + ", out " + (usage.output_tokens || 0) + ") · " +
-        Number(data.elapsed || 0).toFixed(1) + " s"));
+      if (!turn.answer) showAnswer(turn, data.answer);
+      turn.answer.appendChild(el("div", "footer", footer(data)));
     }
   }
+
+  const opened = location.hash.slice(1);
+  if (/^[A-Za-z0-9._:-]{1,128}$/.test(opened)) openThread(opened); else setThread(newThreadId());
 })();

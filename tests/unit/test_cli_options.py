@@ -1,0 +1,94 @@
+"""The command line a newcomer meets (issue 38): ``--version``, bare ``reactgraph`` printing
+its help, one name per option in every command (the former ``--db-url`` kept as a hidden
+alias of ``--checkpoints``), ``serve --help`` telling the model's key from the server's, and
+``--threads`` for the embedded model (default: :func:`default_threads`)."""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from importlib.metadata import version
+
+import pytest
+
+import reactgraph.demo.factory
+import reactgraph.models
+from reactgraph import ModelAbilities
+from reactgraph.cli import _parser, main
+from reactgraph.models import ResolvedModel
+from reactgraph.models.local import THREADS_ENV, LocalModelServer, default_threads
+from reactgraph.testing import ScriptedChatModel
+
+
+def test_version_and_bare_command(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.strip() == f"reactgraph {version('reactgraph')}"
+    assert main([]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("usage: reactgraph") and err == ""
+    for command in ("run", "resume", "serve", "--version"):
+        assert command in out
+
+
+def options(command: str) -> set[str]:
+    """The option strings ``reactgraph COMMAND --help`` shows."""
+    subparsers = next(action for action in _parser()._actions if action.dest == "command")
+    parser = subparsers.choices[command]
+    return {string for action in parser._actions if action.help != "==SUPPRESS=="
+            for string in action.option_strings}
+
+
+def test_every_command_names_its_shared_options_alike():
+    shared = {"--model", "--base-url", "--api-key", "--json-mode", "--threads", "--max-iterations", "--db", "--mcp",
+              "--checkpoints"}
+    for command in ("run", "resume", "serve"):
+        assert shared <= options(command), command
+        assert "--db-url" not in options(command)  # a hidden alias, not shown
+    parser = _parser()
+    for command in (["run", "q"], ["resume", "t"], ["serve"]):
+        old = parser.parse_args([*command, "--db-url", "x.db"])
+        new = parser.parse_args([*command, "--checkpoints", "x.db"])
+        assert old.checkpoints == new.checkpoints == "x.db"
+
+
+def test_serve_help_tells_the_model_key_from_the_servers(capsys):
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--api-key API_KEY the model endpoint's API key (default: $OPENAI_API_KEY)" in text
+    assert "unless $REACTGRAPH_API_KEY is set: then every client must send it as a bearer token" in text
+    assert text.count("API key") == 1
+
+
+def test_threads_reach_the_embedded_model(monkeypatch, tools, tmp_path, capsys):
+    seen: dict[str, object] = {}
+
+    @asynccontextmanager
+    async def scripted_model(**options):
+        seen.update(options)
+        yield ResolvedModel(ScriptedChatModel(responses=["CNC-003 is normal."]), ModelAbilities(tool_call=True), "s")
+
+    monkeypatch.setattr(reactgraph.models, "open_model", scripted_model)
+    monkeypatch.setattr(reactgraph.demo.factory, "build_factory_hub", lambda _db=None: tools)
+    assert main(["run", "CNC-003?", "--threads", "3", "--checkpoints", str(tmp_path / "c.db")]) == 0
+    assert seen["local_n_threads"] == 3
+    assert main(["run", "CNC-003?", "--checkpoints", str(tmp_path / "c.db")]) == 0
+    assert seen["local_n_threads"] is None  # open_model then takes default_threads()
+    with pytest.raises(SystemExit):
+        main(["run", "q", "--threads", "0"])
+    assert "--threads: must be at least 1" in capsys.readouterr().err
+
+
+def test_the_default_thread_count_leaves_a_core_free_and_the_environment_overrides_it(monkeypatch):
+    monkeypatch.setattr("os.sched_getaffinity", lambda _pid: {0, 1})
+    assert default_threads({}) == 1
+    monkeypatch.setattr("os.sched_getaffinity", lambda _pid: {0})
+    assert default_threads({}) == 1
+    monkeypatch.setattr("os.sched_getaffinity", lambda _pid: set(range(8)))
+    assert default_threads({}) == 7
+    assert default_threads({THREADS_ENV: "2"}) == 2
+    with pytest.raises(ValueError, match=THREADS_ENV):
+        default_threads({THREADS_ENV: "zero"})
+    monkeypatch.setenv(THREADS_ENV, "5")
+    assert LocalModelServer(command=["true"]).n_threads == 5
