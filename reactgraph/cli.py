@@ -94,6 +94,7 @@ def _add_agent_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("--model", help="model name (default: $REACTGRAPH_MODEL, else the embedded model)")
     command.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
     command.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY)")
+    _add_local_model_options(command)
     command.add_argument("--max-iterations", type=int, default=AgentSettings.max_iterations,
                          help="most model calls in the tool loop (default: %(default)s)")
     command.add_argument("--db", help="demo plant database file (default: under $REACTGRAPH_HOME or ~/.local/share/reactgraph)")
@@ -101,6 +102,17 @@ def _add_agent_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("--db-url", "--checkpoints", dest="db_url",
                          help="where threads are kept: a SQLite file, a postgresql:// URL or 'memory' (default: "
                               "$REACTGRAPH_DATABASE_URL, else checkpoints.db under $REACTGRAPH_HOME)")
+
+
+def _add_local_model_options(command: argparse.ArgumentParser) -> None:
+    """``--local-model`` and ``--local-threads``: which embedded model runs when no model is configured."""
+    from reactgraph.models.catalog import DEFAULT_LOCAL_MODEL, EMBEDDED_MODELS
+
+    command.add_argument("--local-model", metavar="NAME",
+                         help=f"the embedded model when no model is configured: {', '.join(EMBEDDED_MODELS)} "
+                              f"(default: $REACTGRAPH_LOCAL_MODEL, else {DEFAULT_LOCAL_MODEL}; docs/embedded-model.md)")
+    command.add_argument("--local-threads", type=int, metavar="N",
+                         help="CPU threads of the embedded model (default: $REACTGRAPH_LOCAL_THREADS, else every CPU)")
 
 
 def _add_serve_parser(commands: Any) -> None:
@@ -112,6 +124,7 @@ def _add_serve_parser(commands: Any) -> None:
     serve.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
     serve.add_argument("--api-key", help="the model endpoint's API key (default: $OPENAI_API_KEY); "
                                          "clients of this server authenticate with $REACTGRAPH_API_KEY")
+    _add_local_model_options(serve)
     serve.add_argument("--max-iterations", type=int, default=AgentSettings.max_iterations,
                        help="most model calls in the tool loop of one run (default: %(default)s)")
     serve.add_argument("--db", help="demo plant database file (default: under $REACTGRAPH_HOME or ~/.local/share/reactgraph)")
@@ -179,7 +192,9 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
         if args.mcp:
             tools = [*tools, *await _open_mcp(stack, args.mcp, [tool.name for tool in tools], console)]
         try:
-            resolved = await stack.enter_async_context(open_model(model=args.model, base_url=args.base_url, api_key=args.api_key))
+            resolved = await stack.enter_async_context(open_model(
+                model=args.model, base_url=args.base_url, api_key=args.api_key,
+                local_model=args.local_model, local_threads=args.local_threads))
         except LocalModelError as exc:
             raise SetupError(str(exc)) from exc
         dag = args.command == "run" and args.dag
@@ -493,7 +508,8 @@ async def _serve(args: argparse.Namespace, console: Console, sock: Any = None, r
     try:
         context = open_demo_agent(model=args.model, base_url=args.base_url, api_key=args.api_key,
                                   json_mode=args.json_mode, max_iterations=args.max_iterations,
-                                  db=args.db, checkpoints=args.checkpoints, mcp=args.mcp)
+                                  db=args.db, checkpoints=args.checkpoints, mcp=args.mcp,
+                                  local_model=args.local_model, local_threads=args.local_threads)
         demo = await context.__aenter__()
     except Exception as exc:
         if not isinstance(exc, (LocalModelError, ImportError)) and not _is_database_error(exc):
