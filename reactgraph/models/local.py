@@ -224,7 +224,8 @@ class LocalModelServer:
             raise ValueError(f"max_tokens must be a positive number of tokens, got {max_tokens}")
         self.n_ctx = n_ctx
         self.max_tokens = max_tokens
-        self.n_threads = local_threads(n_threads, environ) or self.embedded.n_threads or len(os.sched_getaffinity(0)) or 1
+        self.n_threads = (local_threads(n_threads, environ) or self.embedded.n_threads
+                          or len(os.sched_getaffinity(0)) or 1)
         self.host = host
         self.port = port if port is not None else _free_port(host)
         self.model_alias = model_alias or self.embedded.alias

