@@ -110,7 +110,7 @@ def test_server_is_up(server: LocalModelServer) -> None:
     assert _port_open(server.port)
     assert server.abilities == ModelAbilities(
         tool_call=False, json_mode=True, context_window=8192, max_output_tokens=512,
-        schema_output="json_object_schema", provider="llamacpp",
+        schema_output="json_object_schema", provider="llamacpp", small=True,
     )
 
 
@@ -230,7 +230,7 @@ async def test_open_model_starts_and_stops_the_embedded_model() -> None:
         assert resolved.description.startswith("embedded SmolLM2-135M (llama.cpp on 127.0.0.1:")
         assert resolved.abilities == ModelAbilities(
             tool_call=False, json_mode=True, context_window=2048, max_output_tokens=16,
-            schema_output="json_object_schema", provider="llamacpp",
+            schema_output="json_object_schema", provider="llamacpp", small=True,
         )
         reply = await resolved.llm.ainvoke("Write a long story about a lathe.")
         assert isinstance(reply.content, str) and reply.content.strip()

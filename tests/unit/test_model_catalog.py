@@ -131,6 +131,12 @@ def test_the_server_serves_the_chosen_model_under_its_names(tmp_path: Path) -> N
         LocalModelServer(model="big", command=["true"])
 
 
+def test_the_entry_says_whether_the_served_model_is_small() -> None:
+    """``abilities.small`` decides the safeguard policy (issue 35); the catalogue entry sets it."""
+    assert LocalModelServer(model="qwen2.5-coder-1.5b", command=["true"]).abilities.small is True
+    assert LocalModelServer(model=_fake_model(small=False), command=["true"]).abilities.small is False
+
+
 async def test_open_model_with_an_unknown_local_model_fails_before_anything_starts() -> None:
     with pytest.raises(LocalModelError, match="choose one of: smollm2-135m, qwen2.5-coder-0.5b, qwen2.5-coder-1.5b"):
         async with open_model(environ={}, local_model="nope"):
