@@ -1,5 +1,5 @@
 """The embedded model's CPU threads (issue 38): generation speed by thread count, on an idle
-machine and with another process busy on one core, to choose ``reactgraph --threads``'s
+machine and with another process busy on one core, to choose ``reactgraph --local-threads``'s
 default (:func:`reactgraph.models.local.default_threads`).
 
 For each thread count (1 up to the CPUs this process may use) the embedded server

@@ -8,7 +8,7 @@ answers in DAG mode (plan, steps, analysis; see :mod:`reactgraph.cli_dag`). ReAc
 checkpointed (SQLite under ``$REACTGRAPH_HOME`` by default, ``--checkpoints`` or
 ``$REACTGRAPH_DATABASE_URL`` for another file or Postgres); ``--thread ID`` continues a
 conversation, and ``reactgraph resume ID`` finishes a run that was interrupted (crash,
-Ctrl-C, a model that kept failing); Ctrl-C says so. ``--threads N`` sets the embedded
+Ctrl-C, a model that kept failing); Ctrl-C says so. ``--local-threads N`` sets the embedded
 model's CPU threads. ``reactgraph --version`` prints the version; ``reactgraph`` alone,
 the commands. Options have one name in every command (``--db-url`` is kept as a hidden
 alias of ``--checkpoints`` for one release). A tool call that needs a person's approval (SPEC R13.3;
@@ -116,9 +116,7 @@ def _add_agent_options(command: argparse.ArgumentParser) -> None:
     model.add_argument("--api-key", help="the model endpoint's API key (default: $OPENAI_API_KEY)")
     model.add_argument("--json-mode", action="store_true",
                        help="force the JSON-in-content protocol instead of native tool calls")
-    model.add_argument("--threads", type=_positive_int, metavar="N",
-                       help="CPU threads of the embedded model (default: $REACTGRAPH_THREADS, else "
-                            f"{default_threads()} on this machine: one core is left to the rest)")
+    _add_local_model_options(model)
     agent = command.add_argument_group("agent")
     agent.add_argument("--max-iterations", type=int, default=AgentSettings.max_iterations,
                        help="most model calls in the tool loop of one run (default: %(default)s)")
@@ -135,6 +133,19 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
+
+
+def _add_local_model_options(group: Any) -> None:
+    """``--local-model`` and ``--local-threads``: which embedded model runs when no model is
+    configured, and on how many CPU threads."""
+    from reactgraph.models.catalog import DEFAULT_LOCAL_MODEL, EMBEDDED_MODELS
+
+    group.add_argument("--local-model", metavar="NAME",
+                       help=f"the embedded model when no model is configured: {', '.join(EMBEDDED_MODELS)} "
+                            f"(default: $REACTGRAPH_LOCAL_MODEL, else {DEFAULT_LOCAL_MODEL}; docs/embedded-model.md)")
+    group.add_argument("--local-threads", type=_positive_int, metavar="N",
+                       help="CPU threads of the embedded model (default: $REACTGRAPH_LOCAL_THREADS, else "
+                            f"{default_threads()} on this machine: one core is left to the rest)")
 
 
 def _add_serve_parser(commands: Any) -> None:
@@ -217,8 +228,9 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
         if args.mcp:
             tools = [*tools, *await _open_mcp(stack, args.mcp, [tool.name for tool in tools], console)]
         try:
-            resolved = await stack.enter_async_context(open_model(model=args.model, base_url=args.base_url,
-                                                                  api_key=args.api_key, local_n_threads=args.threads))
+            resolved = await stack.enter_async_context(open_model(
+                model=args.model, base_url=args.base_url, api_key=args.api_key,
+                local_model=args.local_model, local_threads=args.local_threads))
         except LocalModelError as exc:
             raise SetupError(str(exc)) from exc
         dag = args.command == "run" and args.dag
@@ -534,7 +546,8 @@ async def _serve(args: argparse.Namespace, console: Console, sock: Any = None, r
     try:
         context = open_demo_agent(model=args.model, base_url=args.base_url, api_key=args.api_key,
                                   json_mode=args.json_mode, max_iterations=args.max_iterations,
-                                  db=args.db, checkpoints=args.checkpoints, mcp=args.mcp, threads=args.threads)
+                                  db=args.db, checkpoints=args.checkpoints, mcp=args.mcp,
+                                  local_model=args.local_model, local_threads=args.local_threads)
         demo = await context.__aenter__()
     except Exception as exc:
         if not isinstance(exc, (LocalModelError, ImportError)) and not _is_database_error(exc):

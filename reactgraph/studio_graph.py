@@ -5,7 +5,8 @@ the graph — drawing it, reading a thread's state, starting a run — with the 
 config. :func:`studio_graph` makes such a factory from a graph builder: it builds the graph
 over the demo plant's tool hub and system prompt and the model from the environment
 (``REACTGRAPH_MODEL``, ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``; see
-:mod:`reactgraph.models.env`) or, with nothing configured, the embedded SmolLM2 server.
+:mod:`reactgraph.models.env`) or, with nothing configured, the embedded model's server
+(SmolLM2-135M, or the catalogue entry ``REACTGRAPH_LOCAL_MODEL`` names; :mod:`reactgraph.models.catalog`).
 
 Each run's configuration comes from :class:`StudioContext`, declared as the graph's
 ``context_schema`` so Studio shows it as a form: model name, loop mode, ``max_iterations``

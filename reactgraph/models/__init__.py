@@ -10,12 +10,15 @@ It picks, in order (SPEC R10.4):
 
 1. an OpenAI-compatible endpoint given as arguments or by ``REACTGRAPH_MODEL``,
    ``OPENAI_BASE_URL``, ``OPENAI_API_KEY`` (see :mod:`reactgraph.models.env`);
-2. otherwise the embedded SmolLM2-135M behind a private llama.cpp server
-   (see :mod:`reactgraph.models.local`), started for the block and stopped after it.
+2. otherwise the embedded model behind a private llama.cpp server
+   (see :mod:`reactgraph.models.local`), started for the block and stopped after it:
+   SmolLM2-135M, or another entry of the catalogue (:mod:`reactgraph.models.catalog`)
+   chosen by ``local_model`` or ``$REACTGRAPH_LOCAL_MODEL``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -26,6 +29,15 @@ from langchain_core.language_models import BaseChatModel
 
 from reactgraph._paths import data_home
 from reactgraph.abilities import ModelAbilities, resolve_abilities
+from reactgraph.models.catalog import (
+    DEFAULT_LOCAL_MODEL,
+    EMBEDDED_MODELS,
+    ENV_LOCAL_MODEL,
+    ENV_LOCAL_THREADS,
+    EmbeddedModel,
+    embedded_model,
+    find_gguf,
+)
 from reactgraph.models.env import (
     DEFAULT_OPENAI_MODEL,
     PLACEHOLDER_API_KEY,
@@ -47,9 +59,14 @@ from reactgraph.models.local import (
 )
 
 __all__ = [
+    "DEFAULT_LOCAL_MODEL",
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_N_CTX",
     "DEFAULT_OPENAI_MODEL",
+    "EMBEDDED_MODELS",
+    "ENV_LOCAL_MODEL",
+    "ENV_LOCAL_THREADS",
+    "EmbeddedModel",
     "GGUF_FILENAME",
     "INSTALL_HINT",
     "LOCAL_MODEL_NAME",
@@ -59,6 +76,8 @@ __all__ = [
     "ResolvedModel",
     "abilities_from_env",
     "describe_chat_model",
+    "embedded_model",
+    "find_gguf",
     "find_smollm2_gguf",
     "model_from_env",
     "open_model",
@@ -104,9 +123,10 @@ async def open_model(
     base_url: str | None = None,
     api_key: str | None = None,
     environ: Mapping[str, str] | None = None,
-    local_n_ctx: int = DEFAULT_N_CTX,
+    local_model: str | None = None,
+    local_threads: int | None = None,
+    local_n_ctx: int | None = None,
     local_start_timeout: float = 120.0,
-    local_n_threads: int | None = None,
 ) -> AsyncIterator[ResolvedModel]:
     """Resolve the model for a run; start the embedded model if nothing is configured.
 
@@ -114,17 +134,22 @@ async def open_model(
         model, base_url, api_key: explicit endpoint settings; each wins over its
             environment variable (see :func:`model_from_env`).
         environ: variables to read instead of ``os.environ``.
-        local_n_ctx: context window of the embedded model, tokens.
+        local_model: the embedded model's catalogue name (:data:`EMBEDDED_MODELS`, e.g.
+            ``"qwen2.5-coder-1.5b"``); default: ``$REACTGRAPH_LOCAL_MODEL``, else
+            ``"smollm2-135m"``. Its file is downloaded on first use (in a worker thread).
+        local_threads: llama.cpp's CPU threads for the embedded model; default:
+            ``$REACTGRAPH_LOCAL_THREADS``, else the entry's, else one less than the CPUs this
+            process may run on (:func:`~reactgraph.models.local.default_threads`).
+        local_n_ctx: context window of the embedded model, tokens; default: the entry's.
         local_start_timeout: seconds to wait for the embedded server to load the model.
-        local_n_threads: CPU threads of the embedded model; ``None``:
-            :func:`~reactgraph.models.local.default_threads` (``$REACTGRAPH_THREADS``, else
-            one less than the usable CPUs).
 
     Yields:
         :class:`ResolvedModel`. For a configured endpoint, ``abilities`` is the model's
         profile with :func:`abilities_from_env`'s overrides merged over it
-        (:func:`~reactgraph.abilities.resolve_abilities`) when any is set, else ``None``. For the embedded model, ``abilities`` is the server's (no native tool calls, JSON
-        mode and ``json_object_schema`` schema output on, ``local_n_ctx`` window, 512-token output cap) updated by any override
+        (:func:`~reactgraph.abilities.resolve_abilities`) when any is set, else ``None``. For the
+        embedded model, ``abilities`` is the server's (no native tool calls, JSON mode and
+        ``json_object_schema`` schema output on, the entry's or ``local_n_ctx`` window, 512-token
+        output cap, ``small`` as the entry says) updated by any override
         (``REACTGRAPH_MAX_OUTPUT_TOKENS`` also sets the client's ``max_tokens``); the server
         starts in a worker thread and is stopped when the block exits (also on error or
         cancellation).
@@ -132,8 +157,10 @@ async def open_model(
     Raises:
         ValueError: a malformed environment setting (see :func:`model_from_env` and
             :func:`abilities_from_env`).
-        LocalModelError: nothing is configured and the embedded model cannot start (the
-            ``[local]`` extra is missing, or the server failed; the message says which).
+        ValueError: a thread count below 1 (also from ``$REACTGRAPH_LOCAL_THREADS``).
+        LocalModelError: nothing is configured and the embedded model cannot start (an
+            unknown ``local_model``, the ``[local]`` extra is missing, the download failed or
+            its hash differs, or the server failed; the one-line message says which).
     """
     overrides = abilities_from_env(environ)
     llm = model_from_env(model=model, base_url=base_url, api_key=api_key, environ=environ)
@@ -147,11 +174,14 @@ async def open_model(
         )
         return
 
-    server = LocalModelServer(
+    server = await asyncio.to_thread(  # the first use downloads the model file
+        LocalModelServer,
+        model=local_model,
         n_ctx=local_n_ctx,
-        n_threads=local_n_threads or default_threads(environ),
+        n_threads=local_threads,
         max_tokens=int(overrides.get("max_output_tokens", DEFAULT_MAX_TOKENS)),
         log_dir=data_home() / "logs",
+        environ=environ,
     )
     await server.start_async(local_start_timeout)
     try:

