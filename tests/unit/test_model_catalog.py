@@ -8,7 +8,6 @@ the server tests replace the server command.
 from __future__ import annotations
 
 import hashlib
-import os
 import random
 import subprocess
 import sys
