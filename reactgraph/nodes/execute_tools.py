@@ -196,6 +196,7 @@ class ExecuteTools:
             "elapsed": elapsed,
             "artifact": artifact.to_dict() if artifact else None,
             "return_direct": bool(tool is not None and tool.return_direct and error is None),
+            **({"model": task["model"]} if task.get("model") else {}),  # fallback models: who asked (issue 41)
         }
         update: dict[str, Any] = {"steps": [record]}
         # Back to the model node, which drains follow-ups first (R7.2), routed here from the
