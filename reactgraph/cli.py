@@ -94,6 +94,7 @@ def _add_agent_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("--model", help="model name (default: $REACTGRAPH_MODEL, else the embedded model)")
     command.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
     command.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY)")
+    _add_fallback_options(command)
     command.add_argument("--max-iterations", type=int, default=AgentSettings.max_iterations,
                          help="most model calls in the tool loop (default: %(default)s)")
     command.add_argument("--db", help="demo plant database file (default: under $REACTGRAPH_HOME or ~/.local/share/reactgraph)")
@@ -103,6 +104,16 @@ def _add_agent_options(command: argparse.ArgumentParser) -> None:
                               "$REACTGRAPH_DATABASE_URL, else checkpoints.db under $REACTGRAPH_HOME)")
 
 
+def _add_fallback_options(command: argparse.ArgumentParser) -> None:
+    """``--fallback-model`` and ``--fallback-base-url`` (issue 41), repeatable."""
+    command.add_argument("--fallback-model", action="append", dest="fallback_models", metavar="NAME",
+                         help="a model to go on with when the model fails (repeatable, tried in order; "
+                              "'embedded' is the embedded model; default: $REACTGRAPH_FALLBACK_MODELS)")
+    command.add_argument("--fallback-base-url", action="append", dest="fallback_base_urls", metavar="URL",
+                         help="the endpoint of the fallback model given in the same position (default: "
+                              "$REACTGRAPH_FALLBACK_BASE_URLS, else the model's endpoint)")
+
+
 def _add_serve_parser(commands: Any) -> None:
     serve = commands.add_parser("serve", help="serve the HTTP API (SSE) and the web page with the demo plant's tools")
     serve.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: %(default)s)")
@@ -110,6 +121,7 @@ def _add_serve_parser(commands: Any) -> None:
     serve.add_argument("--json-mode", action="store_true", help="force the JSON-in-content protocol instead of native tool calls")
     serve.add_argument("--model", help="model name (default: $REACTGRAPH_MODEL, else the embedded model)")
     serve.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
+    _add_fallback_options(serve)
     serve.add_argument("--api-key", help="the model endpoint's API key (default: $OPENAI_API_KEY); "
                                          "clients of this server authenticate with $REACTGRAPH_API_KEY")
     serve.add_argument("--max-iterations", type=int, default=AgentSettings.max_iterations,
@@ -156,7 +168,7 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
     from reactgraph.demo.agent import build_demo_agent, demo_settings
     from reactgraph.demo.factory import build_factory_hub
     from reactgraph.errors import LocalModelError, NothingToResumeError, ThreadBusyError
-    from reactgraph.models import open_model
+    from reactgraph.models import describe_chat_model, open_model
 
     if args.max_iterations < 1:
         raise ValueError("--max-iterations must be at least 1")
@@ -179,7 +191,9 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
         if args.mcp:
             tools = [*tools, *await _open_mcp(stack, args.mcp, [tool.name for tool in tools], console)]
         try:
-            resolved = await stack.enter_async_context(open_model(model=args.model, base_url=args.base_url, api_key=args.api_key))
+            resolved = await stack.enter_async_context(open_model(
+                model=args.model, base_url=args.base_url, api_key=args.api_key,
+                fallback_models=args.fallback_models, fallback_base_urls=args.fallback_base_urls))
         except LocalModelError as exc:
             raise SetupError(str(exc)) from exc
         dag = args.command == "run" and args.dag
@@ -196,6 +210,9 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
         args.resumable = not dag and persistence.target != "memory"
         console.print(f"[dim]model: {escape(resolved.description)} · mode: {mode} · tools: {len(tools)} · "
                       f"safeguards: {resolved.safeguards['policy']}[/dim]")
+        if resolved.fallbacks:
+            names = ", ".join(describe_chat_model(fallback.llm) for fallback in resolved.fallbacks)
+            console.print(f"[dim]fallbacks: {escape(names)}[/dim]")
         if not dag:
             console.print(f"[dim]thread: {escape(args.thread)} · checkpoints: {escape(_redact(persistence.target))}[/dim]")
         if args.command == "run":
@@ -493,7 +510,8 @@ async def _serve(args: argparse.Namespace, console: Console, sock: Any = None, r
     try:
         context = open_demo_agent(model=args.model, base_url=args.base_url, api_key=args.api_key,
                                   json_mode=args.json_mode, max_iterations=args.max_iterations,
-                                  db=args.db, checkpoints=args.checkpoints, mcp=args.mcp)
+                                  db=args.db, checkpoints=args.checkpoints, mcp=args.mcp,
+                                  fallback_models=args.fallback_models, fallback_base_urls=args.fallback_base_urls)
         demo = await context.__aenter__()
     except Exception as exc:
         if not isinstance(exc, (LocalModelError, ImportError)) and not _is_database_error(exc):

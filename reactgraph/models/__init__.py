@@ -12,13 +12,17 @@ It picks, in order (SPEC R10.4):
    ``OPENAI_BASE_URL``, ``OPENAI_API_KEY`` (see :mod:`reactgraph.models.env`);
 2. otherwise the embedded SmolLM2-135M behind a private llama.cpp server
    (see :mod:`reactgraph.models.local`), started for the block and stopped after it.
+
+Fallback models (issue 41) come from ``fallback_models`` / ``fallback_base_urls`` or
+``REACTGRAPH_FALLBACK_MODELS`` / ``REACTGRAPH_FALLBACK_BASE_URLS``
+(:func:`~reactgraph.models.env.fallback_specs`); ``embedded`` names the embedded model.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,11 +30,14 @@ from langchain_core.language_models import BaseChatModel
 
 from reactgraph._paths import data_home
 from reactgraph.abilities import ModelAbilities, resolve_abilities
+from reactgraph.fallbacks import FallbackModel
 from reactgraph.models.env import (
     DEFAULT_OPENAI_MODEL,
+    EMBEDDED_FALLBACK,
     PLACEHOLDER_API_KEY,
     abilities_from_env,
     describe_chat_model,
+    fallback_specs,
     model_from_env,
 )
 from reactgraph.safeguards import policy_for
@@ -79,6 +86,8 @@ class ResolvedModel:
         overrides: only the ability fields set in the environment (see
             :func:`abilities_from_env`), e.g. ``{"context_window": 32768}``. ``abilities``
             holds them merged over the model's profile.
+        fallbacks: The fallback models configured (issue 41), in order, each with its
+            abilities when known (the embedded model's).
     """
 
     llm: BaseChatModel
@@ -86,6 +95,7 @@ class ResolvedModel:
     description: str
     server: LocalModelServer | None = None
     overrides: dict[str, bool | int | str] = field(default_factory=dict)
+    fallbacks: list[FallbackModel] = field(default_factory=list)
 
     @property
     def safeguards(self) -> dict[str, Any]:
@@ -97,6 +107,18 @@ class ResolvedModel:
 
 
 @asynccontextmanager
+async def _embedded_server(n_ctx: int, max_tokens: int, start_timeout: float) -> AsyncIterator[LocalModelServer]:
+    """The embedded model's server, started for the block (in a worker thread) and stopped
+    after it, also on error or cancellation."""
+    server = LocalModelServer(n_ctx=n_ctx, max_tokens=max_tokens, log_dir=data_home() / "logs")
+    await server.start_async(start_timeout)
+    try:
+        yield server
+    finally:
+        await server.stop_async()
+
+
+@asynccontextmanager
 async def open_model(
     *,
     model: str | None = None,
@@ -105,6 +127,8 @@ async def open_model(
     environ: Mapping[str, str] | None = None,
     local_n_ctx: int = DEFAULT_N_CTX,
     local_start_timeout: float = 120.0,
+    fallback_models: Sequence[str] | None = None,
+    fallback_base_urls: Sequence[str] | None = None,
 ) -> AsyncIterator[ResolvedModel]:
     """Resolve the model for a run; start the embedded model if nothing is configured.
 
@@ -114,6 +138,11 @@ async def open_model(
         environ: variables to read instead of ``os.environ``.
         local_n_ctx: context window of the embedded model, tokens.
         local_start_timeout: seconds to wait for the embedded server to load the model.
+        fallback_models, fallback_base_urls: the fallback models (``--fallback-model``,
+            ``--fallback-base-url``; ``None`` reads the environment, see
+            :func:`~reactgraph.models.env.fallback_specs`). Each is a ``ChatOpenAI`` at its
+            base URL (else the model's endpoint) with ``api_key``; ``embedded`` is the
+            embedded model, started for the block unless it is the model itself.
 
     Yields:
         :class:`ResolvedModel`. For a configured endpoint, ``abilities`` is the model's
@@ -122,7 +151,7 @@ async def open_model(
         mode and ``json_object_schema`` schema output on, ``local_n_ctx`` window, 512-token output cap) updated by any override
         (``REACTGRAPH_MAX_OUTPUT_TOKENS`` also sets the client's ``max_tokens``); the server
         starts in a worker thread and is stopped when the block exits (also on error or
-        cancellation).
+        cancellation). ``fallbacks`` holds the fallback models.
 
     Raises:
         ValueError: a malformed environment setting (see :func:`model_from_env` and
@@ -130,31 +159,36 @@ async def open_model(
         LocalModelError: nothing is configured and the embedded model cannot start (the
             ``[local]`` extra is missing, or the server failed; the message says which).
     """
+    specs = fallback_specs(fallback_models, fallback_base_urls, environ)
     overrides = abilities_from_env(environ)
-    llm = model_from_env(model=model, base_url=base_url, api_key=api_key, environ=environ)
-    if llm is not None:
-        yield ResolvedModel(
-            llm=llm,
-            abilities=resolve_abilities(llm, overrides) if overrides else None,
-            description=describe_chat_model(llm),
-            server=None,
-            overrides=overrides,
-        )
-        return
-
-    server = LocalModelServer(
-        n_ctx=local_n_ctx,
-        max_tokens=int(overrides.get("max_output_tokens", DEFAULT_MAX_TOKENS)),
-        log_dir=data_home() / "logs",
-    )
-    await server.start_async(local_start_timeout)
-    try:
-        yield ResolvedModel(
-            llm=server.chat_model(),
-            abilities=dataclasses.replace(server.abilities, **overrides),
-            description=server.description,
-            server=server,
-            overrides=overrides,
-        )
-    finally:
-        await server.stop_async()
+    max_tokens = int(overrides.get("max_output_tokens", DEFAULT_MAX_TOKENS))
+    async with AsyncExitStack() as stack:
+        llm = model_from_env(model=model, base_url=base_url, api_key=api_key, environ=environ)
+        if llm is not None:
+            resolved = ResolvedModel(
+                llm=llm,
+                abilities=resolve_abilities(llm, overrides) if overrides else None,
+                description=describe_chat_model(llm),
+                server=None,
+                overrides=overrides,
+            )
+        else:
+            server = await stack.enter_async_context(_embedded_server(local_n_ctx, max_tokens, local_start_timeout))
+            resolved = ResolvedModel(
+                llm=server.chat_model(),
+                abilities=dataclasses.replace(server.abilities, **overrides),
+                description=server.description,
+                server=server,
+                overrides=overrides,
+            )
+        fallbacks: list[FallbackModel] = []
+        for name, url in specs:
+            if name == EMBEDDED_FALLBACK:
+                local = resolved.server or await stack.enter_async_context(
+                    _embedded_server(local_n_ctx, max_tokens, local_start_timeout))
+                fallbacks.append(FallbackModel(local.chat_model(), local.abilities))
+                continue
+            chat = model_from_env(model=name, base_url=url or base_url, api_key=api_key, environ=environ)
+            assert chat is not None  # a name is given
+            fallbacks.append(FallbackModel(chat))
+        yield dataclasses.replace(resolved, fallbacks=fallbacks)

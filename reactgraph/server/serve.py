@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import os
 import socket
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -49,6 +49,8 @@ async def open_demo_agent(
     db: str | os.PathLike[str] | None = None,
     checkpoints: str | os.PathLike[str] | None = None,
     mcp: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+    fallback_models: Sequence[str] | None = None,
+    fallback_base_urls: Sequence[str] | None = None,
 ) -> AsyncIterator[DemoAgent]:
     """Open the model and the checkpointer and build the demo agent, for the block.
 
@@ -69,6 +71,8 @@ async def open_demo_agent(
         db: The demo plant's SQLite file (``None``: the default under the data directory).
         checkpoints: Checkpoint path or URL (see above).
         mcp: An MCP client configuration (file path or parsed object), or ``None``.
+        fallback_models, fallback_base_urls: Fallback models (issue 41; ``None``: the
+            environment), as :func:`reactgraph.models.open_model` takes them.
 
     Yields:
         :class:`DemoAgent`.
@@ -94,7 +98,9 @@ async def open_demo_agent(
         if mcp is not None:
             servers = await stack.enter_async_context(load_mcp_tools(mcp, reserved=[tool.name for tool in tools]))
             tools = [*tools, *servers]
-        resolved = await stack.enter_async_context(open_model(model=model, base_url=base_url, api_key=api_key))
+        resolved = await stack.enter_async_context(open_model(
+            model=model, base_url=base_url, api_key=api_key, fallback_models=fallback_models,
+            fallback_base_urls=fallback_base_urls))
         persistence = await stack.enter_async_context(open_persistence(checkpoints))
         agent = build_demo_agent(resolved, tools, json_mode=json_mode, max_iterations=max_iterations,
                                  checkpointer=persistence.checkpointer, interrupt_queue=persistence.interrupt_queue)

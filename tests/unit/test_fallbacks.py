@@ -321,3 +321,61 @@ def test_bad_fallback_settings_are_refused():
         AgentSettings(breaker_failures=0)
     with pytest.raises(TypeError, match="a fallback must be"):
         ReActAgent(ScriptedChatModel(responses=["x"]), [get_status], fallbacks=["gpt-4o"])
+
+
+# ------------------------------------------------------------------ the CLI, the environment and the server
+
+
+def test_fallback_models_come_from_the_command_line_or_the_environment():
+    from reactgraph.cli import _parser
+    from reactgraph.models.env import fallback_specs
+
+    args = _parser().parse_args(["serve", "--fallback-model", "llama3.1:8b", "--fallback-base-url",
+                                 "http://localhost:11434/v1", "--fallback-model", "embedded"])
+    assert fallback_specs(args.fallback_models, args.fallback_base_urls, {}) == [
+        ("llama3.1:8b", "http://localhost:11434/v1"), ("embedded", None)]
+    run = _parser().parse_args(["run", "q?", "--fallback-model", "gpt-4o"])
+    assert run.fallback_models == ["gpt-4o"] and run.fallback_base_urls is None
+    env = {"REACTGRAPH_FALLBACK_MODELS": "gpt-4o-mini, qwen", "REACTGRAPH_FALLBACK_BASE_URLS": ",http://vllm:8000/v1"}
+    assert fallback_specs(None, None, env) == [("gpt-4o-mini", None), ("qwen", "http://vllm:8000/v1")]
+    assert fallback_specs(["x"], None, env) == [("x", None)]  # the command line wins
+    assert fallback_specs(None, None, {}) == []
+    with pytest.raises(ValueError, match="2 fallback base URLs for 1 fallback models"):
+        fallback_specs(["a"], ["http://a/v1", "http://b/v1"], {})
+    with pytest.raises(ValueError, match="empty"):
+        fallback_specs(None, None, {"REACTGRAPH_FALLBACK_MODELS": "a,,b"})
+
+
+async def test_open_model_builds_each_fallback_at_its_endpoint():
+    from reactgraph.models import open_model
+
+    env = {"OPENAI_BASE_URL": "http://primary:8000/v1", "REACTGRAPH_MODEL": "big",
+           "REACTGRAPH_FALLBACK_MODELS": "small,other", "REACTGRAPH_FALLBACK_BASE_URLS": "http://backup:9000/v1"}
+    async with open_model(environ=env) as resolved:
+        assert [(f.llm.model_name, f.llm.openai_api_base) for f in resolved.fallbacks] == [
+            ("small", "http://backup:9000/v1"), ("other", "http://primary:8000/v1")]
+        agent = ReActAgent(resolved.llm, [get_status], fallbacks=resolved.fallbacks)
+        assert [m.label for m in agent.engine.models] == ["big", "small", "other"]
+
+
+async def test_the_server_streams_the_switch_and_shows_each_models_breaker():
+    from reactgraph.server import ServerSettings, create_app
+    from tests.serving import parse_sse
+    from tests.server_cases import asgi_client
+
+    backup = ScriptedChatModel(responses=["CNC-001 is normal."], repeat_last=True, synthesis="**CNC-001** normal.")
+    agent = ReActAgent(dead(), [get_status], abilities=NATIVE, settings=AgentSettings(
+        model_attempts=3, retry_initial_delay=0.01, retry_max_delay=0.02, breaker_failures=3),
+        fallbacks=[FallbackModel(backup, NATIVE, name="backup")])
+    async with asgi_client(create_app(agent, ServerSettings(api_key=""))) as client:
+        before = (await client.get("/healthz")).json()
+        events = parse_sse((await client.post("/threads/t/runs", json={"message": "CNC-001?"})).text)
+        after = (await client.get("/healthz")).json()
+    assert [m["name"] for m in before["models"]] == ["ScriptedChatModel", "backup"]
+    assert [m["state"] for m in before["models"]] == ["closed", "closed"]
+    assert ("model_switch", {"previous": "ScriptedChatModel", "model": "backup", "reason": "transient",
+                             "call": "loop", "error": "Unavailable: unavailable"}) in events
+    assert events[-1][0] == "done" and events[-1][1]["model"] == "backup"
+    primary = after["models"][0]
+    assert primary["state"] == "open" and primary["recent_failures"] == 0 and primary["times_opened"] == 1
+    assert 0 < primary["retry_in"] <= 30

@@ -1,13 +1,25 @@
 // The chat page: starts runs with POST /threads/{id}/runs, reads the SSE stream of
 // SPEC §8 from the response body, and renders it: tool cards from `step` events, the
 // answer from `answer` deltas (markdown), a divider on `compact`, follow-ups (sent to
-// /inject while a run is going) as interrupts, and a footer from `done`. A run that
+// /inject while a run is going) as interrupts, a divider when a fallback model takes a call
+// over (`model_switch`), and a footer from `done` (with the model that served the run). A run that
 // pauses for approval (`approval` event, SPEC R13.3) puts approve / edit / reject on the
 // waiting tool cards; once every waiting call is decided the decisions go to
 // POST /threads/{id}/approvals, whose stream continues the same turn.
 "use strict";
 
 (function () {
+  // The footer's model part (issue 41): the model that served the run, and the calls each
+  // model answered when more than one did; "" for an agent without fallback models.
+  function servedBy(done) {
+    if (!done.model) return "";
+    const usage = done.model_usage || {};
+    const names = Object.keys(usage);
+    if (names.length < 2) return " · model " + done.model;
+    return " · model " + done.model + " (calls: " +
+      names.map(function (name) { return name + " " + usage[name].model_calls; }).join(", ") + ")";
+  }
+
   const transcript = document.getElementById("transcript");
   const form = document.getElementById("chat");
   const input = document.getElementById("message");
@@ -301,6 +313,9 @@
       }
     } else if (channel === "stall") {
       turn.status.textContent = "the loop is stuck: asking for the final answer…";
+    } else if (channel === "model_switch") {
+      add(el("div", "divider model-switch", data.previous + " failed (" + data.reason + "): " + data.call +
+        " goes on with " + data.model));
     } else if (channel === "compact") {
       add(el("div", "divider", "context compacted: " + data.original_messages + " → " + data.kept_messages + " messages"));
     } else if (channel === "inject") {
@@ -334,7 +349,7 @@
       turn.answer.appendChild(el("div", "footer",
         "iterations " + data.iterations + " · tokens " + (usage.total_tokens || 0) +
         " (in " + (usage.input_tokens || 0) + ", out " + (usage.output_tokens || 0) + ") · " +
-        Number(data.elapsed || 0).toFixed(1) + " s"));
+        Number(data.elapsed || 0).toFixed(1) + " s" + servedBy(data)));
     }
   }
 })();
