@@ -253,6 +253,7 @@ class Engine:
                 ``tools`` given; a cost limit and no price for the model.
         """
         model, bindings = split_bindings(llm)
+        given = settings
         settings = resolve_settings(settings, abilities)  # the model's safeguard policy fills what is left None
         price = settings.limits.price_for(model_name_of(model)) if settings.limits is not None else None
         profile = select_profile(model, abilities.provider)
@@ -281,7 +282,7 @@ class Engine:
             label=model_label(model), ranker=ToolRanker(list(runner.tools.values())), _enum_values=values,
             _id_values=[value for value in values if value_shape(value) is not None],
         )
-        return engine.with_fallbacks([*settings.fallbacks, *fallbacks])
+        return engine.with_fallbacks([*settings.fallbacks, *fallbacks], given)
 
     def new_breaker(self) -> CircuitBreaker:
         """A circuit breaker with the settings' ``breaker_failures``, ``breaker_window``
@@ -289,18 +290,22 @@ class Engine:
         settings = self.settings
         return CircuitBreaker(settings.breaker_failures, settings.breaker_window, settings.breaker_cooldown)
 
-    def with_fallbacks(self, fallbacks: Sequence[Any]) -> Engine:
+    def with_fallbacks(self, fallbacks: Sequence[Any], settings: AgentSettings | None = None) -> Engine:
         """This engine with ``fallbacks`` as its fallback models (issue 41).
 
         Each fallback is prepared as the engine's own model is: its bindings split off
         (its tool bindings dropped: the agent binds its tools), its abilities resolved
         (:func:`~reactgraph.abilities.resolve_abilities`), its provider profile chosen and
-        applied, its price looked up; it gets an engine of its own (caches and all) that
-        shares the tools, settings, prompt and follow-up queue, and a circuit breaker.
+        applied, its price looked up, its safeguard policy applied to ``settings``
+        (:func:`~reactgraph.safeguards.resolve_settings`: a small fallback is held to the
+        strict policy); it gets an engine of its own (caches and all) that shares the tools,
+        prompt and follow-up queue, and a circuit breaker.
 
         Args:
             fallbacks: Chat models, ``(model, abilities)`` pairs or
                 :class:`~reactgraph.fallbacks.FallbackModel`\\ s, in order.
+            settings: The settings as the caller gave them, before the model's policy
+                filled them; ``None``: this engine's.
 
         Returns:
             ``self``, its :attr:`fallbacks` and :attr:`mixed_modes` set.
@@ -321,6 +326,7 @@ class Engine:
             limits = self.settings.limits
             self.fallbacks.append(dataclasses.replace(
                 self, llm=adapt_model(model, profile), abilities=abilities, profile=profile, label=label,
+                settings=resolve_settings(settings or self.settings, abilities),
                 price=limits.price_for(model_name_of(model)) if limits is not None else None,
                 model_bindings={k: v for k, v in bindings.items() if k not in TOOL_BINDING_KEYS}, tool_bindings={},
                 fallbacks=[], breaker=self.new_breaker(), _bound={}, _json_prompts={}, _action_formats={},

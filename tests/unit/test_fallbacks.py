@@ -379,3 +379,15 @@ async def test_the_server_streams_the_switch_and_shows_each_models_breaker():
     primary = after["models"][0]
     assert primary["state"] == "open" and primary["recent_failures"] == 0 and primary["times_opened"] == 1
     assert 0 < primary["retry_in"] <= 30
+
+
+def test_each_fallback_gets_its_own_safeguard_policy():
+    from reactgraph.safeguards import PERMISSIVE, STRICT
+
+    agent = ReActAgent(ScriptedChatModel(responses=["x"]), [get_status], abilities=NATIVE,
+                       settings=AgentSettings(grounding="report"),
+                       fallbacks=[FallbackModel(ScriptedChatModel(responses=["y"]), ModelAbilities(small=True))])
+    capable, small = agent.engine.models
+    assert capable.settings.optional_args == PERMISSIVE.settings["optional_args"]
+    assert small.settings.optional_args == STRICT.settings["optional_args"] != PERMISSIVE.settings["optional_args"]
+    assert capable.settings.grounding == small.settings.grounding == "report"  # what the caller set wins for both
