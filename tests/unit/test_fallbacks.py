@@ -391,3 +391,41 @@ def test_each_fallback_gets_its_own_safeguard_policy():
     assert capable.settings.optional_args == PERMISSIVE.settings["optional_args"]
     assert small.settings.optional_args == STRICT.settings["optional_args"] != PERMISSIVE.settings["optional_args"]
     assert capable.settings.grounding == small.settings.grounding == "report"  # what the caller set wins for both
+
+
+# ------------------------------------------------------------------ DAG roles
+
+
+def test_dag_roles_name_their_own_fallback_lists():
+    from reactgraph import ModelRegistry
+
+    env = {"OPENAI_BASE_URL": "http://primary:8000/v1", "REACTGRAPH_MODEL": "big", "REACTGRAPH_FALLBACK_MODELS": "medium",
+           "REACTGRAPH_MODEL_FAST": "tiny", "REACTGRAPH_FALLBACK_MODELS_FAST": "tiny-2,tiny-3",
+           "REACTGRAPH_FALLBACK_BASE_URLS_FAST": "http://other:9000/v1", "REACTGRAPH_MODEL_SMART": "huge"}
+    registry = ModelRegistry.from_env(environ=env)
+    names = {role: [(f.llm.model_name, f.llm.openai_api_base) for f in registry.get(role).fallbacks]
+             for role in registry.roles}
+    assert names == {"general": [("medium", "http://primary:8000/v1")],
+                     "fast": [("tiny-2", "http://other:9000/v1"), ("tiny-3", "http://primary:8000/v1")],
+                     "smart": []}  # a role names its own list; none when unset
+    with pytest.raises(ValueError, match="embedded"):
+        ModelRegistry.from_env(environ={**env, "REACTGRAPH_FALLBACK_MODELS_FAST": "embedded"})
+
+
+async def test_a_dag_step_and_the_planner_go_on_with_the_roles_fallback():
+    from reactgraph import DAGAgent, ModelRegistry
+
+    plan = '{"steps": [{"id": "a", "task": "read CNC-001", "dependencies": []}]}'
+    final = action("final_answer", answer="CNC-001 read")
+    analysis = '{"achieved": true, "confidence": 0.9, "reasoning": "ok", "final_answer": "CNC-001 is normal"}'
+    backup = ScriptedChatModel(responses=[plan, action("tool_call", tool_name="get_status",
+                                                       tool_args={"equipment_id": "CNC-001"}), final, analysis],
+                               synthesis="**CNC-001** is normal.")
+    registry = ModelRegistry(dead(), abilities=JSON, fallbacks=[FallbackModel(backup, JSON, name="backup")])
+    agent = DAGAgent(registry, [get_status], settings=AgentSettings(model_attempts=1))
+    events = [event async for event in agent.astream_events("Check CNC-001")]
+    calls = [e.data["call"] for e in events if e.channel == "model_switch"]
+    assert calls == ["structured", "structured", "synthesis"]  # the planner, the analyzer, the synthesis
+    assert [e.data["ok"] for e in events if e.channel == "dag_step" and e.data.get("status") == "completed"] == [True]
+    assert backup.kinds.count("tool_loop") == 2  # the step's loop went on with the fallback too
+    assert events[-1].data["answer"] == "**CNC-001** is normal."
