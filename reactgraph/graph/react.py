@@ -43,7 +43,7 @@ from reactgraph.limits import UsageLimits, over_limit_refusals
 from reactgraph.nodes.drain_interrupts import DrainInterrupts
 from reactgraph.nodes.execute_tools import ExecuteTools
 from reactgraph.nodes.fallback import Fallback
-from reactgraph.nodes.guard_context import GuardContext
+from reactgraph.nodes.guard_context import GuardContext, ServingGuard
 from reactgraph.nodes.llm_call import LLMCallJSON, LLMCallNative
 from reactgraph.nodes.model_step import ModelStep, model_node
 from reactgraph.nodes.select_tools import SelectTools
@@ -323,7 +323,8 @@ def compile_react_graph(
     )
     state, input_schema, output_schema = _schemas(state_schema)
     builder = StateGraph(state, context_schema=context_schema, input_schema=input_schema, output_schema=output_schema)
-    drain, guard = DrainInterrupts(engine), GuardContext(engine)
+    drain = DrainInterrupts(engine)
+    guard = ServingGuard(engine) if engine.fallbacks else GuardContext(engine)  # each model's window (issue 41)
 
     def sends(state: dict[str, Any]) -> list[Send]:
         return _tool_sends(state, settings.limits)

@@ -137,3 +137,31 @@ class GuardContext:
             cut = set(result.truncated)
             update["messages"] = [message for message in result.messages if message.id in cut]
         return update
+
+
+class ServingGuard:
+    """The ``guard_context`` node of an agent with fallback models (issue 41): the guard of
+    the model serving the turn (the state's ``model``; before the loop's first call, the
+    first model its breaker lets through), so each model's own window, tokenizer and
+    compaction model decide (a small fallback model gets its history compacted to fit it).
+    Same interface as :class:`GuardContext`.
+
+    Args:
+        engine: The shared engine; one :class:`GuardContext` is made per model of
+            ``engine.models``.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.guards = [GuardContext(model) for model in engine.models]
+
+    def _serving(self, state: AgentState) -> GuardContext:
+        index = self.engine.model_index(state.get("model"))
+        return self.guards[self.engine.first_model() if index is None else index]
+
+    async def fits(self, state: AgentState, config: RunnableConfig) -> bool:
+        """:meth:`GuardContext.fits` of the serving model's guard."""
+        return await self._serving(state).fits(state, config)
+
+    async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        return await self._serving(state)(state, config)

@@ -46,7 +46,7 @@ from reactgraph._pinning import merge_pinned
 from reactgraph.fallbacks import RETRY_MARK, node_attempt, switch
 from reactgraph.nodes.drain_interrupts import DrainInterrupts
 from reactgraph.nodes.fallback import iteration_cap_reached
-from reactgraph.nodes.guard_context import GuardContext
+from reactgraph.nodes.guard_context import GuardContext, ServingGuard
 from reactgraph.state import AgentState
 from reactgraph.usage import sum_usage
 
@@ -103,7 +103,8 @@ class ModelStep:
             graph's end when the run skips synthesis).
     """
 
-    def __init__(self, engine: Engine, calls: list[Any], node: str, drain: DrainInterrupts, guard: GuardContext,
+    def __init__(self, engine: Engine, calls: list[Any], node: str, drain: DrainInterrupts,
+                 guard: GuardContext | ServingGuard,
                  tool_sends: Callable[[AgentState], list[Send]], answer: Callable[[RunnableConfig], str]) -> None:
         self.engine = engine
         self.calls = calls

@@ -429,3 +429,22 @@ async def test_a_dag_step_and_the_planner_go_on_with_the_roles_fallback():
     assert [e.data["ok"] for e in events if e.channel == "dag_step" and e.data.get("status") == "completed"] == [True]
     assert backup.kinds.count("tool_loop") == 2  # the step's loop went on with the fallback too
     assert events[-1].data["answer"] == "**CNC-001** is normal."
+
+
+async def test_a_fallback_with_a_smaller_window_gets_the_history_compacted_to_fit_it():
+    def compaction(messages) -> bool:
+        return messages[0].content.startswith("You compact the history")
+
+    primary = ScriptedChatModel(responses=[*log_calls(3), Unavailable(503)], repeat_last=True)
+
+    def respond(messages):
+        return AIMessage("SUMMARY: CNC-001..003 logs read") if compaction(messages) else AIMessage("CNC-003 정상")
+
+    backup = ScriptedChatModel(responses=[respond], repeat_last=True)
+    big = ModelAbilities(tool_call=True, context_window=200_000, max_output_tokens=1_000)
+    agent = ReActAgent(primary, [read_log], abilities=big, settings=FAST,
+                       fallbacks=[FallbackModel(backup, SMALL, name="small")])  # a 9,000-token window
+    events = await events_of(agent, "CNC-001, CNC-002, CNC-003 logs?")
+    assert not any(compaction(call) for call in primary.calls)  # its own window held the history
+    assert [compaction(call) for call in backup.calls][:2] == [True, False]  # compacted before its first call
+    assert [e.channel for e in events].count("compact") >= 1 and events[-1].data["model"] == "small"
