@@ -173,8 +173,9 @@ class Engine:
             the content are read.
         label: The model's name in records, events and the breaker table (issue 41).
         fallbacks: The fallback models, in order (issue 41, :mod:`reactgraph.fallbacks`):
-            an engine each, sharing this one's tools, settings and prompt, with its own
-            model, abilities, profile and price. Empty for none (and in those engines).
+            an engine each, sharing this one's tools and prompt, with its own model,
+            abilities, profile, price and safeguard settings; each has the models after it
+            as its own fallbacks. Empty for none.
         breaker: The model's :class:`~reactgraph.fallbacks.CircuitBreaker` (issue 41).
         mixed_modes: The agent's models do not all run the loop in one mode: each loop
             call converts the conversation into its model's form
@@ -308,7 +309,7 @@ class Engine:
                 filled them; ``None``: this engine's.
 
         Returns:
-            ``self``, its :attr:`fallbacks` and :attr:`mixed_modes` set.
+            ``self``, its :attr:`fallbacks` (and theirs) and :attr:`mixed_modes` set.
 
         Raises:
             TypeError: A fallback is no chat model.
@@ -334,6 +335,8 @@ class Engine:
         mixed = len({engine.mode for engine in self.models}) > 1
         for engine in self.models:
             engine.mixed_modes = mixed
+        for position, engine in enumerate(self.fallbacks):  # a fallback's calls go on with the models after it
+            engine.fallbacks = self.fallbacks[position + 1:]
         return self
 
     @property

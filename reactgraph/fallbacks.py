@@ -269,6 +269,30 @@ def answered(label: str) -> None:
         scope.labels.append(label)
 
 
+class ServingNode:
+    """A graph node made once per model of an agent with fallback models, run as the one of
+    the model serving the turn (the state's ``model``; before the loop's first call, the
+    first model its breaker lets through): that model's settings (its safeguard policy),
+    window and chain of fallbacks decide (issue 41).
+
+    Args:
+        engine: The agent's engine (``models``, ``model_index``, ``first_model``).
+        make: Makes the node of one model's engine.
+    """
+
+    def __init__(self, engine: Any, make: Callable[[Any], Any]) -> None:
+        self.engine = engine
+        self.nodes = [make(model) for model in engine.models]
+
+    def serving(self, state: Any) -> Any:
+        """The node of the model serving the turn."""
+        index = self.engine.model_index(state.get("model"))
+        return self.nodes[self.engine.first_model() if index is None else index]
+
+    async def __call__(self, state: Any, config: RunnableConfig) -> Any:
+        return await self.serving(state)(state, config)
+
+
 @dataclass(frozen=True)
 class ChainMember:
     """One model of a :class:`FallbackChain`: its name, the runnable to call, its provider

@@ -37,7 +37,7 @@ from reactgraph._dualmode import dual_node
 from reactgraph._engine import Engine, split_prompt
 from reactgraph.abilities import ModelAbilities, resolve_abilities
 from reactgraph.config import AgentSettings
-from reactgraph.fallbacks import ModelScope, retried, unpack_fallbacks
+from reactgraph.fallbacks import ModelScope, ServingNode, retried, unpack_fallbacks
 from reactgraph.interrupts import InterruptQueue
 from reactgraph.limits import UsageLimits, over_limit_refusals
 from reactgraph.nodes.drain_interrupts import DrainInterrupts
@@ -348,7 +348,7 @@ def compile_react_graph(
                                    drain, guard, sends, answer),
         "execute_tools": ExecuteTools(engine),
         "fallback": Fallback(engine),
-        "synthesize": Synthesize(engine),
+        "synthesize": ServingNode(engine, Synthesize) if engine.fallbacks else Synthesize(engine),  # issue 41
     }
     if response_format is not None:
         nodes["structured_response"] = StructuredResponse(engine, response_format)

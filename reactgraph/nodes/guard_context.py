@@ -31,6 +31,7 @@ from reactgraph._dualmode import run_blocking
 from reactgraph._engine import RUN_NAME_COMPACTION, Engine
 from reactgraph._pinning import pinned_ids
 from reactgraph.events import Compacted, emit
+from reactgraph.fallbacks import ServingNode
 from reactgraph.history import thread_of
 from reactgraph.nodes.fallback import iteration_cap_reached
 from reactgraph.state import AgentState
@@ -139,29 +140,15 @@ class GuardContext:
         return update
 
 
-class ServingGuard:
+class ServingGuard(ServingNode):
     """The ``guard_context`` node of an agent with fallback models (issue 41): the guard of
-    the model serving the turn (the state's ``model``; before the loop's first call, the
-    first model its breaker lets through), so each model's own window, tokenizer and
-    compaction model decide (a small fallback model gets its history compacted to fit it).
-    Same interface as :class:`GuardContext`.
-
-    Args:
-        engine: The shared engine; one :class:`GuardContext` is made per model of
-            ``engine.models``.
-    """
+    the model serving the turn (:class:`~reactgraph.fallbacks.ServingNode`), so each model's
+    own window, tokenizer and compaction model decide (a small fallback model gets its
+    history compacted to fit it). Same interface as :class:`GuardContext`."""
 
     def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-        self.guards = [GuardContext(model) for model in engine.models]
-
-    def _serving(self, state: AgentState) -> GuardContext:
-        index = self.engine.model_index(state.get("model"))
-        return self.guards[self.engine.first_model() if index is None else index]
+        super().__init__(engine, GuardContext)
 
     async def fits(self, state: AgentState, config: RunnableConfig) -> bool:
         """:meth:`GuardContext.fits` of the serving model's guard."""
-        return await self._serving(state).fits(state, config)
-
-    async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
-        return await self._serving(state)(state, config)
+        return await self.serving(state).fits(state, config)

@@ -448,3 +448,15 @@ async def test_a_fallback_with_a_smaller_window_gets_the_history_compacted_to_fi
     assert not any(compaction(call) for call in primary.calls)  # its own window held the history
     assert [compaction(call) for call in backup.calls][:2] == [True, False]  # compacted before its first call
     assert [e.channel for e in events].count("compact") >= 1 and events[-1].data["model"] == "small"
+
+
+async def test_the_answer_of_a_run_a_small_fallback_served_is_checked_under_its_policy():
+    from reactgraph.safeguards import STRICT
+
+    backup = ScriptedChatModel(responses=[status_call("b1"), "CNC-001: normal, 71% utilization."],
+                               synthesis="CNC-001 is normal at 71% utilization.")
+    agent = ReActAgent(dead(), [get_status], abilities=NATIVE, settings=FAST,
+                       fallbacks=[FallbackModel(backup, ModelAbilities(tool_call=True, small=True), name="small")])
+    events = await events_of(agent)
+    done = events[-1].data
+    assert done["model"] == "small" and done["grounding"]["mode"] == STRICT.settings["grounding"]
