@@ -55,6 +55,7 @@ from reactgraph.events import (
     Compacted,
     Done,
     Injected,
+    ModelSwitched,
     RunError,
     SelectingTools,
     Stalled,
@@ -356,6 +357,9 @@ async def _print_events(console: Console, events: Any, *, dag: bool = False) -> 
                 console.print(f"[magenta]↳ follow-up: {escape(_short(event.content))}[/magenta]")
             case Compacted():
                 console.print(f"[dim]── context compacted: {event.original_messages} → {event.kept_messages} messages ──[/dim]")
+            case ModelSwitched():
+                console.print(f"[yellow]⇄ {escape(event.previous)} failed ({escape(event.reason)}): the {escape(event.call)} "
+                              f"call goes on with {escape(event.model)}[/yellow]")
             case ApprovalWaiting():
                 printed.pending = list(event.pending or [])
                 console.print(f"[yellow]⏸ waiting for approval of {len(printed.pending)} tool call(s)[/yellow]")
@@ -366,7 +370,8 @@ async def _print_events(console: Console, events: Any, *, dag: bool = False) -> 
                 console.print(
                     f"[dim]iterations: {event.iterations} · tokens: {usage['total_tokens']} "
                     f"(in {usage['input_tokens']}, out {usage['output_tokens']}, {usage['model_calls']} calls) · "
-                    f"elapsed: {event.elapsed:.1f}s · finish: {event.finish_reason}[/dim]"
+                    f"elapsed: {event.elapsed:.1f}s · finish: {event.finish_reason}"
+                    + (f" · model: {escape(str(event.model))}" if event.model else "") + "[/dim]"
                 )
     return printed
 

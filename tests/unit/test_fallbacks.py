@@ -460,3 +460,23 @@ async def test_the_answer_of_a_run_a_small_fallback_served_is_checked_under_its_
     events = await events_of(agent)
     done = events[-1].data
     assert done["model"] == "small" and done["grounding"]["mode"] == STRICT.settings["grounding"]
+
+
+async def test_the_command_line_prints_the_switch_and_the_serving_model():
+    from rich.console import Console
+
+    from reactgraph.cli import _print_events
+    from reactgraph.events import Done, ModelSwitched
+
+    async def events():
+        yield ModelSwitched(previous="gpt-4o-mini", model="SmolLM2-135M-Instruct", reason="transient", call="loop",
+                            error="APIConnectionError: Connection error.")
+        yield Done(answer="a", iterations=1, usage={"input_tokens": 1, "output_tokens": 1, "total_tokens": 2,
+                                                    "model_calls": 2}, elapsed=0.1, finish_reason="final_answer",
+                   thread_id="t", model="SmolLM2-135M-Instruct", model_usage={})
+
+    console = Console(record=True, width=200)
+    await _print_events(console, events())
+    text = console.export_text()
+    assert "gpt-4o-mini failed (transient): the loop call goes on with SmolLM2-135M-Instruct" in text
+    assert "finish: final_answer · model: SmolLM2-135M-Instruct" in text
