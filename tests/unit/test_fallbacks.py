@@ -480,3 +480,12 @@ async def test_the_command_line_prints_the_switch_and_the_serving_model():
     text = console.export_text()
     assert "gpt-4o-mini failed (transient): the loop call goes on with SmolLM2-135M-Instruct" in text
     assert "finish: final_answer · model: SmolLM2-135M-Instruct" in text
+
+
+def test_ag_ui_clients_get_the_switch_as_a_custom_event():
+    from tests.unit.test_agui import mapped
+
+    from reactgraph.events import ModelSwitched
+
+    switch = ModelSwitched(previous="a", model="b", reason="permanent", call="loop", error="E: context length")
+    assert ("CUSTOM", {"name": "model_switch", "value": switch.data}) in mapped(switch)
