@@ -381,7 +381,10 @@ class Engine:
 
     def limit_reached(self, state: dict[str, Any]) -> dict[str, Any] | None:
         """The usage limit the turn has reached (R13.3), or ``None``; see
-        :func:`reactgraph.limits.limit_reached`."""
+        :func:`reactgraph.limits.limit_reached`. With fallback models, each model's usage
+        costs its own price (issue 41)."""
+        if self.fallbacks:
+            return limit_reached(state, self.settings.limits, {engine.label: engine.price for engine in self.models})
         return limit_reached(state, self.settings.limits, self.price)
 
     @property

@@ -489,3 +489,20 @@ def test_ag_ui_clients_get_the_switch_as_a_custom_event():
 
     switch = ModelSwitched(previous="a", model="b", reason="permanent", call="loop", error="E: context length")
     assert ("CUSTOM", {"name": "model_switch", "value": switch.data}) in mapped(switch)
+
+
+async def test_a_cost_limit_counts_each_models_usage_at_its_own_price():
+    from reactgraph import ModelPrice, UsageLimits
+
+    class Named(ScriptedChatModel):
+        model_name: str
+
+    cheap = Named(model_name="cheap", responses=[Unavailable(503)], repeat_last=True)
+    dear = Named(model_name="dear", responses=[status_call("d1"), status_call("d2").model_copy(update={"tool_calls": [
+        tool_call("get_status", {"equipment_id": "CNC-002"}, "d2")]}), "done"])
+    limits = UsageLimits(cost=20.0, prices={"cheap": ModelPrice(0, 0), "dear": ModelPrice(1_000_000, 1_000_000)})
+    agent = ReActAgent(cheap, [get_status], abilities=NATIVE, settings=AgentSettings(
+        model_attempts=1, limits=limits), fallbacks=[FallbackModel(dear, NATIVE)])
+    result = await agent.run("CNC-001 and CNC-002?")
+    # each call of "dear" is 10 input + 5 output tokens at 1 per token: the second reaches 30 >= 20
+    assert (result.finish_reason, result.limit["used"], result.model) == ("cost_limit", 30.0, "dear")
