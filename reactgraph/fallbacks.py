@@ -22,8 +22,9 @@ conversation is then converted into the next model's form
 * anything else (a request the model refuses for its shape) is not a reason to switch:
   the engine already asks again without what was refused.
 
-A run that switched stays on its new model for the rest of the turn; the next turn starts
-again with the first model whose :class:`CircuitBreaker` lets calls through. The breaker of
+A run that switched stays on its new model for the rest of the turn — its context guard,
+synthesis and safeguard settings too (:class:`ServingNode`) —; the next turn starts again
+with the first model whose :class:`CircuitBreaker` lets calls through. The breaker of
 each model counts its failed calls: after ``breaker_failures`` failures within
 ``breaker_window`` seconds it opens, and the model is skipped (no call, no retries) for
 ``breaker_cooldown`` seconds; then one call may try it again (half open): a success closes
@@ -42,7 +43,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.fallbacks import RunnableWithFallbacks
@@ -54,7 +55,7 @@ from reactgraph.providers import ProviderProfile, chat_model_of
 
 logger = logging.getLogger(__name__)
 
-BreakerState = str
+BreakerState = Literal["closed", "open", "half_open"]
 """``"closed"`` (calls go through), ``"open"`` (the model is skipped) or ``"half_open"``
 (the cool-down is over: the next call tries the model again)."""
 
