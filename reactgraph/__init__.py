@@ -28,6 +28,7 @@ from reactgraph.errors import (
     ThreadBusyError,
 )
 from reactgraph.events import AgentEvent
+from reactgraph.fallbacks import CircuitBreaker, FallbackModel
 from reactgraph.graph.react import create_react_graph
 from reactgraph.hooks import ToolRejection
 from reactgraph.interrupts import FollowUpLimits, InMemoryInterruptQueue, InterruptQueue
@@ -42,6 +43,8 @@ from reactgraph.usage import Usage
 from reactgraph.window import ContextGuard, GuardResult, TokenCounter, context_budget
 
 __all__ = [
+    "CircuitBreaker",
+    "FallbackModel",
     "UsageLimits",
     "ModelPrice",
     "ToolRejection",

@@ -30,10 +30,21 @@ from reactgraph.action_schema import (
 from reactgraph.actions import message_text
 from reactgraph.approval import needs_approval
 from reactgraph.config import AgentSettings
+from reactgraph.fallbacks import (
+    ChainMember,
+    CircuitBreaker,
+    FallbackChain,
+    FallbackModel,
+    as_fallback,
+    model_label,
+    pick_model,
+    unique_labels,
+)
 from reactgraph.history import HistoryFold, add_call_ids, written_ids_fold
 from reactgraph.interrupts import InMemoryInterruptQueue, InterruptQueue
 from reactgraph.limits import ModelPrice, limit_reached, model_name_of
 from reactgraph.prompts import DEFAULT_SYSTEM_PROMPT, json_mode_system_prompt
+from reactgraph.protocol import in_mode_form
 from reactgraph.providers import GENERIC, ProviderProfile, adapt_model, select_profile
 from reactgraph.ranking import ToolRanker, enum_values, named_values, unlisted_values
 from reactgraph.safeguards import resolve_settings
@@ -160,6 +171,15 @@ class Engine:
             (:func:`~reactgraph.providers.adapt_model`), and it decides which failures
             are retried, which mean a refused schema, and whether tool calls written in
             the content are read.
+        label: The model's name in records, events and the breaker table (issue 41).
+        fallbacks: The fallback models, in order (issue 41, :mod:`reactgraph.fallbacks`):
+            an engine each, sharing this one's tools and prompt, with its own model,
+            abilities, profile, price and safeguard settings; each has the models after it
+            as its own fallbacks. Empty for none.
+        breaker: The model's :class:`~reactgraph.fallbacks.CircuitBreaker` (issue 41).
+        mixed_modes: The agent's models do not all run the loop in one mode: each loop
+            call converts the conversation into its model's form
+            (:func:`~reactgraph.protocol.in_mode_form`).
     """
 
     llm: BaseChatModel
@@ -177,6 +197,10 @@ class Engine:
     message_name: str | None = None
     price: ModelPrice | None = None
     profile: ProviderProfile = GENERIC
+    label: str = ""
+    fallbacks: list[Engine] = field(default_factory=list, repr=False)
+    breaker: CircuitBreaker = field(default_factory=CircuitBreaker, repr=False)
+    mixed_modes: bool = False
     ranker: ToolRanker = field(default_factory=lambda: ToolRanker([]), repr=False)
     _enum_values: list[str] = field(default_factory=list, repr=False)
     _id_values: list[str] = field(default_factory=list, repr=False)  # those with a value_shape: ids
@@ -205,6 +229,7 @@ class Engine:
         handle_tool_errors: ToolErrorPolicy | None = None,
         prompt: Any = None,
         message_name: str | None = None,
+        fallbacks: Sequence[Any] = (),
     ) -> Engine:
         """Prepare the model and the tools. ``interrupt_queue`` ``None`` means a new
         :class:`~reactgraph.interrupts.InMemoryInterruptQueue`; ``compaction_llm`` ``None``
@@ -219,6 +244,9 @@ class Engine:
             handle_tool_errors: The tool error policy (:class:`~reactgraph.tooling.ToolRunner`).
             prompt: A callable or Runnable prompt (:func:`as_prompt_runnable`); strings
                 and system messages are ``settings.system_prompt``.
+            fallbacks: Fallback models, in order (issue 41): chat models, ``(model,
+                abilities)`` pairs or :class:`~reactgraph.fallbacks.FallbackModel`\\ s,
+                after ``settings.fallbacks`` (see :meth:`with_fallbacks`).
 
         Raises:
             TypeError: An item of ``tools`` is not a tool; ``llm`` is not a chat model.
@@ -226,6 +254,7 @@ class Engine:
                 ``tools`` given; a cost limit and no price for the model.
         """
         model, bindings = split_bindings(llm)
+        given = settings
         settings = resolve_settings(settings, abilities)  # the model's safeguard policy fills what is left None
         price = settings.limits.price_for(model_name_of(model)) if settings.limits is not None else None
         profile = select_profile(model, abilities.provider)
@@ -245,19 +274,117 @@ class Engine:
             provider = provider + [spec for spec in bound_tools if _bound_tool_name(spec) is None and spec not in provider]
         interrupts = interrupt_queue if interrupt_queue is not None else InMemoryInterruptQueue()
         values = enum_values(list(runner.tools.values()))
-        return cls(
+        engine = cls(
             model, dict(runner.tools), abilities, settings, use_native_tools, interrupts=interrupts,
             compaction_llm=compaction_llm, runner=runner, provider_tools=provider,
             tool_bindings={k: v for k, v in bindings.items() if k in TOOL_BINDING_KEYS},
             model_bindings={k: v for k, v in bindings.items() if k not in TOOL_BINDING_KEYS},
             prompt=as_prompt_runnable(prompt), message_name=message_name, price=price, profile=profile,
-            ranker=ToolRanker(list(runner.tools.values())), _enum_values=values,
+            label=model_label(model), ranker=ToolRanker(list(runner.tools.values())), _enum_values=values,
             _id_values=[value for value in values if value_shape(value) is not None],
         )
+        return engine.with_fallbacks([*settings.fallbacks, *fallbacks], given)
+
+    def new_breaker(self) -> CircuitBreaker:
+        """A circuit breaker with the settings' ``breaker_failures``, ``breaker_window``
+        and ``breaker_cooldown`` (issue 41)."""
+        settings = self.settings
+        return CircuitBreaker(settings.breaker_failures, settings.breaker_window, settings.breaker_cooldown)
+
+    def with_fallbacks(self, fallbacks: Sequence[Any], settings: AgentSettings | None = None) -> Engine:
+        """This engine with ``fallbacks`` as its fallback models (issue 41).
+
+        Each fallback is prepared as the engine's own model is: its bindings split off
+        (its tool bindings dropped: the agent binds its tools), its abilities resolved
+        (:func:`~reactgraph.abilities.resolve_abilities`), its provider profile chosen and
+        applied, its price looked up, its safeguard policy applied to ``settings``
+        (:func:`~reactgraph.safeguards.resolve_settings`: a small fallback is held to the
+        strict policy); it gets an engine of its own (caches and all) that shares the tools,
+        prompt and follow-up queue, and a circuit breaker.
+
+        Args:
+            fallbacks: Chat models, ``(model, abilities)`` pairs or
+                :class:`~reactgraph.fallbacks.FallbackModel`\\ s, in order.
+            settings: The settings as the caller gave them, before the model's policy
+                filled them; ``None``: this engine's.
+
+        Returns:
+            ``self``, its :attr:`fallbacks` (and theirs) and :attr:`mixed_modes` set.
+
+        Raises:
+            TypeError: A fallback is no chat model.
+            ValueError: A cost limit and no price for a fallback model.
+        """
+        from reactgraph.abilities import resolve_abilities  # abilities imports providers, as this module does
+
+        specs = [as_fallback(item) for item in fallbacks]
+        labels = unique_labels([self.label, *(spec.name or model_label(split_bindings(spec.llm)[0]) for spec in specs)])
+        self.label, self.breaker, self.fallbacks = labels[0], self.new_breaker(), []
+        for spec, label in zip(specs, labels[1:], strict=True):
+            model, bindings = split_bindings(spec.llm)
+            abilities = resolve_abilities(model, spec.abilities)
+            profile = select_profile(model, abilities.provider)
+            limits = self.settings.limits
+            self.fallbacks.append(dataclasses.replace(
+                self, llm=adapt_model(model, profile), abilities=abilities, profile=profile, label=label,
+                settings=resolve_settings(settings or self.settings, abilities),
+                price=limits.price_for(model_name_of(model)) if limits is not None else None,
+                model_bindings={k: v for k, v in bindings.items() if k not in TOOL_BINDING_KEYS}, tool_bindings={},
+                fallbacks=[], breaker=self.new_breaker(), _bound={}, _json_prompts={}, _action_formats={},
+            ))
+        mixed = len({engine.mode for engine in self.models}) > 1
+        for engine in self.models:
+            engine.mixed_modes = mixed
+        for position, engine in enumerate(self.fallbacks):  # a fallback's calls go on with the models after it
+            engine.fallbacks = self.fallbacks[position + 1:]
+        return self
+
+    @property
+    def models(self) -> list[Engine]:
+        """This engine's model and its fallbacks, in the order they are tried (issue 41)."""
+        return [self, *self.fallbacks]
+
+    def model_index(self, label: str | None) -> int | None:
+        """The position in :attr:`models` of the model named ``label``; ``None`` for none."""
+        return next((i for i, engine in enumerate(self.models) if engine.label == label), None)
+
+    def first_model(self) -> int:
+        """The position of the model a turn starts on: the first whose breaker lets calls
+        through (:func:`~reactgraph.fallbacks.pick_model`)."""
+        return pick_model([engine.breaker for engine in self.models])
+
+    def chained(self, build: Callable[[Engine], Runnable], call: str) -> Runnable:
+        """The runnable ``build`` makes of the model, falling back to what it makes of each
+        fallback model (:class:`~reactgraph.fallbacks.FallbackChain`); ``build(self)`` when
+        there are no fallbacks."""
+        if not self.fallbacks:
+            return build(self)
+        return FallbackChain([ChainMember(e.label, build(e), e.profile, e.breaker) for e in self.models], call)
+
+    def structured_models(self, serving: str | None = None) -> tuple[Any, list[FallbackModel]]:
+        """The ``llm`` and ``fallbacks`` arguments of :func:`~reactgraph.structured_llm_call`
+        for this agent's calls (tool selection, ``structured_response``): the model with
+        its abilities alone without fallback models; else each model from the one named ``serving`` (the
+        state's ``model``; the first when ``None``) on, as a
+        :class:`~reactgraph.fallbacks.FallbackModel` with its abilities, name and breaker
+        (issue 41)."""
+        if not self.fallbacks:
+            return FallbackModel(self.llm, self.abilities), []
+        first, *rest = (FallbackModel(e.llm, e.abilities, e.label, e.breaker)
+                        for e in self.models[self.model_index(serving) or 0:])
+        return first, rest
+
+    def breaker_states(self) -> dict[str, dict[str, Any]]:
+        """Each model's circuit breaker (:meth:`~reactgraph.fallbacks.CircuitBreaker.snapshot`)
+        by name, the model first (issue 41)."""
+        return {engine.label: engine.breaker.snapshot() for engine in self.models}
 
     def limit_reached(self, state: dict[str, Any]) -> dict[str, Any] | None:
         """The usage limit the turn has reached (R13.3), or ``None``; see
-        :func:`reactgraph.limits.limit_reached`."""
+        :func:`reactgraph.limits.limit_reached`. With fallback models, each model's usage
+        costs its own price (issue 41)."""
+        if self.fallbacks:
+            return limit_reached(state, self.settings.limits, {engine.label: engine.price for engine in self.models})
         return limit_reached(state, self.settings.limits, self.price)
 
     @property
@@ -266,9 +393,12 @@ class Engine:
         return "native" if self.use_native_tools and self.abilities.tool_call else "json"
 
     @property
-    def compaction_model(self) -> BaseChatModel:
-        """The model that compacts the context (SPEC §6): ``compaction_llm``, else ``llm``."""
-        return self.compaction_llm if self.compaction_llm is not None else self.llm
+    def compaction_model(self) -> Runnable:
+        """The model that compacts the context (SPEC §6): ``compaction_llm``, else ``llm``
+        (falling back to the fallback models, :meth:`chained`)."""
+        if self.compaction_llm is not None:
+            return self.compaction_llm
+        return self.chained(lambda engine: engine.llm, "compaction")
 
     @property
     def base_system_prompt(self) -> str:
@@ -381,8 +511,9 @@ class Engine:
     @property
     def synthesis_model(self) -> Runnable:
         """The model for answer synthesis, named for traces (it streams into the answer).
-        It never sees tools, also when the caller passed a pre-bound model."""
-        return self._plain().with_config(run_name=RUN_NAME_SYNTHESIS)
+        It never sees tools, also when the caller passed a pre-bound model. With fallback
+        models, a failed stream goes to the next model before its first chunk (:meth:`chained`)."""
+        return self.chained(lambda engine: engine._plain().with_config(run_name=RUN_NAME_SYNTHESIS), "synthesis")
 
     async def loop_input(self, state: dict[str, Any], config: RunnableConfig,
                          system: Callable[[str], str] | None = None) -> list[BaseMessage]:
@@ -398,15 +529,26 @@ class Engine:
         """
         if self.prompt is None:
             text = self.base_system_prompt
-            return [SystemMessage(system(text) if system else text), *state["messages"]]
+            return [SystemMessage(system(text) if system else text), *self._in_form(state["messages"])]
         built = await call_model(self.prompt, state, config)
-        messages: list[BaseMessage] = list(built.to_messages() if hasattr(built, "to_messages") else built)
+        messages: list[BaseMessage] = self._in_form(list(built.to_messages() if hasattr(built, "to_messages") else built))
         if system is None:
             return messages
         text = self.base_system_prompt
         if messages and isinstance(messages[0], SystemMessage):
             text, messages = message_text(messages[0]), messages[1:]
         return [SystemMessage(system(text)), *messages]
+
+    def portable(self, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+        """``messages`` in a form every model of the agent accepts (for calls any of them
+        may answer, issue 41): the JSON-mode form when the models run in different modes
+        (:attr:`mixed_modes`), else as they are."""
+        return in_mode_form(messages, "json") if self.mixed_modes else list(messages)
+
+    def _in_form(self, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+        """``messages`` in this model's loop form when the agent's models run in different
+        modes (:attr:`mixed_modes`, :func:`~reactgraph.protocol.in_mode_form`), else as they are."""
+        return in_mode_form(messages, self.mode) if self.mixed_modes else list(messages)
 
     def loop_system_prompt(self, selected: Sequence[str] | None, query: str,
                            messages: Sequence[BaseMessage] = (), thread: Any = None) -> str:

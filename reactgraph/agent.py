@@ -25,11 +25,13 @@ from reactgraph.config import AgentSettings
 from reactgraph.errors import NothingToResumeError
 from reactgraph.events import INTERRUPT_KEY, AgentEvent, ApprovalWaiting, graph_events
 from reactgraph.facade import AgentFacade
+from reactgraph.fallbacks import unpack_fallbacks
 from reactgraph.graph.react import compile_react_graph
 from reactgraph.interrupts import FollowUpLimits, InMemoryInterruptQueue, InterruptQueue
 from reactgraph.result import AgentResult, Step
 from reactgraph.synthesis import stream_synthesis, summarize_steps
 from reactgraph.tooling import ToolErrorPolicy
+from reactgraph.usage import Usage
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +67,11 @@ class ReActAgent(AgentFacade):
             :func:`~reactgraph.structured_llm_call` after the loop.
         handle_tool_errors: What tool exceptions become (LangGraph ``ToolNode``'s
             argument); default an ``Error: …`` observation (SPEC R2.7).
+        fallbacks: Fallback models, tried in order when the model fails (issue 41,
+            :mod:`reactgraph.fallbacks`): chat models, ``(model, abilities)`` pairs or
+            :class:`~reactgraph.FallbackModel`\\ s, each with its own abilities and
+            provider profile (a fallback may run the loop in the other mode). A LangChain
+            ``llm.with_fallbacks([...])`` chain given as ``llm`` is taken apart the same way.
         name: The graph's name and the ``name`` of its assistant messages.
 
         ``llm`` may be pre-bound and ``tools`` may hold functions and provider tool dicts,
@@ -91,6 +98,7 @@ class ReActAgent(AgentFacade):
         response_format: Any = None,
         handle_tool_errors: ToolErrorPolicy | None = None,
         name: str | None = None,
+        fallbacks: Sequence[Any] = (),
     ) -> None:
         self.tools = [t if isinstance(t, (BaseTool, dict)) else create_tool(t) for t in tools]
         self.use_native_tools = use_native_tools
@@ -99,9 +107,11 @@ class ReActAgent(AgentFacade):
         self.interrupts: InterruptQueue = (
             interrupt_queue if interrupt_queue is not None
             else InMemoryInterruptQueue(FollowUpLimits(max_chars=settings.max_message_chars)))
+        llm, chained = unpack_fallbacks(llm)
         self.engine = Engine.build(
             llm, self.tools, resolve_abilities(llm, abilities), settings, use_native_tools, self.interrupts,
             compaction_llm=compaction_llm, handle_tool_errors=handle_tool_errors, prompt=prompt, message_name=name,
+            fallbacks=[*chained, *fallbacks],
         )
         self.graph: CompiledStateGraph = compile_react_graph(
             self.engine, checkpointer=checkpointer, name=name, store=store, response_format=response_format,
@@ -183,6 +193,8 @@ class ReActAgent(AgentFacade):
             structured_response=state.get("structured_response"),
             pending=list(pending or []),
             limit=state.get("limit"),
+            model=state.get("model"),
+            model_usage={name: Usage.from_dict(counts) for name, counts in (state.get("model_usage") or {}).items()},
             **self._run_fields(state, started, thread_id),
         )
 

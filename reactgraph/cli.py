@@ -58,6 +58,7 @@ from reactgraph.events import (
     Compacted,
     Done,
     Injected,
+    ModelSwitched,
     RunError,
     SelectingTools,
     Stalled,
@@ -117,6 +118,7 @@ def _add_agent_options(command: argparse.ArgumentParser) -> None:
     model.add_argument("--json-mode", action="store_true",
                        help="force the JSON-in-content protocol instead of native tool calls")
     _add_local_model_options(model)
+    _add_fallback_options(model)
     agent = command.add_argument_group("agent")
     agent.add_argument("--max-iterations", type=int, default=AgentSettings.max_iterations,
                        help="most model calls in the tool loop of one run (default: %(default)s)")
@@ -146,6 +148,16 @@ def _add_local_model_options(group: Any) -> None:
     group.add_argument("--local-threads", type=_positive_int, metavar="N",
                        help="CPU threads of the embedded model (default: $REACTGRAPH_LOCAL_THREADS, else "
                             f"{default_threads()} on this machine: one core is left to the rest)")
+
+
+def _add_fallback_options(command: argparse.ArgumentParser) -> None:
+    """``--fallback-model`` and ``--fallback-base-url`` (issue 41), repeatable."""
+    command.add_argument("--fallback-model", action="append", dest="fallback_models", metavar="NAME",
+                         help="a model to go on with when the model fails (repeatable, tried in order; "
+                              "'embedded' is the embedded model; default: $REACTGRAPH_FALLBACK_MODELS)")
+    command.add_argument("--fallback-base-url", action="append", dest="fallback_base_urls", metavar="URL",
+                         help="the endpoint of the fallback model given in the same position (default: "
+                              "$REACTGRAPH_FALLBACK_BASE_URLS, else the model's endpoint)")
 
 
 def _add_serve_parser(commands: Any) -> None:
@@ -205,7 +217,7 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
     from reactgraph.demo.agent import build_demo_agent, demo_settings
     from reactgraph.demo.factory import build_factory_hub
     from reactgraph.errors import LocalModelError, NothingToResumeError, ThreadBusyError
-    from reactgraph.models import open_model
+    from reactgraph.models import describe_chat_model, open_model
 
     if args.max_iterations < 1:
         raise ValueError("--max-iterations must be at least 1")
@@ -230,7 +242,8 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
         try:
             resolved = await stack.enter_async_context(open_model(
                 model=args.model, base_url=args.base_url, api_key=args.api_key,
-                local_model=args.local_model, local_threads=args.local_threads))
+                local_model=args.local_model, local_threads=args.local_threads,
+                fallback_models=args.fallback_models, fallback_base_urls=args.fallback_base_urls))
         except LocalModelError as exc:
             raise SetupError(str(exc)) from exc
         dag = args.command == "run" and args.dag
@@ -247,6 +260,9 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
         args.resumable = not dag and persistence.target != "memory"
         console.print(f"[dim]model: {escape(resolved.description)} · mode: {mode} · tools: {len(tools)} · "
                       f"safeguards: {resolved.safeguards['policy']}[/dim]")
+        if resolved.fallbacks:
+            names = ", ".join(describe_chat_model(fallback.llm) for fallback in resolved.fallbacks)
+            console.print(f"[dim]fallbacks: {escape(names)}[/dim]")
         if not dag:
             console.print(f"[dim]thread: {escape(args.thread)} · checkpoints: {escape(_redact(persistence.target))}[/dim]")
         if args.command == "run":
@@ -390,6 +406,9 @@ async def _print_events(console: Console, events: Any, *, dag: bool = False) -> 
                 console.print(f"[magenta]↳ follow-up: {escape(_short(event.content))}[/magenta]")
             case Compacted():
                 console.print(f"[dim]── context compacted: {event.original_messages} → {event.kept_messages} messages ──[/dim]")
+            case ModelSwitched():
+                console.print(f"[yellow]⇄ {escape(event.previous)} failed ({escape(event.reason)}): the {escape(event.call)} "
+                              f"call goes on with {escape(event.model)}[/yellow]")
             case ApprovalWaiting():
                 printed.pending = list(event.pending or [])
                 console.print(f"[yellow]⏸ waiting for approval of {len(printed.pending)} tool call(s)[/yellow]")
@@ -402,7 +421,8 @@ async def _print_events(console: Console, events: Any, *, dag: bool = False) -> 
                 console.print(
                     f"[dim]iterations: {event.iterations} · tokens: {usage['total_tokens']} "
                     f"(in {usage['input_tokens']}, out {usage['output_tokens']}, {usage['model_calls']} calls) · "
-                    f"elapsed: {event.elapsed:.1f}s · finish: {event.finish_reason}[/dim]"
+                    f"elapsed: {event.elapsed:.1f}s · finish: {event.finish_reason}"
+                    + (f" · model: {escape(str(event.model))}" if event.model else "") + "[/dim]"
                 )
     return printed
 
@@ -547,7 +567,8 @@ async def _serve(args: argparse.Namespace, console: Console, sock: Any = None, r
         context = open_demo_agent(model=args.model, base_url=args.base_url, api_key=args.api_key,
                                   json_mode=args.json_mode, max_iterations=args.max_iterations,
                                   db=args.db, checkpoints=args.checkpoints, mcp=args.mcp,
-                                  local_model=args.local_model, local_threads=args.local_threads)
+                                  local_model=args.local_model, local_threads=args.local_threads,
+                                  fallback_models=args.fallback_models, fallback_base_urls=args.fallback_base_urls)
         demo = await context.__aenter__()
     except Exception as exc:
         if not isinstance(exc, (LocalModelError, ImportError)) and not _is_database_error(exc):

@@ -29,13 +29,13 @@ from reactgraph.models.registry import ModelRegistry
 
 def build_dag_agent(resolved: ResolvedModel, tools: Sequence[BaseTool], *, settings: AgentSettings,
                     native: bool, max_rounds: int) -> DAGAgent:
-    """The CLI's DAG agent: ``resolved`` is the ``general`` role; ``REACTGRAPH_MODEL_<ROLE>``
-    variables add roles (see :meth:`~reactgraph.ModelRegistry.from_env`).
+    """The CLI's DAG agent: ``resolved`` is the ``general`` role, with its fallback models;
+    ``REACTGRAPH_MODEL_<ROLE>`` variables add roles (see :meth:`~reactgraph.ModelRegistry.from_env`).
 
     Raises:
         ValueError: A role variable is malformed, or ``max_rounds`` is below 1.
     """
-    models = ModelRegistry.from_env(resolved.llm, abilities=resolved.abilities)
+    models = ModelRegistry.from_env(resolved.llm, abilities=resolved.abilities, fallbacks=resolved.fallbacks)
     return DAGAgent(models, tools, use_native_tools=native, settings=settings,
                     dag_settings=DAGSettings(max_rounds=max_rounds))
 

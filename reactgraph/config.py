@@ -203,6 +203,19 @@ class AgentSettings:
         after_tool: Hooks run after every tool call, in order: they may rewrite its result.
         limits: :class:`~reactgraph.UsageLimits` of one turn's loop (model calls, tool
             calls, tokens, cost); ``None`` for none but ``max_iterations``.
+        fallbacks: Fallback models, tried in order when the model fails (issue 41,
+            :mod:`reactgraph.fallbacks`): chat models, ``(model, abilities)`` pairs or
+            :class:`~reactgraph.FallbackModel`\\ s; the agent's ``fallbacks`` argument adds
+            to them.
+        fallback_parse_failures: With fallback models, JSON-mode outputs in a row that
+            could not be parsed after which the loop is handed to the next model; ``None``
+            (the default) never. Counts before ``parse_retries`` ends the loop with the raw
+            content, so only values up to ``parse_retries`` take effect.
+        breaker_failures: Failed calls of one model within ``breaker_window`` seconds that
+            open its circuit breaker (default 3): it is then skipped for
+            ``breaker_cooldown`` seconds (default 30), then tried again by one call.
+        breaker_window: See ``breaker_failures`` (seconds, default 60).
+        breaker_cooldown: See ``breaker_failures``.
     """
 
     max_iterations: int = 50
@@ -246,6 +259,11 @@ class AgentSettings:
     before_tool: Sequence[Callable[..., Any]] = field(default=(), hash=False)
     after_tool: Sequence[Callable[..., Any]] = field(default=(), hash=False)
     limits: UsageLimits | None = field(default=None, hash=False)
+    fallbacks: Sequence[Any] = field(default=(), hash=False)
+    fallback_parse_failures: int | None = None
+    breaker_failures: int = 3
+    breaker_window: float = 60.0
+    breaker_cooldown: float = 30.0
 
     def __post_init__(self) -> None:
         check_at_least(self, max_iterations=1, tool_selection_shortlist=1, model_attempts=1,
@@ -278,6 +296,10 @@ class AgentSettings:
             object.__setattr__(self, name, hooks)
         if self.limits is not None and not isinstance(self.limits, UsageLimits):
             raise ValueError(f"limits must be a UsageLimits, got {type(self.limits).__name__}")
+        check_at_least(self, breaker_failures=1, breaker_window=0.0, breaker_cooldown=0.0)
+        if self.fallback_parse_failures is not None and self.fallback_parse_failures < 1:
+            raise ValueError(f"fallback_parse_failures must be at least 1 or None, got {self.fallback_parse_failures}")
+        object.__setattr__(self, "fallbacks", tuple(self.fallbacks))
         if self.keep_recent_messages < 0:
             raise ValueError(f"keep_recent_messages must not be negative, got {self.keep_recent_messages}")
 

@@ -29,11 +29,12 @@ from reactgraph.jsonparse import safe_json
 
 Channel = Literal[
     "step", "answer", "compact", "phase", "inject", "stall", "error", "done", "plan", "dag_step", "analysis",
-    "approval",
+    "approval", "model_switch",
 ]
 """Event channels: the SPEC §8 ones, ``stall`` when the loop is stuck and the next call may
 only answer (``{iteration, reason}``, SPEC R13.1), ``error`` for a run that failed (R2.7),
-``approval`` for a run paused on tool calls that wait for a person's decision (R13.3), and DAG mode's
+``approval`` for a run paused on tool calls that wait for a person's decision (R13.3),
+``model_switch`` when a call is handed to a fallback model (issue 41), and DAG mode's
 ``plan``, ``dag_step`` and ``analysis`` (SPEC R9.5; payloads in ``docs/events.md``)."""
 
 _MARK = "reactgraph_event"
@@ -403,6 +404,31 @@ class RunError(AgentEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ModelSwitched(AgentEvent):
+    """``model_switch`` ``{previous, model, reason, call, error}``: a model call failed and
+    is handed to the next fallback model (issue 41, :mod:`reactgraph.fallbacks`).
+
+    Attributes:
+        previous: The model that failed (its name, :func:`~reactgraph.fallbacks.model_label`).
+        model: The model that takes the call over.
+        reason: ``transient`` (its retries spent on 429, 5xx, a timeout or a connection
+            error), ``permanent`` (an error its profile marks permanent: context length,
+            no such model), ``unparseable`` (JSON-mode outputs that could not be read) or
+            ``breaker_open`` (its circuit breaker opened: it is skipped).
+        call: The call handed over: ``loop``, ``synthesis``, ``compaction`` or ``structured``
+            (tool selection, ``structured_response``).
+        error: The failure, ``Type: message`` (at most 300 characters).
+    """
+
+    channel: ClassVar[Channel] = "model_switch"
+    previous: str
+    model: str
+    reason: str
+    call: str
+    error: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class ApprovalWaiting(AgentEvent):
     """``approval`` ``{type: "approval", status: "waiting", thread_id, pending}``: the run
     paused on tool calls that wait for a person's decision (SPEC R13.3); ``done`` with
@@ -428,6 +454,10 @@ class Done(AgentEvent):
         thread_id: The run's thread.
         grounding: ReAct mode: the grounding report, or ``None``.
         limit: ReAct mode, when a usage limit ended the loop: its figures.
+        model: ReAct mode, when the agent has fallback models (issue 41): the model that
+            served the loop last.
+        model_usage: With ``model``: usage per model (``Usage.to_dict()`` by model name),
+            every model call of the run counted under the model that answered it.
         rounds, achieved, confidence: DAG mode: plan rounds and the analyzer's verdict.
     """
 
@@ -440,6 +470,8 @@ class Done(AgentEvent):
     thread_id: str | None
     grounding: Any = OMIT
     limit: Any = OMIT
+    model: Any = OMIT
+    model_usage: Any = OMIT
     rounds: Any = OMIT
     achieved: Any = OMIT
     confidence: Any = OMIT

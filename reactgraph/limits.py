@@ -127,9 +127,24 @@ def tool_calls_made(steps: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     return counts
 
 
-def figures(state: Mapping[str, Any], price: ModelPrice | None) -> dict[str, Any]:
+def _cost(state: Mapping[str, Any], price: ModelPrice | Mapping[str, ModelPrice | None] | None) -> float | None:
+    """The turn's cost: ``usage`` at ``price``; with a price per model (fallback models,
+    issue 41), each model's ``model_usage`` at its own price (``None`` when one is missing)."""
+    if price is None:
+        return None
+    if isinstance(price, ModelPrice):
+        return round(price.cost(state.get("usage") or {}), 6)
+    spent = (state.get("model_usage") or {}).items()
+    if any(price.get(model) is None for model, _ in spent):
+        return None
+    return round(sum(price[model].cost(usage) for model, usage in spent), 6)  # type: ignore[union-attr]
+
+
+def figures(state: Mapping[str, Any], price: ModelPrice | Mapping[str, ModelPrice | None] | None) -> dict[str, Any]:
     """What the turn spent so far: ``model_calls``, ``tool_calls``, ``input_tokens``,
-    ``output_tokens``, ``total_tokens``, and ``cost`` with a price (else ``None``)."""
+    ``output_tokens``, ``total_tokens``, and ``cost`` with a price (else ``None``): one
+    :class:`ModelPrice`, or one per model name for an agent with fallback models, each
+    model's ``model_usage`` at its price."""
     usage = state.get("usage") or {}
     return {
         "model_calls": int(usage.get("model_calls", 0)),
@@ -137,11 +152,12 @@ def figures(state: Mapping[str, Any], price: ModelPrice | None) -> dict[str, Any
         "input_tokens": int(usage.get("input_tokens", 0)),
         "output_tokens": int(usage.get("output_tokens", 0)),
         "total_tokens": int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0)),
-        "cost": round(price.cost(usage), 6) if price is not None else None,
+        "cost": _cost(state, price),
     }
 
 
-def limit_reached(state: Mapping[str, Any], limits: UsageLimits | None, price: ModelPrice | None) -> dict[str, Any] | None:
+def limit_reached(state: Mapping[str, Any], limits: UsageLimits | None,
+                  price: ModelPrice | Mapping[str, ModelPrice | None] | None) -> dict[str, Any] | None:
     """The first limit the turn has reached, checked before each loop model call.
 
     Returns:

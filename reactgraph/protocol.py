@@ -1,4 +1,5 @@
-"""The provider message protocol, as a check (SPEC R2.5, R6.4, §12).
+"""The provider message protocol, as a check (SPEC R2.5, R6.4, §12), and the conversion
+of a conversation between the two loop modes' forms (issue 41).
 
 OpenAI-compatible providers reject a conversation in which an assistant message's tool
 calls are not answered, in order, by one tool message each, directly after it.
@@ -10,9 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
+from reactgraph.actions import message_text, parse_action
 from reactgraph.errors import ProtocolError
+from reactgraph.jsonparse import safe_json
+from reactgraph.prompts import OBSERVATION
 
 
 def _valid_tool_content(content: object) -> bool:
@@ -125,3 +129,90 @@ def answer_unfinished_tool_calls(messages: Sequence[BaseMessage]) -> list[BaseMe
                                     status="error")
             repaired.append(reply)
     return repaired if changed else None
+
+
+_OBSERVATION_HEAD = OBSERVATION.split("{tool_name}")[0]
+
+
+def _json_form(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    out: list[BaseMessage] = []
+    i = 0
+    while i < len(messages):
+        message = messages[i]
+        i += 1
+        if isinstance(message, ToolMessage):  # a result without its call: shown as an observation
+            out.append(HumanMessage(OBSERVATION.format(tool_name=message.name or "unknown",
+                                                       observation=message_text(message))))
+            continue
+        if not isinstance(message, AIMessage) or not message.tool_calls:
+            out.append(message)
+            continue
+        results: dict[str, ToolMessage] = {}
+        while i < len(messages) and isinstance(messages[i], ToolMessage):
+            results.setdefault(messages[i].tool_call_id, messages[i])
+            i += 1
+        reasoning = message_text(message)
+        for call in message.tool_calls:
+            action = {"type": "tool_call", "reasoning": reasoning, "tool_name": call.get("name"),
+                      "tool_args": call.get("args", {})}
+            out.append(AIMessage(safe_json(action), name=message.name))
+            reasoning = ""
+            result = results.get(call.get("id") or "")
+            if result is not None:
+                out.append(HumanMessage(OBSERVATION.format(tool_name=call.get("name") or "unknown",
+                                                           observation=message_text(result))))
+    return out
+
+
+def _native_form(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    out: list[BaseMessage] = []
+    i = 0
+    while i < len(messages):
+        message = messages[i]
+        i += 1
+        if not isinstance(message, AIMessage) or message.tool_calls:
+            out.append(message)
+            continue
+        action = parse_action(message_text(message))
+        if action.parse_failed:
+            out.append(message)
+            continue
+        if action.type == "final_answer":
+            out.append(AIMessage(action.answer, name=message.name))
+            continue
+        head = _OBSERVATION_HEAD + f"{action.tool_name}:\n"
+        following = messages[i] if i < len(messages) else None
+        if not isinstance(following, HumanMessage) or not message_text(following).startswith(head):
+            out.append(message)  # no result follows: the action stays text
+            continue
+        call_id = f"call_{message.id or len(out)}"
+        args = action.tool_args if isinstance(action.tool_args, dict) else {}
+        out.append(AIMessage(action.reasoning, name=message.name,
+                             tool_calls=[{"id": call_id, "name": action.tool_name or "", "args": args, "type": "tool_call"}]))
+        out.append(ToolMessage(message_text(following)[len(head):], tool_call_id=call_id, name=action.tool_name))
+        i += 1
+    return out
+
+
+def in_mode_form(messages: Sequence[BaseMessage], mode: str) -> list[BaseMessage]:
+    """A conversation written by models of either loop mode, in the form of ``mode``
+    (issue 41: a run handed to a fallback model that runs the loop in the other mode).
+
+    Native form (SPEC R2.5): a JSON-mode tool-call action followed by its observation
+    becomes an assistant message with that tool call (its reasoning as the content; the
+    id ``call_<message id>``) and the tool message answering it; a final-answer action
+    becomes its answer text. JSON form (R2.3): each tool call of an assistant message
+    becomes one action message followed by its result as the observation user message
+    (:data:`~reactgraph.prompts.OBSERVATION`), in the calls' order; a tool message without
+    its call becomes an observation too. Everything else is kept as it is; messages already
+    in the form are unchanged, so a conversion of a converted list changes nothing.
+
+    Args:
+        messages: The conversation (no system prompt needed; one is kept as it is).
+        mode: ``"native"`` or ``"json"``.
+
+    Returns:
+        A new list; ``messages`` is not modified. Valid for :func:`check_protocol` when the
+        input was.
+    """
+    return _native_form(messages) if mode == "native" else _json_form(messages)

@@ -29,6 +29,8 @@ class Step:
             on the call (SPEC R13.3); ``None`` when it needed no approval.
         unchanged: A repeated call that returned what the same call returned last time
             (the model was told so; it counts towards a stall, issue 35).
+        model: The model that asked for the call, when the agent has fallback models
+            (issue 41); ``None`` otherwise.
     """
 
     iteration: int
@@ -41,6 +43,7 @@ class Step:
     artifact: Artifact | None = None
     approval: str | None = None
     unchanged: bool = False
+    model: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -62,6 +65,7 @@ class Step:
             artifact=Artifact(**artifact) if isinstance(artifact, dict) else None,
             approval=record.get("approval"),
             unchanged=bool(record.get("unchanged")),
+            model=record.get("model"),
         )
 
 
@@ -139,6 +143,10 @@ class AgentResult(RunResult):
             themselves); empty unless ``finish_reason == "waiting"``.
         limit: The usage limit that ended the loop, with the run's figures (see
             :func:`reactgraph.limits.limit_reached`); ``None`` when none did.
+        model: With fallback models (issue 41): the model that served the loop last;
+            ``None`` without fallbacks.
+        model_usage: With fallback models: :attr:`usage` per model, by name (the
+            models in the order they first answered); empty without fallbacks.
     """
 
     messages: list[BaseMessage] = field(default_factory=list)
@@ -148,6 +156,8 @@ class AgentResult(RunResult):
     structured_response: Any = None
     pending: list[PendingCall] = field(default_factory=list)
     limit: dict[str, Any] | None = None
+    model: str | None = None
+    model_usage: dict[str, Usage] = field(default_factory=dict)
 
     @property
     def waiting(self) -> bool:
@@ -155,7 +165,10 @@ class AgentResult(RunResult):
         return bool(self.pending)
 
     def _done_extras(self) -> dict[str, Any]:
-        return {"grounding": self.grounding, **({"limit": self.limit} if self.limit else {})}
+        extras: dict[str, Any] = {"grounding": self.grounding, **({"limit": self.limit} if self.limit else {})}
+        if self.model_usage:
+            extras.update(model=self.model, model_usage={name: u.to_dict() for name, u in self.model_usage.items()})
+        return extras
 
     @property
     def artifacts(self) -> list[Artifact]:

@@ -56,6 +56,17 @@ def add_usage(left: dict[str, int] | None, right: Any) -> dict[str, int]:
     return sum_usage() if right == RESET else sum_usage(left, right)
 
 
+def add_model_usage(left: dict[str, dict[str, int]] | None, right: Any) -> dict[str, dict[str, int]]:
+    """Reducer of ``model_usage``: each model's usage summed key by key (models in the
+    order they first answered); :data:`RESET` empties it (issue 41)."""
+    if right == RESET:
+        return {}
+    merged = dict(left or {})
+    for model, usage in (right or {}).items():
+        merged[model] = sum_usage(merged.get(model), usage)
+    return merged
+
+
 class InputState(TypedDict):
     """What a caller passes in, the same shape as LangGraph's prebuilt agent:
     ``{"messages": [...]}``. The last human message is the turn's query."""
@@ -151,6 +162,12 @@ class AgentState(InputState, total=False):
     when synthesis was skipped."""
     usage: Annotated[dict[str, int], add_usage]
     """Tokens summed over every model call of this turn, and the number of calls."""
+    model: str | None
+    """The model serving the turn's loop (its name, issue 41): the agent's model, or the
+    fallback model the loop was handed to; ``None`` before the first loop call."""
+    model_usage: Annotated[dict[str, dict[str, int]], add_model_usage]
+    """``usage`` per model (by name), each call counted under the model that answered it
+    (issue 41)."""
     started_at: float
     """Wall-clock start of the turn (seconds since the epoch), for ``elapsed``."""
     structured_response: Any
@@ -188,5 +205,7 @@ class OutputState(TypedDict, total=False):
     synthesis: str | None
     grounding: dict[str, Any] | None
     usage: Annotated[dict[str, int], add_usage]
+    model: str | None
+    model_usage: Annotated[dict[str, dict[str, int]], add_model_usage]
     iteration: int
     structured_response: Any

@@ -15,6 +15,10 @@ Three levels, tried in order as the model's abilities allow:
 So at most 5 calls with both abilities, 4 with JSON mode only, 2 with plain text only
 (R4.5). A provider that rejects a request format (an HTTP error for ``tool_choice`` or
 ``response_format``) drops to the next level instead of failing.
+
+With ``fallbacks`` (issue 41), a call that fails as the fallback policy says (a transient
+or permanent failure, :meth:`~reactgraph.providers.ProviderProfile.falls_back`) ends that
+model's levels, and the next model starts over at its own first level.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from reactgraph.abilities import ModelAbilities, resolve_abilities
 from reactgraph.action_schema import schema_response_format
 from reactgraph.actions import message_text
 from reactgraph.errors import StructuredOutputError
+from reactgraph.fallbacks import FallbackModel, answered, as_fallback, switch
 from reactgraph.jsonparse import extract_json, safe_json
 from reactgraph.prompts import STRUCTURED_INSTRUCTION, reformat_request
 from reactgraph.providers import adapt_model, select_profile
@@ -71,6 +76,10 @@ class _LevelFailed(Exception):
     pass
 
 
+class _ModelFailed(Exception):
+    """A model call failed as the fallback policy says: the next model takes over."""
+
+
 def _schema_dict(schema: dict[str, Any] | type[BaseModel]) -> tuple[dict[str, Any], str, str]:
     """JSON schema, function name and description for ``schema``."""
     if isinstance(schema, type) and issubclass(schema, BaseModel):
@@ -104,7 +113,7 @@ def _check_against(schema: dict[str, Any] | type[BaseModel], data: Any) -> Any:
 
 
 async def structured_llm_call(
-    llm: BaseChatModel,
+    llm: BaseChatModel | FallbackModel,
     messages: Sequence[BaseMessage],
     schema: dict[str, Any] | type[BaseModel],
     *,
@@ -114,11 +123,13 @@ async def structured_llm_call(
     regex_fallback: Callable[[str], dict[str, Any] | None] | None = None,
     config: RunnableConfig | None = None,
     reformat_retries: int = 1,
+    fallbacks: Sequence[Any] = (),
 ) -> StructuredCallResult:
     """Get a value matching ``schema`` from the model (SPEC §4).
 
     Args:
-        llm: Any LangChain chat model.
+        llm: Any LangChain chat model, or a :class:`~reactgraph.FallbackModel` (its
+            abilities used when ``abilities`` is ``None``, its breaker counting its failures).
         messages: The conversation asking for the data.
         schema: A JSON schema dict (its ``required`` keys are checked) or a pydantic
             model class (fully validated; the value is the model instance).
@@ -136,16 +147,65 @@ async def structured_llm_call(
         reformat_retries: Reformat requests per text level after an unparseable reply
             (default 1, R4.3, R4.4; the graph's nodes pass ``AgentSettings.parse_retries``).
             The call counts of R4.5 are for the default.
+        fallbacks: Models to go on with when a model call fails as the fallback policy
+            says (issue 41): chat models, ``(model, abilities)`` pairs or
+            :class:`~reactgraph.FallbackModel`\\ s. Models whose breaker is open are
+            skipped; a ``model_switch`` event is emitted inside a graph run.
 
     Returns:
-        The :class:`StructuredCallResult`.
+        The :class:`StructuredCallResult`; ``calls``, ``usage`` count every model's calls.
 
     Raises:
         StructuredOutputError: Every level failed and no ``default_value`` was given.
         TypeError: ``schema`` is neither a dict nor a pydantic model class.
     """
+    first = llm if isinstance(llm, FallbackModel) else FallbackModel(llm, abilities)
+    models = [first if abilities is None else FallbackModel(first.llm, abilities, first.name, first.breaker),
+              *map(as_fallback, fallbacks)]
+    live = [model for model in models if model.breaker is None or model.breaker.allows()] or models[:1]
+    spent = StructuredCallResult()
+    for position, model in enumerate(live):
+        last = position == len(live) - 1
+        try:
+            result = await _structured_call(
+                model.llm, messages, schema, abilities=model.abilities, parse_fn=parse_fn, default_value=default_value,
+                regex_fallback=regex_fallback, config=config, reformat_retries=reformat_retries, hand_on=not last)
+        except _ModelFailed as failed:
+            if model.breaker is not None:
+                model.breaker.record_failure()
+            spent.calls, spent.usage = spent.calls + failed.args[1].calls, sum_usage(spent.usage, failed.args[1].usage)
+            switch(model.label, live[position + 1].label, failed.args[0], "structured", failed.args[2])
+            continue
+        except StructuredOutputError as exc:
+            exc.result.calls, exc.result.usage = exc.result.calls + spent.calls, sum_usage(exc.result.usage, spent.usage)
+            raise
+        if model.breaker is not None:
+            model.breaker.record_success()
+        answered(model.label)
+        result.calls, result.usage = result.calls + spent.calls, sum_usage(result.usage, spent.usage)
+        return result
+    raise AssertionError("the last model never hands on")  # pragma: no cover
+
+
+async def _structured_call(
+    llm: BaseChatModel,
+    messages: Sequence[BaseMessage],
+    schema: dict[str, Any] | type[BaseModel],
+    *,
+    abilities: ModelAbilities | dict[str, Any] | None,
+    parse_fn: Callable[[Any], Any] | None,
+    default_value: Any,
+    regex_fallback: Callable[[str], dict[str, Any] | None] | None,
+    config: RunnableConfig | None,
+    reformat_retries: int,
+    hand_on: bool,
+) -> StructuredCallResult:
+    """:func:`structured_llm_call` with one model. ``hand_on``: a call that fails as the
+    fallback policy says raises ``_ModelFailed(exc, result so far, profile)`` instead of
+    trying the next level."""
     resolved = resolve_abilities(llm, abilities)
-    llm = adapt_model(llm, select_profile(llm, resolved.provider))  # the provider's request fixes (SPEC R13.2)
+    profile = select_profile(llm, resolved.provider)
+    llm = adapt_model(llm, profile)  # the provider's request fixes (SPEC R13.2)
     json_schema, name, description = _schema_dict(schema)
     schema_text = json.dumps(json_schema, ensure_ascii=False)
     result = StructuredCallResult()
@@ -170,6 +230,8 @@ async def structured_llm_call(
         except Exception as exc:  # the provider refused this request format: next level
             result.error = f"level {level}: request failed: {type(exc).__name__}: {exc}"
             result.usage = sum_usage(result.usage, {"model_calls": 1})
+            if hand_on and profile.falls_back(exc):  # the model is down: the next model's levels (issue 41)
+                raise _ModelFailed(exc, result, profile) from exc
             raise _LevelFailed from exc
         result.usage = sum_usage(result.usage, usage_of(response))
         return response

@@ -169,6 +169,11 @@ class FakeProvider:
         reasoning_field: The reply field carrying reasoning, ``None`` for none.
         empty_final: The loop's final answer comes back with empty content.
         plan, structured, synthesis: What the model "says" (module docstring).
+        fail: How the server fails from its ``fail_from``-th request on (1-based, every
+            request after too: a dead provider; issue 41): ``"503"``, ``"429"``,
+            ``"context"`` (a 400 "maximum context length" error), ``"reset"`` (the
+            connection is cut after the response started); ``None`` never.
+        fail_from: See ``fail``.
         requests: Every request body received, in order (refused ones too).
         refused: The error messages sent, in order.
     """
@@ -186,6 +191,8 @@ class FakeProvider:
     synthesis: str = "Synthesized answer."
     requests: list[dict[str, Any]] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
+    fail: str | None = None
+    fail_from: int = 1
     _counter: int = 0
 
     # ------------------------------------------------------------------ the model
@@ -276,6 +283,8 @@ class FakeProvider:
         async def completions(request: Request) -> Any:
             body = await request.json()
             self.requests.append(body)
+            if self.fail is not None and len(self.requests) >= self.fail_from:
+                return self._failure()
             for rule in [protocol_rule, *self.rules]:
                 problem = rule(body)
                 if problem:
@@ -295,6 +304,23 @@ class FakeProvider:
             return StreamingResponse(events(), media_type="text/event-stream")
 
         return app
+
+    def _failure(self) -> Any:
+        """The response of a failing server (``fail``)."""
+        if self.fail == "reset":
+            async def cut() -> AsyncIterator[bytes]:
+                yield b'{"id": "chatcmpl-cut", '
+                raise ConnectionResetError("the fake provider cut the connection")
+
+            return StreamingResponse(cut(), media_type="application/json")
+        status, message, code = {
+            "503": (503, "Service Unavailable: the model is overloaded", "server_error"),
+            "429": (429, "Rate limit reached for requests", "rate_limit_exceeded"),
+            "context": (400, "This model's maximum context length is 8192 tokens. However, your messages resulted "
+                             "in 9000 tokens.", "context_length_exceeded"),
+        }[str(self.fail)]
+        return JSONResponse({"error": {"message": message, "type": "invalid_request_error", "code": code}},
+                            status_code=status)
 
     @asynccontextmanager
     async def serving(self) -> AsyncIterator[str]:

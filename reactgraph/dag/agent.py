@@ -202,7 +202,7 @@ class DAGAgent(AgentFacade):
                    "model_role": s.model_role, "iterations": s.iterations, "elapsed": s.elapsed,
                    "finish_reason": None, "tool_steps": []} for s in result.steps}
         messages = dag_synthesis_messages(goal, plan, results, result.final_answer, self.dag_settings.result_chars)
-        return stream_messages(self.models.resolve(self.dag_settings.synthesis_role).llm, messages)
+        return stream_messages(self.models.resolve(self.dag_settings.synthesis_role).chained(), messages)
 
     async def astream_events(self, goal: str, *, thread_id: str | None = None) -> AsyncIterator[AgentEvent]:
         """Run plan, steps, analysis and synthesis, yielding events as they happen.

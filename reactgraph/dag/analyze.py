@@ -161,7 +161,7 @@ class Analyzer:
         result = await structured_llm_call(
             entry.llm, analyzer_messages(state.get("goal", ""), plan, results, self.settings.result_chars),
             ANALYSIS_SCHEMA, abilities=entry.abilities, parse_fn=parse_analysis, regex_fallback=analysis_from_text,
-            default_value=None, config=config,
+            default_value=None, config=config, fallbacks=entry.fallbacks,
         )
         analysis: Analysis = safe_default(result.error) if result.value is None else {**result.value, "level": result.level}
         replan = (not analysis["achieved"] and analysis["confidence"] < self.settings.confidence_threshold

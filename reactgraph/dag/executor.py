@@ -147,7 +147,7 @@ class StepGraphs:
         if key not in self._graphs:
             self._graphs[key] = create_react_graph(
                 entry.llm, self.tools, use_native_tools=self.use_native_tools, abilities=entry.abilities,
-                settings=self.settings, name=f"dag_step_{entry.role}",
+                settings=self.settings, name=f"dag_step_{entry.role}", fallbacks=entry.fallbacks,
             )
         return self._graphs[key]
 

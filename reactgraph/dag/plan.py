@@ -188,7 +188,7 @@ class Planner:
         for _attempt in range(2):  # the second attempt only after a cyclic plan
             result = await structured_llm_call(
                 entry.llm, messages, schema, abilities=entry.abilities, default_value=None, config=config,
-                parse_fn=lambda data: parse_plan(data, self.settings.max_steps),
+                parse_fn=lambda data: parse_plan(data, self.settings.max_steps), fallbacks=entry.fallbacks,
             )
             usage = sum_usage(usage, result.usage)
             if result.value is None:

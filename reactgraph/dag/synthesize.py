@@ -60,7 +60,7 @@ class DAGSynthesize:
         messages = dag_synthesis_messages(state.get("goal", ""), state.get("plan") or [], results, draft,
                                           self.settings.result_chars, format_history(state.get("earlier_turns") or []))
         usage: dict[str, int] = {}
-        chunks = stream_messages(self.models.resolve(self.settings.synthesis_role).llm, messages, config=config,
+        chunks = stream_messages(self.models.resolve(self.settings.synthesis_role).chained(), messages, config=config,
                                  usage_out=usage)
         text = await emit_answer(chunks, answer)
         return {"synthesis": text, "usage": usage or {"model_calls": 1}}

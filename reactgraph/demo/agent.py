@@ -56,7 +56,7 @@ def build_demo_agent(
             ``None`` for none / a new in-memory queue.
 
     Returns:
-        The agent.
+        The agent, with ``resolved.fallbacks`` as its fallback models (issue 41).
 
     Raises:
         ValueError: ``max_iterations`` below 1.
@@ -64,5 +64,5 @@ def build_demo_agent(
     return ReActAgent(
         resolved.llm, tools, use_native_tools=not json_mode, abilities=resolved.abilities,
         settings=demo_settings(max_iterations=max_iterations), checkpointer=checkpointer,
-        interrupt_queue=interrupt_queue,
+        interrupt_queue=interrupt_queue, fallbacks=resolved.fallbacks,
     )

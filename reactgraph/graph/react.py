@@ -38,12 +38,13 @@ from reactgraph._engine import Engine, split_prompt
 from reactgraph.abilities import ModelAbilities, resolve_abilities
 from reactgraph.approval import earlier_decision
 from reactgraph.config import AgentSettings
+from reactgraph.fallbacks import ModelScope, ServingNode, retried, unpack_fallbacks
 from reactgraph.interrupts import InterruptQueue
 from reactgraph.limits import UsageLimits, over_limit_refusals
 from reactgraph.nodes.drain_interrupts import DrainInterrupts
 from reactgraph.nodes.execute_tools import ExecuteTools
 from reactgraph.nodes.fallback import Fallback
-from reactgraph.nodes.guard_context import GuardContext
+from reactgraph.nodes.guard_context import GuardContext, ServingGuard
 from reactgraph.nodes.llm_call import LLMCallJSON, LLMCallNative
 from reactgraph.nodes.model_step import ModelStep, model_node
 from reactgraph.nodes.select_tools import SelectTools
@@ -82,7 +83,8 @@ def _tool_sends(state: dict[str, Any], limits: UsageLimits | None = None) -> lis
     for call, refusal in zip(calls, refusals):
         payload = {"call": call if refusal is None else {**call, "error": refusal, "refused": "limit"},
                    "iteration": state.get("iteration", 0), "mode": state.get("mode", "native"),
-                   "selected_tools": state.get("selected_tools")}
+                   "selected_tools": state.get("selected_tools"),
+                   **({"model": state["model"]} if state.get("model") else {})}
         decided = _decided_repeat(call, steps)
         if decided is not None:
             payload.update(decided)
@@ -159,6 +161,27 @@ def _schemas(state_schema: type | None) -> tuple[type, type, type]:
     )
 
 
+class ModelAttributed:
+    """A node whose model calls may go through fallback chains (issue 41): the usage it
+    reports is written to ``model_usage`` too, under the model that answered its last call
+    (:class:`~reactgraph.fallbacks.ModelScope`, which also starts its fallback chains at the
+    model serving the turn), else the model serving the turn, else the agent's model.
+    ``body`` returns an update dict or a ``Command`` with one."""
+
+    def __init__(self, body: Any, engine: Engine) -> None:
+        self.body = body
+        self.engine = engine
+
+    async def __call__(self, state: AgentState, config: RunnableConfig) -> Any:
+        with ModelScope(state.get("model")) as answered:
+            out = await self.body(state, config)
+        update = out.update if isinstance(out, Command) else out
+        if isinstance(update, dict) and update.get("usage"):
+            model = answered.labels[-1] if answered.labels else state.get("model") or self.engine.label
+            update["model_usage"] = {model: update["usage"]}
+        return out
+
+
 class RoutedNode:
     """A node whose conditional edge is decided inside the node: it returns
     ``Command(update=..., goto=route(state after the update))``.
@@ -206,6 +229,7 @@ def create_react_graph(
     interrupt_before: Any = None,
     interrupt_after: Any = None,
     handle_tool_errors: ToolErrorPolicy | None = None,
+    fallbacks: Sequence[Any] = (),
 ) -> CompiledStateGraph:
     """Build and compile the ReAct graph.
 
@@ -216,7 +240,8 @@ def create_react_graph(
         llm: Any LangChain chat model; every call of a run uses it (SPEC R2.1). A
             pre-bound model (``model.bind_tools(tools, parallel_tool_calls=False)``) keeps
             its bindings on the loop calls; its tools must be ``tools``; synthesis and
-            structured calls never see tools.
+            structured calls never see tools. A LangChain ``llm.with_fallbacks([...])``
+            chain is taken apart: its first model is the model, the others fallbacks.
         tools: LangChain tools, plain functions (made tools from their signature and
             docstring) and provider tool dicts (bound in native mode, run by the provider).
             Tools run through LangGraph's ``ToolNode``: ``interrupt()``, ``Command``
@@ -256,6 +281,10 @@ def create_react_graph(
         handle_tool_errors: What tool exceptions become, as ``ToolNode``'s argument:
             default every exception is an ``Error: …`` observation (SPEC R2.7); ``False``
             lets them fail the run.
+        fallbacks: Fallback models, tried in order when the model fails (issue 41,
+            :mod:`reactgraph.fallbacks`): chat models, ``(model, abilities)`` pairs or
+            :class:`~reactgraph.FallbackModel`\\ s; after those of a ``with_fallbacks``
+            chain and of ``settings.fallbacks``.
 
     Returns:
         The compiled graph, a LangChain Runnable with sync and async entry points
@@ -277,9 +306,11 @@ def create_react_graph(
             ``tools``; an unknown node in ``interrupt_before``/``interrupt_after``.
     """
     settings, prompt = split_prompt(settings or AgentSettings(), prompt)
+    llm, chained = unpack_fallbacks(llm)
     engine = Engine.build(
         llm, tools, resolve_abilities(llm, abilities), settings, use_native_tools, interrupt_queue,
         compaction_llm=compaction_llm, handle_tool_errors=handle_tool_errors, prompt=prompt, message_name=name,
+        fallbacks=[*chained, *fallbacks],
     )
     return compile_react_graph(
         engine, checkpointer=checkpointer, name=name, state_schema=state_schema, context_schema=context_schema,
@@ -310,11 +341,12 @@ def compile_react_graph(
         backoff_factor=2.0,
         max_interval=settings.retry_max_delay,
         jitter=True,
-        retry_on=engine.profile.is_transient,
+        retry_on=lambda exc: retried(exc, engine.profile),  # the failing model's profile decides (issue 41)
     )
     state, input_schema, output_schema = _schemas(state_schema)
     builder = StateGraph(state, context_schema=context_schema, input_schema=input_schema, output_schema=output_schema)
-    drain, guard = DrainInterrupts(engine), GuardContext(engine)
+    drain = DrainInterrupts(engine)
+    guard = ServingGuard(engine) if engine.fallbacks else GuardContext(engine)  # each model's window (issue 41)
 
     def sends(state: dict[str, Any]) -> list[Send]:
         return _tool_sends(state, settings.limits)
@@ -332,11 +364,13 @@ def compile_react_graph(
         "start_turn": StartTurn(engine),
         "select_tools": SelectTools(engine),
         "guard_context": guard,
-        "llm_call_native": ModelStep(engine, LLMCallNative(engine), "llm_call_native", drain, guard, sends, answer),
-        "llm_call_json": ModelStep(engine, LLMCallJSON(engine), "llm_call_json", drain, guard, sends, answer),
+        "llm_call_native": ModelStep(engine, [LLMCallNative(model) for model in engine.models], "llm_call_native",
+                                     drain, guard, sends, answer),
+        "llm_call_json": ModelStep(engine, [LLMCallJSON(model) for model in engine.models], "llm_call_json",
+                                   drain, guard, sends, answer),
         "execute_tools": ExecuteTools(engine),
         "fallback": Fallback(engine),
-        "synthesize": Synthesize(engine),
+        "synthesize": ServingNode(engine, Synthesize) if engine.fallbacks else Synthesize(engine),  # issue 41
     }
     if response_format is not None:
         nodes["structured_response"] = StructuredResponse(engine, response_format)
@@ -349,9 +383,12 @@ def compile_react_graph(
         "execute_tools": loop,
     }
     routes = {"select_tools": model_node, "guard_context": model_node}
+    attributed = {"select_tools", "guard_context", "synthesize", "structured_response"}
     for node_name, body in nodes.items():
         if node_name in routes:  # decided inside the node (see RoutedNode)
             body = RoutedNode(body, routes[node_name])
+        if engine.fallbacks and node_name in attributed:
+            body = ModelAttributed(body, engine)
         builder.add_node(
             node_name,
             dual_node(body, node_name),

@@ -14,14 +14,18 @@ It picks, in order (SPEC R10.4):
    (see :mod:`reactgraph.models.local`), started for the block and stopped after it:
    SmolLM2-135M, or another entry of the catalogue (:mod:`reactgraph.models.catalog`)
    chosen by ``local_model`` or ``$REACTGRAPH_LOCAL_MODEL``.
+
+Fallback models (issue 41) come from ``fallback_models`` / ``fallback_base_urls`` or
+``REACTGRAPH_FALLBACK_MODELS`` / ``REACTGRAPH_FALLBACK_BASE_URLS``
+(:func:`~reactgraph.models.env.fallback_specs`); ``embedded`` names the embedded model.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,11 +42,14 @@ from reactgraph.models.catalog import (
     embedded_model,
     find_gguf,
 )
+from reactgraph.fallbacks import FallbackModel
 from reactgraph.models.env import (
     DEFAULT_OPENAI_MODEL,
+    EMBEDDED_FALLBACK,
     PLACEHOLDER_API_KEY,
     abilities_from_env,
     describe_chat_model,
+    fallback_specs,
     model_from_env,
 )
 from reactgraph.safeguards import policy_for
@@ -99,6 +106,8 @@ class ResolvedModel:
         overrides: only the ability fields set in the environment (see
             :func:`abilities_from_env`), e.g. ``{"context_window": 32768}``. ``abilities``
             holds them merged over the model's profile.
+        fallbacks: The fallback models configured (issue 41), in order, each with its
+            abilities when known (the embedded model's).
     """
 
     llm: BaseChatModel
@@ -106,6 +115,7 @@ class ResolvedModel:
     description: str
     server: LocalModelServer | None = None
     overrides: dict[str, bool | int | str] = field(default_factory=dict)
+    fallbacks: list[FallbackModel] = field(default_factory=list)
 
     @property
     def safeguards(self) -> dict[str, Any]:
@@ -114,6 +124,20 @@ class ResolvedModel:
         by ``abilities.small`` alone (:func:`reactgraph.safeguards.policy_for`; unknown
         abilities are not small). ``AgentSettings`` fields set by the caller win."""
         return policy_for(self.abilities).to_dict()
+
+
+@asynccontextmanager
+async def _embedded_server(options: Mapping[str, Any], max_tokens: int,
+                           start_timeout: float) -> AsyncIterator[LocalModelServer]:
+    """The embedded model's server (``options``: :class:`LocalModelServer`'s ``model``,
+    ``n_ctx``, ``n_threads``, ``environ``), made in a worker thread (the first use downloads
+    the model file), started for the block and stopped after it, also on error or cancellation."""
+    server = await asyncio.to_thread(LocalModelServer, **options, max_tokens=max_tokens, log_dir=data_home() / "logs")
+    await server.start_async(start_timeout)
+    try:
+        yield server
+    finally:
+        await server.stop_async()
 
 
 @asynccontextmanager
@@ -127,6 +151,8 @@ async def open_model(
     local_threads: int | None = None,
     local_n_ctx: int | None = None,
     local_start_timeout: float = 120.0,
+    fallback_models: Sequence[str] | None = None,
+    fallback_base_urls: Sequence[str] | None = None,
 ) -> AsyncIterator[ResolvedModel]:
     """Resolve the model for a run; start the embedded model if nothing is configured.
 
@@ -142,6 +168,11 @@ async def open_model(
             process may run on (:func:`~reactgraph.models.local.default_threads`).
         local_n_ctx: context window of the embedded model, tokens; default: the entry's.
         local_start_timeout: seconds to wait for the embedded server to load the model.
+        fallback_models, fallback_base_urls: the fallback models (``--fallback-model``,
+            ``--fallback-base-url``; ``None`` reads the environment, see
+            :func:`~reactgraph.models.env.fallback_specs`). Each is a ``ChatOpenAI`` at its
+            base URL (else the model's endpoint) with ``api_key``; ``embedded`` is the
+            embedded model, started for the block unless it is the model itself.
 
     Yields:
         :class:`ResolvedModel`. For a configured endpoint, ``abilities`` is the model's
@@ -152,7 +183,7 @@ async def open_model(
         output cap, ``small`` as the entry says) updated by any override
         (``REACTGRAPH_MAX_OUTPUT_TOKENS`` also sets the client's ``max_tokens``); the server
         starts in a worker thread and is stopped when the block exits (also on error or
-        cancellation).
+        cancellation). ``fallbacks`` holds the fallback models.
 
     Raises:
         ValueError: a malformed environment setting (see :func:`model_from_env` and
@@ -162,35 +193,37 @@ async def open_model(
             unknown ``local_model``, the ``[local]`` extra is missing, the download failed or
             its hash differs, or the server failed; the one-line message says which).
     """
+    specs = fallback_specs(fallback_models, fallback_base_urls, environ)
     overrides = abilities_from_env(environ)
-    llm = model_from_env(model=model, base_url=base_url, api_key=api_key, environ=environ)
-    if llm is not None:
-        yield ResolvedModel(
-            llm=llm,
-            abilities=resolve_abilities(llm, overrides) if overrides else None,
-            description=describe_chat_model(llm),
-            server=None,
-            overrides=overrides,
-        )
-        return
-
-    server = await asyncio.to_thread(  # the first use downloads the model file
-        LocalModelServer,
-        model=local_model,
-        n_ctx=local_n_ctx,
-        n_threads=local_threads,
-        max_tokens=int(overrides.get("max_output_tokens", DEFAULT_MAX_TOKENS)),
-        log_dir=data_home() / "logs",
-        environ=environ,
-    )
-    await server.start_async(local_start_timeout)
-    try:
-        yield ResolvedModel(
-            llm=server.chat_model(),
-            abilities=dataclasses.replace(server.abilities, **overrides),
-            description=server.description,
-            server=server,
-            overrides=overrides,
-        )
-    finally:
-        await server.stop_async()
+    embedded = {"model": local_model, "n_ctx": local_n_ctx, "n_threads": local_threads, "environ": environ}
+    max_tokens = int(overrides.get("max_output_tokens", DEFAULT_MAX_TOKENS))
+    async with AsyncExitStack() as stack:
+        llm = model_from_env(model=model, base_url=base_url, api_key=api_key, environ=environ)
+        if llm is not None:
+            resolved = ResolvedModel(
+                llm=llm,
+                abilities=resolve_abilities(llm, overrides) if overrides else None,
+                description=describe_chat_model(llm),
+                server=None,
+                overrides=overrides,
+            )
+        else:
+            server = await stack.enter_async_context(_embedded_server(embedded, max_tokens, local_start_timeout))
+            resolved = ResolvedModel(
+                llm=server.chat_model(),
+                abilities=dataclasses.replace(server.abilities, **overrides),
+                description=server.description,
+                server=server,
+                overrides=overrides,
+            )
+        fallbacks: list[FallbackModel] = []
+        for name, url in specs:
+            if name == EMBEDDED_FALLBACK:
+                local = resolved.server or await stack.enter_async_context(
+                    _embedded_server(embedded, max_tokens, local_start_timeout))
+                fallbacks.append(FallbackModel(local.chat_model(), local.abilities))
+                continue
+            chat = model_from_env(model=name, base_url=url or base_url, api_key=api_key, environ=environ)
+            assert chat is not None  # a name is given
+            fallbacks.append(FallbackModel(chat))
+        yield dataclasses.replace(resolved, fallbacks=fallbacks)

@@ -31,7 +31,7 @@ returns ``None`` and the caller falls back to the embedded local model.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from reactgraph.abilities import SCHEMA_OUTPUT_KINDS
@@ -56,6 +56,7 @@ __all__ = [
     "PLACEHOLDER_API_KEY",
     "abilities_from_env",
     "describe_chat_model",
+    "fallback_specs",
     "model_from_env",
 ]
 
@@ -68,6 +69,11 @@ ENV_CONTEXT_WINDOW = "REACTGRAPH_CONTEXT_WINDOW"
 ENV_MAX_OUTPUT_TOKENS = "REACTGRAPH_MAX_OUTPUT_TOKENS"
 ENV_SCHEMA_OUTPUT = "REACTGRAPH_SCHEMA_OUTPUT"
 ENV_SMALL_MODEL = "REACTGRAPH_SMALL_MODEL"
+ENV_FALLBACK_MODELS = "REACTGRAPH_FALLBACK_MODELS"
+ENV_FALLBACK_BASE_URLS = "REACTGRAPH_FALLBACK_BASE_URLS"
+
+EMBEDDED_FALLBACK = "embedded"
+"""The fallback model name that means the embedded local model (issue 41)."""
 
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 """Model used when a key or base URL is configured but no model name."""
@@ -157,6 +163,54 @@ def model_from_env(
     }
     params.update(chat_kwargs)
     return ChatOpenAI(**params)
+
+
+def _listed(given: Sequence[str] | None, environ: Mapping[str, str], name: str) -> list[str]:
+    """``given`` when non-empty, else the comma-separated items of variable ``name``."""
+    if given:
+        return list(given)
+    raw = environ.get(name, "")
+    return [item.strip() for item in raw.split(",")] if raw.strip() else []
+
+
+def fallback_specs(
+    models: Sequence[str] | None = None,
+    base_urls: Sequence[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> list[tuple[str, str | None]]:
+    """The fallback models configured (issue 41): ``--fallback-model`` /
+    ``--fallback-base-url`` given as ``models`` / ``base_urls``, else
+    ``REACTGRAPH_FALLBACK_MODELS`` / ``REACTGRAPH_FALLBACK_BASE_URLS`` (comma-separated;
+    models given as arguments take their base URLs from the arguments only).
+
+    The n-th base URL goes with the n-th model; a model without one (fewer URLs, or an
+    empty item) is reached at the agent's endpoint (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``).
+    The name ``embedded`` (:data:`EMBEDDED_FALLBACK`) is the embedded local model.
+
+    Examples::
+
+        REACTGRAPH_FALLBACK_MODELS=gpt-4o-mini,embedded
+        reactgraph serve --fallback-model llama3.1:8b --fallback-base-url http://localhost:11434/v1
+
+    Args:
+        models: Names from the command line; ``None`` or empty reads the environment.
+        base_urls: Base URLs from the command line; ``None`` or empty reads the environment.
+        environ: Variables to read instead of ``os.environ``.
+
+    Returns:
+        ``(name, base_url or None)`` per fallback, in order; ``[]`` for none.
+
+    Raises:
+        ValueError: An empty model name, or more base URLs than models.
+    """
+    env = os.environ if environ is None else environ
+    names = _listed(models, env, ENV_FALLBACK_MODELS)
+    urls = list(base_urls or ()) if models else _listed(base_urls, env, ENV_FALLBACK_BASE_URLS)
+    if any(not name.strip() for name in names):
+        raise ValueError(f"a fallback model name is empty ({ENV_FALLBACK_MODELS} or --fallback-model)")
+    if len(urls) > len(names):
+        raise ValueError(f"{len(urls)} fallback base URLs for {len(names)} fallback models; give a model for each URL")
+    return [(name.strip(), (urls[i].strip() or None) if i < len(urls) else None) for i, name in enumerate(names)]
 
 
 def _parse_bool(name: str, raw: str) -> bool:

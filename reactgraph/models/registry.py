@@ -21,6 +21,9 @@ From the environment (:meth:`ModelRegistry.from_env`), per role ``<ROLE>`` (uppe
 ``REACTGRAPH_CONTEXT_WINDOW_<ROLE>``
 ``REACTGRAPH_MAX_OUTPUT_TOKENS_<ROLE>``
 ``REACTGRAPH_PROVIDER_<ROLE>``
+``REACTGRAPH_FALLBACK_MODELS_<ROLE>``      fallback models of that role, comma-separated (issue 41;
+``REACTGRAPH_FALLBACK_BASE_URLS_<ROLE>``   none when unset; ``general`` also reads the unsuffixed
+                                           variables, see :func:`~reactgraph.models.env.fallback_specs`)
 ================================  ==========================================================
 
 The ``general`` model is the one :func:`~reactgraph.models.model_from_env` configures
@@ -32,17 +35,29 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
 from reactgraph.abilities import ModelAbilities, resolve_abilities
+from reactgraph.providers import select_profile
+from reactgraph.fallbacks import (
+    ChainMember,
+    CircuitBreaker,
+    FallbackChain,
+    FallbackModel,
+    as_fallback,
+    unpack_fallbacks,
+)
 from reactgraph.models.env import (
+    EMBEDDED_FALLBACK,
     ENV_API_KEY,
     ENV_BASE_URL,
     ENV_CONTEXT_WINDOW,
+    ENV_FALLBACK_BASE_URLS,
+    ENV_FALLBACK_MODELS,
     ENV_JSON_MODE,
     ENV_MAX_OUTPUT_TOKENS,
     ENV_MODEL,
@@ -50,6 +65,7 @@ from reactgraph.models.env import (
     ENV_TOOL_CALL,
     abilities_from_env,
     describe_chat_model,
+    fallback_specs,
     model_from_env,
 )
 
@@ -86,12 +102,31 @@ class RegisteredModel:
         llm: The chat model of the role.
         abilities: What ``llm`` can do (explicit ones merged over its profile, SPEC R2.2).
         description: One line for the planner's prompt (e.g. "a quick, cheap model ...").
+        fallbacks: The role's fallback models, in order (issue 41): the steps, the planner
+            and the analyzer on this role go on with them when its model fails.
     """
 
     role: str
     llm: BaseChatModel
     abilities: ModelAbilities
     description: str
+    fallbacks: tuple[Any, ...] = ()
+
+    def chained(self, call: str = "synthesis") -> Any:
+        """The role's model for one call or stream that goes on with the role's fallback
+        models as the fallback policy says (:class:`~reactgraph.fallbacks.FallbackChain`;
+        a stream only before its first chunk); ``llm`` itself without fallbacks (issue 41).
+
+        Args:
+            call: What the call is, for the ``model_switch`` event.
+        """
+        if not self.fallbacks:
+            return self.llm
+        members = []
+        for model in [FallbackModel(self.llm, self.abilities), *self.fallbacks]:
+            profile = select_profile(model.llm, resolve_abilities(model.llm, model.abilities).provider)
+            members.append(ChainMember(model.label, model.llm, profile, model.breaker or CircuitBreaker()))
+        return FallbackChain(members, call)
 
 
 class ModelRegistry:
@@ -118,9 +153,10 @@ class ModelRegistry:
         *,
         abilities: ModelAbilities | dict[str, Any] | None = None,
         description: str | None = None,
+        fallbacks: Sequence[Any] = (),
     ) -> None:
         self._models: dict[str, RegisteredModel] = {}
-        self.register(DEFAULT_ROLE, general, abilities=abilities, description=description)
+        self.register(DEFAULT_ROLE, general, abilities=abilities, description=description, fallbacks=fallbacks)
 
     def register(
         self,
@@ -129,6 +165,7 @@ class ModelRegistry:
         *,
         abilities: ModelAbilities | dict[str, Any] | None = None,
         description: str | None = None,
+        fallbacks: Sequence[Any] = (),
     ) -> ModelRegistry:
         """Add or replace the model of ``role``.
 
@@ -139,21 +176,26 @@ class ModelRegistry:
             abilities: As for the constructor.
             description: What the planner is told about the role; defaults to
                 :data:`ROLE_DESCRIPTIONS`, else ``"custom role <role>"``.
+            fallbacks: The role's fallback models (issue 41): chat models, ``(model,
+                abilities)`` pairs or :class:`~reactgraph.FallbackModel`\\ s; a
+                ``with_fallbacks`` chain given as ``llm`` adds its fallbacks first.
 
         Returns:
             The registry itself, so calls chain.
 
         Raises:
             ValueError: ``role`` normalizes to something other than letters, digits and ``_``.
-            TypeError: ``llm`` is not a LangChain chat model.
+            TypeError: ``llm`` is not a LangChain chat model, or a fallback is none.
         """
         name = normalize_role(role)
+        llm, chained = unpack_fallbacks(llm)
+        chain = tuple(as_fallback(item) for item in [*chained, *fallbacks])
         if not _ROLE_NAME.fullmatch(name):
             raise ValueError(f"a role name is letters, digits and '_', got {role!r}")
         if not isinstance(llm, BaseChatModel):
             raise TypeError(f"the model of role {name!r} must be a LangChain chat model, got {type(llm).__name__}")
         text = description or ROLE_DESCRIPTIONS.get(name) or f"custom role {name}"
-        self._models[name] = RegisteredModel(name, llm, resolve_abilities(llm, abilities), text)
+        self._models[name] = RegisteredModel(name, llm, resolve_abilities(llm, abilities), text, chain)
         return self
 
     @property
@@ -194,6 +236,7 @@ class ModelRegistry:
         *,
         abilities: ModelAbilities | dict[str, Any] | None = None,
         environ: Mapping[str, str] | None = None,
+        fallbacks: Sequence[Any] | None = None,
     ) -> ModelRegistry:
         """Build a registry from ``REACTGRAPH_MODEL_<ROLE>`` and friends (module docstring).
 
@@ -204,14 +247,18 @@ class ModelRegistry:
             abilities: Abilities of ``general`` when it is given; ignored otherwise (the
                 environment's ability overrides apply).
             environ: Variables to read instead of ``os.environ``.
+            fallbacks: The fallback models of ``general`` (``None``: its variables).
 
         Returns:
-            The registry: ``general`` plus one role per non-empty ``REACTGRAPH_MODEL_<ROLE>``.
+            The registry: ``general`` plus one role per non-empty ``REACTGRAPH_MODEL_<ROLE>``,
+            each with the fallback models its variables name (``general``: those given in
+            ``fallbacks``, else its variables).
 
         Raises:
             ValueError: No general model is given or configured, a role names a model but
-                no endpoint, or an ability variable does not parse (the message names the
-                variable).
+                no endpoint, an ability variable does not parse (the message names the
+                variable), or a role's fallback is ``embedded`` (only ``reactgraph run``
+                and ``serve`` start the embedded model as a fallback).
         """
         env = os.environ if environ is None else environ
         if general is None:
@@ -222,7 +269,8 @@ class ModelRegistry:
                     f"no general model: set {ENV_MODEL} with {ENV_BASE_URL} or {ENV_API_KEY}, or pass one"
                 )
             abilities = abilities_from_env(general_env) or None
-        registry = cls(general, abilities=abilities)
+        general_fallbacks = _role_fallbacks(env, DEFAULT_ROLE) if fallbacks is None else fallbacks
+        registry = cls(general, abilities=abilities, fallbacks=general_fallbacks)
         for key in sorted(env):
             if not key.startswith(ENV_ROLE_MODEL_PREFIX) or not env[key].strip():
                 continue
@@ -234,8 +282,25 @@ class ModelRegistry:
                 llm = model_from_env(environ=view)
             except ValueError as exc:
                 raise ValueError(f"{key} is set: {exc}") from exc
-            registry.register(role, llm, abilities=abilities_from_env(view) or None)
+            registry.register(role, llm, abilities=abilities_from_env(view) or None,
+                              fallbacks=_role_fallbacks(env, role))
         return registry
+
+
+def _role_fallbacks(environ: Mapping[str, str], role: str) -> list[Any]:
+    """The fallback chat models ``REACTGRAPH_FALLBACK_MODELS_<ROLE>`` names (for ``general``
+    also the unsuffixed variable), each at its base URL, else the role's endpoint."""
+    view = role_environ(environ, role)
+    own = {var: environ.get(f"{var}_{role.upper()}", "") for var in (ENV_FALLBACK_MODELS, ENV_FALLBACK_BASE_URLS)}
+    if role != DEFAULT_ROLE or own[ENV_FALLBACK_MODELS].strip():
+        view.update(own)
+    models: list[Any] = []
+    for name, url in fallback_specs(None, None, view):
+        if name == EMBEDDED_FALLBACK:
+            raise ValueError(f"{ENV_FALLBACK_MODELS}_{role.upper()}: the embedded model is a fallback of "
+                             "reactgraph run and serve only; name a served model")
+        models.append(model_from_env(model=name, base_url=url, environ=view))
+    return models
 
 
 def role_environ(environ: Mapping[str, str], role: str) -> dict[str, str]:

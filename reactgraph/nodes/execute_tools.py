@@ -204,6 +204,7 @@ class ExecuteTools:
             "elapsed": elapsed,
             "artifact": artifact.to_dict() if artifact else None,
             "return_direct": bool(tool is not None and tool.return_direct and error is None),
+            **({"model": task["model"]} if task.get("model") else {}),  # fallback models: who asked (issue 41)
         }
         if decision is not None and decision.type == "edit":
             record["requested_args"] = requested_args  # what the model asked for: a repeat of it is this call

@@ -31,6 +31,7 @@ from reactgraph._dualmode import run_blocking
 from reactgraph._engine import RUN_NAME_COMPACTION, Engine
 from reactgraph._pinning import pinned_ids
 from reactgraph.events import Compacted, emit
+from reactgraph.fallbacks import ServingNode
 from reactgraph.history import thread_of
 from reactgraph.nodes.fallback import iteration_cap_reached
 from reactgraph.state import AgentState
@@ -137,3 +138,17 @@ class GuardContext:
             cut = set(result.truncated)
             update["messages"] = [message for message in result.messages if message.id in cut]
         return update
+
+
+class ServingGuard(ServingNode):
+    """The ``guard_context`` node of an agent with fallback models (issue 41): the guard of
+    the model serving the turn (:class:`~reactgraph.fallbacks.ServingNode`), so each model's
+    own window, tokenizer and compaction model decide (a small fallback model gets its
+    history compacted to fit it). Same interface as :class:`GuardContext`."""
+
+    def __init__(self, engine: Engine) -> None:
+        super().__init__(engine, GuardContext)
+
+    async def fits(self, state: AgentState, config: RunnableConfig) -> bool:
+        """:meth:`GuardContext.fits` of the serving model's guard."""
+        return await self.serving(state).fits(state, config)

@@ -18,6 +18,13 @@ task per call). What used to take pass-through nodes of its own is done here, in
    after a final answer only (never between a tool-call message and its results); a
    follow-up suppresses a pending final answer (R7.4).
 
+With fallback models (issue 41, :mod:`reactgraph.fallbacks`) the call goes to the model
+serving the turn (``model``; at the turn's start the first one whose breaker lets calls
+through). A failure the policy hands on — after the node's retries for a transient one, at
+once for a permanent one, or ``fallback_parse_failures`` unparseable JSON outputs — sends
+the run, with nothing of the failed step saved, to the next model's mode node, which then
+serves the rest of the turn (a ``model_switch`` event says so).
+
 The node returns one ``Command``: everything it changed and where the run goes next (the
 tool calls as ``Send``\\ s; ``synthesize``, or the end when the run skips synthesis; or this
 node again after a JSON reformat request or a suppressed answer). Update and route are
@@ -27,6 +34,7 @@ written together, so a run cancelled between them cannot leave one without the o
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -35,9 +43,10 @@ from langgraph.types import Command, Send
 
 from reactgraph._engine import Engine
 from reactgraph._pinning import merge_pinned
+from reactgraph.fallbacks import RETRY_MARK, node_attempt, switch
 from reactgraph.nodes.drain_interrupts import DrainInterrupts
 from reactgraph.nodes.fallback import iteration_cap_reached
-from reactgraph.nodes.guard_context import GuardContext
+from reactgraph.nodes.guard_context import GuardContext, ServingGuard
 from reactgraph.state import AgentState
 from reactgraph.usage import sum_usage
 
@@ -80,10 +89,11 @@ class ModelStep:
 
     Args:
         engine: The shared engine.
-        call: The mode's model call, ``async (state, config) -> update``; the update
-            carries the tool calls to run under ``pending_tool_calls``, which this node
-            sends to ``execute_tools`` and does not write to the state (issue 20: the
-            checkpoint holds the ``Send``\\ s until their tasks end).
+        calls: The mode's model call for each model of ``engine.models`` (issue 41), ``async
+            (state, config) -> update``; the update carries the tool calls to run under
+            ``pending_tool_calls``, which this node sends to ``execute_tools`` and does not
+            write to the state (issue 20: the checkpoint holds the ``Send``\\ s until their
+            tasks end).
         node: This node's name (``llm_call_native`` or ``llm_call_json``), where the run
             comes back to.
         drain: The follow-up drain, shared with nothing else.
@@ -93,17 +103,61 @@ class ModelStep:
             graph's end when the run skips synthesis).
     """
 
-    def __init__(self, engine: Engine, call: Any, node: str, drain: DrainInterrupts, guard: GuardContext,
+    def __init__(self, engine: Engine, calls: list[Any], node: str, drain: DrainInterrupts,
+                 guard: GuardContext | ServingGuard,
                  tool_sends: Callable[[AgentState], list[Send]], answer: Callable[[RunnableConfig], str]) -> None:
         self.engine = engine
-        self.call = call
+        self.calls = calls
         self.node = node
         self.drain = drain
         self.guard = guard
         self.tool_sends = tool_sends
         self.answer = answer
 
+    def _next_model(self, index: int) -> int | None:
+        """The position of the model after ``index`` whose breaker lets calls through."""
+        models = self.engine.models
+        return next((i for i in range(index + 1, len(models)) if models[i].breaker.allows()), None)
+
+    def _hand_over(self, index: int, update: dict[str, Any] | None = None) -> Command:
+        """The run sent to model ``index``, at its mode's node, with ``update``."""
+        target = self.engine.models[index]
+        return Command(update={**(update or {}), "model": target.label, "mode": target.mode},
+                       goto=model_node({"mode": target.mode}))
+
+    def _after_failure(self, index: int, exc: Exception, config: RunnableConfig) -> int | None:
+        """The model the failed call of model ``index`` goes to (see the module docstring),
+        or ``None``: the node raises ``exc``, retried by the node's policy when its
+        :data:`~reactgraph.fallbacks.RETRY_MARK` says so."""
+        serving = self.engine.models[index]
+        profile = serving.profile
+        transient = profile.is_transient(exc)
+        if not profile.falls_back(exc):
+            return None
+        serving.breaker.record_failure()
+        nxt = self._next_model(index)
+        retry = (transient and not profile.is_permanent(exc)
+                 and node_attempt(config) < self.engine.settings.model_attempts)
+        if nxt is None or (retry and serving.breaker.allows()):
+            with contextlib.suppress(AttributeError):  # an exception type without attributes keeps its default
+                setattr(exc, RETRY_MARK, retry)
+            return None
+        switch(serving.label, self.engine.models[nxt].label, exc, "loop", profile)
+        return nxt
+
     async def __call__(self, state: AgentState, config: RunnableConfig) -> Command:
+        index = self.engine.model_index(state.get("model"))
+        if index is None:  # the turn's first loop call: the first model its breaker lets through
+            index = self.engine.first_model()
+        serving = self.engine.models[index]
+        if serving.mode != state.get("mode", self.engine.mode):  # a turn starting on a model of the other mode
+            return self._hand_over(index)
+        failures, most = state.get("parse_failures", 0), self.engine.settings.fallback_parse_failures
+        nxt = self._next_model(index) if most is not None and failures >= most else None
+        if nxt is not None:  # unparseable JSON outputs: the next model takes the loop over
+            switch(serving.label, self.engine.models[nxt].label, ValueError(f"{failures} unparseable outputs"), "loop",
+                   serving.profile, "unparseable")
+            return self._hand_over(nxt, {"parse_failures": 0})
         update: dict[str, Any] = {}
         taken: list[str] = []
         steps = state.get("steps") or []
@@ -118,11 +172,17 @@ class ModelStep:
         if not await self.guard.fits(view, config):
             return Command(update=update, goto="guard_context")
         try:
-            called = await self.call(view, config)
-        except Exception:  # nothing of this step is saved: the follow-ups it took go back to the queue
+            called = await self.calls[index](view, config)
+        except Exception as exc:  # nothing of this step is saved: the follow-ups it took go back to the queue
             if taken:
                 await self.drain.give_back(config, taken)
-            raise
+            nxt = self._after_failure(index, exc, config) if self.engine.fallbacks else None
+            if nxt is None:
+                raise
+            return self._hand_over(nxt)
+        if self.engine.fallbacks:  # which model answered (issue 41)
+            serving.breaker.record_success()
+            called = {**called, "model": serving.label, "model_usage": {serving.label: called.get("usage") or {}}}
         update = merge_updates(update, called)
         view = apply_update(view, called)
         if view.get("mode") == "json" or not view.get("pending_tool_calls"):

@@ -58,6 +58,7 @@ async def select_tool_names(
     limit: int,
     config: RunnableConfig | None = None,
     reformat_retries: int = 1,
+    fallbacks: Sequence[Any] = (),
 ) -> tuple[list[str] | None, dict[str, int]]:
     """Ask the model which tools the query needs (SPEC R5.1–R5.3).
 
@@ -70,6 +71,7 @@ async def select_tool_names(
         config: RunnableConfig for the model calls.
         reformat_retries: Reformat requests per level after unparseable output
             (``AgentSettings.parse_retries``).
+        fallbacks: Fallback models (issue 41), as :func:`structured_llm_call` takes them.
 
     Returns:
         ``(names, usage)``: the valid, distinct names in the model's order, at most
@@ -86,7 +88,7 @@ async def select_tool_names(
     try:
         result = await structured_llm_call(
             llm, messages, selection_schema(names, limit), abilities=abilities, default_value=None, config=config,
-            reformat_retries=reformat_retries,
+            reformat_retries=reformat_retries, fallbacks=fallbacks,
         )
     except Exception as exc:  # R5.3: selection never fails a run
         logger.warning("tool selection failed, offering every tool: %s", exc)
@@ -169,8 +171,9 @@ class SelectTools:
             return {"selected_tools": settled}
         shortlist = [self.engine.tools[name] for name, _ in ranked[: max(settings.tool_selection_shortlist, settings.tool_selection_max)]]
         emit(SelectingTools(total_tools=len(tools)))
+        llm, fallbacks = self.engine.structured_models()
         names, usage = await select_tool_names(
-            self.engine.llm, self.engine.abilities, state.get("query", ""), shortlist, settings.tool_selection_max,
-            {**config, "run_name": RUN_NAME_SELECTION}, reformat_retries=settings.parse_retries,
+            llm, self.engine.abilities, state.get("query", ""), shortlist, settings.tool_selection_max,
+            {**config, "run_name": RUN_NAME_SELECTION}, reformat_retries=settings.parse_retries, fallbacks=fallbacks,
         )
         return {"selected_tools": hybrid_selection(names, ranked, settings.tool_selection_max), "usage": usage}

@@ -83,6 +83,8 @@ class StartTurn:
             answer = state.get("synthesis") or state.get("answer") or ""
             update["earlier_turns"] = [{"question": state["query"][:TURN_ANSWER_CHARS],
                                         "answer": answer[:TURN_ANSWER_CHARS]}]
+        if state.get("model") is not None or state.get("model_usage"):  # fallback models (issue 41): a new turn
+            update.update(model=None, model_usage=RESET)  # starts on the first model its breaker lets through
         repaired = answer_unfinished_tool_calls(state.get("messages", []))
         if repaired is not None:
             update["messages"] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *repaired]

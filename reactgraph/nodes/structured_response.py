@@ -64,10 +64,11 @@ class StructuredResponse:
         self.prompt, self.schema = parse_response_format(response_format)
 
     async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
-        messages = [*([SystemMessage(self.prompt)] if self.prompt else []), *state.get("messages", [])]
+        messages = [*([SystemMessage(self.prompt)] if self.prompt else []), *self.engine.portable(state.get("messages", []))]
+        llm, fallbacks = self.engine.structured_models(state.get("model"))
         result = await structured_llm_call(
-            self.engine.llm, messages, self.schema, abilities=self.engine.abilities, default_value=None, config=config,
-            reformat_retries=self.engine.settings.parse_retries,
+            llm, messages, self.schema, default_value=None, config=config,
+            reformat_retries=self.engine.settings.parse_retries, fallbacks=fallbacks,
         )
         if result.level is None:
             logger.warning("no structured response after %d model calls: %s", result.calls, result.error)

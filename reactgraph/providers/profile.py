@@ -16,6 +16,14 @@ from reactgraph.errors import RETRY_LATER_STATUSES, http_failure, is_transient_e
 DEFAULT_RETRY_STATUSES = RETRY_LATER_STATUSES
 """HTTP statuses below 500 worth retrying: request timeout, conflict, rate limit."""
 
+DEFAULT_PERMANENT_STATUSES = frozenset({404})
+"""Statuses after which a model is given up for the run (issue 41): no such model."""
+
+DEFAULT_PERMANENT_MARKERS = ("context length", "context_length", "maximum context", "context window",
+                             "too many tokens", "model not found", "model_not_found", "does not exist",
+                             "no such model")
+"""Words of a 4xx error message that mark it permanent for the model (issue 41)."""
+
 ABILITY_DEFAULT_KEYS = ("tool_call", "json_mode", "schema_output")
 """The ``ModelAbilities`` fields a profile may give defaults for."""
 
@@ -46,6 +54,11 @@ class ProviderProfile:
         schema_refusal_statuses: Statuses that, besides the 4xx ones (but 408, 409, 429),
             mean the server refuses a schema ``response_format`` (older llama.cpp
             servers answer ``json_schema`` with 500).
+        permanent_statuses: Statuses that mean this model cannot serve the run at all
+            (404: no such model), so a fallback model takes over without retries (issue 41).
+        permanent_markers: Words of a 4xx error's message that mean the same for one
+            request shape the model will keep refusing (the context length exceeded, a
+            model that does not exist); compared in lower case.
         hosts: Substrings of the base URL's host that identify the family.
         ports: Base URL ports that identify it (only distinctive defaults).
         class_names: LangChain chat model classes that identify it.
@@ -63,6 +76,8 @@ class ProviderProfile:
     content_tool_calls: bool = True
     retry_statuses: frozenset[int] = DEFAULT_RETRY_STATUSES
     schema_refusal_statuses: frozenset[int] = frozenset()
+    permanent_statuses: frozenset[int] = DEFAULT_PERMANENT_STATUSES
+    permanent_markers: tuple[str, ...] = DEFAULT_PERMANENT_MARKERS
     hosts: tuple[str, ...] = ()
     ports: tuple[int, ...] = ()
     class_names: tuple[str, ...] = ()
@@ -150,3 +165,25 @@ class ProviderProfile:
         and a reply cut off at the output cap are not refusals."""
         failure = http_failure(exc)
         return failure is not None and (failure.status in self.schema_refusal_statuses or failure.refused)
+
+    def is_permanent(self, exc: BaseException) -> bool:
+        """Whether a failed model call means this model cannot serve the request however
+        often it is asked (issue 41): a status of :attr:`permanent_statuses`, or a 4xx
+        whose message holds one of :attr:`permanent_markers` (400 "maximum context length
+        exceeded", 404 "model not found"). Retrying it is pointless; a fallback model may
+        still serve it."""
+        failure = http_failure(exc)
+        if failure is None:
+            return False
+        if failure.status in self.permanent_statuses:
+            return True
+        text = str(exc).lower()
+        return failure.refused and any(marker in text for marker in self.permanent_markers)
+
+    def falls_back(self, exc: BaseException) -> bool:
+        """Whether a failed model call hands the request to the next fallback model once
+        this model's retries are spent (issue 41): a transient failure
+        (:meth:`is_transient`) or a permanent one (:meth:`is_permanent`). A request the
+        model refuses for its shape (a schema, a bad argument) does not: the engine
+        already asks again without what was refused."""
+        return self.is_transient(exc) or self.is_permanent(exc)

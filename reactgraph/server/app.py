@@ -25,7 +25,8 @@
   calls it waits on from the checkpointer; 404 for a thread it does not know.
 - ``POST /agui`` takes an AG-UI ``RunAgentInput`` and streams the run as AG-UI events
   (:mod:`reactgraph.server.agui`, ``docs/agui.md``).
-- ``GET /healthz``, the page at ``/`` (static files under ``/static``) and its icon at
+- ``GET /healthz`` (with the circuit breaker of each model when the agent has fallback
+  models, issue 41), the page at ``/`` (static files under ``/static``) and its icon at
   ``/favicon.ico``.
 
 Every request passes :class:`~reactgraph.server.gate.RequestGate` before its body is read:
@@ -250,6 +251,17 @@ class ThreadState(BaseModel):
                                           "[{interrupt_id, tool_call_id, tool_name, tool_args, iteration, kind, value}].")
 
 
+class ModelStatus(BaseModel):
+    """One model of the agent in ``GET /healthz``: its circuit breaker (issue 41)."""
+
+    name: str
+    state: Literal["closed", "open", "half_open"] = Field(
+        description="closed: calls go to it; open: it is skipped (it kept failing); half_open: the next call tries it.")
+    recent_failures: int = Field(description="Failed calls within the breaker's window.")
+    times_opened: int
+    retry_in: float | None = Field(description="open: seconds until a call tries it again.")
+
+
 class Health(BaseModel):
     """Answer of ``GET /healthz``."""
 
@@ -257,6 +269,9 @@ class Health(BaseModel):
     model_mode: str = Field(description="native or json (SPEC R2.2).")
     tools: int
     checkpoints: bool = Field(description="Threads are kept by a checkpointer.")
+    models: list[ModelStatus] = Field(
+        default_factory=list, description="The model and its fallback models in order, each with its circuit breaker "
+                                          "(issue 41); empty without fallback models.")
 
 
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -706,8 +721,13 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
 
     @app.get("/healthz", summary="Liveness")
     async def healthz() -> Health:
-        """`ok` while the server runs, with the agent's mode and tool count."""
-        return Health(model_mode=agent.mode, tools=len(agent.tools), checkpoints=agent.checkpointer is not None)
+        """`ok` while the server runs, with the agent's mode and tool count, and the circuit
+        breaker of each model when the agent has fallback models."""
+        engine = agent.engine
+        models = [ModelStatus(name=name, **state) for name, state in engine.breaker_states().items()] \
+            if engine.fallbacks else []
+        return Health(model_mode=agent.mode, tools=len(agent.tools), checkpoints=agent.checkpointer is not None,
+                      models=models)
 
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:

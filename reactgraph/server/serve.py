@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import os
 import socket
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +51,8 @@ async def open_demo_agent(
     mcp: str | os.PathLike[str] | Mapping[str, Any] | None = None,
     local_model: str | None = None,
     local_threads: int | None = None,
+    fallback_models: Sequence[str] | None = None,
+    fallback_base_urls: Sequence[str] | None = None,
 ) -> AsyncIterator[DemoAgent]:
     """Open the model and the checkpointer and build the demo agent, for the block.
 
@@ -74,6 +76,8 @@ async def open_demo_agent(
         local_model, local_threads: The embedded model's catalogue name and CPU threads, used
             when no model is configured (``None``: ``$REACTGRAPH_LOCAL_MODEL`` /
             ``$REACTGRAPH_LOCAL_THREADS``, else the defaults; :func:`reactgraph.models.open_model`).
+        fallback_models, fallback_base_urls: Fallback models (issue 41; ``None``: the
+            environment), as :func:`reactgraph.models.open_model` takes them.
 
     Yields:
         :class:`DemoAgent`.
@@ -100,7 +104,8 @@ async def open_demo_agent(
             servers = await stack.enter_async_context(load_mcp_tools(mcp, reserved=[tool.name for tool in tools]))
             tools = [*tools, *servers]
         resolved = await stack.enter_async_context(open_model(
-            model=model, base_url=base_url, api_key=api_key, local_model=local_model, local_threads=local_threads))
+            model=model, base_url=base_url, api_key=api_key, local_model=local_model, local_threads=local_threads,
+            fallback_models=fallback_models, fallback_base_urls=fallback_base_urls))
         persistence = await stack.enter_async_context(open_persistence(checkpoints))
         agent = build_demo_agent(resolved, tools, json_mode=json_mode, max_iterations=max_iterations,
                                  checkpointer=persistence.checkpointer, interrupt_queue=persistence.interrupt_queue)

@@ -150,6 +150,21 @@ async def newer_kinds_run() -> bytes:
     return INTERRUPT_ID.sub(b'"interrupt_id": "<random>"', body)
 
 
+async def fallback_run() -> bytes:
+    """A run whose model fails and whose fallback model answers (issue 41): the
+    ``model_switch`` event, the fallback's steps and ``done`` with ``model`` and
+    ``model_usage``."""
+    from reactgraph import FallbackModel
+
+    primary = ScriptedChatModel(responses=[ConnectionError("model endpoint down")], repeat_last=True)
+    backup = ScriptedChatModel(responses=[calls(("read_log", {"machine": "CNC-001"}, "f1")), "CNC-001 shows W-1105."],
+                               synthesis="CNC-001 shows **W-1105**.")
+    agent = ReActAgent(primary, [read_log], abilities=NATIVE, settings=AgentSettings(model_attempts=1),
+                       fallbacks=[FallbackModel(backup, NATIVE, name="backup")])
+    text = "".join([event.to_sse() async for event in agent.astream_events("CNC-001 log?", thread_id="fallback")])
+    return CLOCK.sub(rb'"\1": 0', text.encode())
+
+
 async def dag_run() -> bytes:
     """DAG mode's events (SPEC R9.5: ``phase`` planning/analyzing, ``plan``, ``dag_step``,
     ``analysis``) in their SSE form, from ``DAGAgent.astream_events``."""
@@ -171,6 +186,7 @@ async def dag_run() -> bytes:
 @pytest.mark.parametrize("name, run", [
     ("scripted_run.sse", native_run), ("scripted_json_run.sse", json_run),
     ("scripted_newer_kinds.sse", newer_kinds_run), ("scripted_dag_run.sse", dag_run),
+    ("scripted_fallback_run.sse", fallback_run),
 ])
 async def test_the_sse_bytes_of_a_scripted_run_are_unchanged(name, run):
     body = await run()

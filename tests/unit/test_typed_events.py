@@ -17,7 +17,8 @@ from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.serving import parse_sse
 
 DATA = Path(__file__).parent / "data"
-RECORDED = ["scripted_run.sse", "scripted_json_run.sse", "scripted_newer_kinds.sse", "scripted_dag_run.sse"]
+RECORDED = ["scripted_run.sse", "scripted_json_run.sse", "scripted_newer_kinds.sse", "scripted_dag_run.sse",
+            "scripted_fallback_run.sse"]
 
 
 def test_every_recorded_event_reads_back_as_its_kind_and_writes_the_same_bytes():
@@ -35,7 +36,7 @@ def test_every_recorded_event_reads_back_as_its_kind_and_writes_the_same_bytes()
 
 def test_one_class_per_kind_each_named_by_channel_and_tag():
     keys = [(kind.channel, kind.tag) for kinds in ev._KINDS.values() for kind in kinds]
-    assert len(keys) == len(set(keys)) == 24
+    assert len(keys) == len(set(keys)) == 25
     assert ev.ToolStarted.tag == (("type", "iteration"), ("status", "start"))
     assert isinstance(ev.SelectingTools(total_tools=3), ev.Phase) and ev.Planning(round=1).phase == "planning"
 

@@ -1,8 +1,9 @@
 // The chat page: starts runs with POST /threads/{id}/runs, reads the SSE stream of
 // SPEC §8 from the response body, and renders it: tool cards from `step` events, the
 // answer from `answer` deltas (markdown), a divider on `compact`, follow-ups (sent to
-// /inject while a run is going) as interrupts, and a footer from `done` (iterations,
-// tokens, time and the finish reason). While a run goes, the status line counts the
+// /inject while a run is going) as interrupts, a divider when a fallback model takes a call
+// over (`model_switch`), and a footer from `done` (iterations, tokens, time, the finish
+// reason and the model that served the run). While a run goes, the status line counts the
 // seconds of the current step and Stop ends the run (POST /threads/{id}/cancel); a stopped
 // run can be resumed (POST /threads/{id}/resume). A run that pauses for approval
 // (`approval` event, SPEC R13.3) puts Approve / Edit / Reject on the waiting tool cards;
@@ -13,6 +14,17 @@
 "use strict";
 
 (function () {
+  // The footer's model part (issue 41): the model that served the run, and the calls each
+  // model answered when more than one did; "" for an agent without fallback models.
+  function servedBy(done) {
+    if (!done.model) return "";
+    const usage = done.model_usage || {};
+    const names = Object.keys(usage);
+    if (names.length < 2) return " · model " + done.model;
+    return " · model " + done.model + " (calls: " +
+      names.map(function (name) { return name + " " + usage[name].model_calls; }).join(", ") + ")";
+  }
+
   const transcript = document.getElementById("transcript");
   const form = document.getElementById("chat");
   const input = document.getElementById("message");
@@ -587,6 +599,9 @@
       }
     } else if (channel === "stall") {
       setStatus(turn, "the loop is stuck: asking for the final answer…");
+    } else if (channel === "model_switch") {
+      add(el("div", "divider model-switch", data.previous + " failed (" + data.reason + "): " + data.call +
+        " goes on with " + data.model));
     } else if (channel === "compact") {
       add(el("div", "divider", "context compacted: " + data.original_messages + " → " + data.kept_messages + " messages"));
     } else if (channel === "inject") {
@@ -613,7 +628,7 @@
       turn.waitingNote = add(el("div", "status waiting-note", "waiting for your decision on " + turn.waitingFor + " tool call(s)"));
     } else if (channel === "done") {
       if (!turn.answer) showAnswer(turn, data.answer);
-      turn.answer.appendChild(el("div", "footer", footer(data)));
+      turn.answer.appendChild(el("div", "footer", footer(data) + servedBy(data)));
     }
   }
 
