@@ -16,13 +16,14 @@ Example::
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from reactgraph.events import AgentEvent
     from reactgraph.observability.observer import Instrumentation, RequestInfo, RunObserver
 
-__all__ = ["active", "current_request", "instrument", "record_event", "run_callbacks", "uninstrument"]
+__all__ = ["active", "current_request", "enable_metrics", "instrument", "record_event", "run_callbacks", "uninstrument"]
 
 active: Instrumentation | None = None
 """What the process observes (:func:`instrument`), ``None`` when nothing is."""
@@ -69,6 +70,24 @@ def instrument(*, tracer_provider: Any = None, tracing: bool = True, capture_con
         tracer = trace.get_tracer("reactgraph", tracer_provider=tracer_provider)
     capture = capture_content_default() if capture_content is None else capture_content
     active = Instrumentation(tracer=tracer, capture_content=capture, metrics=run_metrics() if metrics else None)
+    return active
+
+
+def enable_metrics() -> Instrumentation:
+    """Record the Prometheus metrics from now on, keeping what else :func:`instrument` set
+    up (the server calls it; its ``/metrics`` serves them).
+
+    Raises:
+        ImportError: ``prometheus-client`` is not installed.
+    """
+    global active
+    from reactgraph.observability.metrics import run_metrics
+    from reactgraph.observability.observer import Instrumentation
+
+    if active is None:
+        active = Instrumentation(metrics=run_metrics())
+    elif active.metrics is None:
+        active = dataclasses.replace(active, metrics=run_metrics())
     return active
 
 

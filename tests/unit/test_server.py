@@ -222,7 +222,10 @@ async def test_the_openapi_schema_documents_every_endpoint():
         schema = (await client.get("/openapi.json")).json()
     paths = schema["paths"]
     assert set(paths) == {"/threads/{thread_id}/runs", "/threads/{thread_id}/inject", "/threads/{thread_id}/resume",
-                          "/threads/{thread_id}/approvals", "/threads/{thread_id}", "/healthz", "/agui"}
+                          "/threads/{thread_id}/approvals", "/threads/{thread_id}", "/healthz", "/agui", "/metrics"}
+    metrics = paths["/metrics"]["get"]
+    assert metrics["security"] == [{"HTTPBearer": []}] and set(metrics["responses"]) == {"200", "400", "401"}
+    assert "text/plain" in metrics["responses"]["200"]["content"]
     agui = paths["/agui"]["post"]
     assert set(agui["responses"]) == {"200", "400", "401", "404", "409", "413", "422"}
     assert agui["security"] == [{"HTTPBearer": []}] and "text/event-stream" in agui["responses"]["200"]["content"]
