@@ -47,14 +47,16 @@ def log_fields(logger: logging.Logger, event: str, fields: Mapping[str, Any]) ->
 
 
 class JsonFormatter(logging.Formatter):
-    """Each record as one line of JSON: ``ts`` (ISO 8601, UTC), ``level``, ``logger``, then
+    """Each record as one line of JSON: ``ts`` (ISO 8601, UTC), ``level``, ``logger``, ``pid``
+    (the process: which worker of ``serve --workers``), then
     the structured fields of :func:`log_fields` (``event``, ``thread_id``, ``run_id``, …) or,
     for any other record, ``message``; ``exception`` with the traceback when there is one."""
 
     def format(self, record: logging.LogRecord) -> str:
         """The record as one JSON line."""
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z"
-        line: dict[str, Any] = {"ts": stamp, "level": record.levelname.lower(), "logger": record.name}
+        line: dict[str, Any] = {"ts": stamp, "level": record.levelname.lower(), "logger": record.name,
+                                "pid": record.process}
         fields = getattr(record, _FIELDS, None)
         if fields is not None:
             line.update(fields)
