@@ -11,6 +11,10 @@ message handling. Peers:
 * ``lg.prebuilt``       ``langgraph.prebuilt.create_react_agent`` (deprecated, still works)
 * ``lc.create_agent``   ``langchain.agents.create_agent``
 * ``bare``              a hand-written loop: ``bind_tools().ainvoke``, ``tool.ainvoke``, repeat
+* ``reactgraph.traced`` ``reactgraph`` with tracing on (``reactgraph.observability``, issue 40):
+                        every span to OpenTelemetry's in-memory exporter; its own line at
+                        the end gives its time over ``reactgraph``'s (issue 40 goal: <= 1.1x).
+                        The other peers run with tracing off: no observer on the run at all.
 
 For K in (1, 10, 25) it times R runs of every peer (interleaved, after a warm-up, a
 ``gc.collect()`` before each run, ``time.perf_counter``) and prints the median ms per run,
@@ -51,7 +55,11 @@ from langchain_core.tools import BaseTool, tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.prebuilt import create_react_agent
 
-from reactgraph import ModelAbilities, ReActAgent, create_react_graph
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from reactgraph import ModelAbilities, ReActAgent, create_react_graph, observability
 
 QUERY = "Add the numbers up."
 
@@ -123,6 +131,12 @@ def make_peers(k: int) -> dict[str, Runner]:
         prebuilt = create_react_agent(BenchModel(k=k), TOOLS)
     lc_agent = create_agent(BenchModel(k=k), TOOLS)
     bare_model = BenchModel(k=k)
+    traced_agent = ReActAgent(BenchModel(k=k), TOOLS, abilities=ModelAbilities(tool_call=True))
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing = observability.instrument(tracer_provider=provider)
+    observability.uninstrument()  # on for the traced peer's runs only
 
     def tool_results(messages: list[BaseMessage]) -> int:
         return sum(isinstance(m, ToolMessage) for m in messages)
@@ -144,8 +158,20 @@ def make_peers(k: int) -> dict[str, Runner]:
     async def run_bare() -> int:
         return tool_results(await bare_loop(bare_model, TOOLS, QUERY))
 
+    async def run_traced() -> int:
+        observability.active = tracing
+        try:
+            result = await traced_agent.run(QUERY)
+        finally:
+            observability.active = None
+        spans = exporter.get_finished_spans()
+        exporter.clear()
+        if not any(span.name.startswith("execute_tool") for span in spans):
+            return -1
+        return len(result.steps) if result.error is None else -1
+
     return {"reactgraph": run_agent, "reactgraph.graph": run_graph, "lg.prebuilt": run_prebuilt,
-            "lc.create_agent": run_lc, "bare": run_bare}
+            "lc.create_agent": run_lc, "bare": run_bare, "reactgraph.traced": run_traced}
 
 
 async def check(name: str, runner: Runner, k: int) -> None:
@@ -236,6 +262,7 @@ async def main(ks: list[int], repeats: int, mem_repeats: int) -> None:
     print(header)
     print("-" * len(header))
     summary: list[tuple[int, float, float]] = []
+    traced_summary: list[str] = []
     run_times: dict[int, dict[str, list[float]]] = {}
     for k in ks:
         peers = make_peers(k)
@@ -249,6 +276,9 @@ async def main(ks: list[int], repeats: int, mem_repeats: int) -> None:
                   f"{peaks[name] / peaks['bare']:>8.2f}{peaks['reactgraph'] / peaks[name]:>12.2f}")
         print()
         summary.append((k, ratios["lc.create_agent"], peaks["reactgraph"] / peaks["lc.create_agent"]))
+        traced = [1 / ratio for ratio in ratios["reactgraph.traced"]]  # traced over untraced, round by round
+        low, high = median_interval(traced)
+        traced_summary.append(f"  K={k:<3} {statistics.median(traced):5.2f}x [{low:.2f}-{high:.2f}]")
     print("reactgraph / lc.create_agent, measured in this run (issue 20 goals: time <= 1.5x at K=1, "
           "<= 1.0x at K=10 and 25; memory <= 1.2x); time: the median of the rounds' ratios and its 90% "
           "bootstrap interval")
@@ -259,6 +289,9 @@ async def main(ks: list[int], repeats: int, mem_repeats: int) -> None:
               f"peak memory {memory_ratio:5.2f}x (goal <= 1.2x)")
     if len(set(ks)) >= 2:
         print_marginal(run_times, sorted(set(ks))[-2], max(ks))
+    print("reactgraph.traced / reactgraph (tracing on, in-memory exporter, over tracing off; issue 40 goal: <= 1.1x), "
+          "the median of the rounds' ratios and its 90% bootstrap interval")
+    print("\n".join(traced_summary))
 
 
 def print_marginal(run_times: dict[int, dict[str, list[float]]], short: int, long: int) -> None:

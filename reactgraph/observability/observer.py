@@ -184,12 +184,12 @@ class RunObserver(BaseCallbackHandler):
 
     # spans --------------------------------------------------------------------------------
 
-    def _start_span(self, name: str, parent: Any, attributes: dict[str, Any], kind: Any = None) -> Any:
-        from opentelemetry import trace
+    def _start_span(self, name: str, parent: Any, attributes: dict[str, Any], client: bool = False) -> Any:
+        from opentelemetry.trace import SpanKind, set_span_in_context
 
-        context = trace.set_span_in_context(parent) if parent is not None else None
         return self.instrumentation.tracer.start_span(
-            name, context=context, kind=kind or trace.SpanKind.INTERNAL,
+            name, context=set_span_in_context(parent) if parent is not None else None,
+            kind=SpanKind.CLIENT if client else SpanKind.INTERNAL,
             attributes={key: value for key, value in attributes.items() if value is not None})
 
     def _parent_span(self, state: _RunState, run_id: UUID | None) -> Any:
@@ -422,8 +422,6 @@ class RunObserver(BaseCallbackHandler):
         chat = state.chats[run_id] = _Chat(call_kind_of(metadata, tags), time.perf_counter())
         if self.instrumentation.tracer is None:
             return
-        from opentelemetry.trace import SpanKind
-
         params = kwargs.get("invocation_params") or {}
         model = metadata.get("ls_model_name") or params.get("model") or params.get("model_name") or params.get("_type")
         node = metadata.get("langgraph_node")
@@ -437,7 +435,7 @@ class RunObserver(BaseCallbackHandler):
         if self.instrumentation.capture_content and messages:
             attributes[names.INPUT_MESSAGES] = _json([_message_parts(message) for message in messages[0]])
         chat.span = self._start_span(f"chat {model}" if model else "chat", self._parent_span(state, parent_run_id),
-                                     attributes, SpanKind.CLIENT)
+                                     attributes, client=True)
         state.spans[run_id] = chat.span
 
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
