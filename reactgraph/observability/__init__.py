@@ -35,7 +35,7 @@ the run's span and log line, and the run's ids and figures go on the request's l
 
 
 def instrument(*, tracer_provider: Any = None, tracing: bool = True, capture_content: bool | None = None,
-               metrics: bool = False) -> Instrumentation:
+               metrics: bool = False, node_spans: bool = False) -> Instrumentation:
     """Observe every run of every agent of the process from now on (replacing an earlier
     call's choice).
 
@@ -50,6 +50,9 @@ def instrument(*, tracer_provider: Any = None, tracing: bool = True, capture_con
             ``$OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` is ``true``.
         metrics: Record the Prometheus metrics of
             :mod:`reactgraph.observability.metrics` (needs ``prometheus-client``).
+        node_spans: Also a span for each graph node's task (``start_turn``,
+            ``llm_call_native``, ``guard_context``, …) between the run and its calls: the
+            run's whole path, at about one more span per model call.
 
     Returns:
         The :class:`~reactgraph.observability.observer.Instrumentation` in force.
@@ -69,7 +72,8 @@ def instrument(*, tracer_provider: Any = None, tracing: bool = True, capture_con
 
         tracer = trace.get_tracer("reactgraph", tracer_provider=tracer_provider)
     capture = capture_content_default() if capture_content is None else capture_content
-    active = Instrumentation(tracer=tracer, capture_content=capture, metrics=run_metrics() if metrics else None)
+    active = Instrumentation(tracer=tracer, capture_content=capture, metrics=run_metrics() if metrics else None,
+                             node_spans=node_spans)
     return active
 
 

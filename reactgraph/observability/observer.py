@@ -39,6 +39,9 @@ PLAN_NODE = "plan"
 """DAG mode's planner: each of its runs opens a ``plan_round`` span that holds the round's
 nodes (schedule, steps, analysis) as children."""
 
+ROUND_NODES = frozenset({PLAN_NODE, "schedule", STEP_NODE, "analyze"})
+"""The DAG nodes of one plan round; the next top-level node of another kind ends the round."""
+
 LOOP_NODE_MODES = {"llm_call_native": "native", "llm_call_json": "json"}
 """The loop nodes and the mode (SPEC R2.2) of their calls."""
 
@@ -59,11 +62,15 @@ class Instrumentation:
         tracer: The OpenTelemetry tracer spans are made with; ``None``: no spans.
         capture_content: Spans record messages, tool arguments and results.
         metrics: The Prometheus metric families; ``None``: no metrics.
+        node_spans: A span for every graph node's task (the run's path through the graph,
+            node by node); otherwise only tool calls, DAG plan rounds and steps have one
+            besides the run and its model calls, whose spans say their node.
     """
 
     tracer: Any = None
     capture_content: bool = False
     metrics: RunMetrics | None = None
+    node_spans: bool = False
 
 
 @dataclass
@@ -238,14 +245,15 @@ class RunObserver(BaseCallbackHandler):
         if self.instrumentation.tracer is None:
             return
         parent = self._parent_span(state, parent_run_id)
-        if name == PLAN_NODE and (parent is state.span or parent is state.round_span):
-            if state.round_span is not None:
-                state.round_span.end()
+        if parent is state.round_span and (name == PLAN_NODE or name not in ROUND_NODES):  # the round is over
+            state.round_span.end()
+            state.round_span, parent = None, state.span
+        if name == PLAN_NODE and parent is state.span:
             state.rounds += 1
             state.round_span = self._start_span(f"plan_round {state.rounds}", state.span,
                                                 {"reactgraph.dag.round": state.rounds})
             parent = state.round_span
-        attributes: dict[str, Any] = {"langgraph.node": name, "langgraph.step": (metadata or {}).get("langgraph_step")}
+        attributes: dict[str, Any] = {}
         if run_id in state.tools:
             tool = state.tools[run_id]
             span_name = f"execute_tool {tool.name}"
@@ -261,8 +269,11 @@ class RunObserver(BaseCallbackHandler):
                                "reactgraph.dag.dependencies": [str(dep) for dep in step.get("dependencies") or []]})
             if self.instrumentation.capture_content:
                 attributes["reactgraph.dag.task"] = _cut(str(step.get("task")))
-        else:
+        elif self.instrumentation.node_spans:
             span_name = name
+            attributes.update({"langgraph.node": name, "langgraph.step": (metadata or {}).get("langgraph_step")})
+        else:  # the node's model calls and events go to the span above it
+            return
         span = self._start_span(span_name, parent, attributes)
         state.spans[run_id] = span
         if run_id in state.tools:
@@ -430,7 +441,6 @@ class RunObserver(BaseCallbackHandler):
             names.REQUEST_TEMPERATURE: metadata.get("ls_temperature"),
             names.REQUEST_MAX_TOKENS: metadata.get("ls_max_tokens"),
             "reactgraph.phase": chat.phase, "reactgraph.mode": LOOP_NODE_MODES.get(node, state.mode),
-            "langgraph.node": node,
         }
         if self.instrumentation.capture_content and messages:
             attributes[names.INPUT_MESSAGES] = _json([_message_parts(message) for message in messages[0]])

@@ -105,9 +105,10 @@ async def test_a_native_run_is_one_trace_of_genai_spans_with_parallel_tools_and_
     assert attrs["reactgraph.model_calls"] == 3 and attrs["gen_ai.usage.input_tokens"] == 30
     assert attrs["reactgraph.time_to_first_answer_token"] > 0
 
+    assert {span.name.split()[0] for span in tree.spans} == {"invoke_agent", "chat", "execute_tool"}  # no node spans
     chats = tree.named("chat")
     assert [tree.attrs(span)["reactgraph.phase"] for span in chats] == ["tool_loop", "tool_loop", "synthesis"]
-    assert [tree.parent(span).name for span in chats] == ["llm_call_native", "llm_call_native", "synthesize"]
+    assert all(tree.parent(span) is run for span in chats)
     first = tree.attrs(chats[0])
     assert first["gen_ai.operation.name"] == "chat" and first["reactgraph.mode"] == "native"
     assert first["gen_ai.usage.input_tokens"] == 10 and first["gen_ai.usage.output_tokens"] == 3
@@ -122,8 +123,6 @@ async def test_a_native_run_is_one_trace_of_genai_spans_with_parallel_tools_and_
     failed = next(span for span in tools if tree.attrs(span)["gen_ai.tool.call.id"] == "c-CNC-404")
     assert failed.status.status_code is StatusCode.ERROR and "no such machine" in failed.status.description
     assert tree.attrs(failed)["error.type"] == "tool_error" and tree.attrs(failed)["reactgraph.tool.outcome"] == "error"
-    assert [tree.parent(span).name for span in tree.spans if span.name in ("start_turn", "synthesize")] == [
-        run.name, run.name]
 
     # content is off by default
     assert not any(CONTENT_KEYS & set(span.attributes) for span in tree.spans)
@@ -151,8 +150,8 @@ async def test_a_native_run_is_one_trace_of_genai_spans_with_parallel_tools_and_
     assert sample(after, "reactgraph_runs_running") == 0
 
 
-async def test_a_json_mode_run_says_its_mode_and_records_content_when_asked(spans):
-    observability.instrument(tracer_provider=spans.provider, capture_content=True, metrics=True)
+async def test_a_json_mode_run_with_node_spans_says_its_mode_and_records_content_when_asked(spans):
+    observability.instrument(tracer_provider=spans.provider, capture_content=True, metrics=True, node_spans=True)
     action = json.dumps({"type": "tool_call", "reasoning": "look", "tool_name": "get_status",
                          "tool_args": {"equipment_id": "CNC-001"}})
     final = json.dumps({"type": "final_answer", "reasoning": "done", "answer": "CNC-001 is normal."})
@@ -163,6 +162,10 @@ async def test_a_json_mode_run_says_its_mode_and_records_content_when_asked(span
 
     [run] = tree.named("invoke_agent")
     assert tree.attrs(run)["reactgraph.mode"] == "json"
+    # the run's path, node by node
+    assert [span.name for span in tree.spans if tree.parent(span) is run] == [
+        "start_turn", "llm_call_json", "execute_tool get_status", "llm_call_json"]
+    assert [tree.attrs(span)["langgraph.step"] for span in tree.spans if span.name.startswith("llm_call")] == [2, 4]
     chats = tree.named("chat")
     assert [tree.parent(span).name for span in chats] == ["llm_call_json", "llm_call_json"]
     assert {tree.attrs(span)["reactgraph.mode"] for span in chats} == {"json"}
@@ -215,13 +218,14 @@ async def test_compaction_and_a_follow_up_are_events_on_their_nodes_spans(spans)
     assert [event for event in events if event.channel == "compact"]
     tree = Tree(spans)
 
-    compacted = [span for span in tree.spans if any(event.name == "compaction" for event in span.events)]
-    assert compacted and {span.name for span in compacted} == {"guard_context"}
-    event = next(event for event in compacted[0].events if event.name == "compaction")
+    [run] = tree.named("invoke_agent")
+    compactions = [event for event in run.events if event.name == "compaction"]
+    assert compactions and len(compactions) == len([event for event in events if event.channel == "compact"])
+    event = compactions[0]
     assert event.attributes["reactgraph.compaction.kept_messages"] < event.attributes[
         "reactgraph.compaction.original_messages"]
     assert "compaction" in {tree.attrs(span)["reactgraph.phase"] for span in tree.named("chat")}
-    [follow_up] = [event for span in tree.spans for event in span.events if event.name == "follow_up"]
+    [follow_up] = [event for event in run.events if event.name == "follow_up"]
     assert follow_up.attributes["reactgraph.follow_up.chars"] == len("also list the alarm codes")
     assert "reactgraph.follow_up.content" not in follow_up.attributes
 
@@ -239,15 +243,13 @@ async def test_dag_steps_are_children_of_their_plan_round(spans):
     steps = tree.named("dag_step")
     assert sorted(span.name for span in steps) == ["dag_step a", "dag_step b"]
     assert all(tree.parent(span) is round_span for span in steps)
-    assert [tree.parent(span) for span in tree.spans if span.name in ("plan", "analyze")] == [round_span, round_span]
-    step_chats = [span for span in tree.named("chat") if tree.attrs(span)["reactgraph.phase"] == "tool_loop"]
-    assert len(step_chats) == 2
-    for chat in step_chats:  # each step's loop call sits under its step
-        ancestor = chat
-        while ancestor is not None and not ancestor.name.startswith("dag_step"):
-            ancestor = tree.parent(ancestor)
-        assert ancestor in steps
-    assert {tree.attrs(span)["reactgraph.phase"] for span in tree.named("chat")} >= {"structured", "tool_loop"}
+    chats = tree.named("chat")
+    step_chats = [span for span in chats if tree.attrs(span)["reactgraph.phase"] == "tool_loop"]
+    assert len(step_chats) == 2 and {tree.parent(span).name for span in step_chats} == {"dag_step a", "dag_step b"}
+    planner_and_analyzer = [span for span in chats if tree.attrs(span)["reactgraph.phase"] == "structured"]
+    assert len(planner_and_analyzer) == 2 and all(tree.parent(span) is round_span for span in planner_and_analyzer)
+    [synthesis] = [span for span in chats if tree.attrs(span)["reactgraph.phase"] == "synthesis"]
+    assert tree.parent(synthesis) is run  # after the round
 
 
 async def test_nothing_is_observed_when_off():
