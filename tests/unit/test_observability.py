@@ -3,6 +3,7 @@ models (issue 40), read back with the SDK's in-memory exporter and Prometheus' p
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 
@@ -258,3 +259,45 @@ async def test_nothing_is_observed_when_off():
     config, _ = agent._config("t-off", synthesize=False)
     assert "callbacks" not in config
     assert observability.run_callbacks("t-off") == []
+
+
+async def test_a_failing_model_and_a_cancelled_run_end_their_spans_with_their_reasons(spans):
+    before = metric_samples()
+    failing = ScriptedChatModel(responses=[ConnectionError("endpoint down")], repeat_last=True)
+    agent = ReActAgent(failing, [get_status], abilities=NATIVE,
+                       settings=AgentSettings(retry_initial_delay=0.001, retry_max_delay=0.002))
+    result = await agent.run("CNC-001?", thread_id="t-fail")
+    assert result.finish_reason == "model_error"
+
+    gate = asyncio.Event()
+
+    @tool
+    async def wait_here(x: str) -> str:
+        """Waits for the test."""
+        await gate.wait()
+        return x
+
+    slow = ReActAgent(ScriptedChatModel(responses=[AIMessage("", tool_calls=[tool_call("wait_here", {"x": "a"}, "w1")]),
+                                                   "done"]), [wait_here], abilities=NATIVE)
+    stream = slow.astream_events("go", thread_id="t-cancel")
+    async for event in stream:
+        if event.channel == "step" and event.data.get("type") == "iteration":
+            break
+    await stream.aclose()  # the client went away
+    tree = Tree(spans)
+
+    failed_run, cancelled_run = tree.named("invoke_agent")
+    assert tree.attrs(failed_run)["reactgraph.finish_reason"] == "model_error"
+    assert failed_run.status.status_code is StatusCode.ERROR
+    failed_chats = [span for span in tree.named("chat") if tree.parent(span) is failed_run]
+    assert failed_chats and all(span.status.status_code is StatusCode.ERROR for span in failed_chats)
+    assert tree.attrs(failed_chats[0])["error.type"] == "ConnectionError"
+    assert tree.attrs(cancelled_run)["reactgraph.finish_reason"] == "cancelled"
+    [waiting] = tree.named("execute_tool wait_here")  # ended with its run, not left open
+    assert tree.parent(waiting) is cancelled_run
+    after = metric_samples()
+    grew = lambda name, **labels: sample(after, name, **labels) - sample(before, name, **labels)  # noqa: E731
+    assert grew("reactgraph_runs_finished_total", finish_reason="model_error") == 1
+    assert grew("reactgraph_runs_finished_total", finish_reason="cancelled") == 1
+    assert grew("reactgraph_model_calls_total", phase="tool_loop", outcome="error") == len(failed_chats)
+    assert sample(after, "reactgraph_runs_running") == 0
