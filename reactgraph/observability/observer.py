@@ -180,6 +180,10 @@ class RunObserver(BaseCallbackHandler):
     run_inline = True
     """Called in the run's own task (no thread hop), which is also what makes it cheap."""
 
+    ignore_agent = ignore_retriever = ignore_retry = ignore_custom_event = True
+    """LangChain skips these events for this handler: tool runs (``ignore_agent`` covers
+    them; the tool *task* is the span), retrievers, retries, custom events."""
+
     def __init__(self, instrumentation: Instrumentation, thread_id: str | None = None, *,
                  failure_reason: str = "model_error", request: RequestInfo | None = None) -> None:
         super().__init__()
