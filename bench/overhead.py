@@ -30,7 +30,14 @@ the median run time between the two largest K, its ratio with a bootstrap interv
 the rest of a run (what a run costs whatever its K: the entry supersteps, the channels set
 up, the result): ms per iteration at one K mixes the two. Nothing is asserted on times.
 
-Run:  .venv/bin/python bench/overhead.py [--repeats 30] [--quick] [--ks 1 10 25]
+``--observability`` times only reactgraph's runs, observed four ways, round by round: ``off``
+(nothing observed), ``metrics`` (the Prometheus metrics ``reactgraph serve`` records),
+``traced`` (spans to the in-memory exporter, as the ``reactgraph.traced`` peer) and
+``traced+nodes`` (``node_spans=True``). It reports the median *CPU* time of a run (this process's
+``time.process_time``, which other processes on a shared machine move much less than wall time)
+and its ratio to ``off`` (issue 40).
+
+Run:  .venv/bin/python bench/overhead.py [--repeats 30] [--quick] [--ks 1 10 25] [--observability]
 """
 
 from __future__ import annotations
@@ -294,6 +301,38 @@ async def main(ks: list[int], repeats: int, mem_repeats: int) -> None:
     print("\n".join(traced_summary))
 
 
+async def observability_costs(ks: list[int], repeats: int) -> None:
+    """``--observability``: CPU ms per run of reactgraph, off and observed three ways."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    ways = {"off": None, "metrics": observability.instrument(tracing=False, metrics=True),
+            "traced": observability.instrument(tracer_provider=provider),
+            "traced+nodes": observability.instrument(tracer_provider=provider, node_spans=True)}
+    observability.uninstrument()
+    print(f"{'K':>3} {'observed':<14}{'cpu ms/run':>11}{'x off':>8}  (median of {repeats} rounds; issue 40 goal: traced "
+          "<= 1.1x)")
+    for k in ks:
+        agent = ReActAgent(BenchModel(k=k), TOOLS, abilities=ModelAbilities(tool_call=True))
+        cpu: dict[str, list[float]] = {name: [] for name in ways}
+        for round_ in range(repeats + 3):  # 3 warm-up rounds
+            for name, way in ways.items():
+                observability.active = way
+                gc.collect()
+                started = time.process_time()
+                result = await agent.run(QUERY)
+                spent = time.process_time() - started
+                observability.active = None
+                exporter.clear()
+                if len(result.steps) != k:
+                    raise RuntimeError(f"{name} ran {len(result.steps)} tool calls, expected {k}")
+                if round_ >= 3:
+                    cpu[name].append(spent)
+        off = statistics.median(cpu["off"])
+        for name, values in cpu.items():
+            print(f"{k:>3} {name:<14}{statistics.median(values) * 1000:>11.2f}{statistics.median(values) / off:>8.3f}")
+
+
 def print_marginal(run_times: dict[int, dict[str, list[float]]], short: int, long: int) -> None:
     """Split each run into what one more iteration costs (the slope between K = ``short``
     and ``long``) and what a run costs whatever its K (the rest of the run at ``short``),
@@ -315,6 +354,11 @@ if __name__ == "__main__":
     parser.add_argument("--repeats", type=int, default=30, help="timed runs per peer and K (default 30)")
     parser.add_argument("--quick", action="store_true", help="smoke check: 5 repeats")
     parser.add_argument("--ks", type=int, nargs="+", default=[1, 10, 25], help="iterations per run")
+    parser.add_argument("--observability", action="store_true",
+                        help="only reactgraph, off / metrics / traced / traced+nodes: CPU per run (issue 40)")
     args = parser.parse_args()
     repeats = 5 if args.quick else args.repeats
-    asyncio.run(main(args.ks, repeats, mem_repeats=min(repeats, 5)))
+    if args.observability:
+        asyncio.run(observability_costs(args.ks, repeats))
+    else:
+        asyncio.run(main(args.ks, repeats, mem_repeats=min(repeats, 5)))

@@ -128,6 +128,20 @@ def run_metrics() -> RunMetrics:
     return _metrics
 
 
+_children: dict[tuple[int, tuple[str, ...]], Any] = {}
+
+
+def labelled(family: Any, *values: str) -> Any:
+    """``family.labels(*values)`` (values in the order of its label names), remembered: a
+    run records a few samples per model and tool call, and ``labels()`` validates and locks
+    each time (issue 40: the cost of metrics per run)."""
+    key = (id(family), values)
+    child = _children.get(key)
+    if child is None:
+        child = _children[key] = family.labels(*values)
+    return child
+
+
 def prepare_multiprocess() -> str:
     """Turn on Prometheus' multiprocess mode for the processes this one forks next: a new
     empty directory in ``$PROMETHEUS_MULTIPROC_DIR`` (one given there already is emptied).

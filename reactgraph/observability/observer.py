@@ -25,7 +25,7 @@ from langgraph.errors import GraphInterrupt
 from reactgraph.events import AgentEvent, AnswerDelta, Compacted, Injected, Stalled
 from reactgraph.observability import tracing as names
 from reactgraph.observability.logs import RUN_LOGGER, log_fields
-from reactgraph.observability.metrics import RunMetrics
+from reactgraph.observability.metrics import RunMetrics, labelled
 from reactgraph.testing import call_kind_of
 from reactgraph.usage import Usage
 
@@ -328,7 +328,7 @@ class RunObserver(BaseCallbackHandler):
         self.state = state = _RunState(run_id, time.perf_counter(), kind)
         metrics = self.instrumentation.metrics
         if metrics is not None:
-            metrics.runs_started.labels(kind=kind).inc()
+            labelled(metrics.runs_started, kind).inc()
             metrics.runs_running.inc()
         if self.instrumentation.tracer is None:
             return
@@ -354,9 +354,9 @@ class RunObserver(BaseCallbackHandler):
             finish = str(outputs.get("finish_reason") or "unknown")
         metrics = self.instrumentation.metrics
         if metrics is not None:
-            metrics.runs_finished.labels(finish_reason=finish).inc()
+            labelled(metrics.runs_finished, finish).inc()
             metrics.runs_running.dec()
-            metrics.run_duration.labels(finish_reason=finish).observe(seconds)
+            labelled(metrics.run_duration, finish).observe(seconds)
         trace_id = span_id = None
         span = state.span
         if span is not None:
@@ -406,8 +406,8 @@ class RunObserver(BaseCallbackHandler):
         outcome = "rejected" if approval == "rejected" else "error" if error else "ok"
         metrics = self.instrumentation.metrics
         if metrics is not None:
-            metrics.tool_calls.labels(tool=tool.name, outcome=outcome).inc()
-            metrics.tool_call_duration.labels(tool=tool.name).observe(float(record.get("elapsed") or 0.0))
+            labelled(metrics.tool_calls, tool.name, outcome).inc()
+            labelled(metrics.tool_call_duration, tool.name).observe(float(record.get("elapsed") or 0.0))
         if approval is not None:
             _approvals_waiting.discard((self.thread_id, tool.call_id))
             if metrics is not None:
@@ -465,10 +465,10 @@ class RunObserver(BaseCallbackHandler):
         state.usage = state.usage.add(usage)
         metrics = self.instrumentation.metrics
         if metrics is not None:
-            metrics.model_calls.labels(phase=chat.phase, outcome="ok").inc()
-            metrics.model_call_duration.labels(phase=chat.phase).observe(time.perf_counter() - chat.started)
-            metrics.tokens.labels(phase=chat.phase, type="input").inc(usage.input_tokens)
-            metrics.tokens.labels(phase=chat.phase, type="output").inc(usage.output_tokens)
+            labelled(metrics.model_calls, chat.phase, "ok").inc()
+            labelled(metrics.model_call_duration, chat.phase).observe(time.perf_counter() - chat.started)
+            labelled(metrics.tokens, chat.phase, "input").inc(usage.input_tokens)
+            labelled(metrics.tokens, chat.phase, "output").inc(usage.output_tokens)
         span = chat.span
         if span is None:
             return
@@ -496,8 +496,8 @@ class RunObserver(BaseCallbackHandler):
         state.spans.pop(run_id, None)
         metrics = self.instrumentation.metrics
         if metrics is not None:
-            metrics.model_calls.labels(phase=chat.phase, outcome="error").inc()
-            metrics.model_call_duration.labels(phase=chat.phase).observe(time.perf_counter() - chat.started)
+            labelled(metrics.model_calls, chat.phase, "error").inc()
+            labelled(metrics.model_call_duration, chat.phase).observe(time.perf_counter() - chat.started)
         if chat.span is not None:
             self._error(chat.span, error)
             chat.span.end()
@@ -524,7 +524,7 @@ class RunObserver(BaseCallbackHandler):
         if isinstance(event, Compacted) and metrics is not None:
             metrics.compactions.inc()
         if isinstance(event, Injected) and metrics is not None:
-            metrics.follow_ups.labels(outcome="taken").inc()
+            labelled(metrics.follow_ups, "taken").inc()
         if self.instrumentation.tracer is None or not isinstance(event, (Compacted, Injected, Stalled)):
             return
         span = self._parent_span(state, run_id)

@@ -22,7 +22,7 @@ from starlette.routing import Match
 
 from reactgraph import observability
 from reactgraph.observability.logs import REQUEST_LOGGER, log_fields
-from reactgraph.observability.metrics import exposition, run_metrics
+from reactgraph.observability.metrics import exposition, labelled, run_metrics
 from reactgraph.observability.observer import RequestInfo
 from reactgraph.server.gate import ASGIApp, Receive, Scope, Send
 
@@ -106,10 +106,10 @@ class RequestObserver:
     def _record(self, scope: Scope, info: RequestInfo, status: int, seconds: float) -> None:
         route, method = self._route(scope), scope.get("method", "")
         metrics = run_metrics()
-        metrics.http_requests.labels(method=method, route=route, status=str(status)).inc()
-        metrics.http_duration.labels(method=method, route=route).observe(seconds)
+        labelled(metrics.http_requests, method, route, str(status)).inc()
+        labelled(metrics.http_duration, method, route).observe(seconds)
         if status == 429 and route.endswith("/inject"):
-            metrics.follow_ups.labels(outcome="refused").inc()
+            labelled(metrics.follow_ups, "refused").inc()
         log_fields(REQUEST_LOGGER, "request", {
             "method": method, "path": scope.get("path"), "route": route, "status": status,
             "seconds": round(seconds, 3), "request_id": info.request_id,
