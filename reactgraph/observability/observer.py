@@ -49,6 +49,13 @@ CONTENT_CHARS = 8_000
 """Most characters of one content attribute (messages, arguments, results) when content is
 recorded."""
 
+_unfinished: dict[str, Any] = {}
+"""The span context of each thread's last run in this process that did not finish (it paused
+for approval, failed or was cancelled): its resume's ``invoke_agent`` span links to it. The
+most recent :data:`UNFINISHED_KEPT` threads are kept."""
+
+UNFINISHED_KEPT = 10_000
+
 _approvals_waiting: set[tuple[str | None, str]] = set()
 """``(thread id, tool call id)`` of the calls this process saw pause for a decision, so a
 paused run resumed without that decision does not count its call twice."""
@@ -195,12 +202,13 @@ class RunObserver(BaseCallbackHandler):
 
     # spans --------------------------------------------------------------------------------
 
-    def _start_span(self, name: str, parent: Any, attributes: dict[str, Any], client: bool = False) -> Any:
+    def _start_span(self, name: str, parent: Any, attributes: dict[str, Any], client: bool = False,
+                    links: Any = None) -> Any:
         from opentelemetry.trace import SpanKind, set_span_in_context
 
         return self.instrumentation.tracer.start_span(
             name, context=set_span_in_context(parent) if parent is not None else None,
-            kind=SpanKind.CLIENT if client else SpanKind.INTERNAL,
+            kind=SpanKind.CLIENT if client else SpanKind.INTERNAL, links=links,
             attributes={key: value for key, value in attributes.items() if value is not None})
 
     def _parent_span(self, state: _RunState, run_id: UUID | None) -> Any:
@@ -340,7 +348,13 @@ class RunObserver(BaseCallbackHandler):
         if self.instrumentation.capture_content and kind == "start":
             attributes[names.INPUT_MESSAGES] = _json([_message_parts(message) for message in inputs["messages"]
                                                       if isinstance(message, BaseMessage)])
-        state.span = self._start_span(f"invoke_agent {name}", None, attributes)
+        links = None
+        earlier = _unfinished.pop(self.thread_id, None) if kind == "resume" and self.thread_id else None
+        if earlier is not None:  # the run this one continues
+            from opentelemetry.trace import Link
+
+            links = [Link(earlier, {"reactgraph.link": "resumes"})]
+        state.span = self._start_span(f"invoke_agent {name}", None, attributes, links=links)
         state.spans[run_id] = state.span
 
     def _run_ended(self, state: _RunState, outputs: dict[str, Any], error: BaseException | None) -> None:
@@ -365,6 +379,11 @@ class RunObserver(BaseCallbackHandler):
                     left.end()
             context = span.get_span_context()
             trace_id, span_id = format(context.trace_id, "032x"), format(context.span_id, "016x")
+            if self.thread_id and finish in ("waiting", "cancelled", self.failure_reason):
+                _unfinished.pop(self.thread_id, None)
+                _unfinished[self.thread_id] = context
+                while len(_unfinished) > UNFINISHED_KEPT:
+                    _unfinished.pop(next(iter(_unfinished)))
             span.set_attributes({"reactgraph.finish_reason": finish, names.INPUT_TOKENS: state.usage.input_tokens,
                                  names.OUTPUT_TOKENS: state.usage.output_tokens,
                                  "reactgraph.model_calls": state.usage.model_calls})

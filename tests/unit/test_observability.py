@@ -8,7 +8,8 @@ import json
 import logging
 
 import pytest
-from langchain_core.messages import AIMessage
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from opentelemetry.sdk.trace import TracerProvider
@@ -17,7 +18,15 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 from prometheus_client.parser import text_string_to_metric_families
 
-from reactgraph import AgentSettings, DAGAgent, ModelAbilities, ModelRegistry, ReActAgent, observability
+from reactgraph import (
+    AgentSettings,
+    DAGAgent,
+    ModelAbilities,
+    ModelRegistry,
+    ReActAgent,
+    create_react_graph,
+    observability,
+)
 from reactgraph.observability.logs import JsonFormatter
 from reactgraph.observability.metrics import exposition
 from reactgraph.testing import ScriptedChatModel, tool_call
@@ -193,6 +202,8 @@ async def test_an_approval_pause_and_its_resume_are_two_traces_of_one_conversati
 
     first, second = tree.named("invoke_agent")
     assert first.context.trace_id != second.context.trace_id
+    [link] = second.links  # the resume's trace links to the paused run's
+    assert link.context.span_id == first.context.span_id and link.attributes["reactgraph.link"] == "resumes"
     assert tree.attrs(first)["reactgraph.finish_reason"] == "waiting"
     assert tree.attrs(first)["reactgraph.run.kind"] == "start" and tree.attrs(second)["reactgraph.run.kind"] == "resume"
     assert {tree.attrs(span)["gen_ai.conversation.id"] for span in (first, second)} == {"t-approve"}
@@ -301,3 +312,26 @@ async def test_a_failing_model_and_a_cancelled_run_end_their_spans_with_their_re
     assert grew("reactgraph_runs_finished_total", finish_reason="cancelled") == 1
     assert grew("reactgraph_model_calls_total", phase="tool_loop", outcome="error") == len(failed_chats)
     assert sample(after, "reactgraph_runs_running") == 0
+
+
+async def test_a_users_callbacks_see_the_run_beside_the_observer_on_a_graph_run_directly(spans):
+    seen = []
+
+    class Recorder(BaseCallbackHandler):
+        def on_chat_model_start(self, serialized, messages, *, run_id, metadata=None, **kwargs):
+            seen.append((kwargs.get("name"), (metadata or {}).get("phase"), (metadata or {}).get("langgraph_node")))
+
+    model = ScriptedChatModel(responses=[status_calls("CNC-001"), "CNC-001 is normal."], synthesis="Normal.")
+    graph = create_react_graph(model, [get_status], abilities=NATIVE)
+    config = {"callbacks": [Recorder(), *observability.run_callbacks("t-graph")],
+              "configurable": {"thread_id": "t-graph", "synthesize": True}}
+    await graph.ainvoke({"messages": [HumanMessage("CNC-001?")]}, config)
+
+    assert seen == [("tool_loop/llm_call_native", "tool_loop", "llm_call_native"),
+                    ("tool_loop/llm_call_native", "tool_loop", "llm_call_native"),
+                    ("synthesis/synthesize", "synthesis", "synthesize")]
+    tree = Tree(spans)
+    [run] = tree.named("invoke_agent")
+    assert tree.attrs(run)["gen_ai.conversation.id"] == "t-graph"
+    assert [tree.attrs(span)["reactgraph.phase"] for span in tree.named("chat")] == ["tool_loop", "tool_loop",
+                                                                                    "synthesis"]
