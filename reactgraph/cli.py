@@ -137,6 +137,9 @@ def _add_serve_parser(commands: Any) -> None:
                        help="the request and run_end log lines on stderr as text or JSON lines (default: %(default)s)")
     serve.add_argument("--public-metrics", action="store_true",
                        help="GET /metrics needs no API key (default: the same bearer token as the API)")
+    serve.add_argument("--no-metrics", dest="metrics", action="store_false",
+                       help="no GET /metrics and no metrics recorded (each run then carries no observer "
+                            "unless --otel)")
 
 
 def _short(value: Any, limit: int = 200) -> str:
@@ -446,7 +449,7 @@ def _server_settings(args: argparse.Namespace) -> Any:
     from reactgraph.server import ServerSettings
 
     options: dict[str, Any] = {"max_message_chars": args.max_message_chars, "max_body_bytes": args.max_body_bytes,
-                               "public_metrics": args.public_metrics}
+                               "public_metrics": args.public_metrics, "metrics": args.metrics}
     if args.allowed_hosts:
         options["allowed_hosts"] = tuple(args.allowed_hosts)
     elif args.host not in ("0.0.0.0", "::", "", *ServerSettings.allowed_hosts):
@@ -550,7 +553,7 @@ def _observe(args: argparse.Namespace) -> Any:
         from reactgraph.observability.tracing import configure_otel
 
         provider = configure_otel()
-        observability.instrument(tracer_provider=provider, metrics=True)
+        observability.instrument(tracer_provider=provider, metrics=args.metrics)
     except ImportError as exc:
         raise SetupError(f"--otel needs the otel extra: pip install 'reactgraph[otel]' ({exc})") from exc
     return provider if hasattr(provider, "shutdown") else None

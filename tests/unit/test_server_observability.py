@@ -17,6 +17,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from prometheus_client.parser import text_string_to_metric_families
 
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent, observability
+from reactgraph.cli import _parser, _server_settings
 from reactgraph.observability.logs import JsonFormatter
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.testing import ScriptedChatModel, tool_call
@@ -168,3 +169,16 @@ async def test_a_follow_up_refused_by_the_queue_limits_is_counted():
     assert refused >= 1
     assert value(after, "reactgraph_follow_ups_total", outcome="refused") - value(
         before, "reactgraph_follow_ups_total", outcome="refused") == refused
+
+
+async def test_serve_options_set_the_metrics_and_no_metrics_means_no_route_and_no_observer():
+    defaults = _server_settings(_parser().parse_args(["serve"]))
+    assert (defaults.metrics, defaults.public_metrics) == (True, False)
+    chosen = _server_settings(_parser().parse_args(["serve", "--public-metrics"]))
+    assert chosen.public_metrics is True
+    off = _server_settings(_parser().parse_args(["serve", "--no-metrics"]))
+    assert off.metrics is False
+    agent = ReActAgent(ScriptedChatModel(responses=["fine"]), [], abilities=ModelAbilities(tool_call=True))
+    async with running_server(create_app(agent, off)) as base, httpx.AsyncClient(base_url=base) as http:
+        assert (await http.get("/metrics")).status_code == 404
+    assert observability.active is None and "callbacks" not in agent._config("t", synthesize=True)[0]
