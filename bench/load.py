@@ -23,6 +23,10 @@ so both see the same machine load):
   server worker with the memory checkpointer (``--checkpointer sqlite``: a SQLite file); ``direct``: the same runs of the same agent
   in this process without HTTP (``astream_events``, the engine alone). The ``×`` columns
   are ``http`` over ``direct`` in the same run.
+* ``http traced`` (with ``--tracing``): the ``http`` row for a server with tracing on
+  (``reactgraph.observability``, every span to OpenTelemetry's in-memory exporter, issue 40);
+  its ``×`` columns are over ``http`` (tracing off), and a line gives its server CPU per run
+  over ``http``'s (goal <= 1.1x).
 * ``http base`` (with ``--baseline DIR``): the ``http`` row for the server of another copy
   of the package (e.g. ``git archive <commit> reactgraph | tar -x -C DIR``), each round in a
   fresh server alternated with the others: the same-run comparison of two versions.
@@ -40,7 +44,7 @@ machine (every process named ``postgres``, whoever's work it does); lost runs (n
 anywhere, or misses its own). Both must be 0: the bench exits 1 otherwise.
 
 Run:  .venv/bin/python bench/load.py [--latency 0.1] [--sizes 200] [--repeats 3] [--postgres URL] [--baseline DIR]
-      [--checkpointer memory|sqlite] [--scale-size 200]
+      [--checkpointer memory|sqlite] [--scale-size 200] [--tracing]
 """
 
 from __future__ import annotations
@@ -145,13 +149,16 @@ def build_app(latency: float, persistence: Any) -> Any:
     return create_app(agent, ServerSettings(api_key=""))
 
 
-async def serve_worker(sock: socket.socket, latency: float, checkpoints: str, ready: Any) -> None:
+async def serve_worker(sock: socket.socket, latency: float, checkpoints: str, ready: Any, traced: bool = False) -> None:
     """One server process: the bench app on the listening ``sock`` until terminated. Its
     checkpointer and interrupt queue come from ``open_persistence`` (shared through Postgres
-    between workers)."""
+    between workers). ``traced``: spans on, to an in-memory exporter (cleared every second)."""
     import uvicorn
 
     from reactgraph.checkpointing import open_persistence
+
+    if traced:
+        asyncio.get_running_loop().create_task(trace_in_memory())
 
     async with open_persistence(checkpoints) as persistence:
         config = uvicorn.Config(build_app(latency, persistence), log_level="error", lifespan="off",
@@ -159,6 +166,24 @@ async def serve_worker(sock: socket.socket, latency: float, checkpoints: str, re
         tune_serving_gc()
         ready()
         await uvicorn.Server(config).serve(sockets=[sock])
+
+
+async def trace_in_memory() -> None:
+    """Turn tracing on for this server process, every span to an in-memory exporter, and
+    drop the spans kept every second (a long bench would otherwise grow without bound)."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from reactgraph import observability
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    observability.instrument(tracer_provider=provider, metrics=True)
+    while True:
+        await asyncio.sleep(1.0)
+        exporter.clear()
 
 
 def tune_serving_gc() -> None:
@@ -171,13 +196,13 @@ def tune_serving_gc() -> None:
     tune_gc()
 
 
-def serve(port: int, latency: float, checkpoints: str, workers: int) -> int:
+def serve(port: int, latency: float, checkpoints: str, workers: int, traced: bool = False) -> int:
     """Child process: one server process on ``port`` (as ``reactgraph serve``), or ``workers``
     of them (``reactgraph serve --workers``' supervisor, :mod:`reactgraph.server.workers`),
-    until terminated."""
+    until terminated; ``traced``: with tracing on (one process only)."""
     if workers == 1:
         asyncio.run(serve_worker(socket.create_server(("127.0.0.1", port), backlog=4096), latency, checkpoints,
-                                 lambda: None))
+                                 lambda: None, traced))
         return 0
     from reactgraph.server.workers import run_workers, worker_socket
 
@@ -426,9 +451,10 @@ async def wait_ready(port: int, child: subprocess.Popen) -> None:
 class Server:
     """The bench server in a child process: ``async with Server(...) as port:``."""
 
-    def __init__(self, latency: float, checkpoints: str, workers: int, source: str | None = None) -> None:
+    def __init__(self, latency: float, checkpoints: str, workers: int, source: str | None = None,
+                 traced: bool = False) -> None:
         self.args = [sys.executable, __file__, "--serve", "0", "--latency", str(latency), "--checkpoints", checkpoints,
-                     "--workers", str(workers)]
+                     "--workers", str(workers), *(["--traced"] if traced else [])]
         self.env = {**os.environ, "PYTHONPATH": source} if source else None
         self.child: subprocess.Popen | None = None
 
@@ -466,7 +492,7 @@ async def main_async(args: argparse.Namespace) -> int:
     scratch = tempfile.TemporaryDirectory()
     checkpoints = "memory" if args.checkpointer == "memory" else os.path.join(scratch.name, "threads.db")
     for size in args.sizes:
-        http, direct, base = [], [], []
+        http, direct, base, traced = [], [], [], []
         for repeat in range(args.repeats):  # alternated, so all see the same machine load; each on a fresh agent
             async with Server(args.latency, checkpoints, 1) as (port, pid):
                 http.append(await load(port, size, args.latency, f"http-{tag}-{size}-{repeat}", pid))
@@ -474,13 +500,23 @@ async def main_async(args: argparse.Namespace) -> int:
             if args.baseline:
                 async with Server(args.latency, checkpoints, 1, args.baseline) as (port, pid):
                     base.append(await load(port, size, args.latency, f"base-{tag}-{size}-{repeat}", pid))
-        failures += sum(r["lost"] + r["cross_wired"] for r in http + direct + base)
+            if args.tracing:
+                async with Server(args.latency, checkpoints, 1, traced=True) as (port, pid):
+                    traced.append(await load(port, size, args.latency, f"traced-{tag}-{size}-{repeat}", pid))
+        failures += sum(r["lost"] + r["cross_wired"] for r in http + direct + base + traced)
         print(row("http", median_row(http), median_row(direct)))
+        if traced:
+            print(row("http traced", median_row(traced), median_row(http)))
         if base:
             print(row("http base", median_row(base), median_row(direct)))
         print(row("direct", median_row(direct)))
         print(f"{'':<11}http/direct runs/s per repeat: "
               + " ".join(f"{h['throughput'] / d['throughput']:.2f}" for h, d in zip(http, direct, strict=True)))
+        if traced:
+            print(f"{'':<11}traced/http server CPU per run, per repeat: "
+                  + " ".join(f"{t['server_cpu'] / h['server_cpu']:.2f}" for t, h in zip(traced, http, strict=True))
+                  + f" (median {median_row(traced)['server_cpu'] / median_row(http)['server_cpu']:.2f}; issue 40 goal "
+                  "<= 1.1x)")
     scratch.cleanup()
     print("\nscale-out: Postgres checkpointer and follow-up queue, 1 vs 2 workers; ratios against 1 worker")
     if not args.postgres:
@@ -518,12 +554,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="Postgres URL for the scale-out rows (default: $REACTGRAPH_TEST_DATABASE_URL)")
     parser.add_argument("--baseline", metavar="DIR", help="also measure the server of the reactgraph package in DIR "
                                                           "(e.g. a `git archive` of an older commit), row `http base`")
+    parser.add_argument("--tracing", action="store_true", help="also measure a server with tracing on (row `http traced`)")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--traced", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--checkpoints", help=argparse.SUPPRESS)
     parser.add_argument("--workers", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:
-        return serve(args.serve, args.latency, args.checkpoints, args.workers)
+        return serve(args.serve, args.latency, args.checkpoints, args.workers, args.traced)
     return asyncio.run(main_async(args))
 
 

@@ -11,6 +11,10 @@ message handling. Peers:
 * ``lg.prebuilt``       ``langgraph.prebuilt.create_react_agent`` (deprecated, still works)
 * ``lc.create_agent``   ``langchain.agents.create_agent``
 * ``bare``              a hand-written loop: ``bind_tools().ainvoke``, ``tool.ainvoke``, repeat
+* ``reactgraph.traced`` ``reactgraph`` with tracing on (``reactgraph.observability``, issue 40):
+                        every span to OpenTelemetry's in-memory exporter; its own line at
+                        the end gives its time over ``reactgraph``'s (issue 40 goal: <= 1.1x).
+                        The other peers run with tracing off: no observer on the run at all.
 
 For K in (1, 10, 25) it times R runs of every peer (interleaved, after a warm-up, a
 ``gc.collect()`` before each run, ``time.perf_counter``) and prints the median ms per run,
@@ -26,7 +30,14 @@ the median run time between the two largest K, its ratio with a bootstrap interv
 the rest of a run (what a run costs whatever its K: the entry supersteps, the channels set
 up, the result): ms per iteration at one K mixes the two. Nothing is asserted on times.
 
-Run:  .venv/bin/python bench/overhead.py [--repeats 30] [--quick] [--ks 1 10 25]
+``--observability`` times only reactgraph's runs, observed four ways, round by round: ``off``
+(nothing observed), ``metrics`` (the Prometheus metrics ``reactgraph serve`` records),
+``traced`` (spans to the in-memory exporter, as the ``reactgraph.traced`` peer) and
+``traced+nodes`` (``node_spans=True``). It reports the median *CPU* time of a run (this process's
+``time.process_time``, which other processes on a shared machine move much less than wall time)
+and its ratio to ``off`` (issue 40).
+
+Run:  .venv/bin/python bench/overhead.py [--repeats 30] [--quick] [--ks 1 10 25] [--observability]
 """
 
 from __future__ import annotations
@@ -51,7 +62,11 @@ from langchain_core.tools import BaseTool, tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.prebuilt import create_react_agent
 
-from reactgraph import ModelAbilities, ReActAgent, create_react_graph
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from reactgraph import ModelAbilities, ReActAgent, create_react_graph, observability
 
 QUERY = "Add the numbers up."
 
@@ -123,6 +138,12 @@ def make_peers(k: int) -> dict[str, Runner]:
         prebuilt = create_react_agent(BenchModel(k=k), TOOLS)
     lc_agent = create_agent(BenchModel(k=k), TOOLS)
     bare_model = BenchModel(k=k)
+    traced_agent = ReActAgent(BenchModel(k=k), TOOLS, abilities=ModelAbilities(tool_call=True))
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing = observability.instrument(tracer_provider=provider)
+    observability.uninstrument()  # on for the traced peer's runs only
 
     def tool_results(messages: list[BaseMessage]) -> int:
         return sum(isinstance(m, ToolMessage) for m in messages)
@@ -144,8 +165,20 @@ def make_peers(k: int) -> dict[str, Runner]:
     async def run_bare() -> int:
         return tool_results(await bare_loop(bare_model, TOOLS, QUERY))
 
+    async def run_traced() -> int:
+        observability.active = tracing
+        try:
+            result = await traced_agent.run(QUERY)
+        finally:
+            observability.active = None
+        spans = exporter.get_finished_spans()
+        exporter.clear()
+        if not any(span.name.startswith("execute_tool") for span in spans):
+            return -1
+        return len(result.steps) if result.error is None else -1
+
     return {"reactgraph": run_agent, "reactgraph.graph": run_graph, "lg.prebuilt": run_prebuilt,
-            "lc.create_agent": run_lc, "bare": run_bare}
+            "lc.create_agent": run_lc, "bare": run_bare, "reactgraph.traced": run_traced}
 
 
 async def check(name: str, runner: Runner, k: int) -> None:
@@ -236,6 +269,7 @@ async def main(ks: list[int], repeats: int, mem_repeats: int) -> None:
     print(header)
     print("-" * len(header))
     summary: list[tuple[int, float, float]] = []
+    traced_summary: list[str] = []
     run_times: dict[int, dict[str, list[float]]] = {}
     for k in ks:
         peers = make_peers(k)
@@ -249,6 +283,9 @@ async def main(ks: list[int], repeats: int, mem_repeats: int) -> None:
                   f"{peaks[name] / peaks['bare']:>8.2f}{peaks['reactgraph'] / peaks[name]:>12.2f}")
         print()
         summary.append((k, ratios["lc.create_agent"], peaks["reactgraph"] / peaks["lc.create_agent"]))
+        traced = [1 / ratio for ratio in ratios["reactgraph.traced"]]  # traced over untraced, round by round
+        low, high = median_interval(traced)
+        traced_summary.append(f"  K={k:<3} {statistics.median(traced):5.2f}x [{low:.2f}-{high:.2f}]")
     print("reactgraph / lc.create_agent, measured in this run (issue 20 goals: time <= 1.5x at K=1, "
           "<= 1.0x at K=10 and 25; memory <= 1.2x); time: the median of the rounds' ratios and its 90% "
           "bootstrap interval")
@@ -259,6 +296,41 @@ async def main(ks: list[int], repeats: int, mem_repeats: int) -> None:
               f"peak memory {memory_ratio:5.2f}x (goal <= 1.2x)")
     if len(set(ks)) >= 2:
         print_marginal(run_times, sorted(set(ks))[-2], max(ks))
+    print("reactgraph.traced / reactgraph (tracing on, in-memory exporter, over tracing off; issue 40 goal: <= 1.1x), "
+          "the median of the rounds' ratios and its 90% bootstrap interval")
+    print("\n".join(traced_summary))
+
+
+async def observability_costs(ks: list[int], repeats: int) -> None:
+    """``--observability``: CPU ms per run of reactgraph, off and observed three ways."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    ways = {"off": None, "metrics": observability.instrument(tracing=False, metrics=True),
+            "traced": observability.instrument(tracer_provider=provider),
+            "traced+nodes": observability.instrument(tracer_provider=provider, node_spans=True)}
+    observability.uninstrument()
+    print(f"{'K':>3} {'observed':<14}{'cpu ms/run':>11}{'x off':>8}  (median of {repeats} rounds; issue 40 goal: traced "
+          "<= 1.1x)")
+    for k in ks:
+        agent = ReActAgent(BenchModel(k=k), TOOLS, abilities=ModelAbilities(tool_call=True))
+        cpu: dict[str, list[float]] = {name: [] for name in ways}
+        for round_ in range(repeats + 3):  # 3 warm-up rounds
+            for name, way in ways.items():
+                observability.active = way
+                gc.collect()
+                started = time.process_time()
+                result = await agent.run(QUERY)
+                spent = time.process_time() - started
+                observability.active = None
+                exporter.clear()
+                if len(result.steps) != k:
+                    raise RuntimeError(f"{name} ran {len(result.steps)} tool calls, expected {k}")
+                if round_ >= 3:
+                    cpu[name].append(spent)
+        off = statistics.median(cpu["off"])
+        for name, values in cpu.items():
+            print(f"{k:>3} {name:<14}{statistics.median(values) * 1000:>11.2f}{statistics.median(values) / off:>8.3f}")
 
 
 def print_marginal(run_times: dict[int, dict[str, list[float]]], short: int, long: int) -> None:
@@ -282,6 +354,11 @@ if __name__ == "__main__":
     parser.add_argument("--repeats", type=int, default=30, help="timed runs per peer and K (default 30)")
     parser.add_argument("--quick", action="store_true", help="smoke check: 5 repeats")
     parser.add_argument("--ks", type=int, nargs="+", default=[1, 10, 25], help="iterations per run")
+    parser.add_argument("--observability", action="store_true",
+                        help="only reactgraph, off / metrics / traced / traced+nodes: CPU per run (issue 40)")
     args = parser.parse_args()
     repeats = 5 if args.quick else args.repeats
-    asyncio.run(main(args.ks, repeats, mem_repeats=min(repeats, 5)))
+    if args.observability:
+        asyncio.run(observability_costs(args.ks, repeats))
+    else:
+        asyncio.run(main(args.ks, repeats, mem_repeats=min(repeats, 5)))

@@ -20,7 +20,8 @@ resume ID`` asks again.
 ``reactgraph serve [--host 127.0.0.1] [--port 8000]`` serves the HTTP API and web page
 (:mod:`reactgraph.server`) with the same tools and model until stopped with Ctrl-C;
 ``--workers N`` runs N server processes on the port (Postgres checkpoints only:
-:mod:`reactgraph.server.workers`).
+:mod:`reactgraph.server.workers`); ``--otel`` sends traces, ``--log-format json`` writes
+JSON log lines, ``/metrics`` serves Prometheus metrics (docs/observability.md).
 
 Exit status of ``run`` and ``resume``: 0 when an answer was produced; 2 with a one-line
 reason when set-up failed (bad option or environment value, unreadable demo or checkpoint
@@ -180,6 +181,17 @@ def _add_serve_parser(commands: Any) -> None:
                         help="a host name clients may address while no $REACTGRAPH_API_KEY is set (repeatable; "
                              "default: localhost, 127.0.0.1, ::1; '*' allows any)")
     _add_agent_options(serve)
+    observe = serve.add_argument_group("observability")
+    observe.add_argument("--otel", action="store_true",
+                         help="send each run's OpenTelemetry spans over OTLP/HTTP as the OTEL_* environment variables "
+                              "say (needs the otel extra; docs/observability.md)")
+    observe.add_argument("--log-format", choices=("text", "json"), default="text",
+                         help="the request and run_end log lines on stderr as text or JSON lines (default: %(default)s)")
+    observe.add_argument("--public-metrics", action="store_true",
+                         help="GET /metrics needs no bearer token (default: the same $REACTGRAPH_API_KEY as the API)")
+    observe.add_argument("--no-metrics", dest="metrics", action="store_false",
+                         help="no GET /metrics and no metrics recorded (each run then carries no observer "
+                              "unless --otel)")
 
 
 def _short(value: Any, limit: int = 200) -> str:
@@ -510,7 +522,8 @@ def _server_settings(args: argparse.Namespace) -> Any:
     """
     from reactgraph.server import ServerSettings
 
-    options: dict[str, Any] = {"max_message_chars": args.max_message_chars, "max_body_bytes": args.max_body_bytes}
+    options: dict[str, Any] = {"max_message_chars": args.max_message_chars, "max_body_bytes": args.max_body_bytes,
+                               "public_metrics": args.public_metrics, "metrics": args.metrics}
     if args.allowed_hosts:
         options["allowed_hosts"] = tuple(args.allowed_hosts)
     elif args.host not in ("0.0.0.0", "::", "", *ServerSettings.allowed_hosts):
@@ -527,9 +540,11 @@ def _serve_workers(args: argparse.Namespace, console: Console) -> int:
         ValueError: Another option out of range.
         OSError: The address cannot be listened on.
     """
+    from reactgraph.observability.metrics import prepare_multiprocess
     from reactgraph.server.workers import check_shared, run_workers, worker_socket
 
     check_shared(args.workers, args.checkpoints)
+    prepare_multiprocess()  # before the fork: every worker writes its metrics where /metrics adds them up
     _server_settings(args)
     if args.max_iterations < 1:
         raise ValueError("--max-iterations must be at least 1")
@@ -583,13 +598,41 @@ async def _serve(args: argparse.Namespace, console: Console, sock: Any = None, r
             print_mcp_summary(console, demo.mcp)
         port = sock.getsockname()[1] if sock is not None else args.port
         console.print(f"[bold]page: http://{args.host}:{port}/[/bold]")
+        provider = _observe(args)
         app = create_app(demo.agent, server_settings)
         if ready is not None:
             ready()
-        await serve(app, args.host, port, sock=sock)
+        try:
+            await serve(app, args.host, port, sock=sock)
+        finally:
+            if provider is not None:  # a worker ends without atexit handlers: send the last spans now
+                provider.shutdown()
         return 0
     finally:
         await context.__aexit__(None, None, None)
+
+
+def _observe(args: argparse.Namespace) -> Any:
+    """Set up ``serve``'s log lines (``--log-format``) and, with ``--otel``, its traces
+    (:mod:`reactgraph.observability`); returns the tracer provider made, else ``None``.
+
+    Raises:
+        SetupError: ``--otel`` without the otel extra.
+    """
+    from reactgraph import observability
+    from reactgraph.observability.logs import configure_logging
+
+    configure_logging(args.log_format)
+    if not args.otel:
+        return None
+    try:
+        from reactgraph.observability.tracing import configure_otel
+
+        provider = configure_otel()
+        observability.instrument(tracer_provider=provider, metrics=args.metrics)
+    except ImportError as exc:
+        raise SetupError(f"--otel needs the otel extra: pip install 'reactgraph[otel]' ({exc})") from exc
+    return provider if hasattr(provider, "shutdown") else None
 
 
 class SetupError(Exception):

@@ -25,6 +25,7 @@ from typing import Any, ClassVar, Literal
 
 from langgraph.config import get_stream_writer
 
+from reactgraph import observability
 from reactgraph.jsonparse import safe_json
 
 Channel = Literal[
@@ -572,6 +573,8 @@ def emit(event: AgentEvent) -> None:
     Outside a streaming run (plain ``invoke``) the write is dropped; outside any run it
     is a no-op as well, so nodes can call it unconditionally.
     """
+    if observability.active is not None:
+        observability.record_event(event)
     try:
         writer = get_stream_writer()
     except RuntimeError:  # not inside a runnable context

@@ -13,6 +13,7 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
+from reactgraph import observability
 from reactgraph.events import AgentEvent, AnswerDelta, AnswerDone, AnswerStarted, Done, RunError
 from reactgraph.result import RunResult
 from reactgraph.synthesis import with_fallback
@@ -22,6 +23,9 @@ from reactgraph.usage import Usage
 class AgentFacade(ABC):
     """Base of the agent facades: subclasses build their graph and say how a finished
     run's state becomes their result and how their synthesis is prompted."""
+
+    failure_reason = "model_error"
+    """The ``finish_reason`` of a run whose graph raised (observability's metrics and spans say it too)."""
 
     @property
     @abstractmethod
@@ -33,7 +37,10 @@ class AgentFacade(ABC):
         none is given) so follow-ups can be sent to it with or without a checkpointer."""
         thread_id = thread_id if thread_id is not None else uuid.uuid4().hex
         configurable: dict[str, Any] = {"synthesize": synthesize, "thread_id": thread_id}
-        return {"configurable": configurable, "recursion_limit": self.recursion_limit}, thread_id
+        config: RunnableConfig = {"configurable": configurable, "recursion_limit": self.recursion_limit}
+        if observability.active is not None:  # issue 40: spans, metrics, the run's log line
+            config["callbacks"] = observability.run_callbacks(thread_id, failure_reason=self.failure_reason)
+        return config, thread_id
 
     @staticmethod
     def _run_fields(state: dict[str, Any], started: float, thread_id: str | None) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
@@ -34,7 +34,7 @@ from pydantic import ConfigDict, Field
 
 from reactgraph.protocol import check_protocol
 
-__all__ = ["CALL_KINDS", "ScriptedChatModel", "call_kind", "check_protocol", "tool_call"]
+__all__ = ["CALL_KINDS", "ScriptedChatModel", "call_kind", "call_kind_of", "check_protocol", "tool_call"]
 
 Response = AIMessage | str | BaseException | Callable[[list[BaseMessage]], Any]
 
@@ -67,10 +67,17 @@ def call_kind(run_manager: Any = None) -> str:
     metadata = getattr(run_manager, "metadata", None)
     if metadata is None:
         metadata = (var_child_runnable_config.get() or {}).get("metadata")
+    return call_kind_of(metadata, getattr(run_manager, "tags", None))
+
+
+def call_kind_of(metadata: Mapping[str, Any] | None, tags: Sequence[str] | None) -> str:
+    """The kind of a model call (one of :data:`CALL_KINDS`) from its run's ``metadata``
+    and ``tags`` as LangChain callbacks get them (:func:`call_kind`; the ``phase`` of
+    :mod:`reactgraph.observability`'s spans and metrics)."""
     node = (metadata or {}).get("langgraph_node")
     if node is not None:
         return _NODE_KINDS.get(node, "structured")
-    return "structured" if TAG_NOSTREAM in (getattr(run_manager, "tags", None) or ()) else "synthesis"
+    return "structured" if TAG_NOSTREAM in (tags or ()) else "synthesis"
 
 
 def tool_call(name: str, args: Any, call_id: str | None = None) -> dict[str, Any]:

@@ -132,6 +132,8 @@ class DAGAgent(AgentFacade):
         TypeError, ValueError: Invalid tools.
     """
 
+    failure_reason = "error"
+
     def __init__(
         self,
         models: ModelRegistry | BaseChatModel,

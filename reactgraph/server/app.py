@@ -28,6 +28,9 @@
 - ``GET /healthz`` (with the circuit breaker of each model when the agent has fallback
   models, issue 41), the page at ``/`` (static files under ``/static``) and its icon at
   ``/favicon.ico``.
+- ``GET /metrics``: Prometheus metrics (behind the API key unless
+  ``ServerSettings.public_metrics``; :mod:`reactgraph.server.observability`,
+  ``docs/observability.md``).
 
 Every request passes :class:`~reactgraph.server.gate.RequestGate` before its body is read:
 when an API key is configured (``REACTGRAPH_API_KEY``), every path but ``/healthz``, the
@@ -126,6 +129,9 @@ class ServerSettings:
             server has no API key; others get 400 (DNS rebinding). ``"*"`` allows any host.
             Default: the loopback names. Not checked with an API key.
         ping_seconds: Seconds between SSE keep-alive comments on an idle stream.
+        metrics: Serve ``GET /metrics`` and record the run and HTTP metrics
+            (docs/observability.md).
+        public_metrics: ``/metrics`` needs no API key (for a scraper inside a trusted network).
     """
 
     api_key: str | None = None
@@ -133,6 +139,8 @@ class ServerSettings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
     ping_seconds: float = 15.0
+    metrics: bool = True
+    public_metrics: bool = False
 
     def __post_init__(self) -> None:
         if self.max_message_chars < 1:
@@ -718,6 +726,11 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
     from reactgraph.server.agui import add_agui_route  # agui builds on this module
 
     add_agui_route(app, [bearer_scheme])
+    if settings.metrics:  # issue 40; last middleware added: it sees every request first
+        from reactgraph.server.observability import add_observability
+
+        add_observability(app, public_metrics=settings.public_metrics, dependencies=[Depends(bearer_scheme)],
+                          responses={code: ERRORS[code] for code in (400, 401)})
 
     @app.get("/healthz", summary="Liveness")
     async def healthz() -> Health:

@@ -31,6 +31,7 @@ from typing import Any
 
 from reactgraph.checkpointing import checkpoint_target, is_postgres_url
 from reactgraph.errors import WorkersError
+from reactgraph.observability.metrics import worker_exited
 
 logger = logging.getLogger(__name__)
 
@@ -208,6 +209,7 @@ def run_workers(worker: Worker, sock: socket.socket, workers: int) -> int:
                     continue
                 process.join()
                 del running[index]
+                worker_exited(process.pid)  # its runs no longer count as running in /metrics
                 if stopping:
                     continue
                 if not ready.is_set():

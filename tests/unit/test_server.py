@@ -223,10 +223,13 @@ async def test_the_openapi_schema_documents_every_endpoint():
     paths = schema["paths"]
     assert set(paths) == {"/threads/{thread_id}/runs", "/threads/{thread_id}/inject", "/threads/{thread_id}/resume",
                           "/threads/{thread_id}/approvals", "/threads/{thread_id}/cancel", "/threads/{thread_id}",
-                          "/healthz", "/agui"}
+                          "/healthz", "/agui", "/metrics"}
     cancel = paths["/threads/{thread_id}/cancel"]["post"]
     assert set(cancel["responses"]) == {"200", "400", "401", "409", "422"} and "requestBody" not in cancel
     assert cancel["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].endswith("/Cancelled")
+    metrics = paths["/metrics"]["get"]
+    assert metrics["security"] == [{"HTTPBearer": []}] and set(metrics["responses"]) == {"200", "400", "401"}
+    assert "text/plain" in metrics["responses"]["200"]["content"]
     agui = paths["/agui"]["post"]
     assert set(agui["responses"]) == {"200", "400", "401", "404", "409", "413", "422"}
     assert agui["security"] == [{"HTTPBearer": []}] and "text/event-stream" in agui["responses"]["200"]["content"]

@@ -1,0 +1,92 @@
+"""Structured log lines (issue 40): one per HTTP request and one per run end, with the
+thread id, run id, finish reason, model calls, tokens and seconds, and the trace and span
+ids when tracing is on, so a log line leads to its trace.
+
+Lines go through the standard :mod:`logging` loggers ``reactgraph.runs`` and
+``reactgraph.requests`` at ``INFO``. As text they read ``run_end thread_id=… run_id=… …``;
+:class:`JsonFormatter` (``reactgraph serve --log-format json``) writes each record as one
+JSON object per line with the same fields as members.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from collections.abc import Mapping
+from typing import Any, Literal
+
+RUN_LOGGER = logging.getLogger("reactgraph.runs")
+"""The logger of the ``run_end`` lines."""
+
+REQUEST_LOGGER = logging.getLogger("reactgraph.requests")
+"""The logger of the ``request`` lines (the server's)."""
+
+_FIELDS = "reactgraph_fields"
+"""The attribute of a log record holding its structured fields."""
+
+LogFormat = Literal["text", "json"]
+
+
+def log_fields(logger: logging.Logger, event: str, fields: Mapping[str, Any]) -> None:
+    """Log one structured line at ``INFO``: ``event`` then ``key=value`` for each field that
+    is not ``None``; a :class:`JsonFormatter` writes the fields as members. Nothing is
+    formatted when the logger does not take ``INFO``.
+
+    Args:
+        logger: :data:`RUN_LOGGER`, :data:`REQUEST_LOGGER` or another.
+        event: The line's kind (``run_end``, ``request``).
+        fields: Its values (strings, numbers, ``None``).
+    """
+    if not logger.isEnabledFor(logging.INFO):
+        return
+    kept = {key: value for key, value in fields.items() if value is not None}
+    text = " ".join(f"{key}={value}" for key, value in kept.items())
+    logger.info("%s %s", event, text, extra={_FIELDS: {"event": event, **kept}})
+
+
+class JsonFormatter(logging.Formatter):
+    """Each record as one line of JSON: ``ts`` (ISO 8601, UTC), ``level``, ``logger``, ``pid``
+    (the process: which worker of ``serve --workers``), then
+    the structured fields of :func:`log_fields` (``event``, ``thread_id``, ``run_id``, …) or,
+    for any other record, ``message``; ``exception`` with the traceback when there is one."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The record as one JSON line."""
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z"
+        line: dict[str, Any] = {"ts": stamp, "level": record.levelname.lower(), "logger": record.name,
+                                "pid": record.process}
+        fields = getattr(record, _FIELDS, None)
+        if fields is not None:
+            line.update(fields)
+        else:
+            line["message"] = record.getMessage()
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        return json.dumps(line, ensure_ascii=False, default=str)
+
+
+def configure_logging(log_format: LogFormat = "text", level: int = logging.INFO) -> None:
+    """Send the ``reactgraph.runs`` and ``reactgraph.requests`` lines to stderr, as text or
+    JSON lines (what ``reactgraph serve --log-format`` does). Other ``reactgraph`` loggers
+    keep their level; in ``json`` every record of the handler is JSON.
+
+    Args:
+        log_format: ``text`` or ``json``.
+        level: The level of the two loggers.
+
+    Raises:
+        ValueError: An unknown format.
+    """
+    if log_format not in ("text", "json"):
+        raise ValueError(f"log format must be text or json, got {log_format!r}")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if log_format == "json" else logging.Formatter("%(name)s: %(message)s"))
+    for logger in (RUN_LOGGER, REQUEST_LOGGER):
+        for old in [old for old in logger.handlers if getattr(old, "_reactgraph", False)]:
+            logger.removeHandler(old)
+        handler._reactgraph = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = False
