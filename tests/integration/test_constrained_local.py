@@ -22,8 +22,9 @@ async def test_constrained_json_mode_writes_only_valid_actions(local_server, tmp
                        settings=AgentSettings(max_iterations=2, tool_selection=False))
     result = await agent.run("What is the current status of INJ-002?")
     assistant = [m for m in result.messages if isinstance(m, AIMessage)]
-    # A loop that ends at the cap closes with the fallback answer as the last assistant message.
-    closing = 1 if result.finish_reason == "max_iterations" else 0
+    # A loop that ends without the model's own answer — at the cap, or once the observation covers
+    # the question (the small model's policy, issue 36) — closes with one more assistant message.
+    closing = 1 if result.finish_reason in ("max_iterations", "covered") else 0
     assert len(assistant) == result.iterations + closing and result.iterations >= 1
     replies = assistant[: result.iterations]
     for reply in replies:

@@ -40,7 +40,7 @@ async def test_demo_question_ends_with_answer_trace_and_done(local_server, hub, 
     done = events[-1].data
     assert done["answer"].strip()
     assert 1 <= done["iterations"] <= 3
-    assert done["usage"]["model_calls"] >= 2 and done["usage"]["total_tokens"] > 0
+    assert done["usage"]["model_calls"] >= 1 and done["usage"]["total_tokens"] > 0
     answer_events = [event.data["status"] for event in events if event.channel == "answer"]
     assert answer_events[0] == "start" and answer_events[-1] == "done" and "delta" in answer_events
     thinking = [event.data for event in events if event.data.get("type") == "thinking"]

@@ -39,8 +39,11 @@ async def test_structured_call_returns_within_the_ceiling(local_server, abilitie
 async def test_demo_hub_run_with_selection_completes(local_server, tmp_path):
     hub = build_factory_hub(tmp_path / "factory.db")
     assert len(hub) > 12
+    # three tools to keep: with the small model's one, a clear lexical winner settles the
+    # selection without a call (issue 36), and this test is about the call
     agent = ReActAgent(local_server.chat_model(), hub, abilities=local_server.abilities,
-                       settings=AgentSettings(max_iterations=3, system_prompt=DEMO_SYSTEM_PROMPT, tool_timeout=30))
+                       settings=AgentSettings(max_iterations=3, system_prompt=DEMO_SYSTEM_PROMPT, tool_timeout=30,
+                                              tool_selection_max=3))
     events = [event async for event in agent.astream_events("CNC-003 상태 확인해줘")]
     assert events[0].channel == "phase" and events[0].data == {"phase": "selecting_tools", "total_tools": len(hub)}
     assert events[-1].channel == "done" and events[-1].data["answer"].strip()
