@@ -114,11 +114,12 @@ class AgentSettings:
             observation) the loop ends with ``finish_reason: "stalled"`` instead of burning
             iterations to the cap: straight to synthesis when it runs, else one call that may
             only give the final answer (SPEC R13.1; default on).
-        require_tool_data: An answer that states figures or ids (other than the question's)
-            before any tool ran this turn, to a question about what the tools hold (it names a
-            value a tool accepts or lists, or shares a word with a tool), is not accepted: the
-            model is asked once more with a tool call required (SPEC R13.1, issue 35). On for
-            every model (a capable model answered 3 of 8 such questions from memory).
+        require_tool_data: An answer given before any tool ran this turn is not accepted when
+            the question names a value a tool accepts or lists (an id, a line, an enum value, a
+            date), or when it shares a word with a tool and the answer states figures or ids
+            the question does not: the model is asked once more with a tool call required (SPEC
+            R13.1, issue 35). On for every model (a 1.5B model answered such questions from
+            memory, every figure made up).
         stall_repeats: *Safeguard* (strict: 1, permissive: 3). Model calls in a row that
             change nothing — only the same call again with the same observation, the same
             error again, a repeat refused, or no call at all — that make a stall. A call with

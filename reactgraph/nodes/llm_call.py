@@ -39,9 +39,10 @@ observation is the one the same call gave last time, the model is told so.
 
 Two more rules decide when the loop answers (issues 35, 36): with
 ``AgentSettings.answer_when_covered`` the loop answers as soon as a successful observation
-covers every value the question names (:func:`covered`); and an answer that states figures
-or ids about what the tools hold, given before any tool ran this turn, is not accepted: the
-model is asked once more with a tool call required (:func:`needs_tool_call`; native mode:
+covers every value the question names (:func:`covered`); and an answer given before any
+tool ran this turn to a question that names a value a tool takes, or one that states figures
+or ids to a question about what the tools hold, is not accepted: the model is asked once more
+with a tool call required (:func:`needs_tool_call`; native mode:
 ``tool_choice="any"``, JSON mode: the tool branches only). Off with
 ``AgentSettings.require_tool_data=False``.
 """
@@ -224,13 +225,16 @@ def _shortcut(engine: Engine, state: AgentState, config: RunnableConfig, iterati
 def needs_tool_call(engine: Engine, state: AgentState, answer: str, tools: list[Any]) -> bool:
     """Whether a final answer must not be accepted before a tool runs (SPEC R13.1, issue 35):
     ``AgentSettings.require_tool_data`` is on, tools are offered, none ran this turn and the
-    model was not asked already; the question is about what the tools hold (it names a value
-    a tool accepts or lists, or some tool shares a word with it); and the answer states an id,
-    date or number (other than a single digit) the question does not."""
+    model was not asked already; and either the question names a value a tool accepts or lists
+    (an id, a line, an enum value, a date: whatever the answer says about it is the tools'
+    data), or some tool shares a word with the question and the answer states an id, date or
+    number (other than a single digit) the question does not."""
     if not engine.settings.require_tool_data or not tools or state.get("steps") or state.get("tool_required"):
         return False
     query = state.get("query", "")
-    if not engine.named_values(query) and not any(score > 0 for _, score in engine.ranker.rank(query)):
+    if engine.named_values(query):
+        return True
+    if not any(score > 0 for _, score in engine.ranker.rank(query)):
         return False
     asked = set(extract_values(query))
     return any(informative(value) and value not in asked for value in extract_values(answer, skip_list_markers=True))

@@ -245,6 +245,12 @@ async def test_the_re_ask_is_made_once_and_not_for_questions_outside_the_tools_d
     chat = ScriptedChatModel(responses=["Paris has about 2.1 million people."])
     result = await ReActAgent(chat, plant.tools(), abilities=NATIVE).run("Tell me a fun fact about Paris")
     assert len(chat.calls) == 1 and result.finish_reason == "final_answer"
+    vague = ScriptedChatModel(responses=["RBT-002 had routine checks and no major issues.",
+                                         AIMessage("", tool_calls=[tool_call("maintenance_history", {"equipment_id": "CNC-003"})]),
+                                         "CNC-003 was last maintained on 2026-01-10."])
+    result = await ReActAgent(vague, plant.tools(), abilities=NATIVE).run("Show the maintenance history of CNC-003")
+    assert vague.call_kwargs[1]["tool_choice"] == "any"  # a question naming an id: no answer without the tool
+    assert result.answer == "CNC-003 was last maintained on 2026-01-10." and plant.runs["maintenance_history"] == 1
     off = ScriptedChatModel(responses=["CNC-003 is at 22 °C."])
     await ReActAgent(off, plant.tools(), abilities=NATIVE, settings=AgentSettings(require_tool_data=False)).run(
         "How warm is CNC-003?")
