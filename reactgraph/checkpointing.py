@@ -35,6 +35,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import StateSnapshot
 
 from reactgraph._paths import data_home
+from reactgraph.bounds import store_safe
 from reactgraph.interrupts import InMemoryInterruptQueue, InterruptQueue
 
 try:  # the [postgres] extra brings it (langgraph-checkpoint-postgres needs it too)
@@ -261,6 +262,7 @@ class _WriteFolding:
         self._recent: OrderedDict[tuple[str, str], deque[_HeldWrites]] = OrderedDict()
         self._stored: OrderedDict[tuple[str, str], str] = OrderedDict()  # key -> last committed checkpoint id
         self._waiters: dict[tuple[str, str], list[tuple[str, asyncio.Future[None]]]] = {}
+        self._refused: dict[tuple[str, str], tuple[str, BaseException]] = {}  # key -> (checkpoint id, why)
 
     _store: Callable[[tuple[str, str], list[_HeldWrites], list[Any]], Awaitable[None]]  # the backend's, see above
 
@@ -271,8 +273,12 @@ class _WriteFolding:
         if not writes:
             return
         configurable = config["configurable"]
-        rows = [(WRITES_IDX_MAP.get(channel, index), channel, *self.serde.dumps_typed(value))  # type: ignore[attr-defined]
-                for index, (channel, value) in enumerate(writes)]
+        try:
+            rows = [(WRITES_IDX_MAP.get(channel, index), channel, *self.serde.dumps_typed(value))  # type: ignore[attr-defined]
+                    for index, (channel, value) in enumerate(writes)]
+        except Exception as exc:
+            self._refuse(config, str(configurable["checkpoint_id"]), exc)
+            raise
         held = _HeldWrites(str(configurable["checkpoint_id"]), task_id, task_path,
                            all(channel in WRITES_IDX_MAP for channel, _ in writes), rows, list(writes))
         key = _thread_key(config)
@@ -284,12 +290,27 @@ class _WriteFolding:
         (a run started with :func:`run_durability`'s entries, no task waiting for it yet) or
         commit it with what the thread holds."""
         key = _thread_key(config)
+        self._refused.pop(key, None)  # the thread's saves go on
         if config["configurable"].get(TASKS_WAIT_FOR_CHECKPOINT) and not any(
                 wanted <= checkpoint_id for wanted, _ in self._waiters.get(key, ())):
             self._held_checkpoints.setdefault(key, []).append((checkpoint_id, checkpoint))
             self._flush_later(key)
             return
         await self._commit(key, (checkpoint_id, checkpoint))
+
+    def _refuse(self, config: Any, after: str, error: BaseException) -> None:
+        """A save of ``config``'s thread could not be serialized: the writes of checkpoint
+        ``after``, or the checkpoint that follows it (``aput`` / ``aput_writes`` raise
+        ``error`` to LangGraph, which saves in the background and makes no later
+        checkpoint of the run). Whoever waits in :meth:`checkpoint_stored` for a checkpoint
+        after ``after``, now or until the thread's next checkpoint is handed in, gets
+        ``error`` instead of waiting for a commit that never comes (issue 37: a tool task
+        waited forever and the run hung)."""
+        key = _thread_key(config)
+        self._refused[key] = (after, error)
+        for wanted, future in self._waiters.get(key, ()):
+            if wanted > after and not future.done():
+                future.set_exception(error)
 
     async def commit_held(self, config: Any = None) -> None:
         """Store what ``config``'s thread holds (every thread's when ``config`` names none),
@@ -343,11 +364,15 @@ class _WriteFolding:
         every :data:`STORED_POLL_SECONDS`.
 
         Raises:
-            Exception: What committing it raised (it stays held).
+            Exception: What committing it raised (it stays held), or why it could not be
+                serialized (:meth:`_refuse`).
         """
         key = _thread_key(config)
         loop = asyncio.get_running_loop()
         while self._stored.get(key, "") < checkpoint_id:
+            refused = self._refused.get(key)
+            if refused is not None and checkpoint_id > refused[0]:
+                raise refused[1]
             if any(held_id >= checkpoint_id for held_id, _ in self._held_checkpoints.get(key, ())):
                 await self._commit(key)
                 continue
@@ -665,8 +690,12 @@ def _sqlite_saver_class() -> type:
             """Store a checkpoint, as ``AsyncSqliteSaver.aput`` does, with what its thread
             holds, in one commit (or hold it: :meth:`_WriteFolding._put`)."""
             configurable = config["configurable"]
-            type_, serialized = self.serde.dumps_typed(checkpoint)
-            meta = json.dumps(get_checkpoint_metadata(config, metadata), ensure_ascii=False).encode("utf-8", "ignore")
+            try:
+                type_, serialized = self.serde.dumps_typed(checkpoint)
+                meta = json.dumps(get_checkpoint_metadata(config, metadata), ensure_ascii=False).encode("utf-8", "ignore")
+            except Exception as exc:
+                self._refuse(config, str(configurable.get("checkpoint_id") or ""), exc)
+                raise
             row = (str(configurable["thread_id"]), configurable["checkpoint_ns"], checkpoint["id"],
                    configurable.get("checkpoint_id"), type_, serialized, meta)
             await self._put(config, checkpoint["id"], row)
@@ -739,7 +768,9 @@ def json_bytes(value: Any) -> bytes:
     times faster than ``json.dumps`` for the checkpoint documents a run stores at every
     superstep; ``json.dumps`` for what orjson refuses (an int past 64 bits, a lone
     surrogate), so nothing ``json.dumps`` encodes fails. Non-string keys become strings
-    as ``json.dumps`` makes them.
+    as ``json.dumps`` makes them. Lone surrogates become ``?`` as in the serializer's
+    blobs (:func:`reactgraph.bounds.store_safe`, issue 37): ``jsonb`` refuses their escapes, and
+    a write it refuses would fail every later store and read of the thread.
 
     Raises:
         TypeError, ValueError: Neither encoder can write ``value``.
@@ -749,7 +780,7 @@ def json_bytes(value: Any) -> bytes:
             return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
         except TypeError:  # orjson.JSONEncodeError is a TypeError
             pass
-    return json.dumps(value).encode("utf-8")
+    return json.dumps(store_safe(value)).encode("utf-8")
 
 
 def _pg_rows(rows: list[tuple[Any, ...]]) -> str:
@@ -837,14 +868,17 @@ def _postgres_saver_class() -> type:
                     values[key] = True
                 elif not jsonb_exact(value):
                     blobs[key] = values.pop(key)
-            dumped = [(key, str(version), *self.serde.dumps_typed(blobs[key]))
-                      for key, version in new_versions.items() if key in blobs]
-            await self._put(config, checkpoint["id"], {
-                "checkpoint_id": checkpoint["id"], "parent_id": configurable.get("checkpoint_id"),
-                "checkpoint": Jsonb(inline, json_bytes),
-                "metadata": Jsonb(get_serializable_checkpoint_metadata(config, metadata), json_bytes),
-                "blobs": _pg_rows(dumped),
-            })
+            try:
+                dumped = [(key, str(version), *self.serde.dumps_typed(blobs[key]))
+                          for key, version in new_versions.items() if key in blobs]
+                row = {"checkpoint_id": checkpoint["id"], "parent_id": configurable.get("checkpoint_id"),
+                       "checkpoint": Jsonb(inline, json_bytes),
+                       "metadata": Jsonb(get_serializable_checkpoint_metadata(config, metadata), json_bytes),
+                       "blobs": _pg_rows(dumped)}
+            except Exception as exc:
+                self._refuse(config, str(configurable.get("checkpoint_id") or ""), exc)
+                raise
+            await self._put(config, checkpoint["id"], row)
             return {"configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns,
                                      "checkpoint_id": checkpoint["id"]}}
 

@@ -1,0 +1,145 @@
+"""Bounds on what enters the engine from a model, a client or a config (issue 37, SPEC R13.5).
+
+Two rules, each with one home here, applied before anything is stored:
+
+- **Nesting depth**: a JSON-like value (tool arguments a model chose, edited arguments of
+  an approval, a request body, an MCP config) may nest at most :data:`MAX_NESTING_DEPTH`
+  lists and objects deep. Deeper values are refused with a clear reason
+  (:class:`NestingError`; an error observation for a model's tool call, 422 for a request,
+  ``MCPConfigError`` for a config). Without the bound, a value a few hundred levels deep
+  passed the engine but not the checkpointer's serializer (msgpack stops at about 250),
+  and a run stalled or failed as a "model error"; thousands of levels reached Python's
+  recursion limit.
+- **Text a store can keep**: a lone surrogate (``\\udc80``: what a ``\\udXXX`` JSON escape
+  or a ``surrogateescape``-decoded file name gives) cannot be encoded as UTF-8, and
+  Postgres ``jsonb`` refuses its escape. A store keeps each as ``?``
+  (:data:`SURROGATE_STORED`): LangGraph's serializer (msgpack) writes them so, and
+  :func:`store_safe` does the same for what a saver writes as JSON (Postgres ``jsonb``),
+  so a stored text reads back the same whichever way it was written. The wire keeps them
+  as ``\\uXXXX`` escapes (:func:`reactgraph.events.wire_json`); the HTTP endpoints refuse a
+  message that holds one (422).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+MAX_NESTING_DEPTH = 64
+"""Most levels of lists and objects a value from a model, a client or a config may nest:
+far more than any tool schema or config needs, far below what a serializer or Python's
+recursion limit allows (a scalar is depth 0, ``{"a": 1}`` depth 1)."""
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+SURROGATE_STORED = "?"
+"""What a lone surrogate becomes in a store (as LangGraph's msgpack serializer writes it)."""
+
+
+class NestingError(ValueError):
+    """A value nests deeper than :data:`MAX_NESTING_DEPTH`; the message says what and how deep."""
+
+
+def nesting_depth(value: Any, limit: int = MAX_NESTING_DEPTH) -> int:
+    """How many levels of lists, tuples and dicts ``value`` nests, counted without
+    recursion, and only up to one past ``limit`` (a deeper value answers ``limit + 1``
+    without being walked further).
+
+    Args:
+        value: Any value (a scalar is depth 0).
+        limit: The depth that is still acceptable.
+
+    Returns:
+        The depth, at most ``limit + 1``.
+    """
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        depth += 1
+        if depth > limit:
+            return limit + 1
+        deepest = max(deepest, depth)
+        stack.extend((child, depth) for child in children)
+    return deepest
+
+
+def check_nesting(value: Any, what: str, limit: int = MAX_NESTING_DEPTH) -> Any:
+    """``value`` when it nests at most ``limit`` deep.
+
+    Args:
+        value: A JSON-like value.
+        what: What it is, for the message (``"the tool call's arguments"``).
+        limit: The most levels accepted.
+
+    Returns:
+        ``value``, unchanged.
+
+    Raises:
+        NestingError: It nests deeper.
+    """
+    if nesting_depth(value, limit) > limit:
+        raise NestingError(f"{what} nest more than {limit} levels of lists and objects deep")
+    return value
+
+
+def json_text_depth(text: str | bytes, limit: int = MAX_NESTING_DEPTH) -> int:
+    """How deep the JSON (or YAML flow) text ``text`` nests its ``[`` and ``{``, read
+    without parsing it (brackets inside double-quoted strings do not count), up to one
+    past ``limit``: a body or a config can be refused before a parser recurses into it.
+
+    Returns:
+        The deepest level of open brackets, at most ``limit + 1``.
+    """
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in data:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            if depth > limit:
+                return limit + 1
+            deepest = max(deepest, depth)
+        elif byte in (0x5D, 0x7D):
+            depth = max(depth - 1, 0)
+    return deepest
+
+
+def has_lone_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a lone surrogate (it cannot be encoded as UTF-8)."""
+    return _LONE_SURROGATE.search(text) is not None
+
+
+def store_safe(value: Any) -> Any:
+    """``value`` with every lone surrogate in its strings (and dict keys, nested in dicts,
+    lists and tuples) replaced by :data:`SURROGATE_STORED`, as a store can keep it; the value itself when it
+    holds none. Walks at most :data:`MAX_NESTING_DEPTH` levels (values entering the
+    engine are bounded to that before they are stored)."""
+    return _store_safe(value, 0)
+
+
+def _store_safe(value: Any, depth: int) -> Any:
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub(SURROGATE_STORED, value) if has_lone_surrogate(value) else value
+    if depth > MAX_NESTING_DEPTH:
+        return value
+    if isinstance(value, dict):
+        return {_store_safe(key, depth + 1): _store_safe(item, depth + 1) for key, item in value.items()}
+    if type(value) in (list, tuple):
+        return type(value)(_store_safe(item, depth + 1) for item in value)
+    return value

@@ -1,0 +1,45 @@
+"""The nesting bound and the store's text rule (issue 37, ``reactgraph.bounds``)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from reactgraph.bounds import (
+    MAX_NESTING_DEPTH,
+    NestingError,
+    check_nesting,
+    json_text_depth,
+    nesting_depth,
+    store_safe,
+)
+from reactgraph.checkpointing import json_bytes
+
+
+def nested(depth: int) -> object:
+    value: object = "leaf"
+    for level in range(depth):
+        value = {"a": value} if level % 2 else [value]
+    return value
+
+
+def test_depth_counts_lists_and_objects_and_stops_past_the_limit():
+    assert nesting_depth("x") == 0 and nesting_depth({}) == 1 and nesting_depth({"a": [1, {"b": 2}]}) == 3
+    assert nesting_depth(nested(50_000)) == MAX_NESTING_DEPTH + 1  # no recursion, no full walk
+    assert check_nesting(nested(MAX_NESTING_DEPTH), "the args") is not None
+    with pytest.raises(NestingError, match="the args nest more than 64 levels"):
+        check_nesting(nested(MAX_NESTING_DEPTH + 1), "the args")
+
+
+def test_text_depth_reads_brackets_outside_strings_without_parsing():
+    assert json_text_depth('{"a": "[[[{{{", "b": [1, {"c": "\\"]"}]}') == 3
+    assert json_text_depth("[" * 100_000) == MAX_NESTING_DEPTH + 1
+    assert json_text_depth(json.dumps(nested(10))) == 10
+
+
+def test_lone_surrogates_become_what_the_serializer_stores_and_jsonb_accepts():
+    value = {"query": "report-\udcff.txt", "k\ud800": ["ok", ("\udfff",)], "n": 1}
+    assert store_safe(value) == {"query": "report-?.txt", "k?": ["ok", ("?",)], "n": 1}
+    assert store_safe("plain") == "plain"
+    assert json.loads(json_bytes(value)) == {"query": "report-?.txt", "k?": ["ok", ["?"]], "n": 1}
