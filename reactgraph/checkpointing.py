@@ -1018,7 +1018,7 @@ async def open_persistence(
             from psycopg.rows import dict_row
             from psycopg_pool import AsyncConnectionPool
 
-            from reactgraph.postgres import PostgresInterruptQueue, psycopg_conninfo
+            from reactgraph.postgres import PostgresInterruptQueue, psycopg_conninfo, schema_setup_lock
         except ImportError as exc:  # pragma: no cover - depends on the installed extras
             raise ImportError(
                 "a Postgres checkpoint URL needs the postgres extra: pip install 'reactgraph[postgres]'"
@@ -1026,8 +1026,8 @@ async def open_persistence(
         conninfo = psycopg_conninfo(target)
         # One plain connection first: an unreachable database fails here at once with the
         # server's reason, instead of the pool retrying in the background until its timeout.
-        probe = await psycopg.AsyncConnection.connect(conninfo, connect_timeout=10)
-        await probe.close()
+        # It holds the schema lock while the tables are set up below (issue 37).
+        probe = await psycopg.AsyncConnection.connect(conninfo, connect_timeout=10, autocommit=True)
 
         async def configure(conn: Any) -> None:
             # The server acknowledges a commit before its WAL is flushed: a crash of this
@@ -1043,10 +1043,12 @@ async def open_persistence(
             kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
             configure=None if durable else configure,
         )
-        await pool.open(wait=True, timeout=15)
         try:
+            await pool.open(wait=True, timeout=15)
             saver = _postgres_saver_class()(pool)
-            await saver.setup()
+            async with schema_setup_lock(probe):  # processes starting at once set up one at a time
+                await saver.setup()
+            await probe.close()
             queue = PostgresInterruptQueue(pool, conninfo)
             try:
                 await queue.setup()
@@ -1055,6 +1057,7 @@ async def open_persistence(
             finally:
                 await queue.aclose()
         finally:
+            await probe.close()
             await pool.close()
         return
     Path(target).parent.mkdir(parents=True, exist_ok=True)
