@@ -28,6 +28,7 @@ from typing import Any, Literal
 from langchain_core.tools import BaseTool
 from langgraph.types import Command, Interrupt, StateSnapshot
 
+from reactgraph.bounds import check_nesting, finite_json
 from reactgraph.errors import DecisionError
 from reactgraph.jsonparse import safe_json
 
@@ -170,8 +171,13 @@ class Decision:
     def __post_init__(self) -> None:
         if self.type not in DECISIONS:
             raise ValueError(f"a decision is one of {', '.join(DECISIONS)}, got {self.type!r}")
-        if self.type == "edit" and not isinstance(self.args, dict):
-            raise ValueError("an edit decision needs args: the call's new arguments as a JSON object")
+        if self.type == "edit":
+            if not isinstance(self.args, dict):
+                raise ValueError("an edit decision needs args: the call's new arguments as a JSON object")
+            check_nesting(self.args, "an edit's args")  # before it is stored (issue 37)
+            if not finite_json(self.args):
+                raise ValueError("an edit's args hold NaN or an infinite number (1e999 included); "
+                                 "JSON has no such value")
 
     @classmethod
     def approve(cls) -> Decision:
@@ -301,7 +307,8 @@ def resume_command(pending: list[PendingCall], decisions: Mapping[str, Any]) -> 
         ``Command(resume={interrupt_id: value})``.
 
     Raises:
-        DecisionError: No decision given, a key that names no pending call, or an
+        DecisionError: No decision given, a key that names no pending call, two keys
+            that name the same call (its tool call id and its interrupt id), or an
             approval answer that is no decision.
     """
     if not decisions:
@@ -314,6 +321,8 @@ def resume_command(pending: list[PendingCall], decisions: Mapping[str, Any]) -> 
         if call is None:
             waiting = ", ".join(c.tool_call_id or c.interrupt_id for c in pending) or "nothing"
             raise DecisionError(f"no pending call {key!r}; the run waits on: {waiting}")
+        if call.interrupt_id in resume:  # named once by its tool call id and once by its interrupt id
+            raise DecisionError(f"two decisions for call {call.tool_call_id or call.interrupt_id!r}")
         if call.kind == "approval":
             try:
                 value = Decision.parse(value).to_dict()

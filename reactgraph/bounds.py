@@ -22,6 +22,7 @@ Two rules, each with one home here, applied before anything is stored:
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -31,6 +32,9 @@ far more than any tool schema or config needs, far below what a serializer or Py
 recursion limit allows (a scalar is depth 0, ``{"a": 1}`` depth 1)."""
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+_JSON_TOKENS = re.compile(rb'"(?:[^"\\]+|\\.)*"?|[\[\]{}]', re.DOTALL)
+"""A double-quoted string (skipped whole) or a bracket."""
 
 SURROGATE_STORED = "?"
 """What a lone surrogate becomes in a store (as LangGraph's msgpack serializer writes it)."""
@@ -89,35 +93,41 @@ def check_nesting(value: Any, what: str, limit: int = MAX_NESTING_DEPTH) -> Any:
     return value
 
 
-def json_text_depth(text: str | bytes, limit: int = MAX_NESTING_DEPTH) -> int:
-    """How deep the JSON (or YAML flow) text ``text`` nests its ``[`` and ``{``, read
-    without parsing it (brackets inside double-quoted strings do not count), up to one
-    past ``limit``: a body or a config can be refused before a parser recurses into it.
+def finite_json(value: Any) -> bool:
+    """Whether every number in ``value`` (nested in dicts, lists and tuples, at most
+    :data:`MAX_NESTING_DEPTH` deep: check that first) is one JSON can hold: no NaN and no
+    infinity (what a parser makes of ``NaN``, ``Infinity`` or ``1e999``)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return False
+        if depth <= MAX_NESTING_DEPTH:
+            if isinstance(item, dict):
+                stack.extend((child, depth + 1) for child in item.values())
+            elif isinstance(item, (list, tuple)):
+                stack.extend((child, depth + 1) for child in item)
+    return True
 
-    Returns:
-        The deepest level of open brackets, at most ``limit + 1``.
-    """
+
+def json_text_too_deep(text: str | bytes, limit: int = MAX_NESTING_DEPTH) -> bool:
+    """Whether the JSON (or YAML flow) text ``text`` opens more than ``limit`` levels of
+    ``[`` and ``{``, read without parsing it (brackets inside double-quoted strings do not
+    count; the scan is a regular expression, in C, and is skipped when the text holds
+    ``limit`` brackets or fewer): a body or a config is refused before a parser recurses
+    into it."""
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    depth = deepest = 0
-    in_string = escaped = False
-    for byte in data:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif byte == 0x5C:  # backslash
-                escaped = True
-            elif byte == 0x22:
-                in_string = False
-        elif byte == 0x22:
-            in_string = True
-        elif byte in (0x5B, 0x7B):  # [ {
+    if data.count(b"[") + data.count(b"{") <= limit:
+        return False
+    depth = 0
+    for token in _JSON_TOKENS.findall(data):
+        if token in (b"[", b"{"):
             depth += 1
             if depth > limit:
-                return limit + 1
-            deepest = max(deepest, depth)
-        elif byte in (0x5D, 0x7D):
+                return True
+        elif token in (b"]", b"}"):
             depth = max(depth - 1, 0)
-    return deepest
+    return False
 
 
 def has_lone_surrogate(text: str) -> bool:

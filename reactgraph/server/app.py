@@ -71,7 +71,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langgraph.types import StateSnapshot
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from sse_starlette import EventSourceResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
@@ -80,6 +80,7 @@ from reactgraph._pinning import is_pinned, pinned_ids
 from reactgraph.actions import message_text
 from reactgraph.agent import ReActAgent, ThreadStatus
 from reactgraph.approval import DecisionError, pending_calls, resume_command
+from reactgraph.bounds import has_lone_surrogate
 from reactgraph.errors import FollowUpLimitError, NoActiveRunError, NothingToResumeError, ThreadBusyError
 from reactgraph.events import AgentEvent, RunError
 from reactgraph.server.gate import LOOPBACK_HOSTS, RequestGate, error_response
@@ -100,7 +101,10 @@ CANCEL_WAIT_SECONDS = 5.0
 """Most seconds a stream whose client went away waits for its cancelled run to end."""
 
 THREAD_ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
-"""Accepted thread ids: 1–128 letters, digits, ``.``, ``_``, ``:`` or ``-``."""
+"""Accepted ids (threads, AG-UI runs): 1–128 letters, digits, ``.``, ``_``, ``:`` or ``-``.
+Checked by pydantic (Rust regex: ``$`` is the end of the text, so ``"abc\\n"`` is refused;
+Python's ``re.match`` would take it) wherever an id enters: :data:`ThreadId` in a path,
+:data:`IdText` in a body (issue 37)."""
 
 STATIC_DIR = files("reactgraph.server") / "static"
 
@@ -111,6 +115,9 @@ Credentials = Annotated[
 """Declares the bearer scheme in the OpenAPI schema; the key is enforced by the gate."""
 
 ThreadId = Annotated[str, FastAPIPath(pattern=THREAD_ID_PATTERN, description="The conversation's id.")]
+
+IdText = Annotated[str, StringConstraints(pattern=THREAD_ID_PATTERN)]
+"""An id in a request body, checked as :data:`ThreadId` is in a path."""
 
 
 @dataclass(frozen=True)
@@ -165,15 +172,6 @@ class MessageRequest(BaseModel):
 
     message: str = Field(min_length=1, description="The user's question (runs) or follow-up (inject).",
                          examples=["CNC-003 상태 확인해줘"])
-
-    @field_validator("message")
-    @classmethod
-    def _unicode_text(cls, message: str) -> str:
-        try:
-            message.encode("utf-8")
-        except UnicodeEncodeError as exc:  # a lone surrogate from a \udXXX escape
-            raise ValueError("the message is not valid Unicode text (it holds a lone surrogate)") from exc
-        return message
 
 
 class DecisionBody(BaseModel):
@@ -341,12 +339,18 @@ def _result_view(values: dict[str, Any]) -> ThreadResult | None:
 def checked_text(text: str, settings: ServerSettings) -> str:
     """A user's message as the run endpoints accept it.
 
+    The one check of a user's text on every endpoint that takes one (``/runs``,
+    ``/inject``, ``/agui``).
+
     Raises:
-        HTTPException: 422 for a blank message, 413 for one longer than
+        HTTPException: 422 for a blank message or one holding a lone surrogate (a
+            ``\\udXXX`` escape: no store can keep it, issue 37), 413 for one longer than
             ``settings.max_message_chars``.
     """
     if not text.strip():
         raise HTTPException(422, "the message is blank")
+    if has_lone_surrogate(text):
+        raise HTTPException(422, "the message is not valid Unicode text (it holds a lone surrogate)")
     if len(text) > settings.max_message_chars:
         raise HTTPException(413, f"the message has {len(text)} "
                             f"characters; this server accepts at most {settings.max_message_chars}")

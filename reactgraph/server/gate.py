@@ -12,6 +12,9 @@ request, in this order and before any byte of the body is read:
 3. **Size**: a body is read only up to the limit: a ``Content-Length`` over it gets 413 at
    once, a streamed body gets 413 as soon as it passes the limit; the app then receives
    the body already read, so no endpoint can read more.
+4. **Depth**: a body that nests more than :data:`~reactgraph.bounds.MAX_NESTING_DEPTH`
+   levels of JSON arrays and objects gets 422 before it is parsed (issue 37: the bound on
+   everything that enters from a client; a parser would recurse into it).
 
 Every refusal, here and in the app, is one JSON body ``{"detail": ...}`` made by
 :func:`error_response`, which never fails whatever the request held.
@@ -25,6 +28,7 @@ from typing import Any
 
 from starlette.responses import Response
 
+from reactgraph.bounds import MAX_NESTING_DEPTH, json_text_too_deep
 from reactgraph.events import wire_json
 
 Scope = MutableMapping[str, Any]
@@ -121,7 +125,8 @@ class RequestGate:
         return None
 
     async def _read_body(self, scope: Scope, receive: Receive) -> tuple[bytes, Response | None]:
-        """The whole body, or the 413 answer once it passes :attr:`max_body_bytes`."""
+        """The whole body, or the 413 answer once it passes :attr:`max_body_bytes`, or the
+        422 answer when it nests too deep."""
         too_large = error_response(413, f"the request body is larger than this server's limit of "
                                    f"{self.max_body_bytes} bytes")
         declared = self._header(scope, b"content-length")
@@ -142,7 +147,11 @@ class RequestGate:
                 return b"", too_large
             chunks.append(chunk)
             if not message.get("more_body", False):
-                return b"".join(chunks), None
+                body = b"".join(chunks)
+                if json_text_too_deep(body):
+                    return b"", error_response(422, f"the request body nests more than {MAX_NESTING_DEPTH} levels "
+                                                    "of arrays and objects deep")
+                return body, None
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

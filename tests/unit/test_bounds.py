@@ -10,7 +10,7 @@ from reactgraph.bounds import (
     MAX_NESTING_DEPTH,
     NestingError,
     check_nesting,
-    json_text_depth,
+    json_text_too_deep,
     nesting_depth,
     store_safe,
 )
@@ -33,9 +33,12 @@ def test_depth_counts_lists_and_objects_and_stops_past_the_limit():
 
 
 def test_text_depth_reads_brackets_outside_strings_without_parsing():
-    assert json_text_depth('{"a": "[[[{{{", "b": [1, {"c": "\\"]"}]}') == 3
-    assert json_text_depth("[" * 100_000) == MAX_NESTING_DEPTH + 1
-    assert json_text_depth(json.dumps(nested(10))) == 10
+    quoted = '[[[{{{\\"' * 30  # brackets and escaped quotes inside one string
+    assert not json_text_too_deep(f'{{"a": "{quoted}", "b": [1, {{"c": "\\"]"}}]}}', limit=3)
+    assert json_text_too_deep('{"a": [1, {"c": [[]]}]}', limit=3)
+    assert json_text_too_deep("[" * 100_000) and not json_text_too_deep("[" * MAX_NESTING_DEPTH)
+    assert not json_text_too_deep(json.dumps(nested(MAX_NESTING_DEPTH)))
+    assert json_text_too_deep(json.dumps(nested(MAX_NESTING_DEPTH + 1)))
 
 
 def test_lone_surrogates_become_what_the_serializer_stores_and_jsonb_accepts():
