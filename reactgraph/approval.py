@@ -48,6 +48,15 @@ DECISIONS = ("approve", "edit", "reject")
 DEFAULT_REJECTION = "The user rejected this tool call; it did not run."
 """The observation of a rejected call when the person gave no message."""
 
+STARTED_KEY = "started"
+"""Marks the stored answer of an approved call that has started (:func:`started_answer`)."""
+
+STARTED_BEFORE = ("Error: this call was approved and started, but the run stopped (its process ended) before its "
+                  "result was stored. It was not run again, so whether it took effect is unknown: check before "
+                  "calling it again.")
+"""The observation of an approved call whose run stopped while it ran (issue 37): never
+run twice, never asked again."""
+
 NO_CHECKPOINTER = ("Error: this call needs a person's approval, and the run cannot pause for it (the agent has no "
                    "checkpointer); it did not run.")
 """The observation of a call that needs approval in a run without a checkpointer."""
@@ -245,6 +254,22 @@ def read_decision(value: Any) -> Decision:
         return Decision.parse(value)
     except ValueError as exc:
         return Decision.reject(f"The call was not run: the approval answer could not be read ({exc}).")
+
+
+def started_answer(decision: Decision) -> dict[str, Any]:
+    """The answer stored for an approved (or edited) call just before it runs
+    (:func:`reactgraph.checkpointing.record_answered_interrupt`): the decision's wire form
+    marked :data:`STARTED_KEY`. Its task, run again after its process died, reads it back
+    and answers :data:`STARTED_BEFORE` instead of asking or running again."""
+    return {**decision.to_dict(), STARTED_KEY: True}
+
+
+def started_decision(answer: Any) -> Decision | None:
+    """The decision of an answer :func:`started_answer` made, or ``None`` for any other
+    answer (a person's decision, to be read with :func:`read_decision`)."""
+    if isinstance(answer, dict) and answer.get(STARTED_KEY) is True:
+        return read_decision({key: value for key, value in answer.items() if key != STARTED_KEY})
+    return None
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,10 @@ from langgraph._internal._constants import (  # how a task sees its checkpointer
     CONFIG_KEY_CHECKPOINT_MAP,
     CONFIG_KEY_CHECKPOINT_NS,
     CONFIG_KEY_CHECKPOINTER,
+    CONFIG_KEY_TASK_ID,
+    INTERRUPT,
     NS_SEP,
+    RESUME,
 )
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import StateSnapshot
@@ -578,13 +581,52 @@ async def wait_for_task_checkpoint(config: Any) -> None:
     configurable = config.get("configurable") or {}
     if not configurable.get(TASKS_WAIT_FOR_CHECKPOINT):  # set only for a saver with checkpoint_stored
         return
-    saver = configurable[CONFIG_KEY_CHECKPOINTER]
+    thread, checkpoint_id = _task_checkpoint(configurable)
+    if checkpoint_id:
+        await configurable[CONFIG_KEY_CHECKPOINTER].checkpoint_stored(thread, checkpoint_id)
+
+
+def _task_checkpoint(configurable: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """``({"configurable": {thread_id, checkpoint_ns}}, checkpoint id)`` of the checkpoint a
+    task runs from, read from the task's ``configurable`` (LangGraph's: its namespace and
+    the checkpoint each enclosing graph's tasks run from)."""
     task_ns = str(configurable.get(CONFIG_KEY_CHECKPOINT_NS) or "")
     graph_ns = task_ns.rpartition(NS_SEP)[0]  # the task's own part ("node:task_id") dropped
     checkpoint_id = (configurable.get(CONFIG_KEY_CHECKPOINT_MAP) or {}).get(graph_ns)
-    if checkpoint_id:
-        thread = {"configurable": {"thread_id": configurable.get("thread_id"), "checkpoint_ns": graph_ns}}
-        await saver.checkpoint_stored(thread, checkpoint_id)
+    return {"configurable": {"thread_id": configurable.get("thread_id"), "checkpoint_ns": graph_ns}}, checkpoint_id
+
+
+async def record_answered_interrupt(config: Any, answer: Any) -> bool:
+    """In a task that paused on ``interrupt()`` and was given ``answer``: store, before the
+    task does anything with it, that its interrupt is answered with ``answer`` (issue 37,
+    SPEC R13.3). The task's writes are otherwise stored only when it ends; a process
+    killed meanwhile left the interrupt waiting, and the person was asked again for a call
+    that had started.
+
+    Written as LangGraph's own task writes, committed now: ``RESUME`` holding ``[answer]``
+    (the task run again reads it from its ``interrupt()``) and an empty ``INTERRUPT`` (the
+    checkpoint's task no longer waits on a question, so the thread reads as interrupted,
+    not waiting). The task's writes at its end replace both.
+
+    Args:
+        config: The task's ``RunnableConfig``.
+        answer: What the task's (first) ``interrupt()`` is to return when it runs again.
+
+    Returns:
+        True when it was stored; False for a run without a checkpointer.
+
+    Raises:
+        Exception: What storing it raised.
+    """
+    configurable = config.get("configurable") or {}
+    saver = configurable.get(CONFIG_KEY_CHECKPOINTER)
+    thread, checkpoint_id = _task_checkpoint(configurable)
+    if saver is None or not checkpoint_id:
+        return False
+    target = {"configurable": {**thread["configurable"], "checkpoint_id": checkpoint_id}}
+    await saver.aput_writes(target, [(INTERRUPT, []), (RESUME, [answer])], str(configurable[CONFIG_KEY_TASK_ID]))
+    await commit_held(saver, target)
+    return True
 
 
 async def commit_held(checkpointer: Any, config: Any) -> None:
