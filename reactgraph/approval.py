@@ -28,7 +28,7 @@ from typing import Any, Literal
 from langchain_core.tools import BaseTool
 from langgraph.types import Command, Interrupt, StateSnapshot
 
-from reactgraph.bounds import check_nesting, finite_json
+from reactgraph.bounds import finite_json, storable_problem
 from reactgraph.errors import DecisionError
 from reactgraph.jsonparse import safe_json
 
@@ -183,7 +183,9 @@ class Decision:
         if self.type == "edit":
             if not isinstance(self.args, dict):
                 raise ValueError("an edit decision needs args: the call's new arguments as a JSON object")
-            check_nesting(self.args, "an edit's args")  # before it is stored (issue 37)
+            problem = storable_problem(self.args, "an edit's args")  # before it is stored (issue 37)
+            if problem is not None:
+                raise ValueError(problem)
             if not finite_json(self.args):
                 raise ValueError("an edit's args hold NaN or an infinite number (1e999 included); "
                                  "JSON has no such value")

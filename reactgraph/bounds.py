@@ -4,9 +4,10 @@ Two rules, each with one home here, applied before anything is stored:
 
 - **Nesting depth**: a JSON-like value (tool arguments a model chose, edited arguments of
   an approval, a request body, an MCP config) may nest at most :data:`MAX_NESTING_DEPTH`
-  lists and objects deep. Deeper values are refused with a clear reason
-  (:class:`NestingError`; an error observation for a model's tool call, 422 for a request,
-  ``MCPConfigError`` for a config). Without the bound, a value a few hundred levels deep
+  lists and objects deep. Deeper values are refused with a clear reason (an error
+  observation for a model's tool call, 422 for a request, ``MCPConfigError`` for a
+  config; :func:`storable_problem` also names an integer past 64 bits, which the
+  serializer refuses too). Without the bound, a value a few hundred levels deep
   passed the engine but not the checkpointer's serializer (msgpack stops at about 250),
   and a run stalled or failed as a "model error"; thousands of levels reached Python's
   recursion limit.
@@ -40,10 +41,6 @@ SURROGATE_STORED = "?"
 """What a lone surrogate becomes in a store (as LangGraph's msgpack serializer writes it)."""
 
 
-class NestingError(ValueError):
-    """A value nests deeper than :data:`MAX_NESTING_DEPTH`; the message says what and how deep."""
-
-
 def nesting_depth(value: Any, limit: int = MAX_NESTING_DEPTH) -> int:
     """How many levels of lists, tuples and dicts ``value`` nests, counted without
     recursion, and only up to one past ``limit`` (a deeper value answers ``limit + 1``
@@ -74,23 +71,30 @@ def nesting_depth(value: Any, limit: int = MAX_NESTING_DEPTH) -> int:
     return deepest
 
 
-def check_nesting(value: Any, what: str, limit: int = MAX_NESTING_DEPTH) -> Any:
-    """``value`` when it nests at most ``limit`` deep.
+def storable_problem(value: Any, what: str) -> str | None:
+    """Why the checkpointer could not store ``value`` (a JSON-like value from a model or a
+    client), or ``None``: it nests past :data:`MAX_NESTING_DEPTH`, holds an integer
+    outside the 64 bits a store's serializer (msgpack) writes, or a key holding a lone
+    surrogate (the serializer replaces one in a string, not in a key).
 
     Args:
-        value: A JSON-like value.
-        what: What it is, for the message (``"the tool call's arguments"``).
-        limit: The most levels accepted.
-
-    Returns:
-        ``value``, unchanged.
-
-    Raises:
-        NestingError: It nests deeper.
+        value: The value.
+        what: What it is, for the reason (``"the arguments"``).
     """
-    if nesting_depth(value, limit) > limit:
-        raise NestingError(f"{what} nest more than {limit} levels of lists and objects deep")
-    return value
+    if nesting_depth(value) > MAX_NESTING_DEPTH:
+        return f"{what} nest more than {MAX_NESTING_DEPTH} levels of lists and objects deep"
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, int) and not isinstance(item, bool) and not -(2**63) <= item < 2**64:
+            return f"{what} hold an integer past 64 bits ({len(str(abs(item)))} digits)"
+        if isinstance(item, dict):
+            if any(isinstance(key, str) and has_lone_surrogate(key) for key in item):
+                return f"{what} hold a key that is not valid Unicode text (a lone surrogate)"
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return None
 
 
 def finite_json(value: Any) -> bool:

@@ -14,8 +14,7 @@ task per call). What used to take pass-through nodes of its own is done here, in
 3. **the window check** (R6.1): unless :meth:`~reactgraph.nodes.guard_context.GuardContext.fits`,
    the run goes to ``guard_context`` first, which comes back here;
 4. **the model call**, whose tool calls are bounded before anything of them is stored
-   (:func:`bound_tool_calls`: arguments nested past
-   :data:`~reactgraph.bounds.MAX_NESTING_DEPTH` become an error observation);
+   (:func:`bound_tool_calls`: arguments no store can keep become an error observation);
 5. **drain after the call** (R7.2): JSON mode after every assistant message, native mode
    after a final answer only (never between a tool-call message and its results); a
    follow-up suppresses a pending final answer (R7.4).
@@ -46,7 +45,7 @@ from langgraph.types import Command, Send
 
 from reactgraph._engine import Engine
 from reactgraph._pinning import merge_pinned
-from reactgraph.bounds import MAX_NESTING_DEPTH, nesting_depth
+from reactgraph.bounds import storable_problem
 from reactgraph.fallbacks import RETRY_MARK, node_attempt, switch
 from reactgraph.nodes.drain_interrupts import DrainInterrupts
 from reactgraph.nodes.fallback import iteration_cap_reached
@@ -88,29 +87,26 @@ def apply_update(state: dict[str, Any], update: dict[str, Any]) -> dict[str, Any
     return view
 
 
-TOO_DEEP_ARGUMENTS = (f"the arguments nest more than {MAX_NESTING_DEPTH} levels of lists and objects deep; "
-                      "call the tool again with flatter arguments")
-"""The error observation of a tool call whose arguments nest too deep (issue 37)."""
-
-
 def bound_tool_calls(update: dict[str, Any]) -> dict[str, Any]:
-    """A model call's ``update`` with every tool call whose arguments nest deeper than
-    :data:`~reactgraph.bounds.MAX_NESTING_DEPTH` made harmless before it is stored or
-    sent (issue 37, SPEC R13.5): its request gets empty arguments and
-    :data:`TOO_DEEP_ARGUMENTS` as its ``error`` (the model sees it as the call's
-    observation), and the assistant message keeps the call with empty arguments. The
-    model chooses the arguments, so a prompt injection can choose them too deep for the
-    checkpointer's serializer; the run goes on instead.
+    """A model call's ``update`` with every tool call whose arguments no store can keep
+    (:func:`~reactgraph.bounds.storable_problem`: nested past
+    :data:`~reactgraph.bounds.MAX_NESTING_DEPTH`, an integer past 64 bits) made harmless
+    before it is stored or sent (issue 37, SPEC R13.5): its request gets empty arguments
+    and the reason as its ``error`` (the model sees it as the call's observation), and
+    the assistant message keeps the call with empty arguments. The model chooses the
+    arguments, so a prompt injection can choose them; the run goes on instead.
 
     Returns:
-        ``update`` itself when no call is too deep, else a new dict.
+        ``update`` itself when every call can be stored, else a new dict.
     """
     requests = update.get("pending_tool_calls") or []
-    deep = {request["id"] for request in requests if nesting_depth(request.get("args")) > MAX_NESTING_DEPTH}
-    if not deep:
+    problems = {request["id"]: problem for request in requests
+                if (problem := storable_problem(request.get("args"), "the arguments")) is not None}
+    if not problems:
         return update
-    bounded = [{**request, "args": {}, "error": TOO_DEEP_ARGUMENTS} if request["id"] in deep else request
-               for request in requests]
+    deep = set(problems)
+    bounded = [{**request, "args": {}, "error": f"{problems[request['id']]}; call the tool again with other arguments"}
+               if request["id"] in deep else request for request in requests]
     messages = [
         message.model_copy(update={"tool_calls": [{**call, "args": {}} if call.get("id") in deep else call
                                                   for call in message.tool_calls]})

@@ -8,10 +8,9 @@ import pytest
 
 from reactgraph.bounds import (
     MAX_NESTING_DEPTH,
-    NestingError,
-    check_nesting,
     json_text_too_deep,
     nesting_depth,
+    storable_problem,
     store_safe,
 )
 from reactgraph.checkpointing import json_bytes
@@ -27,9 +26,12 @@ def nested(depth: int) -> object:
 def test_depth_counts_lists_and_objects_and_stops_past_the_limit():
     assert nesting_depth("x") == 0 and nesting_depth({}) == 1 and nesting_depth({"a": [1, {"b": 2}]}) == 3
     assert nesting_depth(nested(50_000)) == MAX_NESTING_DEPTH + 1  # no recursion, no full walk
-    assert check_nesting(nested(MAX_NESTING_DEPTH), "the args") is not None
-    with pytest.raises(NestingError, match="the args nest more than 64 levels"):
-        check_nesting(nested(MAX_NESTING_DEPTH + 1), "the args")
+    assert storable_problem({"a": nested(MAX_NESTING_DEPTH - 1), "n": 2**64 - 1}, "the args") is None
+    assert storable_problem(nested(MAX_NESTING_DEPTH + 1), "the args") == \
+        "the args nest more than 64 levels of lists and objects deep"
+    assert storable_problem({"a": [-(2**63) - 1]}, "the args") == "the args hold an integer past 64 bits (19 digits)"
+    assert "a lone surrogate" in storable_problem([{"k\udcff": 1}], "the args")
+    assert storable_problem({"k": "v\udcff"}, "the args") is None  # in a string the serializer writes "?"
 
 
 def test_text_depth_reads_brackets_outside_strings_without_parsing():
