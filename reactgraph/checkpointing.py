@@ -32,6 +32,7 @@ from langgraph._internal._constants import (  # how a task sees its checkpointer
     CONFIG_KEY_TASK_ID,
     INTERRUPT,
     NS_SEP,
+    NULL_TASK_ID,
     RESUME,
 )
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -642,6 +643,35 @@ async def commit_held(checkpointer: Any, config: Any) -> None:
     commit = getattr(checkpointer, "commit_held", None)
     if commit is not None:
         await commit(config)
+
+
+async def record_cut_model_calls(checkpointer: Any, config: Any, calls: int) -> None:
+    """After a run on ``config``'s thread was cancelled (its client went away) while
+    ``calls`` model calls were in flight, once its saves are settled: add them to the
+    turn's ``usage`` (``model_calls``) in its last checkpoint, so the usage limits count
+    them when the run is resumed (issue 37: a disconnect/resume loop made 5 calls under
+    ``model_calls=3``; SPEC R13.3). The provider was asked, whatever became of the answer.
+
+    Written as an input write of the checkpoint (LangGraph's ``NULL_TASK_ID``, as a
+    ``Command(update=...)`` is): the resumed run, and every read of the thread, applies it
+    to the state. Input writes of a checkpoint are indexed from 0 in each batch and a
+    write at a taken index is left out, so the batch repeats the ones already there
+    (left out again) before the new one.
+
+    Args:
+        checkpointer: The run's checkpointer (nothing is done without one).
+        config: The run's config (its ``thread_id``).
+        calls: Model calls cut (nothing is done for 0).
+    """
+    if checkpointer is None or calls <= 0:
+        return
+    thread = {"configurable": {"thread_id": config["configurable"]["thread_id"], "checkpoint_ns": ""}}
+    saved = await checkpointer.aget_tuple(thread)
+    if saved is None:
+        return
+    taken = [(channel, value) for task_id, channel, value in saved.pending_writes or () if task_id == NULL_TASK_ID]
+    await checkpointer.aput_writes(saved.config, [*taken, ("usage", {"model_calls": calls})], NULL_TASK_ID)
+    await commit_held(checkpointer, saved.config)
 
 
 def _thread_key(config: Any) -> tuple[str, str]:

@@ -103,3 +103,48 @@ async def test_lone_surrogates_in_a_question_and_an_answer_leave_the_thread_usab
     assert body["result"]["query"] == "and now?"
     assert body["messages"][0]["content"] == "where is report-?.txt?"  # what every store keeps
     assert events[-1][0] == "done"
+
+
+class StuckModel(ScriptedChatModel):
+    """A scripted model whose first ``stuck`` loop calls never return (a client goes away
+    while each is in flight); later calls answer as scripted."""
+
+    stuck: int = 0
+
+    async def _agenerate(self, messages: list[Any], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> Any:
+        result = await super()._agenerate(messages, stop, run_manager, **kwargs)
+        if len(self.calls_except("synthesis")) <= self.stuck:
+            await asyncio.Event().wait()
+        return result
+
+
+async def test_model_calls_cut_by_a_disconnect_count_toward_the_turns_limit(checkpoint_url):
+    """Issue 37 point 9: ``model_calls=3``, and a disconnect/resume loop made 5 calls."""
+    from reactgraph import AgentSettings, UsageLimits
+    from reactgraph.events import ThinkingStarted
+
+    thread = f"cut-{uuid.uuid4().hex}"
+    model = StuckModel(responses=["All stored."], repeat_last=True, synthesis="All stored.", stuck=3)
+    async with open_persistence(checkpoint_url) as persistence:
+        agent = ReActAgent(model, [store], abilities=NATIVE, checkpointer=persistence.checkpointer,
+                           settings=AgentSettings(limits=UsageLimits(model_calls=3)))
+        for attempt in range(3):  # the client goes away while the model call is in flight, then resumes
+            events = agent.astream_events("store it", thread_id=thread) if attempt == 0 else agent.aresume_events(thread)
+            async for event in events:
+                if isinstance(event, ThinkingStarted):
+                    while len(model.calls_except("synthesis")) <= attempt:
+                        await asyncio.sleep(0.01)
+                    break  # closes the stream: the run is cancelled
+            await events.aclose()
+        assert len(model.calls_except("synthesis")) == 3
+        resumed = await events_of_resume(agent, thread)
+    done = resumed[-1]
+    assert isinstance(done, Done) and done.finish_reason == "model_call_limit", done
+    assert done.limit["used"] == 3 and len(model.calls_except("synthesis")) == 3  # no fourth loop call
+
+
+async def events_of_resume(agent: ReActAgent, thread: str) -> list[Any]:
+    async def collect() -> list[Any]:
+        return [event async for event in agent.aresume_events(thread)]
+
+    return await asyncio.wait_for(collect(), RUN_BOUND_SECONDS)
