@@ -139,6 +139,8 @@ class ServerSettings:
         metrics: Serve ``GET /metrics`` and record the run and HTTP metrics
             (docs/observability.md).
         public_metrics: ``/metrics`` needs no API key (for a scraper inside a trusted network).
+        body_timeout: Most seconds the server waits for the next part of a request body
+            before it answers 408 and closes the connection (default 30).
     """
 
     api_key: str | None = None
@@ -148,6 +150,7 @@ class ServerSettings:
     ping_seconds: float = 15.0
     metrics: bool = True
     public_metrics: bool = False
+    body_timeout: float = 30.0
 
     def __post_init__(self) -> None:
         if self.max_message_chars < 1:
@@ -158,6 +161,8 @@ class ServerSettings:
             raise ValueError(f"allowed_hosts must be a tuple of host names, got {self.allowed_hosts!r}")
         if self.ping_seconds <= 0:
             raise ValueError(f"ping_seconds must be positive, got {self.ping_seconds}")
+        if self.body_timeout <= 0:
+            raise ValueError(f"body_timeout must be positive, got {self.body_timeout}")
 
     def resolved_api_key(self) -> str:
         """The key in force: :attr:`api_key`, else ``$REACTGRAPH_API_KEY``, else ``""`` (open)."""
@@ -587,7 +592,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
     app.state.runs = {}
     app.state.stops = weakref.WeakSet()
     app.add_middleware(RequestGate, api_key=api_key, allowed_hosts=settings.allowed_hosts,
-                       max_body_bytes=settings.max_body_bytes)
+                       max_body_bytes=settings.max_body_bytes, body_timeout=settings.body_timeout)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_request: Request, exc: StarletteHTTPException) -> Response:
