@@ -20,10 +20,10 @@ from langgraph.types import StateSnapshot
 from reactgraph._engine import Engine, split_prompt
 from reactgraph.abilities import ModelAbilities, resolve_abilities
 from reactgraph.approval import PendingCall, pending_calls, resume_command
-from reactgraph.checkpointing import commit_held, has_pending_work, run_durability, settle_saves
+from reactgraph.checkpointing import commit_held, has_pending_work, record_cut_model_calls, run_durability, settle_saves
 from reactgraph.config import AgentSettings
 from reactgraph.errors import NothingToResumeError
-from reactgraph.events import INTERRUPT_KEY, AgentEvent, ApprovalWaiting, graph_events
+from reactgraph.events import INTERRUPT_KEY, AgentEvent, ApprovalWaiting, ThinkingDone, ThinkingStarted, graph_events
 from reactgraph.facade import AgentFacade
 from reactgraph.fallbacks import unpack_fallbacks
 from reactgraph.graph.react import compile_react_graph
@@ -37,6 +37,16 @@ logger = logging.getLogger(__name__)
 
 ThreadStatus = Literal["running", "waiting", "interrupted", "idle", "new"]
 """Where a conversation stands (:meth:`ReActAgent.thread_status`)."""
+
+
+
+async def _record_cut_call(checkpointer: Any, config: dict[str, Any]) -> None:
+    """:func:`~reactgraph.checkpointing.record_cut_model_calls` of one call; a failure is
+    logged (it does not replace the cancellation)."""
+    try:
+        await record_cut_model_calls(checkpointer, config, 1)
+    except Exception:
+        logger.exception("a cancelled run's model call could not be counted")
 
 
 class ReActAgent(AgentFacade):
@@ -234,12 +244,17 @@ class ReActAgent(AgentFacade):
                     if not waiting:
                         raise NothingToResumeError(f"the run on thread {thread_id!r} waits on no decision")
                     run_input = resume_command(waiting, decisions)
+            thinking = False  # a loop model call is in flight (its start seen, not its end)
             try:
                 async with aclosing(graph_events(self.graph, run_input, config, state, **options)) as stream:
                     async for event in stream:
+                        if isinstance(event, (ThinkingStarted, ThinkingDone)):
+                            thinking = isinstance(event, ThinkingStarted)
                         yield event
             except (asyncio.CancelledError, GeneratorExit):  # the caller went away: the thread is freed once its saves are in
                 await settle_saves(self.checkpointer, config)
+                if thinking:  # the limits count it when the run is resumed (issue 37)
+                    await asyncio.shield(_record_cut_call(self.checkpointer, config))
                 raise
             except Exception as exc:  # R2.7: the run ends with a fallback answer, not a crash
                 logger.warning("run failed: %s", exc)

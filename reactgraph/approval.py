@@ -28,6 +28,7 @@ from typing import Any, Literal
 from langchain_core.tools import BaseTool
 from langgraph.types import Command, Interrupt, StateSnapshot
 
+from reactgraph.bounds import finite_json, storable_problem
 from reactgraph.errors import DecisionError
 from reactgraph.jsonparse import safe_json
 
@@ -46,6 +47,15 @@ DECISIONS = ("approve", "edit", "reject")
 
 DEFAULT_REJECTION = "The user rejected this tool call; it did not run."
 """The observation of a rejected call when the person gave no message."""
+
+STARTED_KEY = "started"
+"""Marks the stored answer of an approved call that has started (:func:`started_answer`)."""
+
+STARTED_BEFORE = ("Error: this call was approved and started, but the run stopped (its process ended) before its "
+                  "result was stored. It was not run again, so whether it took effect is unknown: check before "
+                  "calling it again.")
+"""The observation of an approved call whose run stopped while it ran (issue 37): never
+run twice, never asked again."""
 
 NO_CHECKPOINTER = ("Error: this call needs a person's approval, and the run cannot pause for it (the agent has no "
                    "checkpointer); it did not run.")
@@ -170,8 +180,15 @@ class Decision:
     def __post_init__(self) -> None:
         if self.type not in DECISIONS:
             raise ValueError(f"a decision is one of {', '.join(DECISIONS)}, got {self.type!r}")
-        if self.type == "edit" and not isinstance(self.args, dict):
-            raise ValueError("an edit decision needs args: the call's new arguments as a JSON object")
+        if self.type == "edit":
+            if not isinstance(self.args, dict):
+                raise ValueError("an edit decision needs args: the call's new arguments as a JSON object")
+            problem = storable_problem(self.args, "an edit's args")  # before it is stored (issue 37)
+            if problem is not None:
+                raise ValueError(problem)
+            if not finite_json(self.args):
+                raise ValueError("an edit's args hold NaN or an infinite number (1e999 included); "
+                                 "JSON has no such value")
 
     @classmethod
     def approve(cls) -> Decision:
@@ -241,6 +258,22 @@ def read_decision(value: Any) -> Decision:
         return Decision.reject(f"The call was not run: the approval answer could not be read ({exc}).")
 
 
+def started_answer(decision: Decision) -> dict[str, Any]:
+    """The answer stored for an approved (or edited) call just before it runs
+    (:func:`reactgraph.checkpointing.record_answered_interrupt`): the decision's wire form
+    marked :data:`STARTED_KEY`. Its task, run again after its process died, reads it back
+    and answers :data:`STARTED_BEFORE` instead of asking or running again."""
+    return {**decision.to_dict(), STARTED_KEY: True}
+
+
+def started_decision(answer: Any) -> Decision | None:
+    """The decision of an answer :func:`started_answer` made, or ``None`` for any other
+    answer (a person's decision, to be read with :func:`read_decision`)."""
+    if isinstance(answer, dict) and answer.get(STARTED_KEY) is True:
+        return read_decision({key: value for key, value in answer.items() if key != STARTED_KEY})
+    return None
+
+
 @dataclass(frozen=True)
 class PendingCall:
     """A call a paused run waits on.
@@ -301,7 +334,8 @@ def resume_command(pending: list[PendingCall], decisions: Mapping[str, Any]) -> 
         ``Command(resume={interrupt_id: value})``.
 
     Raises:
-        DecisionError: No decision given, a key that names no pending call, or an
+        DecisionError: No decision given, a key that names no pending call, two keys
+            that name the same call (its tool call id and its interrupt id), or an
             approval answer that is no decision.
     """
     if not decisions:
@@ -314,6 +348,8 @@ def resume_command(pending: list[PendingCall], decisions: Mapping[str, Any]) -> 
         if call is None:
             waiting = ", ".join(c.tool_call_id or c.interrupt_id for c in pending) or "nothing"
             raise DecisionError(f"no pending call {key!r}; the run waits on: {waiting}")
+        if call.interrupt_id in resume:  # named once by its tool call id and once by its interrupt id
+            raise DecisionError(f"two decisions for call {call.tool_call_id or call.interrupt_id!r}")
         if call.kind == "approval":
             try:
                 value = Decision.parse(value).to_dict()

@@ -29,12 +29,17 @@ from langgraph._internal._constants import (  # how a task sees its checkpointer
     CONFIG_KEY_CHECKPOINT_MAP,
     CONFIG_KEY_CHECKPOINT_NS,
     CONFIG_KEY_CHECKPOINTER,
+    CONFIG_KEY_TASK_ID,
+    INTERRUPT,
     NS_SEP,
+    NULL_TASK_ID,
+    RESUME,
 )
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import StateSnapshot
 
 from reactgraph._paths import data_home
+from reactgraph.bounds import store_safe
 from reactgraph.interrupts import InMemoryInterruptQueue, InterruptQueue
 
 try:  # the [postgres] extra brings it (langgraph-checkpoint-postgres needs it too)
@@ -261,6 +266,7 @@ class _WriteFolding:
         self._recent: OrderedDict[tuple[str, str], deque[_HeldWrites]] = OrderedDict()
         self._stored: OrderedDict[tuple[str, str], str] = OrderedDict()  # key -> last committed checkpoint id
         self._waiters: dict[tuple[str, str], list[tuple[str, asyncio.Future[None]]]] = {}
+        self._refused: dict[tuple[str, str], tuple[str, BaseException]] = {}  # key -> (checkpoint id, why)
 
     _store: Callable[[tuple[str, str], list[_HeldWrites], list[Any]], Awaitable[None]]  # the backend's, see above
 
@@ -271,8 +277,12 @@ class _WriteFolding:
         if not writes:
             return
         configurable = config["configurable"]
-        rows = [(WRITES_IDX_MAP.get(channel, index), channel, *self.serde.dumps_typed(value))  # type: ignore[attr-defined]
-                for index, (channel, value) in enumerate(writes)]
+        try:
+            rows = [(WRITES_IDX_MAP.get(channel, index), channel, *self.serde.dumps_typed(value))  # type: ignore[attr-defined]
+                    for index, (channel, value) in enumerate(writes)]
+        except Exception as exc:
+            self._refuse(config, str(configurable["checkpoint_id"]), exc)
+            raise
         held = _HeldWrites(str(configurable["checkpoint_id"]), task_id, task_path,
                            all(channel in WRITES_IDX_MAP for channel, _ in writes), rows, list(writes))
         key = _thread_key(config)
@@ -284,12 +294,27 @@ class _WriteFolding:
         (a run started with :func:`run_durability`'s entries, no task waiting for it yet) or
         commit it with what the thread holds."""
         key = _thread_key(config)
+        self._refused.pop(key, None)  # the thread's saves go on
         if config["configurable"].get(TASKS_WAIT_FOR_CHECKPOINT) and not any(
                 wanted <= checkpoint_id for wanted, _ in self._waiters.get(key, ())):
             self._held_checkpoints.setdefault(key, []).append((checkpoint_id, checkpoint))
             self._flush_later(key)
             return
         await self._commit(key, (checkpoint_id, checkpoint))
+
+    def _refuse(self, config: Any, after: str, error: BaseException) -> None:
+        """A save of ``config``'s thread could not be serialized: the writes of checkpoint
+        ``after``, or the checkpoint that follows it (``aput`` / ``aput_writes`` raise
+        ``error`` to LangGraph, which saves in the background and makes no later
+        checkpoint of the run). Whoever waits in :meth:`checkpoint_stored` for a checkpoint
+        after ``after``, now or until the thread's next checkpoint is handed in, gets
+        ``error`` instead of waiting for a commit that never comes (issue 37: a tool task
+        waited forever and the run hung)."""
+        key = _thread_key(config)
+        self._refused[key] = (after, error)
+        for wanted, future in self._waiters.get(key, ()):
+            if wanted > after and not future.done():
+                future.set_exception(error)
 
     async def commit_held(self, config: Any = None) -> None:
         """Store what ``config``'s thread holds (every thread's when ``config`` names none),
@@ -343,11 +368,15 @@ class _WriteFolding:
         every :data:`STORED_POLL_SECONDS`.
 
         Raises:
-            Exception: What committing it raised (it stays held).
+            Exception: What committing it raised (it stays held), or why it could not be
+                serialized (:meth:`_refuse`).
         """
         key = _thread_key(config)
         loop = asyncio.get_running_loop()
         while self._stored.get(key, "") < checkpoint_id:
+            refused = self._refused.get(key)
+            if refused is not None and checkpoint_id > refused[0]:
+                raise refused[1]
             if any(held_id >= checkpoint_id for held_id, _ in self._held_checkpoints.get(key, ())):
                 await self._commit(key)
                 continue
@@ -553,13 +582,52 @@ async def wait_for_task_checkpoint(config: Any) -> None:
     configurable = config.get("configurable") or {}
     if not configurable.get(TASKS_WAIT_FOR_CHECKPOINT):  # set only for a saver with checkpoint_stored
         return
-    saver = configurable[CONFIG_KEY_CHECKPOINTER]
+    thread, checkpoint_id = _task_checkpoint(configurable)
+    if checkpoint_id:
+        await configurable[CONFIG_KEY_CHECKPOINTER].checkpoint_stored(thread, checkpoint_id)
+
+
+def _task_checkpoint(configurable: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """``({"configurable": {thread_id, checkpoint_ns}}, checkpoint id)`` of the checkpoint a
+    task runs from, read from the task's ``configurable`` (LangGraph's: its namespace and
+    the checkpoint each enclosing graph's tasks run from)."""
     task_ns = str(configurable.get(CONFIG_KEY_CHECKPOINT_NS) or "")
     graph_ns = task_ns.rpartition(NS_SEP)[0]  # the task's own part ("node:task_id") dropped
     checkpoint_id = (configurable.get(CONFIG_KEY_CHECKPOINT_MAP) or {}).get(graph_ns)
-    if checkpoint_id:
-        thread = {"configurable": {"thread_id": configurable.get("thread_id"), "checkpoint_ns": graph_ns}}
-        await saver.checkpoint_stored(thread, checkpoint_id)
+    return {"configurable": {"thread_id": configurable.get("thread_id"), "checkpoint_ns": graph_ns}}, checkpoint_id
+
+
+async def record_answered_interrupt(config: Any, answer: Any) -> bool:
+    """In a task that paused on ``interrupt()`` and was given ``answer``: store, before the
+    task does anything with it, that its interrupt is answered with ``answer`` (issue 37,
+    SPEC R13.3). The task's writes are otherwise stored only when it ends; a process
+    killed meanwhile left the interrupt waiting, and the person was asked again for a call
+    that had started.
+
+    Written as LangGraph's own task writes, committed now: ``RESUME`` holding ``[answer]``
+    (the task run again reads it from its ``interrupt()``) and an empty ``INTERRUPT`` (the
+    checkpoint's task no longer waits on a question, so the thread reads as interrupted,
+    not waiting). The task's writes at its end replace both.
+
+    Args:
+        config: The task's ``RunnableConfig``.
+        answer: What the task's (first) ``interrupt()`` is to return when it runs again.
+
+    Returns:
+        True when it was stored; False for a run without a checkpointer.
+
+    Raises:
+        Exception: What storing it raised.
+    """
+    configurable = config.get("configurable") or {}
+    saver = configurable.get(CONFIG_KEY_CHECKPOINTER)
+    thread, checkpoint_id = _task_checkpoint(configurable)
+    if saver is None or not checkpoint_id:
+        return False
+    target = {"configurable": {**thread["configurable"], "checkpoint_id": checkpoint_id}}
+    await saver.aput_writes(target, [(INTERRUPT, []), (RESUME, [answer])], str(configurable[CONFIG_KEY_TASK_ID]))
+    await commit_held(saver, target)
+    return True
 
 
 async def commit_held(checkpointer: Any, config: Any) -> None:
@@ -575,6 +643,35 @@ async def commit_held(checkpointer: Any, config: Any) -> None:
     commit = getattr(checkpointer, "commit_held", None)
     if commit is not None:
         await commit(config)
+
+
+async def record_cut_model_calls(checkpointer: Any, config: Any, calls: int) -> None:
+    """After a run on ``config``'s thread was cancelled (its client went away) while
+    ``calls`` model calls were in flight, once its saves are settled: add them to the
+    turn's ``usage`` (``model_calls``) in its last checkpoint, so the usage limits count
+    them when the run is resumed (issue 37: a disconnect/resume loop made 5 calls under
+    ``model_calls=3``; SPEC R13.3). The provider was asked, whatever became of the answer.
+
+    Written as an input write of the checkpoint (LangGraph's ``NULL_TASK_ID``, as a
+    ``Command(update=...)`` is): the resumed run, and every read of the thread, applies it
+    to the state. Input writes of a checkpoint are indexed from 0 in each batch and a
+    write at a taken index is left out, so the batch repeats the ones already there
+    (left out again) before the new one.
+
+    Args:
+        checkpointer: The run's checkpointer (nothing is done without one).
+        config: The run's config (its ``thread_id``).
+        calls: Model calls cut (nothing is done for 0).
+    """
+    if checkpointer is None or calls <= 0:
+        return
+    thread = {"configurable": {"thread_id": config["configurable"]["thread_id"], "checkpoint_ns": ""}}
+    saved = await checkpointer.aget_tuple(thread)
+    if saved is None:
+        return
+    taken = [(channel, value) for task_id, channel, value in saved.pending_writes or () if task_id == NULL_TASK_ID]
+    await checkpointer.aput_writes(saved.config, [*taken, ("usage", {"model_calls": calls})], NULL_TASK_ID)
+    await commit_held(checkpointer, saved.config)
 
 
 def _thread_key(config: Any) -> tuple[str, str]:
@@ -665,8 +762,12 @@ def _sqlite_saver_class() -> type:
             """Store a checkpoint, as ``AsyncSqliteSaver.aput`` does, with what its thread
             holds, in one commit (or hold it: :meth:`_WriteFolding._put`)."""
             configurable = config["configurable"]
-            type_, serialized = self.serde.dumps_typed(checkpoint)
-            meta = json.dumps(get_checkpoint_metadata(config, metadata), ensure_ascii=False).encode("utf-8", "ignore")
+            try:
+                type_, serialized = self.serde.dumps_typed(checkpoint)
+                meta = json.dumps(get_checkpoint_metadata(config, metadata), ensure_ascii=False).encode("utf-8", "ignore")
+            except Exception as exc:
+                self._refuse(config, str(configurable.get("checkpoint_id") or ""), exc)
+                raise
             row = (str(configurable["thread_id"]), configurable["checkpoint_ns"], checkpoint["id"],
                    configurable.get("checkpoint_id"), type_, serialized, meta)
             await self._put(config, checkpoint["id"], row)
@@ -739,7 +840,9 @@ def json_bytes(value: Any) -> bytes:
     times faster than ``json.dumps`` for the checkpoint documents a run stores at every
     superstep; ``json.dumps`` for what orjson refuses (an int past 64 bits, a lone
     surrogate), so nothing ``json.dumps`` encodes fails. Non-string keys become strings
-    as ``json.dumps`` makes them.
+    as ``json.dumps`` makes them. Lone surrogates become ``?`` as in the serializer's
+    blobs (:func:`reactgraph.bounds.store_safe`, issue 37): ``jsonb`` refuses their escapes, and
+    a write it refuses would fail every later store and read of the thread.
 
     Raises:
         TypeError, ValueError: Neither encoder can write ``value``.
@@ -749,7 +852,7 @@ def json_bytes(value: Any) -> bytes:
             return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
         except TypeError:  # orjson.JSONEncodeError is a TypeError
             pass
-    return json.dumps(value).encode("utf-8")
+    return json.dumps(store_safe(value)).encode("utf-8")
 
 
 def _pg_rows(rows: list[tuple[Any, ...]]) -> str:
@@ -837,14 +940,17 @@ def _postgres_saver_class() -> type:
                     values[key] = True
                 elif not jsonb_exact(value):
                     blobs[key] = values.pop(key)
-            dumped = [(key, str(version), *self.serde.dumps_typed(blobs[key]))
-                      for key, version in new_versions.items() if key in blobs]
-            await self._put(config, checkpoint["id"], {
-                "checkpoint_id": checkpoint["id"], "parent_id": configurable.get("checkpoint_id"),
-                "checkpoint": Jsonb(inline, json_bytes),
-                "metadata": Jsonb(get_serializable_checkpoint_metadata(config, metadata), json_bytes),
-                "blobs": _pg_rows(dumped),
-            })
+            try:
+                dumped = [(key, str(version), *self.serde.dumps_typed(blobs[key]))
+                          for key, version in new_versions.items() if key in blobs]
+                row = {"checkpoint_id": checkpoint["id"], "parent_id": configurable.get("checkpoint_id"),
+                       "checkpoint": Jsonb(inline, json_bytes),
+                       "metadata": Jsonb(get_serializable_checkpoint_metadata(config, metadata), json_bytes),
+                       "blobs": _pg_rows(dumped)}
+            except Exception as exc:
+                self._refuse(config, str(configurable.get("checkpoint_id") or ""), exc)
+                raise
+            await self._put(config, checkpoint["id"], row)
             return {"configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns,
                                      "checkpoint_id": checkpoint["id"]}}
 
@@ -984,7 +1090,7 @@ async def open_persistence(
             from psycopg.rows import dict_row
             from psycopg_pool import AsyncConnectionPool
 
-            from reactgraph.postgres import PostgresInterruptQueue, psycopg_conninfo
+            from reactgraph.postgres import PostgresInterruptQueue, psycopg_conninfo, schema_setup_lock
         except ImportError as exc:  # pragma: no cover - depends on the installed extras
             raise ImportError(
                 "a Postgres checkpoint URL needs the postgres extra: pip install 'reactgraph[postgres]'"
@@ -992,8 +1098,8 @@ async def open_persistence(
         conninfo = psycopg_conninfo(target)
         # One plain connection first: an unreachable database fails here at once with the
         # server's reason, instead of the pool retrying in the background until its timeout.
-        probe = await psycopg.AsyncConnection.connect(conninfo, connect_timeout=10)
-        await probe.close()
+        # It holds the schema lock while the tables are set up below (issue 37).
+        probe = await psycopg.AsyncConnection.connect(conninfo, connect_timeout=10, autocommit=True)
 
         async def configure(conn: Any) -> None:
             # The server acknowledges a commit before its WAL is flushed: a crash of this
@@ -1009,10 +1115,12 @@ async def open_persistence(
             kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
             configure=None if durable else configure,
         )
-        await pool.open(wait=True, timeout=15)
         try:
+            await pool.open(wait=True, timeout=15)
             saver = _postgres_saver_class()(pool)
-            await saver.setup()
+            async with schema_setup_lock(probe):  # processes starting at once set up one at a time
+                await saver.setup()
+            await probe.close()
             queue = PostgresInterruptQueue(pool, conninfo)
             try:
                 await queue.setup()
@@ -1021,6 +1129,7 @@ async def open_persistence(
             finally:
                 await queue.aclose()
         finally:
+            await probe.close()
             await pool.close()
         return
     Path(target).parent.mkdir(parents=True, exist_ok=True)

@@ -69,6 +69,7 @@ from reactgraph.events import (
 )
 from reactgraph.jsonparse import safe_json
 from reactgraph.models.local import default_threads
+from reactgraph.redaction import redact
 from reactgraph.safeguards import policy_for
 
 _OBSERVATION_LINES = 8
@@ -270,13 +271,13 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
             mode = agent.mode
         args.thread = args.thread or uuid.uuid4().hex[:12]
         args.resumable = not dag and persistence.target != "memory"
-        console.print(f"[dim]model: {escape(resolved.description)} · mode: {mode} · tools: {len(tools)} · "
+        console.print(f"[dim]model: {escape(redact(resolved.description))} · mode: {mode} · tools: {len(tools)} · "
                       f"safeguards: {resolved.safeguards['policy']}[/dim]")
         if resolved.fallbacks:
             names = ", ".join(describe_chat_model(fallback.llm) for fallback in resolved.fallbacks)
-            console.print(f"[dim]fallbacks: {escape(names)}[/dim]")
+            console.print(f"[dim]fallbacks: {escape(redact(names))}[/dim]")
         if not dag:
-            console.print(f"[dim]thread: {escape(args.thread)} · checkpoints: {escape(_redact(persistence.target))}[/dim]")
+            console.print(f"[dim]thread: {escape(args.thread)} · checkpoints: {escape(redact(persistence.target))}[/dim]")
         if args.command == "run":
             console.print(f"[bold]? {escape(_short(args.question, 300))}[/bold]")
             events = agent.astream_events(args.question, thread_id=args.thread)
@@ -355,16 +356,6 @@ def _is_database_error(exc: BaseException) -> bool:
     """True for the errors of opening a checkpoint database: SQLite's, psycopg's (Postgres
     unreachable, credentials refused) and the missing ``[postgres]`` extra."""
     return isinstance(exc, (ImportError, sqlite3.Error)) or type(exc).__module__.split(".")[0] in ("psycopg", "psycopg_pool")
-
-
-def _redact(target: str) -> str:
-    """A checkpoint target fit to print: a URL's password replaced by ``***``."""
-    scheme, sep, rest = target.partition("://")
-    if not sep or "@" not in rest:
-        return target
-    credentials, at, host = rest.rpartition("@")
-    user = credentials.split(":", 1)[0]
-    return f"{scheme}://{user}:***@{host}" if ":" in credentials else target
 
 
 @dataclass
@@ -591,9 +582,9 @@ async def _serve(args: argparse.Namespace, console: Console, sock: Any = None, r
         raise SetupError(" ".join(str(exc).split())) from exc
     try:
         auth = "bearer token required" if server_settings.resolved_api_key() else "no authentication"
-        console.print(f"[dim]model: {escape(demo.model)} · mode: {demo.agent.mode} · tools: {len(demo.agent.tools)} · "
+        console.print(f"[dim]model: {escape(redact(demo.model))} · mode: {demo.agent.mode} · tools: {len(demo.agent.tools)} · "
                       f"safeguards: {policy_for(demo.agent.abilities).name} · "
-                      f"threads: {escape(_redact(demo.checkpoints))} · {auth}[/dim]")
+                      f"threads: {escape(redact(demo.checkpoints))} · {auth}[/dim]")
         if demo.mcp is not None:
             print_mcp_summary(console, demo.mcp)
         port = sock.getsockname()[1] if sock is not None else args.port

@@ -57,6 +57,22 @@ def _finite(value: Any) -> Any:
     return value
 
 
+def wire_safe(json_text: str) -> str:
+    """JSON text with every U+0085, U+2028, U+2029 and lone surrogate written as a
+    ``\\uXXXX`` escape: the one escaping rule of every event encoder (this module's SSE
+    frames, the AG-UI endpoint's; issue 37). These characters can only stand inside JSON
+    strings, where the escape reads back as the same string; the result is one line for
+    every line-splitting client and always encodes as UTF-8.
+
+    Args:
+        json_text: JSON text, as any encoder wrote it.
+
+    Returns:
+        The same JSON value, safe on any wire.
+    """
+    return _LINE_BREAKING.sub(lambda match: f"\\u{ord(match.group()):04x}", json_text)
+
+
 def wire_json(value: Any) -> str:
     """``value`` as one line of standard JSON that is safe on any wire (SSE ``data:``
     lines, HTTP error bodies), whatever strings a tool or model produced (issue 15).
@@ -80,7 +96,7 @@ def wire_json(value: Any) -> str:
             text = json.dumps(_finite(value), **dumps)
         except (ValueError, TypeError, RecursionError, OverflowError):
             text = json.dumps(safe_json(value), **dumps)
-    return _LINE_BREAKING.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+    return wire_safe(text)
 
 
 class _Omitted:

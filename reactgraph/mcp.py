@@ -67,7 +67,9 @@ from langchain_core.tools import BaseTool, ToolException
 from pydantic import PrivateAttr
 
 from reactgraph.artifacts import Artifact
+from reactgraph.bounds import MAX_NESTING_DEPTH, json_text_too_deep, nesting_depth
 from reactgraph.errors import MCPConfigError
+from reactgraph.redaction import mapping_secrets, redact, url_secrets
 from reactgraph.jsonparse import safe_json
 from reactgraph.ranking import KEYWORDS_KEY
 
@@ -260,18 +262,28 @@ def parse_mcp_config(config: str | os.PathLike[str] | Mapping[str, Any]) -> dict
         ``read_timeout_seconds``).
 
     Raises:
-        MCPConfigError: The file cannot be read or is not JSON, or an entry is malformed: a
+        MCPConfigError: The file cannot be read, is not JSON or nests more than
+            :data:`~reactgraph.bounds.MAX_NESTING_DEPTH` levels, or an entry is malformed: a
             field of no client's format (``"comand"``), a field of the other kind of server,
             a value of the wrong type (``"disabled": "true"``), a VS Code ``${input:…}``
             prompt. The message is one line naming the server, the field and what is allowed.
     """
     if isinstance(config, Mapping):
         data: Any = config
+        if nesting_depth(data) > MAX_NESTING_DEPTH:
+            raise MCPConfigError(f"the MCP configuration nests more than {MAX_NESTING_DEPTH} levels deep")
     else:
         try:
-            data = json.loads(Path(config).read_text(encoding="utf-8"))
+            text = Path(config).read_text(encoding="utf-8")
         except OSError as exc:
             raise MCPConfigError(f"cannot read the MCP configuration {os.fspath(config)}: {exc.strerror or exc}") from exc
+        except ValueError as exc:
+            raise MCPConfigError(f"the MCP configuration {os.fspath(config)} is not UTF-8 text: {exc}") from exc
+        if json_text_too_deep(text):  # refused before the parser recurses into it (issue 37)
+            raise MCPConfigError(f"the MCP configuration {os.fspath(config)} nests more than {MAX_NESTING_DEPTH} "
+                                 "levels deep")
+        try:
+            data = json.loads(text)
         except ValueError as exc:
             raise MCPConfigError(f"the MCP configuration {os.fspath(config)} is not JSON: {exc}") from exc
     if not isinstance(data, Mapping):
@@ -436,6 +448,16 @@ def map_tool_result(result: Any, tool: str) -> tuple[str, Artifact | None]:
 # --- sessions -------------------------------------------------------------------------------
 
 
+def connection_secrets(connection: Mapping[str, Any]) -> tuple[str, ...]:
+    """What a server's failure lines must not show (issue 37): its URL's credentials,
+    query values and environment values (a ``${env:VAR}`` put there), its headers' and its
+    process environment's values (:mod:`reactgraph.redaction`)."""
+    found = mapping_secrets(connection.get("headers")) + mapping_secrets(connection.get("env"))
+    if isinstance(connection.get("url"), str):
+        found += url_secrets(connection["url"])
+    return tuple(found)
+
+
 def one_line(exc: BaseException) -> str:
     """An exception as one line: the innermost real error of an exception group (what
     ``anyio`` task groups raise), as ``Type: message``, the message's whitespace folded."""
@@ -526,6 +548,7 @@ class MCPServer:
     def __init__(self, name: str, connection: dict[str, Any], *, reconnect_after: float | None = RECONNECT_AFTER) -> None:
         self.name = name
         self.connection = connection
+        self.secrets = connection_secrets(connection)
         self.reconnect_after = reconnect_after
         self.error: str | None = None
         self.tools: list[BaseTool] = []
@@ -595,7 +618,7 @@ class MCPServer:
                 reason = "the server process exited"
             elif self._ready.is_set():
                 reason = f"the session ended: {reason}"
-        return reason + self._stderr_tail(since)
+        return redact(reason + self._stderr_tail(since), self.secrets)
 
     async def _own(self) -> None:
         from langchain_mcp_adapters.tools import load_mcp_tools as list_tools
@@ -896,7 +919,8 @@ async def load_mcp_tools(
         for link in links:
             stack.push_async_callback(link.close)
         outcomes = await asyncio.gather(*(link.start(startup_timeout) for link in links), return_exceptions=True)
-        failures = {link.name: one_line(outcome) if not isinstance(outcome, ToolException) else str(outcome)
+        failures = {link.name: redact(one_line(outcome) if not isinstance(outcome, ToolException) else str(outcome),
+                                      link.secrets)
                     for link, outcome in zip(links, outcomes, strict=True) if isinstance(outcome, BaseException)}
         for name, reason in failures.items():
             logger.warning("MCP server %r failed to start: %s", name, reason)

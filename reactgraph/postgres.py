@@ -38,6 +38,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from reactgraph.errors import NoActiveRunError, ThreadBusyError
@@ -59,6 +61,14 @@ _CHANNEL = "reactgraph_interrupts"
 _SETUP_LOCK = 0x52470001
 """Advisory transaction lock serializing ``setup`` between processes (concurrent
 ``CREATE TABLE IF NOT EXISTS`` can fail on the type catalog)."""
+
+_SCHEMA_LOCK = 0x52470002
+"""Session advisory lock :func:`schema_setup_lock` holds while LangGraph's checkpoint
+tables are created or migrated (issue 37: ``serve --workers N`` on a fresh database ran N
+setups at once: "duplicate key … pg_type_typname_nsp_index", "deadlock detected")."""
+
+SCHEMA_LOCK_POLL_SECONDS = 0.05
+"""How often :func:`schema_setup_lock` asks for the lock while another process sets up."""
 
 _LOCK_HELD = (
     "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2"
@@ -86,6 +96,26 @@ def thread_lock_key(thread_id: str) -> tuple[int, int]:
 def _lock_params(thread_id: str) -> dict[str, int]:
     high, low = thread_lock_key(thread_id)
     return {"high": high & 0xFFFFFFFF, "low": low & 0xFFFFFFFF}
+
+
+@asynccontextmanager
+async def schema_setup_lock(conn: Any) -> AsyncIterator[None]:
+    """Hold :data:`_SCHEMA_LOCK` on ``conn`` (an autocommit connection of its own, not one
+    the setup uses) for the block: the checkpoint tables' setup of every process that
+    opens the database at the same time runs one after the other, and each one after the
+    first finds its tables made (LangGraph's ``setup`` is idempotent, not concurrent-safe).
+
+    Raises:
+        psycopg.Error: The database refused the lock.
+    """
+    # Asked for without waiting in the server: a session waiting there is a transaction
+    # the setup's CREATE INDEX CONCURRENTLY waits for in turn (a deadlock Postgres does not see).
+    while not (await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (_SCHEMA_LOCK,))).fetchone())[0]:
+        await asyncio.sleep(SCHEMA_LOCK_POLL_SECONDS)
+    try:
+        yield
+    finally:
+        await conn.execute("SELECT pg_advisory_unlock(%s)", (_SCHEMA_LOCK,))
 
 
 class PostgresInterruptQueue(InterruptQueue):

@@ -17,7 +17,9 @@ one tool per iteration: ``fast_count(CNC-001)``, ``fast_count(CNC-002)``,
 ``slow_check(CNC-003)``, then the answer.
 
 ``start`` streams a new run, ``resume`` resumes the thread, ``ask`` starts a new turn
-with ``--text`` and ``inject`` sends ``--text`` to the thread's run. Each event is printed
+with ``--text`` and ``inject`` sends ``--text`` to the thread's run. ``--approve TOOL``
+makes that tool's calls wait for approval; ``decide`` resumes the thread with the decision
+``--text`` (JSON: ``{tool_call_id: decision}``). Each event is printed
 as one JSON line ``{"channel": ..., "data": ...}``; an error as ``{"error": type, "message": ...}``.
 ``serve`` serves the agent over HTTP (``reactgraph.server.create_app``, no API key) on a
 free loopback port, prints ``{"url": ..., "pid": ...}`` and runs until killed (``--thread``
@@ -101,13 +103,16 @@ def json_move(messages: list[BaseMessage]) -> str:
     return json.dumps({"type": "final_answer", "reasoning": "all checked", "answer": ANSWER})
 
 
-def build_agent(counter: str, slow_seconds: float, mode: str, checkpointer: Any, interrupt_queue: Any = None) -> ReActAgent:
+def build_agent(counter: str, slow_seconds: float, mode: str, checkpointer: Any, interrupt_queue: Any = None,
+                approve: str = "") -> ReActAgent:
     """The agent of this module: the scripted model playing :func:`next_move` (``mode``
-    ``native``) or :func:`json_move` (``json``), the two counting tools on ``counter``."""
+    ``native``) or :func:`json_move` (``json``), the two counting tools on ``counter``;
+    ``approve`` names a tool whose calls wait for approval."""
     move = next_move if mode == "native" else json_move
     model = ScriptedChatModel(responses=[move], repeat_last=True, synthesis=SYNTHESIS)
+    settings = AgentSettings(tool_timeout=120, approval={approve: "always"} if approve else {})
     return ReActAgent(model, build_tools(counter, slow_seconds), use_native_tools=mode == "native",
-                      abilities=ModelAbilities(tool_call=True), settings=AgentSettings(tool_timeout=120),
+                      abilities=ModelAbilities(tool_call=True), settings=settings,
                       checkpointer=checkpointer, interrupt_queue=interrupt_queue)
 
 
@@ -117,7 +122,8 @@ def emit(payload: dict[str, Any]) -> None:
 
 async def main(args: argparse.Namespace) -> int:
     async with open_persistence(args.db_url) as persistence:
-        agent = build_agent(args.counter, args.slow, args.mode, persistence.checkpointer, persistence.interrupt_queue)
+        agent = build_agent(args.counter, args.slow, args.mode, persistence.checkpointer, persistence.interrupt_queue,
+                            args.approve)
         if args.command == "serve":
             from reactgraph.server import ServerSettings, create_app
             from tests.serving import running_server
@@ -130,8 +136,8 @@ async def main(args: argparse.Namespace) -> int:
                 await agent.inject(args.thread, args.text)
                 emit({"injected": args.text, "status": await agent.thread_status(args.thread)})
                 return 0
-            if args.command == "resume":
-                events = agent.aresume_events(args.thread)
+            if args.command in ("resume", "decide"):
+                events = agent.aresume_events(args.thread, json.loads(args.text) if args.command == "decide" else None)
             else:
                 events = agent.astream_events(QUERY if args.command == "start" else args.text, thread_id=args.thread)
             async for event in events:
@@ -163,12 +169,13 @@ def fork_servers(parser: argparse.ArgumentParser) -> int:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("command", choices=["start", "resume", "ask", "inject", "serve", "fork-server"])
+    parser.add_argument("command", choices=["start", "resume", "decide", "ask", "inject", "serve", "fork-server"])
     parser.add_argument("--db-url", required=True)
     parser.add_argument("--thread", required=True)
     parser.add_argument("--counter", required=True)
     parser.add_argument("--slow", type=float, default=0.0)
     parser.add_argument("--text", default="")
     parser.add_argument("--mode", choices=["native", "json"], default="native")
+    parser.add_argument("--approve", default="")
     arguments = parser.parse_args()
     sys.exit(fork_servers(parser) if arguments.command == "fork-server" else asyncio.run(main(arguments)))

@@ -13,9 +13,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 
 
-def helper(command: str, db_url: str, thread: str, counter: Path, *, slow: float = 0.0, text: str = "") -> list[str]:
+def helper(command: str, db_url: str, thread: str, counter: Path, *, slow: float = 0.0, text: str = "",
+           approve: str = "") -> list[str]:
     return [sys.executable, "-m", "tests.crash_run", command, "--db-url", db_url, "--thread", thread,
-            "--counter", str(counter), "--slow", str(slow), "--text", text]
+            "--counter", str(counter), "--slow", str(slow), "--text", text, "--approve", approve]
 
 
 def calls(counter: Path) -> list[tuple[str, str, str, int]]:

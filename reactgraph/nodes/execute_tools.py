@@ -20,9 +20,18 @@ from langgraph._internal._constants import CONFIG_KEY_CHECKPOINTER  # how a task
 from langgraph.types import Command, interrupt
 
 from reactgraph._engine import Engine
-from reactgraph.approval import NO_CHECKPOINTER, Decision, approval_request, needs_approval, read_decision
+from reactgraph.approval import (
+    NO_CHECKPOINTER,
+    STARTED_BEFORE,
+    Decision,
+    approval_request,
+    needs_approval,
+    read_decision,
+    started_answer,
+    started_decision,
+)
 from reactgraph.artifacts import Artifact
-from reactgraph.checkpointing import wait_for_task_checkpoint
+from reactgraph.checkpointing import record_answered_interrupt, wait_for_task_checkpoint
 from reactgraph.events import ToolDone, ToolStarted, emit
 from reactgraph.hooks import run_after_tool, run_before_tool
 from reactgraph.jsonparse import safe_json
@@ -125,6 +134,7 @@ class ExecuteTools:
         decision = None
         decided = task.get("decided")  # a repeat of a call a person decided: its outcome, not a second question
         requested_args = call.get("args")
+        stopped = None  # approved, started, and its run stopped before the result was stored
         if refusal is None and decided is None and needs_approval(call, tool, settings.approval):
             # Before anything is emitted or run: on resume the task starts over and
             # interrupt() returns the person's decision (R13.3). A run that cannot pause
@@ -132,10 +142,17 @@ class ExecuteTools:
             if config.get("configurable", {}).get(CONFIG_KEY_CHECKPOINTER) is None:
                 decision = Decision.reject(NO_CHECKPOINTER)
             else:
-                decision = read_decision(interrupt(approval_request(call, iteration, tool.description if tool else "")))
+                answer = interrupt(approval_request(call, iteration, tool.description if tool else ""))
+                decision = started_decision(answer)
+                if decision is not None:
+                    stopped = STARTED_BEFORE
+                else:
+                    decision = read_decision(answer)
+                    if decision.type != "reject":  # stored before it runs: a crash never asks again (issue 37)
+                        await record_answered_interrupt(config, started_answer(decision))
             if decision.type == "edit":
                 call = {**call, "args": decision.args}
-        withheld = decision.observation if decision is not None and decision.type == "reject" else None
+        withheld = decision.observation if decision is not None and decision.type == "reject" else stopped
         if decided is not None:
             withheld = str(decided.get("observation") or "")
         if withheld is None:  # a rejected call or a decided repeat does not start: only its ``done`` is sent

@@ -13,7 +13,8 @@ task per call). What used to take pass-through nodes of its own is done here, in
 2. **the iteration cap and usage limits** (R2.6, R13.3): reached, the run goes to ``fallback``;
 3. **the window check** (R6.1): unless :meth:`~reactgraph.nodes.guard_context.GuardContext.fits`,
    the run goes to ``guard_context`` first, which comes back here;
-4. **the model call**;
+4. **the model call**, whose tool calls are bounded before anything of them is stored
+   (:func:`bound_tool_calls`: arguments no store can keep become an error observation);
 5. **drain after the call** (R7.2): JSON mode after every assistant message, native mode
    after a final answer only (never between a tool-call message and its results); a
    follow-up suppresses a pending final answer (R7.4).
@@ -38,11 +39,13 @@ import contextlib
 from collections.abc import Callable
 from typing import Any, Literal
 
+from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command, Send
 
 from reactgraph._engine import Engine
 from reactgraph._pinning import merge_pinned
+from reactgraph.bounds import storable_problem
 from reactgraph.fallbacks import RETRY_MARK, node_attempt, switch
 from reactgraph.nodes.drain_interrupts import DrainInterrupts
 from reactgraph.nodes.fallback import iteration_cap_reached
@@ -82,6 +85,35 @@ def apply_update(state: dict[str, Any], update: dict[str, Any]) -> dict[str, Any
     if "usage" in update:
         view["usage"] = sum_usage(state.get("usage"), update["usage"])
     return view
+
+
+def bound_tool_calls(update: dict[str, Any]) -> dict[str, Any]:
+    """A model call's ``update`` with every tool call whose arguments no store can keep
+    (:func:`~reactgraph.bounds.storable_problem`: nested past
+    :data:`~reactgraph.bounds.MAX_NESTING_DEPTH`, an integer past 64 bits) made harmless
+    before it is stored or sent (issue 37, SPEC R13.5): its request gets empty arguments
+    and the reason as its ``error`` (the model sees it as the call's observation), and
+    the assistant message keeps the call with empty arguments. The model chooses the
+    arguments, so a prompt injection can choose them; the run goes on instead.
+
+    Returns:
+        ``update`` itself when every call can be stored, else a new dict.
+    """
+    requests = update.get("pending_tool_calls") or []
+    problems = {request["id"]: problem for request in requests
+                if (problem := storable_problem(request.get("args"), "the arguments")) is not None}
+    if not problems:
+        return update
+    deep = set(problems)
+    bounded = [{**request, "args": {}, "error": f"{problems[request['id']]}; call the tool again with other arguments"}
+               if request["id"] in deep else request for request in requests]
+    messages = [
+        message.model_copy(update={"tool_calls": [{**call, "args": {}} if call.get("id") in deep else call
+                                                  for call in message.tool_calls]})
+        if isinstance(message, AIMessage) and message.tool_calls else message
+        for message in update.get("messages", [])
+    ]
+    return {**update, "pending_tool_calls": bounded, **({"messages": messages} if "messages" in update else {})}
 
 
 class ModelStep:
@@ -183,6 +215,7 @@ class ModelStep:
         if self.engine.fallbacks:  # which model answered (issue 41)
             serving.breaker.record_success()
             called = {**called, "model": serving.label, "model_usage": {serving.label: called.get("usage") or {}}}
+        called = bound_tool_calls(called)
         update = merge_updates(update, called)
         view = apply_update(view, called)
         if view.get("mode") == "json" or not view.get("pending_tool_calls"):

@@ -23,7 +23,6 @@ events, one run at a time; :func:`add_agui_route` adds the endpoint to an app ma
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from ag_ui.core import (
@@ -67,13 +66,14 @@ from reactgraph.events import (
     ToolDone,
     ToolStarted,
     wire_json,
+    wire_safe,
 )
 from reactgraph.server.app import (
     CANCELLED,
     ERRORS,
     MESSAGE_ERRORS,
-    THREAD_ID_PATTERN,
     ErrorBody,
+    IdText,
     checked_decisions,
     checked_text,
     stream_events,
@@ -232,10 +232,13 @@ class AguiEncoding:
         return "".join(self._encode(item) for item in opening + closing)
 
     def _encode(self, event: BaseEvent) -> str:
-        """``EventEncoder.encode``; a payload it cannot write as UTF-8 (a lone surrogate a
-        tool returned) goes through :func:`~reactgraph.events.wire_json` instead."""
+        """``EventEncoder.encode`` with the escaping of every event encoder
+        (:func:`~reactgraph.events.wire_safe`: U+0085, U+2028, U+2029 escaped, so a
+        line-splitting client reads every ``data:`` line whole; issue 37); a payload it
+        cannot write as UTF-8 (a lone surrogate a tool returned) goes through
+        :func:`~reactgraph.events.wire_json` instead."""
         try:
-            return self.encoder.encode(event)
+            return wire_safe(self.encoder.encode(event))
         except (PydanticSerializationError, UnicodeError):
             return f"data: {wire_json(event.model_dump(mode='python', by_alias=True))}\n\n"
 
@@ -286,15 +289,23 @@ class AguiEncoding:
                                 usage=usage)
 
 
-THREAD_ID = re.compile(THREAD_ID_PATTERN)
+class AguiRunInput(RunAgentInput):
+    """An AG-UI ``RunAgentInput`` as ``POST /agui`` takes it: ``threadId`` and ``runId``
+    are ids as ``/threads/{thread_id}`` takes them (:data:`~reactgraph.server.app.IdText`,
+    the same pattern; issue 37: ``"abc\\n"`` made a thread no path could reach, and a
+    megabyte ``runId`` was repeated in every event)."""
+
+    thread_id: IdText
+    run_id: IdText
+
 
 
 def add_agui_route(app: FastAPI, dependencies: list[Any]) -> None:
     """Add ``POST /agui`` to an app made by :func:`~reactgraph.server.create_app`.
 
     The body is an AG-UI ``RunAgentInput`` (camelCase members; 422 when it is not one).
-    ``threadId`` is the reactgraph thread (the same pattern as ``/threads/{thread_id}``,
-    422 otherwise): a checkpointer keeps its history, so only the last user message is
+    ``threadId`` is the reactgraph thread, ``runId`` the run's id (both the pattern of
+    ``/threads/{thread_id}``, 422 otherwise: :class:`AguiRunInput`): a checkpointer keeps its history, so only the last user message is
     sent to the agent as the question (422 when there is none, 413 when it is longer than
     the server's limit). With ``resume`` entries, the thread's run paused on approval
     continues with those decisions instead (404/409/422 as ``POST
@@ -323,11 +334,9 @@ def add_agui_route(app: FastAPI, dependencies: list[Any]) -> None:
         },
         summary="Run the agent for an AG-UI client",
     )
-    async def agui_run(body: RunAgentInput) -> EventSourceResponse:
+    async def agui_run(body: AguiRunInput) -> EventSourceResponse:
         """Run the agent on the AG-UI input's last user message in thread `threadId`, or
         resume its paused run with the input's `resume` decisions, and stream AG-UI events."""
-        if not THREAD_ID.match(body.thread_id):
-            raise HTTPException(422, "threadId must be 1-128 letters, digits, '.', '_', ':' or '-'")
         agent = app.state.agent
         encoding = AguiEncoding(body.thread_id, body.run_id)
         if body.resume:

@@ -71,7 +71,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langgraph.types import StateSnapshot
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from sse_starlette import EventSourceResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
@@ -80,6 +80,7 @@ from reactgraph._pinning import is_pinned, pinned_ids
 from reactgraph.actions import message_text
 from reactgraph.agent import ReActAgent, ThreadStatus
 from reactgraph.approval import DecisionError, pending_calls, resume_command
+from reactgraph.bounds import has_lone_surrogate
 from reactgraph.errors import FollowUpLimitError, NoActiveRunError, NothingToResumeError, ThreadBusyError
 from reactgraph.events import AgentEvent, RunError
 from reactgraph.server.gate import LOOPBACK_HOSTS, RequestGate, error_response
@@ -100,7 +101,10 @@ CANCEL_WAIT_SECONDS = 5.0
 """Most seconds a stream whose client went away waits for its cancelled run to end."""
 
 THREAD_ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
-"""Accepted thread ids: 1–128 letters, digits, ``.``, ``_``, ``:`` or ``-``."""
+"""Accepted ids (threads, AG-UI runs): 1–128 letters, digits, ``.``, ``_``, ``:`` or ``-``.
+Checked by pydantic (Rust regex: ``$`` is the end of the text, so ``"abc\\n"`` is refused;
+Python's ``re.match`` would take it) wherever an id enters: :data:`ThreadId` in a path,
+:data:`IdText` in a body (issue 37)."""
 
 STATIC_DIR = files("reactgraph.server") / "static"
 
@@ -111,6 +115,9 @@ Credentials = Annotated[
 """Declares the bearer scheme in the OpenAPI schema; the key is enforced by the gate."""
 
 ThreadId = Annotated[str, FastAPIPath(pattern=THREAD_ID_PATTERN, description="The conversation's id.")]
+
+IdText = Annotated[str, StringConstraints(pattern=THREAD_ID_PATTERN)]
+"""An id in a request body, checked as :data:`ThreadId` is in a path."""
 
 
 @dataclass(frozen=True)
@@ -132,6 +139,8 @@ class ServerSettings:
         metrics: Serve ``GET /metrics`` and record the run and HTTP metrics
             (docs/observability.md).
         public_metrics: ``/metrics`` needs no API key (for a scraper inside a trusted network).
+        body_timeout: Most seconds the server waits for the next part of a request body
+            before it answers 408 and closes the connection (default 30).
     """
 
     api_key: str | None = None
@@ -141,6 +150,7 @@ class ServerSettings:
     ping_seconds: float = 15.0
     metrics: bool = True
     public_metrics: bool = False
+    body_timeout: float = 30.0
 
     def __post_init__(self) -> None:
         if self.max_message_chars < 1:
@@ -151,6 +161,8 @@ class ServerSettings:
             raise ValueError(f"allowed_hosts must be a tuple of host names, got {self.allowed_hosts!r}")
         if self.ping_seconds <= 0:
             raise ValueError(f"ping_seconds must be positive, got {self.ping_seconds}")
+        if self.body_timeout <= 0:
+            raise ValueError(f"body_timeout must be positive, got {self.body_timeout}")
 
     def resolved_api_key(self) -> str:
         """The key in force: :attr:`api_key`, else ``$REACTGRAPH_API_KEY``, else ``""`` (open)."""
@@ -165,15 +177,6 @@ class MessageRequest(BaseModel):
 
     message: str = Field(min_length=1, description="The user's question (runs) or follow-up (inject).",
                          examples=["CNC-003 상태 확인해줘"])
-
-    @field_validator("message")
-    @classmethod
-    def _unicode_text(cls, message: str) -> str:
-        try:
-            message.encode("utf-8")
-        except UnicodeEncodeError as exc:  # a lone surrogate from a \udXXX escape
-            raise ValueError("the message is not valid Unicode text (it holds a lone surrogate)") from exc
-        return message
 
 
 class DecisionBody(BaseModel):
@@ -341,12 +344,18 @@ def _result_view(values: dict[str, Any]) -> ThreadResult | None:
 def checked_text(text: str, settings: ServerSettings) -> str:
     """A user's message as the run endpoints accept it.
 
+    The one check of a user's text on every endpoint that takes one (``/runs``,
+    ``/inject``, ``/agui``).
+
     Raises:
-        HTTPException: 422 for a blank message, 413 for one longer than
+        HTTPException: 422 for a blank message or one holding a lone surrogate (a
+            ``\\udXXX`` escape: no store can keep it, issue 37), 413 for one longer than
             ``settings.max_message_chars``.
     """
     if not text.strip():
         raise HTTPException(422, "the message is blank")
+    if has_lone_surrogate(text):
+        raise HTTPException(422, "the message is not valid Unicode text (it holds a lone surrogate)")
     if len(text) > settings.max_message_chars:
         raise HTTPException(413, f"the message has {len(text)} "
                             f"characters; this server accepts at most {settings.max_message_chars}")
@@ -583,7 +592,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
     app.state.runs = {}
     app.state.stops = weakref.WeakSet()
     app.add_middleware(RequestGate, api_key=api_key, allowed_hosts=settings.allowed_hosts,
-                       max_body_bytes=settings.max_body_bytes)
+                       max_body_bytes=settings.max_body_bytes, body_timeout=settings.body_timeout)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_request: Request, exc: StarletteHTTPException) -> Response:

@@ -12,6 +12,12 @@ request, in this order and before any byte of the body is read:
 3. **Size**: a body is read only up to the limit: a ``Content-Length`` over it gets 413 at
    once, a streamed body gets 413 as soon as it passes the limit; the app then receives
    the body already read, so no endpoint can read more.
+4. **Time**: a body that stops arriving (a client that sent part of it and waits) gets 408
+   once no byte of it came for ``body_timeout`` seconds, and its connection is closed
+   (issue 37: 200 stalled requests stayed open).
+5. **Depth**: a body that nests more than :data:`~reactgraph.bounds.MAX_NESTING_DEPTH`
+   levels of JSON arrays and objects gets 422 before it is parsed (issue 37: the bound on
+   everything that enters from a client; a parser would recurse into it).
 
 Every refusal, here and in the app, is one JSON body ``{"detail": ...}`` made by
 :func:`error_response`, which never fails whatever the request held.
@@ -19,12 +25,14 @@ Every refusal, here and in the app, is one JSON body ``{"detail": ...}`` made by
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
 from starlette.responses import Response
 
+from reactgraph.bounds import MAX_NESTING_DEPTH, json_text_too_deep
 from reactgraph.events import wire_json
 
 Scope = MutableMapping[str, Any]
@@ -76,13 +84,16 @@ class RequestGate:
         allowed_hosts: Host names accepted while ``api_key`` is empty (compared without
             port, case-insensitively); ``"*"`` accepts any host.
         max_body_bytes: Most bytes of a request body.
+        body_timeout: Most seconds to wait for the next part of a body.
     """
 
-    def __init__(self, app: ASGIApp, *, api_key: str, allowed_hosts: Iterable[str], max_body_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, *, api_key: str, allowed_hosts: Iterable[str], max_body_bytes: int,
+                 body_timeout: float = 30.0) -> None:
         self.app = app
         self.api_key = api_key.encode()
         self.allowed_hosts = frozenset(host_name(host) for host in allowed_hosts)
         self.max_body_bytes = max_body_bytes
+        self.body_timeout = body_timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -121,7 +132,9 @@ class RequestGate:
         return None
 
     async def _read_body(self, scope: Scope, receive: Receive) -> tuple[bytes, Response | None]:
-        """The whole body, or the 413 answer once it passes :attr:`max_body_bytes`."""
+        """The whole body, or the 413 answer once it passes :attr:`max_body_bytes`, the 408
+        answer once it stalls for :attr:`body_timeout`, or the 422 answer when it nests
+        too deep."""
         too_large = error_response(413, f"the request body is larger than this server's limit of "
                                    f"{self.max_body_bytes} bytes")
         declared = self._header(scope, b"content-length")
@@ -133,7 +146,11 @@ class RequestGate:
         chunks: list[bytes] = []
         size = 0
         while True:
-            message = await receive()
+            try:
+                message = await asyncio.wait_for(receive(), self.body_timeout)
+            except TimeoutError:
+                return b"", error_response(408, f"no part of the request body came for {self.body_timeout:g} seconds",
+                                           {"Connection": "close"})
             if message["type"] == "http.disconnect":
                 return b"", Response(status_code=400)  # nobody is left to answer
             chunk = message.get("body", b"")
@@ -142,7 +159,11 @@ class RequestGate:
                 return b"", too_large
             chunks.append(chunk)
             if not message.get("more_body", False):
-                return b"".join(chunks), None
+                body = b"".join(chunks)
+                if json_text_too_deep(body):
+                    return b"", error_response(422, f"the request body nests more than {MAX_NESTING_DEPTH} levels "
+                                                    "of arrays and objects deep")
+                return body, None
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

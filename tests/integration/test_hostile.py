@@ -267,3 +267,14 @@ def test_the_read_only_demo_connection_cannot_attach_a_file_to_write_there(tmp_p
     finally:
         con.close()
     assert not target.exists()
+
+
+async def test_a_body_that_stops_arriving_gets_408_and_its_connection_closed():
+    """Issue 37: stalled partial requests stayed open (> 30 s for 200 of them)."""
+    agent = agent_with(["unused"])
+    async with running_server(create_app(agent, ServerSettings(api_key="", body_timeout=0.5))) as url:
+        head = post_head(url, "/threads/t/runs", 100)
+        status, response = await raw_request(url, head, b'{"message": "part of it', wait=30)
+    assert status == 408 and b"no part of the request body came for 0.5 seconds" in response
+    assert b"connection: close" in response.lower()
+    assert agent.llm.calls == []

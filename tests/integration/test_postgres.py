@@ -200,3 +200,26 @@ async def test_follow_ups_still_arrive_when_the_listening_connection_dies(postgr
             assert await a.take(thread) == ["put while nobody listens"]  # read at once: no notices to wait for
         async with a.running(thread):  # the next run listens again
             await _listening(a)
+
+
+async def test_processes_opening_a_fresh_database_at_once_all_set_it_up(postgres_url):
+    """``serve --workers N`` on a fresh database: N processes create the tables at once
+    (issue 37 point 3: "duplicate key … pg_type_typname_nsp_index", "deadlock detected").
+    A schema of its own stands for the fresh database; five rounds of four at once."""
+    import psycopg
+
+    for _ in range(5):
+        schema = f"fresh_{uuid.uuid4().hex[:12]}"
+        async with await psycopg.AsyncConnection.connect(psycopg_conninfo(postgres_url), autocommit=True) as admin:
+            await admin.execute(f"CREATE SCHEMA {schema}")
+        fresh = f"{postgres_url}{'&' if '?' in postgres_url else '?'}options=-csearch_path%3D{schema}"
+
+        async def start() -> bool:
+            async with open_persistence(fresh) as persistence:
+                return await persistence.checkpointer.aget_tuple({"configurable": {"thread_id": "t"}}) is None
+
+        try:
+            assert await asyncio.wait_for(asyncio.gather(*(start() for _ in range(4))), 120) == [True] * 4
+        finally:
+            async with await psycopg.AsyncConnection.connect(psycopg_conninfo(postgres_url), autocommit=True) as admin:
+                await admin.execute(f"DROP SCHEMA {schema} CASCADE")

@@ -121,6 +121,48 @@ async def test_sigkill_during_tool_fan_out_then_resume_in_a_new_process(checkpoi
             await agent.resume(thread)
 
 
+async def test_sigkill_while_an_approved_call_runs_never_asks_again_nor_runs_it_twice(checkpoint_url, tmp_path):
+    """Issue 37 point 5: the approved call's answer is stored before it runs, so the thread
+    of a process killed meanwhile is interrupted, not waiting on that call again; its
+    resume tells the model the call started and was not run again."""
+    thread = f"approved-crash-{uuid.uuid4().hex}"
+    counter = tmp_path / "calls.db"
+    paused = subprocess.run(helper("start", checkpoint_url, thread, counter, approve="slow_check"), cwd=REPO,
+                            capture_output=True, text=True, timeout=180)
+    assert parse(paused.stdout)[-1]["data"]["finish_reason"] == "waiting", paused.stdout + paused.stderr
+    decide = subprocess.Popen(helper("decide", checkpoint_url, thread, counter, slow=120, approve="slow_check",
+                                     text=json.dumps({"call-slow-3": "approve"})),
+                              cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while ("slow_check", "call-slow-3", "start") not in [row[:3] for row in calls(counter)]:
+            assert decide.poll() is None and time.monotonic() < deadline, decide.stderr.read() if decide.stderr else ""
+            await asyncio.sleep(0.05)
+        decide.send_signal(signal.SIGKILL)
+        assert decide.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if decide.poll() is None:
+            decide.kill()
+            decide.wait()
+    async with open_persistence(checkpoint_url) as persistence:
+        agent = observer(persistence)
+        deadline = time.monotonic() + 10
+        while (status := await agent.thread_status(thread)) == "running" and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        assert status == "interrupted"  # before: "waiting", on the call that had started
+        assert await agent.pending(thread) == []
+
+    resumed = subprocess.run(helper("resume", checkpoint_url, thread, counter, approve="slow_check"), cwd=REPO,
+                             capture_output=True, text=True, timeout=180)
+    events = parse(resumed.stdout)
+    assert events[-1]["channel"] == "done" and events[-1]["data"]["finish_reason"] == "final_answer", resumed.stdout
+    [done] = [e["data"] for e in events if e["channel"] == "step" and e["data"].get("type") == "iteration"
+              and e["data"]["status"] == "done" and e["data"]["tool_call_id"] == "call-slow-3"]
+    assert "was not run again" in done["error"]
+    slow = [phase for tool, _, phase, _ in calls(counter) if tool == "slow_check"]
+    assert slow == ["start"]  # started once, in the killed process; never again
+
+
 # Resume in process ----------------------------------------------------------------------
 
 

@@ -18,6 +18,7 @@ from reactgraph import AgentSettings, ModelAbilities, ReActAgent
 from reactgraph import events as ev
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.server.agui import AguiEncoding
+from reactgraph.server.app import THREAD_ID_PATTERN
 from reactgraph.testing import ScriptedChatModel, tool_call
 
 NATIVE = ModelAbilities(tool_call=True, json_mode=True)
@@ -161,14 +162,21 @@ def run_input(thread_id: str = "t1", messages: Any = None, **extra: Any) -> dict
 
 async def post(app, body: Any, headers: dict[str, str] | None = None) -> httpx.Response:
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as client:
-        return await client.post("/agui", json=body, headers=headers or {})
+        # json.dumps writes \\uXXXX escapes: a lone surrogate arrives as a client would send it
+        return await client.post("/agui", content=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json", **(headers or {})})
 
 
 @pytest.mark.parametrize("body, status, detail", [
     ({"threadId": "t1"}, 422, None),
     (run_input(messages="hello"), 422, None),
     (run_input(messages=[{"id": "u1", "role": "wizard", "content": "x"}]), 422, None),
-    (run_input(thread_id="a b/c"), 422, "threadId must be"),
+    (run_input(thread_id="a b/c"), 422, None),
+    (run_input(thread_id="abc\n"), 422, None),  # Python's re.match took it; no path can name it (issue 37)
+    (run_input(thread_id="t" * 129), 422, None),
+    ({**run_input(), "runId": "r" * 129}, 422, None),  # repeated in every event: bounded like an id
+    ({**run_input(), "runId": "r1\u2028"}, 422, None),
+    (run_input(messages=[{"id": "u1", "role": "user", "content": "CNC-\udcff?"}]), 422, "lone surrogate"),
     (run_input(messages=[{"id": "a1", "role": "assistant", "content": "hi"}]), 422, "no user message"),
     (run_input(messages=[{"id": "u1", "role": "user", "content": "   "}]), 422, "blank"),
     (run_input(messages=[{"id": "u1", "role": "user", "content": "x" * 51}]), 413, "at most 50"),
@@ -225,5 +233,27 @@ async def test_the_openapi_document_lists_the_endpoint():
     app, _ = app_for([])
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as client:
         schema = (await client.get("/openapi.json")).json()
-    assert "RunAgentInput" in json.dumps(schema["paths"]["/agui"]["post"]["requestBody"])
+    assert "AguiRunInput" in json.dumps(schema["paths"]["/agui"]["post"]["requestBody"])
+    body = schema["components"]["schemas"]["AguiRunInput"]
+    assert body["properties"]["threadId"]["pattern"] == body["properties"]["runId"]["pattern"] == THREAD_ID_PATTERN
     assert EventType.RUN_FINISHED.value in schema["paths"]["/agui"]["post"]["responses"]["200"]["description"]
+
+
+def test_line_separators_are_escaped_in_every_frame_like_on_the_runs_stream():
+    """U+2028, U+2029 and U+0085 end a line for line-splitting clients (httpx ``iter_lines``,
+    ``httpx-sse``): the AG-UI frames escape them as the SPEC §8 frames do (issue 37)."""
+    odd = "a\u2028b\u2029c\u0085d"
+    encoding = AguiEncoding("t1", "r1")
+    text = "".join(encoding.frame(event) for event in [
+        ev.ToolStarted(iteration=1, tool_name="t", tool_args={"q": odd}, tool_call_id="c1"),
+        tool_done("c1", observation=odd), ev.AnswerStarted(), ev.AnswerDelta(content=odd), ev.AnswerDone(),
+        ev.Done(**{**DONE.data, "answer": odd}),
+    ]) + encoding.end()
+    lines = text.splitlines()  # str.splitlines splits at each of them, as those clients do
+    assert all(line == "" or line.startswith("data: ") for line in lines)
+    frames = [json.loads(line[len("data: "):]) for line in lines if line]
+    assert len(frames) == text.count("data: ")
+    assert json.loads(next(f["delta"] for f in frames if f["type"] == "TOOL_CALL_ARGS")) == {"q": odd}
+    assert [f["content"] for f in frames if f["type"] == "TOOL_CALL_RESULT"] == [odd]
+    assert [f["delta"] for f in frames if f["type"] == "TEXT_MESSAGE_CONTENT"] == [odd]
+    assert frames[-1]["result"]["answer"] == odd

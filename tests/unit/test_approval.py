@@ -227,6 +227,17 @@ async def test_bad_decisions_are_refused_before_anything_runs():
         await agent.resume("t", {"c1": {"type": "edit"}})
     with pytest.raises(DecisionError, match="type is one of"):
         await agent.resume("t", {"c1": {"type": "maybe"}})
+    # issue 37: one call decided twice, arguments JSON cannot hold or nested past the bound
+    [pending] = await agent.pending("t")
+    with pytest.raises(DecisionError, match="two decisions for call 'c1'"):
+        await agent.resume("t", {"c1": "approve", pending.interrupt_id: "reject"})
+    with pytest.raises(DecisionError, match="NaN or an infinite number"):
+        await agent.resume("t", {"c1": {"type": "edit", "args": {"line": "Line A", "limit": [float("inf")]}}})
+    deep: Any = 1
+    for _ in range(300):
+        deep = [deep]
+    with pytest.raises(DecisionError, match="nest more than 64 levels"):
+        await agent.resume("t", {"c1": {"type": "edit", "args": {"line": deep}}})
     assert plant.ran == [] and await agent.thread_status("t") == "waiting"
     again = await agent.resume("t")  # no decisions: it pauses again on the same call
     assert [p.tool_call_id for p in again.pending] == ["c1"] and plant.ran == []

@@ -136,6 +136,45 @@ def test_an_unreadable_or_non_json_file_is_a_configuration_error(tmp_path):
         parse_mcp_config(tmp_path / "bad.json")
 
 
+
+def test_a_configuration_nested_past_the_bound_is_one_configuration_error(tmp_path):
+    """Issue 37: ~3,000 levels printed a RecursionError traceback."""
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"mcpServers": {"x": {"command": "srv", "args": ' + "[" * 3000 + "]" * 3000 + "}}}")
+    with pytest.raises(MCPConfigError, match="nests more than 64 levels deep"):
+        parse_mcp_config(deep)
+    nested: Any = "x"
+    for _ in range(100):
+        nested = [nested]
+    with pytest.raises(MCPConfigError, match="nests more than 64 levels deep"):
+        parse_mcp_config({"mcpServers": {"x": {"command": "srv", "args": nested}}})
+
+
+async def test_a_failure_line_never_shows_a_secret_from_the_environment(monkeypatch, caplog):
+    """Issue 37: a secret put in a ``url`` through ``${env:VAR}`` was printed in the failure
+    line and the log."""
+    from fastapi import FastAPI
+
+    from reactgraph.mcp import load_mcp_tools
+    from tests.serving import running_server
+
+    monkeypatch.setenv("MCP_TOKEN", "tok-4f9a2c71")
+    monkeypatch.setenv("MCP_PASSWORD", "pw-81be05d3")
+    async with running_server(FastAPI()) as url:  # answers 404, which httpx reports with the URL
+        host = url.removeprefix("http://")
+        config = {"mcpServers": {
+            "query": {"url": f"http://{host}/mcp?key=${{env:MCP_TOKEN}}", "type": "sse"},
+            "userinfo": {"url": f"http://robot:${{env:MCP_PASSWORD}}@{host}/mcp", "type": "sse"},
+            "path": {"url": f"http://{host}/${{env:MCP_TOKEN}}/mcp", "headers": {"X-Key": "${MCP_PASSWORD}"},
+                     "type": "sse"},
+        }}
+        async with load_mcp_tools(config, startup_timeout=10) as tools:
+            assert set(tools.failures) == {"query", "userinfo", "path"}
+            shown = " ".join(tools.failures.values()) + caplog.text
+    assert "tok-4f9a2c71" not in shown and "pw-81be05d3" not in shown
+    assert "404 Not Found" in tools.failures["query"] and "key=***" in tools.failures["query"]
+
+
 # --- names ----------------------------------------------------------------------------------
 
 

@@ -130,3 +130,30 @@ async def test_approvals_on_unknown_or_idle_threads_get_404_and_409():
         await client.post("/threads/plant-4/runs", json={"message": "hello"})
         idle = await client.post("/threads/plant-4/approvals", json=decision)
         assert idle.status_code == 409 and "waits on no decision" in idle.json()["detail"]
+
+
+async def test_one_call_decided_twice_or_edited_with_what_json_cannot_hold_gets_422():
+    """Issue 37: a call named by its tool call id and by its interrupt id in one body (the
+    later one used to win), edited arguments holding NaN, an infinity or 1e999 (the event
+    showed null, the tool got inf), and arguments nested past the bound."""
+    model = ScriptedChatModel(responses=[batch(), "ok"])
+    async with running_server(server_app(model)) as base, httpx.AsyncClient(base_url=base, timeout=30) as client:
+        await client.post("/threads/plant-6/runs", json={"message": "fix CNC-003"})
+        [pending] = (await client.get("/threads/plant-6")).json()["pending"]
+        twice = await client.post("/threads/plant-6/approvals", json={"decisions": [
+            {"tool_call_id": "w1", "type": "approve"}, {"tool_call_id": pending["interrupt_id"], "type": "reject"}]})
+        assert twice.status_code == 422 and "two decisions for call 'w1'" in twice.json()["detail"]
+        for number in ("NaN", "Infinity", "-Infinity", "1e999"):
+            body = ('{"decisions": [{"tool_call_id": "w1", "type": "edit", "args": {"equipment_id": "CNC-003", '
+                    f'"task": "bearing", "torque": {number}}}}}]}}')
+            edited = await client.post("/threads/plant-6/approvals", content=body,
+                                       headers={"Content-Type": "application/json"})
+            assert edited.status_code == 422 and "NaN or an infinite number" in edited.json()["detail"], body
+        deep: Any = "x"
+        for _ in range(300):
+            deep = {"a": deep}
+        nested = await client.post("/threads/plant-6/approvals", json={"decisions": [
+            {"tool_call_id": "w1", "type": "edit", "args": {"equipment_id": "CNC-003", "task": deep}}]})
+        assert nested.status_code == 422 and "nests more than 64 levels" in nested.json()["detail"]
+        assert (await client.get("/threads/plant-6")).json()["status"] == "waiting"
+    assert ran == []
