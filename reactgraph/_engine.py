@@ -482,8 +482,9 @@ class Engine:
         order, enum values the question names first, kept out of the token stream (SPEC
         R3.3, R13.1). Cached per tool set, named values and ``seen`` (:meth:`seen_ids`).
         ``final_only`` (a stalled loop's last call) binds no tool at all; ``tool_required``
-        binds ``tool_choice="any"`` (a tool call is required, issue 35; LangChain's
-        providers map it to their own word, e.g. OpenAI's ``"required"``)."""
+        passes ``tool_choice="any"`` to the model's ``bind_tools`` (a tool call is required,
+        issue 35; LangChain's providers map it to their own word, e.g. OpenAI's
+        ``"required"``), or binds the tools alone for a model whose ``bind_tools`` takes none."""
 
         def bind() -> Runnable:
             offered: list[Any] = [
@@ -492,10 +493,15 @@ class Engine:
                 for tool in tools
             ]
             offered += [] if final_only else self.provider_tools
-            model: Runnable = self.llm.bind_tools(offered) if offered else self.llm
+            model: Runnable = self.llm
+            if offered and tool_required:
+                try:  # the model's own bind_tools says "any" in its provider's word ("required", ...)
+                    model = self.llm.bind_tools(offered, tool_choice="any")
+                except (TypeError, ValueError, NotImplementedError):  # it cannot force a call: asked in words only
+                    model = self.llm.bind_tools(offered)
+            elif offered:
+                model = self.llm.bind_tools(offered)
             bindings = {**self.model_bindings, **(self.tool_bindings if offered else {})}
-            if tool_required and offered:
-                bindings["tool_choice"] = "any"
             if bindings:
                 model = model.bind(**bindings)
             return model.with_config(tags=[TAG_NOSTREAM], run_name=RUN_NAME_NATIVE)

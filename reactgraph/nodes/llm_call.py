@@ -389,7 +389,16 @@ class LLMCallNative:
         forced = bool(state.get("tool_required")) and not state.get("steps")
         model = self.engine.native_model(tools, self.engine.named_values(query), final_only=bool(stalled), seen=seen,
                                          tool_required=forced)
-        response = await call_model(model, messages, config)
+        try:
+            response = await call_model(model, messages, config)
+        except Exception as exc:
+            if not forced:
+                raise
+            # A provider that refuses the forced choice (llama.cpp answers 400 to some values) is
+            # asked again without it: the request message still asks for a tool call.
+            logger.warning("the forced tool call was refused, asking without forcing it: %s", exc)
+            model = self.engine.native_model(tools, self.engine.named_values(query), seen=seen)
+            response = await call_model(model, messages, config)
         if not isinstance(response, AIMessage):
             response = AIMessage(content=message_text(response))
         if self.engine.profile.content_tool_calls and tools:  # calls written in the content (issue 16)

@@ -268,3 +268,16 @@ async def test_the_small_models_policy_still_stops_a_repeat_at_once():
                               settings=AgentSettings(answer_when_covered=False)).run(
         "Run a diagnostic on CNC-003 and tell me the result.")
     assert result.finish_reason == "stalled" and plant.runs["diagnostic_status"] == 2
+
+
+async def test_a_provider_that_refuses_the_forced_tool_choice_is_asked_again_without_it():
+    """llama.cpp's server answered 400 to a forced tool choice it does not take: the re-ask is
+    made again without forcing (its message still asks for a tool call), not a failed run."""
+    plant = Plant()
+    model = ScriptedChatModel(responses=[
+        "CNC-003 is fine at 22 °C.", RuntimeError("Error code: 400 - Invalid tool_choice: any"),
+        step("native", ("status", {"equipment_id": "CNC-003"})), "CNC-003 is in warning at 48.7 °C."])
+    result = await ReActAgent(model, plant.tools(), abilities=NATIVE).run("How warm is CNC-003?")
+    assert model.call_kwargs[1]["tool_choice"] == "any" and "tool_choice" not in model.call_kwargs[2]
+    assert plant.runs == {"status": 1} and result.answer == "CNC-003 is in warning at 48.7 °C."
+    assert result.error is None and result.finish_reason == "final_answer"
