@@ -206,10 +206,13 @@ def check_grounding(answer: str, steps: Sequence[dict[str, Any]], question: str,
     asked = _with_id_parts(extract_values(question))
     facts = {value for step in steps if not step.get("error")
              for value in extract_values(str(step.get("observation") or "")) if informative(value)} - asked
+    missing = [value for value in checked if value not in evidence]
+    ordered: list[str] = []  # the evidence in trace order, sorted once, only when a value is missing
     return GroundingReport(
         checked=checked,
-        ungrounded=[value for value in checked if value not in evidence
-                    and not (derived and derivable(value, sorted(evidence, key=_first_seen(steps, question))))],
+        ungrounded=[value for value in missing
+                    if not (derived and derivable(value, ordered or (ordered := sorted(evidence, key=_first_seen(
+                        steps, question)))))],
         cited=[value for value in checked if value in facts],
         facts_available=len(facts),
         min_facts=min_facts,

@@ -73,10 +73,10 @@ TEST_DATABASE_URL_ENV = "REACTGRAPH_TEST_DATABASE_URL"
 every test uses thread ids of its own)."""
 
 
-@pytest.fixture
-def postgres_url() -> str:
-    """The test Postgres URL. Without one the test is skipped, except in CI (``$CI`` set),
-    where a missing database fails the test: CI must run the Postgres tests."""
+def require_postgres_url() -> str:
+    """The test Postgres URL. Without one the calling test (or fixture, of any scope) is
+    skipped, except in CI (``$CI`` set), where a missing database fails it: CI must run the
+    Postgres tests."""
     url = os.environ.get(TEST_DATABASE_URL_ENV)
     if not url:
         message = f"no test Postgres: set {TEST_DATABASE_URL_ENV}=postgresql://user:password@127.0.0.1/db"
@@ -84,6 +84,12 @@ def postgres_url() -> str:
             pytest.fail(message + " (CI must run the Postgres tests)")
         pytest.skip(message)
     return url
+
+
+@pytest.fixture
+def postgres_url() -> str:
+    """The test Postgres URL (:func:`require_postgres_url`)."""
+    return require_postgres_url()
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import os
 import sys
 import threading
 import time
@@ -31,7 +30,7 @@ from reactgraph import AgentSettings, MCPConfigError, ModelAbilities, ReActAgent
 from reactgraph.mcp import parse_mcp_config
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.testing import ScriptedChatModel, tool_call
-from tests.conftest import TEST_DATABASE_URL_ENV
+from tests.conftest import require_postgres_url
 
 pytestmark = pytest.mark.integration
 
@@ -103,10 +102,7 @@ def planned(messages: list[BaseMessage]) -> AIMessage | str:
 def server(request, tmp_path_factory) -> Iterator[str]:
     """A real uvicorn server in a thread of its own, its agent on a real checkpointer."""
     url = str(tmp_path_factory.mktemp("fuzz") / "checkpoints.db") if request.param == "sqlite" else \
-        os.environ.get(TEST_DATABASE_URL_ENV)
-    if not url:  # (the postgres_url fixture is per test; CI sets the variable)
-        pytest.fail(f"no test Postgres: set {TEST_DATABASE_URL_ENV}") if os.environ.get("CI") else \
-            pytest.skip(f"no test Postgres: set {TEST_DATABASE_URL_ENV}")
+        require_postgres_url()
     started: dict[str, Any] = {}
 
     async def serve() -> None:
