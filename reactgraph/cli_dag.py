@@ -20,6 +20,7 @@ from reactgraph.events import (
     DagStepIteration,
     DagStepStarted,
     DagStepTool,
+    DagStepToolStarted,
     PlanMade,
     Planning,
 )
@@ -76,8 +77,8 @@ def print_dag_event(console: Console, event: AgentEvent) -> bool:
             then = " → re-plan" if event.replan else ""
             console.print(f"[bold]analysis:[/bold] {verdict} (confidence {event.confidence:.2f}){then} "
                           f"[dim]{escape(_short(event.reasoning))}[/dim]")
-        case DagStepIteration():
-            pass  # per-iteration progress is not printed
+        case DagStepIteration() | DagStepToolStarted():
+            pass  # per-iteration progress and tool starts are not printed (the finished tool is)
         case _:
             return False
     return True

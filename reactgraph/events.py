@@ -534,9 +534,28 @@ class DagStepIteration(AgentEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
+class DagStepToolStarted(AgentEvent):
+    """``dag_step`` ``{status: "tool_started", round, step_id, iteration, tool_name,
+    tool_args, tool_call_id}``: a step's tool call starts (its loop's
+    :class:`ToolStarted`, named by its step; issue 39: the page's and AG-UI's tool cards
+    per step). ``tool_call_id`` is the step loop's own: unique within the step, not
+    across steps (steps on one model may reuse a provider's ids)."""
+
+    channel: ClassVar[Channel] = "dag_step"
+    tag: ClassVar[tuple[tuple[str, str], ...]] = (("status", "tool_started"),)
+    round: int
+    step_id: str
+    iteration: int | None
+    tool_name: str | None
+    tool_args: Any
+    tool_call_id: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
 class DagStepTool(AgentEvent):
     """``dag_step`` ``{status: "tool", round, step_id, iteration, tool_name, observation,
-    error, iter_elapsed}``: a step's tool call finished."""
+    error, iter_elapsed, tool_call_id?, tool_args?}``: a step's tool call finished
+    (``tool_call_id`` and ``tool_args`` as in its :class:`DagStepToolStarted`)."""
 
     channel: ClassVar[Channel] = "dag_step"
     tag: ClassVar[tuple[tuple[str, str], ...]] = (("status", "tool"),)
@@ -547,6 +566,8 @@ class DagStepTool(AgentEvent):
     observation: str | None
     error: str | None
     iter_elapsed: float | None
+    tool_call_id: Any = OMIT
+    tool_args: Any = OMIT
 
 
 @dataclass(frozen=True, kw_only=True)

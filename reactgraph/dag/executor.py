@@ -16,8 +16,8 @@ goal and its dependencies' results (each cut to ``dependency_chars``, ending wit
 interrupt queue is private). A loop that raises or outlasts ``step_timeout`` fails the step.
 
 Events (channel ``dag_step``): ``started`` when the loop starts, ``iteration`` before each
-of its model calls, ``tool`` when one of its tools finished, ``completed`` at the end
-(also for a failed step).
+of its model calls, ``tool_started`` / ``tool`` when one of its tools starts / finished,
+``completed`` at the end (also for a failed step).
 """
 
 from __future__ import annotations
@@ -44,8 +44,10 @@ from reactgraph.events import (
     DagStepIteration,
     DagStepStarted,
     DagStepTool,
+    DagStepToolStarted,
     ThinkingStarted,
     ToolDone,
+    ToolStarted,
     emit,
     graph_events,
 )
@@ -214,9 +216,13 @@ class RunStep:
     @staticmethod
     def _forward(round_number: int, step_id: str, event: AgentEvent) -> None:
         """Re-emit a loop event as step progress: ``iteration`` for each model call,
-        ``tool`` for each finished tool call (SPEC R9.5)."""
+        ``tool_started`` and ``tool`` for each tool call (SPEC R9.5)."""
         if isinstance(event, ThinkingStarted):
             emit(DagStepIteration(round=round_number, step_id=step_id, iteration=event.iteration))
+        elif isinstance(event, ToolStarted):
+            emit(DagStepToolStarted(round=round_number, step_id=step_id, iteration=event.iteration,
+                                    tool_name=event.tool_name, tool_args=event.tool_args, tool_call_id=event.tool_call_id))
         elif isinstance(event, ToolDone):
             emit(DagStepTool(round=round_number, step_id=step_id, iteration=event.iteration, tool_name=event.tool_name,
-                             observation=event.observation, error=event.error, iter_elapsed=event.iter_elapsed))
+                             observation=event.observation, error=event.error, iter_elapsed=event.iter_elapsed,
+                             tool_call_id=event.tool_call_id, tool_args=event.tool_args))

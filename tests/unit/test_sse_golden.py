@@ -180,7 +180,7 @@ async def dag_run() -> bytes:
     ], synthesis="CNC-001 is **fine**.")
     agent = DAGAgent(model, [read_log], settings=FAST)
     text = "".join([event.to_sse() async for event in agent.astream_events("Check CNC-001", thread_id="dag")])
-    return CLOCK.sub(rb'"\1": 0', text.encode())
+    return RANDOM_ID.sub(b'"call_<random>"', CLOCK.sub(rb'"\1": 0', text.encode()))
 
 
 @pytest.mark.parametrize("name, run", [

@@ -36,7 +36,7 @@ def test_every_recorded_event_reads_back_as_its_kind_and_writes_the_same_bytes()
 
 def test_one_class_per_kind_each_named_by_channel_and_tag():
     keys = [(kind.channel, kind.tag) for kinds in ev._KINDS.values() for kind in kinds]
-    assert len(keys) == len(set(keys)) == 25
+    assert len(keys) == len(set(keys)) == 26
     assert ev.ToolStarted.tag == (("type", "iteration"), ("status", "start"))
     assert isinstance(ev.SelectingTools(total_tools=3), ev.Phase) and ev.Planning(round=1).phase == "planning"
 
