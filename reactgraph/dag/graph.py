@@ -32,6 +32,13 @@ from reactgraph.models.registry import ModelRegistry
 from reactgraph.state import RESET, TURN_ANSWER_CHARS, InputState
 
 
+MODE_KEY = "reactgraph_mode"
+"""The checkpoint metadata member that names the graph that wrote a checkpoint: ``"dag"``
+on every checkpoint of the DAG graph (set through the compiled graph's config metadata,
+which LangGraph copies into each checkpoint's metadata); absent on the ReAct graph's. A
+server that serves both modes reads it to tell a thread's mode (issue 39)."""
+
+
 async def start_dag(state: DAGState) -> dict[str, Any]:
     """Open the run: the goal is the last human message; every per-run field is reset, and the
     run before this one on the thread (its goal and the answer the user saw) joins
@@ -110,4 +117,5 @@ def create_dag_graph(
     builder.add_conditional_edges("analyze", route_analysis, ["plan", "synthesize"])
     builder.add_edge("synthesize", END)
     graph = builder.compile(checkpointer=checkpointer, name=name)
-    return graph.with_config(recursion_limit=dag_settings.recursion_limit)  # type: ignore[return-value]
+    return graph.with_config(recursion_limit=dag_settings.recursion_limit,  # type: ignore[return-value]
+                             metadata={MODE_KEY: "dag"})

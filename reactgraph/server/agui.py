@@ -17,7 +17,11 @@ events, one run at a time; :func:`add_agui_route` adds the endpoint to an app ma
 - the synthesized answer: ``TEXT_MESSAGE_START`` / ``CONTENT`` / ``END``, an assistant message;
 - ``phase``, ``compact``, ``inject``, ``stall``, ``approval``, an answer ``reset`` and DAG
   mode's events: ``CUSTOM`` events named by their SSE channel (``answer_reset`` for the
-  reset) whose value is the SPEC §8 payload.
+  reset) whose value is the SPEC §8 payload;
+- DAG mode (issue 39) besides: each round's planning and analysis and each plan step as a
+  step (``STEP_STARTED`` / ``STEP_FINISHED`` named ``planning:<round>``,
+  ``analyzing:<round>``, ``step:<round>:<step id>``; steps that run in parallel are open
+  together), and each step's tool calls as tool call events whose parent message is its step.
 """
 
 from __future__ import annotations
@@ -53,13 +57,21 @@ from sse_starlette import EventSourceResponse
 from reactgraph.events import (
     OMIT,
     AgentEvent,
+    Analysis,
+    Analyzing,
     AnswerDelta,
     AnswerDone,
     AnswerReset,
     AnswerSignalled,
     AnswerStarted,
     ApprovalWaiting,
+    DagStepCompleted,
+    DagStepStarted,
+    DagStepTool,
+    DagStepToolStarted,
     Done,
+    PlanMade,
+    Planning,
     RunError,
     ThinkingDone,
     ThinkingStarted,
@@ -72,11 +84,15 @@ from reactgraph.server.app import (
     CANCELLED,
     ERRORS,
     MESSAGE_ERRORS,
+    MODES,
     ErrorBody,
     IdText,
+    Mode,
     checked_decisions,
     checked_text,
+    run_agent,
     stream_events,
+    thread_agent,
 )
 
 AGUI_PATH = "/agui"
@@ -104,6 +120,20 @@ def question_of(run_input: RunAgentInput) -> str:
         if getattr(message, "role", None) == "user":
             return _text(message.content)
     raise HTTPException(422, "RunAgentInput.messages holds no user message: the last user message is the question")
+
+
+def mode_of(run_input: RunAgentInput) -> Mode | None:
+    """The mode a run asks for: ``forwardedProps.mode`` (``"react"`` or ``"dag"``; issue 39),
+    ``None`` (the server's default) when it names none.
+
+    Raises:
+        HTTPException: 422 for a ``mode`` that is not one of :data:`~reactgraph.server.app.MODES`.
+    """
+    props = run_input.forwarded_props
+    mode = props.get("mode") if isinstance(props, dict) else None
+    if mode is not None and mode not in MODES:
+        raise HTTPException(422, f"forwardedProps.mode must be one of {', '.join(MODES)}, got {wire_json(mode)[:100]}")
+    return mode
 
 
 def resume_decisions(run_input: RunAgentInput) -> list[tuple[str, dict[str, Any]]]:
@@ -156,6 +186,7 @@ class AguiEncoding:
         self.failure: RunError | None = None
         self.pending: list[dict[str, Any]] = []
         self.answers = 0
+        self.dag_steps: list[str] = []  # DAG mode's open steps (several run at once)
 
     def events(self, event: AgentEvent) -> list[BaseEvent]:
         """The AG-UI events that stand for ``event`` (the module docstring's table),
@@ -211,6 +242,9 @@ class AguiEncoding:
             case ApprovalWaiting():
                 self.pending = list(event.pending)
                 out.append(CustomEvent(name=event.channel, value=event.data))
+            case Planning() | Analyzing() | PlanMade() | Analysis() | DagStepStarted() | DagStepCompleted() \
+                    | DagStepToolStarted() | DagStepTool():
+                out += self._dag_events(event)
             case Done():
                 out += self._finish(self._terminal(event))
             case _:
@@ -245,14 +279,57 @@ class AguiEncoding:
     def _tool_call(self, event: ToolStarted | ToolDone) -> list[BaseEvent]:
         """START, ARGS (the arguments as JSON), END of one tool call; the calls one model call
         asked for share their parent message ``<runId>:model_call_<n>``."""
-        call_id = event.tool_call_id
-        self.tool_calls.add(call_id)
-        args = event.tool_args if event.tool_args is not OMIT and event.tool_args is not None else {}
+        self.tool_calls.add(event.tool_call_id)
+        return self._call_events(event.tool_call_id, event.tool_name, event.tool_args,
+                                 f"{self.run_id}:model_call_{event.iteration}")
+
+    @staticmethod
+    def _call_events(call_id: str, tool_name: str | None, tool_args: Any, parent: str) -> list[BaseEvent]:
+        """START (under the ``parent`` message), ARGS (the arguments as JSON), END of one tool call."""
+        args = tool_args if tool_args is not OMIT and tool_args is not None else {}
         arguments = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, default=str)
-        return [ToolCallStartEvent(tool_call_id=call_id, tool_call_name=event.tool_name or "unknown",
-                                   parent_message_id=f"{self.run_id}:model_call_{event.iteration}"),
+        return [ToolCallStartEvent(tool_call_id=call_id, tool_call_name=tool_name or "unknown", parent_message_id=parent),
                 ToolCallArgsEvent(tool_call_id=call_id, delta=arguments),
                 ToolCallEndEvent(tool_call_id=call_id)]
+
+    def _dag_events(self, event: AgentEvent) -> list[BaseEvent]:
+        """DAG mode's events (issue 39): planning, analysis and each plan step as AG-UI
+        steps, a step's tool calls as tool call events under its step, and the SPEC §8
+        payloads of the phases, the plan, the steps and the analysis as ``CUSTOM`` events."""
+        custom = CustomEvent(name=event.channel, value=event.data)
+        match event:
+            case Planning() | Analyzing():
+                return [custom, self._open_dag_step(f"{event.phase}:{event.round}")]
+            case PlanMade():
+                return self._close_dag_step(f"planning:{event.round}") + [custom]
+            case Analysis():
+                return self._close_dag_step(f"analyzing:{event.round}") + [custom]
+            case DagStepStarted():
+                return [self._open_dag_step(f"step:{event.round}:{event.step_id}"), custom]
+            case DagStepCompleted():  # a step whose dependency failed never started: its payload only
+                return [custom, *self._close_dag_step(f"step:{event.round}:{event.step_id}")]
+            case DagStepToolStarted() | DagStepTool():
+                call_id = f"{event.round}:{event.step_id}:{event.tool_call_id or event.iteration}"
+                out: list[BaseEvent] = []
+                if call_id not in self.tool_calls:
+                    self.tool_calls.add(call_id)
+                    out += self._call_events(call_id, event.tool_name, event.tool_args,
+                                             f"{self.run_id}:step:{event.round}:{event.step_id}")
+                if isinstance(event, DagStepTool):
+                    out.append(ToolCallResultEvent(message_id=f"{call_id}:result", tool_call_id=call_id,
+                                                   content=event.observation or event.error or "", role="tool"))
+                return out
+        return [custom]
+
+    def _open_dag_step(self, name: str) -> BaseEvent:
+        self.dag_steps.append(name)
+        return StepStartedEvent(step_name=name)
+
+    def _close_dag_step(self, name: str) -> list[BaseEvent]:
+        if name not in self.dag_steps:
+            return []
+        self.dag_steps.remove(name)
+        return [StepFinishedEvent(step_name=name)]
 
     def _close_step(self) -> list[BaseEvent]:
         if self.step is None:
@@ -268,6 +345,8 @@ class AguiEncoding:
 
     def _finish(self, terminal: BaseEvent) -> list[BaseEvent]:
         closing = self._close_step() + self._close_message()
+        closing += [StepFinishedEvent(step_name=name) for name in self.dag_steps]
+        self.dag_steps = []
         self.finished = True
         return [*closing, terminal]
 
@@ -335,14 +414,17 @@ def add_agui_route(app: FastAPI, dependencies: list[Any]) -> None:
         summary="Run the agent for an AG-UI client",
     )
     async def agui_run(body: AguiRunInput) -> EventSourceResponse:
-        """Run the agent on the AG-UI input's last user message in thread `threadId`, or
-        resume its paused run with the input's `resume` decisions, and stream AG-UI events."""
-        agent = app.state.agent
+        """Run the agent on the AG-UI input's last user message in thread `threadId` (in DAG
+        mode with `forwardedProps: {"mode": "dag"}`), or resume its paused run with the input's
+        `resume` decisions, and stream AG-UI events."""
         encoding = AguiEncoding(body.thread_id, body.run_id)
         if body.resume:
-            decisions = await checked_decisions(app, body.thread_id, resume_decisions(body))
+            agent = await thread_agent(app, body.thread_id)
+            decisions = await checked_decisions(app, body.thread_id, resume_decisions(body), agent)
             return await stream_events(app, body.thread_id, agent.aresume_events(body.thread_id, decisions), encoding)
+        mode = mode_of(body)
         question = checked_text(question_of(body), app.state.settings)
+        agent = await run_agent(app, body.thread_id, mode)
         return await stream_events(app, body.thread_id, agent.astream_events(question, thread_id=body.thread_id),
                                    encoding)
 

@@ -2,9 +2,12 @@
 
 :func:`create_app` wraps one :class:`~reactgraph.ReActAgent`. Endpoints:
 
-- ``POST /threads/{thread_id}/runs`` ``{"message": ...}`` streams the run as the SSE event
-  protocol of SPEC §8 (``text/event-stream``, ``event: <channel>\\ndata: <json>\\n\\n``),
-  ending with ``done``; 409 when the thread already has a run going.
+- ``POST /threads/{thread_id}/runs`` ``{"message": ..., "mode"?: "react" | "dag"}`` streams
+  the run as the SSE event protocol of SPEC §8 (``text/event-stream``,
+  ``event: <channel>\\ndata: <json>\\n\\n``), ending with ``done``; 409 when the thread
+  already has a run going, or holds runs of the other mode. ``mode: "dag"`` runs the app's
+  :class:`~reactgraph.DAGAgent` (plan, steps, analysis: SPEC §9, issue 39); without
+  ``mode``, :attr:`ServerSettings.default_mode` decides.
 - ``POST /threads/{thread_id}/inject`` ``{"message": ...}`` queues a follow-up for the
   running run (202; SPEC §7), 409 when nothing is running on the thread.
 - ``POST /threads/{thread_id}/resume`` finishes the thread's interrupted run (its process
@@ -79,6 +82,8 @@ from starlette.responses import Response
 from reactgraph._pinning import is_pinned, pinned_ids
 from reactgraph.actions import message_text
 from reactgraph.agent import ReActAgent, ThreadStatus
+from reactgraph.dag.agent import DAGAgent
+from reactgraph.dag.graph import MODE_KEY
 from reactgraph.approval import DecisionError, pending_calls, resume_command
 from reactgraph.bounds import has_lone_surrogate
 from reactgraph.errors import FollowUpLimitError, NoActiveRunError, NothingToResumeError, ThreadBusyError
@@ -119,6 +124,12 @@ ThreadId = Annotated[str, FastAPIPath(pattern=THREAD_ID_PATTERN, description="Th
 IdText = Annotated[str, StringConstraints(pattern=THREAD_ID_PATTERN)]
 """An id in a request body, checked as :data:`ThreadId` is in a path."""
 
+Mode = Literal["react", "dag"]
+"""How a run answers: ``react`` (the ReAct loop, SPEC §2) or ``dag`` (plan, one ReAct loop
+per step, analysis, re-plan: SPEC §9)."""
+
+MODES: tuple[Mode, ...] = ("react", "dag")
+
 
 @dataclass(frozen=True)
 class ServerSettings:
@@ -141,6 +152,9 @@ class ServerSettings:
         public_metrics: ``/metrics`` needs no API key (for a scraper inside a trusted network).
         body_timeout: Most seconds the server waits for the next part of a request body
             before it answers 408 and closes the connection (default 30).
+        default_mode: The :data:`Mode` of a run whose request names none (``/runs``
+            without ``mode``, ``/agui`` without ``forwardedProps.mode``); ``"dag"`` needs
+            an app with a DAG agent (``reactgraph serve --dag``; issue 39).
     """
 
     api_key: str | None = None
@@ -151,6 +165,7 @@ class ServerSettings:
     metrics: bool = True
     public_metrics: bool = False
     body_timeout: float = 30.0
+    default_mode: Mode = "react"
 
     def __post_init__(self) -> None:
         if self.max_message_chars < 1:
@@ -163,6 +178,8 @@ class ServerSettings:
             raise ValueError(f"ping_seconds must be positive, got {self.ping_seconds}")
         if self.body_timeout <= 0:
             raise ValueError(f"body_timeout must be positive, got {self.body_timeout}")
+        if self.default_mode not in MODES:
+            raise ValueError(f"default_mode must be one of {', '.join(MODES)}, got {self.default_mode!r}")
 
     def resolved_api_key(self) -> str:
         """The key in force: :attr:`api_key`, else ``$REACTGRAPH_API_KEY``, else ``""`` (open)."""
@@ -177,6 +194,16 @@ class MessageRequest(BaseModel):
 
     message: str = Field(min_length=1, description="The user's question (runs) or follow-up (inject).",
                          examples=["CNC-003 상태 확인해줘"])
+
+
+class RunRequest(MessageRequest):
+    """Body of ``POST /threads/{thread_id}/runs``: ``message`` and, optionally, ``mode``."""
+
+    mode: Mode | None = Field(
+        default=None, description="react: the ReAct loop; dag: plan the goal into steps, run them (in parallel where "
+                                  "the plan allows), analyze, re-plan (SPEC §9). Default: the server's "
+                                  "(`reactgraph serve --dag` makes it dag). A thread keeps the mode of its first run.",
+        examples=["dag"])
 
 
 class DecisionBody(BaseModel):
@@ -236,19 +263,25 @@ class ThreadMessage(BaseModel):
 class ThreadResult(BaseModel):
     """The last run's result, as the checkpointer holds it."""
 
-    query: str
+    query: str = Field(description="The question (dag: the goal).")
     answer: str = Field(description="The synthesized answer, or the loop's answer when synthesis did not run.")
-    loop_answer: str = Field(description="The tool loop's brief answer (SPEC R2.10).")
-    iterations: int
+    loop_answer: str = Field(description="The tool loop's brief answer (SPEC R2.10; dag: the answer before synthesis).")
+    iterations: int = Field(description="Loop model calls (dag: summed over the last round's steps).")
     usage: dict[str, int]
     finish_reason: str | None
-    steps: list[dict[str, Any]]
+    steps: list[dict[str, Any]] = Field(description="The tool calls (dag: every step's, in plan order).")
+    plan: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="dag: the last round's plan, each step {id, task, dependencies, tool_hint, model_hint, status: "
+                    "pending | completed | failed, result, error, model_role, iterations, elapsed, tool_steps}.")
+    rounds: int | None = Field(default=None, description="dag: the rounds run.")
 
 
 class ThreadState(BaseModel):
     """Answer of ``GET /threads/{thread_id}``."""
 
     thread_id: str
+    mode: Mode = Field(description="The mode of the thread's runs (a thread keeps the mode of its first run).")
     running: bool = Field(description="A run is going on the thread: in this server, or with a shared (Postgres) "
                                       "queue in any server process.")
     status: Literal["running", "waiting", "interrupted", "idle"] = Field(
@@ -280,6 +313,8 @@ class Health(BaseModel):
     model_mode: str = Field(description="native or json (SPEC R2.2).")
     tools: int
     checkpoints: bool = Field(description="Threads are kept by a checkpointer.")
+    modes: list[Mode] = Field(description="The modes a run may ask for (`mode` of POST .../runs).")
+    default_mode: Mode = Field(description="The mode of a run that names none.")
     models: list[ModelStatus] = Field(
         default_factory=list, description="The model and its fallback models in order, each with its circuit breaker "
                                           "(issue 41); empty without fallback models.")
@@ -300,7 +335,10 @@ SSE_DESCRIPTION = (
     "`phase`, `step` (thinking, iteration, answer signal), `compact`, `inject`, `error`, "
     "`answer` (start, delta, done), and last `done` {answer, iterations, usage, elapsed, finish_reason, thread_id}. "
     "A run that pauses for approval sends `approval` {type, status: waiting, thread_id, pending} and then `done` "
-    "with finish_reason `waiting` (no `answer` events); POST .../approvals continues it."
+    "with finish_reason `waiting` (no `answer` events); POST .../approvals continues it. "
+    "A DAG-mode run (`mode: dag`) sends `phase` (planning, analyzing), `plan` {round, steps, warnings}, `dag_step` "
+    "(started, iteration, tool_started, tool, completed; each names its step_id and round) and `analysis` instead of "
+    "`step` events, then the answer and `done` with rounds, achieved and confidence (docs/sse.md)."
 )
 
 
@@ -322,6 +360,31 @@ def _message_view(message: BaseMessage, pinned: frozenset[str]) -> ThreadMessage
         tool_calls=tool_calls,
         tool_call_id=message.tool_call_id if isinstance(message, ToolMessage) else None,
         name=message.name if isinstance(message, ToolMessage) else None,
+    )
+
+
+def _dag_result_view(values: dict[str, Any]) -> ThreadResult | None:
+    """The last DAG run's result: its goal, answer, the last round's plan with each step's
+    outcome (``pending`` for a step without one yet) and every step's tool calls."""
+    if "goal" not in values:
+        return None
+    results = values.get("results") or {}
+    plan = [{**step, "status": "pending", "result": "", "error": None, "model_role": None, "iterations": 0,
+             "elapsed": 0.0, "tool_steps": [], **(results.get(step["id"]) or {})} for step in values.get("plan") or []]
+    for step in plan:
+        step.pop("finish_reason", None)
+    usage = values.get("usage") or {}
+    synthesis = values.get("synthesis")
+    return ThreadResult(
+        query=values.get("goal", ""),
+        answer=synthesis if synthesis is not None else values.get("answer", ""),
+        loop_answer=values.get("answer", ""),
+        iterations=sum(int(step["iterations"]) for step in plan),
+        usage={key: int(value) for key, value in usage.items()},
+        finish_reason=values.get("finish_reason"),
+        steps=[record for step in plan for record in step["tool_steps"]],
+        plan=plan,
+        rounds=int(values.get("round", 0)),
     )
 
 
@@ -362,14 +425,73 @@ def checked_text(text: str, settings: ServerSettings) -> str:
     return text
 
 
-async def thread_snapshot(app: FastAPI, thread_id: str) -> tuple[ThreadStatus, StateSnapshot]:
+def served_agent(app: FastAPI, mode: Mode) -> Any:
+    """The app's agent for runs of ``mode``: its :class:`~reactgraph.ReActAgent`, or its
+    :class:`~reactgraph.DAGAgent` for ``"dag"`` (issue 39).
+
+    Raises:
+        HTTPException: 422 for ``"dag"`` when the app has no DAG agent.
+    """
+    if mode == "dag":
+        if app.state.dag_agent is None:
+            raise HTTPException(422, "this server runs no DAG mode (it was made without a DAG agent)")
+        return app.state.dag_agent
+    return app.state.agent
+
+
+async def thread_mode(app: FastAPI, thread_id: str) -> Mode | None:
+    """The mode of the thread's runs, told by its last checkpoint: the DAG graph marks each of
+    its checkpoints (:data:`~reactgraph.dag.graph.MODE_KEY`), the ReAct graph none. ``None``
+    for a thread without a checkpoint, and for an app that serves one mode only (no read
+    then: ``react``'s threads cost nothing more)."""
+    checkpointer = app.state.agent.checkpointer
+    if app.state.dag_agent is None or checkpointer is None:
+        return None
+    saved = await checkpointer.aget_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
+    if saved is None:
+        return None
+    return "dag" if (saved.metadata or {}).get(MODE_KEY) == "dag" else "react"
+
+
+async def run_agent(app: FastAPI, thread_id: str, mode: Mode | None) -> Any:
+    """The agent that starts a new run of ``mode`` (``None``: the server's default) on the
+    thread: a thread keeps the mode of its first run, so its checkpoints are always read by
+    the graph that wrote them (the two graphs' states differ).
+
+    Raises:
+        HTTPException: 422 for a mode the app does not serve; 409 when the thread holds
+            runs of the other mode.
+    """
+    mode = mode or app.state.settings.default_mode
+    agent = served_agent(app, mode)
+    held = await thread_mode(app, thread_id)
+    if held is not None and held != mode:
+        raise HTTPException(status.HTTP_409_CONFLICT,
+                            f"thread {thread_id!r} holds {held} runs; a thread keeps the mode of its first run: "
+                            f"continue it in {held} mode, or start another thread for {mode} mode")
+    return agent
+
+
+async def thread_agent(app: FastAPI, thread_id: str) -> Any:
+    """The agent whose graph holds the thread's runs: the DAG agent for a DAG thread, else
+    the ReAct agent (for a thread it does not know too)."""
+    return app.state.dag_agent if await thread_mode(app, thread_id) == "dag" else app.state.agent
+
+
+async def thread_snapshot(app: FastAPI, thread_id: str, agent: Any = None) -> tuple[ThreadStatus, StateSnapshot]:
     """The thread's :meth:`~reactgraph.ReActAgent.thread_snapshot`, a run of this app's
     streams counting as going (its last events may still be on their way).
+
+    Args:
+        app: An app made by :func:`create_app`.
+        thread_id: The thread.
+        agent: The agent whose graph holds the thread (:func:`thread_agent`, which is
+            asked when ``None``).
 
     Raises:
         HTTPException: 404 when the app's agent keeps no threads or has none by this id.
     """
-    agent: ReActAgent = app.state.agent
+    agent = agent or await thread_agent(app, thread_id)
     if agent.checkpointer is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, "this server keeps no threads (its agent has no checkpointer)")
     state, snapshot = await agent.thread_snapshot(thread_id, running_here=app.state.runs.__contains__)
@@ -378,7 +500,8 @@ async def thread_snapshot(app: FastAPI, thread_id: str) -> tuple[ThreadStatus, S
     return state, snapshot
 
 
-async def checked_decisions(app: FastAPI, thread_id: str, decisions: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+async def checked_decisions(app: FastAPI, thread_id: str, decisions: list[tuple[str, dict[str, Any]]],
+                            agent: Any = None) -> dict[str, Any]:
     """Decisions on the calls a paused run waits on (SPEC R13.3), checked before the run
     resumes: by tool call id (or interrupt id), as ``agent.aresume_events`` takes them.
 
@@ -387,13 +510,14 @@ async def checked_decisions(app: FastAPI, thread_id: str, decisions: list[tuple[
         thread_id: The paused run's thread.
         decisions: ``(call id, {"type": "approve" | "edit" | "reject", "args"?, "message"?})``
             pairs.
+        agent: The agent whose graph holds the thread (:func:`thread_agent` when ``None``).
 
     Raises:
         HTTPException: 404 for an unknown thread, 409 when a run is going on it or it
             waits on no decision, 422 for two decisions on one call, a decision that names
             no waiting call, or one that is no decision.
     """
-    state, snapshot = await thread_snapshot(app, thread_id)
+    state, snapshot = await thread_snapshot(app, thread_id, agent)
     if state == "running":
         raise HTTPException(status.HTTP_409_CONFLICT, f"a run is going on thread {thread_id!r}")
     pending = pending_calls(snapshot)
@@ -561,7 +685,8 @@ async def stream_events(app: FastAPI, thread_id: str, events: AsyncIterator[Agen
                                headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
 
 
-def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> FastAPI:
+def create_app(agent: ReActAgent, settings: ServerSettings | None = None, *,
+               dag_agent: DAGAgent | None = None) -> FastAPI:
     """Build the FastAPI app that serves ``agent`` (SPEC §8, R10.3).
 
     Args:
@@ -569,18 +694,26 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
             and for threads that continue across runs and server restarts; without one,
             runs still stream but the server keeps no threads (``GET`` answers 404).
         settings: :class:`ServerSettings`; defaults read ``$REACTGRAPH_API_KEY``.
+        dag_agent: The agent of DAG-mode runs (``mode: "dag"``, SPEC §9, issue 39), or
+            ``None`` to serve the ReAct mode only. It must keep its threads in ``agent``'s
+            checkpointer (one thread, one store; a thread keeps the mode of its first run).
 
     Returns:
-        The app. ``app.state.agent`` and ``app.state.settings`` hold the arguments;
+        The app. ``app.state.agent``, ``app.state.dag_agent`` and ``app.state.settings`` hold the arguments;
         ``app.state.runs`` maps the thread id of each run going to its asyncio task
         (``app.state.stops`` holds those the cancel endpoint stopped). More routes
         can be added to it like to any FastAPI app; the gate guards them as the others
         (key, host, body size), and :func:`stream_events` streams a run.
 
     Raises:
-        ValueError: Invalid settings.
+        ValueError: Invalid settings; ``default_mode="dag"`` without a DAG agent; a DAG
+            agent with another checkpointer than ``agent``'s.
     """
     settings = settings or ServerSettings()
+    if settings.default_mode == "dag" and dag_agent is None:
+        raise ValueError("default_mode='dag' needs a dag_agent")
+    if dag_agent is not None and dag_agent.graph.checkpointer is not agent.checkpointer:
+        raise ValueError("the DAG agent must keep its threads in the ReAct agent's checkpointer")
     api_key = settings.resolved_api_key()
     app = FastAPI(
         title="reactgraph",
@@ -588,6 +721,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
         summary="A ReAct agent engine: runs streamed as server-sent events (SPEC §8).",
     )
     app.state.agent = agent
+    app.state.dag_agent = dag_agent
     app.state.settings = settings
     app.state.runs = {}
     app.state.stops = weakref.WeakSet()
@@ -609,22 +743,28 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
     def checked_message(body: MessageRequest) -> str:
         return checked_text(body.message, settings)
 
+    mode_conflict = "A run is already going on this thread, or the thread holds runs of the other mode."
+
     @app.post(
         "/threads/{thread_id}/runs",
         dependencies=[Depends(bearer_scheme)],
         response_class=EventSourceResponse,
         responses={
             **SSE_RESPONSE,
-            409: {"model": ErrorBody, "description": "A run is already going on this thread."},
+            409: {"model": ErrorBody, "description": mode_conflict},
             **MESSAGE_ERRORS,
+            422: {"model": ErrorBody, "description": "The body or the thread id is invalid (a `mode` other than react "
+                                                     "or dag), or the server runs no DAG mode."},
         },
         summary="Start a run and stream its events",
     )
-    async def start_run(thread_id: ThreadId, body: MessageRequest) -> EventSourceResponse:
+    async def start_run(thread_id: ThreadId, body: RunRequest) -> EventSourceResponse:
         """Run the agent on `message` in the thread and stream every SPEC §8 event, ending
-        with `done`. One run per thread at a time; disconnecting cancels the run."""
+        with `done`; `mode: dag` plans the goal into steps and streams the plan, the steps and
+        the analysis (SPEC §9). One run per thread at a time; disconnecting cancels the run."""
         message = checked_message(body)
-        return await stream_events(app, thread_id, agent.astream_events(message, thread_id=thread_id))
+        runner = await run_agent(app, thread_id, body.mode)
+        return await stream_events(app, thread_id, runner.astream_events(message, thread_id=thread_id))
 
     @app.post(
         "/threads/{thread_id}/inject",
@@ -665,8 +805,9 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
         failing) from its last checkpoint: tool calls that had finished are not run again.
         Streams the rest of the run's SPEC §8 events, ending with `done`; any server process
         sharing the checkpointer can do it."""
-        await thread_snapshot(app, thread_id)
-        return await stream_events(app, thread_id, agent.aresume_events(thread_id))
+        runner = await thread_agent(app, thread_id)
+        await thread_snapshot(app, thread_id, runner)
+        return await stream_events(app, thread_id, runner.aresume_events(thread_id))
 
     @app.post(
         "/threads/{thread_id}/approvals",
@@ -684,9 +825,11 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
         """Approve, edit or reject the tool calls the thread's paused run waits on (SPEC R13.3).
         Calls left out keep waiting. Streams the rest of the run's SPEC §8 events, ending with
         `done` (or with another `approval` when calls still wait)."""
+        runner = await thread_agent(app, thread_id)
         decisions = await checked_decisions(app, thread_id, [
-            (item.tool_call_id, item.model_dump(exclude={"tool_call_id"}, exclude_none=True)) for item in body.decisions])
-        return await stream_events(app, thread_id, agent.aresume_events(thread_id, decisions))
+            (item.tool_call_id, item.model_dump(exclude={"tool_call_id"}, exclude_none=True)) for item in body.decisions],
+            runner)
+        return await stream_events(app, thread_id, runner.aresume_events(thread_id, decisions))
 
     @app.post(
         "/threads/{thread_id}/cancel",
@@ -709,7 +852,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
         task.cancel()
         with anyio.CancelScope(shield=True):
             await asyncio.wait([task], timeout=CANCEL_WAIT_SECONDS)
-        state, _snapshot = await agent.thread_snapshot(thread_id)
+        state, _snapshot = await (await thread_agent(app, thread_id)).thread_snapshot(thread_id)
         return Cancelled(thread_id=thread_id, status="interrupted" if state == "running" else state)
 
     @app.get(
@@ -720,15 +863,18 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
     )
     async def get_thread(thread_id: ThreadId) -> ThreadState:
         """The thread's messages and its last run's result, from the checkpointer."""
-        state, snapshot = await thread_snapshot(app, thread_id)
+        runner = await thread_agent(app, thread_id)
+        state, snapshot = await thread_snapshot(app, thread_id, runner)
         values = snapshot.values
         pending = pending_calls(snapshot) if state == "waiting" else []
+        dag = runner is not agent
         return ThreadState(
             thread_id=thread_id,
+            mode="dag" if dag else "react",
             running=state == "running",
             status=state,
             messages=[_message_view(message, pinned_ids(values)) for message in values["messages"]],
-            result=_result_view(values),
+            result=_dag_result_view(values) if dag else _result_view(values),
             pending=[call.to_dict() for call in pending],
         )
 
@@ -749,7 +895,8 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None) -> Fas
         models = [ModelStatus(name=name, **state) for name, state in engine.breaker_states().items()] \
             if engine.fallbacks else []
         return Health(model_mode=agent.mode, tools=len(agent.tools), checkpoints=agent.checkpointer is not None,
-                      models=models)
+                      models=models, modes=[mode for mode in MODES if mode == "react" or dag_agent is not None],
+                      default_mode=settings.default_mode)
 
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:

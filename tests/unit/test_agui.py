@@ -125,12 +125,71 @@ def test_approval_is_a_custom_event_and_an_interrupt_outcome():
         {"id": "i9", "reason": "approval", "toolCallId": "o1", "message": 'approve create_order({"id": "A"})'}]}
 
 
-def test_a_result_reported_again_on_resume_opens_its_tool_call_first_and_dag_events_are_custom():
-    out = mapped(tool_done("c7", iteration=3), ev.Planning(round=1))
+def test_a_result_reported_again_on_resume_opens_its_tool_call_first():
+    out = mapped(tool_done("c7", iteration=3))
     assert [kind for kind, _ in out] == ["RUN_STARTED", "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END",
-                                         "TOOL_CALL_RESULT", "CUSTOM", "RUN_ERROR"]
+                                         "TOOL_CALL_RESULT", "RUN_ERROR"]
     assert out[1][1]["parentMessageId"] == "r1:model_call_3"
-    assert out[5][1] == {"name": "phase", "value": {"phase": "planning", "round": 1}}
+
+
+def dag_tool(status: str, step_id: str, call_id: str, **fields: Any) -> ev.AgentEvent:
+    if status == "tool_started":
+        return ev.DagStepToolStarted(round=1, step_id=step_id, iteration=1, tool_name="status",
+                                     tool_args={"id": step_id}, tool_call_id=call_id)
+    done = {"observation": f"{step_id}: ok", "error": None, **fields}
+    return ev.DagStepTool(round=1, step_id=step_id, iteration=1, tool_name="status", iter_elapsed=0.1,
+                          tool_call_id=call_id, tool_args={"id": step_id}, **done)
+
+
+def test_a_dag_run_maps_planning_analysis_and_parallel_steps_to_steps_with_their_tool_calls():
+    """Issue 39: DAG mode's plan and steps are AG-UI steps; two steps run at once (both open),
+    each step's tool calls hang under it, with ids unique across steps (both loops said c1)."""
+    plan = ev.PlanMade(round=1, steps=[{"id": "a", "task": "A", "dependencies": [], "tool_hint": None, "model_hint": None},
+                                       {"id": "b", "task": "B", "dependencies": [], "tool_hint": None, "model_hint": None},
+                                       {"id": "c", "task": "C", "dependencies": ["b"], "tool_hint": None,
+                                        "model_hint": None}], warnings=[])
+    completed = {"elapsed": 0.2, "iterations": 2, "model_role": "general"}
+    out = mapped(
+        ev.Planning(round=1), plan,
+        ev.DagStepStarted(round=1, step_id="a", task="A", model_role="general", dependencies=[]),
+        ev.DagStepStarted(round=1, step_id="b", task="B", model_role="fast", dependencies=[]),
+        ev.DagStepIteration(round=1, step_id="a", iteration=1),
+        dag_tool("tool_started", "a", "c1"), dag_tool("tool_started", "b", "c1"),
+        dag_tool("tool", "b", "c1", observation="", error="Error: B offline"), dag_tool("tool", "a", "c1"),
+        ev.DagStepCompleted(round=1, step_id="a", ok=True, error=None, result="A ok", **completed),
+        ev.DagStepCompleted(round=1, step_id="b", ok=False, error="boom", **completed),
+        ev.DagStepCompleted(round=1, step_id="c", ok=False, error="dependency failed: b", elapsed=0.0, iterations=0,
+                            model_role=None),
+        ev.Analyzing(round=1),
+        ev.Analysis(round=1, achieved=True, confidence=0.9, reasoning="enough", final_answer="A ok", replan=False),
+        ev.AnswerStarted(), ev.AnswerDelta(content="A ok."), ev.AnswerDone(),
+        ev.Done(**{**DONE.data, "finish_reason": "achieved", "rounds": 1, "achieved": True, "confidence": 0.9}),
+    )
+    steps = [(kind, fields["stepName"]) for kind, fields in out if kind.startswith("STEP_")]
+    assert steps == [("STEP_STARTED", "planning:1"), ("STEP_FINISHED", "planning:1"),
+                     ("STEP_STARTED", "step:1:a"), ("STEP_STARTED", "step:1:b"),  # parallel: both open
+                     ("STEP_FINISHED", "step:1:a"), ("STEP_FINISHED", "step:1:b"),  # c never started: no step
+                     ("STEP_STARTED", "analyzing:1"), ("STEP_FINISHED", "analyzing:1")]
+    starts = [fields for kind, fields in out if kind == "TOOL_CALL_START"]
+    assert [(f["toolCallId"], f["parentMessageId"]) for f in starts] == [("1:a:c1", "r1:step:1:a"), ("1:b:c1", "r1:step:1:b")]
+    results = {f["toolCallId"]: f["content"] for kind, f in out if kind == "TOOL_CALL_RESULT"}
+    assert results == {"1:b:c1": "Error: B offline", "1:a:c1": "a: ok"}
+    args = [json.loads(f["delta"]) for kind, f in out if kind == "TOOL_CALL_ARGS"]
+    assert args == [{"id": "a"}, {"id": "b"}]
+    custom = [(f["name"], f["value"].get("status")) for kind, f in out if kind == "CUSTOM"]
+    assert custom == [("phase", None), ("plan", None), ("dag_step", "started"), ("dag_step", "started"),
+                      ("dag_step", "iteration"), ("dag_step", "completed"), ("dag_step", "completed"),
+                      ("dag_step", "completed"), ("phase", None), ("analysis", None)]
+    assert out[-1][0] == "RUN_FINISHED" and out[-1][1]["result"]["rounds"] == 1
+    assert [kind for kind, _ in out[-5:-1]] == ["CUSTOM", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT",
+                                                "TEXT_MESSAGE_END"]  # the analysis, then the answer
+
+
+def test_steps_still_open_when_a_dag_stream_breaks_off_are_finished_before_run_error():
+    out = mapped(ev.Planning(round=2),
+                 ev.DagStepStarted(round=1, step_id="a", task="A", model_role="general", dependencies=[]))
+    assert [(kind, fields.get("stepName")) for kind, fields in out[-3:]] == [
+        ("STEP_FINISHED", "planning:2"), ("STEP_FINISHED", "step:1:a"), ("RUN_ERROR", None)]
 
 
 def test_a_lone_surrogate_from_a_tool_is_escaped_not_a_broken_stream():

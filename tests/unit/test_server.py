@@ -241,7 +241,7 @@ async def test_the_openapi_schema_documents_every_endpoint():
     runs = paths["/threads/{thread_id}/runs"]["post"]
     assert set(runs["responses"]) == {"200", "400", "401", "409", "413", "422"}
     assert "text/event-stream" in runs["responses"]["200"]["content"]
-    assert runs["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/MessageRequest")
+    assert runs["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/RunRequest")
     assert runs["security"] == [{"HTTPBearer": []}]
     inject = paths["/threads/{thread_id}/inject"]["post"]
     assert set(inject["responses"]) == {"202", "400", "401", "409", "413", "422", "429"}
@@ -254,6 +254,10 @@ async def test_the_openapi_schema_documents_every_endpoint():
     assert parameter["name"] == "thread_id" and parameter["in"] == "path" and parameter["schema"]["pattern"]
     message = schema["components"]["schemas"]["MessageRequest"]
     assert message["required"] == ["message"] and message["properties"]["message"]["minLength"] == 1
+    run = schema["components"]["schemas"]["RunRequest"]  # issue 39: the mode a run asks for
+    assert run["required"] == ["message"] and run["additionalProperties"] is False
+    assert run["properties"]["mode"]["anyOf"][0] == {"type": "string", "enum": ["react", "dag"]}
+    assert "SPEC §9" in run["properties"]["mode"]["description"]
 
 
 async def test_the_page_and_its_files_are_served_from_the_package_without_external_urls():

@@ -1,0 +1,147 @@
+"""DAG mode served (issue 39, SPEC §9, §8): ``POST /threads/{id}/runs`` with ``mode: "dag"``,
+the server's default mode, a thread that keeps the mode of its first run, ``/healthz``'s
+modes and AG-UI's ``forwardedProps.mode``, through httpx's ASGI transport. The models are
+scripted (the planner, steps and analyzer replies of tests/unit/test_dag.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+
+from reactgraph import DAGAgent, ReActAgent
+from reactgraph.server import ServerSettings, create_app
+from reactgraph.testing import ScriptedChatModel
+from tests.serving import parse_sse
+from tests.server_cases import NATIVE, asgi_client, get_status
+from tests.unit.test_dag import SETTINGS, general_model, kind, plan, step, step_reply, verdict
+
+GOAL = "Compare CNC-001 and CNC-003"
+
+
+def status_first(messages):
+    """A step's loop: step a reads CNC-001's status first (JSON mode), then every step answers."""
+    if kind(messages) == "step:a" and len(messages) == 2:
+        return json.dumps({"type": "tool_call", "reasoning": "", "tool_name": "get_status",
+                           "tool_args": {"equipment_id": "CNC-001"}})
+    return step_reply(messages)
+
+
+def dag_app(*, default_mode: str = "react", rounds: int = 1, **settings):
+    """An app serving both modes on one checkpointer: the ReAct agent answers "react said so.",
+    the DAG agent plans steps a and b (b after a) ``rounds`` times, the analyzer saying yes."""
+    saver = InMemorySaver()
+    react = ReActAgent(ScriptedChatModel(responses=["react said so."], repeat_last=True), [get_status],
+                       abilities=NATIVE, checkpointer=saver)
+    general = general_model([plan(step("a", "read CNC-001"), step("b", "compare", deps=["a"]))] * rounds,
+                            [verdict(True, 0.95, "CNC-001 and CNC-003 run.")] * rounds,
+                            steps=status_first, synthesis="Both machines run.")
+    dag = DAGAgent(general, [get_status], settings=SETTINGS, checkpointer=saver)
+    app = create_app(react, ServerSettings(api_key="", default_mode=default_mode, **settings), dag_agent=dag)
+    return app, general
+
+
+async def test_a_dag_run_streams_the_plan_the_steps_the_analysis_and_the_answer():
+    app, general = dag_app()
+    async with asgi_client(app) as client:
+        response = await client.post("/threads/d1/runs", json={"message": GOAL, "mode": "dag"})
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
+    events = parse_sse(response.text)
+    shapes = [(channel, data.get("status") or data.get("phase")) for channel, data in events]
+    assert shapes[:3] == [("phase", "planning"), ("plan", None), ("dag_step", "started")]
+    assert shapes.index(("dag_step", "completed")) < shapes.index(("phase", "analyzing")) < shapes.index(("analysis", None))
+    [planned] = [data for channel, data in events if channel == "plan"]
+    assert [(s["id"], s["dependencies"]) for s in planned["steps"]] == [("a", []), ("b", ["a"])]
+    steps = [(data["status"], data["step_id"]) for channel, data in events if channel == "dag_step"
+             and data["status"] in ("started", "completed")]
+    assert steps == [("started", "a"), ("completed", "a"), ("started", "b"), ("completed", "b")]
+    tools = [data for channel, data in events if channel == "dag_step" and data["status"] in ("tool_started", "tool")]
+    assert [(t["status"], t["step_id"], t["tool_name"], t["tool_args"]) for t in tools] == [
+        ("tool_started", "a", "get_status", {"equipment_id": "CNC-001"}),
+        ("tool", "a", "get_status", {"equipment_id": "CNC-001"})]
+    assert tools[1]["observation"] == "CNC-001: normal" and tools[0]["tool_call_id"] == tools[1]["tool_call_id"]
+    assert "".join(data.get("content", "") for channel, data in events if channel == "answer") == "Both machines run."
+    channel, done = events[-1]
+    assert channel == "done" and done["thread_id"] == "d1" and done["finish_reason"] == "achieved"
+    assert done["rounds"] == 1 and done["achieved"] is True and done["answer"] == "Both machines run."
+    assert not [c for c, _ in events if c == "step"]  # no ReAct loop ran the run itself
+
+
+async def test_dag_is_the_default_mode_of_a_server_that_says_so_and_react_can_still_be_asked_for():
+    app, _ = dag_app(default_mode="dag")
+    async with asgi_client(app) as client:
+        dag = parse_sse((await client.post("/threads/d2/runs", json={"message": GOAL})).text)
+        react = parse_sse((await client.post("/threads/r2/runs", json={"message": "CNC-001?", "mode": "react"})).text)
+        health = (await client.get("/healthz")).json()
+    assert "plan" in [channel for channel, _ in dag] and dag[-1][1]["finish_reason"] == "achieved"
+    assert "plan" not in [channel for channel, _ in react] and react[-1][1]["answer"] == "Synthesized answer."
+    assert health["modes"] == ["react", "dag"] and health["default_mode"] == "dag"
+
+
+@pytest.mark.parametrize("mode, reason", [("graph", "Input should be 'react' or 'dag'"), ("", "Input should be"),
+                                          (1, "Input should be"), ("DAG", "Input should be 'react' or 'dag'")])
+async def test_an_invalid_mode_is_422_with_the_reason(mode, reason):
+    app, general = dag_app()
+    async with asgi_client(app) as client:
+        response = await client.post("/threads/t/runs", json={"message": GOAL, "mode": mode})
+    assert response.status_code == 422
+    [error] = response.json()["detail"]
+    assert error["loc"] == ["body", "mode"] and reason in error["msg"]
+    assert general.calls == []
+
+
+async def test_dag_mode_on_a_server_without_a_dag_agent_is_422_and_its_health_lists_react_only():
+    agent = ReActAgent(ScriptedChatModel(responses=["never"]), [get_status], abilities=NATIVE,
+                       checkpointer=InMemorySaver())
+    async with asgi_client(create_app(agent, ServerSettings(api_key=""))) as client:
+        response = await client.post("/threads/t/runs", json={"message": GOAL, "mode": "dag"})
+        health = (await client.get("/healthz")).json()
+    assert response.status_code == 422 and "runs no DAG mode" in response.json()["detail"]
+    assert health["modes"] == ["react"] and health["default_mode"] == "react"
+
+
+async def test_a_thread_keeps_the_mode_of_its_first_run():
+    app, general = dag_app(rounds=2)
+    async with asgi_client(app) as client:
+        first = await client.post("/threads/d3/runs", json={"message": GOAL, "mode": "dag"})
+        other = await client.post("/threads/d3/runs", json={"message": "CNC-001?", "mode": "react"})
+        default = await client.post("/threads/d3/runs", json={"message": "CNC-001?"})  # the default is react
+        again = await client.post("/threads/d3/runs", json={"message": "And CNC-002?", "mode": "dag"})
+        react = await client.post("/threads/r3/runs", json={"message": "CNC-001?"})
+        refused = await client.post("/threads/r3/runs", json={"message": GOAL, "mode": "dag"})
+    assert first.status_code == 200 and again.status_code == 200
+    assert parse_sse(again.text)[-1][1]["finish_reason"] == "achieved"
+    for response, held in ((other, "dag"), (default, "dag"), (refused, "react")):
+        assert response.status_code == 409
+        assert f"holds {held} runs" in response.json()["detail"] and "start another thread" in response.json()["detail"]
+    assert react.status_code == 200
+    assert sum("Your task (step" in str(call) for call in general.calls) == 6  # two runs: a (tool, answer), b; none refused
+
+
+def test_the_app_refuses_a_dag_default_without_a_dag_agent_and_a_dag_agent_on_another_store():
+    react = ReActAgent(ScriptedChatModel(responses=["x"]), [get_status], abilities=NATIVE, checkpointer=InMemorySaver())
+    with pytest.raises(ValueError, match="needs a dag_agent"):
+        create_app(react, ServerSettings(api_key="", default_mode="dag"))
+    elsewhere = DAGAgent(ScriptedChatModel(responses=["x"]), [get_status], checkpointer=InMemorySaver())
+    with pytest.raises(ValueError, match="checkpointer"):
+        create_app(react, ServerSettings(api_key=""), dag_agent=elsewhere)
+    with pytest.raises(ValueError, match="default_mode"):
+        ServerSettings(default_mode="graph")
+
+
+async def test_agui_runs_dag_mode_when_forwarded_props_ask_for_it():
+    app, _ = dag_app()
+    body = {"threadId": "ag1", "runId": "run-1", "messages": [{"id": "u1", "role": "user", "content": GOAL}],
+            "forwardedProps": {"mode": "dag"}}
+    async with asgi_client(app) as client:
+        response = await client.post("/agui", json=body)
+        refused = await client.post("/agui", json={**body, "threadId": "ag2", "forwardedProps": {"mode": "plan"}})
+    events = [json.loads(line[len("data: "):]) for line in response.text.splitlines() if line.startswith("data: ")]
+    steps = [(e["type"], e["stepName"]) for e in events if e["type"].startswith("STEP_")]
+    assert steps == [("STEP_STARTED", "planning:1"), ("STEP_FINISHED", "planning:1"),
+                     ("STEP_STARTED", "step:1:a"), ("STEP_FINISHED", "step:1:a"),
+                     ("STEP_STARTED", "step:1:b"), ("STEP_FINISHED", "step:1:b"),
+                     ("STEP_STARTED", "analyzing:1"), ("STEP_FINISHED", "analyzing:1")]
+    assert events[-1]["type"] == "RUN_FINISHED" and events[-1]["result"]["finish_reason"] == "achieved"
+    assert refused.status_code == 422 and "forwardedProps.mode must be one of react, dag" in refused.json()["detail"]
