@@ -363,6 +363,15 @@ def _message_view(message: BaseMessage, pinned: frozenset[str]) -> ThreadMessage
     )
 
 
+def _answer_fields(values: dict[str, Any]) -> dict[str, Any]:
+    """The :class:`ThreadResult` fields both graphs' states hold alike: the answer (the
+    synthesis, else the answer before it), the answer before synthesis, usage, finish reason."""
+    synthesis = values.get("synthesis")
+    return {"answer": synthesis if synthesis is not None else values.get("answer", ""),
+            "loop_answer": values.get("answer", ""), "finish_reason": values.get("finish_reason"),
+            "usage": {key: int(value) for key, value in (values.get("usage") or {}).items()}}
+
+
 def _dag_result_view(values: dict[str, Any]) -> ThreadResult | None:
     """The last DAG run's result: its goal, answer, the last round's plan with each step's
     outcome (``pending`` for a step without one yet) and every step's tool calls."""
@@ -373,35 +382,16 @@ def _dag_result_view(values: dict[str, Any]) -> ThreadResult | None:
              "elapsed": 0.0, "tool_steps": [], **(results.get(step["id"]) or {})} for step in values.get("plan") or []]
     for step in plan:
         step.pop("finish_reason", None)
-    usage = values.get("usage") or {}
-    synthesis = values.get("synthesis")
-    return ThreadResult(
-        query=values.get("goal", ""),
-        answer=synthesis if synthesis is not None else values.get("answer", ""),
-        loop_answer=values.get("answer", ""),
-        iterations=sum(int(step["iterations"]) for step in plan),
-        usage={key: int(value) for key, value in usage.items()},
-        finish_reason=values.get("finish_reason"),
-        steps=[record for step in plan for record in step["tool_steps"]],
-        plan=plan,
-        rounds=int(values.get("round", 0)),
-    )
+    return ThreadResult(query=values.get("goal", ""), iterations=sum(int(step["iterations"]) for step in plan),
+                        steps=[record for step in plan for record in step["tool_steps"]], plan=plan,
+                        rounds=int(values.get("round", 0)), **_answer_fields(values))
 
 
 def _result_view(values: dict[str, Any]) -> ThreadResult | None:
     if "query" not in values:
         return None
-    usage = values.get("usage") or {}
-    synthesis = values.get("synthesis")
-    return ThreadResult(
-        query=values.get("query", ""),
-        answer=synthesis if synthesis is not None else values.get("answer", ""),
-        loop_answer=values.get("answer", ""),
-        iterations=int(values.get("iteration", 0)),
-        usage={key: int(value) for key, value in usage.items()},
-        finish_reason=values.get("finish_reason"),
-        steps=list(values.get("steps") or []),
-    )
+    return ThreadResult(query=values.get("query", ""), iterations=int(values.get("iteration", 0)),
+                        steps=list(values.get("steps") or []), **_answer_fields(values))
 
 
 def checked_text(text: str, settings: ServerSettings) -> str:
