@@ -31,12 +31,27 @@ from reactgraph.dag.synthesize import DAGSynthesize
 from reactgraph.models.registry import ModelRegistry
 from reactgraph.state import RESET, TURN_ANSWER_CHARS, InputState
 
+GRAPH_KIND_KEY = "reactgraph_graph"
+"""The checkpoint metadata key that says which graph wrote a thread's checkpoints: the DAG
+graph puts :data:`DAG_GRAPH` there (in every run's config metadata, which LangGraph copies
+into each checkpoint's metadata), so ``reactgraph resume`` knows a DAG thread (SPEC R13.8)."""
 
-MODE_KEY = "reactgraph_mode"
-"""The checkpoint metadata member that names the graph that wrote a checkpoint: ``"dag"``
-on every checkpoint of the DAG graph (set through the compiled graph's config metadata,
-which LangGraph copies into each checkpoint's metadata); absent on the ReAct graph's. A
-server that serves both modes reads it to tell a thread's mode (issue 39)."""
+DAG_GRAPH = "dag"
+
+
+async def is_dag_thread(checkpointer: Any, thread_id: str) -> bool:
+    """Whether the last checkpoint of ``thread_id`` was written by the DAG graph.
+
+    Args:
+        checkpointer: Any LangGraph checkpointer.
+        thread_id: The thread.
+
+    Returns:
+        True when the thread's last checkpoint carries :data:`GRAPH_KIND_KEY` =
+        :data:`DAG_GRAPH`; False for a ReAct thread or a thread with no checkpoint.
+    """
+    saved = await checkpointer.aget_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
+    return saved is not None and (saved.metadata or {}).get(GRAPH_KIND_KEY) == DAG_GRAPH
 
 
 async def start_dag(state: DAGState) -> dict[str, Any]:
@@ -81,7 +96,10 @@ def create_dag_graph(
             ``tool_timeout`` …); their synthesis is always off.
         dag_settings: :class:`~reactgraph.DAGSettings` (rounds, threshold, concurrency,
             step timeout …).
-        checkpointer: Any LangGraph checkpointer, or ``None``; the step subgraphs use it too.
+        checkpointer: Any LangGraph checkpointer, or ``None``; the step subgraphs use it
+            too, each under the thread in its ``run_step`` task's namespace (SPEC §10,
+            R13.8). Every checkpoint's metadata says ``reactgraph_graph: "dag"``
+            (:func:`is_dag_thread`).
         name: The graph's name (traces, Studio).
 
     Returns:
@@ -118,4 +136,4 @@ def create_dag_graph(
     builder.add_edge("synthesize", END)
     graph = builder.compile(checkpointer=checkpointer, name=name)
     return graph.with_config(recursion_limit=dag_settings.recursion_limit,  # type: ignore[return-value]
-                             metadata={MODE_KEY: "dag"})
+                             metadata={GRAPH_KIND_KEY: DAG_GRAPH})

@@ -83,7 +83,7 @@ from reactgraph._pinning import is_pinned, pinned_ids
 from reactgraph.actions import message_text
 from reactgraph.agent import ReActAgent, ThreadStatus
 from reactgraph.dag.agent import DAGAgent
-from reactgraph.dag.graph import MODE_KEY
+from reactgraph.dag.graph import DAG_GRAPH, GRAPH_KIND_KEY
 from reactgraph.approval import DecisionError, pending_calls, resume_command
 from reactgraph.bounds import has_lone_surrogate
 from reactgraph.errors import FollowUpLimitError, NoActiveRunError, NothingToResumeError, ThreadBusyError
@@ -431,7 +431,7 @@ def served_agent(app: FastAPI, mode: Mode) -> Any:
 
 async def thread_mode(app: FastAPI, thread_id: str) -> Mode | None:
     """The mode of the thread's runs, told by its last checkpoint: the DAG graph marks each of
-    its checkpoints (:data:`~reactgraph.dag.graph.MODE_KEY`), the ReAct graph none. ``None``
+    its checkpoints (:data:`~reactgraph.dag.graph.GRAPH_KIND_KEY`), the ReAct graph none. ``None``
     for a thread without a checkpoint, and for an app that serves one mode only (no read
     then: ``react``'s threads cost nothing more)."""
     checkpointer = app.state.agent.checkpointer
@@ -440,7 +440,7 @@ async def thread_mode(app: FastAPI, thread_id: str) -> Mode | None:
     saved = await checkpointer.aget_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
     if saved is None:
         return None
-    return "dag" if (saved.metadata or {}).get(MODE_KEY) == "dag" else "react"
+    return "dag" if (saved.metadata or {}).get(GRAPH_KIND_KEY) == DAG_GRAPH else "react"
 
 
 async def run_agent(app: FastAPI, thread_id: str, mode: Mode | None) -> Any:
@@ -685,8 +685,9 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None, *,
             runs still stream but the server keeps no threads (``GET`` answers 404).
         settings: :class:`ServerSettings`; defaults read ``$REACTGRAPH_API_KEY``.
         dag_agent: The agent of DAG-mode runs (``mode: "dag"``, SPEC §9, issue 39), or
-            ``None`` to serve the ReAct mode only. It must keep its threads in ``agent``'s
-            checkpointer (one thread, one store; a thread keeps the mode of its first run).
+            ``None`` to serve the ReAct mode only. It must share ``agent``'s checkpointer
+            (one store of threads; a thread keeps the mode of its first run) and interrupt
+            queue (one run per thread whatever its mode; a follow-up reaches the run going).
 
     Returns:
         The app. ``app.state.agent``, ``app.state.dag_agent`` and ``app.state.settings`` hold the arguments;
@@ -697,13 +698,15 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None, *,
 
     Raises:
         ValueError: Invalid settings; ``default_mode="dag"`` without a DAG agent; a DAG
-            agent with another checkpointer than ``agent``'s.
+            agent with another checkpointer or interrupt queue than ``agent``'s.
     """
     settings = settings or ServerSettings()
     if settings.default_mode == "dag" and dag_agent is None:
         raise ValueError("default_mode='dag' needs a dag_agent")
-    if dag_agent is not None and dag_agent.graph.checkpointer is not agent.checkpointer:
-        raise ValueError("the DAG agent must keep its threads in the ReAct agent's checkpointer")
+    if dag_agent is not None and (dag_agent.checkpointer is not agent.checkpointer
+                                  or dag_agent.interrupts is not agent.interrupts):
+        raise ValueError("the DAG agent must share the ReAct agent's checkpointer and interrupt queue "
+                         "(one store of threads, one run per thread whatever its mode)")
     api_key = settings.resolved_api_key()
     app = FastAPI(
         title="reactgraph",

@@ -37,7 +37,7 @@ def dag_app(*, default_mode: str = "react", rounds: int = 1, **settings):
     general = general_model([plan(step("a", "read CNC-001"), step("b", "compare", deps=["a"]))] * rounds,
                             [verdict(True, 0.95, "CNC-001 and CNC-003 run.")] * rounds,
                             steps=status_first, synthesis="Both machines run.")
-    dag = DAGAgent(general, [get_status], settings=SETTINGS, checkpointer=saver)
+    dag = DAGAgent(general, [get_status], settings=SETTINGS, checkpointer=saver, interrupt_queue=react.interrupts)
     app = create_app(react, ServerSettings(api_key="", default_mode=default_mode, **settings), dag_agent=dag)
     return app, general
 
@@ -119,13 +119,15 @@ async def test_a_thread_keeps_the_mode_of_its_first_run():
     assert sum("Your task (step" in str(call) for call in general.calls) == 6  # two runs: a (tool, answer), b; none refused
 
 
-def test_the_app_refuses_a_dag_default_without_a_dag_agent_and_a_dag_agent_on_another_store():
+def test_the_app_refuses_a_dag_default_without_a_dag_agent_and_a_dag_agent_on_another_store_or_queue():
     react = ReActAgent(ScriptedChatModel(responses=["x"]), [get_status], abilities=NATIVE, checkpointer=InMemorySaver())
     with pytest.raises(ValueError, match="needs a dag_agent"):
         create_app(react, ServerSettings(api_key="", default_mode="dag"))
-    elsewhere = DAGAgent(ScriptedChatModel(responses=["x"]), [get_status], checkpointer=InMemorySaver())
-    with pytest.raises(ValueError, match="checkpointer"):
-        create_app(react, ServerSettings(api_key=""), dag_agent=elsewhere)
+    for elsewhere in (DAGAgent(ScriptedChatModel(responses=["x"]), [get_status], checkpointer=InMemorySaver(),
+                               interrupt_queue=react.interrupts),
+                      DAGAgent(ScriptedChatModel(responses=["x"]), [get_status], checkpointer=react.checkpointer)):
+        with pytest.raises(ValueError, match="share the ReAct agent's checkpointer and interrupt queue"):
+            create_app(react, ServerSettings(api_key=""), dag_agent=elsewhere)
     with pytest.raises(ValueError, match="default_mode"):
         ServerSettings(default_mode="graph")
 
