@@ -92,8 +92,6 @@ def _parser() -> argparse.ArgumentParser:
     resume = commands.add_parser("resume", help="finish an interrupted run (ReAct or DAG) from its last checkpoint")
     resume.add_argument("thread", help="the interrupted run's thread id")
     for command in (run, resume):
-        command.add_argument("--max-rounds", type=int, default=3,
-                             help="DAG runs: plan/run/analyze rounds at most (default: %(default)s)")
         _add_agent_options(command)
         command.add_argument("--approve-all", action="store_true",
                              help="approve every tool call that needs approval without asking (for scripts)")
@@ -125,6 +123,8 @@ def _add_agent_options(command: argparse.ArgumentParser) -> None:
     agent = command.add_argument_group("agent")
     agent.add_argument("--max-iterations", type=int, default=AgentSettings.max_iterations,
                        help="most model calls in the tool loop of one run (default: %(default)s)")
+    agent.add_argument("--max-rounds", type=int, default=3,
+                       help="DAG runs: plan/run/analyze rounds at most (default: %(default)s)")
     agent.add_argument("--db", help="demo plant database file (default: under $REACTGRAPH_HOME or ~/.local/share/reactgraph)")
     agent.add_argument("--mcp", metavar="FILE", help=MCP_HELP)
     agent.add_argument("--checkpoints", metavar="PATH|URL",
@@ -182,6 +182,9 @@ def _add_serve_parser(commands: Any) -> None:
     listen.add_argument("--allowed-host", action="append", dest="allowed_hosts", metavar="HOST",
                         help="a host name clients may address while no $REACTGRAPH_API_KEY is set (repeatable; "
                              "default: localhost, 127.0.0.1, ::1; '*' allows any)")
+    listen.add_argument("--dag", action="store_true",
+                        help='runs that name no mode run in DAG mode (plan, steps, analysis); a client may still ask '
+                             'for either with "mode" (docs/server.md)')
     _add_agent_options(serve)
     observe = serve.add_argument_group("observability")
     observe.add_argument("--otel", action="store_true",
@@ -524,7 +527,8 @@ def _server_settings(args: argparse.Namespace) -> Any:
     from reactgraph.server import ServerSettings
 
     options: dict[str, Any] = {"max_message_chars": args.max_message_chars, "max_body_bytes": args.max_body_bytes,
-                               "public_metrics": args.public_metrics, "metrics": args.metrics}
+                               "public_metrics": args.public_metrics, "metrics": args.metrics,
+                               "default_mode": "dag" if args.dag else "react"}
     if args.allowed_hosts:
         options["allowed_hosts"] = tuple(args.allowed_hosts)
     elif args.host not in ("0.0.0.0", "::", "", *ServerSettings.allowed_hosts):
@@ -584,7 +588,8 @@ async def _serve(args: argparse.Namespace, console: Console, sock: Any = None, r
                                   json_mode=args.json_mode, max_iterations=args.max_iterations,
                                   db=args.db, checkpoints=args.checkpoints, mcp=args.mcp,
                                   local_model=args.local_model, local_threads=args.local_threads,
-                                  fallback_models=args.fallback_models, fallback_base_urls=args.fallback_base_urls)
+                                  fallback_models=args.fallback_models, fallback_base_urls=args.fallback_base_urls,
+                                  max_rounds=args.max_rounds)
         demo = await context.__aenter__()
     except Exception as exc:
         if not isinstance(exc, (LocalModelError, ImportError)) and not _is_database_error(exc):
@@ -594,13 +599,14 @@ async def _serve(args: argparse.Namespace, console: Console, sock: Any = None, r
         auth = "bearer token required" if server_settings.resolved_api_key() else "no authentication"
         console.print(f"[dim]model: {escape(redact(demo.model))} · mode: {demo.agent.mode} · tools: {len(demo.agent.tools)} · "
                       f"safeguards: {policy_for(demo.agent.abilities).name} · "
-                      f"threads: {escape(redact(demo.checkpoints))} · {auth}[/dim]")
+                      f"threads: {escape(redact(demo.checkpoints))} · {auth} · "
+                      f"runs: {server_settings.default_mode} by default (react and dag served)[/dim]")
         if demo.mcp is not None:
             print_mcp_summary(console, demo.mcp)
         port = sock.getsockname()[1] if sock is not None else args.port
         console.print(f"[bold]page: http://{args.host}:{port}/[/bold]")
         provider = _observe(args)
-        app = create_app(demo.agent, server_settings)
+        app = create_app(demo.agent, server_settings, dag_agent=demo.dag_agent)
         if ready is not None:
             ready()
         try:

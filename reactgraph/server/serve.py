@@ -14,6 +14,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from reactgraph.agent import ReActAgent
+from reactgraph.dag import DAGAgent, DAGSettings
 from reactgraph.checkpointing import open_persistence
 from reactgraph.config import AgentSettings
 from reactgraph.mcp import MCPTools, load_mcp_tools
@@ -30,12 +31,15 @@ class DemoAgent:
         checkpoints: Where threads are kept: a SQLite file path, a Postgres URL or ``"memory"``.
         mcp: The MCP servers' tools in the agent (:class:`reactgraph.MCPTools`, with each
             server's outcome), ``None`` without an MCP configuration.
+        dag_agent: The DAG-mode agent (SPEC §9, issue 39) over the same model, tools,
+            checkpointer and interrupt queue, as ``reactgraph run --dag`` builds it.
     """
 
     agent: ReActAgent
     model: str
     checkpoints: str
     mcp: MCPTools | None = None
+    dag_agent: DAGAgent | None = None
 
 
 @asynccontextmanager
@@ -53,6 +57,7 @@ async def open_demo_agent(
     local_threads: int | None = None,
     fallback_models: Sequence[str] | None = None,
     fallback_base_urls: Sequence[str] | None = None,
+    max_rounds: int = DAGSettings.max_rounds,
 ) -> AsyncIterator[DemoAgent]:
     """Open the model and the checkpointer and build the demo agent, for the block.
 
@@ -78,12 +83,14 @@ async def open_demo_agent(
             ``$REACTGRAPH_LOCAL_THREADS``, else the defaults; :func:`reactgraph.models.open_model`).
         fallback_models, fallback_base_urls: Fallback models (issue 41; ``None``: the
             environment), as :func:`reactgraph.models.open_model` takes them.
+        max_rounds: The DAG agent's plan/run/analyze rounds at most (SPEC R9.4).
 
     Yields:
         :class:`DemoAgent`.
 
     Raises:
-        ValueError: ``max_iterations`` below 1, or a malformed model setting.
+        ValueError: ``max_iterations`` or ``max_rounds`` below 1, or a malformed model setting
+            (a ``REACTGRAPH_MODEL_<ROLE>`` variable too).
         sqlite3.Error, OSError: The plant database or the checkpoint file cannot be opened.
         ImportError: A Postgres URL without the ``[postgres]`` extra.
         psycopg.OperationalError: The Postgres database cannot be reached.
@@ -91,7 +98,8 @@ async def open_demo_agent(
         reactgraph.MCPConfigError: The MCP configuration is malformed.
         ImportError: ``mcp`` given without the ``[mcp]`` extra.
     """
-    from reactgraph.demo.agent import build_demo_agent
+    from reactgraph.cli_dag import build_dag_agent
+    from reactgraph.demo.agent import build_demo_agent, demo_settings
     from reactgraph.demo.factory import build_factory_hub
     from reactgraph.models import open_model
 
@@ -109,7 +117,11 @@ async def open_demo_agent(
         persistence = await stack.enter_async_context(open_persistence(checkpoints))
         agent = build_demo_agent(resolved, tools, json_mode=json_mode, max_iterations=max_iterations,
                                  checkpointer=persistence.checkpointer, interrupt_queue=persistence.interrupt_queue)
-        yield DemoAgent(agent=agent, model=resolved.description, checkpoints=persistence.target, mcp=servers)
+        dag_agent = build_dag_agent(resolved, tools, settings=demo_settings(max_iterations=max_iterations),
+                                    native=not json_mode, max_rounds=max_rounds, checkpointer=persistence.checkpointer,
+                                    interrupt_queue=persistence.interrupt_queue)
+        yield DemoAgent(agent=agent, model=resolved.description, checkpoints=persistence.target, mcp=servers,
+                        dag_agent=dag_agent)
 
 
 def tune_gc() -> None:

@@ -294,6 +294,9 @@ def test_serve_command_options():
     assert lan.allowed_hosts == ("localhost", "127.0.0.1", "::1", "192.168.1.5") and lan.max_body_bytes == 9000
     named = _parser().parse_args(["serve", "--host", "0.0.0.0", "--allowed-host", "plant.example", "--allowed-host", "*"])
     assert _server_settings(named).allowed_hosts == ("plant.example", "*")
+    assert settings.default_mode == "react" and args.max_rounds == 3  # issue 39: both modes served, react by default
+    dag = _parser().parse_args(["serve", "--dag", "--max-rounds", "2"])
+    assert _server_settings(dag).default_mode == "dag" and dag.max_rounds == 2
 
 
 async def test_resume_endpoint_finishes_a_run_whose_model_kept_failing():
