@@ -292,7 +292,11 @@ class ThreadState(BaseModel):
     result: ThreadResult | None
     pending: list[dict[str, Any]] = Field(
         default_factory=list, description="waiting: the calls the run waits on, "
-                                          "[{interrupt_id, tool_call_id, tool_name, tool_args, iteration, kind, value}].")
+                                          "[{interrupt_id, tool_call_id, tool_name, tool_args, iteration, kind, value, "
+                                          "step_id?}] (step_id: the DAG step whose loop made the call).")
+    earlier_turns: list[dict[str, str]] = Field(
+        default_factory=list, description="The thread's earlier runs, oldest first (the last few): {question, answer}, "
+                                          "each cut (dag: the messages hold only the goals, so the answers are here).")
 
 
 class ModelStatus(BaseModel):
@@ -869,6 +873,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None, *,
             messages=[_message_view(message, pinned_ids(values)) for message in values["messages"]],
             result=_dag_result_view(values) if dag else _result_view(values),
             pending=[call.to_dict() for call in pending],
+            earlier_turns=list(values.get("earlier_turns") or []),
         )
 
     from reactgraph.server.agui import add_agui_route  # agui builds on this module

@@ -147,3 +147,24 @@ async def test_agui_runs_dag_mode_when_forwarded_props_ask_for_it():
                      ("STEP_STARTED", "analyzing:1"), ("STEP_FINISHED", "analyzing:1")]
     assert events[-1]["type"] == "RUN_FINISHED" and events[-1]["result"]["finish_reason"] == "achieved"
     assert refused.status_code == 422 and "forwardedProps.mode must be one of react, dag" in refused.json()["detail"]
+
+
+async def test_a_dag_thread_reads_back_with_its_plan_step_outcomes_and_earlier_turns():
+    app, _ = dag_app(rounds=2)
+    async with asgi_client(app) as client:
+        await client.post("/threads/d4/runs", json={"message": GOAL, "mode": "dag"})
+        first = (await client.get("/threads/d4")).json()
+        await client.post("/threads/d4/runs", json={"message": "And now?", "mode": "dag"})
+        second = (await client.get("/threads/d4")).json()
+    assert first["mode"] == "dag" and first["status"] == "idle" and not first["running"]
+    result = first["result"]
+    assert (result["query"], result["answer"], result["finish_reason"], result["rounds"]) == (
+        GOAL, "Both machines run.", "achieved", 1)
+    assert [(s["id"], s["status"], s["result"], s["dependencies"]) for s in result["plan"]] == [
+        ("a", "completed", "result a", []), ("b", "completed", "result b", ["a"])]
+    assert [(r["tool_name"], r["tool_args"], r["observation"]) for r in result["steps"]] == [
+        ("get_status", {"equipment_id": "CNC-001"}, "CNC-001: normal")]
+    assert result["iterations"] == 3 and result["usage"]["model_calls"] >= 5
+    assert [m["type"] for m in first["messages"]] == ["human"] and first["messages"][0]["content"] == GOAL
+    assert second["result"]["query"] == "And now?"
+    assert second["earlier_turns"] == [{"question": GOAL, "answer": "Both machines run."}]

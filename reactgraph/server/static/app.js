@@ -11,6 +11,11 @@
 // stream continues the same turn. Conversations are listed in the header (kept in this
 // browser); opening one reads it back with GET /threads/{id}, a paused one with its
 // waiting calls to decide. The open conversation's id is the address's #fragment.
+// DAG mode (issue 39; the mode picker shows when the server serves it, set to its default):
+// the `plan` event is drawn as a small graph (an SVG box per step, arrows from each
+// dependency) whose boxes light up as `dag_step` events say the step is running, completed
+// or failed; under it each step has its section with its tool cards and result, and each
+// `analysis` gets a line. A conversation keeps the mode of its first run.
 "use strict";
 
 (function () {
@@ -34,6 +39,7 @@
   const stopButton = document.getElementById("stop");
   const notice = document.getElementById("notice");
   const authBox = document.getElementById("auth");
+  const modePicker = document.getElementById("mode");
   const keyInput = document.getElementById("api-key");
   const STORE = "reactgraph.threads";
   const KEPT = 20;  // conversations listed in the header
@@ -42,6 +48,10 @@
   let running = null;  // the turn whose stream is being read
   let waiting = null;  // the turn whose run waits for approval decisions
   let pendingRetry = null;
+  let defaultMode = "react";  // the server's (GET /healthz)
+  let threadMode = null;  // the open conversation's mode, once it has a run
+  let plans = 0;  // plan graphs drawn: each gets its own arrow marker id
+  const SVG = "http://www.w3.org/2000/svg";
 
   function newThreadId() {
     const bytes = new Uint8Array(12);
@@ -135,6 +145,23 @@
     picker.value = threadId;
   }
 
+  // The mode picker follows the open conversation: a new one starts in the server's default
+  // mode (the picker may change it), one with runs keeps theirs.
+  function setMode(mode) {
+    threadMode = mode;
+    modePicker.value = mode || defaultMode;
+    modePicker.disabled = Boolean(mode);
+    modePicker.title = mode ? "this conversation runs in " + mode + " mode (a conversation keeps the mode of its first run)"
+      : "ReAct: one tool loop · DAG: a plan of steps, run in parallel where it allows";
+  }
+
+  fetch("/healthz").then(function (response) { return response.ok ? response.json() : null; }).then(function (health) {
+    if (!health || !(health.modes || []).includes("dag")) return;
+    defaultMode = health.default_mode || "react";
+    modePicker.hidden = false;
+    if (!threadMode) setMode(null);
+  }).catch(function () { /* the picker stays hidden: ReAct runs */ });
+
   function setThread(id) {
     threadId = id;
     threadLabel.textContent = "thread " + id;
@@ -146,6 +173,7 @@
     waiting = null;
     transcript.replaceChildren();
     say("");
+    setMode(null);
   }
 
   newButton.addEventListener("click", function () {
@@ -178,6 +206,8 @@
   }
 
   function showHistory(view) {
+    if (view.mode === "dag") { showDagHistory(view); return; }
+    if (view.messages.length) setMode("react");
     const turns = [];
     view.messages.forEach(function (message) {
       const text = String(message.content || "");
@@ -210,6 +240,48 @@
         add(el("div", "status", "a run is going on this conversation elsewhere"));
       } else {
         showAnswer(turn, last && view.result ? view.result.answer : item.answer);
+      }
+    });
+  }
+
+  // A DAG conversation read back: each goal with the answer it got, and the last run's plan
+  // with each step's state, tool cards and result.
+  function showDagHistory(view) {
+    setMode("dag");
+    const goals = view.messages.filter(function (message) {
+      return message.type === "human" && !String(message.content).startsWith("[USER INTERRUPT] ");
+    });
+    const earlier = view.earlier_turns || [];
+    goals.forEach(function (message, index) {
+      const last = index === goals.length - 1;
+      const turn = newTurn();
+      add(el("div", "user", String(message.content)));
+      if (!last) {
+        const before = earlier[earlier.length - (goals.length - 1 - index)];
+        showAnswer(turn, before ? before.answer : "");
+        return;
+      }
+      const result = view.result;
+      if (result && result.plan && result.plan.length) {
+        drawPlan(turn, { round: result.rounds || 1, steps: result.plan, warnings: [] });
+        result.plan.forEach(function (step) {
+          step.tool_steps.forEach(function (record) {
+            finishStepCard(turn, Object.assign({ step_id: step.id, iter_elapsed: record.elapsed }, record));
+          });
+          if (step.status !== "pending") {
+            stepState(turn, step.id, step.status, step.status === "failed" ? step.error : step.result);
+          }
+        });
+      }
+      if (view.status === "waiting") {
+        askApprovals(turn, view.pending || []);
+        turn.waitingNote = add(el("div", "status waiting-note", "waiting for your decision on " + turn.waitingFor + " tool call(s)"));
+      } else if (view.status === "interrupted") {
+        stoppedNote(turn, "this conversation's last run stopped before its end");
+      } else if (view.status === "running") {
+        add(el("div", "status", "a run is going on this conversation elsewhere"));
+      } else if (result) {
+        showAnswer(turn, result.answer);
       }
     });
   }
@@ -271,14 +343,20 @@
   }
 
   function newTurn() {
-    return { cards: new Map(), answer: null, answerText: "", view: null, status: null, frame: 0, decisions: null };
+    return { cards: new Map(), answer: null, answerText: "", view: null, status: null, frame: 0, decisions: null,
+      steps: new Map(), round: 0 };
   }
 
   async function startRun(text) {
     const turn = newTurn();
     add(el("div", "user", text));
     remember(threadId, text);
-    await streamRun(turn, "/runs", { message: text }, function () { startRun(text); });
+    const body = { message: text };
+    if (!modePicker.hidden) {
+      body.mode = threadMode || modePicker.value;
+      setMode(body.mode);
+    }
+    await streamRun(turn, "/runs", body, function () { startRun(text); });
   }
 
   // The status line of a running turn: what it does and, once a second has passed, for how long.
@@ -369,11 +447,12 @@
     return JSON.stringify(args === undefined ? {} : args, null, 2);
   }
 
-  function cardFor(turn, data) {
+  // The card of a tool call, made on first use: in the transcript, or in `into` (a DAG step's section).
+  function cardFor(turn, data, into) {
     const key = data.tool_call_id || data.iteration + ":" + data.tool_name;
     let card = turn.cards.get(key);
     if (card) return card;
-    card = add(el("details", "tool-card"));
+    card = into ? into.appendChild(el("details", "tool-card")) : add(el("details", "tool-card"));
     card.dataset.status = "running";
     const summary = el("summary");
     summary.appendChild(el("span", "tool-name", data.tool_name));
@@ -398,11 +477,13 @@
   // Approve / Edit / Reject on a waiting call's card (SPEC R13.3). The arguments show once,
   // on the card; Edit turns them into a JSON box checked as it is typed.
   function askApproval(turn, call) {
-    const card = cardFor(turn, call);
+    const card = call.step_id ? stepCard(turn, call) : cardFor(turn, call);
+    if (call.step_id) stepState(turn, call.step_id, "waiting");
     card.open = true;
     card.dataset.status = "waiting";
     card.querySelector(".state").textContent = "⏸ awaiting approval";
-    const key = call.tool_call_id || call.interrupt_id;
+    // A DAG step's call by its interrupt id: parallel steps' loops may give their calls one id.
+    const key = call.step_id ? call.interrupt_id : call.tool_call_id || call.interrupt_id;
     const body = card.querySelector(".body");
     const panel = el("div", "approval");
     if (call.kind !== "approval") {  // a tool's own interrupt(): answered from the library or Studio
@@ -495,8 +576,8 @@
     await streamRun(turn, "/approvals", { decisions: decisions }, function () { sendDecisions(turn); });
   }
 
-  function finishCard(turn, data) {
-    const card = cardFor(turn, data);
+  function finishCard(turn, data, card) {
+    card = card || cardFor(turn, data);
     const body = card.querySelector(".body");
     const state = card.querySelector(".state");
     card.querySelector(".elapsed").textContent = Number(data.iter_elapsed || 0).toFixed(2) + " s";
@@ -521,6 +602,166 @@
       body.appendChild(el("h4", "", "error"));
       body.appendChild(el("pre", "error", String(data.error)));
     }
+  }
+
+  // ------------------------------------------------------------ DAG mode: the plan
+
+  // Each step's layer: 0 without dependencies, else one below its deepest dependency.
+  function layers(steps) {
+    const byId = new Map(steps.map(function (step) { return [step.id, step]; }));
+    const depth = new Map();
+    function of(id, seen) {
+      if (depth.has(id)) return depth.get(id);
+      const step = byId.get(id);
+      let d = 0;
+      (step ? step.dependencies : []).forEach(function (dep) {
+        if (byId.has(dep) && !seen.has(dep)) d = Math.max(d, of(dep, new Set(seen).add(dep)) + 1);
+      });
+      depth.set(id, d);
+      return d;
+    }
+    steps.forEach(function (step) { of(step.id, new Set([step.id])); });
+    return depth;
+  }
+
+  function svg(tag, attrs, parent) {
+    const node = document.createElementNS(SVG, tag);
+    Object.keys(attrs).forEach(function (name) { node.setAttribute(name, attrs[name]); });
+    if (parent) parent.appendChild(node);
+    return node;
+  }
+
+  function clip(text, length) {
+    const value = String(text || "");
+    return value.length > length ? value.slice(0, length - 1) + "…" : value;
+  }
+
+  // The plan of a round as a graph: a box per step (id, task, state) in rows by layer, an arrow
+  // from each dependency; under it a section per step for its tool cards and result.
+  function drawPlan(turn, plan) {
+    const W = 168, H = 56, GAP_X = 22, GAP_Y = 38, PAD = 8;
+    const steps = plan.steps || [];
+    const depth = layers(steps);
+    const rows = [];
+    steps.forEach(function (step) {
+      const d = depth.get(step.id);
+      (rows[d] = rows[d] || []).push(step);
+    });
+    const widest = Math.max(1, ...rows.map(function (row) { return row ? row.length : 0; }));
+    const width = widest * W + (widest - 1) * GAP_X + 2 * PAD;
+    const height = rows.length * H + (rows.length - 1) * GAP_Y + 2 * PAD;
+    const box = add(el("div", "plan"));
+    box.dataset.round = plan.round;
+    box.appendChild(el("div", "plan-title", "plan · round " + plan.round + " · " + steps.length + " step(s)"));
+    const graph = svg("svg", { class: "plan-graph", viewBox: "0 0 " + width + " " + height, role: "img",
+      "aria-label": "the plan of round " + plan.round + ": " + steps.length + " steps and their dependencies" }, box);
+    graph.style.maxWidth = width + "px";
+    const marker = "plan-arrow-" + (++plans);
+    const defs = svg("defs", {}, graph);
+    const arrow = svg("marker", { id: marker, viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7,
+      orient: "auto-start-reverse" }, defs);
+    svg("path", { d: "M0,0 L10,5 L0,10 z", class: "plan-arrow" }, arrow);
+    const at = new Map();
+    rows.forEach(function (row, d) {
+      const offset = (width - (row.length * W + (row.length - 1) * GAP_X)) / 2;
+      row.forEach(function (step, i) { at.set(step.id, { x: offset + i * (W + GAP_X), y: PAD + d * (H + GAP_Y) }); });
+    });
+    const edges = svg("g", {}, graph);
+    steps.forEach(function (step) {
+      const to = at.get(step.id);
+      step.dependencies.forEach(function (dep) {
+        const from = at.get(dep);
+        if (!from) return;
+        const x1 = from.x + W / 2, y1 = from.y + H, x2 = to.x + W / 2, y2 = to.y - 2, mid = (y1 + y2) / 2;
+        svg("path", { class: "plan-edge", "data-from": dep, "data-to": step.id, "marker-end": "url(#" + marker + ")",
+          d: "M" + x1 + "," + y1 + " C" + x1 + "," + mid + " " + x2 + "," + mid + " " + x2 + "," + y2 }, edges);
+      });
+    });
+    turn.steps = new Map();
+    turn.doing = new Map();
+    turn.round = plan.round;
+    const sections = el("div", "plan-steps");
+    steps.forEach(function (step) {
+      const p = at.get(step.id);
+      const node = svg("g", { class: "plan-node", "data-step": step.id, "data-state": "pending",
+        transform: "translate(" + p.x + "," + p.y + ")", tabindex: "0" }, graph);
+      svg("title", {}, node).textContent = step.id + ": " + step.task;
+      svg("rect", { width: W, height: H, rx: 7 }, node);
+      svg("text", { x: 9, y: 17, class: "node-id" }, node).textContent = clip(step.id, 12);
+      svg("text", { x: W - 9, y: 17, class: "node-state", "text-anchor": "end" }, node).textContent = "pending";
+      svg("text", { x: 9, y: 36, class: "node-task" }, node).textContent = clip(step.task, 21);
+      if (step.model_hint) svg("text", { x: 9, y: 50, class: "node-role" }, node).textContent = clip(step.model_hint, 22);
+      const section = sections.appendChild(el("section", "dag-step"));
+      section.dataset.step = step.id;
+      section.dataset.state = "pending";
+      const title = section.appendChild(el("h3"));
+      title.appendChild(el("span", "step-id", step.id));
+      title.appendChild(document.createTextNode(" " + step.task));
+      title.appendChild(el("span", "step-state", "pending"));
+      section.appendChild(el("div", "step-cards"));
+      section.appendChild(el("div", "step-result"));
+      node.addEventListener("click", function () { section.scrollIntoView({ block: "nearest" }); });
+      turn.steps.set(step.id, { node: node, section: section });
+    });
+    (plan.warnings || []).forEach(function (warning) { box.appendChild(el("div", "plan-warning", "! " + warning)); });
+    box.appendChild(sections);
+    transcript.scrollTop = transcript.scrollHeight;
+  }
+
+  const STATE_LABELS = { pending: "pending", running: "running…", completed: "✓ completed", failed: "✗ failed",
+    waiting: "⏸ awaiting approval" };
+
+  // Light a step's box and section up: pending, running, waiting, completed or failed.
+  function stepState(turn, stepId, state, result) {
+    const step = turn.steps.get(stepId);
+    if (!step) return;
+    step.node.dataset.state = state;
+    step.node.querySelector(".node-state").textContent = STATE_LABELS[state] || state;
+    step.section.dataset.state = state;
+    step.section.querySelector(".step-state").textContent = STATE_LABELS[state] || state;
+    if (result !== undefined) step.section.querySelector(".step-result").textContent = String(result || "");
+  }
+
+  // A step's tool call card, in its section; keyed by round, step and the loop's own call id.
+  function stepCard(turn, data) {
+    const step = turn.steps.get(data.step_id);
+    const keyed = Object.assign({}, data, { tool_call_id: "dag:" + turn.round + ":" + data.step_id + ":" + data.tool_call_id });
+    return cardFor(turn, keyed, step ? step.section.querySelector(".step-cards") : null);
+  }
+
+  function finishStepCard(turn, data) {
+    finishCard(turn, data, stepCard(turn, data));
+  }
+
+  function handleDag(turn, channel, data) {
+    if (channel === "plan") {
+      drawPlan(turn, data);
+    } else if (channel === "analysis") {
+      add(el("div", "analysis", "analysis · round " + data.round + ": " + (data.achieved ? "achieved" : "not achieved") +
+        " (confidence " + Number(data.confidence || 0).toFixed(2) + ")" + (data.replan ? " → re-plan" : "") +
+        (data.reasoning ? " — " + data.reasoning : "")));
+    } else if (data.status === "started") {
+      stepState(turn, data.step_id, "running");
+      stepDoing(turn, data.step_id, "starting on " + data.model_role);
+    } else if (data.status === "iteration") {
+      stepDoing(turn, data.step_id, "thinking (iteration " + data.iteration + ")");
+    } else if (data.status === "tool_started") {
+      stepCard(turn, data).querySelector("pre.args").textContent = argsText(data.tool_args);
+      stepDoing(turn, data.step_id, "running " + data.tool_name);
+    } else if (data.status === "tool") {
+      finishStepCard(turn, data);
+    } else if (data.status === "completed") {
+      stepState(turn, data.step_id, data.ok ? "completed" : "failed", data.ok ? data.result : data.error);
+      stepDoing(turn, data.step_id, null);
+    }
+  }
+
+  // The status line of a DAG run: what each running step does ("step a: running scan · step b: thinking …").
+  function stepDoing(turn, stepId, text) {
+    turn.doing = turn.doing || new Map();
+    if (text) turn.doing.set(stepId, text); else turn.doing.delete(stepId);
+    if (!turn.doing.size) return;
+    setStatus(turn, Array.from(turn.doing, function (entry) { return "step " + entry[0] + ": " + entry[1]; }).join(" · ") + "…");
   }
 
   // ------------------------------------------------------------ the answer
@@ -561,12 +802,19 @@
     const usage = data.usage || {};
     return "iterations " + data.iterations + " · tokens " + (usage.total_tokens || 0) +
       " (in " + (usage.input_tokens || 0) + ", out " + (usage.output_tokens || 0) + ") · " +
-      Number(data.elapsed || 0).toFixed(1) + " s · finish: " + (data.finish_reason || "unknown");
+      Number(data.elapsed || 0).toFixed(1) + " s · finish: " + (data.finish_reason || "unknown") +
+      (data.rounds ? " · rounds " + data.rounds : "");
   }
 
   function handle(turn, channel, data) {
-    if (channel === "phase") {
+    if (channel === "phase" && data.phase === "planning") {
+      setStatus(turn, "planning (round " + data.round + ")…");
+    } else if (channel === "phase" && data.phase === "analyzing") {
+      setStatus(turn, "analyzing the results (round " + data.round + ")…");
+    } else if (channel === "phase") {
       setStatus(turn, "selecting tools among " + data.total_tools + "…");
+    } else if (channel === "plan" || channel === "dag_step" || channel === "analysis") {
+      handleDag(turn, channel, data);
     } else if (channel === "step" && data.type === "thinking") {
       if (data.status === "start") setStatus(turn, "thinking (iteration " + data.iteration + ")…");
       else if (data.reasoning) add(el("div", "reasoning", data.reasoning));
@@ -621,6 +869,7 @@
         card.dataset.status = "stopped";
         card.querySelector(".state").textContent = "■ stopped";
       });
+      turn.steps.forEach(function (step, id) { if (step.node.dataset.state === "running") stepState(turn, id, "pending"); });
       stoppedNote(turn, "Stopped");
     } else if (channel === "error") {
       add(el("div", "failure", (data.kind === "model_error" ? "model error: " : "error: ") + data.message));
