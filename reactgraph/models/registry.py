@@ -81,6 +81,12 @@ ROLE_DESCRIPTIONS: dict[str, str] = {
 """What the planner is told about the well-known roles (custom roles show their own description)."""
 
 ENV_ROLE_MODEL_PREFIX = f"{ENV_MODEL}_"
+
+NOT_ROLE_VARIABLES = frozenset({"REACTGRAPH_MODEL_DIR"})
+"""Variables that start like a role's model variable but name no role:
+``REACTGRAPH_MODEL_DIR`` is the embedded models' directory (issue 39: it made a role
+``dir`` whose model had no endpoint, so every DAG run of the Studio graph failed)."""
+
 ENV_ROLE_BASE_URL = "REACTGRAPH_BASE_URL"
 ENV_ROLE_API_KEY = "REACTGRAPH_API_KEY"
 
@@ -272,7 +278,7 @@ class ModelRegistry:
         general_fallbacks = _role_fallbacks(env, DEFAULT_ROLE) if fallbacks is None else fallbacks
         registry = cls(general, abilities=abilities, fallbacks=general_fallbacks)
         for key in sorted(env):
-            if not key.startswith(ENV_ROLE_MODEL_PREFIX) or not env[key].strip():
+            if not key.startswith(ENV_ROLE_MODEL_PREFIX) or not env[key].strip() or key in NOT_ROLE_VARIABLES:
                 continue
             role = normalize_role(key[len(ENV_ROLE_MODEL_PREFIX):])
             if role == DEFAULT_ROLE:

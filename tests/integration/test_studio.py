@@ -249,3 +249,43 @@ async def test_an_approval_policy_interrupt_is_shown_and_resumed_through_langgra
         assert final["synthesis"] == "Work order created for CNC-003."
         assert trap.requests == [], f"the server tried to reach the network: {trap.requests}"
         assert "Traceback" not in log_path.read_text(errors="replace")
+
+
+async def test_the_dag_graph_loads_and_finishes_a_run_through_langgraph_sdk(studio_server):
+    """Issue 39: ``studio/langgraph.json`` registers the DAG graph (``dag``) beside the ReAct
+    one; ``langgraph dev`` serves it: its configuration form and drawing, and a run on the
+    embedded model streamed to its end through langgraph-sdk (plan, steps, analysis and the
+    synthesized answer, each step's loop checkpointed under the thread)."""
+    url, trap, log_path = studio_server
+    client = get_client(url=url)
+    assistant = (await client.assistants.search(graph_id="dag"))[0]
+    schemas = await client.assistants.get_schemas(assistant["assistant_id"])
+    assert set(schemas["context_schema"]["properties"]) == {"model", "mode", "max_iterations", "tool_selection"}
+    assert {"plan", "results", "analysis", "synthesis", "finish_reason"} <= set(schemas["output_schema"]["properties"])
+    drawn = await client.assistants.get_graph(assistant["assistant_id"])
+    assert {"start_dag", "plan", "schedule", "run_step", "analyze", "synthesize"} <= {node["id"] for node in drawn["nodes"]}
+
+    thread_id = (await client.threads.create())["thread_id"]
+    seen: list[tuple[str, object]] = []
+    async for part in client.runs.stream(
+        thread_id, "dag", input={"messages": [{"role": "user", "content": DEMO_QUESTION}]},
+        context={**CONTEXT, "max_iterations": 1}, stream_mode=["updates", "custom"],
+    ):
+        seen.append((part.event, part.data))
+    assert not [data for event, data in seen if event == "error"], seen[-3:]
+    updated = [node for event, data in seen if event == "updates" for node in data]
+    assert updated[:2] == ["start_dag", "plan"] and "run_step" in updated and updated[-1] == "synthesize"
+    custom = [data for event, data in seen if event == "custom"]
+    channels = {c.get("reactgraph_event") for c in custom}
+    assert {"plan", "dag_step", "analysis", "answer"} <= channels
+    started = [c["data"]["step_id"] for c in custom if c.get("reactgraph_event") == "dag_step"
+               and c["data"]["status"] == "started"]
+    assert started  # at least one plan step ran
+    state = await client.threads.get_state(thread_id)
+    values = state["values"]
+    assert state["next"] == [] and values["goal"] == DEMO_QUESTION and values["synthesis"].strip()
+    assert values["finish_reason"] in ("achieved", "not_achieved", "max_rounds") and values["plan"]
+    assert set(values["results"]) == {step["id"] for step in values["plan"]}
+    assert (await client.threads.get(thread_id))["status"] == "idle"
+    assert trap.requests == [], f"the server tried to reach the network: {trap.requests}"
+    assert "Traceback" not in log_path.read_text(errors="replace")

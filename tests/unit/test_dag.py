@@ -365,6 +365,13 @@ def test_registry_from_env_adds_one_role_per_variable():
         ModelRegistry.from_env(environ={})
 
 
+def test_the_embedded_models_directory_variable_names_no_role():
+    """REACTGRAPH_MODEL_DIR (where the embedded model's files are) is no REACTGRAPH_MODEL_<ROLE>."""
+    embedded = ScriptedChatModel()
+    models = ModelRegistry.from_env(embedded, environ={"REACTGRAPH_MODEL_DIR": "/cache/models"})
+    assert models.roles == ["general"]
+
+
 async def test_a_checkpointed_run_keeps_the_plan_and_results(tools):
     from langgraph.checkpoint.memory import InMemorySaver
 
