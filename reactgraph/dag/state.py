@@ -7,7 +7,8 @@ from typing import Annotated, Any, Literal
 
 from typing_extensions import NotRequired, TypedDict
 
-from reactgraph.state import RESET, InputState, add_turns, add_usage
+from reactgraph.dag.budget import add_counts
+from reactgraph.state import RESET, InputState, add_model_usage, add_turns, add_usage
 
 
 class PlanStep(TypedDict):
@@ -53,6 +54,15 @@ class StepTask(TypedDict):
     round: int
     dependency_results: list[dict[str, str]]
     """``{id, task, result}`` of each dependency, in the step's order."""
+    limits: NotRequired[dict[str, Any] | None]
+    """The step's share of the run-wide usage limits (:func:`reactgraph.dag.budget.step_shares`)."""
+
+
+def add_follow_ups(left: list[str] | None, right: Any) -> list[str]:
+    """Reducer of ``follow_ups``: appends; :data:`~reactgraph.state.RESET` empties it."""
+    if right == RESET:
+        return []
+    return [*(left or []), *(right or [])]
 
 
 def merge_results(left: dict[str, StepResult] | None, right: Any) -> dict[str, StepResult]:
@@ -80,7 +90,13 @@ class DAGState(InputState, total=False):
     message is the goal."""
 
     goal: str
-    """The user's goal (the last human message when the run started)."""
+    """The user's goal (the last human message when the run started), with the follow-ups
+    the run took in since (``[USER INTERRUPT] …`` blocks, :mod:`reactgraph.dag.followups`)."""
+    follow_ups: Annotated[list[str], add_follow_ups]
+    """The follow-ups the run took in, oldest first (SPEC §7, R13.8)."""
+    planned_follow_ups: int
+    """How many of ``follow_ups`` the current plan was made with; a round that took more
+    plans again (when rounds remain)."""
     round: int
     """The current round, 1-based."""
     plan: list[PlanStep]
@@ -97,8 +113,15 @@ class DAGState(InputState, total=False):
     """The best answer before synthesis: the analyzer's final answer, else the step results."""
     synthesis: str | None
     """The streamed answer (``None`` when synthesis was skipped)."""
-    finish_reason: Literal["achieved", "not_achieved", "max_rounds", "plan_failed"] | None
-    """Why the run stopped re-planning."""
+    finish_reason: Literal["achieved", "not_achieved", "max_rounds", "plan_failed", "model_call_limit",
+                           "tool_call_limit", "token_limit", "cost_limit"] | None
+    """Why the run stopped re-planning (a usage limit: :mod:`reactgraph.dag.budget`)."""
+    limit: dict[str, Any] | None
+    """The run-wide usage limit that ended the run, with the figures; ``None`` when none did."""
+    tool_runs: Annotated[dict[str, int], add_counts]
+    """Tool calls that ran in the run's steps, by tool (for the run-wide limits)."""
+    model_usage: Annotated[dict[str, dict[str, int]], add_model_usage]
+    """``usage`` by model name (a cost limit with a price table)."""
     error: str | None
     """Why the planner failed, when it did."""
     usage: Annotated[dict[str, int], add_usage]
