@@ -5,14 +5,17 @@ scripted (the planner, steps and analyzer replies of tests/unit/test_dag.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
+from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from reactgraph import DAGAgent, ReActAgent
+from reactgraph import AgentSettings, DAGAgent, ReActAgent
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.testing import ScriptedChatModel
+from tests.helpers import GatedScan
 from tests.serving import parse_sse
 from tests.server_cases import NATIVE, asgi_client, get_status
 from tests.unit.test_dag import SETTINGS, general_model, kind, plan, step, step_reply, verdict
@@ -168,3 +171,103 @@ async def test_a_dag_thread_reads_back_with_its_plan_step_outcomes_and_earlier_t
     assert [m["type"] for m in first["messages"]] == ["human"] and first["messages"][0]["content"] == GOAL
     assert second["result"]["query"] == "And now?"
     assert second["earlier_turns"] == [{"question": GOAL, "answer": "Both machines run."}]
+
+
+async def test_an_approval_round_trip_in_a_dag_run_through_the_server():
+    """Issue 39: a step's call that needs approval pauses the DAG run (its stream ends with
+    ``approval``, the call naming its step); ``GET`` shows it waiting; ``/approvals`` with the
+    decision streams the rest of the same run, the approved call running once and the
+    parallel step that had finished not running again."""
+    ran: list[str] = []
+
+    @tool
+    def create_order(machine: str) -> str:
+        """Create a maintenance work order (a person approves it first)."""
+        ran.append(f"order {machine}")
+        return f"WO-1 for {machine}"
+
+    @tool
+    def read_status(machine: str) -> str:
+        """Read a machine's status."""
+        ran.append(f"status {machine}")
+        return f"{machine}: normal"
+
+    def orders_first(messages):
+        role = kind(messages)
+        if len(messages) == 2 and role == "step:a":
+            return json.dumps({"type": "tool_call", "reasoning": "", "tool_name": "create_order",
+                               "tool_args": {"machine": "CNC-003"}})
+        if len(messages) == 2 and role == "step:b":
+            return json.dumps({"type": "tool_call", "reasoning": "", "tool_name": "read_status",
+                               "tool_args": {"machine": "PRS-001"}})
+        return step_reply(messages)
+
+    saver = InMemorySaver()
+    react = ReActAgent(ScriptedChatModel(responses=["never"]), [read_status], abilities=NATIVE, checkpointer=saver)
+    general = general_model([plan(step("a", "Open a work order for CNC-003"), step("b", "Read PRS-001"),
+                                  step("c", "Summarize", deps=["a", "b"]))],
+                            [verdict(True, 0.9, "WO-1 is open; PRS-001 runs.")], steps=orders_first,
+                            synthesis="Work order WO-1 is open for CNC-003; PRS-001 runs normally.")
+    dag = DAGAgent(general, [create_order, read_status], checkpointer=saver, interrupt_queue=react.interrupts,
+                   settings=AgentSettings(max_iterations=3, approval={"create_order": "always"}))
+    app = create_app(react, ServerSettings(api_key=""), dag_agent=dag)
+    async with asgi_client(app) as client:
+        paused = parse_sse((await client.post("/threads/ap1/runs", json={"message": GOAL, "mode": "dag"})).text)
+        waiting = (await client.get("/threads/ap1")).json()
+        [approval] = [data for channel, data in paused if channel == "approval"]
+        [call] = approval["pending"]
+        wrong = await client.post("/threads/ap1/approvals",
+                                  json={"decisions": [{"tool_call_id": "nope", "type": "approve"}]})
+        resumed = parse_sse((await client.post("/threads/ap1/approvals", json={
+            "decisions": [{"tool_call_id": call["interrupt_id"], "type": "approve"}]})).text)
+        after = (await client.get("/threads/ap1")).json()
+    assert paused[-1] == ("done", {**paused[-1][1], "finish_reason": "waiting", "answer": ""})
+    assert (call["step_id"], call["tool_name"], call["tool_args"], call["kind"]) == (
+        "a", "create_order", {"machine": "CNC-003"}, "approval")
+    assert not [data for channel, data in paused if channel == "answer"]
+    assert waiting["status"] == "waiting" and waiting["mode"] == "dag"
+    assert [(p["step_id"], p["interrupt_id"]) for p in waiting["pending"]] == [("a", call["interrupt_id"])]
+    assert wrong.status_code == 422
+    assert ran == ["status PRS-001", "order CNC-003"]  # b ran before the pause, a's order only once approved
+    done_tools = [(d["step_id"], d["tool_name"]) for c, d in resumed if c == "dag_step" and d["status"] == "tool"]
+    assert ("a", "create_order") in done_tools and ("b", "read_status") not in done_tools
+    completed = [d["step_id"] for c, d in resumed if c == "dag_step" and d["status"] == "completed"]
+    assert completed[-1] == "c" and "a" in completed
+    assert resumed[-1][0] == "done" and resumed[-1][1]["finish_reason"] == "achieved"
+    assert resumed[-1][1]["answer"] == "Work order WO-1 is open for CNC-003; PRS-001 runs normally."
+    assert after["status"] == "idle" and [s["status"] for s in after["result"]["plan"]] == ["completed"] * 3
+
+
+async def test_a_follow_up_sent_to_a_running_dag_run_reaches_its_next_round():
+    """Issue 39: ``/inject`` during a DAG run (one queue for both modes) is taken in at the
+    plan level (an ``inject`` event) and the next round is planned with it."""
+    gate = GatedScan()
+
+    def scan_first(messages):
+        if kind(messages) == "step:a" and len(messages) == 2:
+            return json.dumps({"type": "tool_call", "reasoning": "", "tool_name": "gated_scan",
+                               "tool_args": {"machine": "CNC-003"}})
+        return step_reply(messages)
+
+    saver = InMemorySaver()
+    react = ReActAgent(ScriptedChatModel(responses=["never"]), [get_status], abilities=NATIVE, checkpointer=saver)
+    general = general_model([plan(step("a", "Scan CNC-003")), plan(step("b", "Read PRS-001"))],
+                            [verdict(True, 0.9, "CNC-003 is fine."), verdict(True, 0.9, "Both are fine.")],
+                            steps=scan_first, synthesis="CNC-003 and PRS-001 are fine.")
+    dag = DAGAgent(general, [gate.tool, get_status], checkpointer=saver, interrupt_queue=react.interrupts,
+                   settings=AgentSettings(max_iterations=3, tool_timeout=30))
+    app = create_app(react, ServerSettings(api_key=""), dag_agent=dag)
+    async with asgi_client(app) as client:
+        run = asyncio.ensure_future(client.post("/threads/f1/runs", json={"message": "Scan CNC-003", "mode": "dag"}))
+        await asyncio.wait_for(gate.started.wait(), 10)  # step a's tool runs
+        queued = await client.post("/threads/f1/inject", json={"message": "also check PRS-001"})
+        gate.release.set()
+        events = parse_sse((await run).text)
+        idle = await client.post("/threads/f1/inject", json={"message": "too late"})
+    assert queued.status_code == 202 and idle.status_code == 409
+    assert ("inject", {"type": "inject", "content": "also check PRS-001"}) in events
+    plans = [data for channel, data in events if channel == "plan"]
+    assert [(p["round"], [s["id"] for s in p["steps"]]) for p in plans] == [(1, ["a"]), (2, ["b"])]
+    second_planner = [call for call in general.calls if kind(call) == "planner"][1]
+    assert "also check PRS-001" in " ".join(str(m.content) for m in second_planner)
+    assert events[-1][0] == "done" and events[-1][1]["rounds"] == 2
