@@ -23,6 +23,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Literal
 
+from langgraph._internal._constants import CONFIG_KEY_CHECKPOINTER  # how a task sees its checkpointer
 from langgraph.config import get_stream_writer
 
 from reactgraph import observability
@@ -676,9 +677,16 @@ async def _result_saved(graph: Any, config: Any, tool_call_id: Any) -> None:
     result its client was told about. A checkpointer of
     :func:`~reactgraph.open_persistence` answers from memory (``committed_write``; it
     commits the result then if it was holding it); another, or one that no longer
-    remembers, is read. No checkpointer, or no ``thread_id``: returns at once."""
+    remembers, is read. No checkpointer, or no ``thread_id``: returns at once.
+
+    A graph compiled without a checkpointer that runs as a subgraph (a DAG step's loop) uses
+    its parent's, which LangGraph hands it in the config: that one is asked (issue 39: the
+    step's tool results were reported before they were stored, and a kill right after a
+    step's end ran its last tool again on resume)."""
     saver = getattr(graph, "checkpointer", None)
     configurable = (config or {}).get("configurable") or {}
+    if not hasattr(saver, "aget_tuple"):
+        saver = configurable.get(CONFIG_KEY_CHECKPOINTER)
     thread_id = configurable.get("thread_id")
     if not hasattr(saver, "aget_tuple") or thread_id is None:
         return
