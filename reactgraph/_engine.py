@@ -401,6 +401,12 @@ class Engine:
         return self.chained(lambda engine: engine.llm, "compaction")
 
     @property
+    def tool_descriptions(self) -> dict[str, str]:
+        """Registered tool name → description: where answers built without the model read a
+        table's column names and what the agent can look up (:mod:`reactgraph.grounding`)."""
+        return {name: tool.description or "" for name, tool in self.tools.items()}
+
+    @property
     def base_system_prompt(self) -> str:
         """The domain instructions at the top of every loop system prompt."""
         return self.settings.system_prompt or DEFAULT_SYSTEM_PROMPT

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -277,17 +277,44 @@ def _cells(line: str) -> list[str]:
     return [cell.strip() for cell in line.split("|")]
 
 
-def _observation_lines(observation: str, emitted: set[str]) -> list[str]:
+_FORMAT_SEGMENT = re.compile(r"[:.;]\s")
+
+
+def row_header(description: str, width: int, related: Iterable[str] = ()) -> list[str] | None:
+    """The column names of a tool's rows, read from where its description states their format
+    ("One line per machine: id | name | kind | state.") — or, when it only points to another
+    tool's ("Same line format as check_spare_part_stock"), from that tool's description.
+
+    Args:
+        description: The tool's description.
+        width: The number of cells of the rows to name.
+        related: Descriptions of the other tools its description names, in order.
+
+    Returns:
+        ``width`` column names, or ``None`` when no description states a format of that width.
+    """
+    for text in (description, *related):
+        flat = " ".join(text.split()) + " "
+        for segment in _FORMAT_SEGMENT.split(flat):
+            cells = _cells(segment)
+            if len(cells) == width and all(0 < len(cell) <= 40 for cell in cells):
+                return cells
+    return None
+
+
+def _observation_lines(observation: str, emitted: set[str], header: Callable[[int], list[str] | None]) -> list[str]:
     """One observation as answer lines: ``key: value`` lines as a list, runs of rows (two or
-    more ``a | b | c`` lines of one width) as a table, a title line (ending in ``:``) as it
-    is, other lines as list items; lines already written (``emitted``) are skipped."""
+    more ``a | b | c`` lines of one width) as a table under the column names ``header(width)``
+    gives (empty ones when it gives none), a title line (ending in ``:``) as it is, other
+    lines as list items; lines already written (``emitted``) are skipped."""
     out: list[str] = []
     rows: list[list[str]] = []
 
     def flush() -> None:
         if len(rows) >= 2 and len({len(row) for row in rows}) == 1:
             width = len(rows[0])
-            out.extend(["", "| " + " | ".join([""] * width) + " |", "|" + "---|" * width])
+            names = header(width) or [""] * width
+            out.extend(["", "| " + " | ".join(names) + " |", "|" + "---|" * width])
             out.extend("| " + " | ".join(cell.replace("|", "/") for cell in row) + " |" for row in rows)
             out.append("")
         else:
@@ -324,7 +351,15 @@ def _subject(question: str, steps: Sequence[dict[str, Any]]) -> str:
                                    for value in named))
 
 
-def observation_answer(question: str, steps: Iterable[dict[str, Any]], result_chars: int = 2000) -> str:
+def _header_of(tool_name: str, descriptions: Mapping[str, str]) -> Callable[[int], list[str] | None]:
+    description = descriptions.get(tool_name, "")
+    related = [text for name, text in descriptions.items()
+               if name != tool_name and re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", description)]
+    return lambda width: row_header(description, width, related) if description else None
+
+
+def observation_answer(question: str, steps: Iterable[dict[str, Any]], result_chars: int = 2000,
+                       descriptions: Mapping[str, str] | None = None) -> str:
     """An answer made of the successful observations themselves (enforce mode's fallback and
     a loop that answers without the model, issue 36), grounded by construction.
 
@@ -333,6 +368,8 @@ def observation_answer(question: str, steps: Iterable[dict[str, Any]], result_ch
             the ids it names that the calls passed are named in the lead.
         steps: The turn's step records.
         result_chars: Characters kept of each observation.
+        descriptions: Tool name → description, where a table's column names are read
+            (:func:`row_header`); without it, tables have an empty header row.
 
     Returns:
         Markdown: a lead sentence naming what was asked about, then the facts of each
@@ -356,7 +393,7 @@ def observation_answer(question: str, steps: Iterable[dict[str, Any]], result_ch
                 failures.append(line)
             continue
         observation = str(step.get("observation") or "")[:result_chars]
-        lines = _observation_lines(observation, emitted)
+        lines = _observation_lines(observation, emitted, _header_of(str(step.get("tool_name") or ""), descriptions or {}))
         if lines:
             body.extend([*lines, ""])
     if not body:
@@ -373,3 +410,34 @@ def observation_answer(question: str, steps: Iterable[dict[str, Any]], result_ch
         lead = f"Here is what the tools report about {subject}." if subject else "Here is what the tools report."
     text = "\n".join([lead, "", *body]).strip()
     return re.sub(r"\n{3,}", "\n\n", text)
+
+
+CAPABILITY_LINES = 8
+"""Most tools a :func:`capabilities_answer` lists."""
+
+
+def capabilities_answer(question: str, descriptions: Mapping[str, str]) -> str:
+    """The answer to a question no tool was called for when the model's own is unfit to show
+    (the strict policy's check, issue 36: an English reply to a Korean greeting, a code fence):
+    what the agent can look up, in the question's language, from the tools' summaries.
+
+    Args:
+        question: The user's question (Korean or not picks the language).
+        descriptions: Tool name → description; the first line of each is listed (no tool
+            names: they are no words of the user's), at most :data:`CAPABILITY_LINES`.
+
+    Returns:
+        Markdown: a lead sentence, then the list; the lead alone when there are no tools.
+    """
+    summaries = list(dict.fromkeys(text.strip().splitlines()[0].strip() for text in descriptions.values()
+                                   if text and text.strip()))
+    korean = _is_korean(question)
+    if not summaries:
+        return "이 질문에 답할 데이터가 없습니다." if korean else "I have no data to answer that."
+    lead = ("이 질문에 답할 데이터는 없지만, 다음 내용은 도구로 조회해 드릴 수 있습니다:" if korean
+            else "I have no data on that, but these are things I can look up for you:")
+    items = [f"- {summary}" for summary in summaries[:CAPABILITY_LINES]]
+    if len(summaries) > CAPABILITY_LINES:
+        items.append(f"- … ({len(summaries) - CAPABILITY_LINES}개 더)" if korean
+                     else f"- … and {len(summaries) - CAPABILITY_LINES} more")
+    return "\n".join([lead, "", *items])

@@ -11,7 +11,14 @@ from langchain_core.tools import StructuredTool
 from pydantic import BaseModel
 
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent
-from reactgraph.grounding import answer_problems, check_grounding, derivable, observation_answer
+from reactgraph.grounding import (
+    answer_problems,
+    capabilities_answer,
+    check_grounding,
+    derivable,
+    observation_answer,
+    row_header,
+)
 from reactgraph.models import ResolvedModel
 from reactgraph.safeguards import PERMISSIVE, STRICT, SAFEGUARD_FIELDS, policy_for, resolve_settings
 from reactgraph.testing import ScriptedChatModel, tool_call
@@ -34,6 +41,10 @@ def ok(name: str, args: dict, observation: str) -> dict:
     return {"tool_name": name, "tool_args": args, "observation": observation, "error": None}
 
 
+def final(text: str) -> str:
+    return json.dumps({"type": "final_answer", "reasoning": "done", "answer": text})
+
+
 # the answer made of observations ---------------------------------------------------------
 
 
@@ -54,6 +65,30 @@ def test_rows_become_a_table_and_a_title_line_stays_a_sentence():
     assert "2 active alarm(s):" in text.splitlines()
     assert "| E-3301 | critical | CMP-002 (Air Compressor #2) | raised 2026-01-27 03:12 |" in text
     assert "|---|---|---|---|" in text
+
+
+def test_a_table_takes_its_column_names_from_where_the_tool_describes_its_rows():
+    listing = ("List machines.\n\nOne line per machine: id | name | state |\nvibration mm/s.")
+    low = "Machines over a limit.\n\nSame line format as list_machines."
+    rows = "2 machine(s):\nCNC-001 | Mill | normal | 0.3 mm/s\nCNC-003 | Lathe | warning | 1.2 mm/s"
+    descriptions = {"list_machines": listing, "over_limit": low}
+    for tool in ("list_machines", "over_limit"):  # its own description, or the one it points to
+        text = observation_answer("Which machines?", [ok(tool, {}, rows)], descriptions=descriptions)
+        assert "| id | name | state | vibration mm/s |" in text.splitlines()
+        assert "| CNC-003 | Lathe | warning | 1.2 mm/s |" in text.splitlines()
+    assert row_header(listing, 3) is None  # a stated format of another width names nothing
+    bare = observation_answer("Which machines?", [ok("list_machines", {}, rows)])
+    assert "|  |  |  |  |" in bare.splitlines()  # no description: the header row stays empty
+
+
+def test_what_the_agent_can_look_up_answers_in_the_questions_language():
+    descriptions = {f"tool_{n}": f"Look up thing {n}.\n\nDetails." for n in range(10)}
+    korean = capabilities_answer("안녕하세요! 고마워요, 오늘은 여기까지예요.", descriptions)
+    lines = korean.splitlines()
+    assert lines[0].startswith("이 질문에 답할 데이터는 없지만") and "- Look up thing 0." in lines
+    assert lines[-1] == "- … (2개 더)" and "tool_0" not in korean and "Details." not in korean
+    assert not answer_problems(korean, "안녕하세요! 고마워요, 오늘은 여기까지예요.", descriptions)
+    assert capabilities_answer("Hi there", {}) == "I have no data to answer that."
 
 
 def test_two_tools_are_answered_together_without_a_line_twice():
@@ -182,6 +217,24 @@ async def test_a_covered_question_goes_straight_to_the_answer():
     done = events[-1].data
     assert done["grounding"]["action"] == "fallback" and done["grounding"]["problems"] == ["language", "tool_call"]
     assert done["answer"].startswith("CNC-003에 대해 도구가 조회한 결과입니다.")
+
+
+async def test_a_no_tool_answer_unfit_to_show_is_replaced_by_what_the_agent_can_look_up():
+    """Strict policy, no tool ran: an English reply to a Korean farewell fails the language
+    check before it is shown; the answer is what the agent can look up, in Korean. A fit reply
+    stands."""
+    farewell = "안녕하세요! 고마워요, 오늘은 여기까지예요."
+    model = ScriptedChatModel(responses=[final("The answer to the question was not found.")],
+                              synthesis="The answer to the question was not found.")
+    events = [e async for e in ReActAgent(model, [machine_tool()], abilities=SMALL).astream_events(farewell)]
+    done = events[-1].data
+    assert [e.data["status"] for e in events if e.channel == "answer"] == ["start", "delta", "done"]
+    assert done["grounding"]["action"] == "fallback" and done["grounding"]["problems"] == ["language"]
+    assert done["answer"].startswith("이 질문에 답할 데이터는 없지만") and "- State of one machine." in done["answer"]
+
+    model = ScriptedChatModel(responses=[final("천만에요! 또 오세요.")], synthesis="천만에요! 또 오세요.")
+    done = (await ReActAgent(model, [machine_tool()], abilities=SMALL).run(farewell))
+    assert done.answer == "천만에요! 또 오세요."
 
 
 async def test_a_stalled_loop_with_synthesis_makes_no_answer_only_call():
