@@ -37,6 +37,7 @@ Usage::
     python bench/answer_quality.py --questions 8 --verbose
     python bench/answer_quality.py --kinds unknown_id no_tool --rows json
     python bench/answer_quality.py --rows native json --json-out aq.json
+    python bench/answer_quality.py --rows json --without all   # what each safeguard buys (issue 35)
 
 With nothing configured the embedded model is started; ``OPENAI_BASE_URL`` /
 ``REACTGRAPH_MODEL`` / ``OPENAI_API_KEY`` select an endpoint instead (as for
@@ -72,6 +73,7 @@ from pydantic import ValidationError
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from reactgraph.demo.factory import DEMO_SYSTEM_PROMPT, normalize_equipment_id
+from reactgraph.safeguards import SAFEGUARDS
 
 # --------------------------------------------------------------------------- questions
 
@@ -872,6 +874,10 @@ async def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kinds", nargs="+", choices=("tool", "unknown_id", "no_tool"),
                         help="only the questions of these kinds (after --questions)")
     parser.add_argument("--rows", nargs="+", choices=ROWS, default=list(ROWS), help="rows to run (default: all)")
+    parser.add_argument("--without", nargs="+", default=[], metavar="SAFEGUARD",
+                        help="add a row per safeguard: the json agent with that one safeguard of the strict policy "
+                             "turned off (set to the permissive value); names: "
+                             f"{', '.join(SAFEGUARDS)}, or 'all'")
     parser.add_argument("--max-iterations", type=int, default=6, help="loop iterations per run (default: 6)")
     parser.add_argument("--json-out", help="write the per-run records and the row totals to this JSON file")
     parser.add_argument("--verbose", action="store_true", help="print each run's calls, answer and score")
@@ -879,12 +885,17 @@ async def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.max_iterations < 1 or args.questions < 1:
         parser.error("--questions and --max-iterations must be at least 1")
+    ablated = list(SAFEGUARDS) if args.without == ["all"] else list(dict.fromkeys(args.without))
+    unknown = [name for name in ablated if name not in SAFEGUARDS]
+    if unknown:
+        parser.error(f"--without: no safeguard named {', '.join(unknown)} (names: {', '.join(SAFEGUARDS)})")
+    row_names = [*args.rows, *(f"without {name}" for name in ablated)]
 
     from langchain.agents import create_agent
 
     from reactgraph import AgentSettings, ReActAgent
     from reactgraph.demo.agent import build_demo_agent
-    from reactgraph.safeguards import PERMISSIVE
+    from reactgraph.safeguards import PERMISSIVE, without
     from reactgraph.demo.factory import build_factory_hub
     from reactgraph.models import open_model
 
@@ -896,24 +907,26 @@ async def main(argv: list[str] | None = None) -> int:
         records: list[RunRecord] = []
         async with open_model() as resolved:
             agents: dict[str, Any] = {}
-            for row in args.rows:
+            for row in row_names:
                 if row == "create_agent":
                     agents[row] = create_agent(resolved.llm, hub, system_prompt=DEMO_SYSTEM_PROMPT)
-                elif row in ("permissive", "synthesis"):
-                    forced = dict(PERMISSIVE.settings) if row == "permissive" else {"answer_from_observations": False}
+                elif row in ("permissive", "synthesis") or row.startswith("without "):
+                    forced = (dict(PERMISSIVE.settings) if row == "permissive"
+                              else {"answer_from_observations": False} if row == "synthesis"
+                              else without([row.removeprefix("without ")]))
                     agents[row] = ReActAgent(resolved.llm, hub, use_native_tools=False, abilities=resolved.abilities,
                                              settings=AgentSettings(max_iterations=args.max_iterations,
                                                                     system_prompt=DEMO_SYSTEM_PROMPT, **forced))
                 else:
                     agents[row] = build_demo_agent(resolved, hub, json_mode=row == "json", max_iterations=args.max_iterations)
-            summaries = {row: RowSummary(row, "-" if row == "create_agent" else agents[row].mode) for row in args.rows}
+            summaries = {row: RowSummary(row, "-" if row == "create_agent" else agents[row].mode) for row in row_names}
             print(f"model: {resolved.description} · {len(questions)} questions · {len(hub)} tools · "
-                  f"max_iterations={args.max_iterations} · rows: {', '.join(args.rows)}", file=sys.stderr, flush=True)
+                  f"max_iterations={args.max_iterations} · rows: {', '.join(row_names)}", file=sys.stderr, flush=True)
             if "native" in summaries and summaries["native"].mode == "json":
                 print("note: this model has no native tool calls, so the native row runs the JSON protocol "
                       "(the same agent as the json row)", file=sys.stderr, flush=True)
             for number, question in enumerate(questions, 1):
-                for row in args.rows:  # rows take turns, so a slow moment of the machine hits them all
+                for row in row_names:  # rows take turns, so a slow moment of the machine hits them all
                     if row == "create_agent":
                         record = await run_create_agent(agents[row], question.text, 2 * args.max_iterations + 1)
                     else:
@@ -929,7 +942,7 @@ async def main(argv: list[str] | None = None) -> int:
                               f"right {record.score.right_tool:d} grounded {record.score.grounded:d} | {record.seconds:.0f} s",
                               file=sys.stderr, flush=True)
             description = resolved.description
-    rows = [summaries[row] for row in args.rows]
+    rows = [summaries[row] for row in row_names]
     print(f"\n{len(questions)} questions, {len(hub)} tools, max_iterations={args.max_iterations}, model: {description}, "
           f"{date.today().isoformat()}\n")
     print(table(rows))

@@ -424,13 +424,15 @@ def capabilities_answer(question: str, descriptions: Mapping[str, str]) -> str:
     Args:
         question: The user's question (Korean or not picks the language).
         descriptions: Tool name → description; the first line of each is listed (no tool
-            names: they are no words of the user's), at most :data:`CAPABILITY_LINES`.
+            names: they are no words of the user's), at most :data:`CAPABILITY_LINES`, and
+            only lines without a figure (an answer states no number no tool returned).
 
     Returns:
         Markdown: a lead sentence, then the list; the lead alone when there are no tools.
     """
-    summaries = list(dict.fromkeys(text.strip().splitlines()[0].strip() for text in descriptions.values()
-                                   if text and text.strip()))
+    summaries = list(dict.fromkeys(line for line in (text.strip().splitlines()[0].strip()
+                                                     for text in descriptions.values() if text and text.strip())
+                                   if not any(char.isdigit() for char in line)))
     korean = _is_korean(question)
     if not summaries:
         return "이 질문에 답할 데이터가 없습니다." if korean else "I have no data to answer that."
@@ -438,6 +440,5 @@ def capabilities_answer(question: str, descriptions: Mapping[str, str]) -> str:
             else "I have no data on that, but these are things I can look up for you:")
     items = [f"- {summary}" for summary in summaries[:CAPABILITY_LINES]]
     if len(summaries) > CAPABILITY_LINES:
-        items.append(f"- … ({len(summaries) - CAPABILITY_LINES}개 더)" if korean
-                     else f"- … and {len(summaries) - CAPABILITY_LINES} more")
+        items.append("- 그 밖의 조회도 할 수 있습니다." if korean else "- … and more.")
     return "\n".join([lead, "", *items])

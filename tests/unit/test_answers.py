@@ -82,11 +82,12 @@ def test_a_table_takes_its_column_names_from_where_the_tool_describes_its_rows()
 
 
 def test_what_the_agent_can_look_up_answers_in_the_questions_language():
-    descriptions = {f"tool_{n}": f"Look up thing {n}.\n\nDetails." for n in range(10)}
+    descriptions = {f"tool_{n}": f"Look up thing {chr(65 + n)}.\n\nDetails." for n in range(10)}
+    descriptions["compare"] = "Compare 2-6 machines."  # a summary with a figure is not listed
     korean = capabilities_answer("안녕하세요! 고마워요, 오늘은 여기까지예요.", descriptions)
     lines = korean.splitlines()
-    assert lines[0].startswith("이 질문에 답할 데이터는 없지만") and "- Look up thing 0." in lines
-    assert lines[-1] == "- … (2개 더)" and "tool_0" not in korean and "Details." not in korean
+    assert lines[0].startswith("이 질문에 답할 데이터는 없지만") and "- Look up thing A." in lines
+    assert lines[-1] == "- 그 밖의 조회도 할 수 있습니다." and "tool_0" not in korean and "Compare" not in korean and "Details." not in korean
     assert not answer_problems(korean, "안녕하세요! 고마워요, 오늘은 여기까지예요.", descriptions)
     assert capabilities_answer("Hi there", {}) == "I have no data to answer that."
 
@@ -246,3 +247,18 @@ async def test_a_stalled_loop_with_synthesis_makes_no_answer_only_call():
     assert model.kinds == ["tool_loop", "tool_loop", "synthesis"]
     assert events[-1].data["finish_reason"] == "stalled"
     assert events[-1].data["answer"] == "CNC-003 is in warning at 1.2 mm/s."
+
+
+def test_each_safeguard_can_be_turned_off_alone_for_the_bench():
+    """``bench/answer_quality.py --without NAME`` rows (issue 35): every policy field belongs to
+    exactly one named safeguard, and turning one off changes only its fields."""
+    from reactgraph.safeguards import SAFEGUARDS, without
+
+    fields = [field for group in SAFEGUARDS.values() for field in group]
+    assert sorted(fields) == sorted(SAFEGUARD_FIELDS)
+    stall_off = without(["stall"])
+    assert stall_off["stall_repeats"] == PERMISSIVE.settings["stall_repeats"] == 3
+    assert stall_off["stall_failures"] == PERMISSIVE.settings["stall_failures"]
+    assert {k: v for k, v in stall_off.items() if k not in SAFEGUARDS["stall"]} == \
+        {k: v for k, v in STRICT.settings.items() if k not in SAFEGUARDS["stall"]}
+    assert without([]) == dict(STRICT.settings)
