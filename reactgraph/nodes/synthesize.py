@@ -177,3 +177,4 @@ class Synthesize:
         report = self._check(state, text, history)
         action = "flagged" if settings.grounding == "flag" and report.ungrounded else "kept"
         return {"synthesis": text, "usage": usage, "grounding": report.to_dict(settings.grounding, action)}
+

@@ -262,3 +262,24 @@ def test_each_safeguard_can_be_turned_off_alone_for_the_bench():
     assert {k: v for k, v in stall_off.items() if k not in SAFEGUARDS["stall"]} == \
         {k: v for k, v in STRICT.settings.items() if k not in SAFEGUARDS["stall"]}
     assert without([]) == dict(STRICT.settings)
+
+
+async def test_stream_answer_after_run_gives_the_answer_a_streamed_run_gives():
+    """``run`` then ``stream_answer`` (SPEC R3.1, the library's two phases) goes through the same
+    answer phase as ``astream_events``: the strict policy's answer made of observations, and a
+    capable model's made-up figure flagged under its answer (issues 35, 36)."""
+    loop_call = json.dumps({"type": "tool_call", "reasoning": "look", "tool_name": "get_equipment_status",
+                            "tool_args": {"equipment_id": "CNC-003"}})
+    model = ScriptedChatModel(responses=[loop_call], repeat_last=True, synthesis="1. Get_equipment_status({...})")
+    agent = ReActAgent(model, [machine_tool()], abilities=SMALL)
+    result = await agent.run("CNC-003 상태 확인해줘")
+    text = "".join([chunk async for chunk in agent.stream_answer("CNC-003 상태 확인해줘", result)])
+    assert text.startswith("CNC-003에 대해 도구가 조회한 결과입니다.") and "- **State**: warning" in text
+    assert "synthesis" not in model.kinds  # the answer made of observations needs no model call
+
+    call = AIMessage("", tool_calls=[tool_call("get_equipment_status", {"equipment_id": "CNC-003"})])
+    model = ScriptedChatModel(responses=[call, AIMessage("done")], synthesis="CNC-003 is in warning at 9.9 mm/s.")
+    agent = ReActAgent(model, [machine_tool()], abilities=ModelAbilities(tool_call=True))
+    result = await agent.run("What is the state of CNC-003?")
+    text = "".join([chunk async for chunk in agent.stream_answer("What is the state of CNC-003?", result)])
+    assert text.startswith("CNC-003 is in warning at 9.9 mm/s.") and "9.9" in text.split("\n", 1)[1]  # the flag note
