@@ -341,14 +341,33 @@ def _observation_lines(observation: str, emitted: set[str], header: Callable[[in
     return out
 
 
+def _argument_strings(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _argument_strings(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _argument_strings(item)
+
+
 def _subject(question: str, steps: Sequence[dict[str, Any]]) -> str:
-    """What the question asks about, for the lead sentence: the ids, dates and quoted names it
-    shares with the tool calls' arguments (``CNC-003``, ``Line B``), else its ids."""
-    args = " ".join(safe_json(step.get("tool_args")) for step in steps)
-    named = [value for value in re.findall(r"[A-Za-z]{1,6}-\d+(?:-\d+)*|\d{4}-\d{2}-\d{2}|Line [A-Z]\b", question)
-             if value.upper() in args.upper()]
-    return ", ".join(dict.fromkeys(value.upper() if "-" in value and not value[0].isdigit() else value
-                                   for value in named))
+    """What the question asks about, for the lead sentence: the text arguments of the tool
+    calls that the question writes as a whole word or phrase (``CNC-003``, ``2026-01-28``,
+    ``Line C`` in "Line C에는" but not ``fail`` in "failed"; any letter case), in the order the
+    question names them, spelled as the calls passed them."""
+    found: dict[str, int] = {}
+    for step in steps:
+        for value in _argument_strings(step.get("tool_args")):
+            text = value.strip()
+            if len(text) < 2 or text in found:
+                continue
+            # Latin letters and digits bound a word; a Korean particle may follow ("Line C에는").
+            match = re.search(rf"(?<![A-Za-z0-9]){re.escape(text)}(?![A-Za-z0-9])", question, re.IGNORECASE)
+            if match:
+                found[text] = match.start()
+    return ", ".join(sorted(found, key=found.__getitem__))
 
 
 def _header_of(tool_name: str, descriptions: Mapping[str, str]) -> Callable[[int], list[str] | None]:

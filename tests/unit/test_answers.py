@@ -59,6 +59,15 @@ def test_key_value_output_is_a_list_under_a_lead_naming_the_subject():
     assert english.startswith("Here is what the tools report about CNC-003.")
 
 
+def test_the_lead_names_what_the_question_and_the_calls_share():
+    line = observation_answer("Line C에는 어떤 설비가 있어?", [ok("list_machines", {"line": "Line C"}, STATUS)])
+    assert line.startswith("Line C에 대해 도구가 조회한 결과입니다.")  # a Korean particle follows the name
+    failed = observation_answer("Show the inspections that failed.", [ok("inspections", {"result": "fail"}, STATUS)])
+    assert failed.startswith("Here is what the tools report.")  # "fail" is no whole word of "failed"
+    pair = observation_answer("Compare cnc-003 and CNC-001", [ok("compare", {"ids": ["CNC-001", "CNC-003"]}, STATUS)])
+    assert pair.startswith("Here is what the tools report about CNC-003, CNC-001.")  # question order, call spelling
+
+
 def test_rows_become_a_table_and_a_title_line_stays_a_sentence():
     text = observation_answer("List the active alarms", [ok("list_active_alarms", {}, ALARMS)])
     assert text.startswith("Here is what the tools report.")
