@@ -446,6 +446,12 @@ class Engine:
             }
         return self._argument_ids[tool_name]
 
+    def tool_values(self, tool_name: str) -> frozenset[str]:
+        """Every string enum value of ``tool_name``'s arguments (empty for an unknown tool):
+        the values a call of it can pass."""
+        tool = self.tools.get(tool_name)
+        return frozenset(enum_strings(tool_args_schema(tool))) if tool is not None else frozenset()
+
     def named_values(self, query: str) -> tuple[str, ...]:
         """The argument enum values ``query`` names, in its order, then identifiers it writes
         in the shape of enum values without being one (:func:`~reactgraph.ranking.unlisted_values`,

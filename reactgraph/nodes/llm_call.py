@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -197,12 +197,24 @@ def _stall_check(engine: Engine, state: AgentState, iteration: int) -> str | Non
     return reason
 
 
-def covered(steps: list[dict[str, Any]], named: tuple[str, ...]) -> bool:
+def covered(steps: list[dict[str, Any]], named: tuple[str, ...],
+            takes: Callable[[str], Collection[str]] | None = None) -> bool:
     """Whether the turn's successful observations cover the question (issue 36): some call
     succeeded, and every value the question names (:meth:`Engine.named_values`: ids, enum
-    values, dates) was passed in the arguments of a successful call."""
-    passed = [safe_json(step.get("tool_args")) for step in steps if not step.get("error")]
-    return bool(passed) and all(any(value in args for args in passed) for value in named)
+    values, dates) was passed in the arguments of a successful call — except a word value
+    (no digit: ``low``, ``fail``) that none of the successful calls' tools takes (``takes``:
+    tool name → its argument enum values): it says what kind of data is asked for, and a tool
+    without that filter ("Which spare parts are low on stock?" → the low-stock list) answers it."""
+    done = [step for step in steps if not step.get("error")]
+    passed = [safe_json(step.get("tool_args")) for step in done]
+    if not passed:
+        return False
+    offered = {value for step in done for value in takes(str(step.get("tool_name") or ""))} if takes else None
+
+    def needed(value: str) -> bool:
+        return offered is None or any(char.isdigit() for char in value) or value in offered
+
+    return all(any(value in args for args in passed) for value in named if needed(value))
 
 
 def _shortcut(engine: Engine, state: AgentState, config: RunnableConfig, iteration: int) -> dict[str, Any] | None:
@@ -216,7 +228,8 @@ def _shortcut(engine: Engine, state: AgentState, config: RunnableConfig, iterati
     steps = state.get("steps", [])
     previous = iteration - 1
     fresh = bool(steps) and steps[-1].get("iteration") == previous and state.get("progress_iteration", 0) < previous
-    if engine.settings.answer_when_covered and fresh and covered(steps, engine.named_values(state.get("query", ""))):
+    if engine.settings.answer_when_covered and fresh and covered(steps, engine.named_values(state.get("query", "")),
+                                                                 engine.tool_values):
         return {**_final_update(engine, state, "", "covered"), "pending_tool_calls": []}
     if engine.synthesizes(config) and _stall_check(engine, state, iteration):
         return {**_final_update(engine, state, "", "stalled"), "pending_tool_calls": []}

@@ -292,3 +292,16 @@ async def test_stream_answer_after_run_gives_the_answer_a_streamed_run_gives():
     result = await agent.run("What is the state of CNC-003?")
     text = "".join([chunk async for chunk in agent.stream_answer("What is the state of CNC-003?", result)])
     assert text.startswith("CNC-003 is in warning at 9.9 mm/s.") and "9.9" in text.split("\n", 1)[1]  # the flag note
+
+
+def test_a_word_filter_no_called_tool_takes_does_not_keep_the_question_open():
+    """``covered`` (issue 36): ids and dates the question names must be passed; a word value
+    (``low``) only when a tool that ran could take it."""
+    from reactgraph.nodes.llm_call import covered
+
+    takes = {"low_stock": frozenset(), "parts": frozenset({"low", "ok"}), "status": frozenset({"CNC-003"})}.get
+    assert covered([ok("low_stock", {}, "2 parts low")], ("low",), takes)
+    assert not covered([ok("parts", {}, "P-1 ok")], ("low",), takes)  # it has the filter and was not given it
+    assert not covered([ok("low_stock", {}, "2 parts low")], ("CNC-003",), takes)  # an id is always needed
+    assert covered([ok("status", {"id": "CNC-003"}, "warning")], ("CNC-003",), takes)
+    assert not covered([ok("low_stock", {}, "2 parts low")], ("low",))  # without ``takes``: every value
