@@ -42,6 +42,10 @@ call needs it. A predicate that raises counts as True (approval fails closed).""
 APPROVAL_REQUEST = "tool_approval"
 """The ``type`` of an approval request (the interrupt's value)."""
 
+STEP_ID_KEY = "step_id"
+"""The key of an interrupt value (a dict) that names the DAG plan step whose loop raised it
+(added by the DAG executor as the interrupt leaves the step, SPEC R13.8)."""
+
 DECISIONS = ("approve", "edit", "reject")
 """The decisions a person can give, as on the wire (``{"type": ...}``)."""
 
@@ -287,6 +291,8 @@ class PendingCall:
         kind: ``"approval"`` (an approval request) or ``"interrupt"`` (a tool's own
             ``interrupt()``, answered with any value).
         value: The interrupt's value as LangGraph holds it.
+        step_id: In a DAG run, the plan step whose loop made the call (the value's
+            ``step_id``, SPEC R13.8); ``None`` in a ReAct run.
     """
 
     interrupt_id: str
@@ -296,20 +302,27 @@ class PendingCall:
     iteration: int | None = None
     kind: Literal["approval", "interrupt"] = "interrupt"
     value: Any = field(default=None, repr=False)
+    step_id: str | None = None
 
     @classmethod
     def from_interrupt(cls, item: Interrupt) -> PendingCall:
         """Read one LangGraph ``Interrupt``."""
         value = item.value
+        step_id = value.get(STEP_ID_KEY) if isinstance(value, dict) else None
+        step_id = str(step_id) if step_id is not None else None
         if isinstance(value, dict) and value.get("type") == APPROVAL_REQUEST:
             return cls(item.id, value.get("tool_call_id"), value.get("tool_name"), value.get("tool_args"),
-                       value.get("iteration"), "approval", value)
-        return cls(item.id, value=value)
+                       value.get("iteration"), "approval", value, step_id)
+        return cls(item.id, value=value, step_id=step_id)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form (the ``approval`` event, ``GET /threads/{id}``)."""
-        return {"interrupt_id": self.interrupt_id, "tool_call_id": self.tool_call_id, "tool_name": self.tool_name,
+        """The JSON form (the ``approval`` event, ``GET /threads/{id}``); ``step_id`` only
+        for a call of a DAG step."""
+        data = {"interrupt_id": self.interrupt_id, "tool_call_id": self.tool_call_id, "tool_name": self.tool_name,
                 "tool_args": self.tool_args, "iteration": self.iteration, "kind": self.kind, "value": self.value}
+        if self.step_id is not None:
+            data["step_id"] = self.step_id
+        return data
 
 
 def pending_calls(snapshot: StateSnapshot) -> list[PendingCall]:

@@ -4,11 +4,12 @@
 it prints each tool call as it happens (tool, arguments, observation, elapsed), streams
 the answer, and ends with a footer (iterations, tokens, elapsed). With no model
 configured it starts the embedded local model (the ``[local]`` extra). With ``--dag`` it
-answers in DAG mode (plan, steps, analysis; see :mod:`reactgraph.cli_dag`). ReAct runs are
-checkpointed (SQLite under ``$REACTGRAPH_HOME`` by default, ``--checkpoints`` or
+answers in DAG mode (plan, steps, analysis; see :mod:`reactgraph.cli_dag`). Runs, ReAct and
+DAG, are checkpointed (SQLite under ``$REACTGRAPH_HOME`` by default, ``--checkpoints`` or
 ``$REACTGRAPH_DATABASE_URL`` for another file or Postgres); ``--thread ID`` continues a
 conversation, and ``reactgraph resume ID`` finishes a run that was interrupted (crash,
-Ctrl-C, a model that kept failing); Ctrl-C says so. ``--local-threads N`` sets the embedded
+Ctrl-C, a model that kept failing), in DAG mode when the thread's checkpoints say so
+(SPEC R13.8); Ctrl-C says so. ``--local-threads N`` sets the embedded
 model's CPU threads. ``reactgraph --version`` prints the version; ``reactgraph`` alone,
 the commands. Options have one name in every command (``--db-url`` is kept as a hidden
 alias of ``--checkpoints`` for one release). A tool call that needs a person's approval (SPEC R13.3;
@@ -88,11 +89,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("question", help='the question, e.g. "CNC-003 상태 확인해줘"')
     run.add_argument("--thread", help="conversation id: continue this thread (default: a new one, printed)")
     run.add_argument("--dag", action="store_true", help="plan, run each step as its own ReAct loop, analyze, re-plan")
-    run.add_argument("--max-rounds", type=int, default=3,
-                     help="with --dag: plan/run/analyze rounds at most (default: %(default)s)")
-    resume = commands.add_parser("resume", help="finish an interrupted run from its last checkpoint")
+    resume = commands.add_parser("resume", help="finish an interrupted run (ReAct or DAG) from its last checkpoint")
     resume.add_argument("thread", help="the interrupted run's thread id")
     for command in (run, resume):
+        command.add_argument("--max-rounds", type=int, default=3,
+                             help="DAG runs: plan/run/analyze rounds at most (default: %(default)s)")
         _add_agent_options(command)
         command.add_argument("--approve-all", action="store_true",
                              help="approve every tool call that needs approval without asking (for scripts)")
@@ -227,6 +228,7 @@ def _print_card(console: Console, event: ToolDone) -> None:
 
 async def _run(args: argparse.Namespace, console: Console) -> int:
     from reactgraph.checkpointing import open_persistence
+    from reactgraph.dag.graph import is_dag_thread
     from reactgraph.demo.agent import build_demo_agent, demo_settings
     from reactgraph.demo.factory import build_factory_hub
     from reactgraph.errors import LocalModelError, NothingToResumeError, ThreadBusyError
@@ -250,6 +252,14 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
         if args.command == "resume" and await persistence.checkpointer.aget_tuple(
                 {"configurable": {"thread_id": args.thread}}) is None:
             raise SetupError(f"thread {args.thread!r} has no checkpoint")  # before any MCP server starts
+        # A DAG thread is resumed by a DAG agent (its checkpoints say which graph wrote them, R13.8).
+        dag = args.dag if args.command == "run" else await is_dag_thread(persistence.checkpointer, args.thread)
+        if args.command == "run" and args.thread and await persistence.checkpointer.aget_tuple(
+                {"configurable": {"thread_id": args.thread}}) is not None:
+            if dag != await is_dag_thread(persistence.checkpointer, args.thread):
+                mode = "DAG" if not dag else "ReAct"
+                raise SetupError(f"thread {args.thread!r} holds {mode} runs; continue it "
+                                 f"{'with' if mode == 'DAG' else 'without'} --dag, or start a new thread")
         if args.mcp:
             tools = [*tools, *await _open_mcp(stack, args.mcp, [tool.name for tool in tools], console)]
         try:
@@ -259,25 +269,24 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
                 fallback_models=args.fallback_models, fallback_base_urls=args.fallback_base_urls))
         except LocalModelError as exc:
             raise SetupError(str(exc)) from exc
-        dag = args.command == "run" and args.dag
         if dag:
             settings = demo_settings(max_iterations=args.max_iterations)
             agent: Any = build_dag_agent(resolved, tools, settings=settings, native=not args.json_mode,
-                                         max_rounds=args.max_rounds)
+                                         max_rounds=args.max_rounds, checkpointer=persistence.checkpointer,
+                                         interrupt_queue=persistence.interrupt_queue)
             mode = f"DAG, roles: {', '.join(agent.models.roles)}"
         else:
             agent = build_demo_agent(resolved, tools, json_mode=args.json_mode, max_iterations=args.max_iterations,
                                      checkpointer=persistence.checkpointer, interrupt_queue=persistence.interrupt_queue)
             mode = agent.mode
         args.thread = args.thread or uuid.uuid4().hex[:12]
-        args.resumable = not dag and persistence.target != "memory"
+        args.resumable = persistence.target != "memory"
         console.print(f"[dim]model: {escape(redact(resolved.description))} · mode: {mode} · tools: {len(tools)} · "
                       f"safeguards: {resolved.safeguards['policy']}[/dim]")
         if resolved.fallbacks:
             names = ", ".join(describe_chat_model(fallback.llm) for fallback in resolved.fallbacks)
             console.print(f"[dim]fallbacks: {escape(redact(names))}[/dim]")
-        if not dag:
-            console.print(f"[dim]thread: {escape(args.thread)} · checkpoints: {escape(redact(persistence.target))}[/dim]")
+        console.print(f"[dim]thread: {escape(args.thread)} · checkpoints: {escape(redact(persistence.target))}[/dim]")
         if args.command == "run":
             console.print(f"[bold]? {escape(_short(args.question, 300))}[/bold]")
             events = agent.astream_events(args.question, thread_id=args.thread)
@@ -454,8 +463,9 @@ async def ask_decisions(console: Console, pending: Sequence[dict[str, Any]], *,
                 return None
             decisions[key] = answer
             continue
+        step = f" [dim](step {escape(str(call['step_id']))})[/dim]" if call.get("step_id") else ""
         console.print(f"[yellow]? approve[/yellow] [cyan]{escape(str(call.get('tool_name')))}[/cyan]"
-                      f"({escape(_short(call.get('tool_args'), 500))})")
+                      f"({escape(_short(call.get('tool_args'), 500))}){step}")
         if approve_all:
             console.print("  [green]approved[/green] [dim](--approve-all)[/dim]")
             decisions[key] = {"type": "approve"}

@@ -23,21 +23,26 @@ from reactgraph.events import (
     PlanMade,
     Planning,
 )
+from reactgraph.interrupts import InterruptQueue
 from reactgraph.models import ResolvedModel
 from reactgraph.models.registry import ModelRegistry
 
 
 def build_dag_agent(resolved: ResolvedModel, tools: Sequence[BaseTool], *, settings: AgentSettings,
-                    native: bool, max_rounds: int) -> DAGAgent:
+                    native: bool, max_rounds: int, checkpointer: Any = None,
+                    interrupt_queue: InterruptQueue | None = None) -> DAGAgent:
     """The CLI's DAG agent: ``resolved`` is the ``general`` role, with its fallback models;
     ``REACTGRAPH_MODEL_<ROLE>`` variables add roles (see :meth:`~reactgraph.ModelRegistry.from_env`).
+    With ``checkpointer`` (and its ``interrupt_queue``, :func:`~reactgraph.open_persistence`)
+    its runs are kept and resumable (SPEC R13.8).
 
     Raises:
         ValueError: A role variable is malformed, or ``max_rounds`` is below 1.
     """
     models = ModelRegistry.from_env(resolved.llm, abilities=resolved.abilities, fallbacks=resolved.fallbacks)
     return DAGAgent(models, tools, use_native_tools=native, settings=settings,
-                    dag_settings=DAGSettings(max_rounds=max_rounds))
+                    dag_settings=DAGSettings(max_rounds=max_rounds), checkpointer=checkpointer,
+                    interrupt_queue=interrupt_queue)
 
 
 def _short(text: Any, limit: int = 160) -> str:

@@ -82,6 +82,8 @@ class RunResult:
         error: Why the run failed, ``None`` when it did not.
         thread_id: The conversation thread the run belongs to.
         synthesis: The synthesized answer when the run streamed one, else ``None``.
+        pending: The calls a paused run waits on (approvals, and interrupts tools raised
+            themselves; SPEC R13.3, R13.8); empty unless ``finish_reason == "waiting"``.
     """
 
     answer: str
@@ -92,6 +94,12 @@ class RunResult:
     error: str | None = None
     thread_id: str | None = None
     synthesis: str | None = None
+    pending: list[PendingCall] = field(default_factory=list)
+
+    @property
+    def waiting(self) -> bool:
+        """True when the run is paused, waiting for :attr:`pending` decisions."""
+        return bool(self.pending)
 
     @property
     def iterations(self) -> int:
@@ -139,8 +147,7 @@ class AgentResult(RunResult):
             :func:`reactgraph.grounding.check_grounding`), ``None`` when not run.
         structured_response: The answer as an object of the agent's ``response_format``
             (issue 21); ``None`` without one, or when no level of structured output worked.
-        pending: The calls a paused run waits on (approvals, and interrupts tools raised
-            themselves); empty unless ``finish_reason == "waiting"``.
+        pending: As :class:`RunResult`.
         limit: The usage limit that ended the loop, with the run's figures (see
             :func:`reactgraph.limits.limit_reached`); ``None`` when none did.
         model: With fallback models (issue 41): the model that served the loop last;
@@ -154,15 +161,9 @@ class AgentResult(RunResult):
     iterations: int = 0  # type: ignore[assignment]  # a field here, a property of the base
     grounding: dict[str, Any] | None = None
     structured_response: Any = None
-    pending: list[PendingCall] = field(default_factory=list)
     limit: dict[str, Any] | None = None
     model: str | None = None
     model_usage: dict[str, Usage] = field(default_factory=dict)
-
-    @property
-    def waiting(self) -> bool:
-        """True when the run is paused, waiting for :attr:`pending` decisions."""
-        return bool(self.pending)
 
     def _done_extras(self) -> dict[str, Any]:
         extras: dict[str, Any] = {"grounding": self.grounding, **({"limit": self.limit} if self.limit else {})}

@@ -1,28 +1,29 @@
-"""The DAG agent facade (SPEC R9, R10.1): ``run``, ``stream_answer`` and
-``astream_events`` over the compiled DAG graph, the same surface as
-:class:`~reactgraph.ReActAgent`."""
+"""The DAG agent facade (SPEC R9, R10.1, R13.8): ``run``, ``stream_answer``,
+``astream_events`` and, with a checkpointer, ``resume``, ``aresume_events``, ``pending``,
+``thread_status``, ``thread_snapshot`` and ``inject`` over the compiled DAG graph: the
+same surface as :class:`~reactgraph.ReActAgent` (the thread bookkeeping is
+:class:`~reactgraph.facade.AgentFacade`'s)."""
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import AsyncIterator, Sequence
-from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage
 from langchain_core.tools import BaseTool
 
+from reactgraph.approval import PendingCall
 from reactgraph.config import AgentSettings
 from reactgraph.dag.analyze import results_answer
 from reactgraph.dag.graph import create_dag_graph
 from reactgraph.dag.settings import DAGSettings
 from reactgraph.dag.state import PlanStep, StepResult
 from reactgraph.dag.synthesize import dag_synthesis_messages
-from reactgraph.events import AgentEvent, graph_events
+from reactgraph.events import AgentEvent
 from reactgraph.facade import AgentFacade
+from reactgraph.interrupts import FollowUpLimits, InMemoryInterruptQueue, InterruptQueue
 from reactgraph.models.registry import ModelRegistry
 from reactgraph.result import RunResult, Step
 from reactgraph.synthesis import stream_messages
@@ -79,8 +80,11 @@ class DAGResult(RunResult):
         warnings: What the planner repaired in the last plan (pruned dependencies …).
         usage, elapsed, error, thread_id, synthesis: As :class:`~reactgraph.result.RunResult`;
             ``usage`` sums planner, steps, analyzer (and synthesis).
-        finish_reason: ``achieved``, ``not_achieved``, ``max_rounds``, ``plan_failed``, or
-            ``error`` when the graph itself failed.
+        finish_reason: ``achieved``, ``not_achieved``, ``max_rounds``, ``plan_failed``,
+            ``waiting`` (paused on :attr:`pending`: a step's tool call waits for a person's
+            decision), or ``error`` when the graph itself failed.
+        pending: As :class:`~reactgraph.result.RunResult`; each call names its plan step
+            (:attr:`~reactgraph.PendingCall.step_id`).
     """
 
     steps: list[StepOutcome] = field(default_factory=list)
@@ -116,7 +120,7 @@ def _outcomes(plan: Sequence[PlanStep], results: dict[str, StepResult]) -> list[
     return outcomes
 
 
-class DAGAgent(AgentFacade):
+class DAGAgent(AgentFacade[DAGResult]):
     """Plan, run each step as a ReAct loop on its own model, analyze, re-plan, answer (SPEC §9).
 
     Args:
@@ -126,13 +130,20 @@ class DAGAgent(AgentFacade):
         use_native_tools: Allow native tool calling where a role's model has it (SPEC R2.2).
         settings: The steps' loop settings (:class:`~reactgraph.AgentSettings`).
         dag_settings: :class:`~reactgraph.DAGSettings`.
-        checkpointer: Any LangGraph checkpointer.
+        checkpointer: Any LangGraph checkpointer: the DAG graph and every step's ReAct
+            subgraph are checkpointed under the run's thread (each step in its own
+            namespace), so a run cut anywhere resumes (:meth:`resume`) without running
+            again a finished step or a finished tool call (SPEC §10, R13.8), and a step's
+            tool call that needs approval pauses the run.
+        interrupt_queue: Where follow-ups sent with :meth:`inject` wait (SPEC §7), as for
+            :class:`~reactgraph.ReActAgent`; ``None`` means a new in-memory queue.
 
     Raises:
         TypeError, ValueError: Invalid tools.
     """
 
     failure_reason = "error"
+    failure_kind = "dag_error"
 
     def __init__(
         self,
@@ -143,11 +154,16 @@ class DAGAgent(AgentFacade):
         settings: AgentSettings | None = None,
         dag_settings: DAGSettings | None = None,
         checkpointer: Any = None,
+        interrupt_queue: InterruptQueue | None = None,
     ) -> None:
         self.models = models if isinstance(models, ModelRegistry) else ModelRegistry(models)
         self.tools = list(tools)
         self.settings = settings or AgentSettings()
         self.dag_settings = dag_settings or DAGSettings()
+        self.checkpointer = checkpointer
+        self.interrupts: InterruptQueue = (
+            interrupt_queue if interrupt_queue is not None
+            else InMemoryInterruptQueue(FollowUpLimits(max_chars=self.settings.max_message_chars)))
         self.graph = create_dag_graph(self.models, self.tools, use_native_tools=use_native_tools,
                                       settings=self.settings, dag_settings=self.dag_settings, checkpointer=checkpointer)
 
@@ -156,20 +172,22 @@ class DAGAgent(AgentFacade):
         """The DAG graph's ``recursion_limit`` (:attr:`DAGSettings.recursion_limit`)."""
         return self.dag_settings.recursion_limit
 
-    def _result(self, state: dict[str, Any], started: float, thread_id: str,
-                failure: BaseException | None = None) -> DAGResult:
+    def _result(self, state: dict[str, Any], started: float, thread_id: str | None,
+                failure: BaseException | None = None, pending: list[PendingCall] | None = None) -> DAGResult:
         plan = state.get("plan") or []
         results = state.get("results") or {}
         analysis = state.get("analysis") or {}
         answer, finish, error = state.get("answer") or "", state.get("finish_reason"), state.get("error")
-        if failure is not None:
+        if pending:
+            answer, finish = "", "waiting"
+        elif failure is not None:
             error, finish = self._error_text(failure), "error"
             answer = answer or (results_answer(plan, results) if results else f"The run failed: {error}")
         return DAGResult(
             answer=answer, steps=_outcomes(plan, results), rounds=int(state.get("round", 0)),
             achieved=bool(analysis.get("achieved", False)), confidence=float(analysis.get("confidence", 0.0)),
             reasoning=str(analysis.get("reasoning", "")), final_answer=analysis.get("final_answer"), warnings=list(state.get("plan_warnings") or []),
-            finish_reason=finish, error=error, **self._run_fields(state, started, thread_id),
+            finish_reason=finish, error=error, pending=list(pending or []), **self._run_fields(state, started, thread_id),
         )
 
     async def run(self, goal: str, *, thread_id: str | None = None) -> DAGResult:
@@ -182,18 +200,14 @@ class DAGAgent(AgentFacade):
         Returns:
             The :class:`DAGResult`. Never raises for what a model or tool does: steps fail
             on their own, the planner and analyzer fall back, and a failure of the graph
-            itself gives ``finish_reason="error"`` with ``error`` set.
+            itself gives ``finish_reason="error"`` with ``error`` set. A step's tool call
+            that needs approval pauses the run: ``finish_reason="waiting"``, the calls in
+            ``pending`` (:meth:`resume` with decisions continues it).
+
+        Raises:
+            ThreadBusyError: Another run is going on ``thread_id`` (one run per thread).
         """
-        started = time.perf_counter()
-        config, thread_id = self._config(thread_id, synthesize=False)
-        state: dict[str, Any] = {}
-        try:
-            async for state in self.graph.astream({"messages": [HumanMessage(goal)]}, config, stream_mode="values"):
-                pass
-        except Exception as exc:  # SPEC R2.7: a result, never a crash
-            logger.warning("DAG run failed: %s", exc)
-            return self._result(state, started, thread_id, exc)
-        return self._result(state, started, thread_id)
+        return await self._turn(goal, thread_id, synthesize=False)
 
     def _synthesis_chunks(self, goal: str, result: DAGResult) -> AsyncIterator[str]:
         """The DAG synthesis (SPEC R9.4) on the synthesis role's model."""
@@ -206,7 +220,7 @@ class DAGAgent(AgentFacade):
         messages = dag_synthesis_messages(goal, plan, results, result.final_answer, self.dag_settings.result_chars)
         return stream_messages(self.models.resolve(self.dag_settings.synthesis_role).chained(), messages)
 
-    async def astream_events(self, goal: str, *, thread_id: str | None = None) -> AsyncIterator[AgentEvent]:
+    def astream_events(self, goal: str, *, thread_id: str | None = None) -> AsyncIterator[AgentEvent]:
         """Run plan, steps, analysis and synthesis, yielding events as they happen.
 
         Args:
@@ -218,21 +232,15 @@ class DAGAgent(AgentFacade):
             with ``round``), ``plan``, ``dag_step`` (``started``, ``iteration``, ``tool``,
             ``completed``), ``analysis``, ``error`` (``kind: "plan_error"`` when the planner
             failed, ``"dag_error"`` when the graph failed), ``answer`` (start, deltas, done)
-            and last ``done`` ``{answer, iterations, usage, elapsed, finish_reason,
-            thread_id, rounds, achieved, confidence}``. See the events table of docs/sse.md.
+            ``inject`` ``{type: "inject", content}`` for each follow-up the run took in
+            (:meth:`inject`), ``approval`` ``{type: "approval", status: "waiting", thread_id,
+            pending}`` when a step's tool call waits for a decision (each pending call with
+            its ``step_id``; ``done`` then has ``finish_reason: "waiting"``), and last
+            ``done`` ``{answer, iterations, usage, elapsed, finish_reason, thread_id, rounds,
+            achieved, confidence}`` (and ``limit`` when a run-wide usage limit ended the
+            run). See the events table of docs/sse.md.
+
+        Raises:
+            ThreadBusyError: Another run is going on ``thread_id`` (one run per thread).
         """
-        started = time.perf_counter()
-        config, thread_id = self._config(thread_id, synthesize=True)
-        state: dict[str, Any] = {}
-        failure: BaseException | None = None
-        try:
-            # Closed when the consumer stops early (a disconnect), so the run is cancelled at once.
-            async with aclosing(graph_events(self.graph, {"messages": [HumanMessage(goal)]}, config, state)) as stream:
-                async for event in stream:
-                    yield event
-        except Exception as exc:  # SPEC R2.7
-            logger.warning("DAG run failed: %s", exc)
-            failure = exc
-        result = self._result(state, started, thread_id, failure)
-        for event in self._closing_events(result, failed=failure is not None, kind="dag_error"):
-            yield event
+        return self._turn_events(goal, thread_id)

@@ -12,8 +12,21 @@ is left, and the analyzer takes over.
 (R9.3; never changed inside the step), takes the ReAct graph compiled for that role
 (compiled once per role and cached), and runs it on a fresh context: the step's task, the
 goal and its dependencies' results (each cut to ``dependency_chars``, ending with
-``… [truncated]``). The loop runs without its own synthesis and without follow-ups (its
-interrupt queue is private). A loop that raises or outlasts ``step_timeout`` fails the step.
+``… [truncated]``). The loop runs without its own synthesis. A loop that raises or
+outlasts ``step_timeout`` fails the step.
+
+Checkpoints (SPEC §10, R13.8): the step's ReAct graph runs as a subgraph of the DAG graph,
+so with a checkpointer its checkpoints are kept under the run's thread in the namespace of
+its ``run_step`` task. A run cut while steps run resumes the ``run_step`` tasks that had not
+finished (the finished ones' results are saved writes of the DAG's checkpoint and are not
+run again), and each resumed step goes on from its own last checkpoint: its finished tool
+calls are not run again.
+
+Approval (SPEC R13.3): a step's tool call that needs a person's decision raises LangGraph's
+interrupt out of the step's loop; it is let through (never a failed step) with the step's
+id added to the interrupt's value (``step_id``), so the whole run pauses on it. The other
+steps of the same wave go on to their end (their own calls that need approval pause them
+too); no new step, no analysis starts until every pending call is decided.
 
 Events (channel ``dag_step``): ``started`` when the loop starts, ``iteration`` before each
 of its model calls, ``tool`` when one of its tools finished, ``completed`` at the end
@@ -32,9 +45,11 @@ from typing import Any, Literal
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
+from langgraph.errors import GraphBubbleUp, GraphInterrupt
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import Send
+from langgraph.types import Interrupt, Send
 
+from reactgraph.approval import STEP_ID_KEY
 from reactgraph.config import AgentSettings
 from reactgraph.dag.settings import DAGSettings
 from reactgraph.dag.state import DAGState, PlanStep, StepResult, StepTask
@@ -82,6 +97,16 @@ def failed_result(step_id: str, error: str, *, role: str | None = None, elapsed:
     """The result record of a step that failed (SPEC R9.2)."""
     return {"id": step_id, "status": "failed", "result": "", "error": error, "model_role": role, "iterations": iterations,
             "elapsed": elapsed, "finish_reason": None, "tool_steps": tool_steps or []}
+
+
+def named_interrupt(paused: GraphInterrupt, step_id: str) -> GraphInterrupt:
+    """``paused`` with ``step_id`` added to each interrupt value that is a dict (an
+    approval request always is), under :data:`~reactgraph.approval.STEP_ID_KEY`; the
+    interrupt ids stay, so a decision keyed by them resumes the step's own task."""
+    items = paused.args[0] if paused.args else ()
+    named = tuple(Interrupt({**item.value, STEP_ID_KEY: step_id} if isinstance(item.value, dict) else item.value, item.id)
+                  for item in items)
+    return GraphInterrupt(named)
 
 
 class Schedule:
@@ -191,6 +216,10 @@ class RunStep:
                 )) as events:
                     async for event in events:
                         self._forward(round_number, step["id"], event)
+        except GraphInterrupt as paused:  # a call waits for a person: the run pauses (R13.3)
+            raise named_interrupt(paused, step["id"]) from None
+        except GraphBubbleUp:
+            raise
         except TimeoutError:
             error = f"timed out after {self.settings.step_timeout:g} s"
         except Exception as exc:  # a failing loop fails its step, never the run (R9.2)

@@ -31,6 +31,28 @@ from reactgraph.dag.synthesize import DAGSynthesize
 from reactgraph.models.registry import ModelRegistry
 from reactgraph.state import RESET, TURN_ANSWER_CHARS, InputState
 
+GRAPH_KIND_KEY = "reactgraph_graph"
+"""The checkpoint metadata key that says which graph wrote a thread's checkpoints: the DAG
+graph puts :data:`DAG_GRAPH` there (in every run's config metadata, which LangGraph copies
+into each checkpoint's metadata), so ``reactgraph resume`` knows a DAG thread (SPEC R13.8)."""
+
+DAG_GRAPH = "dag"
+
+
+async def is_dag_thread(checkpointer: Any, thread_id: str) -> bool:
+    """Whether the last checkpoint of ``thread_id`` was written by the DAG graph.
+
+    Args:
+        checkpointer: Any LangGraph checkpointer.
+        thread_id: The thread.
+
+    Returns:
+        True when the thread's last checkpoint carries :data:`GRAPH_KIND_KEY` =
+        :data:`DAG_GRAPH`; False for a ReAct thread or a thread with no checkpoint.
+    """
+    saved = await checkpointer.aget_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
+    return saved is not None and (saved.metadata or {}).get(GRAPH_KIND_KEY) == DAG_GRAPH
+
 
 async def start_dag(state: DAGState) -> dict[str, Any]:
     """Open the run: the goal is the last human message; every per-run field is reset, and the
@@ -74,7 +96,10 @@ def create_dag_graph(
             ``tool_timeout`` …); their synthesis is always off.
         dag_settings: :class:`~reactgraph.DAGSettings` (rounds, threshold, concurrency,
             step timeout …).
-        checkpointer: Any LangGraph checkpointer, or ``None``; the step subgraphs use it too.
+        checkpointer: Any LangGraph checkpointer, or ``None``; the step subgraphs use it
+            too, each under the thread in its ``run_step`` task's namespace (SPEC §10,
+            R13.8). Every checkpoint's metadata says ``reactgraph_graph: "dag"``
+            (:func:`is_dag_thread`).
         name: The graph's name (traces, Studio).
 
     Returns:
@@ -110,4 +135,5 @@ def create_dag_graph(
     builder.add_conditional_edges("analyze", route_analysis, ["plan", "synthesize"])
     builder.add_edge("synthesize", END)
     graph = builder.compile(checkpointer=checkpointer, name=name)
-    return graph.with_config(recursion_limit=dag_settings.recursion_limit)  # type: ignore[return-value]
+    return graph.with_config(recursion_limit=dag_settings.recursion_limit,  # type: ignore[return-value]
+                             metadata={GRAPH_KIND_KEY: DAG_GRAPH})
