@@ -390,11 +390,14 @@ class Analyzing(Phase):
 
 @dataclass(frozen=True, kw_only=True)
 class Injected(AgentEvent):
-    """``inject`` ``{type: "inject", content}``: the loop took in a follow-up (SPEC §7)."""
+    """``inject`` ``{type: "inject", content}``: the loop took in a follow-up (SPEC §7). In
+    DAG mode also ``step_id`` when a step's own loop took it (a follow-up that names the
+    step, :mod:`reactgraph.dag.followups`); without it, the plan level did."""
 
     channel: ClassVar[Channel] = "inject"
     tag: ClassVar[tuple[tuple[str, str], ...]] = (("type", "inject"),)
     content: str
+    step_id: str = OMIT
 
 
 @dataclass(frozen=True, kw_only=True)

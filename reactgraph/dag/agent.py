@@ -165,7 +165,8 @@ class DAGAgent(AgentFacade[DAGResult]):
             interrupt_queue if interrupt_queue is not None
             else InMemoryInterruptQueue(FollowUpLimits(max_chars=self.settings.max_message_chars)))
         self.graph = create_dag_graph(self.models, self.tools, use_native_tools=use_native_tools,
-                                      settings=self.settings, dag_settings=self.dag_settings, checkpointer=checkpointer)
+                                      settings=self.settings, dag_settings=self.dag_settings, checkpointer=checkpointer,
+                                      interrupt_queue=self.interrupts)
 
     @property
     def recursion_limit(self) -> int:

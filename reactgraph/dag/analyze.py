@@ -7,8 +7,10 @@ read, the safe default is "not achieved" with confidence 0. Confidence is clampe
 
 Then the decision: another round (back to the planner, with :func:`round_summary`) while
 the goal is not achieved, the confidence is below ``confidence_threshold`` (0.8) and
-rounds remain (``max_rounds``, 3 in all); otherwise the run goes on to synthesis with
-``finish_reason`` ``achieved``, ``not_achieved`` (a confident "no") or ``max_rounds``.
+rounds remain (``max_rounds``, 3 in all), or when the run took a follow-up after the
+round's plan was made and rounds remain (:mod:`reactgraph.dag.followups`); otherwise the
+run goes on to synthesis with ``finish_reason`` ``achieved``, ``not_achieved`` (a
+confident "no") or ``max_rounds``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
 from reactgraph.dag.executor import cut
+from reactgraph.dag.followups import PlanDrain
 from reactgraph.dag.settings import DAGSettings
 from reactgraph.dag.state import Analysis, DAGState, PlanStep, StepResult
 from reactgraph.events import Analysis, Analyzing, emit
@@ -127,8 +130,10 @@ def results_answer(plan: Sequence[PlanStep], results: Mapping[str, StepResult]) 
 def round_summary(round_number: int, plan: Sequence[PlanStep], results: Mapping[str, StepResult],
                   analysis: Analysis, chars: int) -> str:
     """What the planner is told about the last round when it re-plans (SPEC R9.4): each
-    step's outcome (results cut to ``chars``) and the analyzer's verdict."""
-    verdict = f"Analysis: not achieved (confidence {analysis['confidence']:.2f}): {analysis['reasoning']}"
+    step's outcome (results cut to ``chars``) and the analyzer's verdict (an "achieved"
+    one when a follow-up the plan did not have asks for another round)."""
+    outcome = "achieved" if analysis["achieved"] else "not achieved"
+    verdict = f"Analysis: {outcome} (confidence {analysis['confidence']:.2f}): {analysis['reasoning']}"
     return f"Round {round_number}:\n{format_results(plan, results, chars)}\n\n{verdict}"
 
 
@@ -146,13 +151,21 @@ class Analyzer:
     Args:
         models: The registry; the analyzer runs on ``settings.analyzer_role``.
         settings: The DAG settings.
+        drain: The plan level's follow-up drain (the analyzer judges the goal with them).
     """
 
-    def __init__(self, models: ModelRegistry, settings: DAGSettings) -> None:
+    def __init__(self, models: ModelRegistry, settings: DAGSettings, drain: PlanDrain) -> None:
         self.models = models
         self.settings = settings
+        self.drain = drain
 
     async def __call__(self, state: DAGState, config: RunnableConfig) -> dict[str, Any]:
+        taken = await self.drain(state, config)
+        unplanned = len(state.get("follow_ups") or []) + len(taken.get("follow_ups") or []) > state.get("planned_follow_ups", 0)
+        update = await self._analyze({**state, **taken}, config, unplanned)  # type: ignore[typeddict-item]
+        return {**taken, **update}
+
+    async def _analyze(self, state: DAGState, config: RunnableConfig, unplanned: bool) -> dict[str, Any]:
         round_number = state.get("round", 1)
         plan = state.get("plan") or []
         results = state.get("results") or {}
@@ -164,8 +177,8 @@ class Analyzer:
             default_value=None, config=config, fallbacks=entry.fallbacks,
         )
         analysis: Analysis = safe_default(result.error) if result.value is None else {**result.value, "level": result.level}
-        replan = (not analysis["achieved"] and analysis["confidence"] < self.settings.confidence_threshold
-                  and round_number < self.settings.max_rounds)
+        unsure = not analysis["achieved"] and analysis["confidence"] < self.settings.confidence_threshold
+        replan = (unsure or unplanned) and round_number < self.settings.max_rounds
         finish: Literal["achieved", "not_achieved", "max_rounds"] | None = None
         if not replan:
             finish = ("achieved" if analysis["achieved"] else

@@ -51,6 +51,7 @@ from langgraph.types import Interrupt, Send
 
 from reactgraph.approval import STEP_ID_KEY
 from reactgraph.config import AgentSettings
+from reactgraph.dag.followups import PlanDrain, StepInbox
 from reactgraph.dag.settings import DAGSettings
 from reactgraph.dag.state import DAGState, PlanStep, StepResult, StepTask
 from reactgraph.events import (
@@ -59,12 +60,14 @@ from reactgraph.events import (
     DagStepIteration,
     DagStepStarted,
     DagStepTool,
+    Injected,
     ThinkingStarted,
     ToolDone,
     emit,
     graph_events,
 )
 from reactgraph.graph.react import create_react_graph
+from reactgraph.history import thread_of
 from reactgraph.models.registry import ModelRegistry, RegisteredModel
 from reactgraph.prompts import STEP_CONTEXT, STEP_DEPENDENCIES, STEP_TOOL_HINT
 from reactgraph.synthesis import RESULT_CLIP_MARK
@@ -110,10 +113,20 @@ def named_interrupt(paused: GraphInterrupt, step_id: str) -> GraphInterrupt:
 
 
 class Schedule:
-    """The ``schedule`` node: fail the steps whose dependencies failed (transitively),
-    emitting ``completed`` for each, so no step is left hanging (SPEC R9.2)."""
+    """The ``schedule`` node: take the thread's follow-ups into the goal (``drain``, before
+    each wave of steps; :mod:`reactgraph.dag.followups`), and fail the steps whose
+    dependencies failed (transitively), emitting ``completed`` for each, so no step is left
+    hanging (SPEC R9.2).
 
-    async def __call__(self, state: DAGState) -> dict[str, Any]:
+    Args:
+        drain: The plan level's follow-up drain.
+    """
+
+    def __init__(self, drain: PlanDrain) -> None:
+        self.drain = drain
+
+    async def __call__(self, state: DAGState, config: RunnableConfig) -> dict[str, Any]:
+        taken = await self.drain(state, config)
         results = dict(state.get("results") or {})
         update: dict[str, StepResult] = {}
         changed = True
@@ -129,7 +142,7 @@ class Schedule:
                     emit(DagStepCompleted(round=state.get("round", 1), step_id=step["id"], ok=False, error=record["error"],
                                           elapsed=0.0, iterations=0, model_role=None))
                     changed = True
-        return {"results": update} if update else {}
+        return {**taken, "results": update} if update else taken
 
 
 def route_schedule(state: DAGState, settings: DAGSettings) -> list[Send] | Literal["analyze"]:
@@ -158,12 +171,15 @@ class StepGraphs:
         tools: Every step's tools.
         settings: The steps' loop settings; synthesis is always off inside a step.
         use_native_tools: Allow native tool calling where the role's model has it (SPEC R2.2).
+        inbox: The steps' follow-up queue (:class:`~reactgraph.dag.followups.StepInbox`).
     """
 
-    def __init__(self, tools: Sequence[BaseTool], settings: AgentSettings, use_native_tools: bool) -> None:
+    def __init__(self, tools: Sequence[BaseTool], settings: AgentSettings, use_native_tools: bool,
+                 inbox: StepInbox) -> None:
         self.tools = list(tools)
         self.settings = settings
         self.use_native_tools = use_native_tools
+        self.inbox = inbox
         self._graphs: dict[tuple[str, int], CompiledStateGraph] = {}
 
     def graph_for(self, entry: RegisteredModel) -> CompiledStateGraph:
@@ -173,6 +189,7 @@ class StepGraphs:
             self._graphs[key] = create_react_graph(
                 entry.llm, self.tools, use_native_tools=self.use_native_tools, abilities=entry.abilities,
                 settings=self.settings, name=f"dag_step_{entry.role}", fallbacks=entry.fallbacks,
+                interrupt_queue=self.inbox,
             )
         return self._graphs[key]
 
@@ -209,13 +226,14 @@ class RunStep:
         started = time.perf_counter()
         error: str | None = None
         try:
-            async with asyncio.timeout(self.settings.step_timeout):
-                async with aclosing(graph_events(
-                    graph, {"messages": [HumanMessage(step_context(task, self.settings.dependency_chars))]},
-                    step_config, inner, preview_chars=self.graphs.settings.observation_preview_chars,
-                )) as events:
-                    async for event in events:
-                        self._forward(round_number, step["id"], event)
+            with self.graphs.inbox.step(thread_of(config), step["id"]):  # its loop takes the follow-ups naming it
+                async with asyncio.timeout(self.settings.step_timeout):
+                    async with aclosing(graph_events(
+                        graph, {"messages": [HumanMessage(step_context(task, self.settings.dependency_chars))]},
+                        step_config, inner, preview_chars=self.graphs.settings.observation_preview_chars,
+                    )) as events:
+                        async for event in events:
+                            self._forward(round_number, step["id"], event)
         except GraphInterrupt as paused:  # a call waits for a person: the run pauses (R13.3)
             raise named_interrupt(paused, step["id"]) from None
         except GraphBubbleUp:
@@ -243,9 +261,12 @@ class RunStep:
     @staticmethod
     def _forward(round_number: int, step_id: str, event: AgentEvent) -> None:
         """Re-emit a loop event as step progress: ``iteration`` for each model call,
-        ``tool`` for each finished tool call (SPEC R9.5)."""
+        ``tool`` for each finished tool call (SPEC R9.5), and a follow-up the loop took as
+        ``inject`` with the step's id."""
         if isinstance(event, ThinkingStarted):
             emit(DagStepIteration(round=round_number, step_id=step_id, iteration=event.iteration))
         elif isinstance(event, ToolDone):
             emit(DagStepTool(round=round_number, step_id=step_id, iteration=event.iteration, tool_name=event.tool_name,
                              observation=event.observation, error=event.error, iter_elapsed=event.iter_elapsed))
+        elif isinstance(event, Injected):
+            emit(Injected(content=event.content, step_id=step_id))

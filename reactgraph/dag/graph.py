@@ -24,10 +24,12 @@ from reactgraph.actions import message_text
 from reactgraph.config import AgentSettings
 from reactgraph.dag.analyze import Analyzer, route_analysis
 from reactgraph.dag.executor import RunStep, Schedule, StepGraphs, route_schedule
+from reactgraph.dag.followups import PlanDrain, StepInbox
 from reactgraph.dag.plan import Planner
 from reactgraph.dag.settings import DAGSettings
 from reactgraph.dag.state import DAGState
 from reactgraph.dag.synthesize import DAGSynthesize
+from reactgraph.interrupts import InMemoryInterruptQueue, InterruptQueue
 from reactgraph.models.registry import ModelRegistry
 from reactgraph.state import RESET, TURN_ANSWER_CHARS, InputState
 
@@ -60,7 +62,8 @@ async def start_dag(state: DAGState) -> dict[str, Any]:
     ``earlier_turns``."""
     goal = next((message_text(m) for m in reversed(state.get("messages", [])) if isinstance(m, HumanMessage)), "")
     update: dict[str, Any] = {
-        "goal": goal, "round": 0, "plan": [], "plan_warnings": [], "results": RESET, "analysis": None,
+        "goal": goal, "follow_ups": RESET, "planned_follow_ups": 0,
+        "round": 0, "plan": [], "plan_warnings": [], "results": RESET, "analysis": None,
         "round_summary": "", "answer": "", "synthesis": None, "finish_reason": None, "error": None,
         "usage": RESET, "started_at": time.time()}
     if state.get("goal"):
@@ -82,6 +85,7 @@ def create_dag_graph(
     settings: AgentSettings | None = None,
     dag_settings: DAGSettings | None = None,
     checkpointer: Any = None,
+    interrupt_queue: InterruptQueue | None = None,
     name: str = "reactgraph_dag",
 ) -> CompiledStateGraph:
     """Build and compile the DAG graph: plan, run every step as a ReAct subgraph on the
@@ -100,6 +104,10 @@ def create_dag_graph(
             too, each under the thread in its ``run_step`` task's namespace (SPEC §10,
             R13.8). Every checkpoint's metadata says ``reactgraph_graph: "dag"``
             (:func:`is_dag_thread`).
+        interrupt_queue: Where follow-ups for running threads wait (SPEC §7); ``None`` means
+            a new in-memory queue. The plan level takes every follow-up, and a step's loop
+            those that name it (:mod:`reactgraph.dag.followups`); run the graph inside
+            ``async with interrupt_queue.running(thread_id):`` to accept them.
         name: The graph's name (traces, Studio).
 
     Returns:
@@ -116,15 +124,17 @@ def create_dag_graph(
     registry = models if isinstance(models, ModelRegistry) else ModelRegistry(models)
     dag_settings = dag_settings or DAGSettings()
     step_settings = settings or AgentSettings()
-    graphs = StepGraphs(tools, step_settings, use_native_tools)
+    inbox = StepInbox(interrupt_queue if interrupt_queue is not None else InMemoryInterruptQueue())
+    drain = PlanDrain(inbox)
+    graphs = StepGraphs(tools, step_settings, use_native_tools, inbox)
     graphs.graph_for(registry.resolve(None))  # compiled now, so invalid tools fail here
 
     builder = StateGraph(DAGState, input_schema=InputState)
     builder.add_node("start_dag", start_dag)
-    builder.add_node("plan", Planner(registry, tools, dag_settings))
-    builder.add_node("schedule", Schedule())
+    builder.add_node("plan", Planner(registry, tools, dag_settings, drain))
+    builder.add_node("schedule", Schedule(drain))
     builder.add_node("run_step", RunStep(registry, graphs, dag_settings))
-    builder.add_node("analyze", Analyzer(registry, dag_settings))
+    builder.add_node("analyze", Analyzer(registry, dag_settings, drain))
     builder.add_node("synthesize", DAGSynthesize(registry, dag_settings))
 
     builder.add_edge(START, "start_dag")

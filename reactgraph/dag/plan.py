@@ -23,6 +23,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 
+from reactgraph.dag.followups import PlanDrain
 from reactgraph.dag.settings import DAGSettings
 from reactgraph.dag.state import DAGState, PlanStep
 from reactgraph.errors import PlanError
@@ -164,19 +165,29 @@ def planner_messages(
 class Planner:
     """The ``plan`` node (see the module docstring). Emits ``phase`` ``{phase: "planning",
     round}`` before the call and ``plan`` ``{round, steps, warnings}`` with the accepted plan.
+    The thread's follow-ups are taken into the goal first (``drain``), so the plan is made
+    with them (:mod:`reactgraph.dag.followups`).
 
     Args:
         models: The registry; the planner runs on ``settings.planner_role``.
         tools: The tools the steps will have (shown as a catalog).
         settings: The DAG settings.
+        drain: The plan level's follow-up drain.
     """
 
-    def __init__(self, models: ModelRegistry, tools: Sequence[BaseTool], settings: DAGSettings) -> None:
+    def __init__(self, models: ModelRegistry, tools: Sequence[BaseTool], settings: DAGSettings, drain: PlanDrain) -> None:
         self.models = models
         self.tools = list(tools)
         self.settings = settings
+        self.drain = drain
 
     async def __call__(self, state: DAGState, config: RunnableConfig) -> dict[str, Any]:
+        taken = await self.drain(state, config)
+        planned = len(state.get("follow_ups") or []) + len(taken.get("follow_ups") or [])
+        update = await self._plan({**state, **taken}, config)  # type: ignore[typeddict-item]
+        return {**taken, **update, "planned_follow_ups": planned}
+
+    async def _plan(self, state: DAGState, config: RunnableConfig) -> dict[str, Any]:
         round_number = state.get("round", 0) + 1
         goal = state.get("goal", "")
         emit(Planning(round=round_number))

@@ -55,6 +55,13 @@ class StepTask(TypedDict):
     """``{id, task, result}`` of each dependency, in the step's order."""
 
 
+def add_follow_ups(left: list[str] | None, right: Any) -> list[str]:
+    """Reducer of ``follow_ups``: appends; :data:`~reactgraph.state.RESET` empties it."""
+    if right == RESET:
+        return []
+    return [*(left or []), *(right or [])]
+
+
 def merge_results(left: dict[str, StepResult] | None, right: Any) -> dict[str, StepResult]:
     """Reducer of ``results``: parallel steps each add theirs; :data:`~reactgraph.state.RESET`
     clears them when a new plan starts."""
@@ -80,7 +87,13 @@ class DAGState(InputState, total=False):
     message is the goal."""
 
     goal: str
-    """The user's goal (the last human message when the run started)."""
+    """The user's goal (the last human message when the run started), with the follow-ups
+    the run took in since (``[USER INTERRUPT] …`` blocks, :mod:`reactgraph.dag.followups`)."""
+    follow_ups: Annotated[list[str], add_follow_ups]
+    """The follow-ups the run took in, oldest first (SPEC §7, R13.8)."""
+    planned_follow_ups: int
+    """How many of ``follow_ups`` the current plan was made with; a round that took more
+    plans again (when rounds remain)."""
     round: int
     """The current round, 1-based."""
     plan: list[PlanStep]
