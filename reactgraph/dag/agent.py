@@ -16,7 +16,7 @@ from langchain_core.tools import BaseTool
 
 from reactgraph.approval import PendingCall
 from reactgraph.config import AgentSettings
-from reactgraph.dag.analyze import results_answer
+from reactgraph.dag.executor import results_answer
 from reactgraph.dag.graph import create_dag_graph
 from reactgraph.dag.settings import DAGSettings
 from reactgraph.dag.state import PlanStep, StepResult
@@ -81,10 +81,15 @@ class DAGResult(RunResult):
         usage, elapsed, error, thread_id, synthesis: As :class:`~reactgraph.result.RunResult`;
             ``usage`` sums planner, steps, analyzer (and synthesis).
         finish_reason: ``achieved``, ``not_achieved``, ``max_rounds``, ``plan_failed``,
-            ``waiting`` (paused on :attr:`pending`: a step's tool call waits for a person's
+            a run-wide usage limit (``model_call_limit``, ``tool_call_limit``,
+            ``token_limit``, ``cost_limit``: see :attr:`limit`), ``waiting``  (paused on :attr:`pending`: a step's tool call waits for a person's
             decision), or ``error`` when the graph itself failed.
         pending: As :class:`~reactgraph.result.RunResult`; each call names its plan step
             (:attr:`~reactgraph.PendingCall.step_id`).
+        limit: The run-wide usage limit that ended the run (``AgentSettings.limits``,
+            :mod:`reactgraph.dag.budget`) with the run's figures, as
+            :func:`reactgraph.limits.limit_reached` gives them; ``None`` when none did.
+        follow_ups: The follow-ups the run took in (:meth:`DAGAgent.inject`), oldest first.
     """
 
     steps: list[StepOutcome] = field(default_factory=list)
@@ -94,6 +99,8 @@ class DAGResult(RunResult):
     reasoning: str = ""
     final_answer: str | None = None
     warnings: list[str] = field(default_factory=list)
+    limit: dict[str, Any] | None = None
+    follow_ups: list[str] = field(default_factory=list)
 
     @property
     def iterations(self) -> int:
@@ -101,7 +108,10 @@ class DAGResult(RunResult):
         return sum(step.iterations for step in self.steps)
 
     def _done_extras(self) -> dict[str, Any]:
-        return {"rounds": self.rounds, "achieved": self.achieved, "confidence": self.confidence}
+        extras: dict[str, Any] = {"rounds": self.rounds, "achieved": self.achieved, "confidence": self.confidence}
+        if self.limit:
+            extras["limit"] = self.limit
+        return extras
 
 
 def _outcomes(plan: Sequence[PlanStep], results: dict[str, StepResult]) -> list[StepOutcome]:
@@ -187,8 +197,10 @@ class DAGAgent(AgentFacade[DAGResult]):
         return DAGResult(
             answer=answer, steps=_outcomes(plan, results), rounds=int(state.get("round", 0)),
             achieved=bool(analysis.get("achieved", False)), confidence=float(analysis.get("confidence", 0.0)),
-            reasoning=str(analysis.get("reasoning", "")), final_answer=analysis.get("final_answer"), warnings=list(state.get("plan_warnings") or []),
-            finish_reason=finish, error=error, pending=list(pending or []), **self._run_fields(state, started, thread_id),
+            reasoning=str(analysis.get("reasoning", "")), final_answer=analysis.get("final_answer"),
+            warnings=list(state.get("plan_warnings") or []), limit=state.get("limit"),
+            follow_ups=list(state.get("follow_ups") or []), finish_reason=finish, error=error, pending=list(pending or []),
+            **self._run_fields(state, started, thread_id),
         )
 
     async def run(self, goal: str, *, thread_id: str | None = None) -> DAGResult:

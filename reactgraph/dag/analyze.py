@@ -22,11 +22,13 @@ from typing import Any, Literal
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
-from reactgraph.dag.executor import cut
+from reactgraph.dag.budget import limit_update, model_label, run_limit
+from reactgraph.dag.executor import cut, results_answer
 from reactgraph.dag.followups import PlanDrain
 from reactgraph.dag.settings import DAGSettings
 from reactgraph.dag.state import Analysis, DAGState, PlanStep, StepResult
 from reactgraph.events import Analysis, Analyzing, emit
+from reactgraph.limits import UsageLimits
 from reactgraph.models.registry import ModelRegistry
 from reactgraph.prompts import ANALYZER_SYSTEM, ANALYZER_USER
 from reactgraph.structured import structured_llm_call
@@ -119,14 +121,6 @@ def format_results(plan: Sequence[PlanStep], results: Mapping[str, StepResult], 
     return "\n\n".join(blocks) or "(no steps)"
 
 
-def results_answer(plan: Sequence[PlanStep], results: Mapping[str, StepResult]) -> str:
-    """The last-resort answer: the completed steps' results joined in plan order, or a
-    note that no step succeeded."""
-    done = [results[step["id"]] for step in plan if results.get(step["id"], {}).get("status") == "completed"]
-    texts = [record["result"].strip() for record in done if record["result"].strip()]
-    return "\n\n".join(texts) if texts else "No step of the plan produced a result."
-
-
 def round_summary(round_number: int, plan: Sequence[PlanStep], results: Mapping[str, StepResult],
                   analysis: Analysis, chars: int) -> str:
     """What the planner is told about the last round when it re-plans (SPEC R9.4): each
@@ -152,17 +146,26 @@ class Analyzer:
         models: The registry; the analyzer runs on ``settings.analyzer_role``.
         settings: The DAG settings.
         drain: The plan level's follow-up drain (the analyzer judges the goal with them).
+        limits: The run-wide usage limits (:mod:`reactgraph.dag.budget`): reached, the run
+            ends without the analyzer's call, the round's results being the answer.
     """
 
-    def __init__(self, models: ModelRegistry, settings: DAGSettings, drain: PlanDrain) -> None:
+    def __init__(self, models: ModelRegistry, settings: DAGSettings, drain: PlanDrain,
+                 limits: UsageLimits | None = None) -> None:
         self.models = models
         self.settings = settings
         self.drain = drain
+        self.limits = limits
 
     async def __call__(self, state: DAGState, config: RunnableConfig) -> dict[str, Any]:
         taken = await self.drain(state, config)
+        reached = run_limit(state, self.limits)
+        if reached is not None:
+            return {**taken, **limit_update(reached, results_answer(state.get("plan") or [], state.get("results") or {}))}
         unplanned = len(state.get("follow_ups") or []) + len(taken.get("follow_ups") or []) > state.get("planned_follow_ups", 0)
         update = await self._analyze({**state, **taken}, config, unplanned)  # type: ignore[typeddict-item]
+        if update.get("usage"):
+            update["model_usage"] = {model_label(self.models.resolve(self.settings.analyzer_role).llm): update["usage"]}
         return {**taken, **update}
 
     async def _analyze(self, state: DAGState, config: RunnableConfig, unplanned: bool) -> dict[str, Any]:

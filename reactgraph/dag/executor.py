@@ -36,9 +36,10 @@ of its model calls, ``tool`` when one of its tools finished, ``completed`` at th
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, Literal
 
@@ -51,6 +52,16 @@ from langgraph.types import Interrupt, Send
 
 from reactgraph.approval import STEP_ID_KEY
 from reactgraph.config import AgentSettings
+from reactgraph.dag.budget import (
+    is_limit,
+    limit_update,
+    model_label,
+    ran_by_tool,
+    run_limit,
+    share_limits,
+    step_shares,
+    wave_size,
+)
 from reactgraph.dag.followups import PlanDrain, StepInbox
 from reactgraph.dag.settings import DAGSettings
 from reactgraph.dag.state import DAGState, PlanStep, StepResult, StepTask
@@ -68,6 +79,7 @@ from reactgraph.events import (
 )
 from reactgraph.graph.react import create_react_graph
 from reactgraph.history import thread_of
+from reactgraph.limits import UsageLimits, describe_limit
 from reactgraph.models.registry import ModelRegistry, RegisteredModel
 from reactgraph.prompts import STEP_CONTEXT, STEP_DEPENDENCIES, STEP_TOOL_HINT
 from reactgraph.synthesis import RESULT_CLIP_MARK
@@ -112,21 +124,37 @@ def named_interrupt(paused: GraphInterrupt, step_id: str) -> GraphInterrupt:
     return GraphInterrupt(named)
 
 
+def results_answer(plan: Sequence[PlanStep], results: Mapping[str, StepResult]) -> str:
+    """The last-resort answer: the completed steps' results joined in plan order, or a
+    note that no step succeeded."""
+    done = [results[step["id"]] for step in plan if results.get(step["id"], {}).get("status") == "completed"]
+    texts = [record["result"].strip() for record in done if record["result"].strip()]
+    return "\n\n".join(texts) if texts else "No step of the plan produced a result."
+
+
 class Schedule:
     """The ``schedule`` node: take the thread's follow-ups into the goal (``drain``, before
     each wave of steps; :mod:`reactgraph.dag.followups`), and fail the steps whose
     dependencies failed (transitively), emitting ``completed`` for each, so no step is left
     hanging (SPEC R9.2).
 
+    When the run has reached a run-wide usage limit (:mod:`reactgraph.dag.budget`), every
+    step not started is recorded as failed ("not run: …") and the run goes on to synthesis.
+
     Args:
         drain: The plan level's follow-up drain.
+        limits: The run-wide usage limits.
     """
 
-    def __init__(self, drain: PlanDrain) -> None:
+    def __init__(self, drain: PlanDrain, limits: UsageLimits | None = None) -> None:
         self.drain = drain
+        self.limits = limits
 
     async def __call__(self, state: DAGState, config: RunnableConfig) -> dict[str, Any]:
         taken = await self.drain(state, config)
+        reached = run_limit(state, self.limits)
+        if reached is not None:
+            return {**taken, **self._stop(state, reached)}
         results = dict(state.get("results") or {})
         update: dict[str, StepResult] = {}
         changed = True
@@ -144,24 +172,45 @@ class Schedule:
                     changed = True
         return {**taken, "results": update} if update else taken
 
+    @staticmethod
+    def _stop(state: DAGState, reached: dict[str, Any]) -> dict[str, Any]:
+        """The update that ends the run on a usage limit: the steps not started fail."""
+        results = dict(state.get("results") or {})
+        update: dict[str, StepResult] = {}
+        for step in state.get("plan") or []:
+            if step["id"] not in results:
+                record = failed_result(step["id"], f"not run: {describe_limit(reached)}")
+                results[step["id"]] = update[step["id"]] = record
+                emit(DagStepCompleted(round=state.get("round", 1), step_id=step["id"], ok=False, error=record["error"],
+                                      elapsed=0.0, iterations=0, model_role=None))
+        return {"results": update, **limit_update(reached, results_answer(state.get("plan") or [], results))}
 
-def route_schedule(state: DAGState, settings: DAGSettings) -> list[Send] | Literal["analyze"]:
-    """One ``Send("run_step", StepTask)`` per ready step, at most ``max_concurrency``, in
-    plan order; ``"analyze"`` when every step has a result."""
+
+def route_schedule(state: DAGState, settings: DAGSettings,
+                   limits: UsageLimits | None = None) -> list[Send] | Literal["analyze", "synthesize"]:
+    """One ``Send("run_step", StepTask)`` per ready step, at most ``max_concurrency`` (and
+    no more than the run-wide limits leave calls for, each with its share of them:
+    :mod:`reactgraph.dag.budget`), in plan order; ``"analyze"`` when every step has a
+    result; ``"synthesize"`` when the run reached a usage limit."""
+    if is_limit(state.get("finish_reason")):
+        return "synthesize"
     results = state.get("results") or {}
     plan = state.get("plan") or []
     by_id = {step["id"]: step for step in plan}
-    sends: list[Send] = []
+    ready: list[StepTask] = []
     for step in plan:
-        if step["id"] in results or len(sends) >= settings.max_concurrency:
+        if step["id"] in results or len(ready) >= settings.max_concurrency:
             continue
         if all(results.get(dep, {}).get("status") == "completed" for dep in step["dependencies"]):
             dependency_results = [{"id": dep, "task": by_id[dep]["task"], "result": results[dep]["result"]}
                                   for dep in step["dependencies"]]
-            task: StepTask = {"step": step, "goal": state.get("goal", ""), "round": state.get("round", 1),
-                              "dependency_results": dependency_results}
-            sends.append(Send("run_step", task))
-    return sends or "analyze"
+            ready.append({"step": step, "goal": state.get("goal", ""), "round": state.get("round", 1),
+                          "dependency_results": dependency_results})
+    if not ready:
+        return "analyze"
+    ready = ready[:max(wave_size(state, limits, len(ready)), 1)]
+    shares = step_shares(state, limits, len(ready))
+    return [Send("run_step", {**task, "limits": share} if share is not None else task) for task, share in zip(ready, shares)]
 
 
 class StepGraphs:
@@ -182,16 +231,23 @@ class StepGraphs:
         self.inbox = inbox
         self._graphs: dict[tuple[str, int], CompiledStateGraph] = {}
 
-    def graph_for(self, entry: RegisteredModel) -> CompiledStateGraph:
-        """The compiled ReAct graph bound to ``entry``'s model (compiled on first use)."""
+    def graph_for(self, entry: RegisteredModel, share: dict[str, Any] | None = None) -> CompiledStateGraph:
+        """The compiled ReAct graph bound to ``entry``'s model (compiled on first use); with
+        ``share`` (the step's part of the run-wide limits, :mod:`reactgraph.dag.budget`) one
+        compiled for that step, with those limits."""
+        if share is not None and self.settings.limits is not None:
+            settings = dataclasses.replace(self.settings, limits=share_limits(self.settings.limits, share))
+            return self._compile(entry, settings)
         key = (entry.role, id(entry.llm))
         if key not in self._graphs:
-            self._graphs[key] = create_react_graph(
-                entry.llm, self.tools, use_native_tools=self.use_native_tools, abilities=entry.abilities,
-                settings=self.settings, name=f"dag_step_{entry.role}", fallbacks=entry.fallbacks,
-                interrupt_queue=self.inbox,
-            )
+            self._graphs[key] = self._compile(entry, self.settings)
         return self._graphs[key]
+
+    def _compile(self, entry: RegisteredModel, settings: AgentSettings) -> CompiledStateGraph:
+        return create_react_graph(
+            entry.llm, self.tools, use_native_tools=self.use_native_tools, abilities=entry.abilities,
+            settings=settings, name=f"dag_step_{entry.role}", fallbacks=entry.fallbacks, interrupt_queue=self.inbox,
+        )
 
 
 class RunStep:
@@ -214,7 +270,7 @@ class RunStep:
         step: PlanStep = task["step"]
         round_number = task["round"]
         entry = self.models.resolve(step.get("model_hint"))  # R9.3: right before the loop starts
-        graph = self.graphs.graph_for(entry)
+        graph = self.graphs.graph_for(entry, task.get("limits"))
         emit(DagStepStarted(round=round_number, step_id=step["id"], task=step["task"], model_role=entry.role,
                             dependencies=step["dependencies"]))
         step_config: RunnableConfig = {
@@ -256,7 +312,10 @@ class RunStep:
         emit(DagStepCompleted(round=round_number, step_id=step["id"], ok=error is None, error=error,
                               elapsed=round(elapsed, 3), iterations=iterations, model_role=entry.role,
                               result=cut(record["result"], self.settings.result_chars)))
-        return {"results": {step["id"]: record}, "usage": inner.get("usage") or {}}
+        usage = inner.get("usage") or {}
+        by_model = inner.get("model_usage") or ({model_label(entry.llm): usage} if usage else {})
+        return {"results": {step["id"]: record}, "usage": usage, "model_usage": by_model,
+                "tool_runs": ran_by_tool(tool_steps)}
 
     @staticmethod
     def _forward(round_number: int, step_id: str, event: AgentEvent) -> None:

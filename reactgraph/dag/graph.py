@@ -3,9 +3,10 @@
 ::
 
     START → start_dag → plan ─┬→ schedule ─┬→ run_step ×N (Send, one ReAct subgraph per ready step) → schedule
-                              │            └→ analyze ─┬→ plan (re-plan)
-                              │                        └→ synthesize → END
-                              └→ synthesize (planner failed) → END
+                              │            ├→ analyze ─┬→ plan (re-plan)
+                              │            │           └→ synthesize → END
+                              │            └→ synthesize (a run-wide usage limit reached) → END
+                              └→ synthesize (planner failed, or a usage limit reached) → END
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from langgraph.graph.state import CompiledStateGraph
 from reactgraph.actions import message_text
 from reactgraph.config import AgentSettings
 from reactgraph.dag.analyze import Analyzer, route_analysis
+from reactgraph.dag.budget import is_limit
 from reactgraph.dag.executor import RunStep, Schedule, StepGraphs, route_schedule
 from reactgraph.dag.followups import PlanDrain, StepInbox
 from reactgraph.dag.plan import Planner
@@ -62,7 +64,8 @@ async def start_dag(state: DAGState) -> dict[str, Any]:
     ``earlier_turns``."""
     goal = next((message_text(m) for m in reversed(state.get("messages", [])) if isinstance(m, HumanMessage)), "")
     update: dict[str, Any] = {
-        "goal": goal, "follow_ups": RESET, "planned_follow_ups": 0,
+        "goal": goal, "follow_ups": RESET, "planned_follow_ups": 0, "limit": None, "tool_runs": RESET,
+        "model_usage": RESET,
         "round": 0, "plan": [], "plan_warnings": [], "results": RESET, "analysis": None,
         "round_summary": "", "answer": "", "synthesis": None, "finish_reason": None, "error": None,
         "usage": RESET, "started_at": time.time()}
@@ -73,8 +76,10 @@ async def start_dag(state: DAGState) -> dict[str, Any]:
 
 
 def route_plan(state: DAGState) -> Literal["schedule", "synthesize"]:
-    """After the planner: run the plan, or go to synthesis when planning failed."""
-    return "synthesize" if state.get("finish_reason") == "plan_failed" else "schedule"
+    """After the planner: run the plan, or go to synthesis when planning failed or the run
+    reached a usage limit."""
+    finish = state.get("finish_reason")
+    return "synthesize" if finish == "plan_failed" or is_limit(finish) else "schedule"
 
 
 def create_dag_graph(
@@ -97,7 +102,8 @@ def create_dag_graph(
         tools: The tools every step's loop gets.
         use_native_tools: Allow native tool calling in the steps (SPEC R2.2).
         settings: The steps' loop settings (:class:`~reactgraph.AgentSettings`: ``max_iterations``,
-            ``tool_timeout`` …); their synthesis is always off.
+            ``tool_timeout`` …); their synthesis is always off. Its ``limits`` cap the whole
+            run (:mod:`reactgraph.dag.budget`).
         dag_settings: :class:`~reactgraph.DAGSettings` (rounds, threshold, concurrency,
             step timeout …).
         checkpointer: Any LangGraph checkpointer, or ``None``; the step subgraphs use it
@@ -114,7 +120,7 @@ def create_dag_graph(
         The compiled graph (a LangChain Runnable; async use only, as for the ReAct graph).
         Input ``{"messages": [HumanMessage(goal)]}``; the output state carries ``goal``,
         ``round``, ``plan``, ``results`` (by step id), ``analysis``, ``answer``,
-        ``synthesis``, ``finish_reason``, ``error``, ``usage``. Pass
+        ``synthesis``, ``finish_reason``, ``error``, ``usage``, ``limit``, ``follow_ups``. Pass
         ``{"configurable": {"synthesize": False}}`` to skip synthesis. Progress goes out
         on the custom stream (``plan``, ``dag_step``, ``analysis``, ``phase``, ``answer``).
 
@@ -131,16 +137,18 @@ def create_dag_graph(
 
     builder = StateGraph(DAGState, input_schema=InputState)
     builder.add_node("start_dag", start_dag)
-    builder.add_node("plan", Planner(registry, tools, dag_settings, drain))
-    builder.add_node("schedule", Schedule(drain))
+    limits = step_settings.limits  # the whole run's in DAG mode (reactgraph.dag.budget)
+    builder.add_node("plan", Planner(registry, tools, dag_settings, drain, limits))
+    builder.add_node("schedule", Schedule(drain, limits))
     builder.add_node("run_step", RunStep(registry, graphs, dag_settings))
-    builder.add_node("analyze", Analyzer(registry, dag_settings, drain))
+    builder.add_node("analyze", Analyzer(registry, dag_settings, drain, limits))
     builder.add_node("synthesize", DAGSynthesize(registry, dag_settings))
 
     builder.add_edge(START, "start_dag")
     builder.add_edge("start_dag", "plan")
     builder.add_conditional_edges("plan", route_plan, ["schedule", "synthesize"])
-    builder.add_conditional_edges("schedule", lambda state: route_schedule(state, dag_settings), ["run_step", "analyze"])
+    builder.add_conditional_edges("schedule", lambda state: route_schedule(state, dag_settings, limits),
+                                  ["run_step", "analyze", "synthesize"])
     builder.add_edge("run_step", "schedule")
     builder.add_conditional_edges("analyze", route_analysis, ["plan", "synthesize"])
     builder.add_edge("synthesize", END)

@@ -23,11 +23,13 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 
+from reactgraph.dag.budget import limit_update, model_label, run_limit
 from reactgraph.dag.followups import PlanDrain
 from reactgraph.dag.settings import DAGSettings
 from reactgraph.dag.state import DAGState, PlanStep
 from reactgraph.errors import PlanError
 from reactgraph.events import PlanMade, Planning, RunError, emit
+from reactgraph.limits import UsageLimits
 from reactgraph.models.registry import ModelRegistry
 from reactgraph.prompts import CYCLE_FEEDBACK, PLANNER_SYSTEM, PLANNER_USER, REPLAN_NOTE
 from reactgraph.ranking import catalog_line
@@ -173,18 +175,27 @@ class Planner:
         tools: The tools the steps will have (shown as a catalog).
         settings: The DAG settings.
         drain: The plan level's follow-up drain.
+        limits: The run-wide usage limits (:mod:`reactgraph.dag.budget`): reached, the run
+            ends without another plan.
     """
 
-    def __init__(self, models: ModelRegistry, tools: Sequence[BaseTool], settings: DAGSettings, drain: PlanDrain) -> None:
+    def __init__(self, models: ModelRegistry, tools: Sequence[BaseTool], settings: DAGSettings, drain: PlanDrain,
+                 limits: UsageLimits | None = None) -> None:
         self.models = models
         self.tools = list(tools)
         self.settings = settings
         self.drain = drain
+        self.limits = limits
 
     async def __call__(self, state: DAGState, config: RunnableConfig) -> dict[str, Any]:
         taken = await self.drain(state, config)
+        reached = run_limit(state, self.limits)
+        if reached is not None:  # a re-plan past a run-wide limit: the last round's results are the answer
+            return {**taken, **limit_update(reached, state.get("answer") or "")}
         planned = len(state.get("follow_ups") or []) + len(taken.get("follow_ups") or [])
         update = await self._plan({**state, **taken}, config)  # type: ignore[typeddict-item]
+        if update.get("usage"):
+            update["model_usage"] = {model_label(self.models.resolve(self.settings.planner_role).llm): update["usage"]}
         return {**taken, **update, "planned_follow_ups": planned}
 
     async def _plan(self, state: DAGState, config: RunnableConfig) -> dict[str, Any]:

@@ -7,7 +7,8 @@ from typing import Annotated, Any, Literal
 
 from typing_extensions import NotRequired, TypedDict
 
-from reactgraph.state import RESET, InputState, add_turns, add_usage
+from reactgraph.dag.budget import add_counts
+from reactgraph.state import RESET, InputState, add_model_usage, add_turns, add_usage
 
 
 class PlanStep(TypedDict):
@@ -53,6 +54,8 @@ class StepTask(TypedDict):
     round: int
     dependency_results: list[dict[str, str]]
     """``{id, task, result}`` of each dependency, in the step's order."""
+    limits: NotRequired[dict[str, Any] | None]
+    """The step's share of the run-wide usage limits (:func:`reactgraph.dag.budget.step_shares`)."""
 
 
 def add_follow_ups(left: list[str] | None, right: Any) -> list[str]:
@@ -110,8 +113,15 @@ class DAGState(InputState, total=False):
     """The best answer before synthesis: the analyzer's final answer, else the step results."""
     synthesis: str | None
     """The streamed answer (``None`` when synthesis was skipped)."""
-    finish_reason: Literal["achieved", "not_achieved", "max_rounds", "plan_failed"] | None
-    """Why the run stopped re-planning."""
+    finish_reason: Literal["achieved", "not_achieved", "max_rounds", "plan_failed", "model_call_limit",
+                           "tool_call_limit", "token_limit", "cost_limit"] | None
+    """Why the run stopped re-planning (a usage limit: :mod:`reactgraph.dag.budget`)."""
+    limit: dict[str, Any] | None
+    """The run-wide usage limit that ended the run, with the figures; ``None`` when none did."""
+    tool_runs: Annotated[dict[str, int], add_counts]
+    """Tool calls that ran in the run's steps, by tool (for the run-wide limits)."""
+    model_usage: Annotated[dict[str, dict[str, int]], add_model_usage]
+    """``usage`` by model name (a cost limit with a price table)."""
     error: str | None
     """Why the planner failed, when it did."""
     usage: Annotated[dict[str, int], add_usage]

@@ -17,6 +17,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
 from reactgraph.dag.analyze import format_results
+from reactgraph.dag.budget import model_label
 from reactgraph.dag.settings import DAGSettings
 from reactgraph.dag.state import DAGState, PlanStep, StepResult
 from reactgraph.models.registry import ModelRegistry
@@ -63,4 +64,6 @@ class DAGSynthesize:
         chunks = stream_messages(self.models.resolve(self.settings.synthesis_role).chained(), messages, config=config,
                                  usage_out=usage)
         text = await emit_answer(chunks, answer)
-        return {"synthesis": text, "usage": usage or {"model_calls": 1}}
+        usage = usage or {"model_calls": 1}
+        model = model_label(self.models.resolve(self.settings.synthesis_role).llm)
+        return {"synthesis": text, "usage": usage, "model_usage": {model: usage}}
