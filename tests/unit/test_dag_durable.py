@@ -394,3 +394,67 @@ async def test_without_limits_the_steps_loops_keep_their_own_caps():
     agent = DAGAgent(general, Plant().tools, settings=AgentSettings(max_iterations=3))
     result = await agent.run("Check the plant")
     assert result.limit is None and result.steps[0].iterations == 3
+
+
+# The CLI (SPEC R10.3): run --dag keeps checkpoints, resume continues a DAG thread ---------------
+
+
+@pytest.fixture
+def cli_dag(monkeypatch):
+    """Makes the CLI use ``box["model"]`` (no tool calling: JSON-mode steps, plain-text
+    structured calls) and ``box["tools"]``."""
+    from contextlib import asynccontextmanager
+
+    import reactgraph.demo.factory
+    import reactgraph.models
+    from reactgraph import ModelAbilities
+    from reactgraph.models import ResolvedModel
+
+    box: dict = {}
+
+    @asynccontextmanager
+    async def scripted_model(**_options):
+        yield ResolvedModel(box["model"], ModelAbilities(), "scripted")
+
+    monkeypatch.setattr(reactgraph.models, "open_model", scripted_model)
+    monkeypatch.setattr(reactgraph.demo.factory, "build_factory_hub", lambda _db=None: box["tools"])
+    return box
+
+
+async def test_the_cli_resumes_a_dag_thread_in_dag_mode(cli_dag, tmp_path, capsys):
+    from reactgraph.cli import main
+
+    plant, db = Plant(), str(tmp_path / "checkpoints.db")
+    first = general_model([DIAMOND], [], steps=plant_steps)
+    async with open_persistence(db) as store:
+        agent = DAGAgent(first, plant.tools, settings=SETTINGS, checkpointer=store.checkpointer,
+                         interrupt_queue=store.interrupt_queue)
+        await cut_when(agent.astream_events("Check the plant", thread_id="cli-dag"),
+                       lambda seen: completed(seen, "a") and plant.inspecting.is_set())
+    plant.release.set()
+    cli_dag["tools"] = plant.tools
+    cli_dag["model"] = general_model([], [verdict(True, 1.0, "all normal")], steps=plant_steps,
+                                     synthesis="All machines are normal.")
+    assert await asyncio.to_thread(main, ["resume", "cli-dag", "--checkpoints", db]) == 0
+    out = capsys.readouterr().out
+    assert "resuming thread cli-dag" in out and "All machines are normal." in out
+    assert "▶ b on general" in out and "▶ c on general" in out and "▶ a" not in out
+    assert plant.runs == {("read", "A1"): 1, ("read", "B1"): 1, ("inspect", "B2"): 1, ("read", "C1"): 1}
+
+    assert await asyncio.to_thread(main, ["run", "And now?", "--thread", "cli-dag", "--checkpoints", db]) == 2
+    assert "holds DAG runs; continue it with --dag" in capsys.readouterr().err
+
+
+async def test_the_cli_asks_for_a_dag_steps_approval_and_names_the_step(cli_dag, tmp_path, capsys):
+    from reactgraph.cli import main
+
+    orders = Orders()
+    cli_dag["tools"] = orders.tools
+    cli_dag["model"] = general_model([plan(step("order"))], [verdict(True, 1.0, "ordered")], steps=order_steps,
+                                     synthesis="Work order WO-1 is open.")
+    argv = ["run", "Order a repair of CNC-003", "--dag", "--approve-all", "--checkpoints", str(tmp_path / "c.db")]
+    assert await asyncio.to_thread(main, argv) == 0
+    out = capsys.readouterr().out
+    assert '? approve create_work_order({"equipment_id": "CNC-003"}) (step order)' in out
+    assert "Work order WO-1 is open." in out and "thread:" in out
+    assert orders.ran == [("create_work_order", "CNC-003")]
