@@ -193,6 +193,20 @@ async def test_a_run_cut_during_the_analysis_resumes_with_the_analysis_only(chec
     assert result.usage.model_calls >= 8  # planner, seven step calls, the analyzer (and synthesis)
 
 
+async def test_dag_runs_read_in_the_threads_conversation_as_goal_and_answer():
+    """Each run adds its answer as an assistant message after its goal, as a ReAct turn does."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    general = general_model([plan(step("a")), plan(step("b"))], [verdict(True, 1.0, "first"), verdict(True, 1.0, "second")],
+                            synthesis="The synthesized answer.")
+    agent = DAGAgent(general, [], settings=SETTINGS, checkpointer=InMemorySaver())
+    [e async for e in agent.astream_events("First goal", thread_id="dag-talk")]
+    await agent.run("Second goal", thread_id="dag-talk")  # no synthesis: the answer before it
+    messages = (await agent.graph.aget_state({"configurable": {"thread_id": "dag-talk"}})).values["messages"]
+    assert [(m.type, m.content) for m in messages] == [("human", "First goal"), ("ai", "The synthesized answer."),
+                                                       ("human", "Second goal"), ("ai", "second")]
+
+
 # Approval inside a step (SPEC R13.3, R13.8) -----------------------------------------------------
 
 
