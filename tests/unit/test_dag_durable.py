@@ -193,6 +193,31 @@ async def test_a_run_cut_during_the_analysis_resumes_with_the_analysis_only(chec
     assert result.usage.model_calls >= 8  # planner, seven step calls, the analyzer (and synthesis)
 
 
+async def test_a_cut_dag_run_frees_its_thread_with_every_steps_saves_committed(tmp_path):
+    """``settle_thread`` settles every namespace of the thread: once the closed stream has
+    freed the thread, the saver holds nothing of it, the steps' subgraphs included."""
+    plant = Plant()
+    async with open_persistence(str(tmp_path / "c.db")) as store:
+        agent = DAGAgent(registry([DIAMOND], []), plant.tools, settings=SETTINGS, dag_settings=DAG_SETTINGS,
+                         checkpointer=store.checkpointer, interrupt_queue=store.interrupt_queue)
+        events = agent.astream_events("Check the plant", thread_id="dag-settle")
+        seen = []
+
+        async def read():
+            async for event in events:
+                seen.append(event)
+
+        reader = asyncio.create_task(read())
+        await asyncio.wait_for(plant.inspecting.wait(), 10)
+        reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await reader
+        await events.aclose()
+        saver = store.checkpointer
+        held = [key for key in {**saver._held, **saver._held_checkpoints} if key[0] == "dag-settle"]
+        assert held == [] and await agent.thread_status("dag-settle") == "interrupted"
+
+
 async def test_dag_runs_read_in_the_threads_conversation_as_goal_and_answer():
     """Each run adds its answer as an assistant message after its goal, as a ReAct turn does."""
     from langgraph.checkpoint.memory import InMemorySaver
