@@ -316,6 +316,27 @@ async def test_a_rejected_step_call_is_the_steps_observation_and_run_returns_wai
     assert (record.approval, record.observation) == ("rejected", "Not this week.")
 
 
+async def test_calls_of_two_steps_wait_together_and_a_call_left_out_keeps_waiting():
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    def both_order(messages):
+        step_id = kind(messages).split(":")[1]
+        return action("create_work_order", equipment_id=step_id) if len(messages) == 2 else step_reply(messages)
+
+    orders = Orders()
+    general = general_model([plan(step("x"), step("y"))], [verdict(True, 1.0, "done")], steps=both_order)
+    agent = DAGAgent(general, orders.tools, settings=SETTINGS, checkpointer=InMemorySaver())
+    paused = await agent.run("Order two repairs", thread_id="dag-two")
+    assert sorted((p.step_id, p.tool_args["equipment_id"]) for p in paused.pending) == [("x", "x"), ("y", "y")]
+    x, y = sorted(paused.pending, key=lambda p: p.step_id)
+    still = await agent.resume("dag-two", {x.tool_call_id: "approve"})
+    assert still.waiting and [p.tool_call_id for p in still.pending] == [y.tool_call_id] and orders.ran == [
+        ("create_work_order", "x")]
+    done = await agent.resume("dag-two", {y.tool_call_id: Decision.reject("Not now.")})
+    assert done.finish_reason == "achieved" and orders.ran == [("create_work_order", "x")]
+    assert [(s.id, [t.approval for t in s.tool_steps]) for s in done.steps] == [("x", ["approved"]), ("y", ["rejected"])]
+
+
 # Follow-ups (SPEC §7, R13.8) --------------------------------------------------------------------
 
 
