@@ -37,6 +37,8 @@ Usage::
     python bench/answer_quality.py --questions 8 --verbose
     python bench/answer_quality.py --kinds unknown_id no_tool --rows json
     python bench/answer_quality.py --rows native json --json-out aq.json
+    python bench/answer_quality.py --rows json --without all   # what each safeguard buys (issue 35)
+    python bench/answer_quality.py --rows json --local-models smollm2-135m qwen2.5-coder-0.5b
 
 With nothing configured the embedded model is started; ``OPENAI_BASE_URL`` /
 ``REACTGRAPH_MODEL`` / ``OPENAI_API_KEY`` select an endpoint instead (as for
@@ -72,6 +74,7 @@ from pydantic import ValidationError
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from reactgraph.demo.factory import DEMO_SYSTEM_PROMPT, normalize_equipment_id
+from reactgraph.safeguards import SAFEGUARDS
 
 # --------------------------------------------------------------------------- questions
 
@@ -857,6 +860,22 @@ def _print_verbose(record: RunRecord) -> None:
 # --------------------------------------------------------------------------- main
 
 
+def model_line(resolved: Any) -> str:
+    """One line about a model the rows ran on: its description, and for the embedded model its
+    catalogue download size, the server's resident memory (MB, with its children) and CPU threads."""
+    server = resolved.server
+    if server is None:
+        return f"model: {resolved.description}"
+    pid = server.pid
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    rss_kb = 0
+    for process in [pid, *map(int, children)]:
+        status = Path(f"/proc/{process}/status").read_text().splitlines()
+        rss_kb += next(int(line.split()[1]) for line in status if line.startswith("VmRSS"))
+    return (f"model: {resolved.description} · download {server.embedded.download_size} · RSS {round(rss_kb / 1024)} MB · "
+            f"{server.n_threads} thread(s)")
+
+
 async def main(argv: list[str] | None = None) -> int:
     """Parse the arguments, open the model, run every row on the questions, print the table.
 
@@ -872,6 +891,13 @@ async def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kinds", nargs="+", choices=("tool", "unknown_id", "no_tool"),
                         help="only the questions of these kinds (after --questions)")
     parser.add_argument("--rows", nargs="+", choices=ROWS, default=list(ROWS), help="rows to run (default: all)")
+    parser.add_argument("--local-models", nargs="+", metavar="NAME",
+                        help="embedded models of the catalogue to run every row on, one after the other (issue 36: "
+                             "quality, time, calls, download, memory and threads side by side; default: the configured model)")
+    parser.add_argument("--without", nargs="+", default=[], metavar="SAFEGUARD",
+                        help="add a row per safeguard: the json agent with that one safeguard of the strict policy "
+                             "turned off (set to the permissive value); names: "
+                             f"{', '.join(SAFEGUARDS)}, or 'all'")
     parser.add_argument("--max-iterations", type=int, default=6, help="loop iterations per run (default: 6)")
     parser.add_argument("--json-out", help="write the per-run records and the row totals to this JSON file")
     parser.add_argument("--verbose", action="store_true", help="print each run's calls, answer and score")
@@ -879,66 +905,82 @@ async def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.max_iterations < 1 or args.questions < 1:
         parser.error("--questions and --max-iterations must be at least 1")
+    ablated = list(SAFEGUARDS) if args.without == ["all"] else list(dict.fromkeys(args.without))
+    unknown = [name for name in ablated if name not in SAFEGUARDS]
+    if unknown:
+        parser.error(f"--without: no safeguard named {', '.join(unknown)} (names: {', '.join(SAFEGUARDS)})")
+    row_names = [*args.rows, *(f"without {name}" for name in ablated)]
 
     from langchain.agents import create_agent
 
     from reactgraph import AgentSettings, ReActAgent
     from reactgraph.demo.agent import build_demo_agent
-    from reactgraph.safeguards import PERMISSIVE
+    from reactgraph.safeguards import PERMISSIVE, without
     from reactgraph.demo.factory import build_factory_hub
     from reactgraph.models import open_model
 
     questions = [q for q in QUESTIONS[: args.questions] if not args.kinds or q.kind in args.kinds]
+    models = args.local_models or [None]
+    summaries: dict[str, RowSummary] = {}
+    records: list[RunRecord] = []
+    model_lines: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
         hub = build_factory_hub(args.db or Path(tmp) / "factory.db")
         tools = {tool.name: tool for tool in hub}
         truths = {q.text: ground_truth(q, tools) for q in questions}
-        records: list[RunRecord] = []
-        async with open_model() as resolved:
-            agents: dict[str, Any] = {}
-            for row in args.rows:
-                if row == "create_agent":
-                    agents[row] = create_agent(resolved.llm, hub, system_prompt=DEMO_SYSTEM_PROMPT)
-                elif row in ("permissive", "synthesis"):
-                    forced = dict(PERMISSIVE.settings) if row == "permissive" else {"answer_from_observations": False}
-                    agents[row] = ReActAgent(resolved.llm, hub, use_native_tools=False, abilities=resolved.abilities,
-                                             settings=AgentSettings(max_iterations=args.max_iterations,
-                                                                    system_prompt=DEMO_SYSTEM_PROMPT, **forced))
-                else:
-                    agents[row] = build_demo_agent(resolved, hub, json_mode=row == "json", max_iterations=args.max_iterations)
-            summaries = {row: RowSummary(row, "-" if row == "create_agent" else agents[row].mode) for row in args.rows}
-            print(f"model: {resolved.description} · {len(questions)} questions · {len(hub)} tools · "
-                  f"max_iterations={args.max_iterations} · rows: {', '.join(args.rows)}", file=sys.stderr, flush=True)
-            if "native" in summaries and summaries["native"].mode == "json":
-                print("note: this model has no native tool calls, so the native row runs the JSON protocol "
-                      "(the same agent as the json row)", file=sys.stderr, flush=True)
-            for number, question in enumerate(questions, 1):
-                for row in args.rows:  # rows take turns, so a slow moment of the machine hits them all
+        for local_model in models:  # one model at a time: each has the cores to itself
+            async with open_model(local_model=local_model) as resolved:
+                suffix = f" · {local_model}" if len(models) > 1 else ""
+                agents: dict[str, Any] = {}
+                for row in row_names:
                     if row == "create_agent":
-                        record = await run_create_agent(agents[row], question.text, 2 * args.max_iterations + 1)
+                        agents[row] = create_agent(resolved.llm, hub, system_prompt=DEMO_SYSTEM_PROMPT)
+                    elif row in ("permissive", "synthesis") or row.startswith("without "):
+                        forced = (dict(PERMISSIVE.settings) if row == "permissive"
+                                  else {"answer_from_observations": False} if row == "synthesis"
+                                  else without([row.removeprefix("without ")]))
+                        agents[row] = ReActAgent(resolved.llm, hub, use_native_tools=False, abilities=resolved.abilities,
+                                                 settings=AgentSettings(max_iterations=args.max_iterations,
+                                                                        system_prompt=DEMO_SYSTEM_PROMPT, **forced))
                     else:
-                        record = await run_reactgraph(agents[row], row, question.text)
-                    record.kind = question.kind
-                    record.score = score_run(question, record.calls, record.answer, truths[question.text], tools)
-                    summaries[row].add(record)
-                    records.append(record)
-                    if args.verbose:
-                        _print_verbose(record)
-                    else:
-                        print(f"  [{number}/{len(questions)}] {row} | {question.text} | {record.finish_reason} | "
-                              f"right {record.score.right_tool:d} grounded {record.score.grounded:d} | {record.seconds:.0f} s",
-                              file=sys.stderr, flush=True)
-            description = resolved.description
-    rows = [summaries[row] for row in args.rows]
-    print(f"\n{len(questions)} questions, {len(hub)} tools, max_iterations={args.max_iterations}, model: {description}, "
+                        agents[row] = build_demo_agent(resolved, hub, json_mode=row == "json",
+                                                       max_iterations=args.max_iterations)
+                    summaries[row + suffix] = RowSummary(row + suffix, "-" if row == "create_agent" else agents[row].mode)
+                print(f"model: {resolved.description} · {len(questions)} questions · {len(hub)} tools · "
+                      f"max_iterations={args.max_iterations} · rows: {', '.join(row_names)}", file=sys.stderr, flush=True)
+                if "native" in agents and agents["native"].mode == "json":
+                    print("note: this model has no native tool calls, so the native row runs the JSON protocol "
+                          "(the same agent as the json row)", file=sys.stderr, flush=True)
+                for number, question in enumerate(questions, 1):
+                    for row in row_names:  # rows take turns, so a slow moment of the machine hits them all
+                        if row == "create_agent":
+                            record = await run_create_agent(agents[row], question.text, 2 * args.max_iterations + 1)
+                        else:
+                            record = await run_reactgraph(agents[row], row + suffix, question.text)
+                        record.row = row + suffix
+                        record.kind = question.kind
+                        record.score = score_run(question, record.calls, record.answer, truths[question.text], tools)
+                        summaries[row + suffix].add(record)
+                        records.append(record)
+                        if args.verbose:
+                            _print_verbose(record)
+                        else:
+                            print(f"  [{number}/{len(questions)}] {row + suffix} | {question.text} | "
+                                  f"{record.finish_reason} | right {record.score.right_tool:d} "
+                                  f"grounded {record.score.grounded:d} | {record.seconds:.0f} s", file=sys.stderr, flush=True)
+                model_lines.append(model_line(resolved))
+    row_names = list(summaries)
+    rows = [summaries[row] for row in row_names]
+    print(f"\n{len(questions)} questions, {len(hub)} tools, max_iterations={args.max_iterations}, "
           f"{date.today().isoformat()}\n")
+    print("\n".join(model_lines) + "\n")
     print(table(rows))
     print()
     for r in rows:
         print(f"finish reasons, {r.row}: " + ", ".join(f"{k} {v}" for k, v in r.finish_reasons.most_common()))
     if args.json_out:
         payload = {
-            "model": description, "date": date.today().isoformat(), "max_iterations": args.max_iterations,
+            "models": model_lines, "date": date.today().isoformat(), "max_iterations": args.max_iterations,
             "questions": len(questions),
             "rows": [{"row": r.row, "mode": r.mode, "runs": r.runs, **r.rates(), "finish_reasons": dict(r.finish_reasons)}
                      for r in rows],

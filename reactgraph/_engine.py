@@ -401,6 +401,12 @@ class Engine:
         return self.chained(lambda engine: engine.llm, "compaction")
 
     @property
+    def tool_descriptions(self) -> dict[str, str]:
+        """Registered tool name → description: where answers built without the model read a
+        table's column names and what the agent can look up (:mod:`reactgraph.grounding`)."""
+        return {name: tool.description or "" for name, tool in self.tools.items()}
+
+    @property
     def base_system_prompt(self) -> str:
         """The domain instructions at the top of every loop system prompt."""
         return self.settings.system_prompt or DEFAULT_SYSTEM_PROMPT
@@ -439,6 +445,12 @@ class Engine:
                 if (ids := frozenset(value for value in enum_strings(schema) if value_shape(value) is not None))
             }
         return self._argument_ids[tool_name]
+
+    def tool_values(self, tool_name: str) -> frozenset[str]:
+        """Every string enum value of ``tool_name``'s arguments (empty for an unknown tool):
+        the values a call of it can pass."""
+        tool = self.tools.get(tool_name)
+        return frozenset(enum_strings(tool_args_schema(tool))) if tool is not None else frozenset()
 
     def named_values(self, query: str) -> tuple[str, ...]:
         """The argument enum values ``query`` names, in its order, then identifiers it writes

@@ -22,10 +22,11 @@ from reactgraph.config import AgentSettings
 from reactgraph.events import AgentEvent
 from reactgraph.facade import AgentFacade, ThreadStatus
 from reactgraph.fallbacks import unpack_fallbacks
+from reactgraph.graph.answer import answer_chunks, answer_graph
 from reactgraph.graph.react import compile_react_graph
 from reactgraph.interrupts import FollowUpLimits, InMemoryInterruptQueue, InterruptQueue
 from reactgraph.result import AgentResult, Step
-from reactgraph.synthesis import stream_synthesis, summarize_steps
+from reactgraph.synthesis import summarize_steps
 from reactgraph.tooling import ToolErrorPolicy
 from reactgraph.usage import Usage
 
@@ -111,6 +112,7 @@ class ReActAgent(AgentFacade[AgentResult]):
         self.graph: CompiledStateGraph = compile_react_graph(
             self.engine, checkpointer=checkpointer, name=name, store=store, response_format=response_format,
         )
+        self._answer_graph: CompiledStateGraph | None = None  # stream_answer's, built on first use
 
     @property
     def llm(self) -> BaseChatModel:
@@ -189,13 +191,26 @@ class ReActAgent(AgentFacade[AgentResult]):
         """
         return await self._turn(query, thread_id, synthesize=False)
 
-    def _synthesis_chunks(self, query: str, result: AgentResult) -> AsyncIterator[str]:
-        """The answer synthesis of SPEC R3.1 over the loop's steps."""
-        records = [
-            {"tool_name": s.tool_name, "tool_args": s.tool_args, "observation": s.observation, "error": s.error}
-            for s in result.steps
-        ]
-        return stream_synthesis(self.llm, query, records, result.answer, result_chars=self.settings.synthesis_result_chars)
+    async def _synthesis_chunks(self, query: str, result: AgentResult) -> AsyncIterator[str]:
+        """The answer synthesis of SPEC R3.1 over the loop's steps, by the graph's own
+        ``synthesize`` node (:func:`~reactgraph.graph.answer.answer_graph`): grounding,
+        the answer made of observations, the checks and the thread's earlier turns apply as
+        in a streamed run (issues 35, 36). With a checkpointer, the thread's saved state is
+        the input; else the result's steps and answer."""
+        state: dict[str, Any] = {}
+        if self.checkpointer is not None and result.thread_id is not None:
+            snapshot = await self.graph.aget_state({"configurable": {"thread_id": result.thread_id}})
+            state = {key: snapshot.values[key] for key in ("steps", "draft_answer", "earlier_turns")
+                     if key in (snapshot.values or {})}
+        state.setdefault("steps", [{"iteration": s.iteration, "tool_call_id": s.tool_call_id, "tool_name": s.tool_name,
+                                    "tool_args": s.tool_args, "observation": s.observation, "error": s.error}
+                                   for s in result.steps])
+        state.setdefault("draft_answer", result.answer)
+        state.update(query=query, answer=result.answer, finish_reason=result.finish_reason)
+        if self._answer_graph is None:
+            self._answer_graph = answer_graph(self.engine)
+        async for text in answer_chunks(self._answer_graph, self.engine, state):
+            yield text
 
     def astream_events(self, query: str, *, thread_id: str | None = None) -> AsyncIterator[AgentEvent]:
         """Run the loop and the synthesis, yielding the events of SPEC §8 in order.

@@ -421,16 +421,21 @@ class _WriteFolding:
         LangGraph leaves the last step's saves running then, and a client that reads the
         thread next must see them.
 
+        Every namespace of the thread is settled: a DAG run's step subgraphs write under
+        their own (SPEC R13.8).
+
         Raises:
             Exception: What committing the held writes raised (they stay held).
         """
-        key = _thread_key(config)
+        thread_id = _thread_key(config)[0]
         while True:
             for _ in range(turns):
                 await asyncio.sleep(0)
-            if key not in self._turns and key not in self._held and key not in self._held_checkpoints:
+            keys = [key for key in {**self._turns, **self._held, **self._held_checkpoints} if key[0] == thread_id]
+            if not keys:
                 return
-            await self._commit(key)  # in turn: after every store already waiting
+            for key in keys:
+                await self._commit(key)  # in turn: after every store already waiting
 
     def _remember(self, key: tuple[str, str], held: list[_HeldWrites]) -> None:
         if not held:

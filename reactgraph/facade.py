@@ -58,7 +58,6 @@ async def _record_cut_call(checkpointer: Any, config: dict[str, Any]) -> None:
         logger.exception("a cancelled run's model call could not be counted")
 
 
-
 ResultT = TypeVar("ResultT", bound=RunResult)
 """The result type of a facade's runs."""
 
@@ -157,7 +156,8 @@ class AgentFacade(ABC, Generic[ResultT]):
         message; follow-ups arriving together become one message (R7.3); a final answer
         the model just gave is suppressed so the follow-up gets answered (R7.4). A
         follow-up that arrives after the loop's answer is final (during synthesis, or
-        with ``max_iterations`` reached) waits for the thread's next run.
+        with ``max_iterations`` reached) waits for the thread's next run. In DAG mode the
+        plan level takes it, and the running steps it names (:mod:`reactgraph.dag.followups`).
 
         Args:
             thread_id: The running conversation: the ``thread_id`` given to :meth:`run` or

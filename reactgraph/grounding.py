@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -277,17 +277,44 @@ def _cells(line: str) -> list[str]:
     return [cell.strip() for cell in line.split("|")]
 
 
-def _observation_lines(observation: str, emitted: set[str]) -> list[str]:
+_FORMAT_SEGMENT = re.compile(r"[:.;]\s")
+
+
+def row_header(description: str, width: int, related: Iterable[str] = ()) -> list[str] | None:
+    """The column names of a tool's rows, read from where its description states their format
+    ("One line per machine: id | name | kind | state.") — or, when it only points to another
+    tool's ("Same line format as check_spare_part_stock"), from that tool's description.
+
+    Args:
+        description: The tool's description.
+        width: The number of cells of the rows to name.
+        related: Descriptions of the other tools its description names, in order.
+
+    Returns:
+        ``width`` column names, or ``None`` when no description states a format of that width.
+    """
+    for text in (description, *related):
+        flat = " ".join(text.split()) + " "
+        for segment in _FORMAT_SEGMENT.split(flat):
+            cells = _cells(segment)
+            if len(cells) == width and all(0 < len(cell) <= 40 for cell in cells):
+                return cells
+    return None
+
+
+def _observation_lines(observation: str, emitted: set[str], header: Callable[[int], list[str] | None]) -> list[str]:
     """One observation as answer lines: ``key: value`` lines as a list, runs of rows (two or
-    more ``a | b | c`` lines of one width) as a table, a title line (ending in ``:``) as it
-    is, other lines as list items; lines already written (``emitted``) are skipped."""
+    more ``a | b | c`` lines of one width) as a table under the column names ``header(width)``
+    gives (empty ones when it gives none), a title line (ending in ``:``) as it is, other
+    lines as list items; lines already written (``emitted``) are skipped."""
     out: list[str] = []
     rows: list[list[str]] = []
 
     def flush() -> None:
         if len(rows) >= 2 and len({len(row) for row in rows}) == 1:
             width = len(rows[0])
-            out.extend(["", "| " + " | ".join([""] * width) + " |", "|" + "---|" * width])
+            names = header(width) or [""] * width
+            out.extend(["", "| " + " | ".join(names) + " |", "|" + "---|" * width])
             out.extend("| " + " | ".join(cell.replace("|", "/") for cell in row) + " |" for row in rows)
             out.append("")
         else:
@@ -314,17 +341,44 @@ def _observation_lines(observation: str, emitted: set[str]) -> list[str]:
     return out
 
 
+def _argument_strings(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _argument_strings(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _argument_strings(item)
+
+
 def _subject(question: str, steps: Sequence[dict[str, Any]]) -> str:
-    """What the question asks about, for the lead sentence: the ids, dates and quoted names it
-    shares with the tool calls' arguments (``CNC-003``, ``Line B``), else its ids."""
-    args = " ".join(safe_json(step.get("tool_args")) for step in steps)
-    named = [value for value in re.findall(r"[A-Za-z]{1,6}-\d+(?:-\d+)*|\d{4}-\d{2}-\d{2}|Line [A-Z]\b", question)
-             if value.upper() in args.upper()]
-    return ", ".join(dict.fromkeys(value.upper() if "-" in value and not value[0].isdigit() else value
-                                   for value in named))
+    """What the question asks about, for the lead sentence: the text arguments of the tool
+    calls that the question writes as a whole word or phrase (``CNC-003``, ``2026-01-28``,
+    ``Line C`` in "Line C에는" but not ``fail`` in "failed"; any letter case), in the order the
+    question names them, spelled as the calls passed them."""
+    found: dict[str, int] = {}
+    for step in steps:
+        for value in _argument_strings(step.get("tool_args")):
+            text = value.strip()
+            if len(text) < 2 or text in found:
+                continue
+            # Latin letters and digits bound a word; a Korean particle may follow ("Line C에는").
+            match = re.search(rf"(?<![A-Za-z0-9]){re.escape(text)}(?![A-Za-z0-9])", question, re.IGNORECASE)
+            if match:
+                found[text] = match.start()
+    return ", ".join(sorted(found, key=found.__getitem__))
 
 
-def observation_answer(question: str, steps: Iterable[dict[str, Any]], result_chars: int = 2000) -> str:
+def _header_of(tool_name: str, descriptions: Mapping[str, str]) -> Callable[[int], list[str] | None]:
+    description = descriptions.get(tool_name, "")
+    related = [text for name, text in descriptions.items()
+               if name != tool_name and re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", description)]
+    return lambda width: row_header(description, width, related) if description else None
+
+
+def observation_answer(question: str, steps: Iterable[dict[str, Any]], result_chars: int = 2000,
+                       descriptions: Mapping[str, str] | None = None) -> str:
     """An answer made of the successful observations themselves (enforce mode's fallback and
     a loop that answers without the model, issue 36), grounded by construction.
 
@@ -333,6 +387,8 @@ def observation_answer(question: str, steps: Iterable[dict[str, Any]], result_ch
             the ids it names that the calls passed are named in the lead.
         steps: The turn's step records.
         result_chars: Characters kept of each observation.
+        descriptions: Tool name → description, where a table's column names are read
+            (:func:`row_header`); without it, tables have an empty header row.
 
     Returns:
         Markdown: a lead sentence naming what was asked about, then the facts of each
@@ -356,7 +412,7 @@ def observation_answer(question: str, steps: Iterable[dict[str, Any]], result_ch
                 failures.append(line)
             continue
         observation = str(step.get("observation") or "")[:result_chars]
-        lines = _observation_lines(observation, emitted)
+        lines = _observation_lines(observation, emitted, _header_of(str(step.get("tool_name") or ""), descriptions or {}))
         if lines:
             body.extend([*lines, ""])
     if not body:
@@ -373,3 +429,35 @@ def observation_answer(question: str, steps: Iterable[dict[str, Any]], result_ch
         lead = f"Here is what the tools report about {subject}." if subject else "Here is what the tools report."
     text = "\n".join([lead, "", *body]).strip()
     return re.sub(r"\n{3,}", "\n\n", text)
+
+
+CAPABILITY_LINES = 8
+"""Most tools a :func:`capabilities_answer` lists."""
+
+
+def capabilities_answer(question: str, descriptions: Mapping[str, str]) -> str:
+    """The answer to a question no tool was called for when the model's own is unfit to show
+    (the strict policy's check, issue 36: an English reply to a Korean greeting, a code fence):
+    what the agent can look up, in the question's language, from the tools' summaries.
+
+    Args:
+        question: The user's question (Korean or not picks the language).
+        descriptions: Tool name → description; the first line of each is listed (no tool
+            names: they are no words of the user's), at most :data:`CAPABILITY_LINES`, and
+            only lines without a figure (an answer states no number no tool returned).
+
+    Returns:
+        Markdown: a lead sentence, then the list; the lead alone when there are no tools.
+    """
+    summaries = list(dict.fromkeys(line for line in (text.strip().splitlines()[0].strip()
+                                                     for text in descriptions.values() if text and text.strip())
+                                   if not any(char.isdigit() for char in line)))
+    korean = _is_korean(question)
+    if not summaries:
+        return "이 질문에 답할 데이터가 없습니다." if korean else "I have no data to answer that."
+    lead = ("이 질문에 답할 데이터는 없지만, 다음 내용은 도구로 조회해 드릴 수 있습니다:" if korean
+            else "I have no data on that, but these are things I can look up for you:")
+    items = [f"- {summary}" for summary in summaries[:CAPABILITY_LINES]]
+    if len(summaries) > CAPABILITY_LINES:
+        items.append("- 그 밖의 조회도 할 수 있습니다." if korean else "- … and more.")
+    return "\n".join([lead, "", *items])

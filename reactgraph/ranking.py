@@ -9,7 +9,10 @@ question:
   document made of the tool's name, description, argument names and descriptions, the
   string values of its argument enums, and the keywords the tool declares in
   ``tool.metadata["keywords"]`` (:data:`KEYWORDS_KEY`; e.g. Korean words for a plant
-  whose users write Korean). The index is built once per agent.
+  whose users write Korean). A tool that can take an identifier the question names
+  (``INJ-002`` is one of its enum values, or ``CNC-009`` has the shape of its values) ranks
+  above every tool that cannot, whatever their words share (:meth:`ToolRanker.scores`). The
+  index is built once per agent.
 * :func:`named_values` finds the enum values a question names (``CNC-003``, ``Line A``),
   in the order the question names them;
   :func:`reactgraph.action_schema.prefer_named_values` moves them to the front of every
@@ -131,6 +134,11 @@ class ToolRanker:
     def __init__(self, tools: Sequence[BaseTool]) -> None:
         self.names = [tool.name for tool in tools]
         self._docs = [Counter(tokenize(tool_document(tool))) for tool in tools]
+        # The identifiers (enum values with a digit: ``CNC-003``, ``W-1105``) each tool takes,
+        # and their shapes, for the identifier tier of :meth:`scores`.
+        self._ids = [{value for value in enum_strings(tool_args_schema(tool)) if value_shape(value)} for tool in tools]
+        self._id_shapes = [{value_shape(value) for value in ids} for ids in self._ids]
+        self._all_ids = list(dict.fromkeys(value for ids in self._ids for value in ids))
         self._lengths = [sum(doc.values()) for doc in self._docs]
         self._average = (sum(self._lengths) / len(self._lengths)) if self._lengths else 0.0
         frequency: Counter[str] = Counter()
@@ -140,7 +148,16 @@ class ToolRanker:
         self._idf = {term: math.log(1 + (count - n + 0.5) / (n + 0.5)) for term, n in frequency.items()}
 
     def scores(self, query: str) -> dict[str, float]:
-        """BM25 score of every tool for ``query``: ``{name: score}``, 0.0 for no shared term."""
+        """Relevance of every tool for ``query``: ``{name: score}``, 0.0 for no shared term
+        and no identifier it takes.
+
+        The score is the tool's BM25 score plus, for every identifier the question names that
+        the tool can take (one of its enum values, or an unlisted id of its values' shape:
+        :func:`named_values`, :func:`unlisted_values`), the most BM25 any tool can score for
+        the query. So tools rank first by how many of the question's identifiers they take,
+        then by BM25: "INJ-002에 쓸 수 있는 예비 부품 재고" ranks the parts-for-a-machine tool
+        (it takes ``INJ-002``) above the part-search tool whose keywords match more words.
+        """
         terms = set(tokenize(query))
         result: dict[str, float] = {}
         for name, doc, length in zip(self.names, self._docs, self._lengths, strict=True):
@@ -151,6 +168,14 @@ class ToolRanker:
                 if tf:
                     score += self._idf[term] * tf * (BM25_K1 + 1) / (tf + norm)
             result[name] = score
+        named = named_values(query, self._all_ids) if self._all_ids else []
+        unlisted = unlisted_values(query, self._all_ids) if self._all_ids else []
+        if named or unlisted:
+            # Above any BM25 score: each term adds less than idf * (k1 + 1).
+            tier = sum(self._idf.get(term, 0.0) for term in terms) * (BM25_K1 + 1) + 1.0
+            for name, ids, shapes in zip(self.names, self._ids, self._id_shapes, strict=True):
+                taken = sum(value in ids for value in named) + sum(value_shape(value) in shapes for value in unlisted)
+                result[name] += tier * taken
         return result
 
     def rank(self, query: str) -> list[tuple[str, float]]:

@@ -95,6 +95,37 @@ and values no tool returned are flagged under the answer rather than shown as fa
 SAFEGUARD_FIELDS: tuple[str, ...] = tuple(STRICT.settings)
 """The ``AgentSettings`` fields a policy decides (``None`` in the settings = the policy's value)."""
 
+SAFEGUARDS: MappingProxyType = MappingProxyType({
+    "grounding": ("grounding", "grounding_min_facts", "grounding_derived", "grounding_reask", "grounding_check_first"),
+    "answer_from_observations": ("answer_from_observations",),
+    "tool_selection_max": ("tool_selection_max",),
+    "optional_args": ("optional_args",),
+    "lexical_gate": ("lexical_gate",),
+    "refuse_unasked_ids": ("refuse_unasked_ids",),
+    "stall": ("stall_repeats", "stall_failures"),
+    "answer_when_covered": ("answer_when_covered",),
+    "show_reasoning": ("show_reasoning",),
+})
+"""Each safeguard by name → the :data:`SAFEGUARD_FIELDS` that make it (grounding is five
+settings, stall handling two): the unit ``bench/answer_quality.py --without NAME`` turns off,
+so what each buys on a small model is measured on its own (issue 35)."""
+
+
+def without(names: tuple[str, ...] | list[str]) -> dict[str, Any]:
+    """The :data:`STRICT` settings with the named safeguards set to :data:`PERMISSIVE`'s values.
+
+    Args:
+        names: Keys of :data:`SAFEGUARDS`.
+
+    Returns:
+        ``AgentSettings`` keyword arguments for every field of :data:`SAFEGUARD_FIELDS`.
+
+    Raises:
+        KeyError: A name that is no safeguard.
+    """
+    off = {field for name in names for field in SAFEGUARDS[name]}
+    return {field: (PERMISSIVE if field in off else STRICT).settings[field] for field in SAFEGUARD_FIELDS}
+
 
 def policy_for(abilities: ModelAbilities | None) -> SafeguardPolicy:
     """The safeguard policy of a model (issue 35).

@@ -5,11 +5,12 @@ Modules: :mod:`~reactgraph.dag.state` (the state), :mod:`~reactgraph.dag.plan` (
 :mod:`~reactgraph.dag.executor` (scheduling and the step subgraphs),
 :mod:`~reactgraph.dag.analyze` (analyzer and the re-plan decision),
 :mod:`~reactgraph.dag.synthesize` (the answer), :mod:`~reactgraph.dag.graph` (wiring),
-:mod:`~reactgraph.dag.agent` (the facade).
+:mod:`~reactgraph.dag.followups` (follow-ups during a run), :mod:`~reactgraph.dag.budget`
+(run-wide usage limits), :mod:`~reactgraph.dag.agent` (the facade, with resume and approval).
 """
 
 from reactgraph.dag.agent import DAGAgent, DAGResult, StepOutcome
-from reactgraph.dag.graph import create_dag_graph
+from reactgraph.dag.graph import create_dag_graph, is_dag_thread
 from reactgraph.dag.settings import DAGSettings
 
-__all__ = ["DAGAgent", "DAGResult", "DAGSettings", "StepOutcome", "create_dag_graph"]
+__all__ = ["DAGAgent", "DAGResult", "DAGSettings", "StepOutcome", "create_dag_graph", "is_dag_thread"]

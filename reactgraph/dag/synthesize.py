@@ -6,6 +6,9 @@ answer, then to the concatenated step results (``DAGState.answer`` holds whichev
 applies): when the call fails, or streams nothing. After a planner failure with no
 results, the failure message is the answer and no model is called. Skipped when the
 run's config says ``configurable.synthesize = False`` (``DAGAgent.run`` uses that).
+The answer shown (the synthesis, else the answer before it) is added to the thread's
+``messages`` as an assistant message, so a DAG run reads in the thread's conversation as a
+ReAct turn does: the goal, then the answer (SPEC R13.8).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
 from reactgraph.dag.analyze import format_results
@@ -51,12 +54,13 @@ class DAGSynthesize:
         self.settings = settings
 
     async def __call__(self, state: DAGState, config: RunnableConfig) -> dict[str, Any]:
-        if not (config.get("configurable") or {}).get("synthesize", True):
-            return {}
         answer = state.get("answer") or ""
+        if not (config.get("configurable") or {}).get("synthesize", True):
+            return {"messages": [AIMessage(answer)]}
         results = state.get("results") or {}
         if not results:  # the planner failed before any step ran: its message is the answer
-            return {"synthesis": await emit_answer(one_chunk(answer), answer)}
+            text = await emit_answer(one_chunk(answer), answer)
+            return {"synthesis": text, "messages": [AIMessage(text)]}
         draft = (state.get("analysis") or {}).get("final_answer")
         messages = dag_synthesis_messages(state.get("goal", ""), state.get("plan") or [], results, draft,
                                           self.settings.result_chars, format_history(state.get("earlier_turns") or []))
@@ -66,4 +70,4 @@ class DAGSynthesize:
         text = await emit_answer(chunks, answer)
         usage = usage or {"model_calls": 1}
         model = model_label(self.models.resolve(self.settings.synthesis_role).llm)
-        return {"synthesis": text, "usage": usage, "model_usage": {model: usage}}
+        return {"synthesis": text, "usage": usage, "model_usage": {model: usage}, "messages": [AIMessage(text)]}

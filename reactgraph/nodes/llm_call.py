@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -92,7 +92,7 @@ def new_call_id() -> str:
     return f"call_{uuid.uuid4().hex[:24]}"
 
 
-def _final_update(state: AgentState, text: str, reason: str) -> dict[str, Any]:
+def _final_update(engine: Engine, state: AgentState, text: str, reason: str) -> dict[str, Any]:
     """State update for an answer the loop is ready to give; an empty answer is replaced
     by an answer made of the successful observations (or, when there are none, the step
     summary), so a run never ends with nothing to say. ``draft_answer`` keeps only the
@@ -100,7 +100,8 @@ def _final_update(state: AgentState, text: str, reason: str) -> dict[str, Any]:
     draft = text if text.strip() and reason != "raw_content" else None
     if not text.strip():
         steps = state.get("steps", [])
-        text = (observation_answer(state.get("query", ""), steps) if any(not step.get("error") for step in steps)
+        text = (observation_answer(state.get("query", ""), steps, descriptions=engine.tool_descriptions)
+                if any(not step.get("error") for step in steps)
                 else summarize_steps(steps, "The model gave an empty answer."))
     emit(AnswerSignalled())
     return {"pending_final": text, "answer": text, "finish_reason": reason, "draft_answer": draft}
@@ -196,12 +197,24 @@ def _stall_check(engine: Engine, state: AgentState, iteration: int) -> str | Non
     return reason
 
 
-def covered(steps: list[dict[str, Any]], named: tuple[str, ...]) -> bool:
+def covered(steps: list[dict[str, Any]], named: tuple[str, ...],
+            takes: Callable[[str], Collection[str]] | None = None) -> bool:
     """Whether the turn's successful observations cover the question (issue 36): some call
     succeeded, and every value the question names (:meth:`Engine.named_values`: ids, enum
-    values, dates) was passed in the arguments of a successful call."""
-    passed = [safe_json(step.get("tool_args")) for step in steps if not step.get("error")]
-    return bool(passed) and all(any(value in args for args in passed) for value in named)
+    values, dates) was passed in the arguments of a successful call — except a word value
+    (no digit: ``low``, ``fail``) that none of the successful calls' tools takes (``takes``:
+    tool name → its argument enum values): it says what kind of data is asked for, and a tool
+    without that filter ("Which spare parts are low on stock?" → the low-stock list) answers it."""
+    done = [step for step in steps if not step.get("error")]
+    passed = [safe_json(step.get("tool_args")) for step in done]
+    if not passed:
+        return False
+    offered = {value for step in done for value in takes(str(step.get("tool_name") or ""))} if takes else None
+
+    def needed(value: str) -> bool:
+        return offered is None or any(char.isdigit() for char in value) or value in offered
+
+    return all(any(value in args for args in passed) for value in named if needed(value))
 
 
 def _shortcut(engine: Engine, state: AgentState, config: RunnableConfig, iteration: int) -> dict[str, Any] | None:
@@ -215,10 +228,11 @@ def _shortcut(engine: Engine, state: AgentState, config: RunnableConfig, iterati
     steps = state.get("steps", [])
     previous = iteration - 1
     fresh = bool(steps) and steps[-1].get("iteration") == previous and state.get("progress_iteration", 0) < previous
-    if engine.settings.answer_when_covered and fresh and covered(steps, engine.named_values(state.get("query", ""))):
-        return {**_final_update(state, "", "covered"), "pending_tool_calls": []}
+    if engine.settings.answer_when_covered and fresh and covered(steps, engine.named_values(state.get("query", "")),
+                                                                 engine.tool_values):
+        return {**_final_update(engine, state, "", "covered"), "pending_tool_calls": []}
     if engine.synthesizes(config) and _stall_check(engine, state, iteration):
-        return {**_final_update(state, "", "stalled"), "pending_tool_calls": []}
+        return {**_final_update(engine, state, "", "stalled"), "pending_tool_calls": []}
     return None
 
 
@@ -421,12 +435,12 @@ class LLMCallNative:
             if requests:
                 update["messages"] = [AIMessage(content=message_text(response), id=response.id,
                                                 response_metadata=response.response_metadata)]
-            update.update(_final_update(state, "" if requests else message_text(response), "stalled"))
+            update.update(_final_update(self.engine, state, "" if requests else message_text(response), "stalled"))
         elif not requests and needs_tool_call(self.engine, state, message_text(response), tools):
             update["messages"] = [response, HumanMessage(TOOL_REQUIRED_REQUEST)]
             update["tool_required"] = True
         elif not requests:
-            update.update(_final_update(state, message_text(response), "final_answer"))
+            update.update(_final_update(self.engine, state, message_text(response), "final_answer"))
         return update
 
 
@@ -565,14 +579,14 @@ class LLMCallJSON:
         if stalled:  # final answer only: whatever came back ends the loop
             emit(ThinkingDone(iteration=iteration, reasoning=shown))
             answer = action.answer if action.type == "final_answer" and not action.parse_failed else ""
-            update.update(_final_update(state, answer, "stalled"))
+            update.update(_final_update(self.engine, state, answer, "stalled"))
             return update
         if action.parse_failed:
             emit(ThinkingDone(iteration=iteration, reasoning=shown))
             failures = state.get("parse_failures", 0) + 1
             update["parse_failures"] = failures
             if failures > self.engine.settings.parse_retries:  # the reformat retries failed too: the raw content is the answer (R2.4)
-                update.update(_final_update(state, raw, "raw_content"))
+                update.update(_final_update(self.engine, state, raw, "raw_content"))
             else:
                 update["messages"] = [stored, HumanMessage(REFORMAT_REQUEST)]
             return update
@@ -589,6 +603,6 @@ class LLMCallJSON:
             update["messages"] = [stored, HumanMessage(TOOL_REQUIRED_REQUEST)]
             update["tool_required"] = True
         else:
-            update.update(_final_update(state, action.answer, "final_answer"))
+            update.update(_final_update(self.engine, state, action.answer, "final_answer"))
         return update
 

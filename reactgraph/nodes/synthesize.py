@@ -24,9 +24,10 @@ the answer is checked against the trace, the question and the earlier turns
   ``reset`` event ``{status: "reset", ungrounded, factless}`` before the next is written. It
   stands when it is grounded, not factless and fit to show (:func:`~reactgraph.grounding.answer_problems`: the question's language, no
   code fence, no tool call written out, no line twice — checked when successful observations
-  exist to answer from instead). Otherwise, with ``grounding_reask``, it is asked for once
+  exist to answer from instead, or when no tool ran). Otherwise, with ``grounding_reask``, it is asked for once
   more with the strict prompt; and else the answer is
-  :func:`~reactgraph.grounding.observation_answer`. When tools were called and every call
+  :func:`~reactgraph.grounding.observation_answer` (when no tool ran,
+  :func:`~reactgraph.grounding.capabilities_answer`: what the agent can look up). When tools were called and every call
   failed, no synthesis call is made: the answer is what the tools said (grounding
   ``action: "no_data"``).
 
@@ -46,7 +47,13 @@ from langchain_core.runnables import RunnableConfig
 
 from reactgraph._engine import Engine
 from reactgraph.events import OMIT, AnswerReset, emit
-from reactgraph.grounding import GroundingReport, answer_problems, check_grounding, observation_answer
+from reactgraph.grounding import (
+    GroundingReport,
+    answer_problems,
+    capabilities_answer,
+    check_grounding,
+    observation_answer,
+)
 from reactgraph.prompts import FLAG_NOTE, FLAG_NOTE_KOREAN
 from reactgraph.state import AgentState
 from reactgraph.synthesis import (
@@ -107,17 +114,21 @@ class Synthesize:
         """``grounding="enforce"``: the answer that stands, checked before it is sent."""
         settings = self.engine.settings
         query, steps = state.get("query", ""), state.get("steps", [])
-        last_resort = observation_answer(query, steps, settings.synthesis_result_chars)
+        descriptions = self.engine.tool_descriptions
+        last_resort = (observation_answer(query, steps, settings.synthesis_result_chars, descriptions) if steps
+                       else capabilities_answer(query, descriptions))
         if steps and all(step.get("error") for step in steps):
             # Tools were called and none returned data: nothing to ground an answer in, so the
             # answer is what the tools said (an unknown id, an outage), not the model's guess.
             text = await emit_answer(one_chunk(last_resort), "")
             report = self._check(state, text, history)
             return {"synthesis": text, "grounding": report.to_dict(settings.grounding, "no_data")}
-        observed = any(not step.get("error") for step in steps)
+        # Fit to show is checked where something else can be shown instead: the observations,
+        # or, when no tool ran, what the agent can look up.
+        checked = not steps or any(not step.get("error") for step in steps)
 
         def verdict(text: str) -> tuple[GroundingReport, list[str]]:
-            problems = answer_problems(text, query, self.engine.tools) if observed else []
+            problems = answer_problems(text, query, self.engine.tools) if checked else []
             return self._check(state, text, history), problems
 
         shown = not settings.grounding_check_first  # else the answer is checked before it is shown
@@ -153,7 +164,8 @@ class Synthesize:
         steps = state.get("steps", [])
         if settings.answer_from_observations and any(not step.get("error") for step in steps):
             text = await emit_answer(one_chunk(observation_answer(state.get("query", ""), steps,
-                                                                  settings.synthesis_result_chars)), "")
+                                                                  settings.synthesis_result_chars,
+                                                                  self.engine.tool_descriptions)), "")
             report = self._check(state, text, history)
             return {"synthesis": text, "grounding": report.to_dict(settings.grounding or "off", "observations")}
         if settings.grounding == "enforce":
@@ -165,3 +177,4 @@ class Synthesize:
         report = self._check(state, text, history)
         action = "flagged" if settings.grounding == "flag" and report.ungrounded else "kept"
         return {"synthesis": text, "usage": usage, "grounding": report.to_dict(settings.grounding, action)}
+

@@ -11,7 +11,14 @@ from langchain_core.tools import StructuredTool
 from pydantic import BaseModel
 
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent
-from reactgraph.grounding import answer_problems, check_grounding, derivable, observation_answer
+from reactgraph.grounding import (
+    answer_problems,
+    capabilities_answer,
+    check_grounding,
+    derivable,
+    observation_answer,
+    row_header,
+)
 from reactgraph.models import ResolvedModel
 from reactgraph.safeguards import PERMISSIVE, STRICT, SAFEGUARD_FIELDS, policy_for, resolve_settings
 from reactgraph.testing import ScriptedChatModel, tool_call
@@ -34,6 +41,10 @@ def ok(name: str, args: dict, observation: str) -> dict:
     return {"tool_name": name, "tool_args": args, "observation": observation, "error": None}
 
 
+def final(text: str) -> str:
+    return json.dumps({"type": "final_answer", "reasoning": "done", "answer": text})
+
+
 # the answer made of observations ---------------------------------------------------------
 
 
@@ -48,12 +59,46 @@ def test_key_value_output_is_a_list_under_a_lead_naming_the_subject():
     assert english.startswith("Here is what the tools report about CNC-003.")
 
 
+def test_the_lead_names_what_the_question_and_the_calls_share():
+    line = observation_answer("Line C에는 어떤 설비가 있어?", [ok("list_machines", {"line": "Line C"}, STATUS)])
+    assert line.startswith("Line C에 대해 도구가 조회한 결과입니다.")  # a Korean particle follows the name
+    failed = observation_answer("Show the inspections that failed.", [ok("inspections", {"result": "fail"}, STATUS)])
+    assert failed.startswith("Here is what the tools report.")  # "fail" is no whole word of "failed"
+    pair = observation_answer("Compare cnc-003 and CNC-001", [ok("compare", {"ids": ["CNC-001", "CNC-003"]}, STATUS)])
+    assert pair.startswith("Here is what the tools report about CNC-003, CNC-001.")  # question order, call spelling
+
+
 def test_rows_become_a_table_and_a_title_line_stays_a_sentence():
     text = observation_answer("List the active alarms", [ok("list_active_alarms", {}, ALARMS)])
     assert text.startswith("Here is what the tools report.")
     assert "2 active alarm(s):" in text.splitlines()
     assert "| E-3301 | critical | CMP-002 (Air Compressor #2) | raised 2026-01-27 03:12 |" in text
     assert "|---|---|---|---|" in text
+
+
+def test_a_table_takes_its_column_names_from_where_the_tool_describes_its_rows():
+    listing = ("List machines.\n\nOne line per machine: id | name | state |\nvibration mm/s.")
+    low = "Machines over a limit.\n\nSame line format as list_machines."
+    rows = "2 machine(s):\nCNC-001 | Mill | normal | 0.3 mm/s\nCNC-003 | Lathe | warning | 1.2 mm/s"
+    descriptions = {"list_machines": listing, "over_limit": low}
+    for tool in ("list_machines", "over_limit"):  # its own description, or the one it points to
+        text = observation_answer("Which machines?", [ok(tool, {}, rows)], descriptions=descriptions)
+        assert "| id | name | state | vibration mm/s |" in text.splitlines()
+        assert "| CNC-003 | Lathe | warning | 1.2 mm/s |" in text.splitlines()
+    assert row_header(listing, 3) is None  # a stated format of another width names nothing
+    bare = observation_answer("Which machines?", [ok("list_machines", {}, rows)])
+    assert "|  |  |  |  |" in bare.splitlines()  # no description: the header row stays empty
+
+
+def test_what_the_agent_can_look_up_answers_in_the_questions_language():
+    descriptions = {f"tool_{n}": f"Look up thing {chr(65 + n)}.\n\nDetails." for n in range(10)}
+    descriptions["compare"] = "Compare 2-6 machines."  # a summary with a figure is not listed
+    korean = capabilities_answer("안녕하세요! 고마워요, 오늘은 여기까지예요.", descriptions)
+    lines = korean.splitlines()
+    assert lines[0].startswith("이 질문에 답할 데이터는 없지만") and "- Look up thing A." in lines
+    assert lines[-1] == "- 그 밖의 조회도 할 수 있습니다." and "tool_0" not in korean and "Compare" not in korean and "Details." not in korean
+    assert not answer_problems(korean, "안녕하세요! 고마워요, 오늘은 여기까지예요.", descriptions)
+    assert capabilities_answer("Hi there", {}) == "I have no data to answer that."
 
 
 def test_two_tools_are_answered_together_without_a_line_twice():
@@ -184,6 +229,24 @@ async def test_a_covered_question_goes_straight_to_the_answer():
     assert done["answer"].startswith("CNC-003에 대해 도구가 조회한 결과입니다.")
 
 
+async def test_a_no_tool_answer_unfit_to_show_is_replaced_by_what_the_agent_can_look_up():
+    """Strict policy, no tool ran: an English reply to a Korean farewell fails the language
+    check before it is shown; the answer is what the agent can look up, in Korean. A fit reply
+    stands."""
+    farewell = "안녕하세요! 고마워요, 오늘은 여기까지예요."
+    model = ScriptedChatModel(responses=[final("The answer to the question was not found.")],
+                              synthesis="The answer to the question was not found.")
+    events = [e async for e in ReActAgent(model, [machine_tool()], abilities=SMALL).astream_events(farewell)]
+    done = events[-1].data
+    assert [e.data["status"] for e in events if e.channel == "answer"] == ["start", "delta", "done"]
+    assert done["grounding"]["action"] == "fallback" and done["grounding"]["problems"] == ["language"]
+    assert done["answer"].startswith("이 질문에 답할 데이터는 없지만") and "- State of one machine." in done["answer"]
+
+    model = ScriptedChatModel(responses=[final("천만에요! 또 오세요.")], synthesis="천만에요! 또 오세요.")
+    done = (await ReActAgent(model, [machine_tool()], abilities=SMALL).run(farewell))
+    assert done.answer == "천만에요! 또 오세요."
+
+
 async def test_a_stalled_loop_with_synthesis_makes_no_answer_only_call():
     call = AIMessage("", tool_calls=[tool_call("get_equipment_status", {"equipment_id": "CNC-003"})])
     model = ScriptedChatModel(responses=[call], repeat_last=True, synthesis="CNC-003 is in warning at 1.2 mm/s.")
@@ -193,3 +256,52 @@ async def test_a_stalled_loop_with_synthesis_makes_no_answer_only_call():
     assert model.kinds == ["tool_loop", "tool_loop", "synthesis"]
     assert events[-1].data["finish_reason"] == "stalled"
     assert events[-1].data["answer"] == "CNC-003 is in warning at 1.2 mm/s."
+
+
+def test_each_safeguard_can_be_turned_off_alone_for_the_bench():
+    """``bench/answer_quality.py --without NAME`` rows (issue 35): every policy field belongs to
+    exactly one named safeguard, and turning one off changes only its fields."""
+    from reactgraph.safeguards import SAFEGUARDS, without
+
+    fields = [field for group in SAFEGUARDS.values() for field in group]
+    assert sorted(fields) == sorted(SAFEGUARD_FIELDS)
+    stall_off = without(["stall"])
+    assert stall_off["stall_repeats"] == PERMISSIVE.settings["stall_repeats"] == 3
+    assert stall_off["stall_failures"] == PERMISSIVE.settings["stall_failures"]
+    assert {k: v for k, v in stall_off.items() if k not in SAFEGUARDS["stall"]} == \
+        {k: v for k, v in STRICT.settings.items() if k not in SAFEGUARDS["stall"]}
+    assert without([]) == dict(STRICT.settings)
+
+
+async def test_stream_answer_after_run_gives_the_answer_a_streamed_run_gives():
+    """``run`` then ``stream_answer`` (SPEC R3.1, the library's two phases) goes through the same
+    answer phase as ``astream_events``: the strict policy's answer made of observations, and a
+    capable model's made-up figure flagged under its answer (issues 35, 36)."""
+    loop_call = json.dumps({"type": "tool_call", "reasoning": "look", "tool_name": "get_equipment_status",
+                            "tool_args": {"equipment_id": "CNC-003"}})
+    model = ScriptedChatModel(responses=[loop_call], repeat_last=True, synthesis="1. Get_equipment_status({...})")
+    agent = ReActAgent(model, [machine_tool()], abilities=SMALL)
+    result = await agent.run("CNC-003 상태 확인해줘")
+    text = "".join([chunk async for chunk in agent.stream_answer("CNC-003 상태 확인해줘", result)])
+    assert text.startswith("CNC-003에 대해 도구가 조회한 결과입니다.") and "- **State**: warning" in text
+    assert "synthesis" not in model.kinds  # the answer made of observations needs no model call
+
+    call = AIMessage("", tool_calls=[tool_call("get_equipment_status", {"equipment_id": "CNC-003"})])
+    model = ScriptedChatModel(responses=[call, AIMessage("done")], synthesis="CNC-003 is in warning at 9.9 mm/s.")
+    agent = ReActAgent(model, [machine_tool()], abilities=ModelAbilities(tool_call=True))
+    result = await agent.run("What is the state of CNC-003?")
+    text = "".join([chunk async for chunk in agent.stream_answer("What is the state of CNC-003?", result)])
+    assert text.startswith("CNC-003 is in warning at 9.9 mm/s.") and "9.9" in text.split("\n", 1)[1]  # the flag note
+
+
+def test_a_word_filter_no_called_tool_takes_does_not_keep_the_question_open():
+    """``covered`` (issue 36): ids and dates the question names must be passed; a word value
+    (``low``) only when a tool that ran could take it."""
+    from reactgraph.nodes.llm_call import covered
+
+    takes = {"low_stock": frozenset(), "parts": frozenset({"low", "ok"}), "status": frozenset({"CNC-003"})}.get
+    assert covered([ok("low_stock", {}, "2 parts low")], ("low",), takes)
+    assert not covered([ok("parts", {}, "P-1 ok")], ("low",), takes)  # it has the filter and was not given it
+    assert not covered([ok("low_stock", {}, "2 parts low")], ("CNC-003",), takes)  # an id is always needed
+    assert covered([ok("status", {"id": "CNC-003"}, "warning")], ("CNC-003",), takes)
+    assert not covered([ok("low_stock", {}, "2 parts low")], ("low",))  # without ``takes``: every value

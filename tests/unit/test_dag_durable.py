@@ -193,6 +193,45 @@ async def test_a_run_cut_during_the_analysis_resumes_with_the_analysis_only(chec
     assert result.usage.model_calls >= 8  # planner, seven step calls, the analyzer (and synthesis)
 
 
+async def test_a_cut_dag_run_frees_its_thread_with_every_steps_saves_committed(tmp_path):
+    """``settle_thread`` settles every namespace of the thread: once the closed stream has
+    freed the thread, the saver holds nothing of it, the steps' subgraphs included."""
+    plant = Plant()
+    async with open_persistence(str(tmp_path / "c.db")) as store:
+        agent = DAGAgent(registry([DIAMOND], []), plant.tools, settings=SETTINGS, dag_settings=DAG_SETTINGS,
+                         checkpointer=store.checkpointer, interrupt_queue=store.interrupt_queue)
+        events = agent.astream_events("Check the plant", thread_id="dag-settle")
+        seen = []
+
+        async def read():
+            async for event in events:
+                seen.append(event)
+
+        reader = asyncio.create_task(read())
+        await asyncio.wait_for(plant.inspecting.wait(), 10)
+        reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await reader
+        await events.aclose()
+        saver = store.checkpointer
+        held = [key for key in {**saver._held, **saver._held_checkpoints} if key[0] == "dag-settle"]
+        assert held == [] and await agent.thread_status("dag-settle") == "interrupted"
+
+
+async def test_dag_runs_read_in_the_threads_conversation_as_goal_and_answer():
+    """Each run adds its answer as an assistant message after its goal, as a ReAct turn does."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    general = general_model([plan(step("a")), plan(step("b"))], [verdict(True, 1.0, "first"), verdict(True, 1.0, "second")],
+                            synthesis="The synthesized answer.")
+    agent = DAGAgent(general, [], settings=SETTINGS, checkpointer=InMemorySaver())
+    [e async for e in agent.astream_events("First goal", thread_id="dag-talk")]
+    await agent.run("Second goal", thread_id="dag-talk")  # no synthesis: the answer before it
+    messages = (await agent.graph.aget_state({"configurable": {"thread_id": "dag-talk"}})).values["messages"]
+    assert [(m.type, m.content) for m in messages] == [("human", "First goal"), ("ai", "The synthesized answer."),
+                                                       ("human", "Second goal"), ("ai", "second")]
+
+
 # Approval inside a step (SPEC R13.3, R13.8) -----------------------------------------------------
 
 
@@ -275,6 +314,27 @@ async def test_a_rejected_step_call_is_the_steps_observation_and_run_returns_wai
     assert orders.ran == [] and result.finish_reason == "achieved"
     [record] = result.steps[0].tool_steps
     assert (record.approval, record.observation) == ("rejected", "Not this week.")
+
+
+async def test_calls_of_two_steps_wait_together_and_a_call_left_out_keeps_waiting():
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    def both_order(messages):
+        step_id = kind(messages).split(":")[1]
+        return action("create_work_order", equipment_id=step_id) if len(messages) == 2 else step_reply(messages)
+
+    orders = Orders()
+    general = general_model([plan(step("x"), step("y"))], [verdict(True, 1.0, "done")], steps=both_order)
+    agent = DAGAgent(general, orders.tools, settings=SETTINGS, checkpointer=InMemorySaver())
+    paused = await agent.run("Order two repairs", thread_id="dag-two")
+    assert sorted((p.step_id, p.tool_args["equipment_id"]) for p in paused.pending) == [("x", "x"), ("y", "y")]
+    x, y = sorted(paused.pending, key=lambda p: p.step_id)
+    still = await agent.resume("dag-two", {x.tool_call_id: "approve"})
+    assert still.waiting and [p.tool_call_id for p in still.pending] == [y.tool_call_id] and orders.ran == [
+        ("create_work_order", "x")]
+    done = await agent.resume("dag-two", {y.tool_call_id: Decision.reject("Not now.")})
+    assert done.finish_reason == "achieved" and orders.ran == [("create_work_order", "x")]
+    assert [(s.id, [t.approval for t in s.tool_steps]) for s in done.steps] == [("x", ["approved"]), ("y", ["rejected"])]
 
 
 # Follow-ups (SPEC §7, R13.8) --------------------------------------------------------------------

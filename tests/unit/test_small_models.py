@@ -72,6 +72,27 @@ def test_ranker_uses_descriptions_and_declared_korean_keywords():
     assert [name for name, _ in ranker.rank("안녕하세요")] == [t.name for t in plant_tools()]  # ties keep order
 
 
+def test_a_tool_that_takes_the_named_id_ranks_above_one_whose_words_match_more():
+    # Issue 36: "INJ-002에 쓸 수 있는 예비 부품 재고" named a machine, and a part search (no machine
+    # argument) won on its Korean keywords; the tool that takes the machine must come first.
+    class PartQuery(BaseModel):
+        query: str = Field(description="part number or name words")
+
+    def search(query: str) -> str:
+        return query
+
+    part_search = StructuredTool.from_function(search, name="check_part_stock", args_schema=PartQuery,
+                                               description="Spare part stock by part name.",
+                                               metadata={"keywords": ["부품", "재고", "예비품", "예비"]})
+    parts_for = make_tool("parts_for_machine", "Spare parts that fit a machine.", ["부품"])
+    ranker = ToolRanker([part_search, parts_for])
+    assert ranker.rank("예비 부품 재고 알려줘")[0][0] == "check_part_stock"  # no id named: words decide
+    assert ranker.rank("CNC-003에 쓸 수 있는 예비 부품 재고 알려줘")[0][0] == "parts_for_machine"
+    assert ranker.rank("CNC-009 예비 부품 재고")[0][0] == "parts_for_machine"  # an unlisted id of its shape too
+    two = ToolRanker([*plant_tools(), part_search])
+    assert two.rank("CNC-003 상태 확인해줘")[0][0] == "machine_status"  # among tools that take it, words decide
+
+
 def test_named_values_in_question_order():
     assert named_values("Compare CNC-003 and CNC-001", MACHINES) == ["CNC-003", "CNC-001"]
     assert named_values("cnc-002 상태", MACHINES) == ["CNC-002"]

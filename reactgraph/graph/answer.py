@@ -1,0 +1,65 @@
+"""The answer phase on its own: the ``synthesize`` node as a one-node graph, for a loop that
+ran without it (``ReActAgent.run`` then ``stream_answer``, SPEC R3.1), so the library's two
+phases give the answer a streamed run gives, under the same safeguards (issues 35, 36)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from reactgraph._engine import Engine
+from reactgraph.events import AnswerDelta, AnswerReset, as_agent_event
+from reactgraph.nodes.synthesize import Synthesize
+from reactgraph.state import AgentState
+
+
+def answer_graph(engine: Engine) -> CompiledStateGraph:
+    """A graph of the one node :class:`Synthesize`, for the answer phase of a loop that ran
+    without it (``ReActAgent.run`` then ``stream_answer``, SPEC R3.1): the same answer the
+    full graph gives, under the same safeguards (issue 35/36).
+
+    Args:
+        engine: The agent's engine.
+
+    Returns:
+        The compiled graph; its input is an :class:`~reactgraph.state.AgentState` of the
+        finished loop (``query``, ``steps``, ``answer``, ``draft_answer``, ``finish_reason``,
+        ``earlier_turns``).
+    """
+    builder = StateGraph(AgentState)
+    builder.add_node("synthesize", Synthesize(engine))
+    builder.add_edge(START, "synthesize")
+    builder.add_edge("synthesize", END)
+    return builder.compile()
+
+
+async def answer_chunks(graph: CompiledStateGraph, engine: Engine, state: dict[str, Any]) -> AsyncIterator[str]:
+    """The answer of a finished loop as text chunks, from :func:`answer_graph`.
+
+    Args:
+        graph: :func:`answer_graph` of ``engine``.
+        engine: The agent's engine (its settings say whether an answer may be withdrawn).
+        state: The finished loop's state (see :func:`answer_graph`).
+
+    Yields:
+        The answer's text as it is written. When an answer may be withdrawn after it streamed
+        (``grounding="enforce"`` without ``grounding_check_first``), the chunks are held until
+        the answer stands: a text stream cannot take back what it sent. Nothing when synthesis
+        is off in the settings.
+    """
+    held = engine.settings.grounding == "enforce" and not engine.settings.grounding_check_first
+    pending: list[str] = []
+    async for chunk in graph.astream(state, {"configurable": {"synthesize": True}}, stream_mode="custom"):
+        event = as_agent_event(chunk)
+        if isinstance(event, AnswerReset):
+            pending.clear()
+        elif isinstance(event, AnswerDelta):
+            if held:
+                pending.append(event.content)
+            else:
+                yield event.content
+    for text in pending:
+        yield text
