@@ -92,8 +92,6 @@ def _parser() -> argparse.ArgumentParser:
     resume = commands.add_parser("resume", help="finish an interrupted run (ReAct or DAG) from its last checkpoint")
     resume.add_argument("thread", help="the interrupted run's thread id")
     for command in (run, resume):
-        command.add_argument("--max-rounds", type=int, default=3,
-                             help="DAG runs: plan/run/analyze rounds at most (default: %(default)s)")
         _add_agent_options(command)
         command.add_argument("--approve-all", action="store_true",
                              help="approve every tool call that needs approval without asking (for scripts)")

@@ -168,9 +168,10 @@ async def test_a_dag_thread_reads_back_with_its_plan_step_outcomes_and_earlier_t
     assert [(r["tool_name"], r["tool_args"], r["observation"]) for r in result["steps"]] == [
         ("get_status", {"equipment_id": "CNC-001"}, "CNC-001: normal")]
     assert result["iterations"] == 3 and result["usage"]["model_calls"] >= 5
-    assert [m["type"] for m in first["messages"]] == ["human"] and first["messages"][0]["content"] == GOAL
+    assert [(m["type"], m["content"]) for m in first["messages"]] == [("human", GOAL), ("ai", "Both machines run.")]
     assert second["result"]["query"] == "And now?"
     assert second["earlier_turns"] == [{"question": GOAL, "answer": "Both machines run."}]
+    assert [m["content"] for m in second["messages"]] == [GOAL, "Both machines run.", "And now?", "Both machines run."]
 
 
 async def test_an_approval_round_trip_in_a_dag_run_through_the_server():

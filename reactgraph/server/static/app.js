@@ -248,21 +248,22 @@
     });
   }
 
-  // A DAG conversation read back: each goal with the answer it got, and the last run's plan
-  // with each step's state, tool cards and result.
+  // A DAG conversation read back: each goal with the answer it got (its assistant message), and
+  // the last run's plan with each step's state, tool cards and result.
   function showDagHistory(view) {
     setMode("dag");
-    const goals = view.messages.filter(function (message) {
-      return message.type === "human" && !String(message.content).startsWith("[USER INTERRUPT] ");
+    const turns = [];  // each goal with the answer that followed it (the run's assistant message)
+    view.messages.forEach(function (message) {
+      const text = String(message.content || "");
+      if (message.type === "human" && !text.startsWith("[USER INTERRUPT] ")) turns.push({ goal: text, answer: "" });
+      else if (message.type === "ai" && turns.length) turns[turns.length - 1].answer = text;
     });
-    const earlier = view.earlier_turns || [];
-    goals.forEach(function (message, index) {
-      const last = index === goals.length - 1;
+    turns.forEach(function (item, index) {
+      const last = index === turns.length - 1;
       const turn = newTurn();
-      add(el("div", "user", String(message.content)));
+      add(el("div", "user", item.goal));
       if (!last) {
-        const before = earlier[earlier.length - (goals.length - 1 - index)];
-        showAnswer(turn, before ? before.answer : "");
+        showAnswer(turn, item.answer);
         return;
       }
       const result = view.result;
