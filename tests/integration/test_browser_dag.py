@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from reactgraph import AgentSettings, DAGAgent, DAGSettings, ModelRegistry, ReActAgent
@@ -116,3 +117,60 @@ async def test_the_plan_view_shows_each_steps_state_during_a_run_and_after_a_rel
 
         await page.click("#new-thread")  # a new conversation starts in the server's default mode again
         assert not await picker.is_disabled() and await picker.input_value() == "react"
+
+
+async def test_a_dag_steps_call_waiting_for_approval_is_decided_on_its_card():
+    """Issue 39: a step's call that needs approval pauses the DAG run; the page marks its step
+    *awaiting approval* and puts Approve / Edit / Reject on the call's card in the step's
+    section (also after a reload); approving it continues the same run to its answer."""
+    orders: list[str] = []
+
+    @tool
+    def create_work_order(equipment_id: str, task: str) -> str:
+        """Open a maintenance work order (a person approves it first)."""
+        orders.append(f"{equipment_id}: {task}")
+        return f"WO-7 opened for {equipment_id}"
+
+    def order_first(messages):
+        if len(messages) == 2 and kind(messages) == "step:order":
+            return call("create_work_order", equipment_id="CNC-003", task="replace the spindle bearing")
+        if len(messages) == 2 and kind(messages) == "step:status":
+            return call("get_status", equipment_id="CNC-003")
+        return step_reply(messages)
+
+    general = general_model([plan(step("order", "Open a work order for CNC-003"), step("status", "Read CNC-003"))],
+                            [verdict(True, 0.9, "WO-7 is open.")], steps=order_first,
+                            synthesis="Work order WO-7 is open for CNC-003, which runs.")
+    saver = InMemorySaver()
+    react = ReActAgent(ScriptedChatModel(responses=["never"]), [get_status], abilities=NATIVE, checkpointer=saver)
+    dag = DAGAgent(general, [create_work_order, get_status], checkpointer=saver, interrupt_queue=react.interrupts,
+                   settings=AgentSettings(max_iterations=3, approval={"create_work_order": "always"}))
+    app = create_app(react, ServerSettings(api_key="", default_mode="dag"), dag_agent=dag)
+    async with running_server(app) as url, browser_page(url) as page:
+        await page.locator("#mode").wait_for(state="visible", timeout=10_000)
+        assert await page.locator("#mode").input_value() == "dag"  # the server's default
+        await ask(page, "Open a work order for CNC-003 and read its status")
+        await page.locator(".waiting-note").wait_for(timeout=30_000)
+        for _ in range(2):  # as the run paused, then read back after a reload
+            order = page.locator('.plan-node[data-step="order"]')
+            assert await order.get_attribute("data-state") == "waiting"
+            assert await page.locator('.plan-node[data-step="status"]').get_attribute("data-state") == "completed"
+            card = page.locator('.dag-step[data-step="order"] details.tool-card[data-status="waiting"]')
+            assert await card.count() == 1 and orders == []
+            assert "awaiting approval" in await card.locator(".state").inner_text()
+            assert json.loads(await card.locator("pre.args").inner_text()) == {
+                "equipment_id": "CNC-003", "task": "replace the spindle bearing"}
+            if _ == 0:
+                await page.screenshot(path=str(artifact_path("browser-dag-approval.png")), full_page=True)
+                await page.reload()
+                await page.locator(".plan svg .plan-node").first.wait_for(timeout=10_000)
+        await card.locator("button.approve").click()
+        footer = page.locator(".answer .footer")
+        await footer.wait_for(timeout=30_000)
+        assert orders == ["CNC-003: replace the spindle bearing"]
+        assert await page.locator('.plan-node[data-step="order"]').get_attribute("data-state") == "completed"
+        done = page.locator('.dag-step[data-step="order"] details.tool-card')
+        assert await done.count() == 1 and await done.get_attribute("data-status") == "ok"
+        assert "WO-7 opened for CNC-003" in await done.locator("pre.observation").text_content()
+        assert "finish: achieved" in await footer.inner_text()
+        assert await page.locator(".approval-buttons").count() == 0

@@ -714,7 +714,7 @@
   }
 
   const STATE_LABELS = { pending: "pending", running: "running…", completed: "✓ completed", failed: "✗ failed",
-    waiting: "⏸ awaiting approval" };
+    waiting: "awaiting approval" };
 
   // Light a step's box and section up: pending, running, waiting, completed or failed.
   function stepState(turn, stepId, state, result) {
