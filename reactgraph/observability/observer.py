@@ -332,12 +332,14 @@ class RunObserver(BaseCallbackHandler):
         name = kwargs.get("name")
         if not _is_task(name, metadata, tags):
             return
+        tool = None
         if name == TOOL_NODE and isinstance(inputs, dict) and isinstance(inputs.get("call"), dict):
             call = inputs["call"]
-            tool = _Tool(str(call.get("name") or "unknown"), str(call.get("id") or ""))
-            state.tools[run_id] = tool
+            tool = state.tools[run_id] = _Tool(str(call.get("name") or "unknown"), str(call.get("id") or ""))
         if self.instrumentation.tracer is None:
             return
+        if tool is None and state.round_span is None and name not in ROUND_NODES and not self.instrumentation.node_spans:
+            return  # a node without a span of its own, outside a plan round: its calls go to the span above it
         parent = self._parent_span(state, parent_run_id)
         if parent is state.round_span and (name == PLAN_NODE or name not in ROUND_NODES):  # the round is over
             state.round_span.end()
@@ -347,7 +349,6 @@ class RunObserver(BaseCallbackHandler):
             state.round_span = self._start_span(f"plan_round {state.rounds}", self._context(state, state.span),
                                                 {"reactgraph.dag.round": state.rounds})
             parent = state.round_span
-        tool = state.tools.get(run_id)
         if tool is not None:
             span_name = f"execute_tool {tool.name}"
             attributes: dict[str, Any] = {names.OPERATION: "execute_tool", names.TOOL_NAME: tool.name,
