@@ -30,10 +30,10 @@ from reactgraph.observability.metrics import RunMetrics, labelled
 from reactgraph.testing import call_kind_of
 
 try:  # the [otel] extra: spans; without it only metrics and log lines are recorded
-    from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode, TraceFlags
+    from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
     from opentelemetry.trace import set_span_in_context as _in_context
 except ImportError:  # pragma: no cover - the unit suite installs the extra
-    Link = NonRecordingSpan = SpanContext = SpanKind = Status = StatusCode = TraceFlags = _in_context = None
+    Link = SpanContext = SpanKind = Status = StatusCode = TraceFlags = _in_context = None
 
 TOOL_NODE = "execute_tools"
 """The graph node that runs one tool call: its task is the ``execute_tool`` span."""
