@@ -40,7 +40,7 @@ import logging
 import sqlite3
 import sys
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any
@@ -336,12 +336,13 @@ async def _open_mcp(stack: AsyncExitStack, path: str, reserved: Sequence[str], c
     return list(tools)
 
 
-def announce_mcp(path: str) -> None:
+def announce_mcp(path: str, say: Callable[[str], Any] | None = None) -> None:
     """Say on stderr, in one line, which MCP servers the command now waits for (``npx`` may
     download a package first), and for how long at most (SPEC R5.4: each a connector of the hub).
 
     Args:
         path: The ``--mcp`` file.
+        say: Where the line goes instead of stderr (``serve --log-format json``: a log record).
 
     Raises:
         MCPConfigError: The file is unreadable or malformed (checked before the line is printed).
@@ -350,8 +351,11 @@ def announce_mcp(path: str) -> None:
 
     names = list(parse_mcp_config(path))
     if names:
-        print(f"starting MCP servers: {', '.join(names)} (up to {STARTUP_TIMEOUT:g} s) …",
-              file=sys.stderr, flush=True)
+        line = f"starting MCP servers: {', '.join(names)} (up to {STARTUP_TIMEOUT:g} s) …"
+        if say is not None:
+            say(line)
+        else:
+            print(line, file=sys.stderr, flush=True)
 
 
 def print_mcp_summary(console: Console, tools: Any) -> None:
@@ -560,7 +564,7 @@ def _serve_workers(args: argparse.Namespace, console: Console) -> int:
         try:
             return asyncio.run(_serve(args, console, sock=sock, ready=ready))
         except (SetupError, ValueError, OSError) as exc:
-            print(f"reactgraph: error: {exc}", file=sys.stderr)
+            _report(args, f"error: {exc}")
             return 2
         except KeyboardInterrupt:
             return 0
@@ -582,7 +586,7 @@ async def _serve(args: argparse.Namespace, console: Console, sock: Any = None, r
         raise ValueError("--max-iterations must be at least 1")
     server_settings = _server_settings(args)
     if args.mcp:
-        announce_mcp(args.mcp)
+        announce_mcp(args.mcp, _json_lines(args))
     try:
         context = open_demo_agent(model=args.model, base_url=args.base_url, api_key=args.api_key,
                                   json_mode=args.json_mode, max_iterations=args.max_iterations,
@@ -610,7 +614,7 @@ async def _serve(args: argparse.Namespace, console: Console, sock: Any = None, r
         if ready is not None:
             ready()
         try:
-            await serve(app, args.host, port, sock=sock)
+            await serve(app, args.host, port, sock=sock, log_format=args.log_format)
         finally:
             if provider is not None:  # a worker ends without atexit handlers: send the last spans now
                 provider.shutdown()
@@ -665,7 +669,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     logging.basicConfig(level=logging.ERROR, format="reactgraph: %(message)s")
-    console = Console(highlight=False, soft_wrap=True)
+    console: Any = Console(highlight=False, soft_wrap=True)
+    if _json_lines(args):  # issue 40: every line `serve --log-format json` prints is JSON
+        from reactgraph.observability.logs import LogConsole, configure_logging
+
+        configure_logging("json")
+        console = LogConsole()
     args.thread = getattr(args, "thread", None)
     args.resumable = False
     try:
@@ -673,14 +682,36 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _serve_workers(args, console)
         return asyncio.run(_serve(args, console) if args.command == "serve" else _run(args, console))
     except (SetupError, ValueError, OSError) as exc:
-        print(f"reactgraph: error: {exc}", file=sys.stderr)
+        _report(args, f"error: {exc}")
         return 2
     except RunFailed as exc:
-        print(f"reactgraph: error: {exc}", file=sys.stderr)
+        _report(args, f"error: {exc}")
         return 1
     except KeyboardInterrupt:
-        print(f"reactgraph: interrupted{_resume_hint(args)}", file=sys.stderr)
+        _report(args, f"interrupted{_resume_hint(args)}")
         return 130
+
+
+def _json_lines(args: argparse.Namespace) -> Callable[[str], Any] | None:
+    """Under ``serve --log-format json``, where a line the command says goes: an ``INFO``
+    record of ``reactgraph.serve``, written as JSON (:mod:`reactgraph.observability.logs`);
+    ``None`` otherwise (the terminal)."""
+    if getattr(args, "command", None) != "serve" or getattr(args, "log_format", "text") != "json":
+        return None
+    from reactgraph.observability.logs import SERVE_LOGGER
+
+    return SERVE_LOGGER.info
+
+
+def _report(args: argparse.Namespace, text: str) -> None:
+    """The command's last line on stderr, ``reactgraph: <text>``; under ``serve
+    --log-format json`` an ``ERROR`` record of ``reactgraph.serve`` instead."""
+    if _json_lines(args) is None:
+        print(f"reactgraph: {text}", file=sys.stderr)
+        return
+    from reactgraph.observability.logs import SERVE_LOGGER
+
+    SERVE_LOGGER.error(text)
 
 
 def _resume_hint(args: argparse.Namespace) -> str:

@@ -89,9 +89,16 @@ class AgentFacade(ABC, Generic[ResultT]):
         thread_id = thread_id if thread_id is not None else uuid.uuid4().hex
         configurable: dict[str, Any] = {"synthesize": synthesize, "thread_id": thread_id}
         config: RunnableConfig = {"configurable": configurable, "recursion_limit": self.recursion_limit}
-        if observability.active is not None:  # issue 40: spans, metrics, the run's log line
-            config["callbacks"] = observability.run_callbacks(thread_id, failure_reason=self.failure_reason)
         return config, thread_id
+
+    def _observe(self, config: RunnableConfig, thread_id: str, resumes: Mapping[str, Any] | None = None) -> None:
+        """Just before the graph starts on ``config``: the run's observer while
+        observability is on (issue 40, SPEC R13.9: spans, metrics, the run's log line; the
+        span's context in the metadata of the run's checkpoints, and a link to the run that
+        wrote ``resumes``, the metadata of the checkpoint a resume continues). Nothing when
+        it is off."""
+        if observability.active is not None:
+            observability.observe(config, thread_id, failure_reason=self.failure_reason, resumes=resumes)
 
     @staticmethod
     def _run_fields(state: dict[str, Any], started: float, thread_id: str | None) -> dict[str, Any]:
@@ -203,13 +210,16 @@ class AgentFacade(ABC, Generic[ResultT]):
         pending: list[PendingCall] = []
         run_input: Any = graph_input
         async with self.interrupts.running(thread_id):
+            resumes = None
             if graph_input is None:
-                state = await self._interrupted_state(thread_id)
+                snapshot = await self._interrupted_state(thread_id)
+                state, resumes = dict(snapshot.values), snapshot.metadata
                 if decisions is not None:
                     waiting = await self.pending(thread_id)
                     if not waiting:
                         raise NothingToResumeError(f"the run on thread {thread_id!r} waits on no decision")
                     run_input = resume_command(waiting, decisions)
+            self._observe(config, thread_id, resumes)
             thinking = False  # a loop model call is in flight (its start seen, not its end)
             try:
                 async with aclosing(graph_events(self.graph, run_input, config, state, **options)) as stream:
@@ -245,8 +255,9 @@ class AgentFacade(ABC, Generic[ResultT]):
             return []
         return pending_calls(await self.graph.aget_state({"configurable": {"thread_id": thread_id}}))
 
-    async def _interrupted_state(self, thread_id: str) -> dict[str, Any]:
-        """The checkpointed state of the thread's interrupted run.
+    async def _interrupted_state(self, thread_id: str) -> StateSnapshot:
+        """The checkpoint of the thread's interrupted run (its values, and its metadata: the
+        span context of the run that wrote it, for the resume's span link; issue 40).
 
         Raises:
             NothingToResumeError: No checkpointer, no checkpoint, or the last run finished.
@@ -258,7 +269,7 @@ class AgentFacade(ABC, Generic[ResultT]):
             raise NothingToResumeError(f"thread {thread_id!r} has no checkpoint")
         if not has_pending_work(snapshot):
             raise NothingToResumeError(f"the last run on thread {thread_id!r} finished; start a new run instead")
-        return dict(snapshot.values)
+        return snapshot
 
 
     async def resume(self, thread_id: str, decisions: Mapping[str, Any] | None = None) -> ResultT:

@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from reactgraph.events import AgentEvent
     from reactgraph.observability.observer import Instrumentation, RequestInfo, RunObserver
 
-__all__ = ["active", "current_request", "enable_metrics", "instrument", "record_event", "run_callbacks", "uninstrument"]
+__all__ = ["active", "current_request", "enable_metrics", "instrument", "observe", "record_event", "run_callbacks",
+           "uninstrument"]
 
 active: Instrumentation | None = None
 """What the process observes (:func:`instrument`), ``None`` when nothing is."""
@@ -118,15 +120,54 @@ def run_callbacks(thread_id: str | None, *, failure_reason: str = "model_error")
     return [RunObserver(active, thread_id, failure_reason=failure_reason, request=current_request.get())]
 
 
+def observe(config: dict[str, Any], thread_id: str | None, *, failure_reason: str = "model_error",
+            resumes: Mapping[str, Any] | None = None) -> None:
+    """Observe the run about to be started with ``config`` while :func:`instrument` is on
+    (nothing otherwise): a :class:`~reactgraph.observability.observer.RunObserver` joins its
+    callbacks and, with tracing, the run's ``invoke_agent`` span is opened now and its
+    context goes in ``config["metadata"]`` (``reactgraph_trace``), which every checkpoint the
+    run writes keeps. The agents call it just before they start the graph; call it for a
+    graph you run yourself, passing the thread's checkpoint metadata when you resume it.
+
+    Args:
+        config: The run's config, changed in place.
+        thread_id: The run's thread.
+        failure_reason: The finish reason recorded for a run that raises.
+        resumes: The metadata of the checkpoint the run resumes
+            (``graph.get_state(config).metadata``): its run's span becomes a link of this
+            run's span, whichever process ran it (docs/observability.md, "one trace or
+            linked traces").
+    """
+    handlers = run_callbacks(thread_id, failure_reason=failure_reason)
+    if not handlers:
+        return
+    [observer] = handlers
+    given = config.get("callbacks")
+    if given is None:
+        config["callbacks"] = handlers
+    elif isinstance(given, list):
+        config["callbacks"] = [*given, observer]
+    else:  # a callback manager
+        given = given.copy()
+        given.add_handler(observer, inherit=True)
+        config["callbacks"] = given
+    context = observer.open_span(resumes)
+    if context is not None:
+        from reactgraph.observability.observer import TRACE_METADATA
+
+        config["metadata"] = {**(config.get("metadata") or {}), TRACE_METADATA: context}
+
+
+_dispatch: Callable[[AgentEvent], None] | None = None
+
+
 def record_event(event: AgentEvent) -> None:
     """Hand an engine event a node emits to the observer of the run it belongs to (called
-    by :func:`reactgraph.events.emit` while :func:`instrument` is on)."""
-    from langchain_core.runnables.config import var_child_runnable_config
+    by :func:`reactgraph.events.emit` while :func:`instrument` is on;
+    :func:`reactgraph.observability.observer.dispatch_event`)."""
+    global _dispatch
+    if _dispatch is None:
+        from reactgraph.observability.observer import dispatch_event
 
-    from reactgraph.observability.observer import RunObserver
-
-    manager = (var_child_runnable_config.get() or {}).get("callbacks")
-    for handler in getattr(manager, "handlers", None) or ():
-        if isinstance(handler, RunObserver):
-            handler.on_agent_event(event, getattr(manager, "parent_run_id", None))
-            return
+        _dispatch = dispatch_event
+    _dispatch(event)

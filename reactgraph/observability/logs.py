@@ -23,6 +23,14 @@ RUN_LOGGER = logging.getLogger("reactgraph.runs")
 REQUEST_LOGGER = logging.getLogger("reactgraph.requests")
 """The logger of the ``request`` lines (the server's)."""
 
+SERVE_LOGGER = logging.getLogger("reactgraph.serve")
+"""What ``reactgraph serve --log-format json`` would otherwise print as text: its start-up
+lines (model, page, workers, MCP servers) at ``INFO`` and its errors at ``ERROR``."""
+
+UVICORN_ACCESS = "uvicorn.access"
+"""uvicorn's access logger: its records' arguments are ``(client, method, path, http
+version, status)``."""
+
 _FIELDS = "reactgraph_fields"
 """The attribute of a log record holding its structured fields."""
 
@@ -62,6 +70,10 @@ class JsonFormatter(logging.Formatter):
             line.update(fields)
         else:
             line["message"] = record.getMessage()
+            if record.name == UVICORN_ACCESS and isinstance(record.args, tuple) and len(record.args) == 5:
+                client, method, path, version, status = record.args
+                line.update({"event": "access", "client": client, "method": method, "path": path,
+                             "http_version": version, "status": status})
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
         return json.dumps(line, ensure_ascii=False, default=str)
@@ -70,7 +82,10 @@ class JsonFormatter(logging.Formatter):
 def configure_logging(log_format: LogFormat = "text", level: int = logging.INFO) -> None:
     """Send the ``reactgraph.runs`` and ``reactgraph.requests`` lines to stderr, as text or
     JSON lines (what ``reactgraph serve --log-format`` does). Other ``reactgraph`` loggers
-    keep their level; in ``json`` every record of the handler is JSON.
+    keep their level. In ``json`` every record of the handler is JSON, and so is every
+    record that reaches the root logger (its handlers get :class:`JsonFormatter`, a stderr
+    one is added when it has none; Python's warnings are logged), and
+    :data:`SERVE_LOGGER`'s lines go the same way.
 
     Args:
         log_format: ``text`` or ``json``.
@@ -83,10 +98,66 @@ def configure_logging(log_format: LogFormat = "text", level: int = logging.INFO)
         raise ValueError(f"log format must be text or json, got {log_format!r}")
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if log_format == "json" else logging.Formatter("%(name)s: %(message)s"))
-    for logger in (RUN_LOGGER, REQUEST_LOGGER):
+    loggers = [RUN_LOGGER, REQUEST_LOGGER]
+    if log_format == "json":
+        root = logging.getLogger()
+        if not root.handlers:
+            root.addHandler(logging.StreamHandler(sys.stderr))
+        for other in root.handlers:
+            other.setFormatter(JsonFormatter())
+        logging.captureWarnings(True)
+        loggers.append(SERVE_LOGGER)
+    for logger in loggers:
         for old in [old for old in logger.handlers if getattr(old, "_reactgraph", False)]:
             logger.removeHandler(old)
         handler._reactgraph = True  # type: ignore[attr-defined]
         logger.addHandler(handler)
         logger.setLevel(level)
         logger.propagate = False
+
+
+def uvicorn_log_config(log_format: LogFormat = "text") -> dict[str, Any]:
+    """uvicorn's ``log_config`` for ``reactgraph serve --log-format``: uvicorn's own for
+    ``text``; for ``json`` its start-up, error and access lines as :class:`JsonFormatter`
+    lines (errors on stderr, access lines on stdout, as uvicorn puts them), loggers of
+    other libraries left as they are.
+
+    Raises:
+        ValueError: An unknown format.
+    """
+    if log_format not in ("text", "json"):
+        raise ValueError(f"log format must be text or json, got {log_format!r}")
+    if log_format == "text":
+        from uvicorn.config import LOGGING_CONFIG
+
+        return LOGGING_CONFIG
+    json_formatter = {"()": f"{JsonFormatter.__module__}.{JsonFormatter.__qualname__}"}
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"json": json_formatter},
+        "handlers": {
+            "default": {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stderr"},
+            "access": {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stdout"},
+        },
+        "loggers": {
+            "uvicorn": {"handlers": ["default"], "level": "INFO", "propagate": False},
+            "uvicorn.error": {"level": "INFO"},
+            UVICORN_ACCESS: {"handlers": ["access"], "level": "INFO", "propagate": False},
+        },
+    }
+
+
+class LogConsole:
+    """Stands in for the terminal's ``rich`` console under ``serve --log-format json``: each
+    line given to :meth:`print` becomes an ``INFO`` record of :data:`SERVE_LOGGER` (its markup
+    taken out), so it is written as JSON like every other line."""
+
+    def print(self, *objects: Any, **_: Any) -> None:
+        """Log what ``rich.console.Console.print`` would have printed, line by line."""
+        from rich.text import Text
+
+        text = " ".join(Text.from_markup(item).plain if isinstance(item, str) else str(item) for item in objects)
+        for line in text.splitlines():
+            if line.strip():
+                SERVE_LOGGER.info(line)

@@ -20,6 +20,7 @@ from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage
+from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.errors import GraphInterrupt
 
 from reactgraph.events import AgentEvent, AnswerDelta, Compacted, Injected, Stalled
@@ -27,7 +28,12 @@ from reactgraph.observability import tracing as names
 from reactgraph.observability.logs import RUN_LOGGER, log_fields
 from reactgraph.observability.metrics import RunMetrics, labelled
 from reactgraph.testing import call_kind_of
-from reactgraph.usage import Usage
+
+try:  # the [otel] extra: spans; without it only metrics and log lines are recorded
+    from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
+    from opentelemetry.trace import set_span_in_context as _in_context
+except ImportError:  # pragma: no cover - the unit suite installs the extra
+    Link = SpanContext = SpanKind = Status = StatusCode = TraceFlags = _in_context = None
 
 TOOL_NODE = "execute_tools"
 """The graph node that runs one tool call: its task is the ``execute_tool`` span."""
@@ -49,12 +55,11 @@ CONTENT_CHARS = 8_000
 """Most characters of one content attribute (messages, arguments, results) when content is
 recorded."""
 
-_unfinished: dict[str, Any] = {}
-"""The span context of each thread's last run in this process that did not finish (it paused
-for approval, failed or was cancelled): its resume's ``invoke_agent`` span links to it. The
-most recent :data:`UNFINISHED_KEPT` threads are kept."""
-
-UNFINISHED_KEPT = 10_000
+TRACE_METADATA = "reactgraph_trace"
+"""The key, in a run's config ``metadata`` and so in the metadata of every checkpoint the run
+writes (LangGraph's savers copy it there), of the run's ``invoke_agent`` span context as
+``<trace id, 32 hex>-<span id, 16 hex>``. A run that resumes the thread, in this process or
+another, reads it from the checkpoint it resumes and links its own span to it."""
 
 _approvals_waiting: set[tuple[str | None, str]] = set()
 """``(thread id, tool call id)`` of the calls this process saw pause for a decision, so a
@@ -116,6 +121,8 @@ class _RunState:
     started: float
     kind: str
     span: Any = None
+    context: Any = None
+    attributes: dict[str, Any] = field(default_factory=dict)
     parents: dict[UUID, UUID | None] = field(default_factory=dict)
     spans: dict[UUID, Any] = field(default_factory=dict)
     chats: dict[UUID, _Chat] = field(default_factory=dict)
@@ -123,7 +130,9 @@ class _RunState:
     round_span: Any = None
     rounds: int = 0
     mode: str | None = None
-    usage: Usage = field(default_factory=Usage)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    model_calls: int = 0
     answered: bool = False
     paused: bool = False
 
@@ -158,6 +167,47 @@ def _step_record(outputs: Any) -> dict[str, Any] | None:
             record = update["steps"][0]
             return record if isinstance(record, dict) else None
     return None
+
+
+def format_span_context(context: Any) -> str:
+    """A span context as :data:`TRACE_METADATA` writes it: ``<trace id>-<span id>`` in hex."""
+    return f"{context.trace_id:032x}-{context.span_id:016x}"
+
+
+def parse_span_context(text: Any) -> Any:
+    """The (remote, sampled) span context :func:`format_span_context` wrote, ``None`` for
+    anything else (no value, another shape, zero ids, no OpenTelemetry)."""
+    if SpanContext is None or not isinstance(text, str) or len(text) != 49 or text[32] != "-":
+        return None
+    try:
+        trace_id, span_id = int(text[:32], 16), int(text[33:], 16)
+    except ValueError:
+        return None
+    if not trace_id or not span_id:
+        return None
+    return SpanContext(trace_id, span_id, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED))
+
+
+OBSERVED_EVENTS = (AnswerDelta, Compacted, Injected, Stalled)
+"""The engine events the observer records (:meth:`RunObserver.on_agent_event`); the others
+are not looked at."""
+
+
+def dispatch_event(event: AgentEvent) -> None:
+    """Hand ``event``, emitted by a node, to the :class:`RunObserver` of the run it is emitted
+    in (found in the node's callbacks), when it is one the observer records."""
+    if not isinstance(event, OBSERVED_EVENTS):
+        return
+    manager = (var_child_runnable_config.get() or {}).get("callbacks")
+    for handler in getattr(manager, "handlers", None) or ():
+        if isinstance(handler, RunObserver):
+            handler.on_agent_event(event, getattr(manager, "parent_run_id", None))
+            return
+
+
+def _present(attributes: dict[str, Any]) -> dict[str, Any]:
+    """``attributes`` without the ``None`` values (OpenTelemetry takes none)."""
+    return {key: value for key, value in attributes.items() if value is not None}
 
 
 def _is_task(name: str | None, metadata: Mapping[str, Any] | None, tags: Sequence[str] | None) -> bool:
@@ -199,17 +249,51 @@ class RunObserver(BaseCallbackHandler):
         self.failure_reason = failure_reason
         self.request = request
         self.state: _RunState | None = None
+        self._opened: Any = None
 
     # spans --------------------------------------------------------------------------------
 
-    def _start_span(self, name: str, parent: Any, attributes: dict[str, Any], client: bool = False,
-                    links: Any = None) -> Any:
-        from opentelemetry.trace import SpanKind, set_span_in_context
+    def open_span(self, resumes: Mapping[str, Any] | None = None) -> str | None:
+        """Start the span of the run this observer is given next (its graph run adopts it
+        when it starts) and say its context, to be written in the run's config ``metadata``
+        under :data:`TRACE_METADATA`, so every checkpoint of the run carries it.
 
-        return self.instrumentation.tracer.start_span(
-            name, context=set_span_in_context(parent) if parent is not None else None,
-            kind=SpanKind.CLIENT if client else SpanKind.INTERNAL, links=links,
-            attributes={key: value for key, value in attributes.items() if value is not None})
+        Args:
+            resumes: The metadata of the checkpoint the run continues (a resume): a span
+                context it holds under :data:`TRACE_METADATA` becomes a link
+                (``reactgraph.link=resumes``) of the new span, whichever process wrote it.
+
+        Returns:
+            The span context as :func:`format_span_context` writes it; ``None`` without
+            tracing.
+        """
+        tracer = self.instrumentation.tracer
+        if tracer is None:
+            return None
+        earlier = parse_span_context((resumes or {}).get(TRACE_METADATA))
+        links = [Link(earlier, {"reactgraph.link": "resumes"})] if earlier is not None else None
+        attributes = {names.OPERATION: "invoke_agent"}
+        if self.thread_id is not None:
+            attributes[names.CONVERSATION_ID] = self.thread_id
+        if self.request is not None:
+            attributes["reactgraph.request.id"] = self.request.request_id
+        self._opened = tracer.start_span("invoke_agent", kind=SpanKind.INTERNAL, links=links, attributes=attributes)
+        return format_span_context(self._opened.get_span_context())
+
+    def _start_span(self, name: str, context: Any, attributes: dict[str, Any], kind: Any = None) -> Any:
+        """A span under ``context`` (a parent's context, ``None``: the current one);
+        ``attributes`` hold no ``None``."""
+        return self.instrumentation.tracer.start_span(name, context=context, kind=kind or SpanKind.INTERNAL,
+                                                      attributes=attributes)
+
+    @staticmethod
+    def _context(state: _RunState, span: Any) -> Any:
+        """The context whose current span is ``span`` (the run's is made once)."""
+        if span is state.span:
+            if state.context is None:
+                state.context = _in_context(span)
+            return state.context
+        return _in_context(span)
 
     def _parent_span(self, state: _RunState, run_id: UUID | None) -> Any:
         """The span of ``run_id`` or of its nearest ancestor that has one; below the root,
@@ -225,8 +309,6 @@ class RunObserver(BaseCallbackHandler):
 
     @staticmethod
     def _error(span: Any, error: BaseException | str, error_type: str | None = None) -> None:
-        from opentelemetry.trace import Status, StatusCode
-
         if isinstance(error, BaseException):
             span.record_exception(error)
             error_type = error_type or type(error).__name__
@@ -250,46 +332,47 @@ class RunObserver(BaseCallbackHandler):
         name = kwargs.get("name")
         if not _is_task(name, metadata, tags):
             return
+        tool = None
         if name == TOOL_NODE and isinstance(inputs, dict) and isinstance(inputs.get("call"), dict):
             call = inputs["call"]
-            tool = _Tool(str(call.get("name") or "unknown"), str(call.get("id") or ""))
-            state.tools[run_id] = tool
+            tool = state.tools[run_id] = _Tool(str(call.get("name") or "unknown"), str(call.get("id") or ""))
         if self.instrumentation.tracer is None:
             return
+        if tool is None and state.round_span is None and name not in ROUND_NODES and not self.instrumentation.node_spans:
+            return  # a node without a span of its own, outside a plan round: its calls go to the span above it
         parent = self._parent_span(state, parent_run_id)
         if parent is state.round_span and (name == PLAN_NODE or name not in ROUND_NODES):  # the round is over
             state.round_span.end()
             state.round_span, parent = None, state.span
         if name == PLAN_NODE and parent is state.span:
             state.rounds += 1
-            state.round_span = self._start_span(f"plan_round {state.rounds}", state.span,
+            state.round_span = self._start_span(f"plan_round {state.rounds}", self._context(state, state.span),
                                                 {"reactgraph.dag.round": state.rounds})
             parent = state.round_span
-        attributes: dict[str, Any] = {}
-        if run_id in state.tools:
-            tool = state.tools[run_id]
+        if tool is not None:
             span_name = f"execute_tool {tool.name}"
-            attributes.update({names.OPERATION: "execute_tool", names.TOOL_NAME: tool.name,
-                               names.TOOL_CALL_ID: tool.call_id, names.TOOL_TYPE: "function",
-                               "reactgraph.iteration": inputs.get("iteration")})
+            attributes: dict[str, Any] = {names.OPERATION: "execute_tool", names.TOOL_NAME: tool.name,
+                                          names.TOOL_CALL_ID: tool.call_id, names.TOOL_TYPE: "function"}
+            if inputs.get("iteration") is not None:
+                attributes["reactgraph.iteration"] = inputs["iteration"]
             if self.instrumentation.capture_content:
                 attributes[names.TOOL_ARGUMENTS] = _json(inputs["call"].get("args"))
         elif name == STEP_NODE and isinstance(inputs, dict) and isinstance(inputs.get("step"), dict):
             step = inputs["step"]
             span_name = f"dag_step {step.get('id')}"
-            attributes.update({"reactgraph.dag.step_id": step.get("id"), "reactgraph.dag.round": inputs.get("round"),
-                               "reactgraph.dag.dependencies": [str(dep) for dep in step.get("dependencies") or []]})
+            attributes = _present({"reactgraph.dag.step_id": step.get("id"), "reactgraph.dag.round": inputs.get("round"),
+                                   "reactgraph.dag.dependencies": [str(dep) for dep in step.get("dependencies") or []]})
             if self.instrumentation.capture_content:
                 attributes["reactgraph.dag.task"] = _cut(str(step.get("task")))
         elif self.instrumentation.node_spans:
             span_name = name
-            attributes.update({"langgraph.node": name, "langgraph.step": (metadata or {}).get("langgraph_step")})
+            attributes = _present({"langgraph.node": name, "langgraph.step": (metadata or {}).get("langgraph_step")})
         else:  # the node's model calls and events go to the span above it
             return
-        span = self._start_span(span_name, parent, attributes)
+        span = self._start_span(span_name, self._context(state, parent), attributes)
         state.spans[run_id] = span
-        if run_id in state.tools:
-            state.tools[run_id].span = span
+        if tool is not None:
+            tool.span = span
 
     def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
         """A run ended: the graph's (the run's end), a node's task, or an inner runnable."""
@@ -302,7 +385,7 @@ class RunObserver(BaseCallbackHandler):
         if state.mode is None and isinstance(outputs, dict) and outputs.get("mode") in ("native", "json"):
             state.mode = outputs["mode"]
             if state.span is not None:
-                state.span.set_attribute("reactgraph.mode", state.mode)
+                state.attributes["reactgraph.mode"] = state.mode
         tool = state.tools.pop(run_id, None)
         if tool is not None:
             self._tool_ended(state, tool, _step_record(outputs))
@@ -340,22 +423,18 @@ class RunObserver(BaseCallbackHandler):
             metrics.runs_running.inc()
         if self.instrumentation.tracer is None:
             return
-        attributes: dict[str, Any] = {
-            names.OPERATION: "invoke_agent", names.AGENT_NAME: name, names.CONVERSATION_ID: self.thread_id,
-            "reactgraph.run.id": str(run_id), "reactgraph.run.kind": kind,
-            "reactgraph.request.id": self.request.request_id if self.request is not None else None,
-        }
+        attributes: dict[str, Any] = {names.AGENT_NAME: name, "reactgraph.run.id": str(run_id),
+                                      "reactgraph.run.kind": kind}
         if self.instrumentation.capture_content and kind == "start":
             attributes[names.INPUT_MESSAGES] = _json([_message_parts(message) for message in inputs["messages"]
                                                       if isinstance(message, BaseMessage)])
-        links = None
-        earlier = _unfinished.pop(self.thread_id, None) if kind == "resume" and self.thread_id else None
-        if earlier is not None:  # the run this one continues
-            from opentelemetry.trace import Link
-
-            links = [Link(earlier, {"reactgraph.link": "resumes"})]
-        state.span = self._start_span(f"invoke_agent {name}", None, attributes, links=links)
-        state.spans[run_id] = state.span
+        span, self._opened = self._opened, None
+        if span is None:  # no open_span: a graph run given run_callbacks, or this handler's next run
+            self.open_span()
+            span, self._opened = self._opened, None
+        span.update_name(f"invoke_agent {name}")
+        state.attributes = attributes  # set with the run's end, in one call
+        state.span = state.spans[run_id] = span
 
     def _run_ended(self, state: _RunState, outputs: dict[str, Any], error: BaseException | None) -> None:
         seconds = time.perf_counter() - state.started
@@ -377,32 +456,27 @@ class RunObserver(BaseCallbackHandler):
             for left in [*state.spans.values(), state.round_span]:  # a cancelled run's tasks never reported their end
                 if left is not None and left is not span:
                     left.end()
-            context = span.get_span_context()
-            trace_id, span_id = format(context.trace_id, "032x"), format(context.span_id, "016x")
-            if self.thread_id and finish in ("waiting", "cancelled", self.failure_reason):
-                _unfinished.pop(self.thread_id, None)
-                _unfinished[self.thread_id] = context
-                while len(_unfinished) > UNFINISHED_KEPT:
-                    _unfinished.pop(next(iter(_unfinished)))
-            span.set_attributes({"reactgraph.finish_reason": finish, names.INPUT_TOKENS: state.usage.input_tokens,
-                                 names.OUTPUT_TOKENS: state.usage.output_tokens,
-                                 "reactgraph.model_calls": state.usage.model_calls})
+            trace_id, span_id = format_span_context(span.get_span_context()).split("-")
+            ending = state.attributes
+            ending.update({"reactgraph.finish_reason": finish, names.INPUT_TOKENS: state.input_tokens,
+                           names.OUTPUT_TOKENS: state.output_tokens, "reactgraph.model_calls": state.model_calls})
             if "iteration" in outputs:
-                span.set_attribute("reactgraph.iterations", int(outputs.get("iteration") or 0))
+                ending["reactgraph.iterations"] = int(outputs.get("iteration") or 0)
+            if self.instrumentation.capture_content and isinstance(outputs.get("answer"), str):
+                ending[names.OUTPUT_MESSAGES] = _json([{"role": "assistant", "parts": [
+                    {"type": "text", "content": outputs.get("synthesis") or outputs["answer"]}]}])
+            span.set_attributes(ending)
             if error is not None and finish == self.failure_reason:
                 self._error(span, error)
-            if self.instrumentation.capture_content and isinstance(outputs.get("answer"), str):
-                span.set_attribute(names.OUTPUT_MESSAGES, _json([{"role": "assistant", "parts": [
-                    {"type": "text", "content": outputs.get("synthesis") or outputs["answer"]}]}]))
             span.end()
         if self.request is not None:
             self.request.run_id, self.request.finish_reason, self.request.trace_id = str(state.run_id), finish, trace_id
-            self.request.model_calls = state.usage.model_calls
-            self.request.input_tokens, self.request.output_tokens = state.usage.input_tokens, state.usage.output_tokens
+            self.request.model_calls = state.model_calls
+            self.request.input_tokens, self.request.output_tokens = state.input_tokens, state.output_tokens
         log_fields(RUN_LOGGER, "run_end", {
             "thread_id": self.thread_id, "run_id": str(state.run_id), "kind": state.kind, "finish_reason": finish,
-            "model_calls": state.usage.model_calls, "input_tokens": state.usage.input_tokens,
-            "output_tokens": state.usage.output_tokens, "seconds": round(seconds, 3),
+            "model_calls": state.model_calls, "input_tokens": state.input_tokens,
+            "output_tokens": state.output_tokens, "seconds": round(seconds, 3),
             "request_id": self.request.request_id if self.request is not None else None,
             "trace_id": trace_id, "span_id": span_id,
         })
@@ -434,13 +508,14 @@ class RunObserver(BaseCallbackHandler):
         span = tool.span
         if span is None:
             return
-        span.set_attribute("reactgraph.tool.outcome", outcome)
+        ending = {"reactgraph.tool.outcome": outcome}
         if approval is not None:
-            span.set_attribute("reactgraph.tool.approval", approval)
+            ending["reactgraph.tool.approval"] = approval
+        if self.instrumentation.capture_content and "observation" in record:
+            ending[names.TOOL_RESULT] = _cut(str(record["observation"]))
+        span.set_attributes(ending)
         if error:
             self._error(span, str(error), "tool_error")
-        if self.instrumentation.capture_content and "observation" in record:
-            span.set_attribute(names.TOOL_RESULT, _cut(str(record["observation"])))
 
     # model calls --------------------------------------------------------------------------
 
@@ -456,19 +531,21 @@ class RunObserver(BaseCallbackHandler):
         chat = state.chats[run_id] = _Chat(call_kind_of(metadata, tags), time.perf_counter())
         if self.instrumentation.tracer is None:
             return
-        params = kwargs.get("invocation_params") or {}
-        model = metadata.get("ls_model_name") or params.get("model") or params.get("model_name") or params.get("_type")
-        node = metadata.get("langgraph_node")
-        attributes: dict[str, Any] = {
-            names.OPERATION: "chat", names.PROVIDER: metadata.get("ls_provider"), names.REQUEST_MODEL: model,
-            names.REQUEST_TEMPERATURE: metadata.get("ls_temperature"),
-            names.REQUEST_MAX_TOKENS: metadata.get("ls_max_tokens"),
-            "reactgraph.phase": chat.phase, "reactgraph.mode": LOOP_NODE_MODES.get(node, state.mode),
-        }
+        model = metadata.get("ls_model_name")
+        if not model:
+            params = kwargs.get("invocation_params") or {}
+            model = params.get("model") or params.get("model_name") or params.get("_type")
+        attributes: dict[str, Any] = {names.OPERATION: "chat", "reactgraph.phase": chat.phase}
+        for key, value in ((names.PROVIDER, metadata.get("ls_provider")), (names.REQUEST_MODEL, model),
+                           (names.REQUEST_TEMPERATURE, metadata.get("ls_temperature")),
+                           (names.REQUEST_MAX_TOKENS, metadata.get("ls_max_tokens")),
+                           ("reactgraph.mode", LOOP_NODE_MODES.get(metadata.get("langgraph_node"), state.mode))):
+            if value is not None:
+                attributes[key] = value
         if self.instrumentation.capture_content and messages:
             attributes[names.INPUT_MESSAGES] = _json([_message_parts(message) for message in messages[0]])
-        chat.span = self._start_span(f"chat {model}" if model else "chat", self._parent_span(state, parent_run_id),
-                                     attributes, client=True)
+        parent = self._context(state, self._parent_span(state, parent_run_id))
+        chat.span = self._start_span(f"chat {model}" if model else "chat", parent, attributes, SpanKind.CLIENT)
         state.spans[run_id] = chat.span
 
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
@@ -478,30 +555,38 @@ class RunObserver(BaseCallbackHandler):
         if state is None or chat is None:
             return
         state.spans.pop(run_id, None)
-        generations = [item for batch in response.generations or [] for item in batch]
-        message = getattr(generations[0], "message", None) if generations else None
-        usage = Usage.from_message(message)
-        state.usage = state.usage.add(usage)
+        batch = response.generations[0] if response.generations else None
+        generation = batch[0] if batch else None
+        message = getattr(generation, "message", None)
+        usage = getattr(message, "usage_metadata", None) or {}
+        input_tokens, output_tokens = int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
+        state.input_tokens += input_tokens
+        state.output_tokens += output_tokens
+        state.model_calls += 1
         metrics = self.instrumentation.metrics
         if metrics is not None:
             labelled(metrics.model_calls, chat.phase, "ok").inc()
             labelled(metrics.model_call_duration, chat.phase).observe(time.perf_counter() - chat.started)
-            labelled(metrics.tokens, chat.phase, "input").inc(usage.input_tokens)
-            labelled(metrics.tokens, chat.phase, "output").inc(usage.output_tokens)
+            labelled(metrics.tokens, chat.phase, "input").inc(input_tokens)
+            labelled(metrics.tokens, chat.phase, "output").inc(output_tokens)
         span = chat.span
         if span is None:
             return
         reported = getattr(message, "response_metadata", None) or {}
-        info = getattr(generations[0], "generation_info", None) or {} if generations else {}
-        finish = reported.get("finish_reason") or reported.get("stop_reason") or info.get("finish_reason")
+        finish = reported.get("finish_reason") or reported.get("stop_reason")
+        if finish is None and generation is not None:
+            finish = (getattr(generation, "generation_info", None) or {}).get("finish_reason")
         if finish is None and message is not None:
             finish = "tool_calls" if getattr(message, "tool_calls", None) else "stop"
-        span.set_attributes({key: value for key, value in {
-            names.INPUT_TOKENS: usage.input_tokens, names.OUTPUT_TOKENS: usage.output_tokens,
-            names.FINISH_REASONS: [str(finish)] if finish is not None else None,
-            names.RESPONSE_MODEL: reported.get("model_name") or reported.get("model"),
-            names.RESPONSE_ID: reported.get("id"),
-        }.items() if value is not None})
+        ending: dict[str, Any] = {names.INPUT_TOKENS: input_tokens, names.OUTPUT_TOKENS: output_tokens}
+        if finish is not None:
+            ending[names.FINISH_REASONS] = [str(finish)]
+        model = reported.get("model_name") or reported.get("model")
+        if model is not None:
+            ending[names.RESPONSE_MODEL] = model
+        if reported.get("id") is not None:
+            ending[names.RESPONSE_ID] = reported["id"]
+        span.set_attributes(ending)
         if self.instrumentation.capture_content and isinstance(message, BaseMessage):
             span.set_attribute(names.OUTPUT_MESSAGES, _json([_message_parts(message)]))
         span.end()
@@ -538,7 +623,7 @@ class RunObserver(BaseCallbackHandler):
                 if metrics is not None:
                     metrics.first_answer_token.observe(seconds)
                 if state.span is not None:
-                    state.span.set_attribute("reactgraph.time_to_first_answer_token", round(seconds, 6))
+                    state.attributes["reactgraph.time_to_first_answer_token"] = round(seconds, 6)
             return
         if isinstance(event, Compacted) and metrics is not None:
             metrics.compactions.inc()

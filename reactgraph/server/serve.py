@@ -18,6 +18,7 @@ from reactgraph.dag import DAGAgent, DAGSettings
 from reactgraph.checkpointing import open_persistence
 from reactgraph.config import AgentSettings
 from reactgraph.mcp import MCPTools, load_mcp_tools
+from reactgraph.observability.logs import LogFormat, uvicorn_log_config
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,8 @@ def tune_gc() -> None:
     gc.freeze()
 
 
-async def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8000, sock: socket.socket | None = None) -> None:
+async def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8000, sock: socket.socket | None = None,
+                log_format: LogFormat = "text") -> None:
     """Serve ``app`` with uvicorn in the running event loop until the process is told to
     stop (Ctrl-C / SIGTERM), then return. The process's garbage collector is set up for
     serving first (:func:`tune_gc`).
@@ -151,12 +153,15 @@ async def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8000, sock: s
         port: TCP port (0 picks a free one; uvicorn logs the address).
         sock: A socket already listening (a worker of ``serve --workers``,
             :mod:`reactgraph.server.workers`); ``host`` and ``port`` then only name it.
+        log_format: uvicorn's own lines (start-up, access, errors) as text or as JSON lines
+            (:func:`reactgraph.observability.logs.uvicorn_log_config`; issue 40).
 
     Raises:
         OSError: The address is in use or not available (uvicorn logs the cause).
     """
     tune_gc()
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info", lifespan="off"))
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info", lifespan="off",
+                                           log_config=uvicorn_log_config(log_format)))
     try:
         await server.serve(sockets=[sock] if sock is not None else None)
     except SystemExit as exc:  # uvicorn exits when it cannot bind; its log line says why

@@ -34,7 +34,7 @@ from tests.integration.test_workers import client, free_port, workers_of
 from tests.processes import REPO
 from tests.serving import parse_sse
 
-pytestmark = [pytest.mark.integration, pytest.mark.postgres]
+pytestmark = pytest.mark.integration
 
 RUNS = 20
 SCRIPT = {"by_message": {"tool": "get_equipment_status", "arg": "equipment_id"}, "delay": 0.5}
@@ -98,30 +98,85 @@ def value(samples, name: str, **labels) -> float:
     return samples.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
-def start_serve(postgres_url: str, tmp_path, port: int, receiver: Receiver) -> subprocess.Popen:
-    env = {**os.environ, "REACTGRAPH_HOME": str(tmp_path / "home"), "PYTHONPATH": str(REPO),
-           "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_SERVICE_NAME": "plant-agents",
-           "OTEL_BSP_SCHEDULE_DELAY": "100", "REACTGRAPH_API_KEY": "observe-key"}
+def start_json_serve(tmp_path, port: int, options: list[str], env: dict[str, str], workers: int = 1,
+                     ) -> tuple[subprocess.Popen, list[str]]:
+    """``serve --log-format json`` with the scripted model, once it takes connections (as
+    its JSON lines on stderr say); returns the process and the stderr lines read so far."""
+    env = {**os.environ, "REACTGRAPH_HOME": str(tmp_path / "home"), "PYTHONPATH": str(REPO), **env}
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     env.pop("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", None)
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.scripted_cli", json.dumps(SCRIPT), "serve", "--workers", "2", "--port", str(port),
-         "--checkpoints", postgres_url, "--db", str(tmp_path / "plant.db"), "--otel", "--log-format", "json"],
+        [sys.executable, "-m", "tests.scripted_cli", json.dumps(SCRIPT), "serve", "--workers", str(workers),
+         "--port", str(port), "--db", str(tmp_path / "plant.db"), "--log-format", "json", *options],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    pages = 0
-    while pages < 2:
-        line = process.stdout.readline()
+    seen: list[str] = []
+    # a worker of --workers takes connections on the supervisor's socket once it said its page;
+    # a lone server once uvicorn listens
+    while (sum('"page: http' in line for line in seen) < workers if workers > 1
+           else not any("Uvicorn running on" in line for line in seen)):
+        line = process.stderr.readline()
         if not line:
             process.wait(timeout=30)
-            raise AssertionError(f"serve did not start: {process.stderr.read()}")
-        pages += line.startswith("page: ")
-    return process
+            raise AssertionError(f"serve did not start: {''.join(seen)}{process.stderr.read()}")
+        seen.append(line)
+    return process, seen
 
 
+def json_lines(*outputs: str) -> list[dict]:
+    """Every line of the outputs, each parsed as one JSON object (a line that is not fails)."""
+    lines = [line for output in outputs for line in output.splitlines()]
+    parsed = []
+    for line in lines:
+        try:
+            parsed.append(json.loads(line))
+        except json.JSONDecodeError:
+            raise AssertionError(f"not a JSON line: {line!r}") from None
+    assert all(isinstance(item, dict) and {"ts", "level", "logger", "pid"} <= set(item) for item in parsed)
+    return parsed
+
+
+def start_serve(postgres_url: str, tmp_path, port: int, receiver: Receiver) -> tuple[subprocess.Popen, list[str]]:
+    return start_json_serve(tmp_path, port, ["--checkpoints", postgres_url, "--otel"], {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_SERVICE_NAME": "plant-agents",
+        "OTEL_BSP_SCHEDULE_DELAY": "100", "REACTGRAPH_API_KEY": "observe-key"}, workers=2)
+
+
+async def test_every_line_serve_prints_under_log_format_json_is_json(tmp_path):
+    """uvicorn's start-up, access and shutdown lines, reactgraph's own start-up lines and the
+    request and run_end lines: one JSON object each, on stdout and stderr alike (issue 40)."""
+    port = free_port()
+    serve, started = start_json_serve(tmp_path, port, ["--checkpoints", str(tmp_path / "threads.db")], {})
+    try:
+        async with client(f"http://127.0.0.1:{port}") as http:
+            answer = await http.post("/threads/json-1/runs", json={"message": "CNC-001 status?"})
+            assert parse_sse(answer.text)[-1][1]["finish_reason"] == "final_answer"
+            assert (await http.get("/metrics")).status_code == 200
+            assert (await http.get("/no-such-page")).status_code == 404
+    finally:
+        serve.terminate()
+        stdout, stderr = serve.communicate(timeout=60)
+    lines = json_lines("".join(started), stderr, stdout)
+    by_logger = {}
+    for line in lines:
+        by_logger.setdefault(line["logger"], []).append(line)
+    said = [line["message"] for line in by_logger["reactgraph.serve"]]
+    assert any(text.startswith("model: ") for text in said) and any(text.startswith("page: http") for text in said)
+    uvicorn_said = " ".join(line["message"] for line in by_logger["uvicorn.error"])
+    assert "Uvicorn running on" in uvicorn_said or "Started server process" in uvicorn_said
+    assert "Shutting down" in uvicorn_said
+    access = {(line["method"], line["path"], line["status"]) for line in by_logger["uvicorn.access"]}
+    assert {("POST", "/threads/json-1/runs", 200), ("GET", "/metrics", 200), ("GET", "/no-such-page", 404)} <= access
+    [run_end] = by_logger["reactgraph.runs"]
+    assert run_end["event"] == "run_end" and run_end["thread_id"] == "json-1"
+    assert {line["route"] for line in by_logger["reactgraph.requests"]} >= {"/threads/{thread_id}/runs", "/metrics"}
+    assert {line["pid"] for line in lines} == {serve.pid}
+
+
+@pytest.mark.postgres
 async def test_twenty_runs_on_two_workers_export_spans_metrics_and_json_logs(postgres_url, tmp_path):
     receiver = Receiver()
     port = free_port()
-    serve = start_serve(postgres_url, tmp_path, port, receiver)
+    serve, said = start_serve(postgres_url, tmp_path, port, receiver)
     key = {"Authorization": "Bearer observe-key"}
     prefix = uuid.uuid4().hex[:8]
     try:
@@ -148,7 +203,7 @@ async def test_twenty_runs_on_two_workers_export_spans_metrics_and_json_logs(pos
             assert (await http.get("/metrics")).status_code == 401
     finally:
         serve.terminate()
-        _, stderr = serve.communicate(timeout=60)
+        stdout, stderr = serve.communicate(timeout=60)
 
     for after in afters:  # whichever worker answered, the whole server's counts
         grew = lambda name, **labels: value(after, name, **labels) - value(before, name, **labels)  # noqa: E731
@@ -159,7 +214,7 @@ async def test_twenty_runs_on_two_workers_export_spans_metrics_and_json_logs(pos
         assert grew("reactgraph_http_requests_total", method="POST", route="/threads/{thread_id}/runs",
                     status="200") == RUNS
 
-    lines = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+    lines = json_lines("".join(said), stderr, stdout)  # every line of the supervisor and both workers
     ends = {line["thread_id"]: line for line in lines if line.get("event") == "run_end"}
     assert len(ends) == RUNS and len({line["pid"] for line in ends.values()}) == 2  # both workers ran some
     requests = [line for line in lines if line.get("event") == "request" and line.get("run_id")]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import uuid
 
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler
@@ -27,7 +28,9 @@ from reactgraph import (
     create_react_graph,
     observability,
 )
+from reactgraph.checkpointing import open_persistence
 from reactgraph.observability.logs import JsonFormatter
+from reactgraph.observability.observer import TRACE_METADATA
 from reactgraph.observability.metrics import exposition
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.helpers import HookedModel, log_calls, read_log
@@ -218,6 +221,64 @@ async def test_an_approval_pause_and_its_resume_are_two_traces_of_one_conversati
             - sample(before, "reactgraph_runs_finished_total", finish_reason="waiting")) == 1
     assert (sample(after, "reactgraph_runs_started_total", kind="resume")
             - sample(before, "reactgraph_runs_started_total", kind="resume")) == 1
+
+
+async def test_a_resume_in_another_process_links_its_span_to_the_paused_run_through_the_checkpoint(checkpoint_url):
+    """Worker A pauses a run for approval, worker B (its own tracer provider and checkpointer
+    connection, nothing shared in memory) resumes it: the paused run's span context is in the
+    metadata of the checkpoint it left, and B's ``invoke_agent`` span links to it (R13.9)."""
+    exporters = []
+
+    def worker() -> InMemorySpanExporter:
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        observability.instrument(tracer_provider=provider)
+        exporters.append(exporter)
+        return exporter
+
+    thread = f"cross-{uuid.uuid4().hex[:8]}"
+    approve = AgentSettings(approval={"stop_line": "always"})
+    try:
+        first = worker()
+        async with open_persistence(checkpoint_url) as persistence:
+            model = ScriptedChatModel(responses=[AIMessage("", tool_calls=[tool_call("stop_line", {"line": "L1"}, "s1")])])
+            agent = ReActAgent(model, [stop_line], abilities=NATIVE, settings=approve,
+                               checkpointer=persistence.checkpointer, interrupt_queue=persistence.interrupt_queue)
+            assert (await agent.run("stop L1", thread_id=thread)).waiting
+        [paused] = [span for span in first.get_finished_spans() if span.name.startswith("invoke_agent")]
+        assert paused.name == "invoke_agent reactgraph" and paused.attributes["reactgraph.finish_reason"] == "waiting"
+
+        second = worker()
+        async with open_persistence(checkpoint_url) as persistence:
+            model = ScriptedChatModel(responses=["L1 stopped."], synthesis="L1 is stopped.")
+            agent = ReActAgent(model, [stop_line], abilities=NATIVE, settings=approve,
+                               checkpointer=persistence.checkpointer, interrupt_queue=persistence.interrupt_queue)
+            checkpoint = await agent.graph.aget_state({"configurable": {"thread_id": thread}})
+            context = paused.context
+            assert checkpoint.metadata[TRACE_METADATA] == f"{context.trace_id:032x}-{context.span_id:016x}"
+            assert (await agent.resume(thread, {"s1": "approve"})).finish_reason == "final_answer"
+    finally:
+        observability.uninstrument()
+
+    [resumed] = [span for span in second.get_finished_spans() if span.name.startswith("invoke_agent")]
+    assert resumed.attributes["reactgraph.run.kind"] == "resume"
+    assert resumed.context.trace_id != paused.context.trace_id  # linked traces, not one
+    [link] = resumed.links
+    assert (link.context.trace_id, link.context.span_id) == (paused.context.trace_id, paused.context.span_id)
+    assert link.attributes["reactgraph.link"] == "resumes"
+    # a new turn on the thread starts unlinked: only a resume continues an earlier run
+    third = worker()
+    try:
+        async with open_persistence(checkpoint_url) as persistence:
+            agent = ReActAgent(ScriptedChatModel(responses=["Nothing to do."]), [stop_line], abilities=NATIVE,
+                               settings=approve, checkpointer=persistence.checkpointer,
+                               interrupt_queue=persistence.interrupt_queue)
+            await agent.run("anything else?", thread_id=thread)
+    finally:
+        observability.uninstrument()
+    [fresh] = [span for span in third.get_finished_spans() if span.name.startswith("invoke_agent")]
+    assert fresh.attributes["reactgraph.run.kind"] == "start" and not fresh.links
 
 
 async def test_compaction_and_a_follow_up_are_events_on_their_nodes_spans(spans):

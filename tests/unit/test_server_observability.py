@@ -5,12 +5,14 @@ during and after 20 concurrent runs on a real uvicorn server, its authentication
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import logging
 import re
 
 import httpx
 import pytest
+import uvicorn.config
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -18,7 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent, observability
 from reactgraph.cli import _parser, _server_settings
-from reactgraph.observability.logs import JsonFormatter
+from reactgraph.observability.logs import JsonFormatter, LogConsole, uvicorn_log_config
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.serving import parse_sse, running_server
@@ -182,3 +184,29 @@ async def test_serve_options_set_the_metrics_and_no_metrics_means_no_route_and_n
     async with running_server(create_app(agent, off)) as base, httpx.AsyncClient(base_url=base) as http:
         assert (await http.get("/metrics")).status_code == 404
     assert observability.active is None and "callbacks" not in agent._config("t", synthesize=True)[0]
+
+
+def test_uvicorn_access_records_and_serve_lines_become_json_lines(caplog):
+    """Under ``serve --log-format json`` uvicorn's records go through :class:`JsonFormatter`
+    (its access lines with their fields) and what ``serve`` prints is a ``reactgraph.serve``
+    record without its terminal markup (issue 40; the integration test reads a real server)."""
+    config = uvicorn_log_config("json")
+    assert config["disable_existing_loggers"] is False  # reactgraph's loggers keep working
+    factory = config["formatters"]["json"]["()"]
+    module, _, name = factory.rpartition(".")
+    assert getattr(importlib.import_module(module), name) is JsonFormatter
+    assert {handler["formatter"] for handler in config["handlers"].values()} == {"json"}
+    assert set(config["loggers"]) == {"uvicorn", "uvicorn.error", "uvicorn.access"}
+    assert uvicorn_log_config("text") is uvicorn.config.LOGGING_CONFIG
+
+    record = logging.LogRecord("uvicorn.access", logging.INFO, __file__, 1, '%s - "%s %s HTTP/%s" %d',
+                               ("127.0.0.1:5000", "GET", "/metrics", "1.1", 200), None)
+    line = json.loads(JsonFormatter().format(record))
+    assert line["logger"] == "uvicorn.access" and line["event"] == "access" and line["status"] == 200
+    assert (line["method"], line["path"], line["client"]) == ("GET", "/metrics", "127.0.0.1:5000")
+    assert line["message"] == '127.0.0.1:5000 - "GET /metrics HTTP/1.1" 200'
+
+    with caplog.at_level(logging.INFO, logger="reactgraph.serve"):
+        LogConsole().print("[dim]model: scripted · tools: 3[/dim]\n[bold]page: http://127.0.0.1:8000/[/bold]")
+    said = [record.getMessage() for record in caplog.records if record.name == "reactgraph.serve"]
+    assert said == ["model: scripted · tools: 3", "page: http://127.0.0.1:8000/"]
