@@ -46,6 +46,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rich.console import Console
+from rich.live import Live
+from rich.markdown import Markdown
 from rich.markup import escape
 
 from reactgraph.cli_dag import build_dag_agent, print_dag_event
@@ -389,9 +391,41 @@ class _Printed:
         return self.done.finish_reason if self.done is not None else None
 
 
+class _AnswerView:
+    """The answer as it streams: on a terminal, rendered as Markdown while it grows (lists,
+    tables and bold show as such, not as ``**`` and ``|``); elsewhere (a pipe, a file) the raw
+    text, chunk by chunk."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.text = ""
+        self.live: Live | None = None
+
+    def start(self) -> None:
+        self.text = ""
+        if self.console.is_terminal:
+            self.live = Live(Markdown(""), console=self.console, auto_refresh=False, vertical_overflow="visible")
+            self.live.start()
+
+    def add(self, chunk: str) -> None:
+        self.text += chunk
+        if self.live is not None:
+            self.live.update(Markdown(self.text), refresh=True)
+        else:
+            self.console.print(chunk, end="", markup=False, highlight=False, soft_wrap=True)
+
+    def stop(self) -> None:
+        if self.live is not None:
+            self.live.stop()
+            self.live = None
+        else:
+            self.console.print()
+
+
 async def _print_events(console: Console, events: Any, *, dag: bool = False) -> _Printed:
     """Print a run's typed events as they come (DAG-mode events too when ``dag``)."""
     printed = _Printed()
+    answer = _AnswerView(console)
     async for event in events:
         if dag and print_dag_event(console, event):
             continue
@@ -408,11 +442,13 @@ async def _print_events(console: Console, events: Any, *, dag: bool = False) -> 
                 console.print("[dim]… writing the answer[/dim]")
             case AnswerStarted():
                 console.rule("answer", style="dim")
+                answer.start()
             case AnswerDelta():
-                console.print(event.content, end="", markup=False, highlight=False, soft_wrap=True)
+                answer.add(event.content)
             case AnswerDone():
-                console.print()
+                answer.stop()
             case AnswerReset():
+                answer.stop()
                 why = f"values not in the tool results: {', '.join(event.ungrounded)}" if event.ungrounded \
                     else "it passed on none of the tool results"
                 console.print(f"[yellow]↺ answer withdrawn ({escape(why)}); writing it again[/yellow]")

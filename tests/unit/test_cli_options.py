@@ -94,3 +94,30 @@ def test_the_default_thread_count_leaves_a_core_free_and_the_environment_overrid
     monkeypatch.setenv(ENV_LOCAL_THREADS, "zero")
     with pytest.raises(ValueError, match=ENV_LOCAL_THREADS):
         LocalModelServer(command=["true"])
+
+
+async def test_the_answer_is_rendered_as_markdown_on_a_terminal_and_kept_raw_in_a_pipe():
+    """What a person sees of an observation answer (issue 36): on a terminal its list and table
+    are drawn, not shown as ``**`` and ``|---|``; piped, the text is passed on as written."""
+    from rich.console import Console
+
+    from reactgraph.cli import _print_events
+    from reactgraph.events import AnswerDelta, AnswerDone, AnswerStarted
+
+    answer = ("CNC-003에 대해 도구가 조회한 결과입니다.\n\n- **State**: warning\n\n"
+              "| id | state |\n|---|---|\n| CNC-001 | normal |\n| CNC-003 | warning |\n")
+
+    async def events():
+        yield AnswerStarted()
+        yield AnswerDelta(content=answer[:40])
+        yield AnswerDelta(content=answer[40:])
+        yield AnswerDone()
+
+    terminal = Console(record=True, width=80, force_terminal=True)
+    await _print_events(terminal, events())
+    shown = terminal.export_text()
+    assert "State: warning" in shown and "**" not in shown and "|---|" not in shown
+    assert "CNC-003" in shown and "warning" in shown and "─" in shown  # the table is drawn
+    pipe = Console(record=True, width=80, force_terminal=False)
+    await _print_events(pipe, events())
+    assert answer.strip() in pipe.export_text()
