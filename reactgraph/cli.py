@@ -181,6 +181,11 @@ def _add_serve_parser(commands: Any) -> None:
                         help="longest accepted message in characters (default: 20000)")
     listen.add_argument("--max-body-bytes", type=int, default=None,
                         help="largest accepted request body in bytes (default: 262144)")
+    listen.add_argument("--head-timeout", type=float, default=None, metavar="SECONDS",
+                        help="most seconds a request's head may take before the connection gets 408 and is closed "
+                             "(default: 10)")
+    listen.add_argument("--body-timeout", type=float, default=None, metavar="SECONDS",
+                        help="most seconds without a byte of a request's body before it gets 408 (default: 30)")
     listen.add_argument("--allowed-host", action="append", dest="allowed_hosts", metavar="HOST",
                         help="a host name clients may address while no $REACTGRAPH_API_KEY is set (repeatable; "
                              "default: localhost, 127.0.0.1, ::1; '*' allows any)")
@@ -568,7 +573,8 @@ def _server_settings(args: argparse.Namespace) -> Any:
 
     options: dict[str, Any] = {"max_message_chars": args.max_message_chars, "max_body_bytes": args.max_body_bytes,
                                "public_metrics": args.public_metrics, "metrics": args.metrics,
-                               "default_mode": "dag" if args.dag else "react"}
+                               "default_mode": "dag" if args.dag else "react",
+                               "head_timeout": args.head_timeout, "body_timeout": args.body_timeout}
     if args.allowed_hosts:
         options["allowed_hosts"] = tuple(args.allowed_hosts)
     elif args.host not in ("0.0.0.0", "::", "", *ServerSettings.allowed_hosts):

@@ -35,10 +35,12 @@ async def running_server(app: FastAPI) -> AsyncIterator[str]:
 
 
 @contextmanager
-def server_thread(app: FastAPI) -> Iterator[str]:
+def server_thread(app: FastAPI, **config: Any) -> Iterator[str]:
     """Serve ``app`` with uvicorn on a free loopback port in a thread of its own for the block
-    (for clients that block: another process, a synchronous client); yields the base URL."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
+    (for clients that block: another process, a synchronous client); yields the base URL.
+    ``config``: more ``uvicorn.Config`` arguments."""
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off",
+                                           **config))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     while not server.started:

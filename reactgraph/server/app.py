@@ -176,6 +176,10 @@ class ServerSettings:
         default_mode: The :data:`Mode` of a run whose request names none (``/runs``
             without ``mode``, ``/agui`` without ``forwardedProps.mode``); ``"dag"`` needs
             an app with a DAG agent (``reactgraph serve --dag``; issue 39).
+        head_timeout: Most seconds a request's head (request line and headers) may take,
+            from the connection's opening or the head's first byte: past it the connection
+            is answered 408 and closed (default 10; applied by :func:`~reactgraph.server.serve`'s
+            protocol, :mod:`reactgraph.server.protocols`: the head never reaches the app).
     """
 
     api_key: str | None = None
@@ -187,6 +191,7 @@ class ServerSettings:
     public_metrics: bool = False
     body_timeout: float = 30.0
     default_mode: Mode = "react"
+    head_timeout: float = 10.0
 
     def __post_init__(self) -> None:
         if self.max_message_chars < 1:
@@ -201,6 +206,8 @@ class ServerSettings:
             raise ValueError(f"body_timeout must be positive, got {self.body_timeout}")
         if self.default_mode not in MODES:
             raise ValueError(f"default_mode must be one of {', '.join(MODES)}, got {self.default_mode!r}")
+        if self.head_timeout <= 0:
+            raise ValueError(f"head_timeout must be positive, got {self.head_timeout}")
 
     def resolved_api_key(self) -> str:
         """The key in force: :attr:`api_key`, else ``$REACTGRAPH_API_KEY``, else ``""`` (open)."""

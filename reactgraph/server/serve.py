@@ -19,6 +19,8 @@ from reactgraph.checkpointing import open_persistence
 from reactgraph.config import AgentSettings
 from reactgraph.mcp import MCPTools, load_mcp_tools
 from reactgraph.observability.logs import LogFormat, uvicorn_log_config
+from reactgraph.server.app import ServerSettings
+from reactgraph.server.protocols import http_protocol
 
 
 @dataclass(frozen=True)
@@ -145,7 +147,9 @@ async def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8000, sock: s
                 log_format: LogFormat = "text") -> None:
     """Serve ``app`` with uvicorn in the running event loop until the process is told to
     stop (Ctrl-C / SIGTERM), then return. The process's garbage collector is set up for
-    serving first (:func:`tune_gc`).
+    serving first (:func:`tune_gc`). A request's head must arrive within the app's
+    ``ServerSettings.head_timeout`` (:func:`reactgraph.server.protocols.http_protocol`;
+    issue 37).
 
     Args:
         app: Usually from :func:`reactgraph.server.create_app`.
@@ -160,8 +164,10 @@ async def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8000, sock: s
         OSError: The address is in use or not available (uvicorn logs the cause).
     """
     tune_gc()
+    settings = getattr(getattr(app, "state", None), "settings", None) or ServerSettings()
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info", lifespan="off",
-                                           log_config=uvicorn_log_config(log_format)))
+                                           log_config=uvicorn_log_config(log_format),
+                                           http=http_protocol(settings.head_timeout)))
     try:
         await server.serve(sockets=[sock] if sock is not None else None)
     except SystemExit as exc:  # uvicorn exits when it cannot bind; its log line says why
