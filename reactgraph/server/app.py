@@ -103,6 +103,13 @@ DEFAULT_MAX_BODY_BYTES = 256 * 1024
 """Default limit on a request body, in bytes: room for a message at its default length
 however it is escaped, and no more."""
 
+MAX_BODY_BYTES_CEILING = 512 * 1024
+"""The most ``ServerSettings.max_body_bytes`` may be: a body is read, scanned and validated on
+the event loop (C code that holds the GIL: a worker thread would stall the loop all the same),
+which answers nothing else meanwhile, so the size of a body bounds that stall. At 512 KiB of the
+costliest shape (an AG-UI body of tiny messages) it is about 0.15 s on one core; a 21 MB body
+stalled every other request for 1.6 s (issue 37). A larger body gets 413."""
+
 CANCEL_WAIT_SECONDS = 5.0
 """Most seconds a stream whose client went away waits for its cancelled run to end."""
 
@@ -163,7 +170,8 @@ class ServerSettings:
         max_message_chars: Longest accepted ``message``, in characters; a longer one gets
             413 (default :data:`DEFAULT_MAX_MESSAGE_CHARS`).
         max_body_bytes: Most bytes of a request body; a larger one gets 413 before it is
-            read further (default :data:`DEFAULT_MAX_BODY_BYTES`).
+            read further (default :data:`DEFAULT_MAX_BODY_BYTES`, at most
+            :data:`MAX_BODY_BYTES_CEILING`).
         allowed_hosts: Host names (no port) a request's ``Host`` header may name while the
             server has no API key; others get 400 (DNS rebinding). ``"*"`` allows any host.
             Default: the loopback names. Not checked with an API key.
@@ -196,8 +204,9 @@ class ServerSettings:
     def __post_init__(self) -> None:
         if self.max_message_chars < 1:
             raise ValueError(f"max_message_chars must be at least 1, got {self.max_message_chars}")
-        if self.max_body_bytes < 64:
-            raise ValueError(f"max_body_bytes must be at least 64, got {self.max_body_bytes}")
+        if not 64 <= self.max_body_bytes <= MAX_BODY_BYTES_CEILING:
+            raise ValueError(f"max_body_bytes must be between 64 and {MAX_BODY_BYTES_CEILING} (a body is parsed on "
+                             f"the event loop, which answers nothing else meanwhile), got {self.max_body_bytes}")
         if isinstance(self.allowed_hosts, str) or not all(isinstance(host, str) and host for host in self.allowed_hosts):
             raise ValueError(f"allowed_hosts must be a tuple of host names, got {self.allowed_hosts!r}")
         if self.ping_seconds <= 0:

@@ -7,12 +7,8 @@ scripted model (``python -m tests.scripted_cli``)."""
 
 from __future__ import annotations
 
-import json
-import os
 import select
 import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 
@@ -22,9 +18,7 @@ from reactgraph import ReActAgent
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.server.protocols import H11HeadTimeout, HttpToolsHeadTimeout
 from reactgraph.testing import ScriptedChatModel
-from tests.integration.test_workers import SCRIPT, free_port
-from tests.processes import REPO
-from tests.serving import server_thread
+from tests.serving import serve_process, server_thread
 
 pytestmark = pytest.mark.integration
 
@@ -39,33 +33,8 @@ HEALTHZ = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     """``reactgraph serve --head-timeout 1`` on a free port; yields the port."""
-    tmp_path = tmp_path_factory.mktemp("serve")
-    port = free_port()
-    env = {**os.environ, "REACTGRAPH_HOME": str(tmp_path / "home"), "PYTHONPATH": str(REPO)}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.scripted_cli", json.dumps(SCRIPT), "serve", "--port", str(port),
-         "--checkpoints", "memory", "--db", str(tmp_path / "plant.db"), "--head-timeout", str(HEAD_TIMEOUT)],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert process.stdout is not None
-    for line in process.stdout:
-        if line.startswith("page: "):
-            break
-    else:
-        process.wait(timeout=30)
-        raise AssertionError(f"serve did not start: {process.stderr.read() if process.stderr else ''}")
-    deadline = time.monotonic() + 30  # the page line comes just before uvicorn listens
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=5).close()
-            break
-        except ConnectionRefusedError:
-            assert time.monotonic() < deadline and process.poll() is None, "serve did not listen"
-            time.sleep(0.05)
-    try:
+    with serve_process(tmp_path_factory.mktemp("serve"), "--head-timeout", str(HEAD_TIMEOUT)) as port:
         yield port
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def connect(port: int) -> socket.socket:
