@@ -616,13 +616,27 @@ def _serve_workers(args: argparse.Namespace, console: Console) -> int:
 
 async def _serve(args: argparse.Namespace, console: Console, sock: Any = None, ready: Any = None) -> int:
     """``reactgraph serve``: open the demo agent and serve it until stopped; a worker of
-    ``--workers`` serves on the listening ``sock`` and calls ``ready()`` just before."""
-    from reactgraph.errors import LocalModelError
-
+    ``--workers`` serves on the listening ``sock`` and calls ``ready()`` just before. A
+    SIGTERM, while it starts or serves, closes what it opened (MCP servers, the model) and ends
+    it with status 0 (:class:`~reactgraph.server.serve.SigtermStop`)."""
     try:
-        from reactgraph.server import create_app, open_demo_agent, serve
+        from reactgraph.server.serve import SigtermStop
     except ImportError as exc:
         raise SetupError(f"the server needs the server extra: pip install 'reactgraph[server]' ({exc})") from exc
+    with SigtermStop() as stop:
+        try:
+            return await _serve_until_stopped(args, console, stop, sock, ready)
+        except asyncio.CancelledError:
+            if not stop.stopped:
+                raise
+            return 0
+
+
+async def _serve_until_stopped(args: argparse.Namespace, console: Console, stop: Any, sock: Any = None,
+                               ready: Any = None) -> int:
+    """The body of :func:`_serve`; ``stop`` is handed to :func:`~reactgraph.server.serve`."""
+    from reactgraph.errors import LocalModelError
+    from reactgraph.server import create_app, open_demo_agent, serve
 
     if args.max_iterations < 1:
         raise ValueError("--max-iterations must be at least 1")
@@ -656,7 +670,7 @@ async def _serve(args: argparse.Namespace, console: Console, sock: Any = None, r
         if ready is not None:
             ready()
         try:
-            await serve(app, args.host, port, sock=sock, log_format=args.log_format)
+            await serve(app, args.host, port, sock=sock, log_format=args.log_format, stop=stop)
         finally:
             if provider is not None:  # a worker ends without atexit handlers: send the last spans now
                 provider.shutdown()
