@@ -319,6 +319,8 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
                 reason += f"; resume with: reactgraph resume {args.thread}"
             # A model that never answered is a set-up problem (wrong URL, key or model name).
             raise SetupError(reason) if done is None or not done.iterations else RunFailed(reason)
+        if printed.finish_reason == "storage_error":
+            raise RunFailed(f"the run's state could not be stored: {_short(printed.failure or 'no answer', 300)}")
         if printed.finish_reason == "plan_failed":
             raise RunFailed(str(done.answer if done is not None else ""))
         return 0 if done is not None and str(done.answer).strip() else 1
@@ -461,7 +463,8 @@ async def _print_events(console: Console, events: Any, *, dag: bool = False) -> 
                 console.print(f"[yellow]… the loop is stuck ({escape(str(event.reason))}): asking for the final answer[/yellow]")
             case RunError():
                 printed.failure = str(event.message)
-                console.print(f"[red]model error: {escape(printed.failure)}[/red]")
+                label = "storage error" if event.kind == "storage_error" else "model error"
+                console.print(f"[red]{label}: {escape(printed.failure)}[/red]")
             case Injected():
                 console.print(f"[magenta]↳ follow-up: {escape(_short(event.content))}[/magenta]")
             case Compacted():
