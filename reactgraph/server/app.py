@@ -107,7 +107,7 @@ MAX_BODY_BYTES_CEILING = 512 * 1024
 """The most ``ServerSettings.max_body_bytes`` may be: a body is read, scanned and validated on
 the event loop (C code that holds the GIL: a worker thread would stall the loop all the same),
 which answers nothing else meanwhile, so the size of a body bounds that stall. At 512 KiB of the
-costliest shape (an AG-UI body of tiny messages) it is about 0.15 s on one core; a 21 MB body
+costliest shape (an AG-UI body of tiny messages) it is 0.15 to 0.3 s on one busy core; a 21 MB body
 stalled every other request for 1.6 s (issue 37). A larger body gets 413."""
 
 CANCEL_WAIT_SECONDS = 5.0
