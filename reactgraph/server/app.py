@@ -804,10 +804,19 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None, *,
     app.state.dag_agent = dag_agent
     app.state.settings = settings
 
+    served = [mode for mode in MODES if mode == "react" or dag_agent is not None]
+
     def openapi() -> dict[str, Any]:
-        """FastAPI's schema, with :func:`require_discriminators` applied once."""
+        """FastAPI's schema, made once: :func:`require_discriminators` applied, and a run's
+        ``mode`` limited to the modes this app serves (``dag`` only with a DAG agent; issue 37:
+        the schema must allow no body the server refuses)."""
         if app.openapi_schema is None:
-            require_discriminators(FastAPI.openapi(app))
+            schema = FastAPI.openapi(app)
+            require_discriminators(schema)
+            run_request = schema.get("components", {}).get("schemas", {}).get("RunRequest", {})
+            for option in run_request.get("properties", {}).get("mode", {}).get("anyOf", []):
+                if "enum" in option:
+                    option["enum"] = served
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
@@ -989,7 +998,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None, *,
         models = [ModelStatus(name=name, **state) for name, state in engine.breaker_states().items()] \
             if engine.fallbacks else []
         return Health(model_mode=agent.mode, tools=len(agent.tools), checkpoints=agent.checkpointer is not None,
-                      models=models, modes=[mode for mode in MODES if mode == "react" or dag_agent is not None],
+                      models=models, modes=served,
                       default_mode=settings.default_mode)
 
     @app.get("/", include_in_schema=False)

@@ -260,7 +260,7 @@ async def test_the_openapi_schema_documents_every_endpoint():
     assert message["required"] == ["message"] and message["properties"]["message"]["minLength"] == 1
     run = schema["components"]["schemas"]["RunRequest"]  # issue 39: the mode a run asks for
     assert run["required"] == ["message"] and run["additionalProperties"] is False
-    assert run["properties"]["mode"]["anyOf"][0] == {"type": "string", "enum": ["react", "dag"]}
+    assert run["properties"]["mode"]["anyOf"][0] == {"type": "string", "enum": ["react"]}  # no DAG agent here
     assert "SPEC §9" in run["properties"]["mode"]["description"]
 
 
