@@ -18,6 +18,7 @@ from langgraph.graph.state import CompiledStateGraph
 from reactgraph._engine import Engine, split_prompt
 from reactgraph.abilities import ModelAbilities, resolve_abilities
 from reactgraph.approval import PendingCall
+from reactgraph.checkpointing import STORAGE_ERROR, is_storage_failure
 from reactgraph.config import AgentSettings
 from reactgraph.events import AgentEvent
 from reactgraph.facade import AgentFacade, ThreadStatus
@@ -151,8 +152,13 @@ class ReActAgent(AgentFacade[AgentResult]):
             answer, finish_reason = "", "waiting"
         elif error is not None:
             error_text = self._error_text(error)
-            answer = summarize_steps(steps, f"The model call failed, so the run stopped early ({error_text}).")
-            finish_reason = "model_error"
+            if is_storage_failure(error):  # the checkpointer or store, not the model (issue 37)
+                answer = summarize_steps(steps, f"The run's state could not be stored, so the run stopped early "
+                                                f"({error_text}).")
+                finish_reason = STORAGE_ERROR
+            else:
+                answer = summarize_steps(steps, f"The model call failed, so the run stopped early ({error_text}).")
+                finish_reason = "model_error"
         system = SystemMessage(self.engine.loop_system_prompt(state.get("selected_tools"), state.get("query", ""),
                                                               state.get("messages", []), thread_id))
         return AgentResult(

@@ -635,6 +635,39 @@ async def record_answered_interrupt(config: Any, answer: Any) -> bool:
     return True
 
 
+STORAGE_ERROR = "storage_error"
+"""The ``finish_reason`` and ``error`` event ``kind`` of a run whose checkpointer or store
+failed (:func:`is_storage_failure`)."""
+
+
+def is_storage_failure(failure: BaseException) -> bool:
+    """Whether a run's ``failure`` came from where its state is kept: a checkpoint saver or a
+    LangGraph store raised it (one of their methods is on its traceback, or on the traceback
+    of an exception it was raised from: a database error, a value the serializer or the
+    database refuses, a connection lost), rather than from the model. Such a run ends with
+    ``finish_reason`` and ``error`` kind ``storage_error``, not ``model_error`` (issue 37).
+
+    Args:
+        failure: What the run's graph raised.
+
+    Returns:
+        ``True`` for a failure of a saver or a store.
+    """
+    from langgraph.store.base import BaseStore
+
+    seen: set[int] = set()
+    current: BaseException | None = failure
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        frame = current.__traceback__
+        while frame is not None:
+            if isinstance(frame.tb_frame.f_locals.get("self"), (BaseCheckpointSaver, BaseStore)):
+                return True
+            frame = frame.tb_next
+        current = current.__cause__ or current.__context__
+    return False
+
+
 async def commit_held(checkpointer: Any, config: Any) -> None:
     """After a run on ``config``'s thread ended (returned, paused or failed): commit what
     ``checkpointer`` still holds of it (``commit_held`` of the savers of

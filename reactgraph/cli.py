@@ -181,6 +181,11 @@ def _add_serve_parser(commands: Any) -> None:
                         help="longest accepted message in characters (default: 20000)")
     listen.add_argument("--max-body-bytes", type=int, default=None,
                         help="largest accepted request body in bytes (default: 262144)")
+    listen.add_argument("--head-timeout", type=float, default=None, metavar="SECONDS",
+                        help="most seconds a request's head may take before the connection gets 408 and is closed "
+                             "(default: 10)")
+    listen.add_argument("--body-timeout", type=float, default=None, metavar="SECONDS",
+                        help="most seconds without a byte of a request's body before it gets 408 (default: 30)")
     listen.add_argument("--allowed-host", action="append", dest="allowed_hosts", metavar="HOST",
                         help="a host name clients may address while no $REACTGRAPH_API_KEY is set (repeatable; "
                              "default: localhost, 127.0.0.1, ::1; '*' allows any)")
@@ -314,6 +319,8 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
                 reason += f"; resume with: reactgraph resume {args.thread}"
             # A model that never answered is a set-up problem (wrong URL, key or model name).
             raise SetupError(reason) if done is None or not done.iterations else RunFailed(reason)
+        if printed.finish_reason == "storage_error":
+            raise RunFailed(f"the run's state could not be stored: {_short(printed.failure or 'no answer', 300)}")
         if printed.finish_reason == "plan_failed":
             raise RunFailed(str(done.answer if done is not None else ""))
         return 0 if done is not None and str(done.answer).strip() else 1
@@ -456,7 +463,8 @@ async def _print_events(console: Console, events: Any, *, dag: bool = False) -> 
                 console.print(f"[yellow]… the loop is stuck ({escape(str(event.reason))}): asking for the final answer[/yellow]")
             case RunError():
                 printed.failure = str(event.message)
-                console.print(f"[red]model error: {escape(printed.failure)}[/red]")
+                label = "storage error" if event.kind == "storage_error" else "model error"
+                console.print(f"[red]{label}: {escape(printed.failure)}[/red]")
             case Injected():
                 console.print(f"[magenta]↳ follow-up: {escape(_short(event.content))}[/magenta]")
             case Compacted():
@@ -568,7 +576,8 @@ def _server_settings(args: argparse.Namespace) -> Any:
 
     options: dict[str, Any] = {"max_message_chars": args.max_message_chars, "max_body_bytes": args.max_body_bytes,
                                "public_metrics": args.public_metrics, "metrics": args.metrics,
-                               "default_mode": "dag" if args.dag else "react"}
+                               "default_mode": "dag" if args.dag else "react",
+                               "head_timeout": args.head_timeout, "body_timeout": args.body_timeout}
     if args.allowed_hosts:
         options["allowed_hosts"] = tuple(args.allowed_hosts)
     elif args.host not in ("0.0.0.0", "::", "", *ServerSettings.allowed_hosts):
@@ -610,13 +619,27 @@ def _serve_workers(args: argparse.Namespace, console: Console) -> int:
 
 async def _serve(args: argparse.Namespace, console: Console, sock: Any = None, ready: Any = None) -> int:
     """``reactgraph serve``: open the demo agent and serve it until stopped; a worker of
-    ``--workers`` serves on the listening ``sock`` and calls ``ready()`` just before."""
-    from reactgraph.errors import LocalModelError
-
+    ``--workers`` serves on the listening ``sock`` and calls ``ready()`` just before. A
+    SIGTERM, while it starts or serves, closes what it opened (MCP servers, the model) and ends
+    it with status 0 (:class:`~reactgraph.server.serve.SigtermStop`)."""
     try:
-        from reactgraph.server import create_app, open_demo_agent, serve
+        from reactgraph.server.serve import SigtermStop
     except ImportError as exc:
         raise SetupError(f"the server needs the server extra: pip install 'reactgraph[server]' ({exc})") from exc
+    with SigtermStop() as stop:
+        try:
+            return await _serve_until_stopped(args, console, stop, sock, ready)
+        except asyncio.CancelledError:
+            if not stop.stopped:
+                raise
+            return 0
+
+
+async def _serve_until_stopped(args: argparse.Namespace, console: Console, stop: Any, sock: Any = None,
+                               ready: Any = None) -> int:
+    """The body of :func:`_serve`; ``stop`` is handed to :func:`~reactgraph.server.serve`."""
+    from reactgraph.errors import LocalModelError
+    from reactgraph.server import create_app, open_demo_agent, serve
 
     if args.max_iterations < 1:
         raise ValueError("--max-iterations must be at least 1")
@@ -650,7 +673,7 @@ async def _serve(args: argparse.Namespace, console: Console, sock: Any = None, r
         if ready is not None:
             ready()
         try:
-            await serve(app, args.host, port, sock=sock, log_format=args.log_format)
+            await serve(app, args.host, port, sock=sock, log_format=args.log_format, stop=stop)
         finally:
             if provider is not None:  # a worker ends without atexit handlers: send the last spans now
                 provider.shutdown()

@@ -415,6 +415,8 @@ class Stalled(AgentEvent):
 class RunError(AgentEvent):
     """``error`` ``{message, kind}``: the run failed (SPEC R2.7). ``kind`` is
     ``model_error`` (the model kept failing; the fallback answer and ``done`` follow),
+    ``storage_error`` (the checkpointer or store failed: a database error, a value it
+    refused; the fallback answer and ``done`` follow, issue 37),
     ``plan_error`` (DAG mode's planner gave no usable plan), ``cancelled`` (the server's
     cancel endpoint stopped the run; the stream ends) or ``server_error`` (the
     server lost its run; the stream ends)."""

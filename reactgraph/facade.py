@@ -23,7 +23,14 @@ from langgraph.types import StateSnapshot
 
 from reactgraph import observability
 from reactgraph.approval import PendingCall, pending_calls, resume_command
-from reactgraph.checkpointing import commit_held, has_pending_work, record_cut_model_calls, run_durability, settle_saves
+from reactgraph.checkpointing import (
+    STORAGE_ERROR,
+    commit_held,
+    has_pending_work,
+    record_cut_model_calls,
+    run_durability,
+    settle_saves,
+)
 from reactgraph.errors import NothingToResumeError
 from reactgraph.events import (
     INTERRUPT_KEY,
@@ -408,6 +415,7 @@ class AgentFacade(ABC, Generic[ResultT]):
         assert result is not None  # _drive always ends with the result
         if result.waiting:
             yield ApprovalWaiting(thread_id=result.thread_id, pending=[call.to_dict() for call in result.pending])
-        failed = result.error is not None and result.finish_reason == self.failure_reason
-        for event in self._closing_events(result, failed=failed, kind=self.failure_kind):
+        failed = result.error is not None and result.finish_reason in (self.failure_reason, STORAGE_ERROR)
+        kind = STORAGE_ERROR if result.finish_reason == STORAGE_ERROR else self.failure_kind
+        for event in self._closing_events(result, failed=failed, kind=kind):
             yield event

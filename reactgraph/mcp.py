@@ -475,6 +475,10 @@ SETTLE_SECONDS = 5.0
 """How long a call that saw its server's connection close waits for the session's task to
 end (the process reaped, its exit status known) before it reports the server unavailable."""
 
+KILL_GRACE_SECONDS = 2.0
+"""How long a closed server's process group has between SIGTERM and SIGKILL
+(:meth:`MCPServer.close`)."""
+
 _spawned: ContextVar[list[Any] | None] = ContextVar("reactgraph_mcp_spawned", default=None)
 """In a session's task: the list the stdio process it starts is added to."""
 
@@ -506,6 +510,51 @@ def _watch_spawned_processes() -> None:
 
     create_and_tell.reactgraph_watch = True  # type: ignore[attr-defined]
     sdk._create_platform_compatible_process = create_and_tell
+
+
+def _group_alive(group: int) -> bool:
+    """Whether process group ``group`` still has a process (one of ours: another user's is
+    not ours to signal)."""
+    try:
+        os.killpg(group, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _signal_group(group: int, signum: int) -> None:
+    try:
+        os.killpg(group, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+async def stop_process_groups(groups: Iterable[int], grace: float = KILL_GRACE_SECONDS) -> None:
+    """End every process of ``groups``: SIGTERM, then SIGKILL to those still there after
+    ``grace`` seconds (also when the wait is cancelled: the SIGKILL is sent on the way out).
+
+    A stdio server is started in a session (and process group) of its own, whose id is its
+    process id (the ``mcp`` SDK's ``start_new_session``); its children (``npx`` starting
+    ``node``, a wrapper script's server) are in that group too, and nothing else is. Issue 37:
+    a server that ignored SIGTERM outlived ``serve``.
+
+    Args:
+        groups: Process group ids.
+        grace: Seconds between SIGTERM and SIGKILL.
+    """
+    alive = [group for group in groups if _group_alive(group)]
+    if not alive or os.name != "posix":
+        return
+    for group in alive:
+        _signal_group(group, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    try:
+        while alive and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+            alive = [group for group in alive if _group_alive(group)]
+    finally:
+        for group in alive:
+            _signal_group(group, signal.SIGKILL)
 
 
 def exit_reason(returncode: int | None) -> str:
@@ -566,6 +615,7 @@ class MCPServer:
         self._stderr_at_ready = 0
         self._lost: str | None = None
         self._exited = False
+        self._spawned: list[list[Any]] = []
 
     @asynccontextmanager
     async def _open(self) -> AsyncIterator[Any]:
@@ -625,6 +675,7 @@ class MCPServer:
 
         _watch_spawned_processes()
         processes: list[Any] = []
+        self._spawned.append(processes)  # every session's processes, for close()
         _spawned.set(processes)
         failure: BaseException | None = None
         try:
@@ -698,9 +749,12 @@ class MCPServer:
             raise ToolException(self.error or "the server closed the connection")
 
     async def _end_task(self) -> None:
-        """Stop the session's task (if any) and wait for it; forget its standard error file."""
+        """Stop the session's task (if any) and wait for it; forget its standard error file.
+        A session still starting is cancelled at once (nothing else ends its start)."""
         self._stop.set()
         if self._task is not None and not self._task.done():
+            if not self._ready.is_set():
+                self._task.cancel()
             await asyncio.wait({self._task}, timeout=10)
             if not self._task.done():
                 self._task.cancel()
@@ -710,9 +764,18 @@ class MCPServer:
             self._errlog = None
 
     async def close(self) -> None:
-        """End the session (the stdio process is stopped) for good; safe to call twice."""
+        """End the session for good; safe to call twice. Then every process group of a stdio
+        process it started (a server's children included, one still starting or given up
+        after its start timeout too) is ended: SIGTERM, SIGKILL after
+        :data:`KILL_GRACE_SECONDS` (:func:`stop_process_groups`), even when this is cancelled
+        (issue 37)."""
         self._closed = True
-        await self._end_task()
+        try:
+            await self._end_task()
+        finally:
+            groups = {process.pid for processes in self._spawned for process in processes
+                      if isinstance(getattr(process, "pid", None), int)}
+            await stop_process_groups(groups)
 
     async def _reopen_if_due(self) -> None:
         """After ``reconnect_after`` seconds down, open a new session (once at a time); a

@@ -15,10 +15,11 @@ from reactgraph._pinning import merge_pinned
 from reactgraph.usage import sum_usage
 
 FinishReason = Literal["final_answer", "stalled", "covered", "raw_content", "return_direct", "max_iterations",
-                       "model_error", "model_call_limit", "tool_call_limit", "token_limit", "cost_limit"]
+                       "model_error", "storage_error", "model_call_limit", "tool_call_limit", "token_limit",
+                       "cost_limit"]
 """How a turn's loop ended: the model's final answer; the loop stalled (SPEC R13.1); the
 observations covered the question (``AgentSettings.answer_when_covered``, issue 36); unparseable content twice (R2.4); a ``return_direct`` tool (issue 21); the iteration cap (R2.6); a model
-that kept failing (R2.7); a usage limit (R13.3, :mod:`reactgraph.limits`)."""
+that kept failing (R2.7); a checkpointer or store that failed (issue 37); a usage limit (R13.3, :mod:`reactgraph.limits`)."""
 
 RESET: dict[str, Any] = {"__reset__": True}
 """Write this to ``steps`` or ``usage`` to clear them at the start of a turn."""

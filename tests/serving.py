@@ -5,8 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -30,6 +37,56 @@ async def running_server(app: FastAPI) -> AsyncIterator[str]:
     finally:
         server.should_exit = True
         await task
+
+
+@contextmanager
+def server_thread(app: FastAPI, **config: Any) -> Iterator[str]:
+    """Serve ``app`` with uvicorn on a free loopback port in a thread of its own for the block
+    (for clients that block: another process, a synchronous client); yields the base URL.
+    ``config``: more ``uvicorn.Config`` arguments."""
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off",
+                                           **config))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        assert thread.is_alive(), "the server stopped before it listened"
+        time.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@contextmanager
+def serve_process(directory: Path, *options: str) -> Iterator[int]:
+    """``reactgraph serve`` (the real CLI on a scripted model, ``python -m tests.scripted_cli``;
+    memory checkpoints, the demo plant's database in ``directory``) with ``options``, on a free
+    port, for the block; yields the port once the server accepts connections."""
+    from tests.integration.test_workers import SCRIPT, free_port
+    from tests.processes import REPO
+
+    port = free_port()
+    env = {**os.environ, "REACTGRAPH_HOME": str(directory / "home"), "PYTHONPATH": str(REPO)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.scripted_cli", json.dumps(SCRIPT), "serve", "--port", str(port),
+         "--checkpoints", "memory", "--db", str(directory / "plant.db"), *options],
+        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=5).close()
+                break
+            except ConnectionRefusedError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(f"serve did not listen: {process.stderr.read() if process.stderr else ''}")
+                time.sleep(0.05)
+        yield port
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
 
 
 def parse_frame(frame: str) -> tuple[str, dict[str, Any]] | None:

@@ -15,6 +15,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 
 from reactgraph.approval import PendingCall
+from reactgraph.checkpointing import STORAGE_ERROR, is_storage_failure
 from reactgraph.config import AgentSettings
 from reactgraph.dag.executor import results_answer
 from reactgraph.dag.graph import create_dag_graph
@@ -192,7 +193,7 @@ class DAGAgent(AgentFacade[DAGResult]):
         if pending:
             answer, finish = "", "waiting"
         elif failure is not None:
-            error, finish = self._error_text(failure), "error"
+            error, finish = self._error_text(failure), STORAGE_ERROR if is_storage_failure(failure) else "error"
             answer = answer or (results_answer(plan, results) if results else f"The run failed: {error}")
         return DAGResult(
             answer=answer, steps=_outcomes(plan, results), rounds=int(state.get("round", 0)),

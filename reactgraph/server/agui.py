@@ -51,6 +51,7 @@ from ag_ui.core import (
 )
 from ag_ui.encoder import EventEncoder
 from fastapi import Depends, FastAPI, HTTPException
+from pydantic import ConfigDict
 from pydantic_core import PydanticSerializationError
 from sse_starlette import EventSourceResponse
 
@@ -86,11 +87,14 @@ from reactgraph.server.app import (
     MESSAGE_ERRORS,
     MODES,
     ErrorBody,
+    NOT_BLANK,
+    NOT_BLANK_PATTERN,
     IdText,
     Mode,
     checked_decisions,
     checked_text,
     run_agent,
+    sse_event_schema,
     stream_events,
     thread_agent,
 )
@@ -111,15 +115,42 @@ def _text(content: Any) -> str:
 
 def question_of(run_input: RunAgentInput) -> str:
     """The question of a run: the text of the last ``user`` message of ``run_input.messages``
-    (earlier turns are the thread's own history, kept by the checkpointer).
+    that holds text (:data:`~reactgraph.server.app.NOT_BLANK_PATTERN`; earlier turns are the
+    thread's own history, kept by the checkpointer). The request schema states the same
+    rule (:data:`QUESTION_SCHEMA`).
 
     Raises:
-        HTTPException: 422 when no message is a user message.
+        HTTPException: 422 when no user message holds text.
     """
     for message in reversed(run_input.messages):
-        if getattr(message, "role", None) == "user":
-            return _text(message.content)
-    raise HTTPException(422, "RunAgentInput.messages holds no user message: the last user message is the question")
+        if getattr(message, "role", None) == "user" and NOT_BLANK.search(text := _text(message.content)):
+            return text
+    raise HTTPException(422, "RunAgentInput.messages holds no user message with text: the last one is the question "
+                             "(or send `resume` entries)")
+
+
+USER_TEXT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["role", "content"],
+    "properties": {
+        "role": {"const": "user"},
+        "content": {"anyOf": [
+            {"type": "string", "pattern": NOT_BLANK_PATTERN},
+            {"type": "array", "contains": {"type": "object", "required": ["type", "text"], "properties": {
+                "type": {"const": "text"}, "text": {"type": "string", "pattern": NOT_BLANK_PATTERN}}}},
+        ]},
+    },
+}
+"""A user message that holds text: its content a string, or parts one of which is a text part,
+that is not only white space."""
+
+QUESTION_SCHEMA: dict[str, Any] = {"anyOf": [
+    {"required": ["resume"], "properties": {"resume": {"type": "array", "minItems": 1}}},
+    {"required": ["messages"], "properties": {"messages": {"contains": USER_TEXT_SCHEMA}}},
+]}
+"""What ``POST /agui`` needs besides a ``RunAgentInput``, in its OpenAPI schema (issue 37: the
+schema allowed a body without a question, which the server refuses): ``resume`` entries, or a
+user message that holds text (:func:`question_of`)."""
 
 
 def mode_of(run_input: RunAgentInput) -> Mode | None:
@@ -372,7 +403,10 @@ class AguiRunInput(RunAgentInput):
     """An AG-UI ``RunAgentInput`` as ``POST /agui`` takes it: ``threadId`` and ``runId``
     are ids as ``/threads/{thread_id}`` takes them (:data:`~reactgraph.server.app.IdText`,
     the same pattern; issue 37: ``"abc\\n"`` made a thread no path could reach, and a
-    megabyte ``runId`` was repeated in every event)."""
+    megabyte ``runId`` was repeated in every event). Its schema also asks for a question or
+``resume`` entries (:data:`QUESTION_SCHEMA`)."""
+
+    model_config = ConfigDict(json_schema_extra=QUESTION_SCHEMA)
 
     thread_id: IdText
     run_id: IdText
@@ -405,7 +439,9 @@ def add_agui_route(app: FastAPI, dependencies: list[Any]) -> None:
                                  "STEP_*, TOOL_CALL_*, TEXT_MESSAGE_* for the answer, CUSTOM for phase, compact, "
                                  "inject, stall, approval and answer_reset, then RUN_FINISHED or RUN_ERROR "
                                  "(docs/agui.md).",
-                  "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+                  "content": {"text/event-stream": {"schema": sse_event_schema(
+                      "One AG-UI event: its JSON in `data` (`type` names the event); it has no `event:` line, so a "
+                      "parser names it `message`.", ("message",))}}},
             404: {"model": ErrorBody, "description": "resume: the checkpointer has no such thread."},
             409: {"model": ErrorBody, "description": "A run is going on this thread (resume: or it waits on nothing)."},
             **MESSAGE_ERRORS,
@@ -420,7 +456,7 @@ def add_agui_route(app: FastAPI, dependencies: list[Any]) -> None:
         encoding = AguiEncoding(body.thread_id, body.run_id)
         if body.resume:
             agent = await thread_agent(app, body.thread_id)
-            decisions = await checked_decisions(app, body.thread_id, resume_decisions(body), agent)
+            decisions = await checked_decisions(app, body.thread_id, lambda: resume_decisions(body), agent)
             return await stream_events(app, body.thread_id, agent.aresume_events(body.thread_id, decisions), encoding)
         mode = mode_of(body)
         question = checked_text(question_of(body), app.state.settings)

@@ -58,11 +58,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import weakref
-from collections.abc import AsyncIterator, Container
+from collections.abc import AsyncIterator, Callable, Container, Sequence
 from dataclasses import dataclass
 from importlib.resources import files
-from typing import Annotated, Any, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol, get_args
 
 import anyio
 from fastapi import Depends, FastAPI, HTTPException, Request, status
@@ -74,7 +75,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langgraph.types import StateSnapshot
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 from sse_starlette import EventSourceResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
@@ -87,7 +88,7 @@ from reactgraph.dag.graph import DAG_GRAPH, GRAPH_KIND_KEY
 from reactgraph.approval import DecisionError, pending_calls, resume_command
 from reactgraph.bounds import has_lone_surrogate
 from reactgraph.errors import FollowUpLimitError, NoActiveRunError, NothingToResumeError, ThreadBusyError
-from reactgraph.events import AgentEvent, RunError
+from reactgraph.events import AgentEvent, Channel, RunError
 from reactgraph.server.gate import LOOPBACK_HOSTS, RequestGate, error_response
 
 logger = logging.getLogger(__name__)
@@ -102,6 +103,13 @@ DEFAULT_MAX_BODY_BYTES = 256 * 1024
 """Default limit on a request body, in bytes: room for a message at its default length
 however it is escaped, and no more."""
 
+MAX_BODY_BYTES_CEILING = 512 * 1024
+"""The most ``ServerSettings.max_body_bytes`` may be: a body is read, scanned and validated on
+the event loop (C code that holds the GIL: a worker thread would stall the loop all the same),
+which answers nothing else meanwhile, so the size of a body bounds that stall. At 512 KiB of the
+costliest shape (an AG-UI body of tiny messages) it is 0.15 to 0.3 s on one busy core; a 21 MB body
+stalled every other request for 1.6 s (issue 37). A larger body gets 413."""
+
 CANCEL_WAIT_SECONDS = 5.0
 """Most seconds a stream whose client went away waits for its cancelled run to end."""
 
@@ -110,6 +118,26 @@ THREAD_ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
 Checked by pydantic (Rust regex: ``$`` is the end of the text, so ``"abc\\n"`` is refused;
 Python's ``re.match`` would take it) wherever an id enters: :data:`ThreadId` in a path,
 :data:`IdText` in a body (issue 37)."""
+
+NOT_BLANK_PATTERN = r"[^\t\n\u000b\f\r\u001c-\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+"""A message holds text: a character that is not white space (the characters ``str.isspace``
+names, written as escapes that the JSON Schema (ECMA-262), Rust and Python regex dialects read
+alike). The one rule for a blank message: the request schema states it as ``pattern`` (so the
+OpenAPI schema allows no body the server refuses, issue 37) and :func:`checked_text` applies it
+to every user text, AG-UI's included."""
+
+NOT_BLANK = re.compile(NOT_BLANK_PATTERN)
+
+
+def not_blank(text: str) -> str:
+    """``text`` when it holds text (:data:`NOT_BLANK_PATTERN`), for a request model's field.
+
+    Raises:
+        ValueError: It is only white space ("the message is blank").
+    """
+    if not NOT_BLANK.search(text):
+        raise ValueError("the message is blank")
+    return text
 
 STATIC_DIR = files("reactgraph.server") / "static"
 
@@ -142,7 +170,8 @@ class ServerSettings:
         max_message_chars: Longest accepted ``message``, in characters; a longer one gets
             413 (default :data:`DEFAULT_MAX_MESSAGE_CHARS`).
         max_body_bytes: Most bytes of a request body; a larger one gets 413 before it is
-            read further (default :data:`DEFAULT_MAX_BODY_BYTES`).
+            read further (default :data:`DEFAULT_MAX_BODY_BYTES`, at most
+            :data:`MAX_BODY_BYTES_CEILING`).
         allowed_hosts: Host names (no port) a request's ``Host`` header may name while the
             server has no API key; others get 400 (DNS rebinding). ``"*"`` allows any host.
             Default: the loopback names. Not checked with an API key.
@@ -155,6 +184,10 @@ class ServerSettings:
         default_mode: The :data:`Mode` of a run whose request names none (``/runs``
             without ``mode``, ``/agui`` without ``forwardedProps.mode``); ``"dag"`` needs
             an app with a DAG agent (``reactgraph serve --dag``; issue 39).
+        head_timeout: Most seconds a request's head (request line and headers) may take,
+            from the connection's opening or the head's first byte: past it the connection
+            is answered 408 and closed (default 10; applied by :func:`~reactgraph.server.serve`'s
+            protocol, :mod:`reactgraph.server.protocols`: the head never reaches the app).
     """
 
     api_key: str | None = None
@@ -166,12 +199,14 @@ class ServerSettings:
     public_metrics: bool = False
     body_timeout: float = 30.0
     default_mode: Mode = "react"
+    head_timeout: float = 10.0
 
     def __post_init__(self) -> None:
         if self.max_message_chars < 1:
             raise ValueError(f"max_message_chars must be at least 1, got {self.max_message_chars}")
-        if self.max_body_bytes < 64:
-            raise ValueError(f"max_body_bytes must be at least 64, got {self.max_body_bytes}")
+        if not 64 <= self.max_body_bytes <= MAX_BODY_BYTES_CEILING:
+            raise ValueError(f"max_body_bytes must be between 64 and {MAX_BODY_BYTES_CEILING} (a body is parsed on "
+                             f"the event loop, which answers nothing else meanwhile), got {self.max_body_bytes}")
         if isinstance(self.allowed_hosts, str) or not all(isinstance(host, str) and host for host in self.allowed_hosts):
             raise ValueError(f"allowed_hosts must be a tuple of host names, got {self.allowed_hosts!r}")
         if self.ping_seconds <= 0:
@@ -180,6 +215,8 @@ class ServerSettings:
             raise ValueError(f"body_timeout must be positive, got {self.body_timeout}")
         if self.default_mode not in MODES:
             raise ValueError(f"default_mode must be one of {', '.join(MODES)}, got {self.default_mode!r}")
+        if self.head_timeout <= 0:
+            raise ValueError(f"head_timeout must be positive, got {self.head_timeout}")
 
     def resolved_api_key(self) -> str:
         """The key in force: :attr:`api_key`, else ``$REACTGRAPH_API_KEY``, else ``""`` (open)."""
@@ -192,8 +229,9 @@ class MessageRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    message: str = Field(min_length=1, description="The user's question (runs) or follow-up (inject).",
-                         examples=["CNC-003 상태 확인해줘"])
+    message: Annotated[str, AfterValidator(not_blank)] = Field(
+        min_length=1, json_schema_extra={"pattern": NOT_BLANK_PATTERN}, examples=["CNC-003 상태 확인해줘"],
+        description="The user's question (runs) or follow-up (inject): text that is not only white space.")
 
 
 class RunRequest(MessageRequest):
@@ -346,10 +384,54 @@ SSE_DESCRIPTION = (
 )
 
 
+def sse_event_schema(description: str, channels: Sequence[str]) -> dict[str, Any]:
+    """The OpenAPI schema of one event of a ``text/event-stream`` answer (issue 37: the schema
+    said ``string``).
+
+    OpenAPI 3.1 has the ``schema`` of an event-stream media type describe each event as a
+    parser of the stream reads it (its ``event``, ``data``, ``id`` and ``retry`` fields; the
+    keep-alive comments are no events), so a schema checker (schemathesis) validates every
+    event the server sends against it.
+
+    Args:
+        description: What the events are.
+        channels: The ``event:`` names the stream uses (``("message",)``, the name a parser
+            gives an event without one, for a stream of ``data`` lines only: AG-UI).
+
+    Returns:
+        The JSON schema: ``event`` one of ``channels`` and ``data`` a JSON text.
+    """
+    data = {"type": "string", "contentMediaType": "application/json", "description": "The event's JSON payload."}
+    return {"type": "object", "description": description, "required": ["event", "data"],
+            "properties": {"event": {"type": "string", "enum": list(channels)}, "data": data}}
+
+
 SSE_RESPONSE: dict[int | str, dict[str, Any]] = {
-    200: {"description": SSE_DESCRIPTION, "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+    200: {"description": SSE_DESCRIPTION, "content": {"text/event-stream": {
+        "schema": sse_event_schema("One SPEC §8 event: its channel and its JSON payload (docs/sse.md).",
+                                   get_args(Channel))}}},
 }
 """The 200 answer of the endpoints that stream a run."""
+
+
+def require_discriminators(schema: Any) -> None:
+    """Make the tag of every discriminated union in ``schema`` required, in place.
+
+    Pydantic writes a union discriminated by a member (AG-UI's messages by ``role``, their
+    content parts by ``type``) as ``oneOf`` with a ``discriminator``, and leaves the member
+    out of ``required`` when the model gives it a default; yet it refuses a value without
+    the member (no union member can be chosen). Stating it as required makes the OpenAPI
+    schema allow no body the server refuses (issue 37).
+    """
+    if isinstance(schema, dict):
+        tag = (schema.get("discriminator") or {}).get("propertyName")
+        if tag and "oneOf" in schema and tag not in schema.setdefault("required", []):
+            schema["required"].append(tag)
+        for value in schema.values():
+            require_discriminators(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            require_discriminators(value)
 
 
 def _message_view(message: BaseMessage, pinned: frozenset[str]) -> ThreadMessage:
@@ -409,7 +491,7 @@ def checked_text(text: str, settings: ServerSettings) -> str:
             ``\\udXXX`` escape: no store can keep it, issue 37), 413 for one longer than
             ``settings.max_message_chars``.
     """
-    if not text.strip():
+    if not NOT_BLANK.search(text):
         raise HTTPException(422, "the message is blank")
     if has_lone_surrogate(text):
         raise HTTPException(422, "the message is not valid Unicode text (it holds a lone surrogate)")
@@ -494,8 +576,8 @@ async def thread_snapshot(app: FastAPI, thread_id: str, agent: Any = None) -> tu
     return state, snapshot
 
 
-async def checked_decisions(app: FastAPI, thread_id: str, decisions: list[tuple[str, dict[str, Any]]],
-                            agent: Any = None) -> dict[str, Any]:
+async def checked_decisions(app: FastAPI, thread_id: str, decisions: list[tuple[str, dict[str, Any]]]
+                            | Callable[[], list[tuple[str, dict[str, Any]]]], agent: Any = None) -> dict[str, Any]:
     """Decisions on the calls a paused run waits on (SPEC R13.3), checked before the run
     resumes: by tool call id (or interrupt id), as ``agent.aresume_events`` takes them.
 
@@ -503,7 +585,8 @@ async def checked_decisions(app: FastAPI, thread_id: str, decisions: list[tuple[
         app: An app made by :func:`create_app`.
         thread_id: The paused run's thread.
         decisions: ``(call id, {"type": "approve" | "edit" | "reject", "args"?, "message"?})``
-            pairs.
+            pairs, or a function that reads them (called once the thread is known to wait, so
+            an unknown or idle thread is 404/409 whatever the request's decisions hold).
         agent: The agent whose graph holds the thread (:func:`thread_agent` when ``None``).
 
     Raises:
@@ -518,7 +601,7 @@ async def checked_decisions(app: FastAPI, thread_id: str, decisions: list[tuple[
     if not pending:
         raise HTTPException(status.HTTP_409_CONFLICT, f"thread {thread_id!r} waits on no decision")
     checked: dict[str, Any] = {}
-    for call_id, decision in decisions:
+    for call_id, decision in decisions() if callable(decisions) else decisions:
         if call_id in checked:
             raise HTTPException(422, f"two decisions for call {call_id!r}")
         checked[call_id] = decision
@@ -720,6 +803,23 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None, *,
     app.state.agent = agent
     app.state.dag_agent = dag_agent
     app.state.settings = settings
+
+    served = [mode for mode in MODES if mode == "react" or dag_agent is not None]
+
+    def openapi() -> dict[str, Any]:
+        """FastAPI's schema, made once: :func:`require_discriminators` applied, and a run's
+        ``mode`` limited to the modes this app serves (``dag`` only with a DAG agent; issue 37:
+        the schema must allow no body the server refuses)."""
+        if app.openapi_schema is None:
+            schema = FastAPI.openapi(app)
+            require_discriminators(schema)
+            run_request = schema.get("components", {}).get("schemas", {}).get("RunRequest", {})
+            for option in run_request.get("properties", {}).get("mode", {}).get("anyOf", []):
+                if "enum" in option:
+                    option["enum"] = served
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
     app.state.runs = {}
     app.state.stops = weakref.WeakSet()
     app.add_middleware(RequestGate, api_key=api_key, allowed_hosts=settings.allowed_hosts,
@@ -737,6 +837,10 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None, *,
         """Declares the bearer scheme on an endpoint in the OpenAPI schema; the gate has
         checked the key before the request got here."""
 
+    # The bearer scheme of every guarded endpoint, declared only when the server has a key:
+    # a keyless server's schema asks for no Authorization header (issue 37).
+    guarded = [Depends(bearer_scheme)] if api_key else []
+
     def checked_message(body: MessageRequest) -> str:
         return checked_text(body.message, settings)
 
@@ -744,7 +848,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None, *,
 
     @app.post(
         "/threads/{thread_id}/runs",
-        dependencies=[Depends(bearer_scheme)],
+        dependencies=guarded,
         response_class=EventSourceResponse,
         responses={
             **SSE_RESPONSE,
@@ -765,7 +869,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None, *,
 
     @app.post(
         "/threads/{thread_id}/inject",
-        dependencies=[Depends(bearer_scheme)],
+        dependencies=guarded,
         status_code=status.HTTP_202_ACCEPTED,
         responses={409: {"model": ErrorBody, "description": "No run is going on this thread."},
                    429: {"model": ErrorBody, "description": "The run has as many follow-ups (or characters of them) "
@@ -787,7 +891,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None, *,
 
     @app.post(
         "/threads/{thread_id}/resume",
-        dependencies=[Depends(bearer_scheme)],
+        dependencies=guarded,
         response_class=EventSourceResponse,
         responses={
             **SSE_RESPONSE,
@@ -808,7 +912,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None, *,
 
     @app.post(
         "/threads/{thread_id}/approvals",
-        dependencies=[Depends(bearer_scheme)],
+        dependencies=guarded,
         response_class=EventSourceResponse,
         responses={
             **SSE_RESPONSE,
@@ -830,7 +934,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None, *,
 
     @app.post(
         "/threads/{thread_id}/cancel",
-        dependencies=[Depends(bearer_scheme)],
+        dependencies=guarded,
         responses={409: {"model": ErrorBody, "description": "No run of this server is going on the thread."}, **ERRORS},
         summary="Stop the run going on the thread",
     )
@@ -854,7 +958,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None, *,
 
     @app.get(
         "/threads/{thread_id}",
-        dependencies=[Depends(bearer_scheme)],
+        dependencies=guarded,
         responses={404: {"model": ErrorBody, "description": "The checkpointer has no such thread."}, **ERRORS},
         summary="A thread's messages and last result",
     )
@@ -878,11 +982,12 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None, *,
 
     from reactgraph.server.agui import add_agui_route  # agui builds on this module
 
-    add_agui_route(app, [bearer_scheme])
+    add_agui_route(app, [bearer_scheme] if api_key else [])
     if settings.metrics:  # issue 40; last middleware added: it sees every request first
         from reactgraph.server.observability import add_observability
 
-        add_observability(app, public_metrics=settings.public_metrics, dependencies=[Depends(bearer_scheme)],
+        add_observability(app, public_metrics=settings.public_metrics,
+                          dependencies=[] if settings.public_metrics else guarded,
                           responses={code: ERRORS[code] for code in (400, 401)})
 
     @app.get("/healthz", summary="Liveness")
@@ -893,7 +998,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None, *,
         models = [ModelStatus(name=name, **state) for name, state in engine.breaker_states().items()] \
             if engine.fallbacks else []
         return Health(model_mode=agent.mode, tools=len(agent.tools), checkpoints=agent.checkpointer is not None,
-                      models=models, modes=[mode for mode in MODES if mode == "react" or dag_agent is not None],
+                      models=models, modes=served,
                       default_mode=settings.default_mode)
 
     @app.get("/", include_in_schema=False)

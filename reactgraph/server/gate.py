@@ -136,7 +136,8 @@ class RequestGate:
         answer once it stalls for :attr:`body_timeout`, or the 422 answer when it nests
         too deep."""
         too_large = error_response(413, f"the request body is larger than this server's limit of "
-                                   f"{self.max_body_bytes} bytes")
+                                   f"{self.max_body_bytes} bytes (a body is parsed while the server answers "
+                                   "nothing else, so its size is bounded)")
         declared = self._header(scope, b"content-length")
         if declared is not None:
             if not declared.strip().isdigit():

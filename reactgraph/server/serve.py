@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import os
+import signal
 import socket
+import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -19,6 +22,8 @@ from reactgraph.checkpointing import open_persistence
 from reactgraph.config import AgentSettings
 from reactgraph.mcp import MCPTools, load_mcp_tools
 from reactgraph.observability.logs import LogFormat, uvicorn_log_config
+from reactgraph.server.app import ServerSettings
+from reactgraph.server.protocols import http_protocol
 
 
 @dataclass(frozen=True)
@@ -125,6 +130,59 @@ async def open_demo_agent(
                         dag_agent=dag_agent)
 
 
+class SigtermStop:
+    """SIGTERM stops ``reactgraph serve`` the way Ctrl-C does, closing what it opened (MCP
+    servers, the model) on the way out (issue 37).
+
+    Python ends at once on SIGTERM (its default action) and closes nothing: an MCP server
+    still starting, or one given up after its start timeout whose stopping was under way,
+    outlived the process; and uvicorn, which shuts down gracefully on SIGTERM, raises the
+    signal again afterwards, which then ended the process before its MCP sessions were
+    closed. With this handler in place (uvicorn restores it and raises the signal to it):
+
+    - before uvicorn serves, a SIGTERM cancels the start (:attr:`stopped` is set);
+    - once :meth:`serving` has named the uvicorn server, a SIGTERM asks it to shut down
+      gracefully (as its own handler does; harmless when it already has), so a signal in the
+      moment before uvicorn takes the signals is not lost and the one it raises again is
+      absorbed while the shutdown goes on.
+
+    Use as a context manager around the whole of ``serve``, in the task that runs it, in the
+    main thread (elsewhere it does nothing).
+
+    Attributes:
+        stopped: A SIGTERM cancelled the start.
+    """
+
+    def __init__(self) -> None:
+        self.stopped = False
+        self._server: uvicorn.Server | None = None
+        self._task: asyncio.Task[Any] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._previous: Any = None
+
+    def __enter__(self) -> SigtermStop:
+        if threading.current_thread() is threading.main_thread():
+            self._task = asyncio.current_task()
+            self._loop = asyncio.get_running_loop()
+            self._previous = signal.signal(signal.SIGTERM, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGTERM, self._previous)
+
+    def serving(self, server: uvicorn.Server) -> None:
+        """``server`` serves from now on: a SIGTERM asks it to shut down."""
+        self._server = server
+
+    def _handle(self, _signum: int, _frame: Any) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        elif self._task is not None and self._loop is not None and not self.stopped:
+            self.stopped = True
+            self._loop.call_soon_threadsafe(self._task.cancel)
+
+
 def tune_gc() -> None:
     """Set up the garbage collector for serving many concurrent runs (issue 20).
 
@@ -142,10 +200,12 @@ def tune_gc() -> None:
 
 
 async def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8000, sock: socket.socket | None = None,
-                log_format: LogFormat = "text") -> None:
+                log_format: LogFormat = "text", stop: SigtermStop | None = None) -> None:
     """Serve ``app`` with uvicorn in the running event loop until the process is told to
     stop (Ctrl-C / SIGTERM), then return. The process's garbage collector is set up for
-    serving first (:func:`tune_gc`).
+    serving first (:func:`tune_gc`). A request's head must arrive within the app's
+    ``ServerSettings.head_timeout`` (:func:`reactgraph.server.protocols.http_protocol`;
+    issue 37).
 
     Args:
         app: Usually from :func:`reactgraph.server.create_app`.
@@ -155,13 +215,18 @@ async def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8000, sock: s
             :mod:`reactgraph.server.workers`); ``host`` and ``port`` then only name it.
         log_format: uvicorn's own lines (start-up, access, errors) as text or as JSON lines
             (:func:`reactgraph.observability.logs.uvicorn_log_config`; issue 40).
+        stop: The process's :class:`SigtermStop`, told of the uvicorn server before it starts.
 
     Raises:
         OSError: The address is in use or not available (uvicorn logs the cause).
     """
     tune_gc()
+    settings = getattr(getattr(app, "state", None), "settings", None) or ServerSettings()
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info", lifespan="off",
-                                           log_config=uvicorn_log_config(log_format)))
+                                           log_config=uvicorn_log_config(log_format),
+                                           http=http_protocol(settings.head_timeout)))
+    if stop is not None:
+        stop.serving(server)
     try:
         await server.serve(sockets=[sock] if sock is not None else None)
     except SystemExit as exc:  # uvicorn exits when it cannot bind; its log line says why

@@ -9,15 +9,12 @@ into its answer. No request may answer 5xx or hang, and every run's stream ends 
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 import pytest
-import uvicorn
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
@@ -28,7 +25,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from reactgraph import ModelAbilities, ReActAgent
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.testing import ScriptedChatModel, tool_call
-from tests.serving import parse_sse
+from tests.serving import parse_sse, server_thread
 
 pytestmark = pytest.mark.integration  # a real uvicorn server on a loopback socket
 
@@ -54,16 +51,8 @@ def server() -> Iterator[tuple[str, dict[str, Any]]]:
     model = ScriptedChatModel(responses=[echo_then_answer], repeat_last=True, synthesis=lambda m: m[-1].content[-300:])
     agent = ReActAgent(model, [echo], abilities=ModelAbilities(tool_call=True), checkpointer=InMemorySaver())
     app = create_app(agent, ServerSettings(api_key="", max_body_bytes=16_384, max_message_chars=2_000))
-    instance = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=instance.run, daemon=True)
-    thread.start()
-    while not instance.started:
-        assert thread.is_alive()
-        time.sleep(0.01)
-    port = instance.servers[0].sockets[0].getsockname()[1]
-    yield f"http://127.0.0.1:{port}", app.openapi()
-    instance.should_exit = True
-    thread.join(timeout=10)
+    with server_thread(app) as url:
+        yield url, app.openapi()
 
 
 def resolve(schema: dict[str, Any], openapi: dict[str, Any]) -> dict[str, Any]:

@@ -236,8 +236,8 @@ async def post(app, body: Any, headers: dict[str, str] | None = None) -> httpx.R
     ({**run_input(), "runId": "r" * 129}, 422, None),  # repeated in every event: bounded like an id
     ({**run_input(), "runId": "r1\u2028"}, 422, None),
     (run_input(messages=[{"id": "u1", "role": "user", "content": "CNC-\udcff?"}]), 422, "lone surrogate"),
-    (run_input(messages=[{"id": "a1", "role": "assistant", "content": "hi"}]), 422, "no user message"),
-    (run_input(messages=[{"id": "u1", "role": "user", "content": "   "}]), 422, "blank"),
+    (run_input(messages=[{"id": "a1", "role": "assistant", "content": "hi"}]), 422, "no user message with text"),
+    (run_input(messages=[{"id": "u1", "role": "user", "content": "   "}]), 422, "no user message with text"),
     (run_input(messages=[{"id": "u1", "role": "user", "content": "x" * 51}]), 413, "at most 50"),
     (run_input(resume=[{"interruptId": "i1", "status": "resolved"}]), 404, "unknown thread"),
 ])

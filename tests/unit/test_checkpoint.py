@@ -3,15 +3,23 @@ reloads every field, artifacts and step records included."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 import warnings
 
+import httpx
+import pytest
 from langchain_core.messages import AIMessage
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from reactgraph import ModelAbilities, ReActAgent, checkpointing, open_persistence
+from reactgraph import AgentSettings, ModelAbilities, ReActAgent, checkpointing, open_persistence
+from reactgraph.events import RunError
+from reactgraph.server import ServerSettings, create_app
 from reactgraph.testing import ScriptedChatModel, tool_call
+from tests.conftest import as_dict
+from tests.serving import parse_sse
 
 
 async def test_state_round_trips_through_sqlite(tools, tmp_path):
@@ -138,3 +146,59 @@ def test_postgres_parameters_are_the_json_that_json_dumps_writes():
     assert isinstance(checkpointing.json_bytes({"a": 1}), bytes)
     # orjson's UTF-8, not json.dumps's \u escapes: the fast encoder is the one in use
     assert checkpointing.json_bytes({"t": "설비"}) == '{"t":"설비"}'.encode()
+
+
+class FailingSaver(InMemorySaver):
+    """An in-memory saver whose puts fail after the first ``after`` (a disk that fills up, a
+    database that goes away or refuses a value)."""
+
+    def __init__(self, after: int) -> None:
+        super().__init__()
+        self.after = after
+        self.puts = 0
+
+    async def aput(self, config, checkpoint, metadata, new_versions):
+        self.puts += 1
+        if self.puts > self.after:
+            raise OSError("disk full")
+        return await super().aput(config, checkpoint, metadata, new_versions)
+
+
+@pytest.mark.parametrize("after", [0, 2, 4], ids=["first-put", "after-the-model-call", "after-the-tool"])
+async def test_a_checkpointer_that_fails_during_a_run_ends_it_with_storage_error_not_model_error(after):
+    """Issue 37: a run whose checkpointer failed ended with an error labelled as a model
+    failure. Now its kind is ``storage_error`` on every surface: the ``error`` event, ``done``'s
+    finish reason, the result, the /runs stream and AG-UI's RUN_ERROR; the model was fine."""
+    def failing_agent() -> ReActAgent:
+        script = [AIMessage(content="", tool_calls=[tool_call("as_dict", {"x": 3}, "c1")]), "x is 3."]
+        return ReActAgent(ScriptedChatModel(responses=script, repeat_last=True), [as_dict],
+                          abilities=ModelAbilities(tool_call=True), checkpointer=FailingSaver(after))
+
+    events = [event async for event in failing_agent().astream_events("what is x?", thread_id="t1")]
+    errors = [event for event in events if isinstance(event, RunError)]
+    assert [(error.kind, error.message) for error in errors] == [("storage_error", "OSError: disk full")]
+    assert events[-1].channel == "done" and events[-1].finish_reason == "storage_error"
+    assert "could not be stored" in events[-1].answer
+    result = await failing_agent().run("what is x?", thread_id="t2")
+    assert result.finish_reason == "storage_error" and result.error == "OSError: disk full"
+
+    runs_app, agui_app = (create_app(failing_agent(), ServerSettings(api_key="")) for _ in range(2))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=runs_app), base_url="http://localhost") as client:
+        runs = await client.post("/threads/t3/runs", json={"message": "what is x?"})
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=agui_app), base_url="http://localhost") as client:
+        agui = await client.post("/agui", json={"threadId": "t4", "runId": "r", "state": None, "tools": [], "context": [],
+                                                "forwardedProps": None,
+                                                "messages": [{"id": "1", "role": "user", "content": "what is x?"}]})
+    sse = parse_sse(runs.text)
+    assert [data["kind"] for channel, data in sse if channel == "error"] == ["storage_error"]
+    assert sse[-1][0] == "done" and sse[-1][1]["finish_reason"] == "storage_error"
+    last = json.loads(agui.text.strip().rsplit("data: ", 1)[1])
+    assert last["type"] == "RUN_ERROR" and last["code"] == "storage_error"
+
+
+async def test_a_model_that_fails_still_ends_the_run_with_model_error():
+    model = ScriptedChatModel(responses=[ConnectionError("model endpoint down")], repeat_last=True)
+    agent = ReActAgent(model, [as_dict], abilities=ModelAbilities(tool_call=True), checkpointer=InMemorySaver(),
+                       settings=AgentSettings(model_attempts=1))
+    result = await agent.run("what is x?", thread_id="t1")
+    assert result.finish_reason == "model_error" and not checkpointing.is_storage_failure(ConnectionError("x"))

@@ -7,7 +7,10 @@ is checked against the provider protocol."""
 from __future__ import annotations
 
 import asyncio
+import json
+from typing import Any
 
+import jsonschema
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
@@ -132,7 +135,7 @@ async def test_blank_and_malformed_bodies_get_422_and_oversized_messages_413():
     app = app_for(model, [get_status], settings=ServerSettings(api_key="", max_message_chars=100))
     async with asgi_client(app) as client:
         blank = await client.post("/threads/t/runs", json={"message": "   \n"})
-        assert blank.status_code == 422 and blank.json()["detail"] == "the message is blank"
+        assert blank.status_code == 422 and blank.json()["detail"][0]["msg"] == "Value error, the message is blank"
         broken = await client.post("/threads/t/runs", content=b"{not json", headers={"Content-Type": "application/json"})
         assert broken.status_code == 422 and broken.json()["detail"][0]["type"] == "json_invalid"
         for path in ("/threads/t/runs", "/threads/t/inject"):
@@ -218,7 +221,8 @@ async def test_a_run_ending_while_the_thread_is_read_is_never_shown_as_interrupt
 
 
 async def test_the_openapi_schema_documents_every_endpoint():
-    async with asgi_client(app_for(ScriptedChatModel(responses=[]), [get_status])) as client:
+    app = app_for(ScriptedChatModel(responses=[]), [get_status], settings=ServerSettings(api_key="k"))
+    async with asgi_client(app) as client:
         schema = (await client.get("/openapi.json")).json()
     paths = schema["paths"]
     assert set(paths) == {"/threads/{thread_id}/runs", "/threads/{thread_id}/inject", "/threads/{thread_id}/resume",
@@ -256,8 +260,70 @@ async def test_the_openapi_schema_documents_every_endpoint():
     assert message["required"] == ["message"] and message["properties"]["message"]["minLength"] == 1
     run = schema["components"]["schemas"]["RunRequest"]  # issue 39: the mode a run asks for
     assert run["required"] == ["message"] and run["additionalProperties"] is False
-    assert run["properties"]["mode"]["anyOf"][0] == {"type": "string", "enum": ["react", "dag"]}
+    assert run["properties"]["mode"]["anyOf"][0] == {"type": "string", "enum": ["react"]}  # no DAG agent here
     assert "SPEC §9" in run["properties"]["mode"]["description"]
+
+
+def schema_validator(openapi: dict[str, Any], schema: dict[str, Any]) -> jsonschema.Draft202012Validator:
+    """A validator of ``schema`` whose ``$ref``s resolve in the OpenAPI document."""
+    return jsonschema.Draft202012Validator({**schema, "components": openapi["components"]})
+
+
+async def test_the_openapi_schema_allows_exactly_the_bodies_and_headers_the_server_takes():
+    """Issue 37: the schema allowed a message of white space (``"\\f"``), an AG-UI body without a
+    question or with messages without their ``role``, and asked a keyless server's clients
+    for an ``Authorization`` header; the server refused the bodies and ignored the header."""
+    async with asgi_client(app_for(ScriptedChatModel(responses=[]), [get_status])) as client:
+        openapi = (await client.get("/openapi.json")).json()
+        assert not any("security" in operation for methods in openapi["paths"].values()
+                       for operation in methods.values())
+        message = schema_validator(openapi, {"$ref": "#/components/schemas/MessageRequest"})
+        for text in ("\f", " \u3000\n", "\x1f", "\u2028", "a", " x ", "\u200b"):
+            refused = (await client.post("/threads/t/inject", json={"message": text})).status_code == 422
+            assert message.is_valid({"message": text}) is not refused, repr(text)  # 409 (no run) when taken
+        agui = schema_validator(openapi, {"$ref": "#/components/schemas/AguiRunInput"})
+        base = {"threadId": "t", "runId": "r", "state": None, "tools": [], "context": [], "forwardedProps": None}
+        bodies = [
+            {**base, "messages": []},
+            {**base, "messages": [{"id": "1", "role": "assistant", "content": "hi"}]},
+            {**base, "messages": [{"id": "1", "role": "user", "content": "\f"}]},
+            {**base, "messages": [{"id": "1", "content": "no role"}]},
+            {**base, "messages": [{"id": "1", "role": "user", "content": [{"text": "no type"}]}]},
+            {**base, "messages": [{"id": "1", "role": "user", "content": [{"type": "text", "text": " "}]}]},
+            {**base, "messages": [], "resume": []},
+        ]
+        for body in bodies:
+            answer = await client.post("/agui", json=body)
+            assert answer.status_code == 422 and not agui.is_valid(body), body
+        question = {**base, "messages": [{"id": "1", "role": "user", "content": "hi"},
+                                         {"id": "2", "role": "user", "content": [{"type": "text", "text": " "}]}]}
+        assert agui.is_valid(question) and agui.is_valid({**base, "messages": [], "resume": [
+            {"interruptId": "i", "status": "resolved"}]})
+
+
+async def test_the_event_streams_schema_describes_every_event_sent():
+    """Issue 37: the schema said ``string`` for the streams; each event is an object (OpenAPI
+    3.1: the schema of ``text/event-stream`` describes one event), named by its channel on
+    ``/runs`` and ``message`` (no ``event:`` line) on ``/agui``."""
+    model = ScriptedChatModel(responses=[AIMessage(content="", tool_calls=[tool_call("get_status", {"machine": "CNC-003"})]),
+                                         "CNC-003 is normal"], repeat_last=True)
+    async with asgi_client(app_for(model, [get_status])) as client:
+        openapi = (await client.get("/openapi.json")).json()
+        runs = await client.post("/threads/t/runs", json={"message": "CNC-003?"})
+        agui = await client.post("/agui", json={"threadId": "u", "runId": "r", "state": None, "tools": [], "context": [],
+                                                "forwardedProps": None,
+                                                "messages": [{"id": "1", "role": "user", "content": "CNC-003?"}]})
+    for path, response, default in (("/threads/{thread_id}/runs", runs, None), ("/agui", agui, "message")):
+        content = openapi["paths"][path]["post"]["responses"]["200"]["content"]
+        assert set(content) == {"text/event-stream"}
+        validator = schema_validator(openapi, content["text/event-stream"]["schema"])
+        events = [dict(line.split(": ", 1) for line in frame.splitlines() if not line.startswith(":"))
+                  for frame in response.text.split("\n\n") if frame.strip() and not frame.startswith(":")]
+        assert len(events) > 4
+        for event in events:
+            event.setdefault("event", default)
+            json.loads(event["data"])
+            assert validator.is_valid(event), event
 
 
 async def test_the_page_and_its_files_are_served_from_the_package_without_external_urls():

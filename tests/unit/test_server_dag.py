@@ -100,8 +100,14 @@ async def test_dag_mode_on_a_server_without_a_dag_agent_is_422_and_its_health_li
     async with asgi_client(create_app(agent, ServerSettings(api_key=""))) as client:
         response = await client.post("/threads/t/runs", json={"message": GOAL, "mode": "dag"})
         health = (await client.get("/healthz")).json()
+        schema = (await client.get("/openapi.json")).json()
     assert response.status_code == 422 and "runs no DAG mode" in response.json()["detail"]
     assert health["modes"] == ["react"] and health["default_mode"] == "react"
+    # the schema allows no body the server refuses (issue 37): its modes are the served ones
+    assert schema["components"]["schemas"]["RunRequest"]["properties"]["mode"]["anyOf"][0]["enum"] == ["react"]
+    async with asgi_client(dag_app()[0]) as client:
+        schema = (await client.get("/openapi.json")).json()
+    assert schema["components"]["schemas"]["RunRequest"]["properties"]["mode"]["anyOf"][0]["enum"] == ["react", "dag"]
 
 
 async def test_a_thread_keeps_the_mode_of_its_first_run():
