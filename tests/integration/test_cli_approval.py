@@ -78,7 +78,7 @@ class Terminal:
             elif self.process.poll() is not None:
                 break
         os.close(self.master)
-        return self.process.wait(timeout=10)
+        return self.process.wait(timeout=30)  # the exit itself (settling the thread) on a loaded CI machine
 
 
 def orders(tmp_path: Path) -> list[tuple]:
