@@ -8,6 +8,7 @@ import json
 import os
 import pty
 import select
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -41,7 +42,10 @@ class Terminal:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "tests.scripted_cli", json.dumps(script), *args,
              "--db", str(tmp_path / "factory.db"), "--db-url", str(tmp_path / "checkpoints.db")],
-            stdin=slave, stdout=slave, stderr=slave, cwd=ROOT, env=env, close_fds=True)
+            stdin=slave, stdout=slave, stderr=slave, cwd=ROOT, env=env, close_fds=True,
+            # Ctrl-C reaches the CLI as on a terminal even when the test runner was started in the
+            # background by a shell, whose children inherit SIGINT ignored.
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         os.close(slave)
         self.master = master
         self.output = ""
