@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent
 from reactgraph.prompts import TOOL_REQUIRED_REQUEST
+from reactgraph.prompts import TOOL_REQUIRED_REQUEST
 from reactgraph.testing import ScriptedChatModel, tool_call
 
 NATIVE = ModelAbilities(tool_call=True, json_mode=True)
@@ -281,3 +282,22 @@ async def test_a_provider_that_refuses_the_forced_tool_choice_is_asked_again_wit
     assert model.call_kwargs[1]["tool_choice"] == "any" and "tool_choice" not in model.call_kwargs[2]
     assert plant.runs == {"status": 1} and result.answer == "CNC-003 is in warning at 48.7 °C."
     assert result.error is None and result.finish_reason == "final_answer"
+
+
+async def test_a_model_whose_bind_tools_cannot_force_a_call_is_asked_in_words():
+    """A chat model class whose ``bind_tools`` refuses ``tool_choice`` (it raises at bind time)
+    still gets the re-ask: the tools bound without forcing, the message asking for a call."""
+
+    class NoForcing(ScriptedChatModel):
+        def bind_tools(self, tools, **kwargs):
+            if "tool_choice" in kwargs:
+                raise NotImplementedError("tool_choice is not supported")
+            return super().bind_tools(tools, **kwargs)
+
+    plant = Plant()
+    model = NoForcing(responses=["CNC-003 is fine at 22 °C.", step("native", ("status", {"equipment_id": "CNC-003"})),
+                                 "CNC-003 is in warning at 48.7 °C."])
+    result = await ReActAgent(model, plant.tools(), abilities=NATIVE).run("How warm is CNC-003?")
+    assert "tool_choice" not in model.call_kwargs[1] and model.call_kwargs[1].get("tools")
+    assert model.calls[1][-1].content == TOOL_REQUIRED_REQUEST  # the re-ask says what it wants in words
+    assert plant.runs == {"status": 1} and result.answer == "CNC-003 is in warning at 48.7 °C."
