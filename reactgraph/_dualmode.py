@@ -45,6 +45,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph._internal._runnable import RunnableCallable
 
+from reactgraph import observability
 from reactgraph.errors import SyncRunError
 
 T = TypeVar("T")
@@ -94,21 +95,22 @@ def dual_node(body: Callable[..., Awaitable[Any]], name: str) -> RunnableCallabl
 
     Returns:
         A LangGraph ``RunnableCallable`` whose ``invoke`` runs ``body`` in sync mode
-        (:func:`run_sync`) and whose ``ainvoke`` awaits it in async mode.
+        (:func:`run_sync`) and whose ``ainvoke`` awaits it in async mode, each through
+        :func:`reactgraph.observability.run_node` (observed when the run is, issue 40).
     """
     signature = inspect.signature(body)
 
     def sync_entry(*args: Any, **kwargs: Any) -> Any:
         token = _SYNC.set(True)
         try:
-            return run_sync(body(*args, **kwargs), name)
+            return run_sync(observability.run_node(name, body, args, kwargs), name)
         finally:
             _SYNC.reset(token)
 
     async def async_entry(*args: Any, **kwargs: Any) -> Any:
         token = _SYNC.set(False)  # an async run nested in a sync one (a tool) is async again
         try:
-            return await body(*args, **kwargs)
+            return await observability.run_node(name, body, args, kwargs)
         finally:
             _SYNC.reset(token)
 
@@ -118,20 +120,26 @@ def dual_node(body: Callable[..., Awaitable[Any]], name: str) -> RunnableCallabl
 
 
 async def call_model(runnable: Runnable, input: Any, config: RunnableConfig | None = None) -> Any:
-    """``runnable.invoke`` in sync mode, ``await runnable.ainvoke`` otherwise."""
-    if _SYNC.get():
-        return runnable.invoke(input, config)
-    return await runnable.ainvoke(input, config)
+    """``runnable.invoke`` in sync mode, ``await runnable.ainvoke`` otherwise; observed as
+    one model call of the run (:func:`reactgraph.observability.model_call`)."""
+    with observability.model_call(runnable, input, config) as call:
+        if _SYNC.get():
+            return call.returned(runnable.invoke(input, config))
+        return call.returned(await runnable.ainvoke(input, config))
 
 
 async def stream_model(runnable: Runnable, input: Any, config: RunnableConfig | None = None) -> AsyncIterator[Any]:
-    """Chunks of ``runnable.stream`` in sync mode, of ``runnable.astream`` otherwise."""
-    if _SYNC.get():
-        for chunk in runnable.stream(input, config):
-            yield chunk
-    else:
-        async for chunk in runnable.astream(input, config):
-            yield chunk
+    """Chunks of ``runnable.stream`` in sync mode, of ``runnable.astream`` otherwise;
+    observed as one model call of the run (:func:`reactgraph.observability.model_call`)."""
+    with observability.model_call(runnable, input, config) as call:
+        if _SYNC.get():
+            for chunk in runnable.stream(input, config):
+                call.chunk(chunk)
+                yield chunk
+        else:
+            async for chunk in runnable.astream(input, config):
+                call.chunk(chunk)
+                yield chunk
 
 
 async def run_blocking(fn: Callable[[], T]) -> T:

@@ -15,7 +15,7 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import aclosing
-from typing import Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
@@ -49,6 +49,9 @@ from reactgraph.interrupts import InterruptQueue
 from reactgraph.result import RunResult
 from reactgraph.synthesis import with_fallback
 from reactgraph.usage import Usage
+
+if TYPE_CHECKING:
+    from reactgraph.observability.observer import RunObserver
 
 logger = logging.getLogger(__name__)
 
@@ -98,14 +101,20 @@ class AgentFacade(ABC, Generic[ResultT]):
         config: RunnableConfig = {"configurable": configurable, "recursion_limit": self.recursion_limit}
         return config, thread_id
 
-    def _observe(self, config: RunnableConfig, thread_id: str, resumes: Mapping[str, Any] | None = None) -> None:
-        """Just before the graph starts on ``config``: the run's observer while
-        observability is on (issue 40, SPEC R13.9: spans, metrics, the run's log line; the
-        span's context in the metadata of the run's checkpoints, and a link to the run that
-        wrote ``resumes``, the metadata of the checkpoint a resume continues). Nothing when
-        it is off."""
-        if observability.active is not None:
-            observability.observe(config, thread_id, failure_reason=self.failure_reason, resumes=resumes)
+    def _observe(self, config: RunnableConfig, thread_id: str, run_input: Any,
+                 resumes: Mapping[str, Any] | None = None) -> RunObserver | None:
+        """Just before the graph starts on ``config`` with ``run_input``: the run's observer,
+        started, while observability is on (issue 40, SPEC R13.9: spans, metrics, the run's
+        log line; the span's context in the metadata of the run's checkpoints, and a link to
+        the run that wrote ``resumes``, the metadata of the checkpoint a resume continues).
+        The caller reports the run's end to it. ``None`` when observability is off."""
+        if observability.active is None:
+            return None
+        observer = observability.observe(config, thread_id, failure_reason=self.failure_reason, resumes=resumes,
+                                         reported=True)
+        if observer is not None:
+            observer.run_started(self.graph.get_name(), run_input)
+        return observer
 
     @staticmethod
     def _run_fields(state: dict[str, Any], started: float, thread_id: str | None) -> dict[str, Any]:
@@ -226,7 +235,7 @@ class AgentFacade(ABC, Generic[ResultT]):
                     if not waiting:
                         raise NothingToResumeError(f"the run on thread {thread_id!r} waits on no decision")
                     run_input = resume_command(waiting, decisions)
-            self._observe(config, thread_id, resumes)
+            observer = self._observe(config, thread_id, run_input, resumes)
             thinking = False  # a loop model call is in flight (its start seen, not its end)
             try:
                 async with aclosing(graph_events(self.graph, run_input, config, state, **options)) as stream:
@@ -234,7 +243,9 @@ class AgentFacade(ABC, Generic[ResultT]):
                         if isinstance(event, (ThinkingStarted, ThinkingDone)):
                             thinking = isinstance(event, ThinkingStarted)
                         yield event
-            except (asyncio.CancelledError, GeneratorExit):  # the caller went away: the thread is freed once its saves are in
+            except (asyncio.CancelledError, GeneratorExit) as cut:  # the caller went away: the thread is freed once its saves are in
+                if observer is not None:
+                    observer.run_finished(state, cut)
                 await settle_saves(self.checkpointer, config)
                 if thinking:  # the limits count it when the run is resumed (issue 37)
                     await asyncio.shield(_record_cut_call(self.checkpointer, config))
@@ -242,6 +253,8 @@ class AgentFacade(ABC, Generic[ResultT]):
             except Exception as exc:  # R2.7: the run ends with a fallback answer, not a crash
                 logger.warning("run failed: %s", exc)
                 failure = exc
+            if observer is not None:
+                observer.run_finished(state, failure)
             try:  # before the thread is freed: its last checkpoint may be held (run_durability)
                 await commit_held(self.checkpointer, config)
             except Exception as exc:

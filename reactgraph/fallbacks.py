@@ -49,6 +49,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.fallbacks import RunnableWithFallbacks
 from langgraph._internal._constants import CONFIG_KEY_RUNTIME  # how a task sees its attempt number
 
+from reactgraph import observability
 from reactgraph.events import ModelSwitched, emit
 from reactgraph.limits import model_name_of
 from reactgraph.providers import ProviderProfile, chat_model_of
@@ -325,10 +326,16 @@ class FallbackChain(Runnable):
     out, a failure is raised to the caller (synthesis then ends the answer as it always
     does, SPEC R3.2).
 
+    Each model's attempt is its own model call of an observed run
+    (:func:`reactgraph.observability.model_call`, one ``chat`` span each).
+
     Args:
         members: The models, in order.
         call: What the call is, for events and logs (``"synthesis"``, ``"compaction"``).
     """
+
+    observes_calls = True
+    """Each model's attempt is observed here, not the chain as one call."""
 
     def __init__(self, members: Sequence[ChainMember], call: str) -> None:
         self.members = list(members)
@@ -368,7 +375,8 @@ class FallbackChain(Runnable):
         while True:
             member = self.members[order[position]]
             try:
-                result = member.runnable.invoke(input, config, **kwargs)
+                with observability.model_call(member.runnable, input, config) as observed:
+                    result = observed.returned(member.runnable.invoke(input, config, **kwargs))
             except Exception as exc:
                 position = self._handoff(order, position, exc)
                 continue
@@ -381,7 +389,8 @@ class FallbackChain(Runnable):
         while True:
             member = self.members[order[position]]
             try:
-                result = await member.runnable.ainvoke(input, config, **kwargs)
+                with observability.model_call(member.runnable, input, config) as observed:
+                    result = observed.returned(await member.runnable.ainvoke(input, config, **kwargs))
             except Exception as exc:
                 position = self._handoff(order, position, exc)
                 continue
@@ -395,11 +404,13 @@ class FallbackChain(Runnable):
             member = self.members[order[position]]
             started = False
             try:
-                for chunk in member.runnable.stream(input, config, **kwargs):
-                    if not started:
-                        started = True
-                        self._answered(member)
-                    yield chunk
+                with observability.model_call(member.runnable, input, config) as observed:
+                    for chunk in member.runnable.stream(input, config, **kwargs):
+                        if not started:
+                            started = True
+                            self._answered(member)
+                        observed.chunk(chunk)
+                        yield chunk
             except Exception as exc:
                 if started:
                     raise
@@ -414,11 +425,13 @@ class FallbackChain(Runnable):
             member = self.members[order[position]]
             started = False
             try:
-                async for chunk in member.runnable.astream(input, config, **kwargs):
-                    if not started:
-                        started = True
-                        self._answered(member)
-                    yield chunk
+                with observability.model_call(member.runnable, input, config) as observed:
+                    async for chunk in member.runnable.astream(input, config, **kwargs):
+                        if not started:
+                            started = True
+                            self._answered(member)
+                        observed.chunk(chunk)
+                        yield chunk
             except Exception as exc:
                 if started:
                     raise

@@ -22,6 +22,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from reactgraph.actions import message_text
+from reactgraph.observability import observed_node
 from reactgraph.config import AgentSettings
 from reactgraph.dag.analyze import Analyzer, route_analysis
 from reactgraph.dag.budget import is_limit
@@ -136,13 +137,13 @@ def create_dag_graph(
     graphs.graph_for(registry.resolve(None))  # compiled now, so invalid tools fail here
 
     builder = StateGraph(DAGState, input_schema=InputState)
-    builder.add_node("start_dag", start_dag)
     limits = step_settings.limits  # the whole run's in DAG mode (reactgraph.dag.budget)
-    builder.add_node("plan", Planner(registry, tools, dag_settings, drain, limits))
-    builder.add_node("schedule", Schedule(drain, limits))
-    builder.add_node("run_step", RunStep(registry, graphs, dag_settings))
-    builder.add_node("analyze", Analyzer(registry, dag_settings, drain, limits))
-    builder.add_node("synthesize", DAGSynthesize(registry, dag_settings))
+    nodes = {"start_dag": start_dag, "plan": Planner(registry, tools, dag_settings, drain, limits),
+             "schedule": Schedule(drain, limits), "run_step": RunStep(registry, graphs, dag_settings),
+             "analyze": Analyzer(registry, dag_settings, drain, limits),
+             "synthesize": DAGSynthesize(registry, dag_settings)}
+    for name, body in nodes.items():
+        builder.add_node(name, observed_node(body, name))  # observed when the run is (issue 40)
 
     builder.add_edge(START, "start_dag")
     builder.add_edge("start_dag", "plan")

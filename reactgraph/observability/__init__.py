@@ -17,15 +17,19 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
-from collections.abc import Callable, Mapping
+import inspect
+import sys
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
+
+from langchain_core.runnables.config import var_child_runnable_config
 
 if TYPE_CHECKING:
     from reactgraph.events import AgentEvent
-    from reactgraph.observability.observer import Instrumentation, RequestInfo, RunObserver
+    from reactgraph.observability.observer import Instrumentation, ModelCall, RequestInfo, RunObserver
 
-__all__ = ["active", "current_request", "enable_metrics", "instrument", "observe", "record_event", "run_callbacks",
-           "uninstrument"]
+__all__ = ["OBSERVER_KEY", "UNOBSERVED", "Unobserved", "active", "current_request", "enable_metrics", "instrument",
+           "model_call", "observe", "observed_node", "observer_of", "record_event", "run_node", "run_callbacks", "uninstrument"]
 
 active: Instrumentation | None = None
 """What the process observes (:func:`instrument`), ``None`` when nothing is."""
@@ -34,6 +38,38 @@ current_request: contextvars.ContextVar[RequestInfo | None] = contextvars.Contex
     "reactgraph_request", default=None)
 """The server request a run is driven by (set by the server's middleware): its id goes on
 the run's span and log line, and the run's ids and figures go on the request's log line."""
+
+
+OBSERVER_KEY = "__reactgraph_observer"
+"""The key, in a run's config ``configurable``, of the run's
+:class:`~reactgraph.observability.observer.RunObserver` (set by :func:`observe`; LangGraph
+hands ``configurable`` to every node and subgraph of the run, and keeps keys that begin with
+``__`` out of checkpoint metadata)."""
+
+
+class Unobserved:
+    """:class:`~reactgraph.observability.observer.ModelCall`'s stand-in for a call no
+    observer watches: records nothing."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> Unobserved:
+        return self
+
+    def __exit__(self, kind: Any, error: BaseException | None, traceback: Any) -> None:
+        return None
+
+    @staticmethod
+    def returned(result: Any) -> Any:
+        return result
+
+    @staticmethod
+    def chunk(chunk: Any) -> None:
+        return None
+
+
+UNOBSERVED = Unobserved()
+"""What :func:`model_call` gives for a call no observer watches."""
 
 
 def instrument(*, tracer_provider: Any = None, tracing: bool = True, capture_content: bool | None = None,
@@ -121,13 +157,15 @@ def run_callbacks(thread_id: str | None, *, failure_reason: str = "model_error")
 
 
 def observe(config: dict[str, Any], thread_id: str | None, *, failure_reason: str = "model_error",
-            resumes: Mapping[str, Any] | None = None) -> None:
+            resumes: Mapping[str, Any] | None = None, reported: bool = False) -> RunObserver | None:
     """Observe the run about to be started with ``config`` while :func:`instrument` is on
-    (nothing otherwise): a :class:`~reactgraph.observability.observer.RunObserver` joins its
-    callbacks and, with tracing, the run's ``invoke_agent`` span is opened now and its
-    context goes in ``config["metadata"]`` (``reactgraph_trace``), which every checkpoint the
-    run writes keeps. The agents call it just before they start the graph; call it for a
-    graph you run yourself, passing the thread's checkpoint metadata when you resume it.
+    (nothing otherwise). A :class:`~reactgraph.observability.observer.RunObserver` goes in
+    ``config["configurable"]``, where the engine's hooks find it (no node, model or tool
+    callback event is dispatched to it). With tracing, the run's ``invoke_agent`` span is
+    opened now and its context goes in ``config["metadata"]`` (``reactgraph_trace``), which
+    every checkpoint the run writes keeps. The agents call it just before they start the
+    graph; call it for a graph you run yourself, passing the thread's checkpoint metadata
+    when you resume it.
 
     Args:
         config: The run's config, changed in place.
@@ -137,25 +175,124 @@ def observe(config: dict[str, Any], thread_id: str | None, *, failure_reason: st
             (``graph.get_state(config).metadata``): its run's span becomes a link of this
             run's span, whichever process ran it (docs/observability.md, "one trace or
             linked traces").
+        reported: The caller reports the run's start and end itself
+            (:meth:`~reactgraph.observability.observer.RunObserver.run_started` and
+            :meth:`~reactgraph.observability.observer.RunObserver.run_finished`, as the
+            agents do); otherwise the observer is a callback handler of the graph's root run
+            (not inherited by its nodes) and learns them from LangChain.
+
+    Returns:
+        The run's observer; ``None`` when :func:`instrument` is off.
     """
     handlers = run_callbacks(thread_id, failure_reason=failure_reason)
     if not handlers:
-        return
+        return None
+    from reactgraph.observability.observer import TRACE_METADATA
+
     [observer] = handlers
-    given = config.get("callbacks")
-    if given is None:
-        config["callbacks"] = handlers
-    elif isinstance(given, list):
-        config["callbacks"] = [*given, observer]
-    else:  # a callback manager
-        given = given.copy()
-        given.add_handler(observer, inherit=True)
-        config["callbacks"] = given
+    if reported:
+        config["run_id"] = observer.run_id  # the graph's run in LangChain's callbacks (LangSmith) has the span's id
+    else:
+        from langchain_core.callbacks import BaseCallbackManager, CallbackManager
+
+        given = config.get("callbacks")
+        if isinstance(given, BaseCallbackManager):
+            manager = given.copy()
+            manager.add_handler(observer, inherit=False)
+        else:  # None or a list of handlers, which every node inherits
+            inherited = list(given or [])
+            manager = CallbackManager(handlers=[*inherited, observer], inheritable_handlers=inherited)
+        config["callbacks"] = manager
+    config["configurable"] = {**(config.get("configurable") or {}), OBSERVER_KEY: observer}
     context = observer.open_span(resumes)
     if context is not None:
-        from reactgraph.observability.observer import TRACE_METADATA
-
         config["metadata"] = {**(config.get("metadata") or {}), TRACE_METADATA: context}
+    return observer
+
+
+def observer_of(config: Mapping[str, Any] | None) -> RunObserver | None:
+    """The :class:`~reactgraph.observability.observer.RunObserver` of the run ``config``
+    (a node's config) belongs to: the one :func:`observe` put in its ``configurable``, or
+    one of its callbacks (:func:`run_callbacks`); ``None`` for a run nobody observes."""
+    if not config:
+        return None
+    configurable = config.get("configurable")
+    if configurable:
+        observer = configurable.get(OBSERVER_KEY)
+        if observer is not None:
+            return observer
+    module = sys.modules.get("reactgraph.observability.observer")
+    if module is None:  # never loaded: no observer exists
+        return None
+    callbacks = config.get("callbacks")
+    for handler in callbacks if isinstance(callbacks, list) else getattr(callbacks, "handlers", None) or ():
+        if isinstance(handler, module.RunObserver):
+            return handler
+    return None
+
+
+def model_call(runnable: Any, model_input: Any, config: Mapping[str, Any] | None) -> ModelCall:
+    """The hook around one model call the engine makes (``reactgraph._dualmode.call_model``
+    and ``stream_model``, each model of a fallback chain)::
+
+        with observability.model_call(model, messages, config) as call:
+            return call.returned(await model.ainvoke(messages, config))
+
+    Args:
+        runnable: The model runnable called; one that observes its own calls (a fallback
+            chain, ``observes_calls = True``) is not observed here.
+        model_input: Its input (a message list).
+        config: The config of the node making the call.
+
+    Returns:
+        A :class:`~reactgraph.observability.observer.ModelCall` of the run's observer (its
+        ``chat`` span, metrics and token counts), or a stand-in that records nothing when
+        no observer watches the run.
+    """
+    observer = observer_of(config)
+    if observer is None or getattr(runnable, "observes_calls", False):
+        return UNOBSERVED  # type: ignore[return-value]
+    return observer.model_call(runnable, model_input, config)  # type: ignore[arg-type]
+
+
+async def run_node(name: str, body: Callable[..., Awaitable[Any]], args: tuple[Any, ...],
+                   kwargs: dict[str, Any]) -> Any:
+    """The hook around one graph node's task: ``await body(*args, **kwargs)``, through the
+    run's observer when one watches the run
+    (:meth:`~reactgraph.observability.observer.RunObserver.run_node`: a tool call's,
+    a DAG step's, a plan round's and, with ``node_spans``, any node's span).
+
+    Args:
+        name: The node's name.
+        body: The node's body (``args[0]`` is its input; ``kwargs["config"]`` its config
+            when it takes one, else the config LangGraph runs it with).
+        args, kwargs: What LangGraph called the node with.
+
+    Returns:
+        What the body returned.
+    """
+    observer = observer_of(kwargs.get("config") or var_child_runnable_config.get())
+    if observer is None:
+        return await body(*args, **kwargs)
+    return await observer.run_node(name, args[0] if args else None, lambda: body(*args, **kwargs))
+
+
+def observed_node(body: Callable[..., Awaitable[Any]], name: str) -> Callable[..., Awaitable[Any]]:
+    """An async graph node that runs ``body`` through :func:`run_node` (the DAG graph's
+    nodes; the ReAct graph's get the same through ``dual_node``). Its signature is the
+    body's, so LangGraph injects what the body asks for (``config``…).
+
+    Args:
+        body: The node's async body.
+        name: The node's name.
+    """
+
+    async def node(*args: Any, **kwargs: Any) -> Any:
+        return await run_node(name, body, args, kwargs)
+
+    node.__signature__ = inspect.signature(body)  # type: ignore[attr-defined]
+    node.__name__ = name
+    return node
 
 
 _dispatch: Callable[[AgentEvent], None] | None = None

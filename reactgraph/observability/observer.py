@@ -1,29 +1,44 @@
-"""The run observer: one LangChain callback handler per run that turns what LangGraph and
-LangChain report about the run (its graph, node, model and tool runs) and the engine's own
-events into spans, metrics and the run's log line (issue 40).
+"""The run observer (issue 40): spans, metrics and the run's log line of one run, made from
+the engine's own code, not from LangChain's callbacks.
 
-It rides beside any other callback handler (LangSmith's tracer, a user's), reading what
-they read: the graph's run is the root, each graph node's task is a run whose name is the
-node's (``langgraph_node`` metadata), model calls are chat model runs whose node says their
-phase (:func:`reactgraph.testing.call_kind_of`). Nothing of it changes what a run does; a
-failure inside it is logged by LangChain and the run goes on.
+One :class:`RunObserver` per run. The run's start and end reach it as a LangChain callback
+handler given to the graph's root run alone (not inherited by the graph's nodes, so no node,
+model or tool callback event is dispatched to it); everything inside the run reaches it
+through hooks in the engine, which find it in the node's config (``configurable``
+:data:`OBSERVER_KEY`, or among the config's callbacks for a graph run with
+:func:`reactgraph.observability.run_callbacks`):
+
+- each graph node's body runs through :meth:`RunObserver.run_node` (``dual_node`` for the
+  ReAct and DAG nodes): the tool call of ``execute_tools``, a DAG step, a plan round, and with
+  ``node_spans`` every node get their span there;
+- each model call runs through :func:`model_call` (``call_model``, ``stream_model`` and each
+  model of a fallback chain): its ``chat`` span, usage and finish reason, its phase from the
+  node that makes it (:func:`reactgraph.testing.call_kind_of`);
+- the engine's events (:func:`reactgraph.events.emit`) reach :meth:`RunObserver.on_agent_event`.
+
+Beside it any other callback handler (LangSmith's tracer, a user's) sees the run as before.
+Nothing of it changes what a run does.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableBinding
 from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.errors import GraphInterrupt
 
 from reactgraph.events import AgentEvent, AnswerDelta, Compacted, Injected, Stalled
+from reactgraph.observability import UNOBSERVED, Unobserved
 from reactgraph.observability import tracing as names
 from reactgraph.observability.logs import RUN_LOGGER, log_fields
 from reactgraph.observability.metrics import RunMetrics, labelled
@@ -100,17 +115,29 @@ class RequestInfo:
 
 
 @dataclass
-class _Chat:
-    phase: str
-    started: float
-    span: Any = None
+class _Leaf:
+    """A span with no children (a model call's, a tool call's), noted while its call runs
+    and made whole with the run's end: one ``start_span`` with every attribute at the noted
+    start time, then ``end`` at the noted end time. Made together, a run's leaves cost
+    OpenTelemetry's SDK about half the CPU that spans made one by one between the run's
+    other work cost (bench/README, issue 40); the run's own span, which every leaf's
+    parent chain ends in, is exported with its end in either case."""
+
+    name: str
+    context: Any
+    attributes: dict[str, Any]
+    kind: Any
+    started: int = field(default_factory=time.time_ns)
+    ended: int | None = None
+    error: BaseException | str | None = None
+    error_type: str | None = None
 
 
 @dataclass
 class _Tool:
     name: str
     call_id: str
-    span: Any = None
+    leaf: _Leaf | None = None
 
 
 @dataclass
@@ -123,10 +150,8 @@ class _RunState:
     span: Any = None
     context: Any = None
     attributes: dict[str, Any] = field(default_factory=dict)
-    parents: dict[UUID, UUID | None] = field(default_factory=dict)
-    spans: dict[UUID, Any] = field(default_factory=dict)
-    chats: dict[UUID, _Chat] = field(default_factory=dict)
-    tools: dict[UUID, _Tool] = field(default_factory=dict)
+    open: dict[int, Any] = field(default_factory=dict)
+    leaves: list[_Leaf] = field(default_factory=list)
     round_span: Any = None
     rounds: int = 0
     mode: str | None = None
@@ -188,6 +213,12 @@ def parse_span_context(text: Any) -> Any:
     return SpanContext(trace_id, span_id, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED))
 
 
+_TASK_SPAN: ContextVar[tuple[RunObserver, Any] | None] = ContextVar("reactgraph_task_span", default=None)
+"""The observer and span of the node task running in this context (a tool call, a DAG step,
+a node with ``node_spans``): model calls, events and nested nodes (a step's subgraph) made
+inside it go under that span. Each node task of LangGraph runs in its own copy of the
+context, so parallel tasks each see their own."""
+
 OBSERVED_EVENTS = (AnswerDelta, Compacted, Injected, Stalled)
 """The engine events the observer records (:meth:`RunObserver.on_agent_event`); the others
 are not looked at."""
@@ -195,14 +226,14 @@ are not looked at."""
 
 def dispatch_event(event: AgentEvent) -> None:
     """Hand ``event``, emitted by a node, to the :class:`RunObserver` of the run it is emitted
-    in (found in the node's callbacks), when it is one the observer records."""
+    in (found in the node's config), when it is one the observer records."""
     if not isinstance(event, OBSERVED_EVENTS):
         return
-    manager = (var_child_runnable_config.get() or {}).get("callbacks")
-    for handler in getattr(manager, "handlers", None) or ():
-        if isinstance(handler, RunObserver):
-            handler.on_agent_event(event, getattr(manager, "parent_run_id", None))
-            return
+    from reactgraph.observability import observer_of
+
+    observer = observer_of(var_child_runnable_config.get())
+    if observer is not None:
+        observer.on_agent_event(event)
 
 
 def _present(attributes: dict[str, Any]) -> dict[str, Any]:
@@ -210,17 +241,102 @@ def _present(attributes: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in attributes.items() if value is not None}
 
 
-def _is_task(name: str | None, metadata: Mapping[str, Any] | None, tags: Sequence[str] | None) -> bool:
-    """A graph node's task: its run bears the node's name and a ``graph:step:N`` tag."""
-    return name is not None and (metadata or {}).get("langgraph_node") == name and any(
-        tag.startswith("graph:step:") for tag in tags or ())
+_MODEL_PARAMS: dict[int, tuple[Any, dict[str, Any]]] = {}
+""":func:`_model_params` by the model runnable's ``id`` (with the runnable, so a new object
+at a reused id is read afresh); cleared when it holds :data:`_MODEL_PARAMS_KEPT`."""
+
+_MODEL_PARAMS_KEPT = 256
+
+
+def _model_params(runnable: Any) -> dict[str, Any]:
+    """LangChain's ``ls_*`` parameters (provider, model name, temperature, max tokens) of
+    the chat model under ``runnable`` (through ``bind``/``bind_tools`` bindings, with their
+    keyword arguments), ``{}`` when there is no chat model under it. Read once per runnable:
+    a model's parameters do not change between its calls."""
+    known = _MODEL_PARAMS.get(id(runnable))
+    if known is not None and known[0] is runnable:
+        return known[1]
+    bound: dict[str, Any] = {}
+    model = runnable
+    while isinstance(model, RunnableBinding):
+        bound = {**model.kwargs, **bound}
+        model = model.bound
+    params: dict[str, Any] = {}
+    if isinstance(model, BaseChatModel):
+        try:
+            params = model._get_ls_params(**bound)
+        except Exception:  # a model whose parameters cannot be read is still traced, unnamed
+            params = {}
+        if not params.get("ls_model_name"):
+            params["ls_model_name"] = getattr(model, "model_name", None) or getattr(model, "model", None) \
+                or model._llm_type
+    if len(_MODEL_PARAMS) >= _MODEL_PARAMS_KEPT:
+        _MODEL_PARAMS.clear()
+    _MODEL_PARAMS[id(runnable)] = (runnable, params)
+    return params
+
+
+class ModelCall:
+    """One model call of an observed run, from its start to its end (:func:`model_call`):
+    its ``chat`` span, metrics and the run's token counts. Use as a context manager around
+    the call; hand it the result (:meth:`returned`) or each streamed chunk (:meth:`chunk`).
+    Leaving the block with an exception records a failed call."""
+
+    __slots__ = ("observer", "phase", "started", "leaf", "input_tokens", "output_tokens", "metadata", "tool_calls",
+                 "message", "chunks")
+
+    def __init__(self, observer: RunObserver, phase: str) -> None:
+        self.observer, self.phase, self.leaf = observer, phase, None
+        self.started = time.perf_counter()
+        self.input_tokens = self.output_tokens = 0
+        self.metadata: dict[str, Any] = {}
+        self.tool_calls = False
+        self.message: Any = None
+        self.chunks: Any = None
+
+    def __enter__(self) -> ModelCall:
+        return self
+
+    def returned(self, result: Any) -> Any:
+        """Record the call's result (an ``AIMessage``; a structured output's ``{"raw": …}``)
+        and give it back unchanged."""
+        message = result.get("raw") if isinstance(result, dict) else result
+        if isinstance(message, BaseMessage):
+            self._read(message)
+            self.message = message
+        return result
+
+    def chunk(self, chunk: Any) -> None:
+        """Record one chunk of a streamed call (its usage, finish reason, tool calls)."""
+        if not isinstance(chunk, BaseMessage):
+            return
+        self._read(chunk)
+        if self.observer.instrumentation.capture_content:
+            self.chunks = chunk if self.chunks is None else self.chunks + chunk
+
+    def _read(self, message: BaseMessage) -> None:
+        usage = getattr(message, "usage_metadata", None)
+        if usage:
+            self.input_tokens += int(usage.get("input_tokens") or 0)
+            self.output_tokens += int(usage.get("output_tokens") or 0)
+        if message.response_metadata:
+            self.metadata.update(message.response_metadata)
+        if getattr(message, "tool_calls", None) or getattr(message, "tool_call_chunks", None):
+            self.tool_calls = True
+
+    def __exit__(self, kind: Any, error: BaseException | None, traceback: Any) -> None:
+        if error is None:
+            self.observer._chat_ended(self)
+        else:
+            self.observer._chat_failed(self, error)
 
 
 class RunObserver(BaseCallbackHandler):
     """Spans, metrics and the ``run_end`` log line of one run (issue 40).
 
-    Give one per run in the run's config callbacks (the agents do it while
-    :func:`~reactgraph.observability.instrument` is on); for a graph of
+    :func:`~reactgraph.observability.observe` gives one to each run of the agents while
+    :func:`~reactgraph.observability.instrument` is on: a callback handler of the graph's
+    root run only, and the engine's hooks find it in the run's config. For a graph of
     :func:`~reactgraph.create_react_graph` run directly, pass
     :func:`~reactgraph.observability.run_callbacks` as ``config["callbacks"]``. It follows
     the first graph run it is given (the root); later runs with the same handler start
@@ -235,11 +351,12 @@ class RunObserver(BaseCallbackHandler):
     """
 
     run_inline = True
-    """Called in the run's own task (no thread hop), which is also what makes it cheap."""
+    """Called in the run's own task (no thread hop)."""
 
-    ignore_agent = ignore_retriever = ignore_retry = ignore_custom_event = True
-    """LangChain skips these events for this handler: tool runs (``ignore_agent`` covers
-    them; the tool *task* is the span), retrievers, retries, custom events."""
+    ignore_llm = ignore_chat_model = ignore_agent = ignore_retriever = ignore_retry = ignore_custom_event = True
+    """LangChain skips these events for this handler (given through ``run_callbacks``, it is
+    inherited by the graph's nodes): model, tool, retriever, retry and custom events reach
+    it through the engine's hooks or not at all; only the graph's own start and end count."""
 
     def __init__(self, instrumentation: Instrumentation, thread_id: str | None = None, *,
                  failure_reason: str = "model_error", request: RequestInfo | None = None) -> None:
@@ -250,6 +367,10 @@ class RunObserver(BaseCallbackHandler):
         self.request = request
         self.state: _RunState | None = None
         self._opened: Any = None
+        self.run_id: UUID = uuid4()
+        """The run's id (``reactgraph.run.id``, the log line's ``run_id``): given to LangGraph
+        as the graph run's id when the caller reports the run; LangChain's id of the graph
+        run otherwise."""
 
     # spans --------------------------------------------------------------------------------
 
@@ -280,139 +401,118 @@ class RunObserver(BaseCallbackHandler):
         self._opened = tracer.start_span("invoke_agent", kind=SpanKind.INTERNAL, links=links, attributes=attributes)
         return format_span_context(self._opened.get_span_context())
 
-    def _start_span(self, name: str, context: Any, attributes: dict[str, Any], kind: Any = None) -> Any:
-        """A span under ``context`` (a parent's context, ``None``: the current one);
-        ``attributes`` hold no ``None``."""
-        return self.instrumentation.tracer.start_span(name, context=context, kind=kind or SpanKind.INTERNAL,
-                                                      attributes=attributes)
+    @staticmethod
+    def _context(state: _RunState, parent: Any) -> Any:
+        """The context whose current span is ``parent`` (the run span's is made once)."""
+        if parent is not state.span:
+            return _in_context(parent)
+        if state.context is None:
+            state.context = _in_context(parent)
+        return state.context
+
+    def _start_span(self, state: _RunState, name: str, parent: Any, attributes: dict[str, Any]) -> Any:
+        """A span under ``parent`` (a span of this run) that holds others (a DAG plan round
+        or step, a node's task), kept open in ``state`` until it ends; ``attributes`` hold
+        no ``None``."""
+        span = self.instrumentation.tracer.start_span(name, context=self._context(state, parent),
+                                                      kind=SpanKind.INTERNAL, attributes=attributes)
+        state.open[id(span)] = span
+        return span
 
     @staticmethod
-    def _context(state: _RunState, span: Any) -> Any:
-        """The context whose current span is ``span`` (the run's is made once)."""
-        if span is state.span:
-            if state.context is None:
-                state.context = _in_context(span)
-            return state.context
-        return _in_context(span)
+    def _end_span(state: _RunState, span: Any) -> None:
+        state.open.pop(id(span), None)
+        span.end()
 
-    def _parent_span(self, state: _RunState, run_id: UUID | None) -> Any:
-        """The span of ``run_id`` or of its nearest ancestor that has one; below the root,
-        the open plan round's span (DAG mode)."""
-        seen = 0
-        while run_id is not None and seen < 10_000:
-            span = state.spans.get(run_id)
-            if span is not None:
-                return state.round_span if span is state.span and state.round_span is not None else span
-            run_id = state.parents.get(run_id)
-            seen += 1
-        return state.round_span or state.span
+    def _leaf(self, state: _RunState, name: str, parent: Any, attributes: dict[str, Any], kind: Any = None) -> _Leaf:
+        """A leaf span starting now under ``parent``, made with the run's end."""
+        leaf = _Leaf(name, self._context(state, parent), attributes, kind or SpanKind.INTERNAL)
+        state.leaves.append(leaf)
+        return leaf
 
     @staticmethod
-    def _error(span: Any, error: BaseException | str, error_type: str | None = None) -> None:
+    def _end_leaf(leaf: _Leaf, ending: Mapping[str, Any] | None = None, error: BaseException | str | None = None,
+                  error_type: str | None = None) -> None:
+        """The leaf's call ended now, adding ``ending``'s attributes, failed with ``error``."""
+        leaf.ended = time.time_ns()
+        if ending:
+            leaf.attributes.update(ending)
+        leaf.error, leaf.error_type = error, error_type
+
+    def _make_leaves(self, state: _RunState) -> None:
+        """Make the run's leaf spans (a call the run was cut in ends now)."""
+        tracer = self.instrumentation.tracer
+        for leaf in state.leaves:
+            span = tracer.start_span(leaf.name, context=leaf.context, kind=leaf.kind, attributes=leaf.attributes,
+                                     start_time=leaf.started)
+            if leaf.error is not None:
+                self._error(span, leaf.error, leaf.error_type, leaf.ended)
+            span.end(end_time=leaf.ended)
+        state.leaves.clear()
+
+    def _task_span(self) -> Any:
+        """The span of the node task this code runs in, when it is one of this run's."""
+        current = _TASK_SPAN.get()
+        return current[1] if current is not None and current[0] is self else None
+
+    def _parent(self, state: _RunState) -> Any:
+        """Where a span or event made here goes: the node task's span, else the open plan
+        round's (DAG mode), else the run's."""
+        return self._task_span() or state.round_span or state.span
+
+    @staticmethod
+    def _error(span: Any, error: BaseException | str, error_type: str | None = None, at: int | None = None) -> None:
+        """Mark ``span`` failed with ``error`` (an exception is recorded as an event at
+        ``at``, ns since the epoch; now when ``None``)."""
         if isinstance(error, BaseException):
-            span.record_exception(error)
+            span.record_exception(error, timestamp=at)
             error_type = error_type or type(error).__name__
             error = f"{type(error).__name__}: {error}"
         span.set_attribute(names.ERROR_TYPE, error_type or "error")
         span.set_status(Status(StatusCode.ERROR, _cut(str(error))[:500]))
 
-    # the run ------------------------------------------------------------------------------
+    # the run: reported by the agents, or LangChain callbacks of the graph's root run -------
+
+    def run_started(self, name: str, inputs: Any) -> None:
+        """The run starts (the caller reports it: ``observe(..., reported=True)``).
+
+        Args:
+            name: The graph's name (the span is ``invoke_agent <name>``).
+            inputs: The graph's input: a new turn's ``{"messages": [...]}``; anything else
+                (``None``, a ``Command``) resumes the thread.
+        """
+        self._run_started(self.run_id, name, inputs)
+
+    def run_finished(self, outputs: Mapping[str, Any] | None, error: BaseException | None = None) -> None:
+        """The run ended (the caller reports it): ends its span, records its metrics and
+        writes its log line.
+
+        Args:
+            outputs: The graph's last state values (``finish_reason``, ``iteration``, …).
+            error: What the run raised: an interrupt, a cancel (``CancelledError``,
+                ``GeneratorExit``) or a failure; ``None`` when it returned.
+        """
+        state = self.state
+        if state is not None:
+            self._run_ended(state, dict(outputs or {}), error)
 
     def on_chain_start(self, serialized: dict[str, Any] | None, inputs: Any, *, run_id: UUID,
-                       parent_run_id: UUID | None = None, tags: list[str] | None = None,
-                       metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        """A graph run (the root), a node's task, or any runnable inside one."""
-        state = self.state
+                       parent_run_id: UUID | None = None, **kwargs: Any) -> None:
+        """The graph run starts (a run inside it, given ``run_callbacks``, is not looked at)."""
         if parent_run_id is None:
             self._run_started(run_id, kwargs.get("name") or "agent", inputs)
-            return
-        if state is None:
-            return
-        state.parents[run_id] = parent_run_id
-        name = kwargs.get("name")
-        if not _is_task(name, metadata, tags):
-            return
-        tool = None
-        if name == TOOL_NODE and isinstance(inputs, dict) and isinstance(inputs.get("call"), dict):
-            call = inputs["call"]
-            tool = state.tools[run_id] = _Tool(str(call.get("name") or "unknown"), str(call.get("id") or ""))
-        if self.instrumentation.tracer is None:
-            return
-        if tool is None and state.round_span is None and name not in ROUND_NODES and not self.instrumentation.node_spans:
-            return  # a node without a span of its own, outside a plan round: its calls go to the span above it
-        parent = self._parent_span(state, parent_run_id)
-        if parent is state.round_span and (name == PLAN_NODE or name not in ROUND_NODES):  # the round is over
-            state.round_span.end()
-            state.round_span, parent = None, state.span
-        if name == PLAN_NODE and parent is state.span:
-            state.rounds += 1
-            state.round_span = self._start_span(f"plan_round {state.rounds}", self._context(state, state.span),
-                                                {"reactgraph.dag.round": state.rounds})
-            parent = state.round_span
-        if tool is not None:
-            span_name = f"execute_tool {tool.name}"
-            attributes: dict[str, Any] = {names.OPERATION: "execute_tool", names.TOOL_NAME: tool.name,
-                                          names.TOOL_CALL_ID: tool.call_id, names.TOOL_TYPE: "function"}
-            if inputs.get("iteration") is not None:
-                attributes["reactgraph.iteration"] = inputs["iteration"]
-            if self.instrumentation.capture_content:
-                attributes[names.TOOL_ARGUMENTS] = _json(inputs["call"].get("args"))
-        elif name == STEP_NODE and isinstance(inputs, dict) and isinstance(inputs.get("step"), dict):
-            step = inputs["step"]
-            span_name = f"dag_step {step.get('id')}"
-            attributes = _present({"reactgraph.dag.step_id": step.get("id"), "reactgraph.dag.round": inputs.get("round"),
-                                   "reactgraph.dag.dependencies": [str(dep) for dep in step.get("dependencies") or []]})
-            if self.instrumentation.capture_content:
-                attributes["reactgraph.dag.task"] = _cut(str(step.get("task")))
-        elif self.instrumentation.node_spans:
-            span_name = name
-            attributes = _present({"langgraph.node": name, "langgraph.step": (metadata or {}).get("langgraph_step")})
-        else:  # the node's model calls and events go to the span above it
-            return
-        span = self._start_span(span_name, self._context(state, parent), attributes)
-        state.spans[run_id] = span
-        if tool is not None:
-            tool.span = span
 
     def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        """A run ended: the graph's (the run's end), a node's task, or an inner runnable."""
+        """The graph run ended."""
         state = self.state
-        if state is None:
-            return
-        if run_id == state.run_id:
+        if state is not None and run_id == state.run_id:
             self._run_ended(state, outputs if isinstance(outputs, dict) else {}, None)
-            return
-        if state.mode is None and isinstance(outputs, dict) and outputs.get("mode") in ("native", "json"):
-            state.mode = outputs["mode"]
-            if state.span is not None:
-                state.attributes["reactgraph.mode"] = state.mode
-        tool = state.tools.pop(run_id, None)
-        if tool is not None:
-            self._tool_ended(state, tool, _step_record(outputs))
-        span = state.spans.pop(run_id, None)
-        if span is not None:
-            span.end()
 
     def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        """A run raised: an interrupt (a call waits for approval), a cancel, a failure."""
+        """The graph run raised: an interrupt (a call waits for approval), a cancel, a failure."""
         state = self.state
-        if state is None:
-            return
-        if run_id == state.run_id:
+        if state is not None and run_id == state.run_id:
             self._run_ended(state, {}, error)
-            return
-        tool = state.tools.pop(run_id, None)
-        span = state.spans.pop(run_id, None)
-        if isinstance(error, GraphInterrupt):
-            state.paused = True
-            if tool is not None:
-                self._tool_waiting(tool)
-            if span is not None:
-                span.set_attribute("reactgraph.interrupted", True)
-        elif span is not None:
-            self._error(span, error)
-        if span is not None:
-            span.end()
 
     def _run_started(self, run_id: UUID, name: str, inputs: Any) -> None:
         kind = "start" if isinstance(inputs, dict) and inputs.get("messages") else "resume"
@@ -434,7 +534,7 @@ class RunObserver(BaseCallbackHandler):
             span, self._opened = self._opened, None
         span.update_name(f"invoke_agent {name}")
         state.attributes = attributes  # set with the run's end, in one call
-        state.span = state.spans[run_id] = span
+        state.span = span
 
     def _run_ended(self, state: _RunState, outputs: dict[str, Any], error: BaseException | None) -> None:
         seconds = time.perf_counter() - state.started
@@ -453,11 +553,15 @@ class RunObserver(BaseCallbackHandler):
         trace_id = span_id = None
         span = state.span
         if span is not None:
-            for left in [*state.spans.values(), state.round_span]:  # a cancelled run's tasks never reported their end
-                if left is not None and left is not span:
-                    left.end()
+            self._make_leaves(state)
+            for left in list(state.open.values()):  # a cancelled run's tasks never reported their end
+                left.end()
+            state.open.clear()
             trace_id, span_id = format_span_context(span.get_span_context()).split("-")
             ending = state.attributes
+            mode = state.mode or outputs.get("mode")
+            if mode in ("native", "json"):
+                ending["reactgraph.mode"] = mode
             ending.update({"reactgraph.finish_reason": finish, names.INPUT_TOKENS: state.input_tokens,
                            names.OUTPUT_TOKENS: state.output_tokens, "reactgraph.model_calls": state.model_calls})
             if "iteration" in outputs:
@@ -482,11 +586,103 @@ class RunObserver(BaseCallbackHandler):
         })
         self.state = None
 
+    # graph nodes (the engine's hook: dual_node) -------------------------------------------
+
+    async def run_node(self, name: str, task_input: Any, body: Callable[[], Awaitable[Any]]) -> Any:
+        """Run one graph node's task (``body()``) of this run, observed: a tool call's
+        ``execute_tool`` span and metrics, a DAG step's ``dag_step`` span, the plan round a
+        DAG node belongs to, and with ``node_spans`` a span for any node. Model calls and
+        events inside the task go under its span.
+
+        Args:
+            name: The node's name.
+            task_input: What the node was given (a tool call's task, a step's, the state).
+            body: Runs the node's body.
+
+        Returns:
+            What ``body()`` returned.
+
+        Raises:
+            BaseException: What ``body()`` raised (an interrupt marks the run as paused).
+        """
+        state = self.state
+        if state is None:
+            return await body()
+        tool = None
+        if name == TOOL_NODE and isinstance(task_input, dict) and isinstance(task_input.get("call"), dict):
+            call = task_input["call"]
+            tool = _Tool(str(call.get("name") or "unknown"), str(call.get("id") or ""))
+        span = self._node_span(state, name, task_input, tool) if self.instrumentation.tracer is not None else None
+        token = _TASK_SPAN.set((self, span)) if span is not None else None
+        try:
+            outputs = await body()
+        except BaseException as error:
+            interrupted = isinstance(error, GraphInterrupt)
+            if interrupted:
+                state.paused = True
+                if tool is not None:
+                    self._tool_waiting(tool)
+            if tool is not None and tool.leaf is not None:
+                if interrupted:
+                    self._end_leaf(tool.leaf, {"reactgraph.interrupted": True})
+                else:
+                    self._end_leaf(tool.leaf, error=error)
+            if span is not None:
+                if interrupted:
+                    span.set_attribute("reactgraph.interrupted", True)
+                else:
+                    self._error(span, error)
+                self._end_span(state, span)
+            raise
+        finally:
+            if token is not None:
+                _TASK_SPAN.reset(token)
+        if tool is not None:
+            self._tool_ended(state, tool, _step_record(outputs))
+        if span is not None:
+            self._end_span(state, span)
+        return outputs
+
+    def _node_span(self, state: _RunState, name: str, task_input: Any, tool: _Tool | None) -> Any:
+        """The span a node's task opens (``None``: its calls go to the span above it), after
+        closing or opening the DAG plan round the node ends or starts."""
+        inside = self._task_span()
+        if inside is None:  # a node of the run's own graph (not of a step's subgraph)
+            if state.round_span is not None and (name == PLAN_NODE or name not in ROUND_NODES):  # the round is over
+                self._end_span(state, state.round_span)
+                state.round_span = None
+            if name == PLAN_NODE:
+                state.rounds += 1
+                state.round_span = self._start_span(state, f"plan_round {state.rounds}", state.span,
+                                                    {"reactgraph.dag.round": state.rounds})
+        parent = inside or state.round_span or state.span
+        if tool is not None:
+            attributes: dict[str, Any] = {names.OPERATION: "execute_tool", names.TOOL_NAME: tool.name,
+                                          names.TOOL_CALL_ID: tool.call_id, names.TOOL_TYPE: "function"}
+            if task_input.get("iteration") is not None:
+                attributes["reactgraph.iteration"] = task_input["iteration"]
+            if self.instrumentation.capture_content:
+                attributes[names.TOOL_ARGUMENTS] = _json(task_input["call"].get("args"))
+            tool.leaf = self._leaf(state, f"execute_tool {tool.name}", parent, attributes)
+            return None  # nothing inside a tool call is observed under it: its span is a leaf
+        if name == STEP_NODE and isinstance(task_input, dict) and isinstance(task_input.get("step"), dict):
+            step = task_input["step"]
+            attributes = _present({"reactgraph.dag.step_id": step.get("id"), "reactgraph.dag.round": task_input.get("round"),
+                                   "reactgraph.dag.dependencies": [str(dep) for dep in step.get("dependencies") or []]})
+            if self.instrumentation.capture_content:
+                attributes["reactgraph.dag.task"] = _cut(str(step.get("task")))
+            return self._start_span(state, f"dag_step {step.get('id')}", parent, attributes)
+        if self.instrumentation.node_spans:
+            config = var_child_runnable_config.get() or {}
+            return self._start_span(state, name, parent, _present({
+                "langgraph.node": name, "langgraph.step": (config.get("metadata") or {}).get("langgraph_step")}))
+        return None
+
     # tools --------------------------------------------------------------------------------
 
     def _tool_waiting(self, tool: _Tool) -> None:
-        if tool.span is not None:
-            tool.span.set_attribute("reactgraph.tool.approval", "waiting")
+        if tool.leaf is not None:
+            tool.leaf.attributes["reactgraph.tool.approval"] = "waiting"
         key = (self.thread_id, tool.call_id)
         if key not in _approvals_waiting:
             _approvals_waiting.add(key)
@@ -505,113 +701,103 @@ class RunObserver(BaseCallbackHandler):
             _approvals_waiting.discard((self.thread_id, tool.call_id))
             if metrics is not None:
                 metrics.approvals_waiting.dec()
-        span = tool.span
-        if span is None:
+        if tool.leaf is None:
             return
         ending = {"reactgraph.tool.outcome": outcome}
         if approval is not None:
             ending["reactgraph.tool.approval"] = approval
         if self.instrumentation.capture_content and "observation" in record:
             ending[names.TOOL_RESULT] = _cut(str(record["observation"]))
-        span.set_attributes(ending)
-        if error:
-            self._error(span, str(error), "tool_error")
+        self._end_leaf(tool.leaf, ending, str(error) if error else None, "tool_error")
 
-    # model calls --------------------------------------------------------------------------
+    # model calls (the engine's hook: reactgraph.observability.model_call) ------------------
 
-    def on_chat_model_start(self, serialized: dict[str, Any] | None, messages: list[list[BaseMessage]], *,
-                            run_id: UUID, parent_run_id: UUID | None = None, tags: list[str] | None = None,
-                            metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        """A model call starts: a ``chat`` span under its node's."""
+    def model_call(self, runnable: Any, model_input: Any, config: Mapping[str, Any]) -> ModelCall | Unobserved:
+        """A model call of this run starts: its phase from the node that makes it, its
+        ``chat`` span under the node task's span (or the round's, or the run's).
+
+        Args:
+            runnable: The model runnable called (a chat model, or one bound with tools).
+            model_input: What it is called with (a message list).
+            config: The config of the node that makes the call.
+
+        Returns:
+            The :class:`ModelCall` to end with the call (:data:`UNOBSERVED` after the run's end).
+        """
+        state = self.state
+        if state is None:
+            return UNOBSERVED
+        metadata = config.get("metadata") or {}
+        mode = LOOP_NODE_MODES.get(metadata.get("langgraph_node"))
+        if mode is not None and state.mode is None:
+            state.mode = mode
+        call = ModelCall(self, call_kind_of(metadata, config.get("tags")))
+        if self.instrumentation.tracer is None:
+            return call
+        params = _model_params(runnable)
+        model = params.get("ls_model_name")
+        attributes: dict[str, Any] = {names.OPERATION: "chat", "reactgraph.phase": call.phase}
+        for key, value in ((names.PROVIDER, params.get("ls_provider")), (names.REQUEST_MODEL, model),
+                           (names.REQUEST_TEMPERATURE, params.get("ls_temperature")),
+                           (names.REQUEST_MAX_TOKENS, params.get("ls_max_tokens")),
+                           ("reactgraph.mode", mode or state.mode)):
+            if value is not None:
+                attributes[key] = value
+        if self.instrumentation.capture_content and isinstance(model_input, list):
+            attributes[names.INPUT_MESSAGES] = _json([_message_parts(message) for message in model_input
+                                                      if isinstance(message, BaseMessage)])
+        call.leaf = self._leaf(state, f"chat {model}" if model else "chat", self._parent(state), attributes,
+                               SpanKind.CLIENT)
+        return call
+
+    def _chat_ended(self, call: ModelCall) -> None:
         state = self.state
         if state is None:
             return
-        state.parents[run_id] = parent_run_id
-        metadata = metadata or {}
-        chat = state.chats[run_id] = _Chat(call_kind_of(metadata, tags), time.perf_counter())
-        if self.instrumentation.tracer is None:
-            return
-        model = metadata.get("ls_model_name")
-        if not model:
-            params = kwargs.get("invocation_params") or {}
-            model = params.get("model") or params.get("model_name") or params.get("_type")
-        attributes: dict[str, Any] = {names.OPERATION: "chat", "reactgraph.phase": chat.phase}
-        for key, value in ((names.PROVIDER, metadata.get("ls_provider")), (names.REQUEST_MODEL, model),
-                           (names.REQUEST_TEMPERATURE, metadata.get("ls_temperature")),
-                           (names.REQUEST_MAX_TOKENS, metadata.get("ls_max_tokens")),
-                           ("reactgraph.mode", LOOP_NODE_MODES.get(metadata.get("langgraph_node"), state.mode))):
-            if value is not None:
-                attributes[key] = value
-        if self.instrumentation.capture_content and messages:
-            attributes[names.INPUT_MESSAGES] = _json([_message_parts(message) for message in messages[0]])
-        parent = self._context(state, self._parent_span(state, parent_run_id))
-        chat.span = self._start_span(f"chat {model}" if model else "chat", parent, attributes, SpanKind.CLIENT)
-        state.spans[run_id] = chat.span
-
-    def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        """A model call answered: its usage and finish reason."""
-        state = self.state
-        chat = state.chats.pop(run_id, None) if state is not None else None
-        if state is None or chat is None:
-            return
-        state.spans.pop(run_id, None)
-        batch = response.generations[0] if response.generations else None
-        generation = batch[0] if batch else None
-        message = getattr(generation, "message", None)
-        usage = getattr(message, "usage_metadata", None) or {}
-        input_tokens, output_tokens = int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
-        state.input_tokens += input_tokens
-        state.output_tokens += output_tokens
+        state.input_tokens += call.input_tokens
+        state.output_tokens += call.output_tokens
         state.model_calls += 1
         metrics = self.instrumentation.metrics
         if metrics is not None:
-            labelled(metrics.model_calls, chat.phase, "ok").inc()
-            labelled(metrics.model_call_duration, chat.phase).observe(time.perf_counter() - chat.started)
-            labelled(metrics.tokens, chat.phase, "input").inc(input_tokens)
-            labelled(metrics.tokens, chat.phase, "output").inc(output_tokens)
-        span = chat.span
-        if span is None:
+            labelled(metrics.model_calls, call.phase, "ok").inc()
+            labelled(metrics.model_call_duration, call.phase).observe(time.perf_counter() - call.started)
+            labelled(metrics.tokens, call.phase, "input").inc(call.input_tokens)
+            labelled(metrics.tokens, call.phase, "output").inc(call.output_tokens)
+        if call.leaf is None:
             return
-        reported = getattr(message, "response_metadata", None) or {}
-        finish = reported.get("finish_reason") or reported.get("stop_reason")
-        if finish is None and generation is not None:
-            finish = (getattr(generation, "generation_info", None) or {}).get("finish_reason")
-        if finish is None and message is not None:
-            finish = "tool_calls" if getattr(message, "tool_calls", None) else "stop"
-        ending: dict[str, Any] = {names.INPUT_TOKENS: input_tokens, names.OUTPUT_TOKENS: output_tokens}
-        if finish is not None:
-            ending[names.FINISH_REASONS] = [str(finish)]
+        reported = call.metadata
+        finish = reported.get("finish_reason") or reported.get("stop_reason") or (
+            "tool_calls" if call.tool_calls else "stop")
+        ending: dict[str, Any] = {names.INPUT_TOKENS: call.input_tokens, names.OUTPUT_TOKENS: call.output_tokens,
+                                  names.FINISH_REASONS: [str(finish)]}
         model = reported.get("model_name") or reported.get("model")
         if model is not None:
             ending[names.RESPONSE_MODEL] = model
         if reported.get("id") is not None:
             ending[names.RESPONSE_ID] = reported["id"]
-        span.set_attributes(ending)
+        message = call.message if call.message is not None else call.chunks
         if self.instrumentation.capture_content and isinstance(message, BaseMessage):
-            span.set_attribute(names.OUTPUT_MESSAGES, _json([_message_parts(message)]))
-        span.end()
+            ending[names.OUTPUT_MESSAGES] = _json([_message_parts(message)])
+        self._end_leaf(call.leaf, ending)
 
-    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        """A model call failed (the loop may retry it; SPEC R2.7)."""
+    def _chat_failed(self, call: ModelCall, error: BaseException) -> None:
+        """A model call raised (the loop may retry it; SPEC R2.7), or its stream was closed."""
         state = self.state
-        chat = state.chats.pop(run_id, None) if state is not None else None
-        if state is None or chat is None:
+        if state is None:
             return
-        state.spans.pop(run_id, None)
         metrics = self.instrumentation.metrics
         if metrics is not None:
-            labelled(metrics.model_calls, chat.phase, "error").inc()
-            labelled(metrics.model_call_duration, chat.phase).observe(time.perf_counter() - chat.started)
-        if chat.span is not None:
-            self._error(chat.span, error)
-            chat.span.end()
+            labelled(metrics.model_calls, call.phase, "error").inc()
+            labelled(metrics.model_call_duration, call.phase).observe(time.perf_counter() - call.started)
+        if call.leaf is not None:
+            self._end_leaf(call.leaf, error=error)
 
     # engine events ------------------------------------------------------------------------
 
-    def on_agent_event(self, event: AgentEvent, run_id: UUID | None) -> None:
-        """An engine event a node emitted (:func:`reactgraph.events.emit`) inside the run
-        ``run_id``: compaction, follow-ups taken in and stalls become span events of the
-        node's span; the answer's first text is the time to the first answer token."""
+    def on_agent_event(self, event: AgentEvent) -> None:
+        """An engine event a node of this run emitted (:func:`reactgraph.events.emit`):
+        compaction, follow-ups taken in and stalls become span events of the node task's span
+        (or the run's); the answer's first text is the time to the first answer token."""
         state = self.state
         if state is None:
             return
@@ -631,7 +817,7 @@ class RunObserver(BaseCallbackHandler):
             labelled(metrics.follow_ups, "taken").inc()
         if self.instrumentation.tracer is None or not isinstance(event, (Compacted, Injected, Stalled)):
             return
-        span = self._parent_span(state, run_id)
+        span = self._parent(state)
         if isinstance(event, Compacted):
             span.add_event("compaction", {"reactgraph.compaction.original_messages": event.original_messages,
                                           "reactgraph.compaction.kept_messages": event.kept_messages})

@@ -396,3 +396,32 @@ async def test_a_users_callbacks_see_the_run_beside_the_observer_on_a_graph_run_
     assert tree.attrs(run)["gen_ai.conversation.id"] == "t-graph"
     assert [tree.attrs(span)["reactgraph.phase"] for span in tree.named("chat")] == ["tool_loop", "tool_loop",
                                                                                     "synthesis"]
+
+
+async def test_a_reported_run_has_no_callback_handler_and_gives_langchains_graph_run_the_spans_run_id(spans):
+    """The agents report their run's start and end to its observer (issue 40): LangChain
+    dispatches nothing to it, a user's handler sees the run as without observability, and
+    the graph run LangChain (LangSmith) records has the span's ``reactgraph.run.id``."""
+    runs: list[tuple[str | None, object, object]] = []
+
+    class Recorder(BaseCallbackHandler):
+        def on_chain_start(self, serialized, inputs, *, run_id, parent_run_id=None, **kwargs):
+            runs.append((kwargs.get("name"), run_id, parent_run_id))
+
+    model = ScriptedChatModel(responses=[status_calls("CNC-001"), "CNC-001 is normal."], synthesis="Normal.")
+    agent = ReActAgent(model, [get_status], abilities=NATIVE)
+    config, _ = agent._config("t-ids", synthesize=True)
+    observer = observability.observe(config, "t-ids", reported=True)
+    assert "callbacks" not in config  # nothing for LangChain to dispatch to
+    config["callbacks"] = [Recorder()]
+    observer.run_started(agent.graph.get_name(), {"messages": [HumanMessage("CNC-001?")]})
+    final = await agent.graph.ainvoke({"messages": [HumanMessage("CNC-001?")]}, config)
+    observer.run_finished(final)
+    tree = Tree(spans)
+
+    [run] = tree.named("invoke_agent")
+    [root] = [entry for entry in runs if entry[2] is None]
+    assert str(root[1]) == tree.attrs(run)["reactgraph.run.id"] == str(observer.run_id)
+    assert [entry for entry in runs if entry[1] == root[1]] == [root]  # no node run took the id
+    assert tree.attrs(run)["reactgraph.finish_reason"] == "final_answer" and tree.attrs(run)["reactgraph.model_calls"] == 3
+    assert {span.name.split()[0] for span in tree.spans} == {"invoke_agent", "chat", "execute_tool"}
