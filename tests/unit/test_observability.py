@@ -22,6 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from reactgraph import (
     AgentSettings,
     DAGAgent,
+    FallbackModel,
     ModelAbilities,
     ModelRegistry,
     ReActAgent,
@@ -425,3 +426,28 @@ async def test_a_reported_run_has_no_callback_handler_and_gives_langchains_graph
     assert [entry for entry in runs if entry[1] == root[1]] == [root]  # no node run took the id
     assert tree.attrs(run)["reactgraph.finish_reason"] == "final_answer" and tree.attrs(run)["reactgraph.model_calls"] == 3
     assert {span.name.split()[0] for span in tree.spans} == {"invoke_agent", "chat", "execute_tool"}
+
+
+async def test_each_model_a_fallback_chain_tries_is_its_own_chat_span(spans):
+    """A synthesis whose first model fails before its first token and whose fallback
+    answers: two ``chat`` spans of the synthesis phase, the failed one an error (issue 40
+    with issue 41's fallback chains)."""
+    from tests.unit.test_fallbacks import Unavailable
+
+    before = metric_samples()
+    primary = ScriptedChatModel(responses=["CNC-001 is normal."], synthesis=Unavailable(503))
+    backup = ScriptedChatModel(responses=["unused"], synthesis="**CNC-001** is normal.")
+    agent = ReActAgent(primary, [get_status], abilities=NATIVE, fallbacks=[FallbackModel(backup, NATIVE, name="backup")])
+    events = [event async for event in agent.astream_events("CNC-001?", thread_id="t-fallback")]
+    assert events[-1].data["answer"] == "**CNC-001** is normal."
+    tree = Tree(spans)
+
+    [run] = tree.named("invoke_agent")
+    failed, answered = [span for span in tree.named("chat") if tree.attrs(span)["reactgraph.phase"] == "synthesis"]
+    assert failed.status.status_code is StatusCode.ERROR and answered.status.status_code is StatusCode.UNSET
+    assert failed.end_time <= answered.start_time and tree.parent(failed) is tree.parent(answered) is run
+    after = metric_samples()
+    assert (sample(after, "reactgraph_model_calls_total", phase="synthesis", outcome="error")
+            - sample(before, "reactgraph_model_calls_total", phase="synthesis", outcome="error")) == 1
+    assert (sample(after, "reactgraph_model_calls_total", phase="synthesis", outcome="ok")
+            - sample(before, "reactgraph_model_calls_total", phase="synthesis", outcome="ok")) == 1
