@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import inspect
-import sys
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -139,21 +138,35 @@ def uninstrument() -> None:
     active = None
 
 
+_handed_out = False
+"""Whether :func:`run_callbacks` gave out an observer, which only a config's callbacks carry:
+until then :func:`observer_of` does not look through them."""
+
+
+def _new_observer(thread_id: str | None, failure_reason: str) -> RunObserver | None:
+    if active is None:
+        return None
+    from reactgraph.observability.observer import RunObserver
+
+    return RunObserver(active, thread_id, failure_reason=failure_reason, request=current_request.get())
+
+
 def run_callbacks(thread_id: str | None, *, failure_reason: str = "model_error") -> list[RunObserver]:
-    """The callback handlers a run's config gets: one
+    """The callback handlers to give a graph you run yourself:
+    ``graph.ainvoke(input, {"callbacks": run_callbacks(thread_id), ...})``: one
     :class:`~reactgraph.observability.observer.RunObserver` while :func:`instrument` is on,
-    none otherwise. The agents call it for each run; call it for a graph you run yourself:
-    ``graph.ainvoke(input, {"callbacks": run_callbacks(thread_id), ...})``.
+    none otherwise. (:func:`observe` does the same and more, for a little less CPU.)
 
     Args:
         thread_id: The run's thread.
         failure_reason: The finish reason recorded for a run that raises.
     """
-    if active is None:
+    global _handed_out
+    observer = _new_observer(thread_id, failure_reason)
+    if observer is None:
         return []
-    from reactgraph.observability.observer import RunObserver
-
-    return [RunObserver(active, thread_id, failure_reason=failure_reason, request=current_request.get())]
+    _handed_out = True
+    return [observer]
 
 
 def observe(config: dict[str, Any], thread_id: str | None, *, failure_reason: str = "model_error",
@@ -184,12 +197,11 @@ def observe(config: dict[str, Any], thread_id: str | None, *, failure_reason: st
     Returns:
         The run's observer; ``None`` when :func:`instrument` is off.
     """
-    handlers = run_callbacks(thread_id, failure_reason=failure_reason)
-    if not handlers:
+    observer = _new_observer(thread_id, failure_reason)
+    if observer is None:
         return None
     from reactgraph.observability.observer import TRACE_METADATA
 
-    [observer] = handlers
     if reported:
         config["run_id"] = observer.run_id  # the graph's run in LangChain's callbacks (LangSmith) has the span's id
     else:
@@ -221,12 +233,13 @@ def observer_of(config: Mapping[str, Any] | None) -> RunObserver | None:
         observer = configurable.get(OBSERVER_KEY)
         if observer is not None:
             return observer
-    module = sys.modules.get("reactgraph.observability.observer")
-    if module is None:  # never loaded: no observer exists
+    if not _handed_out:
         return None
+    from reactgraph.observability.observer import RunObserver
+
     callbacks = config.get("callbacks")
     for handler in callbacks if isinstance(callbacks, list) else getattr(callbacks, "handlers", None) or ():
-        if isinstance(handler, module.RunObserver):
+        if isinstance(handler, RunObserver):
             return handler
     return None
 
