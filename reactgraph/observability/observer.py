@@ -516,6 +516,7 @@ class RunObserver(BaseCallbackHandler):
 
     def _run_started(self, run_id: UUID, name: str, inputs: Any) -> None:
         kind = "start" if isinstance(inputs, dict) and inputs.get("messages") else "resume"
+        self.run_id = run_id
         self.state = state = _RunState(run_id, time.perf_counter(), kind)
         metrics = self.instrumentation.metrics
         if metrics is not None:

@@ -451,3 +451,30 @@ async def test_each_model_a_fallback_chain_tries_is_its_own_chat_span(spans):
             - sample(before, "reactgraph_model_calls_total", phase="synthesis", outcome="error")) == 1
     assert (sample(after, "reactgraph_model_calls_total", phase="synthesis", outcome="ok")
             - sample(before, "reactgraph_model_calls_total", phase="synthesis", outcome="ok")) == 1
+
+
+async def test_observe_on_a_graph_run_directly_keeps_the_users_callbacks_on_every_node(spans):
+    """``observe(config, ...)`` for a graph you run yourself: the observer hears only the
+    graph's own run from LangChain, the user's handlers still hear every node."""
+    nodes = []
+
+    class Recorder(BaseCallbackHandler):
+        def on_chain_start(self, serialized, inputs, *, run_id, parent_run_id=None, metadata=None, **kwargs):
+            if (metadata or {}).get("langgraph_node") == kwargs.get("name"):
+                nodes.append(kwargs.get("name"))
+
+    model = ScriptedChatModel(responses=[status_calls("CNC-001"), "CNC-001 is normal."], synthesis="Normal.")
+    graph = create_react_graph(model, [get_status], abilities=NATIVE)
+    config = {"callbacks": [Recorder()], "configurable": {"thread_id": "t-observe", "synthesize": True}}
+    observer = observability.observe(config, "t-observe")
+    assert observer is not None and config["callbacks"].inheritable_handlers == config["callbacks"].handlers[:1]
+    await graph.ainvoke({"messages": [HumanMessage("CNC-001?")]}, config)
+
+    assert nodes[:3] == ["start_turn", "llm_call_native", "execute_tools"] and "synthesize" in nodes
+    tree = Tree(spans)
+    [run] = tree.named("invoke_agent")
+    assert tree.attrs(run)["reactgraph.finish_reason"] == "final_answer"
+    assert tree.attrs(run)["reactgraph.run.id"] == str(observer.run_id) != ""
+    assert [tree.attrs(span)["reactgraph.phase"] for span in tree.named("chat")] == ["tool_loop", "tool_loop",
+                                                                                    "synthesis"]
+    assert all(tree.parent(span) is run for span in tree.spans if span is not run)
