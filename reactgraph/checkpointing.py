@@ -641,17 +641,19 @@ failed (:func:`is_storage_failure`)."""
 
 
 def is_storage_failure(failure: BaseException) -> bool:
-    """Whether a run's ``failure`` came from where its state is kept: a checkpoint saver or a
-    LangGraph store raised it (one of their methods is on its traceback, or on the traceback
-    of an exception it was raised from: a database error, a value the serializer or the
-    database refuses, a connection lost), rather than from the model. Such a run ends with
-    ``finish_reason`` and ``error`` kind ``storage_error``, not ``model_error`` (issue 37).
+    """Whether a run's ``failure`` came from where its state is kept: a checkpoint saver, a
+    LangGraph store or the follow-up queue (:class:`~reactgraph.InterruptQueue`, e.g. the
+    Postgres one of :func:`open_persistence`) raised it (one of their methods is on its
+    traceback, or on the traceback of an exception it was raised from: a database error, a
+    value the serializer or the database refuses, a connection lost), rather than from the
+    model. Such a run ends with ``finish_reason`` and ``error`` kind ``storage_error``, not
+    ``model_error`` (issue 37).
 
     Args:
         failure: What the run's graph raised.
 
     Returns:
-        ``True`` for a failure of a saver or a store.
+        ``True`` for a failure of a saver, a store or the follow-up queue.
     """
     from langgraph.store.base import BaseStore
 
@@ -661,7 +663,7 @@ def is_storage_failure(failure: BaseException) -> bool:
         seen.add(id(current))
         frame = current.__traceback__
         while frame is not None:
-            if isinstance(frame.tb_frame.f_locals.get("self"), (BaseCheckpointSaver, BaseStore)):
+            if isinstance(frame.tb_frame.f_locals.get("self"), (BaseCheckpointSaver, BaseStore, InterruptQueue)):
                 return True
             frame = frame.tb_next
         current = current.__cause__ or current.__context__

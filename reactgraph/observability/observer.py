@@ -37,6 +37,7 @@ from langchain_core.runnables import RunnableBinding
 from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.errors import GraphInterrupt
 
+from reactgraph.checkpointing import STORAGE_ERROR, is_storage_failure
 from reactgraph.events import AgentEvent, AnswerDelta, Compacted, Injected, Stalled
 from reactgraph.observability import UNOBSERVED, Unobserved
 from reactgraph.observability import tracing as names
@@ -346,7 +347,8 @@ class RunObserver(BaseCallbackHandler):
         instrumentation: What to record.
         thread_id: The run's thread (``gen_ai.conversation.id``, the log line's ``thread_id``).
         failure_reason: The finish reason of a run that raised (ReAct: ``model_error``,
-            as its result says).
+            as its result says); one its checkpointer, store or follow-up queue raised ends
+            with ``storage_error`` (:func:`reactgraph.checkpointing.is_storage_failure`).
         request: The server request driving the run, filled at its end.
     """
 
@@ -543,7 +545,8 @@ class RunObserver(BaseCallbackHandler):
             finish = "waiting"
         elif error is not None:
             finish = "cancelled" if isinstance(error, (GeneratorExit, KeyboardInterrupt)) or type(
-                error).__name__ == "CancelledError" else self.failure_reason
+                error).__name__ == "CancelledError" else STORAGE_ERROR if is_storage_failure(error) \
+                else self.failure_reason
         else:
             finish = str(outputs.get("finish_reason") or "unknown")
         metrics = self.instrumentation.metrics
@@ -571,7 +574,7 @@ class RunObserver(BaseCallbackHandler):
                 ending[names.OUTPUT_MESSAGES] = _json([{"role": "assistant", "parts": [
                     {"type": "text", "content": outputs.get("synthesis") or outputs["answer"]}]}])
             span.set_attributes(ending)
-            if error is not None and finish == self.failure_reason:
+            if error is not None and finish in (self.failure_reason, STORAGE_ERROR):
                 self._error(span, error)
             span.end()
         if self.request is not None:

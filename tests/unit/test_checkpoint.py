@@ -16,6 +16,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent, checkpointing, open_persistence
 from reactgraph.events import RunError
+from reactgraph.interrupts import InMemoryInterruptQueue
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.conftest import as_dict
@@ -194,6 +195,24 @@ async def test_a_checkpointer_that_fails_during_a_run_ends_it_with_storage_error
     assert sse[-1][0] == "done" and sse[-1][1]["finish_reason"] == "storage_error"
     last = json.loads(agui.text.strip().rsplit("data: ", 1)[1])
     assert last["type"] == "RUN_ERROR" and last["code"] == "storage_error"
+
+
+class FailingQueue(InMemoryInterruptQueue):
+    """A follow-up queue whose ``take`` fails (the Postgres queue's database gone away)."""
+
+    async def take(self, thread_id: str) -> list[str]:
+        raise OSError("follow-up queue unreachable")
+
+
+async def test_a_follow_up_queue_that_fails_during_a_run_ends_it_with_storage_error():
+    """The follow-up queue keeps a thread's state as the checkpointer does: its failure in a
+    run is a ``storage_error``, not a model failure (issue 37's caveat)."""
+    script = [AIMessage(content="", tool_calls=[tool_call("as_dict", {"x": 3}, "c1")]), "x is 3."]
+    agent = ReActAgent(ScriptedChatModel(responses=script, repeat_last=True), [as_dict],
+                       abilities=ModelAbilities(tool_call=True), checkpointer=InMemorySaver(),
+                       interrupt_queue=FailingQueue())
+    result = await agent.run("what is x?", thread_id="t1")
+    assert result.finish_reason == "storage_error" and result.error == "OSError: follow-up queue unreachable"
 
 
 async def test_a_model_that_fails_still_ends_the_run_with_model_error():

@@ -478,3 +478,23 @@ async def test_observe_on_a_graph_run_directly_keeps_the_users_callbacks_on_ever
     assert [tree.attrs(span)["reactgraph.phase"] for span in tree.named("chat")] == ["tool_loop", "tool_loop",
                                                                                     "synthesis"]
     assert all(tree.parent(span) is run for span in tree.spans if span is not run)
+
+
+async def test_a_run_whose_checkpointer_fails_ends_its_span_and_metrics_with_storage_error(spans):
+    """The span and the metrics say why the run ended as its result does: a saver that
+    fails is ``storage_error``, not the agent's ``model_error`` (issues 37 and 40)."""
+    from tests.unit.test_checkpoint import FailingSaver
+
+    before = metric_samples()
+    model = ScriptedChatModel(responses=[status_calls("CNC-001"), "CNC-001 is normal."], repeat_last=True)
+    agent = ReActAgent(model, [get_status], abilities=NATIVE, checkpointer=FailingSaver(2))
+    result = await agent.run("CNC-001?", thread_id="t-storage")
+    assert result.finish_reason == "storage_error"
+    [run] = Tree(spans).named("invoke_agent")
+    assert run.attributes["reactgraph.finish_reason"] == "storage_error"
+    assert run.status.status_code is StatusCode.ERROR and "disk full" in run.status.description
+    after = metric_samples()
+    assert (sample(after, "reactgraph_runs_finished_total", finish_reason="storage_error")
+            - sample(before, "reactgraph_runs_finished_total", finish_reason="storage_error")) == 1
+    assert (sample(after, "reactgraph_runs_finished_total", finish_reason="model_error")
+            - sample(before, "reactgraph_runs_finished_total", finish_reason="model_error")) == 0
