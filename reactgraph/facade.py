@@ -253,13 +253,13 @@ class AgentFacade(ABC, Generic[ResultT]):
             except Exception as exc:  # R2.7: the run ends with a fallback answer, not a crash
                 logger.warning("run failed: %s", exc)
                 failure = exc
-            if observer is not None:
-                observer.run_finished(state, failure)
             try:  # before the thread is freed: its last checkpoint may be held (run_durability)
                 await commit_held(self.checkpointer, config)
             except Exception as exc:
                 logger.warning("the run's last checkpoint could not be stored: %s", exc)
                 failure = failure or exc
+            if observer is not None:
+                observer.run_finished(state, failure)
             # A pause is read back from the checkpoint only when the run may have paused: a
             # task's interrupt() showed in the stream, or the run stopped before its end (an
             # interrupt_before/after); a finished run costs no read (issue 20).

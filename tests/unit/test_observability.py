@@ -498,3 +498,19 @@ async def test_a_run_whose_checkpointer_fails_ends_its_span_and_metrics_with_sto
             - sample(before, "reactgraph_runs_finished_total", finish_reason="storage_error")) == 1
     assert (sample(after, "reactgraph_runs_finished_total", finish_reason="model_error")
             - sample(before, "reactgraph_runs_finished_total", finish_reason="model_error")) == 0
+
+
+async def test_a_run_whose_last_checkpoint_cannot_be_committed_ends_its_span_as_its_result(spans):
+    """The span's finish reason is the result's, also when only committing the run's last
+    checkpoint, after the graph returned, failed."""
+
+    class CommitFails(InMemorySaver):
+        async def commit_held(self, config) -> None:
+            raise OSError("disk full")
+
+    model = ScriptedChatModel(responses=[status_calls("CNC-001"), "CNC-001 is normal."])
+    agent = ReActAgent(model, [get_status], abilities=NATIVE, checkpointer=CommitFails())
+    result = await agent.run("CNC-001?", thread_id="t-commit")
+    [run] = Tree(spans).named("invoke_agent")
+    assert result.finish_reason == "storage_error"
+    assert run.attributes["reactgraph.finish_reason"] == result.finish_reason
