@@ -142,8 +142,8 @@ def create_dag_graph(
              "schedule": Schedule(drain, limits), "run_step": RunStep(registry, graphs, dag_settings),
              "analyze": Analyzer(registry, dag_settings, drain, limits),
              "synthesize": DAGSynthesize(registry, dag_settings)}
-    for name, body in nodes.items():
-        builder.add_node(name, observed_node(body, name))  # observed when the run is (issue 40)
+    for node, body in nodes.items():
+        builder.add_node(node, observed_node(body, node))  # observed when the run is (issue 40)
 
     builder.add_edge(START, "start_dag")
     builder.add_edge("start_dag", "plan")

@@ -312,6 +312,7 @@ async def test_dag_steps_are_children_of_their_plan_round(spans):
     tree = Tree(spans)
 
     [run] = tree.named("invoke_agent")
+    assert run.name == "invoke_agent reactgraph_dag" and agent.graph.get_name() == "reactgraph_dag"
     [round_span] = tree.named("plan_round")
     assert tree.parent(round_span) is run
     steps = tree.named("dag_step")
