@@ -45,7 +45,7 @@ class RunMetrics:
         run_duration: ``reactgraph_run_duration_seconds{finish_reason}``.
         first_answer_token: ``reactgraph_time_to_first_answer_token_seconds``: from the
             run's start to the first streamed text of its answer.
-        model_calls: ``reactgraph_model_calls_total{phase, outcome}`` (``ok`` / ``error``).
+        model_calls: ``reactgraph_model_calls_total{phase, outcome}`` (``ok`` / ``error`` / ``cancelled``).
         model_call_duration: ``reactgraph_model_call_duration_seconds{phase}``.
         tokens: ``reactgraph_tokens_total{phase, type}`` (``input`` / ``output``).
         tool_calls: ``reactgraph_tool_calls_total{tool, outcome}``.

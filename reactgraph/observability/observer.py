@@ -237,6 +237,13 @@ def dispatch_event(event: AgentEvent) -> None:
         observer.on_agent_event(event)
 
 
+def cancelled(error: BaseException | None) -> bool:
+    """Whether ``error`` stopped a run or a call from outside rather than failed it: a task
+    cancelled (``CancelledError``, asyncio's or ``concurrent.futures``'), a generator closed
+    (its consumer went away), Ctrl-C."""
+    return isinstance(error, (GeneratorExit, KeyboardInterrupt)) or type(error).__name__ == "CancelledError"
+
+
 def _present(attributes: dict[str, Any]) -> dict[str, Any]:
     """``attributes`` without the ``None`` values (OpenTelemetry takes none)."""
     return {key: value for key, value in attributes.items() if value is not None}
@@ -544,8 +551,7 @@ class RunObserver(BaseCallbackHandler):
         if isinstance(error, GraphInterrupt) or (error is None and (state.paused or "__interrupt__" in outputs)):
             finish = "waiting"
         elif error is not None:
-            finish = "cancelled" if isinstance(error, (GeneratorExit, KeyboardInterrupt)) or type(
-                error).__name__ == "CancelledError" else STORAGE_ERROR if is_storage_failure(error) \
+            finish = "cancelled" if cancelled(error) else STORAGE_ERROR if is_storage_failure(error) \
                 else self.failure_reason
         else:
             finish = str(outputs.get("finish_reason") or "unknown")
@@ -621,19 +627,21 @@ class RunObserver(BaseCallbackHandler):
         try:
             outputs = await body()
         except BaseException as error:
-            interrupted = isinstance(error, GraphInterrupt)
+            interrupted, cut = isinstance(error, GraphInterrupt), cancelled(error)
             if interrupted:
                 state.paused = True
                 if tool is not None:
                     self._tool_waiting(tool)
+            elif cut and tool is not None:
+                self._tool_cancelled(tool)
             if tool is not None and tool.leaf is not None:
                 if interrupted:
                     self._end_leaf(tool.leaf, {"reactgraph.interrupted": True})
-                else:
+                elif not cut:
                     self._end_leaf(tool.leaf, error=error)
             if span is not None:
-                if interrupted:
-                    span.set_attribute("reactgraph.interrupted", True)
+                if interrupted or cut:
+                    span.set_attribute("reactgraph.interrupted" if interrupted else "reactgraph.cancelled", True)
                 else:
                     self._error(span, error)
                 self._end_span(state, span)
@@ -692,6 +700,13 @@ class RunObserver(BaseCallbackHandler):
             _approvals_waiting.add(key)
             if self.instrumentation.metrics is not None:
                 self.instrumentation.metrics.approvals_waiting.inc()
+
+    def _tool_cancelled(self, tool: _Tool) -> None:
+        """A tool call stopped because its run was cancelled: outcome ``cancelled``, no error."""
+        if self.instrumentation.metrics is not None:
+            labelled(self.instrumentation.metrics.tool_calls, tool.name, "cancelled").inc()
+        if tool.leaf is not None:
+            self._end_leaf(tool.leaf, {"reactgraph.tool.outcome": "cancelled"})
 
     def _tool_ended(self, state: _RunState, tool: _Tool, record: dict[str, Any] | None) -> None:
         record = record or {}
@@ -785,16 +800,25 @@ class RunObserver(BaseCallbackHandler):
         self._end_leaf(call.leaf, ending)
 
     def _chat_failed(self, call: ModelCall, error: BaseException) -> None:
-        """A model call raised (the loop may retry it; SPEC R2.7), or its stream was closed."""
+        """A model call raised (the loop may retry it; SPEC R2.7), or was cancelled (its run
+        was, or its stream's consumer went away: outcome ``cancelled``, no error). Either is
+        one of the run's model calls: the provider was asked."""
         state = self.state
         if state is None:
             return
+        cut = cancelled(error)
+        state.model_calls += 1
+        state.input_tokens += call.input_tokens
+        state.output_tokens += call.output_tokens
         metrics = self.instrumentation.metrics
         if metrics is not None:
-            labelled(metrics.model_calls, call.phase, "error").inc()
+            labelled(metrics.model_calls, call.phase, "cancelled" if cut else "error").inc()
             labelled(metrics.model_call_duration, call.phase).observe(time.perf_counter() - call.started)
         if call.leaf is not None:
-            self._end_leaf(call.leaf, error=error)
+            if cut:
+                self._end_leaf(call.leaf, {"reactgraph.cancelled": True})
+            else:
+                self._end_leaf(call.leaf, error=error)
 
     # engine events ------------------------------------------------------------------------
 

@@ -369,11 +369,17 @@ async def test_a_failing_model_and_a_cancelled_run_end_their_spans_with_their_re
     assert tree.attrs(cancelled_run)["reactgraph.finish_reason"] == "cancelled"
     [waiting] = tree.named("execute_tool wait_here")  # ended with its run, not left open
     assert tree.parent(waiting) is cancelled_run
+    # a cancel is no failure: the tool's outcome says it, with no error status
+    assert tree.attrs(waiting)["reactgraph.tool.outcome"] == "cancelled"
+    assert waiting.status.status_code is StatusCode.UNSET and "error.type" not in tree.attrs(waiting)
+    # every call the failing run made asked the provider: the run counts them all, as the metric does
+    assert tree.attrs(failed_run)["reactgraph.model_calls"] == len(failed_chats)
     after = metric_samples()
     grew = lambda name, **labels: sample(after, name, **labels) - sample(before, name, **labels)  # noqa: E731
     assert grew("reactgraph_runs_finished_total", finish_reason="model_error") == 1
     assert grew("reactgraph_runs_finished_total", finish_reason="cancelled") == 1
     assert grew("reactgraph_model_calls_total", phase="tool_loop", outcome="error") == len(failed_chats)
+    assert grew("reactgraph_tool_calls_total", tool="wait_here", outcome="cancelled") == 1
     assert sample(after, "reactgraph_runs_running") == 0
 
 
