@@ -11,6 +11,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import SystemMessage
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as create_tool
 from langgraph.graph.state import CompiledStateGraph
@@ -197,7 +198,7 @@ class ReActAgent(AgentFacade[AgentResult]):
         """
         return await self._turn(query, thread_id, synthesize=False)
 
-    async def _synthesis_chunks(self, query: str, result: AgentResult) -> AsyncIterator[str]:
+    async def _synthesis_chunks(self, query: str, result: AgentResult, config: RunnableConfig) -> AsyncIterator[str]:
         """The answer synthesis of SPEC R3.1 over the loop's steps, by the graph's own
         ``synthesize`` node (:func:`~reactgraph.graph.answer.answer_graph`): grounding,
         the answer made of observations, the checks and the thread's earlier turns apply as
@@ -215,7 +216,7 @@ class ReActAgent(AgentFacade[AgentResult]):
         state.update(query=query, answer=result.answer, finish_reason=result.finish_reason)
         if self._answer_graph is None:
             self._answer_graph = answer_graph(self.engine)
-        async for text in answer_chunks(self._answer_graph, self.engine, state):
+        async for text in answer_chunks(self._answer_graph, self.engine, state, config):
             yield text
 
     def astream_events(self, query: str, *, thread_id: str | None = None) -> AsyncIterator[AgentEvent]:

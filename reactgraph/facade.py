@@ -113,6 +113,7 @@ class AgentFacade(ABC, Generic[ResultT]):
         observer = observability.observe(config, thread_id, failure_reason=self.failure_reason, resumes=resumes,
                                          reported=True)
         if observer is not None:
+            config["run_id"] = observer.run_id  # the graph run LangChain's callbacks (LangSmith) see has the span's id
             observer.run_started(self.graph.get_name(), run_input)
         return observer
 
@@ -134,8 +135,9 @@ class AgentFacade(ABC, Generic[ResultT]):
         return f"{type(failure).__name__}: {failure}"
 
     @abstractmethod
-    def _synthesis_chunks(self, query: str, result: Any) -> AsyncIterator[str]:
-        """The streamed synthesis call for a finished run (no fallback)."""
+    def _synthesis_chunks(self, query: str, result: Any, config: RunnableConfig) -> AsyncIterator[str]:
+        """The streamed synthesis call for a finished run (no fallback), made with ``config``
+        (its observer's, while observability is on)."""
 
     @abstractmethod
     def _result(self, state: dict[str, Any], started: float, thread_id: str | None,
@@ -154,9 +156,27 @@ class AgentFacade(ABC, Generic[ResultT]):
             Text chunks. If the synthesis call fails or streams nothing, the rest is
             ``result.answer`` (R3.2): the whole of it when nothing was streamed yet, after a
             blank line when it broke off midway.
+
+        While observability is on, the synthesis is a run of its own on the result's thread
+        (``reactgraph.run.kind`` ``answer``; issue 40): its model call is traced and counted.
         """
-        async for text in with_fallback(self._synthesis_chunks(query, result), result.answer):
-            yield text
+        config: RunnableConfig = {"configurable": {}}
+        observer = None
+        if observability.active is not None:
+            observer = observability.observe(config, result.thread_id, failure_reason=self.failure_reason,
+                                             reported=True)
+            if observer is not None:
+                observer.run_started(self.graph.get_name(), None, kind="answer")
+        cut: BaseException | None = None
+        try:
+            async for text in with_fallback(self._synthesis_chunks(query, result, config), result.answer):
+                yield text
+        except BaseException as exc:  # the consumer went away (GeneratorExit) or the task was cancelled
+            cut = exc
+            raise
+        finally:
+            if observer is not None:
+                observer.run_finished({"finish_reason": result.finish_reason}, cut)
 
     @staticmethod
     def _closing_events(result: RunResult, *, failed: bool, kind: str) -> Iterator[AgentEvent]:

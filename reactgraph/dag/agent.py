@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 
 from reactgraph.approval import PendingCall
@@ -223,7 +224,7 @@ class DAGAgent(AgentFacade[DAGResult]):
         """
         return await self._turn(goal, thread_id, synthesize=False)
 
-    def _synthesis_chunks(self, goal: str, result: DAGResult) -> AsyncIterator[str]:
+    def _synthesis_chunks(self, goal: str, result: DAGResult, config: RunnableConfig) -> AsyncIterator[str]:
         """The DAG synthesis (SPEC R9.4) on the synthesis role's model."""
         plan: list[PlanStep] = [{"id": s.id, "task": s.task, "dependencies": s.dependencies,
                                  "tool_hint": s.tool_hint, "model_hint": s.model_hint} for s in result.steps]
@@ -232,7 +233,7 @@ class DAGAgent(AgentFacade[DAGResult]):
                    "model_role": s.model_role, "iterations": s.iterations, "elapsed": s.elapsed,
                    "finish_reason": None, "tool_steps": []} for s in result.steps}
         messages = dag_synthesis_messages(goal, plan, results, result.final_answer, self.dag_settings.result_chars)
-        return stream_messages(self.models.resolve(self.dag_settings.synthesis_role).chained(), messages)
+        return stream_messages(self.models.resolve(self.dag_settings.synthesis_role).chained(), messages, config=config)
 
     def astream_events(self, goal: str, *, thread_id: str | None = None) -> AsyncIterator[AgentEvent]:
         """Run plan, steps, analysis and synthesis, yielding events as they happen.

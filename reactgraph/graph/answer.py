@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
@@ -36,13 +37,16 @@ def answer_graph(engine: Engine) -> CompiledStateGraph:
     return builder.compile()
 
 
-async def answer_chunks(graph: CompiledStateGraph, engine: Engine, state: dict[str, Any]) -> AsyncIterator[str]:
+async def answer_chunks(graph: CompiledStateGraph, engine: Engine, state: dict[str, Any],
+                        config: RunnableConfig | None = None) -> AsyncIterator[str]:
     """The answer of a finished loop as text chunks, from :func:`answer_graph`.
 
     Args:
         graph: :func:`answer_graph` of ``engine``.
         engine: The agent's engine (its settings say whether an answer may be withdrawn).
         state: The finished loop's state (see :func:`answer_graph`).
+        config: The run's config (its ``configurable`` gets ``synthesize``; an observer's,
+            while observability is on).
 
     Yields:
         The answer's text as it is written. When an answer may be withdrawn after it streamed
@@ -52,7 +56,9 @@ async def answer_chunks(graph: CompiledStateGraph, engine: Engine, state: dict[s
     """
     held = engine.settings.grounding == "enforce" and not engine.settings.grounding_check_first
     pending: list[str] = []
-    async for chunk in graph.astream(state, {"configurable": {"synthesize": True}}, stream_mode="custom"):
+    config = dict(config or {})
+    config["configurable"] = {**(config.get("configurable") or {}), "synthesize": True}
+    async for chunk in graph.astream(state, config, stream_mode="custom"):
         event = as_agent_event(chunk)
         if isinstance(event, AnswerReset):
             pending.clear()

@@ -191,8 +191,9 @@ def observe(config: dict[str, Any], thread_id: str | None, *, failure_reason: st
         reported: The caller reports the run's start and end itself
             (:meth:`~reactgraph.observability.observer.RunObserver.run_started` and
             :meth:`~reactgraph.observability.observer.RunObserver.run_finished`, as the
-            agents do); otherwise the observer is a callback handler of the graph's root run
-            (not inherited by its nodes) and learns them from LangChain.
+            agents do, which also give LangGraph the observer's ``run_id`` as the graph
+            run's, ``config["run_id"]``); otherwise the observer is a callback handler of the
+            graph's root run (not inherited by its nodes) and learns them from LangChain.
 
     Returns:
         The run's observer; ``None`` when :func:`instrument` is off.
@@ -202,9 +203,7 @@ def observe(config: dict[str, Any], thread_id: str | None, *, failure_reason: st
         return None
     from reactgraph.observability.observer import TRACE_METADATA
 
-    if reported:
-        config["run_id"] = observer.run_id  # the graph's run in LangChain's callbacks (LangSmith) has the span's id
-    else:
+    if not reported:
         from langchain_core.callbacks import BaseCallbackManager, CallbackManager
 
         given = config.get("callbacks")

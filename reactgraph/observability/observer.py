@@ -482,15 +482,17 @@ class RunObserver(BaseCallbackHandler):
 
     # the run: reported by the agents, or LangChain callbacks of the graph's root run -------
 
-    def run_started(self, name: str, inputs: Any) -> None:
+    def run_started(self, name: str, inputs: Any, *, kind: str | None = None) -> None:
         """The run starts (the caller reports it: ``observe(..., reported=True)``).
 
         Args:
             name: The graph's name (the span is ``invoke_agent <name>``).
             inputs: The graph's input: a new turn's ``{"messages": [...]}``; anything else
                 (``None``, a ``Command``) resumes the thread.
+            kind: The run's kind when it is neither (``answer``: ``stream_answer``'s
+                synthesis of a finished run).
         """
-        self._run_started(self.run_id, name, inputs)
+        self._run_started(self.run_id, name, inputs, kind)
 
     def run_finished(self, outputs: Mapping[str, Any] | None, error: BaseException | None = None) -> None:
         """The run ended (the caller reports it): ends its span, records its metrics and
@@ -523,8 +525,8 @@ class RunObserver(BaseCallbackHandler):
         if state is not None and run_id == state.run_id:
             self._run_ended(state, {}, error)
 
-    def _run_started(self, run_id: UUID, name: str, inputs: Any) -> None:
-        kind = "start" if isinstance(inputs, dict) and inputs.get("messages") else "resume"
+    def _run_started(self, run_id: UUID, name: str, inputs: Any, kind: str | None = None) -> None:
+        kind = kind or ("start" if isinstance(inputs, dict) and inputs.get("messages") else "resume")
         self.run_id = run_id
         self.state = state = _RunState(run_id, time.perf_counter(), kind)
         metrics = self.instrumentation.metrics

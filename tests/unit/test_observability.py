@@ -12,6 +12,7 @@ import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
+from langchain_core.tracers.context import collect_runs
 from langgraph.checkpoint.memory import InMemorySaver
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -408,31 +409,23 @@ async def test_a_users_callbacks_see_the_run_beside_the_observer_on_a_graph_run_
 
 async def test_a_reported_run_has_no_callback_handler_and_gives_langchains_graph_run_the_spans_run_id(spans):
     """The agents report their run's start and end to its observer (issue 40): LangChain
-    dispatches nothing to it, a user's handler sees the run as without observability, and
-    the graph run LangChain (LangSmith) records has the span's ``reactgraph.run.id``."""
-    runs: list[tuple[str | None, object, object]] = []
-
-    class Recorder(BaseCallbackHandler):
-        def on_chain_start(self, serialized, inputs, *, run_id, parent_run_id=None, **kwargs):
-            runs.append((kwargs.get("name"), run_id, parent_run_id))
-
+    dispatches nothing to it, and the graph run LangChain's callbacks (LangSmith) record has
+    the span's ``reactgraph.run.id``."""
     model = ScriptedChatModel(responses=[status_calls("CNC-001"), "CNC-001 is normal."], synthesis="Normal.")
     agent = ReActAgent(model, [get_status], abilities=NATIVE)
-    config, _ = agent._config("t-ids", synthesize=True)
+    config: dict = {"configurable": {"thread_id": "t-ids"}}
     observer = observability.observe(config, "t-ids", reported=True)
-    assert "callbacks" not in config  # nothing for LangChain to dispatch to
-    config["callbacks"] = [Recorder()]
-    observer.run_started(agent.graph.get_name(), {"messages": [HumanMessage("CNC-001?")]})
-    final = await agent.graph.ainvoke({"messages": [HumanMessage("CNC-001?")]}, config)
-    observer.run_finished(final)
-    tree = Tree(spans)
+    assert "callbacks" not in config and config["configurable"][observability.OBSERVER_KEY] is observer
 
+    with collect_runs() as collected:  # a handler every run of the block gets, as LangSmith's tracer is
+        await agent.run("CNC-001?", thread_id="t-ids")
+    tree = Tree(spans)
     [run] = tree.named("invoke_agent")
-    [root] = [entry for entry in runs if entry[2] is None]
-    assert str(root[1]) == tree.attrs(run)["reactgraph.run.id"] == str(observer.run_id)
-    assert [entry for entry in runs if entry[1] == root[1]] == [root]  # no node run took the id
-    assert tree.attrs(run)["reactgraph.finish_reason"] == "final_answer" and tree.attrs(run)["reactgraph.model_calls"] == 3
-    assert {span.name.split()[0] for span in tree.spans} == {"invoke_agent", "chat", "execute_tool"}
+    run_ids = [str(entry.id) for entry in collected.traced_runs]
+    [graph_run] = [entry for entry in collected.traced_runs if entry.name == agent.graph.get_name()]
+    assert str(graph_run.id) == tree.attrs(run)["reactgraph.run.id"]
+    assert run_ids.count(str(graph_run.id)) == 1 and len(run_ids) > 3  # no model or tool run took the id
+    assert tree.attrs(run)["reactgraph.finish_reason"] == "final_answer" and tree.attrs(run)["reactgraph.model_calls"] == 2
 
 
 async def test_each_model_a_fallback_chain_tries_is_its_own_chat_span(spans):
@@ -521,3 +514,29 @@ async def test_a_run_whose_last_checkpoint_cannot_be_committed_ends_its_span_as_
     [run] = Tree(spans).named("invoke_agent")
     assert result.finish_reason == "storage_error"
     assert run.attributes["reactgraph.finish_reason"] == result.finish_reason
+
+
+async def test_stream_answer_after_run_is_a_run_of_kind_answer_with_its_synthesis_call(spans):
+    """The library's two phases: ``run`` (the loop) then ``stream_answer`` (the synthesis).
+    The synthesis call is traced and counted as a run of its own on the thread."""
+    before = metric_samples()
+    model = ScriptedChatModel(responses=[status_calls("CNC-001"), "CNC-001 is normal."],
+                              synthesis="**CNC-001** is normal.")
+    agent = ReActAgent(model, [get_status], abilities=NATIVE)
+    result = await agent.run("CNC-001?", thread_id="t-two")
+    text = "".join([chunk async for chunk in agent.stream_answer("CNC-001?", result)])
+    assert text == "**CNC-001** is normal."
+    tree = Tree(spans)
+
+    loop, answer = tree.named("invoke_agent")
+    assert tree.attrs(loop)["reactgraph.run.kind"] == "start" and tree.attrs(answer)["reactgraph.run.kind"] == "answer"
+    assert tree.attrs(answer)["gen_ai.conversation.id"] == "t-two"
+    assert tree.attrs(answer)["reactgraph.finish_reason"] == result.finish_reason
+    [synthesis] = [span for span in tree.named("chat") if tree.parent(span) is answer]
+    assert tree.attrs(synthesis)["reactgraph.phase"] == "synthesis"
+    assert tree.attrs(answer)["reactgraph.model_calls"] == 1
+    after = metric_samples()
+    assert (sample(after, "reactgraph_model_calls_total", phase="synthesis", outcome="ok")
+            - sample(before, "reactgraph_model_calls_total", phase="synthesis", outcome="ok")) == 1
+    assert (sample(after, "reactgraph_runs_started_total", kind="answer")
+            - sample(before, "reactgraph_runs_started_total", kind="answer")) == 1
