@@ -193,7 +193,9 @@ def observe(config: dict[str, Any], thread_id: str | None, *, failure_reason: st
             :meth:`~reactgraph.observability.observer.RunObserver.run_finished`, as the
             agents do, which also give LangGraph the observer's ``run_id`` as the graph
             run's, ``config["run_id"]``); otherwise the observer is a callback handler of the
-            graph's root run (not inherited by its nodes) and learns them from LangChain.
+            graph's root run (not inherited by its nodes) and learns them from LangChain:
+            ``config["callbacks"]`` becomes a callback manager holding the handlers it held
+            (inherited by every node, as before) and the observer.
 
     Returns:
         The run's observer; ``None`` when :func:`instrument` is off.
