@@ -257,29 +257,34 @@ class AgentFacade(ABC, Generic[ResultT]):
                     run_input = resume_command(waiting, decisions)
             observer = self._observe(config, thread_id, run_input, resumes)
             thinking = False  # a loop model call is in flight (its start seen, not its end)
+            cut: BaseException | None = None
             try:
-                async with aclosing(graph_events(self.graph, run_input, config, state, **options)) as stream:
-                    async for event in stream:
-                        if isinstance(event, (ThinkingStarted, ThinkingDone)):
-                            thinking = isinstance(event, ThinkingStarted)
-                        yield event
-            except (asyncio.CancelledError, GeneratorExit) as cut:  # the caller went away: the thread is freed once its saves are in
-                if observer is not None:
-                    observer.run_finished(state, cut)
-                await settle_saves(self.checkpointer, config)
-                if thinking:  # the limits count it when the run is resumed (issue 37)
-                    await asyncio.shield(_record_cut_call(self.checkpointer, config))
+                try:
+                    async with aclosing(graph_events(self.graph, run_input, config, state, **options)) as stream:
+                        async for event in stream:
+                            if isinstance(event, (ThinkingStarted, ThinkingDone)):
+                                thinking = isinstance(event, ThinkingStarted)
+                            yield event
+                except (asyncio.CancelledError, GeneratorExit) as exc:  # the caller went away: the thread is freed once its saves are in
+                    cut = exc
+                    await settle_saves(self.checkpointer, config)
+                    if thinking:  # the limits count it when the run is resumed (issue 37)
+                        await asyncio.shield(_record_cut_call(self.checkpointer, config))
+                    raise
+                except Exception as exc:  # R2.7: the run ends with a fallback answer, not a crash
+                    logger.warning("run failed: %s", exc)
+                    failure = exc
+                try:  # before the thread is freed: its last checkpoint may be held (run_durability)
+                    await commit_held(self.checkpointer, config)
+                except Exception as exc:
+                    logger.warning("the run's last checkpoint could not be stored: %s", exc)
+                    failure = failure or exc
+            except BaseException as exc:  # cancelled while its saves settle or its checkpoint is committed
+                cut = cut or exc
                 raise
-            except Exception as exc:  # R2.7: the run ends with a fallback answer, not a crash
-                logger.warning("run failed: %s", exc)
-                failure = exc
-            try:  # before the thread is freed: its last checkpoint may be held (run_durability)
-                await commit_held(self.checkpointer, config)
-            except Exception as exc:
-                logger.warning("the run's last checkpoint could not be stored: %s", exc)
-                failure = failure or exc
-            if observer is not None:
-                observer.run_finished(state, failure)
+            finally:  # the observer hears the run's end however it ended (issue 40)
+                if observer is not None:
+                    observer.run_finished(state, cut or failure)
             # A pause is read back from the checkpoint only when the run may have paused: a
             # task's interrupt() showed in the stream, or the run stopped before its end (an
             # interrupt_before/after); a finished run costs no read (issue 20).

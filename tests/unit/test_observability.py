@@ -540,3 +540,32 @@ async def test_stream_answer_after_run_is_a_run_of_kind_answer_with_its_synthesi
             - sample(before, "reactgraph_model_calls_total", phase="synthesis", outcome="ok")) == 1
     assert (sample(after, "reactgraph_runs_started_total", kind="answer")
             - sample(before, "reactgraph_runs_started_total", kind="answer")) == 1
+
+
+async def test_a_run_cancelled_while_its_last_checkpoint_is_committed_still_ends_its_span(spans):
+    """The run's end reaches the observer however the run ends: here the client goes away
+    after the graph returned, while the run's last checkpoint is being committed (a server's
+    request cancelled at that moment left ``runs_running`` up by one before)."""
+    committing = asyncio.Event()
+
+    class SlowCommit(InMemorySaver):
+        async def commit_held(self, config) -> None:
+            committing.set()
+            await asyncio.sleep(30)
+
+    before = metric_samples()
+    model = ScriptedChatModel(responses=[status_calls("CNC-001"), "CNC-001 is normal."], synthesis="Normal.")
+    agent = ReActAgent(model, [get_status], abilities=NATIVE, checkpointer=SlowCommit())
+
+    async def consume() -> None:
+        async for _ in agent.astream_events("CNC-001?", thread_id="t-commit-cut"):
+            pass
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(committing.wait(), 10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    [run] = Tree(spans).named("invoke_agent")
+    assert run.attributes["reactgraph.finish_reason"] == "cancelled"
+    assert sample(metric_samples(), "reactgraph_runs_running") == sample(before, "reactgraph_runs_running")
