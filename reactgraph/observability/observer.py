@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -249,9 +250,10 @@ def _present(attributes: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in attributes.items() if value is not None}
 
 
-_MODEL_PARAMS: dict[int, tuple[Any, dict[str, Any]]] = {}
-""":func:`_model_params` by the model runnable's ``id`` (with the runnable, so a new object
-at a reused id is read afresh); cleared when it holds :data:`_MODEL_PARAMS_KEPT`."""
+_MODEL_PARAMS: dict[int, tuple[Callable[[], Any], dict[str, Any]]] = {}
+""":func:`_model_params` by the model runnable's ``id``, with a weak reference to the
+runnable (a new object at a reused id is read afresh, and the cache keeps no model alive);
+cleared when it holds :data:`_MODEL_PARAMS_KEPT`."""
 
 _MODEL_PARAMS_KEPT = 256
 
@@ -262,7 +264,7 @@ def _model_params(runnable: Any) -> dict[str, Any]:
     keyword arguments), ``{}`` when there is no chat model under it. Read once per runnable:
     a model's parameters do not change between its calls."""
     known = _MODEL_PARAMS.get(id(runnable))
-    if known is not None and known[0] is runnable:
+    if known is not None and known[0]() is runnable:
         return known[1]
     bound: dict[str, Any] = {}
     model = runnable
@@ -278,9 +280,13 @@ def _model_params(runnable: Any) -> dict[str, Any]:
         if not params.get("ls_model_name"):
             params["ls_model_name"] = getattr(model, "model_name", None) or getattr(model, "model", None) \
                 or model._llm_type
+    try:
+        reference: Callable[[], Any] = weakref.ref(runnable)
+    except TypeError:  # an object that takes no weak reference is read at each call
+        return params
     if len(_MODEL_PARAMS) >= _MODEL_PARAMS_KEPT:
         _MODEL_PARAMS.clear()
-    _MODEL_PARAMS[id(runnable)] = (runnable, params)
+    _MODEL_PARAMS[id(runnable)] = (reference, params)
     return params
 
 
@@ -343,12 +349,13 @@ class RunObserver(BaseCallbackHandler):
     """Spans, metrics and the ``run_end`` log line of one run (issue 40).
 
     :func:`~reactgraph.observability.observe` gives one to each run of the agents while
-    :func:`~reactgraph.observability.instrument` is on: a callback handler of the graph's
-    root run only, and the engine's hooks find it in the run's config. For a graph of
-    :func:`~reactgraph.create_react_graph` run directly, pass
-    :func:`~reactgraph.observability.run_callbacks` as ``config["callbacks"]``. It follows
-    the first graph run it is given (the root); later runs with the same handler start
-    their own bookkeeping.
+    :func:`~reactgraph.observability.instrument` is on; the engine's hooks find it in the
+    run's config, and the agents report the run's start and end to it
+    (:meth:`run_started`, :meth:`run_finished`). For a graph you run yourself it is a callback
+    handler of the graph's own run instead (``observe``, or
+    :func:`~reactgraph.observability.run_callbacks` as ``config["callbacks"]``): it follows
+    the first graph run it is given (the root); later runs with the same handler start their
+    own bookkeeping.
 
     Args:
         instrumentation: What to record.

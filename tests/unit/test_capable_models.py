@@ -21,7 +21,6 @@ from pydantic import BaseModel, Field
 
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent
 from reactgraph.prompts import TOOL_REQUIRED_REQUEST
-from reactgraph.prompts import TOOL_REQUIRED_REQUEST
 from reactgraph.testing import ScriptedChatModel, tool_call
 
 NATIVE = ModelAbilities(tool_call=True, json_mode=True)

@@ -569,3 +569,20 @@ async def test_a_run_cancelled_while_its_last_checkpoint_is_committed_still_ends
     [run] = Tree(spans).named("invoke_agent")
     assert run.attributes["reactgraph.finish_reason"] == "cancelled"
     assert sample(metric_samples(), "reactgraph_runs_running") == sample(before, "reactgraph_runs_running")
+
+
+def test_the_model_parameters_cache_keeps_no_model_alive():
+    """A chat span's model name is read once per model runnable; the cache holds the model
+    weakly, so an agent's model is freed with the agent."""
+    import gc
+    import weakref
+
+    from reactgraph.observability.observer import _model_params
+
+    model = ScriptedChatModel(responses=["x"])
+    bound = model.bind_tools([get_status])
+    assert _model_params(bound)["ls_model_name"] and _model_params(bound) is _model_params(bound)
+    gone = weakref.ref(model)
+    del model, bound
+    gc.collect()
+    assert gone() is None
