@@ -175,6 +175,8 @@ class ReActAgent(AgentFacade[AgentResult]):
             limit=state.get("limit"),
             model=state.get("model"),
             model_usage={name: Usage.from_dict(counts) for name, counts in (state.get("model_usage") or {}).items()},
+            answer_source=state.get("answer_source"),
+            source_in_done=self.engine.settings.synthesis == "auto",
             **self._run_fields(state, started, thread_id),
         )
 

@@ -28,6 +28,15 @@ GROUNDING_MODES = ("off", "report", "flag", "enforce")
 """What to do about numbers and ids in the answer that the trace does not hold (SPEC R13.1),
 for :attr:`AgentSettings.grounding`."""
 
+SYNTHESIS_MODES = ("always", "auto")
+"""Which call writes the streamed answer, for :attr:`AgentSettings.synthesis`."""
+
+AUTO_SYNTHESIS_STEPS = 4
+"""Under ``synthesis="auto"``, a turn whose loop ran this many tool calls or more gets the
+synthesis call anyway: a fresh answer written from the whole trace pays once the trace is
+long (bench/calls.py: up to three tool calls the loop's own answer costs no more calls than
+``create_agent``'s; a longer trace is where the seed's synthesis earns its call)."""
+
 COMPACTION_HINTS = ("react_iteration", "planner_input", "step_dependency", "general")
 """The compaction prompts the context guard can use (SPEC R6.1)."""
 
@@ -98,6 +107,17 @@ class AgentSettings:
             (SPEC R13.1; default 12; never fewer than ``tool_selection_max``).
         synthesize: Whether the graph runs the streaming answer-synthesis node after
             the loop. ``ReActAgent.run`` always skips it; ``astream_events`` always runs it.
+        synthesis: Which call writes the streamed answer, one of :data:`SYNTHESIS_MODES`.
+            ``"always"`` (the default): the loop's answer is never shown; one more streamed
+            call writes the answer from the whole trace (SPEC §3). ``"auto"``: the loop's own
+            final answer is the answer, streamed as it is decoded (native mode: a model call
+            that carries no tool call; JSON mode: the ``answer`` field of a ``final_answer``
+            action), and the synthesis call runs only where it adds something: after a stall
+            or the iteration cap, with a ``response_format``, under ``grounding="enforce"``
+            or ``answer_from_observations``, when the loop's answer fails
+            :func:`~reactgraph.grounding.answer_problems` (it is withdrawn with an ``answer``
+            ``reset`` event first), or after :data:`AUTO_SYNTHESIS_STEPS` tool calls or more.
+            ``done`` and ``AgentResult.answer_source`` say which call wrote the answer.
         max_message_chars: Characters one message may have before the context guard cuts
             it with a ``[Truncated]`` marker (SPEC R6.1, default 50,000).
         context_window: The model's context window in tokens, overriding its abilities and
@@ -235,6 +255,7 @@ class AgentSettings:
     tool_selection_max: int | None = None
     tool_selection_shortlist: int = 12
     synthesize: bool = True
+    synthesis: str = "always"
     max_message_chars: int = 50_000
     context_window: int | None = None
     max_output_tokens: int | None = None
@@ -285,6 +306,8 @@ class AgentSettings:
             raise ValueError(f"json_action must be one of {', '.join(JSON_ACTIONS)}, got {self.json_action!r}")
         if self.optional_args is not None and self.optional_args not in OPTIONAL_ARGS:
             raise ValueError(f"optional_args must be one of {', '.join(OPTIONAL_ARGS)}, got {self.optional_args!r}")
+        if self.synthesis not in SYNTHESIS_MODES:
+            raise ValueError(f"synthesis must be one of {', '.join(SYNTHESIS_MODES)}, got {self.synthesis!r}")
         if self.grounding is not None and self.grounding not in GROUNDING_MODES:
             raise ValueError(f"grounding must be one of {', '.join(GROUNDING_MODES)}, got {self.grounding!r}")
         for name, rule in self.approval.items():

@@ -482,6 +482,8 @@ class Done(AgentEvent):
         model_usage: With ``model``: usage per model (``Usage.to_dict()`` by model name),
             every model call of the run counted under the model that answered it.
         rounds, achieved, confidence: DAG mode: plan rounds and the analyzer's verdict.
+        answer_source: ReAct mode under ``AgentSettings.synthesis="auto"``: which call
+            wrote the answer (``loop``, ``synthesis``, ``observations``).
     """
 
     channel: ClassVar[Channel] = "done"
@@ -495,6 +497,7 @@ class Done(AgentEvent):
     limit: Any = OMIT
     model: Any = OMIT
     model_usage: Any = OMIT
+    answer_source: Any = OMIT
     rounds: Any = OMIT
     achieved: Any = OMIT
     confidence: Any = OMIT

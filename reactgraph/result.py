@@ -154,6 +154,11 @@ class AgentResult(RunResult):
             ``None`` without fallbacks.
         model_usage: With fallback models: :attr:`usage` per model, by name (the
             models in the order they first answered); empty without fallbacks.
+        answer_source: Which call wrote the streamed answer: ``"loop"`` (the loop's own
+            final answer, ``AgentSettings.synthesis="auto"``), ``"synthesis"`` (the synthesis
+            call) or ``"observations"`` (made of the tools' results, no model call); ``None``
+            when no answer was streamed (``run``). In ``done`` under ``synthesis="auto"``
+            only, so the ``done`` of ``"always"`` stays as it was.
     """
 
     messages: list[BaseMessage] = field(default_factory=list)
@@ -164,9 +169,13 @@ class AgentResult(RunResult):
     limit: dict[str, Any] | None = None
     model: str | None = None
     model_usage: dict[str, Usage] = field(default_factory=dict)
+    answer_source: str | None = None
+    source_in_done: bool = field(default=False, repr=False)
 
     def _done_extras(self) -> dict[str, Any]:
         extras: dict[str, Any] = {"grounding": self.grounding, **({"limit": self.limit} if self.limit else {})}
+        if self.source_in_done and self.answer_source is not None:
+            extras["answer_source"] = self.answer_source
         if self.model_usage:
             extras.update(model=self.model, model_usage={name: u.to_dict() for name, u in self.model_usage.items()})
         return extras

@@ -161,6 +161,13 @@ class AgentState(InputState, total=False):
     synthesis: str | None
     """The streamed, user-facing answer written by ``synthesize`` (SPEC R3.1); ``None``
     when synthesis was skipped."""
+    answer_streamed: bool
+    """Under ``AgentSettings.synthesis="auto"``: the loop's final answer was streamed as
+    ``answer`` deltas as the model wrote it (no ``done`` yet); ``synthesize`` ends it."""
+    answer_source: str | None
+    """Which call wrote the answer shown: ``"loop"`` (the loop's own final answer, under
+    ``synthesis="auto"``), ``"synthesis"`` (the synthesis call) or ``"observations"`` (made
+    of the tools' results without a model call); ``None`` when no answer was streamed."""
     usage: Annotated[dict[str, int], add_usage]
     """Tokens summed over every model call of this turn, and the number of calls."""
     model: str | None
@@ -204,6 +211,7 @@ class OutputState(TypedDict, total=False):
     error: str | None
     limit: dict[str, Any] | None
     synthesis: str | None
+    answer_source: str | None
     grounding: dict[str, Any] | None
     usage: Annotated[dict[str, int], add_usage]
     model: str | None

@@ -97,6 +97,25 @@ def _as_chunk(message: AIMessage) -> AIMessageChunk:
     )
 
 
+def _word_pieces(text: str) -> list[str]:
+    """``text`` cut after each space (a streamed reply's pieces, joined back as it was)."""
+    words = text.split(" ")
+    return [word + (" " if i < len(words) - 1 else "") for i, word in enumerate(words)]
+
+
+def _loop_chunks(message: AIMessage) -> list[AIMessageChunk]:
+    """A streamed loop reply: its tool calls in the first chunk, a string content one word
+    per chunk, the usage on the last one (added up, the chunks are ``message``)."""
+    whole = _as_chunk(message)
+    if not isinstance(message.content, str) or " " not in message.content:
+        return [whole]
+    pieces = _word_pieces(message.content)
+    return [AIMessageChunk(content=piece, tool_call_chunks=whole.tool_call_chunks if i == 0 else [],
+                           additional_kwargs=message.additional_kwargs if i == 0 else {},
+                           usage_metadata=message.usage_metadata if i == len(pieces) - 1 else None)
+            for i, piece in enumerate(pieces)]
+
+
 class ScriptedChatModel(BaseChatModel):
     """Plays ``responses`` in order (the last one repeats when ``repeat_last``).
 
@@ -187,17 +206,18 @@ class ScriptedChatModel(BaseChatModel):
         text = self.synthesis(messages) if callable(self.synthesis) and not isinstance(self.synthesis, BaseException) else self.synthesis
         if isinstance(text, BaseException):
             raise text
-        words = text.split(" ")
-        return [w + (" " if i < len(words) - 1 else "") for i, w in enumerate(words)]
+        return _word_pieces(text)
 
     def _chunks(self, messages: list[BaseMessage], kwargs: dict[str, Any], kind: str) -> Iterator[ChatGenerationChunk]:
         """What a streamed call yields, the same for ``stream`` and ``astream``: a loop call
-        (streamed because a stream handler is attached) is one chunk; a synthesis call is
+        (streamed by ``synthesis="auto"``, or because a stream handler is attached) is its
+        tool calls and then one chunk per word of its content; a synthesis call is
         one chunk per word, the last one carrying usage; ``FAIL_MIDWAY`` in the synthesis
         text breaks the stream after two chunks."""
         self.stream_kwargs.append(kwargs)
         if kind != "synthesis":
-            yield ChatGenerationChunk(message=_as_chunk(self._next(messages, kind)))
+            for piece in _loop_chunks(self._next(messages, kind)):
+                yield ChatGenerationChunk(message=piece)
             return
         chunks = self._synthesis_chunks(messages)
         self.stream_chunks.append(len(chunks))

@@ -359,14 +359,15 @@ def compile_react_graph(
         return "synthesize" if enabled or response_format is not None else END
 
     selects = settings.tool_selection and len(engine.tools) > settings.tool_selection_threshold
+    structured = response_format is not None  # its object is written from the synthesized answer
 
     nodes = {
         "start_turn": StartTurn(engine),
         "select_tools": SelectTools(engine),
         "guard_context": guard,
-        "llm_call_native": ModelStep(engine, [LLMCallNative(model) for model in engine.models], "llm_call_native",
+        "llm_call_native": ModelStep(engine, [LLMCallNative(model, structured) for model in engine.models], "llm_call_native",
                                      drain, guard, sends, answer),
-        "llm_call_json": ModelStep(engine, [LLMCallJSON(model) for model in engine.models], "llm_call_json",
+        "llm_call_json": ModelStep(engine, [LLMCallJSON(model, structured) for model in engine.models], "llm_call_json",
                                    drain, guard, sends, answer),
         "execute_tools": ExecuteTools(engine),
         "fallback": Fallback(engine),

@@ -69,6 +69,7 @@ from reactgraph.events import AnswerSignalled, Stalled, ThinkingDone, ThinkingSt
 from reactgraph.grounding import extract_values, informative, observation_answer
 from reactgraph.history import thread_of
 from reactgraph.jsonparse import extract_json, safe_json
+from reactgraph.loop_answer import LoopAnswer, json_text, loop_writes_answer, native_text, settle, stream_loop_call
 from reactgraph.prompts import (
     ANSWER_REQUEST,
     FINAL_ONLY_REQUEST,
@@ -254,6 +255,25 @@ def needs_tool_call(engine: Engine, state: AgentState, answer: str, tools: list[
     return any(informative(value) and value not in asked for value in extract_values(answer, skip_list_markers=True))
 
 
+def may_need_tool_call(engine: Engine, state: AgentState, tools: list[Any]) -> bool:
+    """Whether :func:`needs_tool_call` may refuse the answer of the call about to be made,
+    whatever it says: the parts of its rule known before the call."""
+    if not engine.settings.require_tool_data or not tools or state.get("steps") or state.get("tool_required"):
+        return False
+    query = state.get("query", "")
+    return bool(engine.named_values(query)) or any(score > 0 for _, score in engine.ranker.rank(query))
+
+
+def loop_answer(engine: Engine, state: AgentState, config: RunnableConfig, structured: bool,
+                tools: list[Any]) -> LoopAnswer | None:
+    """Where the answer of the loop call about to be made streams, under
+    ``synthesis="auto"`` when the loop writes the answer (:mod:`reactgraph.loop_answer`);
+    ``None`` for a call made whole, as under ``"always"``."""
+    if not loop_writes_answer(engine.settings, state, engine.synthesizes(config), structured):
+        return None
+    return LoopAnswer(hold=may_need_tool_call(engine, state, tools))
+
+
 def normalize_tool_calls(
     response: AIMessage, used_ids: Collection[str] | None = None
 ) -> tuple[AIMessage, list[ToolCallRequest]]:
@@ -381,10 +401,12 @@ def mark_repeats(requests: list[ToolCallRequest], steps: list[dict[str, Any]], e
 
 
 class LLMCallNative:
-    """The native-mode loop call (see the module docstring)."""
+    """The native-mode loop call (see the module docstring). ``structured``: the graph has
+    a ``response_format`` (synthesis always writes its answer)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, structured: bool = False) -> None:
         self.engine = engine
+        self.structured = structured
 
     async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         iteration = state.get("iteration", 0) + 1
@@ -403,8 +425,10 @@ class LLMCallNative:
         forced = bool(state.get("tool_required")) and not state.get("steps")
         model = self.engine.native_model(tools, self.engine.named_values(query), final_only=bool(stalled), seen=seen,
                                          tool_required=forced)
+        answer = None if stalled or forced else loop_answer(self.engine, state, config, self.structured, tools)
         try:
-            response = await call_model(model, messages, config)
+            response = await (call_model(model, messages, config) if answer is None
+                              else stream_loop_call(model, messages, config, answer, native_text))
         except Exception as exc:
             if not forced:
                 raise
@@ -441,39 +465,51 @@ class LLMCallNative:
             update["tool_required"] = True
         elif not requests:
             update.update(_final_update(self.engine, state, message_text(response), "final_answer"))
-        return update
+        return settle(answer, update)
 
 
 class LLMCallJSON:
-    """The JSON-mode loop call (see the module docstring)."""
+    """The JSON-mode loop call (see the module docstring). ``structured``: the graph has
+    a ``response_format`` (synthesis always writes its answer)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, structured: bool = False) -> None:
         self.engine = engine
+        self.structured = structured
 
-    async def _invoke(self, messages: list[BaseMessage], config: RunnableConfig) -> AIMessage:
+    @staticmethod
+    async def _call(model: Any, messages: list[BaseMessage], config: RunnableConfig,
+                    answer: LoopAnswer | None) -> AIMessage:
+        """One call: whole, or streamed with a final answer's text sent as it is decoded."""
+        if answer is None:
+            return await call_model(model, messages, config)
+        return await stream_loop_call(model, messages, config, answer, json_text)
+
+    async def _invoke(self, messages: list[BaseMessage], config: RunnableConfig,
+                      answer: LoopAnswer | None = None) -> AIMessage:
         if self.engine.abilities.json_mode:
             try:
-                return await call_model(self.engine.json_model(json_format=True), messages, config)
+                return await self._call(self.engine.json_model(json_format=True), messages, config, answer)
             except Exception:  # provider refused response_format: ask again without it
                 pass
-        return await call_model(self.engine.json_model(json_format=False), messages, config)
+        return await self._call(self.engine.json_model(json_format=False), messages, config, answer)
 
     async def _invoke_constrained(
-        self, messages: list[BaseMessage], config: RunnableConfig, action_format: dict[str, Any]
+        self, messages: list[BaseMessage], config: RunnableConfig, action_format: dict[str, Any],
+        answer: LoopAnswer | None = None,
     ) -> tuple[AIMessage, bool]:
         """The call with the action schema; when it fails, the plain call. Returns the
         response and whether the provider refused the schema
         (:meth:`~reactgraph.providers.ProviderProfile.refuses_schema`)."""
         try:
-            response = await call_model(
-                self.engine.json_model(json_format=True, response_format=action_format), messages, config
+            response = await self._call(
+                self.engine.json_model(json_format=True, response_format=action_format), messages, config, answer
             )
             return response, False
         except Exception as exc:  # refused, or cut off at the output cap: ask again unconstrained
             rejected = self.engine.profile.refuses_schema(exc)
             if rejected:
                 logger.warning("the provider refused the action schema, plain JSON mode for the rest of the run: %s", exc)
-        return await self._invoke(messages, config), rejected
+        return await self._invoke(messages, config, answer), rejected
 
     async def _tool_first(
         self, messages: list[BaseMessage], config: RunnableConfig, tools: list[Any], named: tuple[str, ...],
@@ -544,6 +580,7 @@ class LLMCallJSON:
         rejected = False
         usage: dict[str, int] | None = None
         raw: str | None = None
+        streamed = None if stalled or forced else loop_answer(self.engine, state, config, self.structured, tools)
         if action_format is not None and self.engine.settings.json_action == "tool_first" and not forced:
             answer_first = brought_observation(state.get("steps", []), iteration - 1)
             try:
@@ -551,11 +588,11 @@ class LLMCallJSON:
             except Exception as exc:  # refused or failed: one unconstrained call instead
                 rejected = self.engine.profile.refuses_schema(exc)
                 logger.warning("tool-first action failed, asking in one unconstrained call: %s", exc)
-                response = await self._invoke(messages, config)
+                response = await self._invoke(messages, config, streamed)
         elif action_format is None:
-            response = await self._invoke(messages, config)
+            response = await self._invoke(messages, config, streamed)
         else:
-            response, rejected = await self._invoke_constrained(messages, config, action_format)
+            response, rejected = await self._invoke_constrained(messages, config, action_format, streamed)
         raw = raw if raw is not None else message_text(response)
         thought = separate_reasoning(response)
         action = parse_action(raw, separate_reasoning_text=thought)
@@ -589,7 +626,7 @@ class LLMCallJSON:
                 update.update(_final_update(self.engine, state, raw, "raw_content"))
             else:
                 update["messages"] = [stored, HumanMessage(REFORMAT_REQUEST)]
-            return update
+            return settle(streamed, update)
         emit(ThinkingDone(iteration=iteration, reasoning=shown))
         if state.get("parse_failures"):  # a parsed action ends a run of failures
             update["parse_failures"] = 0
@@ -604,5 +641,5 @@ class LLMCallJSON:
             update["tool_required"] = True
         else:
             update.update(_final_update(self.engine, state, action.answer, "final_answer"))
-        return update
+        return settle(streamed, update)
 

@@ -46,6 +46,7 @@ from langgraph.types import Command, Send
 from reactgraph._engine import Engine
 from reactgraph._pinning import merge_pinned
 from reactgraph.bounds import storable_problem
+from reactgraph.events import AnswerReset, emit
 from reactgraph.fallbacks import RETRY_MARK, node_attempt, switch
 from reactgraph.nodes.drain_interrupts import DrainInterrupts
 from reactgraph.nodes.fallback import iteration_cap_reached
@@ -223,6 +224,9 @@ class ModelStep:
             if drained:
                 update = merge_updates(update, drained)
                 view = apply_update(view, drained)
+        if view.get("answer_streamed") and view.get("pending_final") is None:  # a follow-up suppressed it (R7.4)
+            emit(AnswerReset(ungrounded=[], factless=False, problems=["follow_up"]))
+            update["answer_streamed"] = False
         update.pop("pending_tool_calls", None)  # they leave as Sends, not as state
         if view.get("pending_final") is not None:
             return Command(update=update, goto=self.answer(config))

@@ -23,6 +23,8 @@ TURN_BOOKKEEPING: dict[str, Any] = {
     "draft_answer": None,
     "progress_iteration": 0,
     "tool_required": False,
+    "answer_streamed": False,
+    "answer_source": None,
 }
 """The loop's internal per-turn fields (not in the graph's output) and their value at a
 turn's start. ``start_turn`` writes one only when the state holds another value: every

@@ -35,6 +35,13 @@ With ``answer_from_observations`` (the strict policy), a turn where some tool ca
 makes no synthesis call at all: the answer is the observation answer (grounding
 ``action: "observations"``).
 
+Under ``AgentSettings.synthesis="auto"`` a loop answer that streamed already
+(``answer_streamed``, :mod:`reactgraph.loop_answer`) is ended here without a model call:
+the ``flag`` note, ``answer`` ``done``, the grounding report; one unfit to show
+(:func:`~reactgraph.grounding.answer_problems`) is withdrawn with a ``reset`` event and
+written by the synthesis call instead. ``answer_source`` says which call wrote the answer
+(``loop``, ``synthesis``, ``observations``).
+
 A run ended by a ``return_direct`` tool makes no model call: the tool's result is sent as
 the answer, as it is (issue 21).
 """
@@ -46,7 +53,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 
 from reactgraph._engine import Engine
-from reactgraph.events import OMIT, AnswerReset, emit
+from reactgraph.events import OMIT, AnswerDelta, AnswerDone, AnswerReset, emit
 from reactgraph.grounding import (
     GroundingReport,
     answer_problems,
@@ -154,9 +161,45 @@ class Synthesize:
                 "grounding": report.to_dict(settings.grounding, action, problems=withdrawn)}
 
     async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
-        settings = self.engine.settings
         if not self.engine.synthesizes(config):
             return {}
+        if state.get("answer_streamed"):  # synthesis="auto": the loop's answer streamed already
+            ended = self._end_loop_answer(state)
+            if ended is not None:
+                return ended
+        update = await self._synthesized(state, config)
+        action = (update.get("grounding") or {}).get("action")
+        written_by_model = state.get("finish_reason") != "return_direct" and action not in (
+            "observations", "no_data", "fallback")
+        return {**update, "answer_source": "synthesis" if written_by_model else "observations"}
+
+    def _end_loop_answer(self, state: AgentState) -> dict[str, Any] | None:
+        """The end of the loop's streamed answer (``synthesis="auto"``): unless it is unfit
+        to show (:func:`~reactgraph.grounding.answer_problems`; then it is withdrawn with an
+        ``answer`` ``reset`` event and ``None`` returned, so synthesis writes the answer),
+        the ``flag`` note, ``answer`` ``done`` and the grounding report, without a model call."""
+        settings = self.engine.settings
+        query, text = state.get("query", ""), state.get("answer") or ""
+        problems = answer_problems(text, query, self.engine.tools)
+        if problems:
+            emit(AnswerReset(ungrounded=[], factless=False, problems=problems))
+            return None
+        history = format_history(state.get("earlier_turns") or [])
+        note = self._flag_note(state, history)(text) if settings.grounding == "flag" else ""
+        if note:
+            emit(AnswerDelta(content=note))
+        emit(AnswerDone())
+        update: dict[str, Any] = {"synthesis": text + note, "answer_source": "loop"}
+        if settings.grounding not in (None, "off"):
+            report = self._check(state, text, history)
+            action = "flagged" if settings.grounding == "flag" and report.ungrounded else "kept"
+            update["grounding"] = report.to_dict(settings.grounding, action)
+        return update
+
+    async def _synthesized(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        """The answer written by the synthesis call, or made of the observations (see the
+        module docstring)."""
+        settings = self.engine.settings
         if state.get("finish_reason") == "return_direct":  # the tool's result is the answer (issue 21)
             return {"synthesis": await emit_answer(one_chunk(state.get("answer") or ""), "")}
         usage: dict[str, int] = {}
