@@ -51,7 +51,7 @@ from rich.markdown import Markdown
 from rich.markup import escape
 
 from reactgraph.cli_dag import build_dag_agent, print_dag_event
-from reactgraph.config import AgentSettings
+from reactgraph.config import SYNTHESIS_MODES, AgentSettings
 from reactgraph.events import (
     AnswerDelta,
     AnswerDone,
@@ -125,6 +125,10 @@ def _add_agent_options(command: argparse.ArgumentParser) -> None:
     agent = command.add_argument_group("agent")
     agent.add_argument("--max-iterations", type=int, default=AgentSettings.max_iterations,
                        help="most model calls in the tool loop of one run (default: %(default)s)")
+    agent.add_argument("--synthesis", choices=SYNTHESIS_MODES, default=None,
+                       help="which call writes the answer: 'always' a synthesis call after the loop, 'auto' the "
+                            "loop's own final answer, streamed, unless synthesis adds something "
+                            "(default: $REACTGRAPH_SYNTHESIS, else always)")
     agent.add_argument("--max-rounds", type=int, default=3,
                        help="DAG runs: plan/run/analyze rounds at most (default: %(default)s)")
     agent.add_argument("--db", help="demo plant database file (default: under $REACTGRAPH_HOME or ~/.local/share/reactgraph)")
@@ -287,7 +291,8 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
             mode = f"DAG, roles: {', '.join(agent.models.roles)}"
         else:
             agent = build_demo_agent(resolved, tools, json_mode=args.json_mode, max_iterations=args.max_iterations,
-                                     checkpointer=persistence.checkpointer, interrupt_queue=persistence.interrupt_queue)
+                                     checkpointer=persistence.checkpointer, interrupt_queue=persistence.interrupt_queue,
+                                     synthesis=args.synthesis)
             mode = agent.mode
         args.thread = args.thread or uuid.uuid4().hex[:12]
         args.resumable = persistence.target != "memory"
@@ -652,7 +657,7 @@ async def _serve_until_stopped(args: argparse.Namespace, console: Console, stop:
                                   db=args.db, checkpoints=args.checkpoints, mcp=args.mcp,
                                   local_model=args.local_model, local_threads=args.local_threads,
                                   fallback_models=args.fallback_models, fallback_base_urls=args.fallback_base_urls,
-                                  max_rounds=args.max_rounds)
+                                  max_rounds=args.max_rounds, synthesis=args.synthesis)
         demo = await context.__aenter__()
     except Exception as exc:
         if not isinstance(exc, (LocalModelError, ImportError)) and not _is_database_error(exc):

@@ -8,6 +8,7 @@ the engine itself).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,20 +20,30 @@ from reactgraph.demo.factory import DEMO_SYSTEM_PROMPT
 from reactgraph.models import ResolvedModel
 
 
-def demo_settings(*, max_iterations: int = AgentSettings.max_iterations) -> AgentSettings:
+SYNTHESIS_ENV = "REACTGRAPH_SYNTHESIS"
+"""The environment variable that sets :attr:`AgentSettings.synthesis` of the demo agent
+(``reactgraph run``/``chat``/``serve``) when ``--synthesis`` is not given."""
+
+
+def demo_settings(*, max_iterations: int = AgentSettings.max_iterations, synthesis: str | None = None) -> AgentSettings:
     """The settings of a demo run.
 
     Args:
         max_iterations: Most model calls in the tool loop (SPEC R2.6).
+        synthesis: :attr:`AgentSettings.synthesis` (``"always"`` or ``"auto"``); ``None``:
+            ``$REACTGRAPH_SYNTHESIS``, else the setting's default.
 
     Returns:
-        :class:`AgentSettings` with the demo system prompt and ``max_iterations``; the
-        safeguard fields are left to the model's policy (:mod:`reactgraph.safeguards`).
+        :class:`AgentSettings` with the demo system prompt, ``max_iterations`` and
+        ``synthesis``; the safeguard fields are left to the model's policy
+        (:mod:`reactgraph.safeguards`).
 
     Raises:
-        ValueError: ``max_iterations`` below 1.
+        ValueError: ``max_iterations`` below 1, or an unknown ``synthesis`` (from the
+            environment too).
     """
-    return AgentSettings(max_iterations=max_iterations, system_prompt=DEMO_SYSTEM_PROMPT)
+    chosen = synthesis or os.environ.get(SYNTHESIS_ENV) or AgentSettings.synthesis
+    return AgentSettings(max_iterations=max_iterations, system_prompt=DEMO_SYSTEM_PROMPT, synthesis=chosen)
 
 
 def build_demo_agent(
@@ -43,6 +54,7 @@ def build_demo_agent(
     max_iterations: int = AgentSettings.max_iterations,
     checkpointer: Any = None,
     interrupt_queue: Any = None,
+    synthesis: str | None = None,
 ) -> ReActAgent:
     """The demo :class:`ReActAgent` on ``resolved`` with ``tools``.
 
@@ -54,6 +66,7 @@ def build_demo_agent(
         max_iterations: Most model calls in the tool loop (SPEC R2.6).
         checkpointer, interrupt_queue: From :func:`reactgraph.checkpointing.open_persistence`;
             ``None`` for none / a new in-memory queue.
+        synthesis: Which call writes the answer (:func:`demo_settings`).
 
     Returns:
         The agent, with ``resolved.fallbacks`` as its fallback models (issue 41).
@@ -63,6 +76,6 @@ def build_demo_agent(
     """
     return ReActAgent(
         resolved.llm, tools, use_native_tools=not json_mode, abilities=resolved.abilities,
-        settings=demo_settings(max_iterations=max_iterations), checkpointer=checkpointer,
+        settings=demo_settings(max_iterations=max_iterations, synthesis=synthesis), checkpointer=checkpointer,
         interrupt_queue=interrupt_queue, fallbacks=resolved.fallbacks,
     )

@@ -64,6 +64,7 @@ async def open_demo_agent(
     fallback_models: Sequence[str] | None = None,
     fallback_base_urls: Sequence[str] | None = None,
     max_rounds: int = DAGSettings.max_rounds,
+    synthesis: str | None = None,
 ) -> AsyncIterator[DemoAgent]:
     """Open the model and the checkpointer and build the demo agent, for the block.
 
@@ -90,6 +91,9 @@ async def open_demo_agent(
         fallback_models, fallback_base_urls: Fallback models (issue 41; ``None``: the
             environment), as :func:`reactgraph.models.open_model` takes them.
         max_rounds: The DAG agent's plan/run/analyze rounds at most (SPEC R9.4).
+        synthesis: Which call writes the answer, ``"always"`` or ``"auto"``
+            (``AgentSettings.synthesis``; ``None``: ``$REACTGRAPH_SYNTHESIS``, else
+            ``"always"``).
 
     Yields:
         :class:`DemoAgent`.
@@ -122,7 +126,8 @@ async def open_demo_agent(
             fallback_models=fallback_models, fallback_base_urls=fallback_base_urls))
         persistence = await stack.enter_async_context(open_persistence(checkpoints))
         agent = build_demo_agent(resolved, tools, json_mode=json_mode, max_iterations=max_iterations,
-                                 checkpointer=persistence.checkpointer, interrupt_queue=persistence.interrupt_queue)
+                                 checkpointer=persistence.checkpointer, interrupt_queue=persistence.interrupt_queue,
+                                 synthesis=synthesis)
         dag_agent = build_dag_agent(resolved, tools, settings=demo_settings(max_iterations=max_iterations),
                                     native=not json_mode, max_rounds=max_rounds, checkpointer=persistence.checkpointer,
                                     interrupt_queue=persistence.interrupt_queue)

@@ -1,0 +1,235 @@
+"""``AgentSettings(synthesis="auto")``: the loop's own final answer is the streamed answer,
+and the synthesis call runs only where it adds something; ``done`` says who wrote it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from langchain_core.messages import AIMessage
+from langchain_core.tools import tool
+from pydantic import BaseModel
+
+from reactgraph import AgentSettings, ModelAbilities, ReActAgent
+from reactgraph.demo.agent import SYNTHESIS_ENV, demo_settings
+from reactgraph.loop_answer import json_answer_so_far
+from reactgraph.testing import ScriptedChatModel, tool_call
+
+NATIVE = ModelAbilities(tool_call=True)
+AUTO = AgentSettings(synthesis="auto")
+
+
+@tool
+def lookup_train(number: str) -> str:
+    """Timetable of a train by its number."""
+    return f"train {number}: departs 08:15 from platform 4"
+
+
+@tool
+def lookup_hotel(city: str) -> str:
+    """Free rooms of the hotels in a city."""
+    return f"{city}: 3 rooms free"
+
+
+TOOLS = [lookup_train, lookup_hotel]
+
+
+def shape(events):
+    """(channel, type, status) of each event."""
+    return [(e.channel, e.data.get("type"), e.data.get("status")) for e in events]
+
+
+def deltas(events):
+    return [e.data["content"] for e in events if e.channel == "answer" and e.data["status"] == "delta"]
+
+
+async def run(model, settings=AUTO, abilities=NATIVE, query="hi", **agent_args):
+    agent = ReActAgent(model, TOOLS, abilities=abilities, settings=settings, **agent_args)
+    return [e async for e in agent.astream_events(query)]
+
+
+async def test_a_native_reply_without_tool_calls_streams_as_the_answer_in_one_call():
+    model = ScriptedChatModel(responses=["Bonjour ! Je peux chercher des trains et des hôtels."],
+                              synthesis=AssertionError("no synthesis under auto"))
+    events = await run(model, query="Bonjour")
+    assert model.kinds == ["tool_loop"] and model.apis == ["astream"]
+    assert deltas(events) == ["Bonjour ", "! ", "Je ", "peux ", "chercher ", "des ", "trains ", "et ", "des ",
+                              "hôtels."]
+    # the deltas come while the call is decoded: before its thinking ``done``
+    order = shape(events)
+    assert order.index(("answer", None, "delta")) < order.index(("step", "thinking", "done"))
+    assert order[-2:] == [("answer", None, "done"), ("done", None, None)]
+    done = events[-1].data
+    assert done["answer"] == "Bonjour ! Je peux chercher des trains et des hôtels."
+    assert done["answer_source"] == "loop" and done["usage"]["model_calls"] == 1
+
+
+async def test_a_one_tool_question_takes_two_model_calls():
+    model = ScriptedChatModel(responses=[AIMessage("", tool_calls=[tool_call("lookup_train", {"number": "ICE 578"}, "c1")]),
+                                         "Der ICE 578 fährt um 08:15 von Gleis 4."])
+    events = await run(model, query="Wann fährt der ICE 578?")
+    assert model.kinds == ["tool_loop", "tool_loop"]
+    assert "".join(deltas(events)) == "Der ICE 578 fährt um 08:15 von Gleis 4."
+    assert events[-1].data["answer_source"] == "loop" and events[-1].data["usage"]["model_calls"] == 2
+    assert events[-1].data["grounding"]["ungrounded"] == []
+
+
+async def test_always_keeps_the_synthesis_call_and_done_as_it_was():
+    model = ScriptedChatModel(responses=[AIMessage("", tool_calls=[tool_call("lookup_train", {"number": "ICE 578"}, "c1")]),
+                                         "ICE 578: 08:15."], synthesis="ICE 578 departs at 08:15 from platform 4.")
+    events = await run(model, settings=AgentSettings(), query="When does ICE 578 leave?")
+    assert model.kinds == ["tool_loop", "tool_loop", "synthesis"]
+    assert "tool_loop" in model.kinds and model.apis[:2] == ["agenerate", "agenerate"]
+    assert "answer_source" not in events[-1].data
+    assert "".join(deltas(events)) == "ICE 578 departs at 08:15 from platform 4."
+
+
+async def test_json_mode_streams_the_final_answer_field_as_it_is_decoded():
+    action = {"type": "final_answer", "reasoning": "found it", "answer": "Hay 3 habitaciones libres en Sevilla."}
+    model = ScriptedChatModel(responses=[
+        json.dumps({"type": "tool_call", "reasoning": "", "tool_name": "lookup_hotel", "tool_args": {"city": "Sevilla"}}),
+        json.dumps(action, ensure_ascii=False)])
+    events = await run(model, abilities=ModelAbilities(tool_call=False), query="¿Habitaciones libres en Sevilla?")
+    assert model.kinds == ["tool_loop", "tool_loop"]
+    pieces = deltas(events)
+    assert len(pieces) > 3 and "".join(pieces) == action["answer"]
+    order = shape(events)
+    first_delta = order.index(("answer", None, "delta"))
+    assert first_delta < len(order) - 1 - order[::-1].index(("step", "thinking", "done"))
+    assert events[-1].data["answer_source"] == "loop"
+
+
+def test_the_partial_json_answer_reads_only_a_final_answer():
+    assert json_answer_so_far('{"type": "final_answer", "answer": "Guten Ta') == "Guten Ta"
+    assert json_answer_so_far('{"action": {"type": "final_answer", "answer": "ok') == "ok"
+    assert json_answer_so_far('{"type": "tool_call", "answer": "no') is None
+    assert json_answer_so_far('{"answer": "type comes later", "ty') is None
+    assert json_answer_so_far("plain text") is None
+
+
+async def test_text_beside_a_tool_call_is_never_shown_and_the_loop_goes_on():
+    model = ScriptedChatModel(responses=[
+        AIMessage("Let me check that train.", tool_calls=[tool_call("lookup_train", {"number": "TGV 6201"}, "c1")]),
+        "TGV 6201 leaves at 08:15."])
+
+    events = await run(model, settings=AgentSettings(synthesis="auto", require_tool_data=False),
+                       query="Is there a train?")
+    assert model.kinds == ["tool_loop", "tool_loop"]
+    assert "".join(deltas(events)) == "TGV 6201 leaves at 08:15."
+    assert events[-1].data["answer_source"] == "loop"
+
+
+async def test_a_streamed_text_that_turns_into_a_tool_call_is_reset():
+    from reactgraph.loop_answer import LoopAnswer, settle
+
+    sent: list = []
+    answer = LoopAnswer()
+    import reactgraph.loop_answer as module
+
+    original = module.emit
+    module.emit = sent.append
+    try:
+        answer.offer("Let me")
+        answer.offer("Let me look")
+        settle(answer, {"pending_tool_calls": [{"id": "c1", "name": "lookup_train", "args": {}}]})
+    finally:
+        module.emit = original
+    assert [type(event).__name__ for event in sent] == ["AnswerStarted", "AnswerDelta", "AnswerDelta", "AnswerReset"]
+    assert [getattr(event, "content", None) for event in sent[1:3]] == ["Let me", " look"]
+
+
+async def test_an_answer_the_checks_refuse_is_reset_and_synthesized():
+    model = ScriptedChatModel(responses=["The hotel has rooms."], synthesis="호텔에 빈 방이 있습니다.")
+    events = await run(model, settings=AgentSettings(synthesis="auto", require_tool_data=False),
+                       query="호텔에 빈 방이 있나요?")
+    assert model.kinds == ["tool_loop", "synthesis"]
+    resets = [e for e in events if e.channel == "answer" and e.data["status"] == "reset"]
+    assert len(resets) == 1 and resets[0].data["problems"] == ["language"]
+    assert events[-1].data["answer"] == "호텔에 빈 방이 있습니다." and events[-1].data["answer_source"] == "synthesis"
+
+
+async def test_the_flag_note_follows_the_loop_answer():
+    model = ScriptedChatModel(responses=[AIMessage("", tool_calls=[tool_call("lookup_hotel", {"city": "Porto"}, "c1")]),
+                                         "Porto has 7 rooms free."])
+    events = await run(model, query="Rooms in Porto?")
+    pieces = deltas(events)
+    assert "".join(pieces[:-1]) == "Porto has 7 rooms free." and "7" in pieces[-1]
+    assert events[-1].data["grounding"]["action"] == "flagged" and events[-1].data["answer_source"] == "loop"
+    assert model.kinds == ["tool_loop", "tool_loop"]
+
+
+async def test_synthesis_still_runs_after_the_iteration_cap():
+    model = ScriptedChatModel(responses=[AIMessage("", tool_calls=[tool_call("lookup_hotel", {"city": "Graz"}, "c1")])],
+                              synthesis="Graz: 3 rooms free.")
+    events = await run(model, settings=AgentSettings(synthesis="auto", max_iterations=1), query="Rooms in Graz?")
+    assert model.kinds == ["tool_loop", "synthesis"]
+    assert events[-1].data["finish_reason"] == "max_iterations" and events[-1].data["answer_source"] == "synthesis"
+
+
+async def test_synthesis_still_runs_after_a_stall():
+    call = AIMessage("", tool_calls=[tool_call("lookup_hotel", {"city": "Graz"}, "c1")])
+    model = ScriptedChatModel(responses=[call], repeat_last=True, synthesis="Graz: 3 rooms free.")
+    events = await run(model, settings=AgentSettings(synthesis="auto", stall_repeats=1, refuse_repeated_calls=False),
+                       query="Rooms in Graz?")
+    assert model.kinds[-1] == "synthesis" and model.kinds.count("synthesis") == 1
+    assert events[-1].data["finish_reason"] == "stalled" and events[-1].data["answer_source"] == "synthesis"
+
+
+async def test_synthesis_still_runs_for_a_structured_response_format():
+    class Rooms(BaseModel):
+        city: str
+        free: int
+
+    structured = AIMessage("", tool_calls=[tool_call("Rooms", {"city": "Graz", "free": 3}, "s1")])
+    model = ScriptedChatModel(responses=[AIMessage("", tool_calls=[tool_call("lookup_hotel", {"city": "Graz"}, "c1")]),
+                                         "Graz: 3 rooms.", structured], synthesis="Graz has 3 rooms free.")
+    events = await run(model, query="Rooms in Graz?", response_format=Rooms)
+    assert model.kinds[:3] == ["tool_loop", "tool_loop", "synthesis"] and model.apis[1] == "agenerate"
+    assert events[-1].data["answer_source"] == "synthesis"
+
+
+async def test_synthesis_still_runs_under_enforce():
+    model = ScriptedChatModel(responses=[AIMessage("", tool_calls=[tool_call("lookup_hotel", {"city": "Graz"}, "c1")]),
+                                         "Graz: 3 rooms."], synthesis="Graz has 3 rooms free.")
+    settings = AgentSettings(synthesis="auto", grounding="enforce", grounding_check_first=True,
+                             answer_from_observations=False, grounding_min_facts=0)
+    events = await run(model, settings=settings, query="Rooms in Graz?")
+    assert model.kinds == ["tool_loop", "tool_loop", "synthesis"] and model.apis[1] == "agenerate"
+    assert events[-1].data["answer_source"] == "synthesis"
+
+
+async def test_answers_made_of_observations_say_so():
+    model = ScriptedChatModel(responses=[AIMessage("", tool_calls=[tool_call("lookup_hotel", {"city": "Graz"}, "c1")]),
+                                         "whatever"])
+    settings = AgentSettings(synthesis="auto", answer_from_observations=True)
+    events = await run(model, settings=settings, query="Rooms in Graz?")
+    assert "synthesis" not in model.kinds and events[-1].data["answer_source"] == "observations"
+    assert "3 rooms free" in events[-1].data["answer"]
+
+
+async def test_a_long_trace_gets_the_synthesis_call():
+    from reactgraph.config import AUTO_SYNTHESIS_STEPS
+
+    calls = [AIMessage("", tool_calls=[tool_call("lookup_hotel", {"city": city}, f"c{i}")])
+             for i, city in enumerate(["Graz", "Linz", "Wels", "Enns", "Ybbs"][:AUTO_SYNTHESIS_STEPS])]
+    model = ScriptedChatModel(responses=[*calls, "All have 3 rooms."], synthesis="Each city has 3 rooms free.")
+    events = await run(model, settings=AgentSettings(synthesis="auto", stall_failures=10), query="Rooms?")
+    assert model.kinds == ["tool_loop"] * (AUTO_SYNTHESIS_STEPS + 1) + ["synthesis"]
+    assert events[-1].data["answer_source"] == "synthesis"
+
+
+async def test_run_without_streaming_is_unchanged_under_auto():
+    model = ScriptedChatModel(responses=["Hola, ¿en qué puedo ayudarte?"])
+    result = await ReActAgent(model, TOOLS, abilities=NATIVE, settings=AUTO).run("Hola")
+    assert result.answer == "Hola, ¿en qué puedo ayudarte?" and result.answer_source is None
+    assert model.apis == ["agenerate"]
+
+
+def test_the_setting_is_checked_and_read_from_the_environment(monkeypatch):
+    with pytest.raises(ValueError, match="synthesis must be one of always, auto"):
+        AgentSettings(synthesis="sometimes")
+    monkeypatch.setenv(SYNTHESIS_ENV, "auto")
+    assert demo_settings().synthesis == "auto"
+    assert demo_settings(synthesis="always").synthesis == "always"
+    monkeypatch.delenv(SYNTHESIS_ENV)
+    assert demo_settings().synthesis == "always"
