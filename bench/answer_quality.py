@@ -731,10 +731,13 @@ async def run_create_agent(graph: Any, question: str, recursion_limit: int) -> R
 
 # --------------------------------------------------------------------------- report
 
-ROWS = ("native", "json", "synthesis", "permissive", "create_agent")
+ROWS = ("native", "json", "synthesis", "flagged", "permissive", "create_agent")
 """The rows: ``synthesis`` is the ``json`` agent with ``answer_from_observations=False`` (the
 model writes the answer, checked before it is shown), so what the synthesis call adds is
-measured (issue 36); ``permissive`` is the ``json`` agent with the permissive safeguard policy
+measured (issue 36); ``flagged`` is the ``json`` agent with the permissive policy's
+``grounding`` and ``answer_from_observations`` (the model's answer streams as written, values
+no tool returned flagged under it): the settings under which ``synthesis="auto"`` lets the
+loop's answer stand, so ``--synthesis always auto`` compares the two there; ``permissive`` is the ``json`` agent with the permissive safeguard policy
 forced (:data:`reactgraph.safeguards.PERMISSIVE`), so on a small model the difference the
 strict policy makes is measured in the same run (issue 35)."""
 
@@ -899,6 +902,9 @@ async def main(argv: list[str] | None = None) -> int:
                              "turned off (set to the permissive value); names: "
                              f"{', '.join(SAFEGUARDS)}, or 'all'")
     parser.add_argument("--max-iterations", type=int, default=6, help="loop iterations per run (default: 6)")
+    parser.add_argument("--synthesis", nargs="+", choices=("always", "auto"), default=["always"],
+                        help="AgentSettings.synthesis of the reactgraph rows; with both, each row runs under each "
+                             "(named 'ROW [auto]'), taking turns (default: always)")
     parser.add_argument("--json-out", help="write the per-run records and the row totals to this JSON file")
     parser.add_argument("--verbose", action="store_true", help="print each run's calls, answer and score")
     parser.add_argument("--db", help="demo plant database file (default: a fresh one in a temporary directory)")
@@ -909,7 +915,15 @@ async def main(argv: list[str] | None = None) -> int:
     unknown = [name for name in ablated if name not in SAFEGUARDS]
     if unknown:
         parser.error(f"--without: no safeguard named {', '.join(unknown)} (names: {', '.join(SAFEGUARDS)})")
-    row_names = [*args.rows, *(f"without {name}" for name in ablated)]
+    base_rows = [*args.rows, *(f"without {name}" for name in ablated)]
+    modes = list(dict.fromkeys(args.synthesis))
+
+    def labelled(row: str, mode: str) -> str:
+        return row if len(modes) == 1 or mode == modes[0] else f"{row} [{mode}]"
+
+    row_modes = {labelled(row, mode): (row, mode) for row in base_rows
+                 for mode in (modes if row != "create_agent" else modes[:1])}
+    row_names = list(row_modes)
 
     from langchain.agents import create_agent
 
@@ -932,20 +946,24 @@ async def main(argv: list[str] | None = None) -> int:
             async with open_model(local_model=local_model) as resolved:
                 suffix = f" · {local_model}" if len(models) > 1 else ""
                 agents: dict[str, Any] = {}
-                for row in row_names:
+                for label, (row, mode) in row_modes.items():
                     if row == "create_agent":
-                        agents[row] = create_agent(resolved.llm, hub, system_prompt=DEMO_SYSTEM_PROMPT)
-                    elif row in ("permissive", "synthesis") or row.startswith("without "):
+                        agents[label] = create_agent(resolved.llm, hub, system_prompt=DEMO_SYSTEM_PROMPT)
+                    elif row in ("permissive", "synthesis", "flagged") or row.startswith("without "):
                         forced = (dict(PERMISSIVE.settings) if row == "permissive"
                                   else {"answer_from_observations": False} if row == "synthesis"
+                                  else without(["grounding", "answer_from_observations"]) if row == "flagged"
                                   else without([row.removeprefix("without ")]))
-                        agents[row] = ReActAgent(resolved.llm, hub, use_native_tools=False, abilities=resolved.abilities,
-                                                 settings=AgentSettings(max_iterations=args.max_iterations,
-                                                                        system_prompt=DEMO_SYSTEM_PROMPT, **forced))
+                        agents[label] = ReActAgent(resolved.llm, hub, use_native_tools=False,
+                                                   abilities=resolved.abilities,
+                                                   settings=AgentSettings(max_iterations=args.max_iterations,
+                                                                          system_prompt=DEMO_SYSTEM_PROMPT,
+                                                                          synthesis=mode, **forced))
                     else:
-                        agents[row] = build_demo_agent(resolved, hub, json_mode=row == "json",
-                                                       max_iterations=args.max_iterations)
-                    summaries[row + suffix] = RowSummary(row + suffix, "-" if row == "create_agent" else agents[row].mode)
+                        agents[label] = build_demo_agent(resolved, hub, json_mode=row == "json",
+                                                         max_iterations=args.max_iterations, synthesis=mode)
+                    summaries[label + suffix] = RowSummary(label + suffix,
+                                                           "-" if row == "create_agent" else agents[label].mode)
                 print(f"model: {resolved.description} · {len(questions)} questions · {len(hub)} tools · "
                       f"max_iterations={args.max_iterations} · rows: {', '.join(row_names)}", file=sys.stderr, flush=True)
                 if "native" in agents and agents["native"].mode == "json":

@@ -424,11 +424,23 @@ class Engine:
 
         return remembered(self._per_query, query, work_out)
 
+    @property
+    def stable_prompt(self) -> bool:
+        """Whether the loop's prompt keeps one prefix for every question: for a model not
+        marked ``small`` the tools are offered as registered, their enums as declared, so
+        the system prompt and the tool list are the same across the calls of a run and
+        across runs, and a provider's or llama.cpp's prefix cache serves them
+        (bench/calls.py: new input tokens). A small model gets them ranked for the question
+        and the values it names first (SPEC R13.1), which it needs to find the data."""
+        return not self.abilities.small
+
     def tools_for(self, selected: Sequence[str] | None, query: str = "") -> list[BaseTool]:
-        """The tools offered this turn, most relevant to ``query`` first (SPEC R5.2, R13.1):
-        the selected names that exist, in their order (selection ranks them), or every
-        tool ranked by :attr:`ranker`."""
+        """The tools offered this turn (SPEC R5.2, R13.1): the selected names that exist, in
+        their order (selection ranks them), or every tool: as registered under
+        :attr:`stable_prompt`, else ranked by :attr:`ranker`, most relevant to ``query`` first."""
         if selected is None:
+            if self.stable_prompt:
+                return list(self.tools.values())
             return [self.tools[name] for name in self._query_facts(query)[0]]
         return [self.tools[name] for name in selected if name in self.tools]
 
@@ -486,7 +498,10 @@ class Engine:
         """``tool``'s argument schema as offered this turn (see
         :func:`~reactgraph.action_schema.offered_args_schema`, ``AgentSettings.optional_args``;
         ``seen`` from :meth:`seen_ids`)."""
-        return offered_args_schema(tool, named, named_optionals_only=self.settings.optional_args == "named", seen=seen)
+        named_only = self.settings.optional_args == "named"
+        if self.stable_prompt and not named_only and seen is None:  # the schema as declared: one prefix
+            named = ()
+        return offered_args_schema(tool, named, named_optionals_only=named_only, seen=seen)
 
     def native_model(self, tools: Sequence[BaseTool], named: Sequence[str] = (), *, final_only: bool = False,
                      seen: Sequence[str] | None = None, tool_required: bool = False) -> Runnable:

@@ -11,6 +11,12 @@ to the limit); the selection
 is stored best first in ``selected_tools``, which drives both the prompt/binding of the loop
 nodes and execution (a call to any other tool is an "unknown tool" observation).
 
+With ``AgentSettings.tool_selection="auto"`` the selection call is made only for a model
+marked ``small`` (measured to pay there: bench/README.md); any other model gets every tool
+(ranked per question, :meth:`~reactgraph._engine.Engine.tools_for`) in native mode when their
+schemas fit :data:`TOOLS_SHARE_OF_BUDGET` of the context budget, else the lexical ranking
+alone chooses (:func:`hybrid_selection` with no pick).
+
 Selection never fails a run (R5.3): when the model's pick is empty, unparseable or the call
 failed, the lexical top ``tool_selection_max`` tools are kept — every tool only when no tool
 shares a word with the question.
@@ -18,6 +24,7 @@ shares a word with the question.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -26,6 +33,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from reactgraph._engine import RUN_NAME_SELECTION, Engine
 from reactgraph.abilities import ModelAbilities
@@ -34,6 +42,8 @@ from reactgraph.prompts import SELECTION_SYSTEM, SELECTION_USER
 from reactgraph.ranking import catalog_line
 from reactgraph.state import AgentState
 from reactgraph.structured import structured_llm_call
+from reactgraph.window.budget import context_budget
+from reactgraph.window.tokens import estimate_tokens
 
 logger = logging.getLogger(__name__)
 
@@ -105,6 +115,19 @@ async def select_tool_names(
     return (chosen[:limit] or None), usage
 
 
+TOOLS_SHARE_OF_BUDGET = 0.25
+"""Under ``tool_selection="auto"`` a native model not marked small gets every tool when their
+schemas take at most this share of the context budget (:func:`tools_fit`)."""
+
+
+def tools_fit(tools: Sequence[BaseTool], budget: int, share: float = TOOLS_SHARE_OF_BUDGET) -> bool:
+    """Whether the schemas of ``tools`` (as bound in native mode, estimated without a
+    tokenizer: :func:`~reactgraph.window.tokens.estimate_tokens`) take at most ``share`` of
+    ``budget`` tokens."""
+    used = sum(estimate_tokens(json.dumps(convert_to_openai_tool(tool), ensure_ascii=False)) for tool in tools)
+    return used <= budget * share
+
+
 RELEVANT_SHARE = 0.5
 """A tool kept from the lexical ranking alone must score at least this share of the best
 tool's score (words every tool shares, like a machine id in every enum, score a little)."""
@@ -169,6 +192,10 @@ class SelectTools:
         settled = settled_without_model(ranked, settings.tool_selection_max)
         if settled is not None:
             return {"selected_tools": settled}
+        if settings.tool_selection == "auto" and not self.engine.abilities.small:  # no call where none pays
+            if self.engine.mode == "native" and tools_fit(tools, context_budget(self.engine.abilities, settings)):
+                return {}
+            return {"selected_tools": hybrid_selection(None, ranked, settings.tool_selection_max)}
         shortlist = [self.engine.tools[name] for name, _ in ranked[: max(settings.tool_selection_shortlist, settings.tool_selection_max)]]
         emit(SelectingTools(total_tools=len(tools)))
         llm, fallbacks = self.engine.structured_models()

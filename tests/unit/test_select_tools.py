@@ -130,8 +130,8 @@ def test_a_long_lived_agent_keeps_its_per_query_caches_bounded():
 
     model = ScriptedChatModel()
     tools = make_tools(3)
-    engine = Engine.build(model, tools, resolve_abilities(model, ModelAbilities(json_mode=True, schema_output="json_schema")),
-                          AgentSettings(), True)
+    abilities = ModelAbilities(json_mode=True, schema_output="json_schema", small=True)  # a small model: ranked per question
+    engine = Engine.build(model, tools, resolve_abilities(model, abilities), AgentSettings(), True)
     for i in range(CACHE_SIZE + 50):
         query = f"status of machine M-{i:04d}"
         offered = engine.tools_for(None, query)
