@@ -461,8 +461,10 @@ async def _print_events(console: Console, events: Any, *, dag: bool = False) -> 
                 answer.stop()
             case AnswerReset():
                 answer.stop()
-                why = f"values not in the tool results: {', '.join(event.ungrounded)}" if event.ungrounded \
-                    else "it passed on none of the tool results"
+                problems = event.problems if isinstance(event.problems, list) else []
+                why = (f"values not in the tool results: {', '.join(event.ungrounded)}" if event.ungrounded
+                       else ", ".join(problems) if problems and not event.factless
+                       else "it passed on none of the tool results")
                 console.print(f"[yellow]↺ answer withdrawn ({escape(why)}); writing it again[/yellow]")
             case Stalled():
                 console.print(f"[yellow]… the loop is stuck ({escape(str(event.reason))}): asking for the final answer[/yellow]")

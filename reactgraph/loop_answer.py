@@ -33,7 +33,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from reactgraph._dualmode import stream_model
 from reactgraph.actions import message_text
 from reactgraph.config import AUTO_SYNTHESIS_STEPS
-from reactgraph.events import AnswerDelta, AnswerReset, AnswerStarted, emit
+from reactgraph.events import AnswerDelta, AnswerReset, AnswerSignalled, AnswerStarted, emit
 
 HELD_STARTS = "<[{`"
 """First characters of a reply that is held until it ended: a tool call written in the
@@ -86,6 +86,7 @@ class LoopAnswer:
         if not text.startswith(self.sent) or len(text) == len(self.sent):
             return
         if not self.started:
+            emit(AnswerSignalled())  # the loop has its answer: the signal comes before the answer, as always
             emit(AnswerStarted())
             self.started = True
         emit(AnswerDelta(content=text[len(self.sent):]))

@@ -93,18 +93,20 @@ def new_call_id() -> str:
     return f"call_{uuid.uuid4().hex[:24]}"
 
 
-def _final_update(engine: Engine, state: AgentState, text: str, reason: str) -> dict[str, Any]:
+def _final_update(engine: Engine, state: AgentState, text: str, reason: str, signalled: bool = False) -> dict[str, Any]:
     """State update for an answer the loop is ready to give; an empty answer is replaced
     by an answer made of the successful observations (or, when there are none, the step
     summary), so a run never ends with nothing to say. ``draft_answer`` keeps only the
-    model's own words (``None`` for none), which is all synthesis is shown."""
+    model's own words (``None`` for none), which is all synthesis is shown. The ``answer``
+    signal is sent unless ``signalled`` (an answer that streamed sent it before it started)."""
     draft = text if text.strip() and reason != "raw_content" else None
     if not text.strip():
         steps = state.get("steps", [])
         text = (observation_answer(state.get("query", ""), steps, descriptions=engine.tool_descriptions)
                 if any(not step.get("error") for step in steps)
                 else summarize_steps(steps, "The model gave an empty answer."))
-    emit(AnswerSignalled())
+    if not signalled:
+        emit(AnswerSignalled())
     return {"pending_final": text, "answer": text, "finish_reason": reason, "draft_answer": draft}
 
 
@@ -464,7 +466,8 @@ class LLMCallNative:
             update["messages"] = [response, HumanMessage(TOOL_REQUIRED_REQUEST)]
             update["tool_required"] = True
         elif not requests:
-            update.update(_final_update(self.engine, state, message_text(response), "final_answer"))
+            update.update(_final_update(self.engine, state, message_text(response), "final_answer",
+                                        signalled=answer is not None and answer.started))
         return settle(answer, update)
 
 
@@ -640,6 +643,7 @@ class LLMCallJSON:
             update["messages"] = [stored, HumanMessage(TOOL_REQUIRED_REQUEST)]
             update["tool_required"] = True
         else:
-            update.update(_final_update(self.engine, state, action.answer, "final_answer"))
+            update.update(_final_update(self.engine, state, action.answer, "final_answer",
+                                        signalled=streamed is not None and streamed.started))
         return settle(streamed, update)
 

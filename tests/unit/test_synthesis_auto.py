@@ -58,6 +58,8 @@ async def test_a_native_reply_without_tool_calls_streams_as_the_answer_in_one_ca
     # the deltas come while the call is decoded: before its thinking ``done``
     order = shape(events)
     assert order.index(("answer", None, "delta")) < order.index(("step", "thinking", "done"))
+    assert order[:3] == [("step", "thinking", "start"), ("step", "answer", "start"), ("answer", None, "start")]
+    assert order.count(("step", "answer", "start")) == 1
     assert order[-2:] == [("answer", None, "done"), ("done", None, None)]
     done = events[-1].data
     assert done["answer"] == "Bonjour ! Je peux chercher des trains et des hôtels."
@@ -134,8 +136,10 @@ async def test_a_streamed_text_that_turns_into_a_tool_call_is_reset():
         settle(answer, {"pending_tool_calls": [{"id": "c1", "name": "lookup_train", "args": {}}]})
     finally:
         module.emit = original
-    assert [type(event).__name__ for event in sent] == ["AnswerStarted", "AnswerDelta", "AnswerDelta", "AnswerReset"]
-    assert [getattr(event, "content", None) for event in sent[1:3]] == ["Let me", " look"]
+    assert [type(event).__name__ for event in sent] == ["AnswerSignalled", "AnswerStarted", "AnswerDelta",
+                                                         "AnswerDelta", "AnswerReset"]
+    assert [getattr(event, "content", None) for event in sent[2:4]] == ["Let me", " look"]
+    assert sent[-1].problems == ["not_final"]
 
 
 async def test_an_answer_the_checks_refuse_is_reset_and_synthesized():
