@@ -499,8 +499,9 @@ class Engine:
         :func:`~reactgraph.action_schema.offered_args_schema`, ``AgentSettings.optional_args``;
         ``seen`` from :meth:`seen_ids`)."""
         named_only = self.settings.optional_args == "named"
-        if self.stable_prompt and not named_only and seen is None:  # the schema as declared: one prefix
-            named = ()
+        if self.stable_prompt and not named_only and seen is None:  # enums as declared: one prefix,
+            listed = set(self._enum_values)  # but an id no enum lists (CNC-009) is still put into its enum
+            named = tuple(value for value in named if value not in listed)
         return offered_args_schema(tool, named, named_optionals_only=named_only, seen=seen)
 
     def native_model(self, tools: Sequence[BaseTool], named: Sequence[str] = (), *, final_only: bool = False,

@@ -492,7 +492,9 @@ async def _print_events(console: Console, events: Any, *, dag: bool = False) -> 
                     f"[dim]iterations: {event.iterations} · tokens: {usage['total_tokens']} "
                     f"(in {usage['input_tokens']}, out {usage['output_tokens']}, {usage['model_calls']} calls) · "
                     f"elapsed: {event.elapsed:.1f}s · finish: {event.finish_reason}"
-                    + (f" · model: {escape(str(event.model))}" if event.model else "") + "[/dim]"
+                    + (f" · model: {escape(str(event.model))}" if event.model else "")
+                    + (f" · answer: {escape(event.answer_source)}" if isinstance(event.answer_source, str) else "")
+                    + "[/dim]"
                 )
     return printed
 
