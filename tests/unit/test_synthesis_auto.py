@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent
 from reactgraph.demo.agent import SYNTHESIS_ENV, demo_settings
-from reactgraph.loop_answer import json_answer_so_far
+from reactgraph.loop_answer import LoopAnswer, json_answer_so_far
 from reactgraph.testing import ScriptedChatModel, tool_call
 
 NATIVE = ModelAbilities(tool_call=True)
@@ -121,25 +121,33 @@ async def test_text_beside_a_tool_call_is_never_shown_and_the_loop_goes_on():
     assert events[-1].data["answer_source"] == "loop"
 
 
-async def test_a_streamed_text_that_turns_into_a_tool_call_is_reset():
-    from reactgraph.loop_answer import LoopAnswer, settle
-
-    sent: list = []
-    answer = LoopAnswer()
+def test_a_streamed_text_that_turns_into_a_tool_call_is_reset(monkeypatch):
     import reactgraph.loop_answer as module
 
-    original = module.emit
-    module.emit = sent.append
-    try:
-        answer.offer("Let me")
-        answer.offer("Let me look")
-        settle(answer, {"pending_tool_calls": [{"id": "c1", "name": "lookup_train", "args": {}}]})
-    finally:
-        module.emit = original
+    sent: list = []
+    monkeypatch.setattr(module, "emit", sent.append)
+    answer = module.LoopAnswer()
+    answer.offer("Let me")
+    answer.offer("Let me look")
+    module.settle(answer, {"pending_tool_calls": [{"id": "c1", "name": "lookup_train", "args": {}}]})
     assert [type(event).__name__ for event in sent] == ["AnswerSignalled", "AnswerStarted", "AnswerDelta",
                                                          "AnswerDelta", "AnswerReset"]
     assert [getattr(event, "content", None) for event in sent[2:4]] == ["Let me", " look"]
     assert sent[-1].problems == ["not_final"]
+
+
+def test_a_reply_that_may_be_a_call_written_in_the_text_is_held_until_it_ends(monkeypatch):
+    import reactgraph.loop_answer as module
+
+    sent: list = []
+    monkeypatch.setattr(module, "emit", sent.append)
+    answer = LoopAnswer()
+    answer.offer('<tool_call>{"name": "lookup_train"')
+    answer.offer("{")
+    assert sent == []
+    assert answer.finish("Kein Zug gefunden.")
+    assert [type(event).__name__ for event in sent] == ["AnswerStarted", "AnswerDelta"]
+    assert sent[1].content == "Kein Zug gefunden."
 
 
 async def test_an_answer_the_checks_refuse_is_reset_and_synthesized():
