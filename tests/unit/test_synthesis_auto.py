@@ -245,3 +245,19 @@ def test_the_setting_is_checked_and_read_from_the_environment(monkeypatch):
     assert demo_settings(synthesis="always").synthesis == "always"
     monkeypatch.delenv(SYNTHESIS_ENV)
     assert demo_settings().synthesis == "always"
+
+
+def test_a_synchronous_run_streams_the_loop_answer_too():
+    from langchain_core.messages import HumanMessage
+
+    from reactgraph import create_react_graph
+
+    model = ScriptedChatModel(responses=[AIMessage("", tool_calls=[tool_call("lookup_hotel", {"city": "Graz"}, "c1")]),
+                                         "In Graz sind 3 Zimmer frei."])
+    graph = create_react_graph(model, TOOLS, abilities=NATIVE, settings=AUTO)
+    chunks = list(graph.stream({"messages": [HumanMessage("Zimmer in Graz?")]}, stream_mode=["custom", "values"]))
+    written = [data["data"]["content"] for mode, data in chunks if mode == "custom" and "content" in data.get("data", {})]
+    assert written == ["In ", "Graz ", "sind ", "3 ", "Zimmer ", "frei."]
+    final = chunks[-1][1]
+    assert model.apis == ["stream", "stream"] and final["answer_source"] == "loop"
+    assert final["synthesis"] == "In Graz sind 3 Zimmer frei."
