@@ -71,6 +71,7 @@ from reactgraph.events import (
     ToolStarted,
 )
 from reactgraph.jsonparse import safe_json
+from reactgraph.language import detect_language, phrase
 from reactgraph.models.local import default_threads
 from reactgraph.redaction import redact
 from reactgraph.safeguards import policy_for
@@ -82,13 +83,15 @@ MCP_HELP = ('MCP client configuration ({"mcpServers" or VS Code\'s "servers": {n
 
 
 def _parser() -> argparse.ArgumentParser:
+    from reactgraph.demo.factory import DEMO_QUESTION
+
     parser = argparse.ArgumentParser(prog="reactgraph", description="A two-phase ReAct agent engine on LangGraph.",
-                                     epilog='Start with: reactgraph run "CNC-003 상태 확인해줘", then reactgraph serve. '
+                                     epilog=f'Start with: reactgraph run "{DEMO_QUESTION}", then reactgraph serve. '
                                             "Each command has its own --help.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     run = commands.add_parser("run", help="answer a question with the demo plant's tools")
-    run.add_argument("question", help='the question, e.g. "CNC-003 상태 확인해줘"')
+    run.add_argument("question", help=f'the question, e.g. "{DEMO_QUESTION}"')
     run.add_argument("--thread", help="conversation id: continue this thread (default: a new one, printed)")
     run.add_argument("--dag", action="store_true", help="plan, run each step as its own ReAct loop, analyze, re-plan")
     resume = commands.add_parser("resume", help="finish an interrupted run (ReAct or DAG) from its last checkpoint")
@@ -309,12 +312,13 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
             console.print(f"[bold]↻ resuming thread {escape(args.thread)}[/bold]")
             events = agent.aresume_events(args.thread)
         try:
-            printed = await _print_events(console, events, dag=dag)
+            printed = await _print_events(console, events, dag=dag, language=detect_language(args.question))
             while printed.finish_reason == "waiting":
                 decisions = await ask_decisions(console, printed.pending, approve_all=args.approve_all)
                 if decisions is None:
                     raise RunFailed(f"the run waits for approval; decide with: reactgraph resume {args.thread}")
-                printed = await _print_events(console, agent.aresume_events(args.thread, decisions), dag=dag)
+                printed = await _print_events(console, agent.aresume_events(args.thread, decisions), dag=dag,
+                                              language=detect_language(args.question))
         except (NothingToResumeError, ThreadBusyError) as exc:
             raise SetupError(str(exc)) from exc
         done = printed.done
@@ -434,8 +438,9 @@ class _AnswerView:
             self.console.print()
 
 
-async def _print_events(console: Console, events: Any, *, dag: bool = False) -> _Printed:
-    """Print a run's typed events as they come (DAG-mode events too when ``dag``)."""
+async def _print_events(console: Console, events: Any, *, dag: bool = False, language: str | None = "en") -> _Printed:
+    """Print a run's typed events as they come (DAG-mode events too when ``dag``); the
+    engine's own words of the answer's progress are in ``language`` (the question's)."""
     printed = _Printed()
     answer = _AnswerView(console)
     async for event in events:
@@ -451,7 +456,7 @@ async def _print_events(console: Console, events: Any, *, dag: bool = False) -> 
             case ThinkingStarted():
                 console.print(f"[dim]… thinking (iteration {event.iteration})[/dim]")
             case AnswerSignalled():
-                console.print("[dim]… writing the answer[/dim]")
+                console.print(f"[dim]{escape(phrase('writing_answer', language))}[/dim]")
             case AnswerStarted():
                 console.rule("answer", style="dim")
                 answer.start()

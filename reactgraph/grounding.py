@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from reactgraph.jsonparse import safe_json
-from reactgraph.window.tokens import conversation_language
+from reactgraph.language import SCRIPT_LANGUAGES, detect_language, phrase
 
 _ID = r"[A-Za-z]{1,6}-\d+(?:-\d+)*"
 _DATE = r"\d{4}-\d{2}-\d{2}"
@@ -226,10 +226,6 @@ def _first_seen(steps: Sequence[dict[str, Any]], question: str) -> Any:
     return lambda value: (text.find(value) if value in text else len(text), value)
 
 
-def _is_korean(text: str) -> bool:
-    return any("\uac00" <= char <= "\ud7a3" for char in text)
-
-
 _FENCE = re.compile(r"^\s*(```|~~~)", re.MULTILINE)
 _CALL_DUMP = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*\(\s*\{")
 _REPEATED_LINE_MIN_CHARS = 8
@@ -245,17 +241,19 @@ def answer_problems(answer: str, question: str, tool_names: Iterable[str] = ()) 
 
     Returns:
         Short labels, in this order, of what was found: ``"empty"``; ``"language"`` (the
-        question is in a script-named language — Korean, Japanese, Chinese, Russian,
-        :func:`~reactgraph.window.tokens.conversation_language` — and the answer's first line
-        is not); ``"code_fence"``; ``"tool_call"`` (a call written out, ``name({...``, or a
+        answer's first line is in another language than the question, by
+        :func:`~reactgraph.language.detect_language`; for a question in a script that names its
+        language — Korean, Japanese, Chinese, Russian… — a first line whose language cannot be
+        told counts as another); ``"code_fence"``; ``"tool_call"`` (a call written out, ``name({...``, or a
         tool's name); ``"repeated_line"`` (a line of 8+ characters twice). ``[]`` when none.
     """
     lines = [line.strip() for line in answer.splitlines() if line.strip()]
     if not lines:
         return ["empty"]
     problems: list[str] = []
-    language = conversation_language([_VALUE.sub("", question)])  # ids and figures are no one's language
-    if language is not None and conversation_language([_VALUE.sub("", lines[0])]) != language:
+    language = detect_language(question)
+    first = detect_language(lines[0])
+    if language is not None and first != language and (first is not None or language in SCRIPT_LANGUAGES):
         problems.append("language")
     if _FENCE.search(answer):
         problems.append("code_fence")
@@ -271,62 +269,69 @@ def answer_problems(answer: str, question: str, tool_names: Iterable[str] = ()) 
 
 _ROW_SEPARATOR = " | "
 _KEY_VALUE = re.compile(r"^([^:|]{1,40}?):\s+(\S.*)$")
+_RULE_ROW = re.compile(r"^\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?$")
 
 
 def _cells(line: str) -> list[str]:
-    return [cell.strip() for cell in line.split("|")]
+    return [cell.strip() for cell in line.strip().strip("|").split("|")] if line.strip().startswith("|") \
+        else [cell.strip() for cell in line.split("|")]
 
 
-_FORMAT_SEGMENT = re.compile(r"[:.;]\s")
-
-
-def row_header(description: str, width: int, related: Iterable[str] = ()) -> list[str] | None:
-    """The column names of a tool's rows, read from where its description states their format
-    ("One line per machine: id | name | kind | state.") — or, when it only points to another
-    tool's ("Same line format as check_spare_part_stock"), from that tool's description.
+def row_header(rows: Sequence[Sequence[str]]) -> list[str] | None:
+    """The column names a tool's own output gives its rows: the first row when it names
+    columns — no cell of it holds a digit while every later row holds one, and no cell is
+    longer than 40 characters (``id | name | state`` over ``AB/100 | Pump | on``).
 
     Args:
-        description: The tool's description.
-        width: The number of cells of the rows to name.
-        related: Descriptions of the other tools its description names, in order.
+        rows: A run of rows of one width, as cells, in output order (a Markdown rule row
+            under a header is already taken out).
 
     Returns:
-        ``width`` column names, or ``None`` when no description states a format of that width.
+        The first row's cells, or ``None`` when the output names no columns (the rows are
+        then shown as a list).
     """
-    for text in (description, *related):
-        flat = " ".join(text.split()) + " "
-        for segment in _FORMAT_SEGMENT.split(flat):
-            cells = _cells(segment)
-            if len(cells) == width and all(0 < len(cell) <= 40 for cell in cells):
-                return cells
-    return None
+    if len(rows) < 3:
+        return None
+    first, rest = rows[0], rows[1:]
+    if any(char.isdigit() for cell in first for char in cell) or not all(0 < len(cell) <= 40 for cell in first):
+        return None
+    return list(first) if all(any(char.isdigit() for char in "".join(row)) for row in rest) else None
 
 
-def _observation_lines(observation: str, emitted: set[str], header: Callable[[int], list[str] | None]) -> list[str]:
-    """One observation as answer lines: ``key: value`` lines as a list, runs of rows (two or
-    more ``a | b | c`` lines of one width) as a table under the column names ``header(width)``
-    gives (empty ones when it gives none), a title line (ending in ``:``) as it is, other
-    lines as list items; lines already written (``emitted``) are skipped."""
+def _observation_lines(observation: str, emitted: set[str]) -> list[str]:
+    """One observation as answer lines: ``key: value`` lines as a list, runs of rows (``a | b
+    | c`` lines of one width) as a table when the output names their columns
+    (:func:`row_header`, or a Markdown header over a rule row), else as list items; a title
+    line (ending in ``:``) as it is, other lines as list items; lines already written
+    (``emitted``) are skipped. No table is ever shown with an empty header row."""
     out: list[str] = []
     rows: list[list[str]] = []
+    ruled: list[str] | None = None  # the header a Markdown rule row confirmed
 
     def flush() -> None:
-        if len(rows) >= 2 and len({len(row) for row in rows}) == 1:
-            width = len(rows[0])
-            names = header(width) or [""] * width
-            out.extend(["", "| " + " | ".join(names) + " |", "|" + "---|" * width])
-            out.extend("| " + " | ".join(cell.replace("|", "/") for cell in row) + " |" for row in rows)
+        nonlocal ruled
+        same = len({len(row) for row in rows}) == 1
+        names = (ruled if ruled is not None and same and len(ruled) == len(rows[0])
+                 else row_header(rows) if same else None)
+        body = rows[1:] if names is not None and ruled is None else rows
+        if names is not None and body:
+            out.extend(["", "| " + " | ".join(names) + " |", "|" + "---|" * len(names)])
+            out.extend("| " + " | ".join(cell.replace("|", "/") for cell in row) + " |" for row in body)
             out.append("")
         else:
-            out.extend("- " + " · ".join(row) for row in rows)
+            out.extend("- " + " · ".join(cell for cell in row if cell) for row in rows)
         rows.clear()
+        ruled = None
 
     for raw in observation.splitlines():
         line = raw.strip()
         if not line or line in emitted:
             continue
+        if _RULE_ROW.match(line) and len(rows) == 1:
+            ruled = rows.pop()
+            continue
         emitted.add(line)
-        if line.count(_ROW_SEPARATOR) >= 2:
+        if line.count(_ROW_SEPARATOR) >= 2 or (line.startswith("|") and line.endswith("|") and line.count("|") >= 3):
             rows.append(_cells(line))
             continue
         flush()
@@ -363,32 +368,29 @@ def _subject(question: str, steps: Sequence[dict[str, Any]]) -> str:
             text = value.strip()
             if len(text) < 2 or text in found:
                 continue
-            # Latin letters and digits bound a word; a Korean particle may follow ("Line C에는").
+            # Latin letters and digits bound a word; a particle of a language written without
+            # spaces may follow the value (Korean, Japanese).
             match = re.search(rf"(?<![A-Za-z0-9]){re.escape(text)}(?![A-Za-z0-9])", question, re.IGNORECASE)
             if match:
                 found[text] = match.start()
     return ", ".join(sorted(found, key=found.__getitem__))
 
 
-def _header_of(tool_name: str, descriptions: Mapping[str, str]) -> Callable[[int], list[str] | None]:
-    description = descriptions.get(tool_name, "")
-    related = [text for name, text in descriptions.items()
-               if name != tool_name and re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", description)]
-    return lambda width: row_header(description, width, related) if description else None
-
-
 def observation_answer(question: str, steps: Iterable[dict[str, Any]], result_chars: int = 2000,
-                       descriptions: Mapping[str, str] | None = None) -> str:
+                       descriptions: Mapping[str, str] | None = None, *, language: str | None = None) -> str:
     """An answer made of the successful observations themselves (enforce mode's fallback and
     a loop that answers without the model, issue 36), grounded by construction.
 
     Args:
-        question: The user's question: its language (Korean or not) picks the lead's, and
-            the ids it names that the calls passed are named in the lead.
+        question: The user's question: the values it names that the calls passed are named
+            in the lead, and its language picks the lead's when ``language`` is not given.
         steps: The turn's step records.
         result_chars: Characters kept of each observation.
-        descriptions: Tool name → description, where a table's column names are read
-            (:func:`row_header`); without it, tables have an empty header row.
+        descriptions: Tool name → description (kept for callers; column names come from the
+            tools' output itself, :func:`row_header`).
+        language: The turn's language (the state's ``language``); ``None`` detects it from
+            ``question`` (:func:`~reactgraph.language.detect_language`). Every sentence comes
+            from :func:`~reactgraph.language.phrase`, the neutral form for an unknown language.
 
     Returns:
         Markdown: a lead sentence naming what was asked about, then the facts of each
@@ -399,7 +401,7 @@ def observation_answer(question: str, steps: Iterable[dict[str, Any]], result_ch
         ones).
     """
     steps = list(steps)
-    korean = _is_korean(question)
+    language = language or detect_language(question)
     subject = _subject(question, steps)
     body: list[str] = []
     failures: list[str] = []
@@ -412,21 +414,15 @@ def observation_answer(question: str, steps: Iterable[dict[str, Any]], result_ch
                 failures.append(line)
             continue
         observation = str(step.get("observation") or "")[:result_chars]
-        lines = _observation_lines(observation, emitted, _header_of(str(step.get("tool_name") or ""), descriptions or {}))
+        lines = _observation_lines(observation, emitted)
         if lines:
             body.extend([*lines, ""])
     if not body:
-        if korean:
-            lead = f"{subject}에 대해 도구가 데이터를 반환하지 않았습니다." if subject else "도구에서 이 질문에 답할 데이터를 얻지 못했습니다."
-        else:
-            lead = f"No tool returned data about {subject}." if subject else "No tool returned data that answers this question."
+        lead = phrase("no_data_about", language, subject=subject) if subject else phrase("no_data", language)
         if failures:
-            return "\n\n".join([lead, ("도구의 응답:" if korean else "What the tools said:") + "\n" + "\n".join(failures)])
+            return "\n\n".join([lead, phrase("tools_said", language) + "\n" + "\n".join(failures)])
         return lead
-    if korean:
-        lead = f"{subject}에 대해 도구가 조회한 결과입니다." if subject else "도구가 조회한 결과입니다."
-    else:
-        lead = f"Here is what the tools report about {subject}." if subject else "Here is what the tools report."
+    lead = phrase("report_lead", language, subject=subject) if subject else phrase("report_lead_plain", language)
     text = "\n".join([lead, "", *body]).strip()
     return re.sub(r"\n{3,}", "\n\n", text)
 
@@ -435,13 +431,14 @@ CAPABILITY_LINES = 8
 """Most tools a :func:`capabilities_answer` lists."""
 
 
-def capabilities_answer(question: str, descriptions: Mapping[str, str]) -> str:
+def capabilities_answer(question: str, descriptions: Mapping[str, str], *, language: str | None = None) -> str:
     """The answer to a question no tool was called for when the model's own is unfit to show
-    (the strict policy's check, issue 36: an English reply to a Korean greeting, a code fence):
+    (the strict policy's check: a reply in another language than the greeting, a code fence):
     what the agent can look up, in the question's language, from the tools' summaries.
 
     Args:
-        question: The user's question (Korean or not picks the language).
+        question: The user's question; its language picks the answer's when ``language``
+            (the turn's) is not given.
         descriptions: Tool name → description; the first line of each is listed (no tool
             names: they are no words of the user's), at most :data:`CAPABILITY_LINES`, and
             only lines without a figure (an answer states no number no tool returned).
@@ -452,12 +449,11 @@ def capabilities_answer(question: str, descriptions: Mapping[str, str]) -> str:
     summaries = list(dict.fromkeys(line for line in (text.strip().splitlines()[0].strip()
                                                      for text in descriptions.values() if text and text.strip())
                                    if not any(char.isdigit() for char in line)))
-    korean = _is_korean(question)
+    language = language or detect_language(question)
     if not summaries:
-        return "이 질문에 답할 데이터가 없습니다." if korean else "I have no data to answer that."
-    lead = ("이 질문에 답할 데이터는 없지만, 다음 내용은 도구로 조회해 드릴 수 있습니다:" if korean
-            else "I have no data on that, but these are things I can look up for you:")
+        return phrase("no_data_no_tools", language)
+    lead = phrase("can_look_up", language)
     items = [f"- {summary}" for summary in summaries[:CAPABILITY_LINES]]
     if len(summaries) > CAPABILITY_LINES:
-        items.append("- 그 밖의 조회도 할 수 있습니다." if korean else "- … and more.")
+        items.append("- " + phrase("and_more", language))
     return "\n".join([lead, "", *items])

@@ -84,18 +84,16 @@ SYNTHESIS_SYSTEM = (
 SYNTHESIS_USER = "Question:\n{query}\n\nWork log:\n{trace}\n\nWrite the answer to the question."
 
 SYNTHESIS_HISTORY = (
-    "Earlier in this conversation (for what the question refers to, such as 'that machine' or 'the second "
+    "Earlier in this conversation (for what the question refers to, such as 'that one' or 'the second "
     "one'; the facts to answer with are in the work log):\n{turns}\n\n"
 )
 """Put before the question in the synthesis user message when the thread has earlier turns
 (issue 35): each turn as ``User: …`` / ``Assistant: …`` lines."""
 
-FLAG_NOTE = "\n\n> ⚠ Not found in any tool result: {values}."
-"""Put under an answer under ``grounding="flag"`` that states values no tool returned
-(issue 35): they are named, so they are never shown as fact."""
-
-FLAG_NOTE_KOREAN = "\n\n> ⚠ 도구 결과에 없는 값: {values}."
-""":data:`FLAG_NOTE` for a question in Korean."""
+FLAG_NOTE = "\n\n> ⚠ {note}"
+"""Put under an answer under ``grounding="flag"`` that states values no tool returned: they
+are named, so they are never shown as fact. ``note`` is the ``flag_note`` sentence of
+:mod:`reactgraph.language` in the question's language."""
 
 SYNTHESIS_STRICT = (
     "Quote the key figures of the work log (states, readings, ids, codes, dates) exactly as it writes them, "

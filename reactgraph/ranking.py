@@ -18,11 +18,17 @@ question:
   :func:`reactgraph.action_schema.prefer_named_values` moves them to the front of every
   enum of a schema.
 
-Tokens (:func:`tokenize`): Latin letters and digits split into lower-cased words reduced
-to their stems (the Snowball English stemmer, ``snowballstemmer``), every run of Hangul
-split into its character bigrams (a one-syllable run is kept whole), so ``"CNC-003 상태 확인해줘"`` gives ``cnc 003 상태 확인 인해 해줘``. BM25 is
-written out here (a few lines over a few dozen tool documents) rather than taken from a
-package, none of which tokenizes Korean without a dictionary.
+Tokens (:func:`tokenize`), for every script: the text is NFKC-normalised (half-width kana
+become full-width) and case-folded; a run of Unicode letters and digits is one word, its
+accents folded (``Müller`` → ``muller``, one word), reduced to its Snowball stem in the
+text's language (``snowballstemmer``, :data:`reactgraph.language.STEMMERS`; a language
+without a stemmer is not stemmed); every run of Han, kana or Hangul is split into its
+character bigrams (a one-character run is kept whole), since those scripts write words
+without spaces: ``"東京駅の在庫"`` gives ``東京 京駅 駅の の在 在庫``. English stop words are
+left out (a short list: no library of the dependencies gives stop words, and a word every
+tool shares scores little in BM25 anyway). BM25 is written out here (a few lines over a few
+dozen tool documents) rather than taken from a package, none of which tokenizes the
+scripts without spaces without a dictionary.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import functools
 import math
 import re
 import threading
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -39,6 +46,7 @@ import snowballstemmer
 from langchain_core.tools import BaseTool
 
 from reactgraph.action_schema import enum_strings, tool_args_schema, value_shape
+from reactgraph.language import STEMMERS, detect_language
 
 KEYWORDS_KEY = "keywords"
 """Key of ``tool.metadata`` holding extra search words for the tool (a list of strings),
@@ -51,13 +59,21 @@ STEM_CACHE_SIZE = 16384
 
 
 @functools.lru_cache(maxsize=STEM_CACHE_SIZE)
-def stem(word: str) -> str:
-    """The English Snowball stem of a lower-cased word (``alarms`` -> ``alarm``), cached:
-    the stemmer is pure Python, and every question of a server is stemmed twice (ranking,
-    named values; issue 20) with words its earlier questions mostly had."""
-    stemmer = getattr(_STEMMERS, "english", None)
+def stem(word: str, language: str | None = "en") -> str:
+    """The Snowball stem of a lower-cased word in ``language`` (``alarms`` -> ``alarm``;
+    ``Rechnungen`` -> ``rechnung`` in ``"de"``), cached: the stemmer is pure Python, and
+    every question of a server is stemmed twice (ranking, named values) with words its
+    earlier questions mostly had. A language without a Snowball stemmer (or ``None``)
+    leaves the word as it is."""
+    algorithm = STEMMERS.get(language or "")
+    if algorithm is None:
+        return word
+    stemmers = getattr(_STEMMERS, "by_algorithm", None)
+    if stemmers is None:
+        stemmers = _STEMMERS.by_algorithm = {}
+    stemmer = stemmers.get(algorithm)
     if stemmer is None:
-        stemmer = _STEMMERS.english = snowballstemmer.stemmer("english")
+        stemmer = stemmers[algorithm] = snowballstemmer.stemmer(algorithm)
     return stemmer.stemWord(word)
 
 BM25_K1 = 1.2
@@ -66,30 +82,53 @@ BM25_K1 = 1.2
 BM25_B = 0.75
 """BM25 document-length normalization."""
 
-_WORD = re.compile(r"[a-z0-9]+|[\uac00-\ud7a3]+")
+_WORD = re.compile(r"[^\W_]+")
+_CJK_RUN = re.compile(r"([\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+                      r"\uac00-\ud7a3\uf900-\ufaff]+)")
+
+
+def _fold(word: str) -> str:
+    """``word`` without its accents (``müller`` → ``muller``, ``é`` → ``e``)."""
+    return "".join(char for char in unicodedata.normalize("NFKD", word) if not unicodedata.combining(char))
+
+
+def _words(text: str) -> list[tuple[str, bool]]:
+    """The words of ``text`` as ``(word, cjk)``: NFKC-normalised and case-folded, runs of
+    letters and digits split where Han, kana or Hangul start or end (``注文4411の状況`` →
+    ``注文``, ``4411``, ``の状況``); accents are kept (the stemmers know them) and folded by
+    the callers."""
+    out: list[tuple[str, bool]] = []
+    for run in _WORD.findall(unicodedata.normalize("NFKC", text).casefold()):
+        for index, part in enumerate(_CJK_RUN.split(run)):
+            if part:
+                out.append((part, bool(index % 2)))
+    return out
 _STOP_WORDS = frozenset(
     "a an and are as at be by can do does for from give how i in is it its me my of on or please show "
     "tell that the their them there these this to was what when where which who why with you your".split()
 )
 
 
-def tokenize(text: str) -> list[str]:
+def tokenize(text: str, language: str | None = None) -> list[str]:
     """Search tokens of ``text`` (see the module docstring).
 
     Args:
         text: Any text, e.g. a question or a tool description.
+        language: The language whose stemmer reduces its words (ISO 639-1); ``None``
+            detects it from ``text`` (:func:`~reactgraph.language.detect_language`).
 
     Returns:
-        Lower-cased Latin/digit words without stop words, each reduced to its English
-        Snowball stem (``running`` -> ``run``, ``normally`` -> ``normal``, ``alarms`` ->
-        ``alarm``), and Hangul bigrams, in text order.
+        Case-folded words without accents or English stop words, each reduced to its
+        Snowball stem in ``language`` (``running`` -> ``run``, ``alarms`` -> ``alarm``), and
+        the character bigrams of Han, kana and Hangul runs, in text order.
     """
+    language = language or detect_language(text)
     tokens: list[str] = []
-    for word in _WORD.findall(text.lower()):
-        if "\uac00" <= word[0] <= "\ud7a3":
+    for word, cjk in _words(text):
+        if cjk:
             tokens.extend([word] if len(word) == 1 else [word[i : i + 2] for i in range(len(word) - 1)])
-        elif word not in _STOP_WORDS:
-            tokens.append(stem(word))
+        elif _fold(word) not in _STOP_WORDS:
+            tokens.append(_fold(stem(word, language)) if not word.isdigit() else word)
     return tokens
 
 
@@ -133,7 +172,11 @@ class ToolRanker:
 
     def __init__(self, tools: Sequence[BaseTool]) -> None:
         self.names = [tool.name for tool in tools]
-        self._docs = [Counter(tokenize(tool_document(tool))) for tool in tools]
+        documents = [tool_document(tool) for tool in tools]
+        # The tools' own languages (most often one): a question's words are stemmed in each of
+        # them too, so a word the question shares with a tool in another language still matches.
+        self._languages = list(dict.fromkeys(detect_language(document) or "en" for document in documents))
+        self._docs = [Counter(tokenize(document)) for document in documents]
         # The identifiers (enum values with a digit: ``CNC-003``, ``W-1105``) each tool takes,
         # and their shapes, for the identifier tier of :meth:`scores`.
         self._ids = [{value for value in enum_strings(tool_args_schema(tool)) if value_shape(value)} for tool in tools]
@@ -147,7 +190,7 @@ class ToolRanker:
         count = len(self._docs)
         self._idf = {term: math.log(1 + (count - n + 0.5) / (n + 0.5)) for term, n in frequency.items()}
 
-    def scores(self, query: str) -> dict[str, float]:
+    def scores(self, query: str, language: str | None = None) -> dict[str, float]:
         """Relevance of every tool for ``query``: ``{name: score}``, 0.0 for no shared term
         and no identifier it takes.
 
@@ -158,7 +201,9 @@ class ToolRanker:
         then by BM25: "INJ-002에 쓸 수 있는 예비 부품 재고" ranks the parts-for-a-machine tool
         (it takes ``INJ-002``) above the part-search tool whose keywords match more words.
         """
-        terms = set(tokenize(query))
+        terms = set(tokenize(query, language))
+        for tools_language in self._languages:
+            terms.update(tokenize(query, tools_language))
         result: dict[str, float] = {}
         for name, doc, length in zip(self.names, self._docs, self._lengths, strict=True):
             score = 0.0
@@ -178,9 +223,10 @@ class ToolRanker:
                 result[name] += tier * taken
         return result
 
-    def rank(self, query: str) -> list[tuple[str, float]]:
-        """Every tool as ``(name, score)``, best first; ties keep registration order."""
-        scores = self.scores(query)
+    def rank(self, query: str, language: str | None = None) -> list[tuple[str, float]]:
+        """Every tool as ``(name, score)``, best first; ties keep registration order
+        (``language``: the question's, as for :meth:`scores`)."""
+        scores = self.scores(query, language)
         return sorted(scores.items(), key=lambda item: -item[1])
 
     def order(self, names: Sequence[str], query: str) -> list[str]:
@@ -191,11 +237,11 @@ class ToolRanker:
 
 
 def _match_words(text: str) -> list[str]:
-    """The words of ``text`` as :func:`named_values` compares them: lower-cased, Latin words
-    reduced to their Snowball stem (so "failed" names the value ``fail``), digits and Hangul
-    kept as written, no stop words removed."""
-    words = _WORD.findall(text.lower())
-    return [stem(word) if word.isascii() and word.isalpha() else word for word in words]
+    """The words of ``text`` as :func:`named_values` compares them (:func:`_words`): words
+    of letters only reduced to their English Snowball stem (so "failed" names the value
+    ``fail``; a tool's values are most often English), others and runs of Han, kana or
+    Hangul kept as written, no stop words removed."""
+    return [_fold(stem(word)) if not cjk and word.isalpha() else word for word, cjk in _words(text)]
 
 
 def named_values(query: str, values: Iterable[str]) -> list[str]:

@@ -117,6 +117,10 @@ class AgentState(InputState, total=False):
 
     query: str
     """The user's question of the current turn (the last human message when it started)."""
+    language: str | None
+    """The language of ``query`` (ISO 639-1), detected once when the turn starts
+    (:func:`~reactgraph.language.detect_language`); ``None`` when it cannot be told. Every
+    sentence the engine writes itself this turn is in it (:func:`~reactgraph.language.phrase`)."""
     mode: Literal["native", "json"]
     """Loop protocol, chosen from the model's abilities (SPEC R2.2)."""
     iteration: int

@@ -17,6 +17,7 @@ from reactgraph._dualmode import stream_model
 from reactgraph.actions import message_text
 from reactgraph.events import AnswerDelta, AnswerDone, AnswerStarted, emit
 from reactgraph.jsonparse import safe_json
+from reactgraph.language import phrase
 from reactgraph.prompts import (
     SYNTHESIS_HISTORY,
     SYNTHESIS_STRICT,
@@ -333,22 +334,25 @@ async def with_fallback(chunks: AsyncIterator[str], fallback: str) -> AsyncItera
         yield fallback
 
 
-def summarize_steps(steps: Sequence[dict[str, Any]], reason: str) -> str:
+def summarize_steps(steps: Sequence[dict[str, Any]], reason: str, language: str | None = "en") -> str:
     """A plain-text fallback answer.
 
     Args:
         steps: Step records (``AgentState.steps``).
         reason: First line, saying why the run ended without a final answer.
+        language: The language of the engine's own words (:func:`~reactgraph.language.phrase`;
+            ``None`` for the neutral form).
 
     Returns:
         ``reason`` followed by one line per tool call: ``N. tool(args) — succeeded`` or
         ``— failed: <error>``; or a note that no tool was called.
     """
     if not steps:
-        return f"{reason}\nNo tools were called."
-    lines = [reason, "Steps taken:"]
+        return f"{reason}\n{phrase('no_tools_called', language)}"
+    lines = [reason, phrase("steps_taken", language)]
     for number, step in enumerate(steps, start=1):
-        outcome = "succeeded" if not step.get("error") else f"failed: {step['error']}"
+        outcome = (phrase("step_succeeded", language) if not step.get("error")
+                   else phrase("step_failed", language, error=step["error"]))
         lines.append(f"{number}. {step.get('tool_name')}({safe_json(step.get('tool_args'))}) — {outcome}")
     return "\n".join(lines)
 

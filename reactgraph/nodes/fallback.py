@@ -14,6 +14,7 @@ from typing import Any
 from langchain_core.messages import AIMessage
 
 from reactgraph._engine import Engine
+from reactgraph.language import phrase, turn_language
 from reactgraph.limits import describe_limit
 from reactgraph.state import AgentState
 from reactgraph.synthesis import summarize_steps
@@ -46,11 +47,12 @@ class Fallback:
     async def __call__(self, state: AgentState) -> dict[str, Any]:
         reached = None if iteration_cap_reached(state, self.engine.settings.max_iterations) \
             else self.engine.limit_reached(state)
+        language = turn_language(state)
         if reached is not None:
             reason = describe_limit(reached)
         else:
-            reason = f"I stopped after {state.get('iteration', 0)} iterations without reaching a final answer."
-        answer = summarize_steps(state.get("steps", []), reason)
+            reason = phrase("stopped", language, iterations=state.get("iteration", 0))
+        answer = summarize_steps(state.get("steps", []), reason, language)
         return {
             "messages": [AIMessage(answer, name=self.engine.message_name)],
             "answer": answer,

@@ -69,6 +69,7 @@ from reactgraph.events import AnswerSignalled, Stalled, ThinkingDone, ThinkingSt
 from reactgraph.grounding import extract_values, informative, observation_answer
 from reactgraph.history import thread_of
 from reactgraph.jsonparse import extract_json, safe_json
+from reactgraph.language import phrase, turn_language
 from reactgraph.loop_answer import LoopAnswer, json_text, loop_writes_answer, native_text, settle, stream_loop_call
 from reactgraph.prompts import (
     ANSWER_REQUEST,
@@ -102,9 +103,11 @@ def _final_update(engine: Engine, state: AgentState, text: str, reason: str, sig
     draft = text if text.strip() and reason != "raw_content" else None
     if not text.strip():
         steps = state.get("steps", [])
-        text = (observation_answer(state.get("query", ""), steps, descriptions=engine.tool_descriptions)
+        language = turn_language(state)
+        text = (observation_answer(state.get("query", ""), steps, descriptions=engine.tool_descriptions,
+                                   language=language)
                 if any(not step.get("error") for step in steps)
-                else summarize_steps(steps, "The model gave an empty answer."))
+                else summarize_steps(steps, phrase("empty_answer", language), language))
     if not signalled:
         emit(AnswerSignalled())
     return {"pending_final": text, "answer": text, "finish_reason": reason, "draft_answer": draft}

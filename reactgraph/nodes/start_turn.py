@@ -12,6 +12,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from reactgraph._engine import Engine
 from reactgraph.actions import message_text
 from reactgraph.checkpointing import wait_for_task_checkpoint
+from reactgraph.language import detect_language
 from reactgraph.protocol import answer_unfinished_tool_calls
 from reactgraph.state import RESET, TURN_ANSWER_CHARS, AgentState
 
@@ -34,7 +35,7 @@ sets them."""
 
 
 class StartTurn:
-    """Reset the per-turn fields and record the turn's query and loop mode.
+    """Reset the per-turn fields and record the turn's query, its language and the loop mode.
 
     The query is the text of the last human message (the one the caller just sent);
     the mode is fixed for the whole turn from the model's abilities (SPEC R2.2).
@@ -66,6 +67,7 @@ class StartTurn:
                 break
         update: dict[str, Any] = {
             "query": query,
+            "language": detect_language(query),
             "mode": self.engine.mode,
             "iteration": 0,
             "selected_tools": None,

@@ -61,7 +61,8 @@ from reactgraph.grounding import (
     check_grounding,
     observation_answer,
 )
-from reactgraph.prompts import FLAG_NOTE, FLAG_NOTE_KOREAN
+from reactgraph.language import phrase, turn_language
+from reactgraph.prompts import FLAG_NOTE
 from reactgraph.state import AgentState
 from reactgraph.synthesis import (
     collect_answer,
@@ -72,7 +73,6 @@ from reactgraph.synthesis import (
     until_repetition,
 )
 from reactgraph.usage import sum_usage
-from reactgraph.window.tokens import conversation_language
 
 
 class Synthesize:
@@ -105,14 +105,13 @@ class Synthesize:
 
     def _flag_note(self, state: AgentState, history: str) -> Any:
         """The ``epilogue`` of a flagged answer: its note naming values no tool returned."""
-        query = state.get("query", "")
+        language = turn_language(state)
 
         def note(text: str) -> str:
             ungrounded = self._check(state, text, history).ungrounded
             if not ungrounded:
                 return ""
-            template = FLAG_NOTE_KOREAN if conversation_language([query]) == "Korean" else FLAG_NOTE
-            return template.format(values=", ".join(ungrounded))
+            return FLAG_NOTE.format(note=phrase("flag_note", language, values=", ".join(ungrounded)))
 
         return note
 
@@ -122,8 +121,9 @@ class Synthesize:
         settings = self.engine.settings
         query, steps = state.get("query", ""), state.get("steps", [])
         descriptions = self.engine.tool_descriptions
-        last_resort = (observation_answer(query, steps, settings.synthesis_result_chars, descriptions) if steps
-                       else capabilities_answer(query, descriptions))
+        language = turn_language(state)
+        last_resort = (observation_answer(query, steps, settings.synthesis_result_chars, descriptions, language=language)
+                       if steps else capabilities_answer(query, descriptions, language=language))
         if steps and all(step.get("error") for step in steps):
             # Tools were called and none returned data: nothing to ground an answer in, so the
             # answer is what the tools said (an unknown id, an outage), not the model's guess.
@@ -208,7 +208,8 @@ class Synthesize:
         if settings.answer_from_observations and any(not step.get("error") for step in steps):
             text = await emit_answer(one_chunk(observation_answer(state.get("query", ""), steps,
                                                                   settings.synthesis_result_chars,
-                                                                  self.engine.tool_descriptions)), "")
+                                                                  self.engine.tool_descriptions,
+                                                                  language=turn_language(state))), "")
             report = self._check(state, text, history)
             return {"synthesis": text, "grounding": report.to_dict(settings.grounding or "off", "observations")}
         if settings.grounding == "enforce":

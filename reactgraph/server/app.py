@@ -82,6 +82,7 @@ from starlette.responses import Response
 
 from reactgraph._pinning import is_pinned, pinned_ids
 from reactgraph.actions import message_text
+from reactgraph.demo.factory import DEMO_QUESTION
 from reactgraph.agent import ReActAgent, ThreadStatus
 from reactgraph.dag.agent import DAGAgent
 from reactgraph.dag.graph import DAG_GRAPH, GRAPH_KIND_KEY
@@ -230,7 +231,7 @@ class MessageRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     message: Annotated[str, AfterValidator(not_blank)] = Field(
-        min_length=1, json_schema_extra={"pattern": NOT_BLANK_PATTERN}, examples=["CNC-003 상태 확인해줘"],
+        min_length=1, json_schema_extra={"pattern": NOT_BLANK_PATTERN}, examples=[DEMO_QUESTION],
         description="The user's question (runs) or follow-up (inject): text that is not only white space.")
 
 

@@ -17,6 +17,7 @@ import tiktoken
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from reactgraph.actions import message_text
+from reactgraph.language import detect_language, language_name
 
 logger = logging.getLogger(__name__)
 
@@ -46,18 +47,8 @@ _encodings: dict[str, tiktoken.Encoding | None] = {}
 _encodings_lock = threading.Lock()
 
 
-_SCRIPTS = {
-    "Korean": re.compile(r"[\uac00-\ud7a3\u1100-\u11ff\u3130-\u318f]"),
-    "Japanese": re.compile(r"[\u3040-\u30ff]"),
-    "Chinese": re.compile(r"[\u4e00-\u9fff]"),
-    "Russian": re.compile(r"[\u0400-\u04ff]"),
-}
-
-
 _CJK = re.compile(r"[\u1100-\u11ff\u2e80-\u9fff\uac00-\ud7a3\uf900-\ufaff\uff00-\uffef]")
 
-
-_LATIN = re.compile(r"[A-Za-z]")
 
 
 def estimate_tokens(text: str) -> int:
@@ -258,13 +249,7 @@ class TokenCounter:
 
 
 def conversation_language(texts: Iterable[str]) -> str | None:
-    """The language of ``texts`` when their script names it (Korean, Japanese, Chinese,
-    Russian), ``None`` when Latin letters dominate or there are no letters."""
-    joined = "\n".join(texts)
-    counts = {name: len(pattern.findall(joined)) for name, pattern in _SCRIPTS.items()}
-    if counts["Japanese"]:
-        counts["Japanese"] += counts.pop("Chinese")
-    best = max(counts, key=lambda name: counts[name])
-    if counts[best] == 0 or counts[best] <= len(_LATIN.findall(joined)):
-        return None
-    return best
+    """The English name of the language of ``texts`` (``"Korean"``, ``"Spanish"``), by the
+    engine's one rule (:func:`reactgraph.language.detect_language`); ``None`` when it cannot
+    be told."""
+    return language_name(detect_language("\n".join(texts)))
