@@ -64,7 +64,7 @@ def tool_args_schema(tool: BaseTool) -> dict[str, Any]:
 
 def value_shape(value: str) -> str | None:
     """The shape of an identifier-like enum value: every letter written ``a``, every digit
-    ``9``, other characters kept (``"CNC-003"`` -> ``"aaa-999"``); ``None`` for a value
+    ``9``, other characters kept (``"PO-103"`` -> ``"aaa-999"``); ``None`` for a value
     without a digit (a word such as ``"normal"``), whose shape says nothing."""
     if not any(char.isdigit() for char in value):
         return None
@@ -74,8 +74,8 @@ def value_shape(value: str) -> str | None:
 def prefer_named_values(schema: Any, named: Sequence[str], seen: Sequence[str] | None = None) -> Any:
     """A copy of ``schema`` whose string enums list the ``named`` values first (in the
     given order), then the others in their original order. A named value that an enum
-    lacks but whose :func:`value_shape` one of its values has (``CNC-009`` beside
-    ``CNC-001``…) is put first into that enum too: a constrained model can then pass the
+    lacks but whose :func:`value_shape` one of its values has (``PO-109`` beside
+    ``PO-101``…) is put first into that enum too: a constrained model can then pass the
     id the question names, and the tool's own validation answers that it does not exist,
     instead of the model being forced onto a real machine the user never asked about
     (SPEC R13.1, R2.4). ``schema`` is not modified.

@@ -141,7 +141,7 @@ def parse_action(content: str | None, *, separate_reasoning_text: str = "") -> A
     kind = kind.strip().lower().replace("-", "_").replace(" ", "_") if isinstance(kind, str) else ""
     name = _first(obj, _NAME_KEYS)
     answer = _first(obj, _ANSWER_KEYS)
-    # {"action": "get_equipment_status", "action_input": {...}}: the action names the tool
+    # {"action": "get_order_status", "action_input": {...}}: the action names the tool
     if kind and kind not in _TOOL_TYPES and kind not in _FINAL_TYPES and name is None and answer is None:
         name = _first(obj, _TYPE_KEYS)
         kind = "tool_call"

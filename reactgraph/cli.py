@@ -1,6 +1,7 @@
 """The ``reactgraph`` command (SPEC R10.3).
 
-``reactgraph run "CNC-003 상태 확인해줘"`` answers a question with the demo plant's tools:
+``reactgraph run QUESTION`` answers a question with the demo plant's tools
+(``reactgraph.demo.factory.DEMO_QUESTION`` is the one ``--help`` suggests):
 it prints each tool call as it happens (tool, arguments, observation, elapsed), streams
 the answer, and ends with a footer (iterations, tokens, elapsed). With no model
 configured it starts the embedded local model (the ``[local]`` extra). With ``--dag`` it
@@ -13,7 +14,7 @@ Ctrl-C, a model that kept failing), in DAG mode when the thread's checkpoints sa
 model's CPU threads. ``reactgraph --version`` prints the version; ``reactgraph`` alone,
 the commands. Options have one name in every command (``--db-url`` is kept as a hidden
 alias of ``--checkpoints`` for one release). A tool call that needs a person's approval (SPEC R13.3;
-the demo's ``create_work_order``) is asked about on the terminal: approve, edit its
+the demo's tool that writes a work order) is asked about on the terminal: approve, edit its
 arguments, or reject it with a message for the agent; ``--approve-all`` approves every
 call without asking (scripts). End the input (Ctrl-D) to leave the run waiting: ``reactgraph
 resume ID`` asks again.

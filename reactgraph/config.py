@@ -88,7 +88,7 @@ class AgentSettings:
             returns the same observation as the last time, the model is told so and the call
             counts towards a stall (``stall_repeats``). Off: every repeat runs.
         refuse_unasked_ids: *Safeguard* (strict: on). When the question names identifiers an
-            argument lists (string enum values with a digit: ``CNC-003``), a tool call giving
+            argument lists (string enum values with a digit: ``PO-103``), a tool call giving
             that argument another of them is not run unless the user or a tool result in the
             thread wrote it; the model gets an error observation naming the ids the question
             asks about (SPEC R13.1: a small model otherwise takes the first id its schema
@@ -198,8 +198,10 @@ class AgentSettings:
             change, or one of them rounded) counts as grounded.
         lexical_gate: *Safeguard* (strict: on). With tool selection on, a question that shares no word with any
             tool (name, description, arguments, enum values, declared keywords; see
-            :class:`~reactgraph.ranking.ToolRanker`) is offered no tools and no selection
-            call is made: the model answers directly (SPEC R5.3, R13.1). For small models,
+            :class:`~reactgraph.ranking.ToolRanker`) and names no value a tool could take (an
+            id, a date, a number) is offered no tools and no selection call is made: the model
+            answers directly (SPEC R5.3, R13.1). One that names a value (a question in another
+            language than the tools') goes to the selection call: the model chooses. For small models,
             which otherwise call some tool for a greeting; off by default, since a big
             model picks well from words the catalog does not contain.
         grounding_min_facts: *Safeguard* (strict: 2, permissive: 1). The facts of the tools' successful observations (ids, dates,

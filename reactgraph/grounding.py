@@ -2,7 +2,7 @@
 
 A small model writing the answer copies figures from the work log when it can, and makes
 them up when it cannot. :func:`check_grounding` finds every value in the answer — ids such
-as ``CNC-003`` or ``W-1105``, dates, numbers (``72.3``, ``1,250``, ``48.70``) — and looks
+as ``PO-103`` or ``E-17``, dates, numbers (``72.3``, ``1,250``, ``48.70``) — and looks
 for each in the evidence: the tool calls' arguments and observations, and the question.
 A value found nowhere is *ungrounded*. An answer that passes on none of the values the
 tools returned, when they returned some, is *factless* (a small model's answer often is).
@@ -57,7 +57,7 @@ def extract_values(text: str, *, skip_list_markers: bool = False) -> list[str]:
         skip_list_markers: Leave out numbers that only number a list line or heading.
 
     Returns:
-        The values, in order, each once: ids upper-cased (``CNC-003``), dates as written,
+        The values, in order, each once: ids upper-cased (``PO-103``), dates as written,
         numbers normalized (``1,250.50`` → ``1250.5``).
     """
     markers = {m.end() - 2 for m in _LIST_MARKER.finditer(text)} if skip_list_markers else set()
@@ -78,7 +78,7 @@ def extract_values(text: str, *, skip_list_markers: bool = False) -> list[str]:
 
 
 def _with_id_parts(values: Iterable[str]) -> set[str]:
-    """``values`` plus the number parts of their ids (``"003"`` of ``CNC-003`` is written
+    """``values`` plus the number parts of their ids (``"003"`` of ``PO-103`` is written
     alone too, as ``3``)."""
     found = set(values)
     for value in list(found):
@@ -359,8 +359,8 @@ def _argument_strings(value: Any) -> Iterable[str]:
 
 def _subject(question: str, steps: Sequence[dict[str, Any]]) -> str:
     """What the question asks about, for the lead sentence: the text arguments of the tool
-    calls that the question writes as a whole word or phrase (``CNC-003``, ``2026-01-28``,
-    ``Line C`` in "Line C에는" but not ``fail`` in "failed"; any letter case), in the order the
+    calls that the question writes as a whole word or phrase (``PO-103``, ``2026-01-28``,
+    ``Line C`` in "Line Cの設備" but not ``fail`` in "failed"; any letter case), in the order the
     question names them, spelled as the calls passed them."""
     found: dict[str, int] = {}
     for step in steps:

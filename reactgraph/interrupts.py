@@ -1,6 +1,6 @@
 """Follow-up messages sent while a run is going (SPEC §7).
 
-A user may send a follow-up while the agent is still working ("also check CNC-001"). The
+A user may send a follow-up while the agent is still working ("also check PO-101"). The
 follow-up goes into the conversation's queue (:class:`InterruptQueue`, keyed by
 ``thread_id``, R7.1); the graph's ``drain_interrupts`` node takes everything queued at the
 points where a user message keeps the provider protocol valid (R7.2) and turns it into one

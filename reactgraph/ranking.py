@@ -8,12 +8,12 @@ question:
 * :class:`ToolRanker` scores every tool against the question with Okapi BM25 over a
   document made of the tool's name, description, argument names and descriptions, the
   string values of its argument enums, and the keywords the tool declares in
-  ``tool.metadata["keywords"]`` (:data:`KEYWORDS_KEY`; e.g. Korean words for a plant
-  whose users write Korean). A tool that can take an identifier the question names
-  (``INJ-002`` is one of its enum values, or ``CNC-009`` has the shape of its values) ranks
+  ``tool.metadata["keywords"]`` (:data:`KEYWORDS_KEY`; e.g. words in the language its
+  users write). A tool that can take an identifier the question names
+  (``PO-102`` is one of its enum values, or ``PO-109`` has the shape of its values) ranks
   above every tool that cannot, whatever their words share (:meth:`ToolRanker.scores`). The
   index is built once per agent.
-* :func:`named_values` finds the enum values a question names (``CNC-003``, ``Line A``),
+* :func:`named_values` finds the enum values a question names (``PO-103``, ``Line A``),
   in the order the question names them;
   :func:`reactgraph.action_schema.prefer_named_values` moves them to the front of every
   enum of a schema.
@@ -50,7 +50,7 @@ from reactgraph.language import STEMMERS, detect_language
 
 KEYWORDS_KEY = "keywords"
 """Key of ``tool.metadata`` holding extra search words for the tool (a list of strings),
-e.g. ``["status", "상태", "점검"]``."""
+e.g. ``["status", "Zustand", "状態"]``."""
 
 _STEMMERS = threading.local()  # a Snowball stemmer keeps the word it works on: one per thread
 
@@ -167,7 +167,7 @@ class ToolRanker:
     Example::
 
         ranker = ToolRanker(tools)
-        ranker.rank("CNC-003 상태 확인해줘")[0]   # ("get_equipment_status", 5.1)
+        ranker.rank("注文 PO-103 の状況は？")[0]   # ("get_order_status", 5.1)
     """
 
     def __init__(self, tools: Sequence[BaseTool]) -> None:
@@ -177,7 +177,7 @@ class ToolRanker:
         # them too, so a word the question shares with a tool in another language still matches.
         self._languages = list(dict.fromkeys(detect_language(document) or "en" for document in documents))
         self._docs = [Counter(tokenize(document)) for document in documents]
-        # The identifiers (enum values with a digit: ``CNC-003``, ``W-1105``) each tool takes,
+        # The identifiers (enum values with a digit: ``PO-103``, ``E-17``) each tool takes,
         # and their shapes, for the identifier tier of :meth:`scores`.
         self._ids = [{value for value in enum_strings(tool_args_schema(tool)) if value_shape(value)} for tool in tools]
         self._id_shapes = [{value_shape(value) for value in ids} for ids in self._ids]
@@ -198,8 +198,8 @@ class ToolRanker:
         the tool can take (one of its enum values, or an unlisted id of its values' shape:
         :func:`named_values`, :func:`unlisted_values`), the most BM25 any tool can score for
         the query. So tools rank first by how many of the question's identifiers they take,
-        then by BM25: "INJ-002에 쓸 수 있는 예비 부품 재고" ranks the parts-for-a-machine tool
-        (it takes ``INJ-002``) above the part-search tool whose keywords match more words.
+        then by BM25: "Ersatzteile auf Lager für PO-102" ranks the parts-for-an-order tool
+        (it takes ``PO-102``) above the part-search tool whose keywords match more words.
         """
         terms = set(tokenize(query, language))
         for tools_language in self._languages:
@@ -254,8 +254,8 @@ def named_values(query: str, values: Iterable[str]) -> list[str]:
         values: Candidate enum values, e.g. every equipment id.
 
     Returns:
-        The named values, e.g. ``["CNC-001", "CNC-003"]`` for "Compare CNC-001 and
-        CNC-003"; values without tokens are never named.
+        The named values, e.g. ``["PO-101", "PO-103"]`` for "Compare PO-101 and
+        PO-103"; values without tokens are never named.
     """
     words = _match_words(query)
     found: list[tuple[int, str]] = []
@@ -277,10 +277,10 @@ def enum_values(tools: Sequence[BaseTool]) -> list[str]:
 
 def unlisted_values(query: str, values: Iterable[str]) -> list[str]:
     """Identifiers the question writes in the shape of some of ``values`` but that are not
-    among them, in the order the question names them: ``["CNC-009"]`` for "What is the
-    status of CNC-009?" when the machines are ``CNC-001``…``CNC-004``. Only shapes with a
+    among them, in the order the question names them: ``["PO-109"]`` for "What is the
+    status of PO-109?" when the machines are ``PO-101``…``PO-104``. Only shapes with a
     digit count (see :func:`reactgraph.action_schema.value_shape`); a match takes the case
-    of the values of its shape when they all share one (``cnc-009`` -> ``CNC-009``).
+    of the values of its shape when they all share one (``cnc-009`` -> ``PO-109``).
 
     Args:
         query: The question.

@@ -8,10 +8,10 @@ LangGraph's ``nostream`` tag (every call but answer synthesis carries it, SPEC R
 
 Example::
 
-    model = ScriptedChatModel(responses=[AIMessage("", tool_calls=[tool_call("get_status", {"id": "CNC-003"})]),
-                                         "CNC-003 is normal."],
-                              synthesis="**CNC-003** is normal.")
-    result = await ReActAgent(model, [get_status]).run("CNC-003?")
+    model = ScriptedChatModel(responses=[AIMessage("", tool_calls=[tool_call("get_status", {"id": "PO-103"})]),
+                                         "PO-103 is normal."],
+                              synthesis="**PO-103** is normal.")
+    result = await ReActAgent(model, [get_status]).run("PO-103?")
     assert model.kinds == ["tool_loop", "tool_loop"]
 """
 

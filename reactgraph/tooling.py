@@ -119,8 +119,8 @@ def has_side_effects(tool: BaseTool | None) -> bool | None:
 def describe_tool_error(exc: Exception) -> str:
     """The default error policy (SPEC R2.7): every exception a tool raises becomes the
     observation ``Error: <what went wrong>``; arguments that fail the tool's schema are
-    listed field by field with the value given (``equipment_id: 'CNC-009' is not a valid value —
-    Input should be 'CNC-001', …``; injected arguments left out), so a model can tell the
+    listed field by field with the value given (``equipment_id: 'PO-109' is not a valid value —
+    Input should be 'PO-101', …``; injected arguments left out), so a model can tell the
     user that the thing it asked about does not exist."""
     if isinstance(exc, ToolInvocationError):
         problems = [

@@ -336,8 +336,8 @@ def mark_unasked(requests: list[ToolCallRequest], engine: Engine, query: str,
     """Refuse tool calls that pass an identifier the question does not ask about (SPEC R13.1).
 
     When the turn's question names identifiers an argument lists (:meth:`Engine.argument_ids`:
-    ``CNC-003`` among the equipment ids), a call giving that argument another of them
-    (``CMP-001``) gets an ``error`` instead of running, naming the ids asked about, unless the
+    ``PO-103`` among the equipment ids), a call giving that argument another of them
+    (``PO-100``) gets an ``error`` instead of running, naming the ids asked about, unless the
     id is in ``seen`` (:meth:`Engine.seen_ids`: the user or a tool wrote it in the thread;
     the model's own text does not count). Small models otherwise call with the first id
     their schema lists and answer about the wrong machine; a schema-constrained model is

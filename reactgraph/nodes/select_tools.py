@@ -17,6 +17,12 @@ marked ``small`` (measured to pay there: bench/README.md); any other model gets 
 schemas fit :data:`TOOLS_SHARE_OF_BUDGET` of the context budget, else the lexical ranking
 alone chooses (:func:`hybrid_selection` with no pick).
 
+The lexical gate (``AgentSettings.lexical_gate``, :func:`gate_closes`) offers no tool to a
+question that shares no word with any tool and names no value a tool could take (a greeting,
+a question no tool serves, in any language). A question that shares no word but names a
+value (an id, a number, a date: "注文4411の状況は？" to English tools) is not decided by
+words: the model chooses among the tools.
+
 Selection never fails a run (R5.3): when the model's pick is empty, unparseable or the call
 failed, the lexical top ``tool_selection_max`` tools are kept — every tool only when no tool
 shares a word with the question.
@@ -38,6 +44,8 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from reactgraph._engine import RUN_NAME_SELECTION, Engine
 from reactgraph.abilities import ModelAbilities
 from reactgraph.events import SelectingTools, emit
+from reactgraph.grounding import extract_values, informative
+from reactgraph.language import turn_language
 from reactgraph.prompts import SELECTION_SYSTEM, SELECTION_USER
 from reactgraph.ranking import catalog_line
 from reactgraph.state import AgentState
@@ -173,6 +181,25 @@ def settled_without_model(ranked: list[tuple[str, float]], limit: int) -> list[s
     return None
 
 
+def gate_closes(ranked: Sequence[tuple[str, float]], query: str) -> bool:
+    """Whether the lexical gate offers no tool to ``query``: no tool shares a word with it
+    (every score of ``ranked`` is 0) and it names no value a tool could take (no id, date or
+    number other than a single digit, :func:`~reactgraph.grounding.extract_values`). The rule
+    reads no language: a greeting in any language closes the gate, and a question in another
+    language than the tools' that names a value leaves the choice to the model.
+
+    Args:
+        ranked: Every tool as ``(name, score)`` (:meth:`~reactgraph.ranking.ToolRanker.rank`).
+        query: The question.
+
+    Returns:
+        True when the question is to be answered without tools.
+    """
+    if any(score > 0 for _, score in ranked):
+        return False
+    return not any(informative(value) for value in extract_values(query))
+
+
 class SelectTools:
     """Choose the tools of this turn (see the module docstring). Emits the ``phase`` event
     ``{phase: "selecting_tools", total_tools}`` when it runs a selection call; none is made
@@ -186,9 +213,9 @@ class SelectTools:
         tools = list(self.engine.tools.values())
         if not settings.tool_selection or len(tools) <= settings.tool_selection_threshold:
             return {}
-        ranked = self.engine.ranker.rank(state.get("query", ""))
-        if settings.lexical_gate and not any(score > 0 for _, score in ranked):
-            return {"selected_tools": []}  # no tool shares a word with the question: answer directly
+        ranked = self.engine.ranker.rank(state.get("query", ""), turn_language(state))
+        if settings.lexical_gate and gate_closes(ranked, state.get("query", "")):
+            return {"selected_tools": []}  # nothing of the question is any tool's: answer directly
         settled = settled_without_model(ranked, settings.tool_selection_max)
         if settled is not None:
             return {"selected_tools": settled}

@@ -64,30 +64,31 @@ def test_the_lead_names_what_the_question_and_the_calls_share():
     assert line.startswith("Line C에 대해 도구가 조회한 결과입니다.")  # a Korean particle follows the name
     failed = observation_answer("Show the inspections that failed.", [ok("inspections", {"result": "fail"}, STATUS)])
     assert failed.startswith("Here is what the tools report.")  # "fail" is no whole word of "failed"
-    pair = observation_answer("Compare cnc-003 and CNC-001", [ok("compare", {"ids": ["CNC-001", "CNC-003"]}, STATUS)])
+    pair = observation_answer("Compare the machines cnc-003 and CNC-001", [ok("compare", {"ids": ["CNC-001", "CNC-003"]}, STATUS)])
     assert pair.startswith("Here is what the tools report about CNC-003, CNC-001.")  # question order, call spelling
 
 
-def test_rows_become_a_table_and_a_title_line_stays_a_sentence():
+def test_rows_without_column_names_become_a_list_and_a_title_line_stays_a_sentence():
     text = observation_answer("List the active alarms", [ok("list_active_alarms", {}, ALARMS)])
     assert text.startswith("Here is what the tools report.")
     assert "2 active alarm(s):" in text.splitlines()
-    assert "| E-3301 | critical | CMP-002 (Air Compressor #2) | raised 2026-01-27 03:12 |" in text
-    assert "|---|---|---|---|" in text
+    assert "- E-3301 · critical · CMP-002 (Air Compressor #2) · raised 2026-01-27 03:12" in text.splitlines()
+    assert "|" not in text  # the output names no columns: no table with an empty header row
 
 
-def test_a_table_takes_its_column_names_from_where_the_tool_describes_its_rows():
-    listing = ("List machines.\n\nOne line per machine: id | name | state |\nvibration mm/s.")
-    low = "Machines over a limit.\n\nSame line format as list_machines."
-    rows = "2 machine(s):\nCNC-001 | Mill | normal | 0.3 mm/s\nCNC-003 | Lathe | warning | 1.2 mm/s"
-    descriptions = {"list_machines": listing, "over_limit": low}
-    for tool in ("list_machines", "over_limit"):  # its own description, or the one it points to
-        text = observation_answer("Which machines?", [ok(tool, {}, rows)], descriptions=descriptions)
-        assert "| id | name | state | vibration mm/s |" in text.splitlines()
-        assert "| CNC-003 | Lathe | warning | 1.2 mm/s |" in text.splitlines()
-    assert row_header(listing, 3) is None  # a stated format of another width names nothing
-    bare = observation_answer("Which machines?", [ok("list_machines", {}, rows)])
-    assert "|  |  |  |  |" in bare.splitlines()  # no description: the header row stays empty
+def test_a_table_takes_its_column_names_from_the_tools_own_output():
+    named = "sku | title | stock\nAB/100 | Ventil | 4\nAB/220 | Dichtung | 0"
+    text = observation_answer("Welche Artikel sind auf Lager?", [ok("lager", {}, named)])
+    lines = text.splitlines()
+    assert lines[0] == "Das melden die Werkzeuge."
+    assert "| sku | title | stock |" in lines and "| AB/100 | Ventil | 4 |" in lines
+    assert "| sku | title | stock |" == lines[lines.index("|---|---|---|") - 1]
+    markdown = "| 駅 | 在庫 |\n|---|---|\n| 東京駅 | 12 |\n| 大阪駅 | 3 |"
+    text = observation_answer("東京駅の在庫は？", [ok("stock", {"station": "東京駅"}, markdown)])
+    assert text.splitlines()[0] == "東京駅について、ツールの結果は次のとおりです。"
+    assert "| 駅 | 在庫 |" in text.splitlines() and "| 東京駅 | 12 |" in text.splitlines()
+    assert row_header([["a", "b"], ["1", "2"]]) is None  # two rows: nothing tells a header from data
+    assert row_header([["id", "name"], ["x1", "a"], ["x2", "b"]]) == ["id", "name"]
 
 
 def test_what_the_agent_can_look_up_answers_in_the_questions_language():
@@ -98,7 +99,7 @@ def test_what_the_agent_can_look_up_answers_in_the_questions_language():
     assert lines[0].startswith("이 질문에 답할 데이터는 없지만") and "- Look up thing A." in lines
     assert lines[-1] == "- 그 밖의 조회도 할 수 있습니다." and "tool_0" not in korean and "Compare" not in korean and "Details." not in korean
     assert not answer_problems(korean, "안녕하세요! 고마워요, 오늘은 여기까지예요.", descriptions)
-    assert capabilities_answer("Hi there", {}) == "I have no data to answer that."
+    assert capabilities_answer("Hi there, how are you?", {}) == "I have no data to answer that."
 
 
 def test_two_tools_are_answered_together_without_a_line_twice():

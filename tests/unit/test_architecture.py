@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -160,3 +161,44 @@ def test_importing_the_library_and_the_cli_loads_no_provider_client():
              f"print(sorted(set({PROVIDER_PACKAGES!r}) & {{name.split('.')[0] for name in sys.modules}}))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip() == "[]", done.stdout
+
+
+DOMAIN_FREE_EXEMPT = ("demo", "language.py")
+"""Where knowledge of the demo plant or of one language may live: the demo itself and the
+one language table (``reactgraph/language.py``)."""
+
+
+def demo_knowledge() -> re.Pattern[str]:
+    """Hangul, the demo plant's ids (``ABC-123``/``W-1234``-shaped strings of its source) and
+    its tool names, as one pattern."""
+    from reactgraph.demo.factory.tools import _REGISTRY
+
+    source = "\n".join(path.read_text() for path in (PACKAGE / "demo").rglob("*.py"))
+    ids = sorted(set(re.findall(r"(?<![A-Za-z0-9])[A-Z]{1,4}-\d{3,4}(?![0-9])", source)))
+    names = sorted({function.__name__ for _, function, _ in _REGISTRY})
+    assert len(ids) > 10 and len(names) > 10  # the scan knows what it looks for
+    return re.compile(r"[\u1100-\u11ff\u3130-\u318f\uac00-\ud7a3]"
+                      rf"|(?<![A-Za-z0-9])(?:{'|'.join(map(re.escape, ids))})(?![0-9])"
+                      rf"|(?<![A-Za-z0-9_])(?:{'|'.join(map(re.escape, names))})(?![A-Za-z0-9_])")
+
+
+def test_the_engine_knows_no_demo_plant_and_no_one_language():
+    """The engine's code, comments and docstrings name no demo id, no demo tool and hold no
+    Hangul outside ``reactgraph/demo/`` and the language table; the page too."""
+    pattern = demo_knowledge()
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*")):
+        relative = path.relative_to(PACKAGE)
+        if not path.is_file() or path.suffix not in (".py", ".html", ".js", ".css") \
+                or relative.parts[0] in DOMAIN_FREE_EXEMPT:
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            for match in pattern.finditer(line):
+                offenders.append(f"{relative}:{number}: {match.group(0)}")
+    assert offenders == []
+
+
+def test_the_domain_scan_finds_what_it_looks_for():
+    pattern = demo_knowledge()
+    assert pattern.search('ranked = rank("CNC-003 상태")') and pattern.search("call get_equipment_status now")
+    assert not pattern.search("AB/100 | ISO-8601 | get_status_of_orders | v2")

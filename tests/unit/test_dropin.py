@@ -241,7 +241,7 @@ def endless(messages: list[Any]) -> AIMessage:
 async def test_a_low_recursion_limit_ends_gracefully_with_an_assistant_message(kind):
     model = ScriptedChatModel(responses=[endless], repeat_last=True)
     graph = build(kind, model, [add])
-    state = await graph.ainvoke({"messages": [HumanMessage("loop")]}, {"recursion_limit": 12})
+    state = await graph.ainvoke({"messages": [HumanMessage("Keep adding the numbers in a loop")]}, {"recursion_limit": 12})
     assert isinstance(state["messages"][-1], AIMessage) and not state["messages"][-1].tool_calls
     check_protocol(state["messages"])
     if kind == "prebuilt":

@@ -172,7 +172,8 @@ async def test_endless_model_stops_at_max_iterations_with_a_step_summary(tools):
 
 async def test_endless_json_model_with_broken_tools_reports_failures(tools):
     model = ScriptedChatModel(responses=[call_json("broken", {"x": 1})], repeat_last=True)
-    result = await ReActAgent(model, tools, settings=AgentSettings(max_iterations=3, stall_detection=False)).run("q")
+    result = await ReActAgent(model, tools, settings=AgentSettings(max_iterations=3, stall_detection=False)).run(
+        "Read the sensors and tell me what you find")
     assert result.iterations == 3
     assert result.answer.count("failed: RuntimeError: sensor bus offline for 1") == 3
 

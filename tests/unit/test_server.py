@@ -36,7 +36,7 @@ from tests.serving import parse_sse
 async def test_synthesis_failure_falls_back_to_the_loops_answer():
     model = ScriptedChatModel(responses=["CNC-003: normal, 71.5°C"], synthesis=ConnectionError("synthesis endpoint down"))
     async with asgi_client(app_for(model, [get_status])) as client:
-        response = await client.post("/threads/t/runs", json={"message": "CNC-003?"})
+        response = await client.post("/threads/t/runs", json={"message": "What is the state of CNC-003?"})
     events = parse_sse(response.text)
     answer = [d for channel, d in events if channel == "answer"]
     # The loop's answer stands in for the failed synthesis; no tool returned its figure, so the

@@ -399,7 +399,7 @@ def test_the_synthesis_input_leaves_out_repeats_and_keeps_other_refusals():
 
 def test_observation_answer_without_results():
     failed = [{"tool_name": "x", "error": "boom", "observation": "Error: boom"}]
-    assert observation_answer("status?", failed) == \
+    assert observation_answer("What is the status?", failed) == \
         "No tool returned data that answers this question.\n\nWhat the tools said:\n- boom"
     assert observation_answer("상태?", []) == "도구에서 이 질문에 답할 데이터를 얻지 못했습니다."
 
