@@ -109,7 +109,8 @@ class AgentSettings:
         tool_selection_max: *Safeguard* (strict: 1, permissive: :data:`_TOOL_SELECTION_MAX`, 6).
             Most tools a selection keeps.
         tool_selection_shortlist: Tools, lexically best first, shown to the selection call
-            (SPEC R13.1; default 12; never fewer than ``tool_selection_max``).
+            (SPEC R13.1; default 12; never fewer than ``tool_selection_max``; every tool when
+            none shares a word with the question).
         synthesize: Whether the graph runs the streaming answer-synthesis node after
             the loop. ``ReActAgent.run`` always skips it; ``astream_events`` always runs it.
         synthesis: Which call writes the streamed answer, one of :data:`SYNTHESIS_MODES`.

@@ -21,7 +21,8 @@ The lexical gate (``AgentSettings.lexical_gate``, :func:`gate_closes`) offers no
 question that shares no word with any tool and names no value a tool could take (a greeting,
 a question no tool serves, in any language). A question that shares no word but names a
 value (an id, a number, a date: "注文4411の状況は？" to English tools) is not decided by
-words: the model chooses among the tools.
+words: the model chooses among all the tools (the shortlist is ranked by words, so it is
+every tool when none shares one).
 
 Selection never fails a run (R5.3): when the model's pick is empty, unparseable or the call
 failed, the lexical top ``tool_selection_max`` tools are kept — every tool only when no tool
@@ -223,7 +224,11 @@ class SelectTools:
             if self.engine.mode == "native" and tools_fit(tools, context_budget(self.engine.abilities, settings)):
                 return {}
             return {"selected_tools": hybrid_selection(None, ranked, settings.tool_selection_max)}
-        shortlist = [self.engine.tools[name] for name, _ in ranked[: max(settings.tool_selection_shortlist, settings.tool_selection_max)]]
+        # Words rank the shortlist; when no tool shares one (a question in another language than
+        # the tools'), they cannot, and the model is shown every tool.
+        size = max(settings.tool_selection_shortlist, settings.tool_selection_max) if ranked and ranked[0][1] > 0 \
+            else len(ranked)
+        shortlist = [self.engine.tools[name] for name, _ in ranked[:size]]
         emit(SelectingTools(total_tools=len(tools)))
         llm, fallbacks = self.engine.structured_models()
         names, usage = await select_tool_names(
