@@ -27,6 +27,7 @@ from reactgraph.fallbacks import unpack_fallbacks
 from reactgraph.graph.answer import answer_chunks, answer_graph
 from reactgraph.graph.react import compile_react_graph
 from reactgraph.interrupts import FollowUpLimits, InMemoryInterruptQueue, InterruptQueue
+from reactgraph.language import phrase, turn_language
 from reactgraph.result import AgentResult, Step
 from reactgraph.synthesis import summarize_steps
 from reactgraph.tooling import ToolErrorPolicy
@@ -153,12 +154,12 @@ class ReActAgent(AgentFacade[AgentResult]):
             answer, finish_reason = "", "waiting"
         elif error is not None:
             error_text = self._error_text(error)
+            language = turn_language(state)
             if is_storage_failure(error):  # the checkpointer or store, not the model (issue 37)
-                answer = summarize_steps(steps, f"The run's state could not be stored, so the run stopped early "
-                                                f"({error_text}).")
+                answer = summarize_steps(steps, phrase("storage_failed", language, error=error_text), language)
                 finish_reason = STORAGE_ERROR
             else:
-                answer = summarize_steps(steps, f"The model call failed, so the run stopped early ({error_text}).")
+                answer = summarize_steps(steps, phrase("model_failed", language, error=error_text), language)
                 finish_reason = "model_error"
         system = SystemMessage(self.engine.loop_system_prompt(state.get("selected_tools"), state.get("query", ""),
                                                               state.get("messages", []), thread_id))

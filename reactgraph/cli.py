@@ -306,6 +306,7 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
             names = ", ".join(describe_chat_model(fallback.llm) for fallback in resolved.fallbacks)
             console.print(f"[dim]fallbacks: {escape(redact(names))}[/dim]")
         console.print(f"[dim]thread: {escape(args.thread)} · checkpoints: {escape(redact(persistence.target))}[/dim]")
+        language = detect_language(args.question) if args.command == "run" else None  # a resume: not known
         if args.command == "run":
             console.print(f"[bold]? {escape(_short(args.question, 300))}[/bold]")
             events = agent.astream_events(args.question, thread_id=args.thread)
@@ -313,13 +314,13 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
             console.print(f"[bold]↻ resuming thread {escape(args.thread)}[/bold]")
             events = agent.aresume_events(args.thread)
         try:
-            printed = await _print_events(console, events, dag=dag, language=detect_language(args.question))
+            printed = await _print_events(console, events, dag=dag, language=language)
             while printed.finish_reason == "waiting":
                 decisions = await ask_decisions(console, printed.pending, approve_all=args.approve_all)
                 if decisions is None:
                     raise RunFailed(f"the run waits for approval; decide with: reactgraph resume {args.thread}")
                 printed = await _print_events(console, agent.aresume_events(args.thread, decisions), dag=dag,
-                                              language=detect_language(args.question))
+                                              language=language)
         except (NothingToResumeError, ThreadBusyError) as exc:
             raise SetupError(str(exc)) from exc
         done = printed.done

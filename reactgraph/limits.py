@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from reactgraph.language import phrase
+
 LIMIT_REASONS = ("model_call_limit", "tool_call_limit", "token_limit", "cost_limit")
 """The ``finish_reason`` of a loop a usage limit ended."""
 
@@ -183,13 +185,19 @@ def limit_reached(state: Mapping[str, Any], limits: UsageLimits | None,
     return None
 
 
-def describe_limit(reached: Mapping[str, Any]) -> str:
-    """One sentence saying which limit ended the loop (the fallback answer's first line)."""
-    what = {"model_calls": "model calls", "tool_calls": "tool calls", "input_tokens": "input tokens",
-            "output_tokens": "output tokens", "total_tokens": "tokens", "cost": "cost"}.get(reached["limit"], "")
-    if reached["limit"] == "tool_calls_per_tool":
-        what = f"calls of {reached['tool']}"
-    return f"I stopped because the run reached its limit of {reached['max']} {what} (used {reached['used']})."
+def describe_limit(reached: Mapping[str, Any], language: str | None = "en") -> str:
+    """One sentence saying which limit ended the loop (the fallback answer's first line), in
+    ``language`` (:func:`~reactgraph.language.phrase`; ``None``: the neutral form). English
+    names the limit in words ("tool calls"); the other forms by its setting's name
+    (``tool_calls``, ``tool_calls_per_tool[name]``), which reads the same in every language."""
+    if language == "en":
+        what = {"model_calls": "model calls", "tool_calls": "tool calls", "input_tokens": "input tokens",
+                "output_tokens": "output tokens", "total_tokens": "tokens", "cost": "cost"}.get(reached["limit"], "")
+        if reached["limit"] == "tool_calls_per_tool":
+            what = f"calls of {reached['tool']}"
+    else:
+        what = f"tool_calls_per_tool[{reached['tool']}]" if reached["limit"] == "tool_calls_per_tool" else reached["limit"]
+    return phrase("limit_reached", language, max=reached["max"], what=what, used=reached["used"])
 
 
 def over_limit_refusals(calls: Sequence[Mapping[str, Any]], steps: Sequence[Mapping[str, Any]],

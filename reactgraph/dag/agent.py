@@ -26,6 +26,7 @@ from reactgraph.dag.synthesize import dag_synthesis_messages
 from reactgraph.events import AgentEvent
 from reactgraph.facade import AgentFacade
 from reactgraph.interrupts import FollowUpLimits, InMemoryInterruptQueue, InterruptQueue
+from reactgraph.language import detect_language, phrase
 from reactgraph.models.registry import ModelRegistry
 from reactgraph.result import RunResult, Step
 from reactgraph.synthesis import stream_messages
@@ -195,7 +196,9 @@ class DAGAgent(AgentFacade[DAGResult]):
             answer, finish = "", "waiting"
         elif failure is not None:
             error, finish = self._error_text(failure), STORAGE_ERROR if is_storage_failure(failure) else "error"
-            answer = answer or (results_answer(plan, results) if results else f"The run failed: {error}")
+            language = detect_language(state.get("goal") or "")
+            answer = answer or (results_answer(plan, results, language) if results
+                                else phrase("run_failed", language, error=error))
         return DAGResult(
             answer=answer, steps=_outcomes(plan, results), rounds=int(state.get("round", 0)),
             achieved=bool(analysis.get("achieved", False)), confidence=float(analysis.get("confidence", 0.0)),

@@ -28,6 +28,7 @@ from reactgraph.dag.followups import PlanDrain
 from reactgraph.dag.settings import DAGSettings
 from reactgraph.dag.state import Analysis, DAGState, PlanStep, StepResult
 from reactgraph.events import Analysis, Analyzing, emit
+from reactgraph.language import detect_language
 from reactgraph.limits import UsageLimits
 from reactgraph.models.registry import ModelRegistry
 from reactgraph.prompts import ANALYZER_SYSTEM, ANALYZER_USER
@@ -161,7 +162,9 @@ class Analyzer:
         taken = await self.drain(state, config)
         reached = run_limit(state, self.limits)
         if reached is not None:
-            return {**taken, **limit_update(reached, results_answer(state.get("plan") or [], state.get("results") or {}))}
+            language = detect_language(state.get("goal") or "")
+            return {**taken, **limit_update(reached, results_answer(state.get("plan") or [], state.get("results") or {},
+                                                                    language), language)}
         unplanned = len(state.get("follow_ups") or []) + len(taken.get("follow_ups") or []) > state.get("planned_follow_ups", 0)
         update = await self._analyze({**state, **taken}, config, unplanned)  # type: ignore[typeddict-item]
         if update.get("usage"):
@@ -190,7 +193,7 @@ class Analyzer:
                       reasoning=analysis["reasoning"], final_answer=analysis["final_answer"], replan=replan))
         summary = round_summary(round_number, plan, results, analysis, self.settings.result_chars)
         return {"analysis": analysis, "finish_reason": finish, "round_summary": summary, "usage": result.usage,
-                "answer": analysis["final_answer"] or results_answer(plan, results)}
+                "answer": analysis["final_answer"] or results_answer(plan, results, detect_language(state.get("goal") or ""))}
 
 
 def route_analysis(state: DAGState) -> Literal["plan", "synthesize"]:

@@ -78,12 +78,12 @@ def run_limit(state: Mapping[str, Any], limits: UsageLimits | None) -> dict[str,
     return limit_reached(_view(state), limits, limits.prices)
 
 
-def limit_update(reached: Mapping[str, Any], answer: str) -> dict[str, Any]:
+def limit_update(reached: Mapping[str, Any], answer: str, language: str | None = "en") -> dict[str, Any]:
     """The state update that ends the run on ``reached``: its ``finish_reason`` and
-    ``limit``, and the answer before synthesis: the sentence saying which limit, then
-    ``answer`` (the results so far)."""
+    ``limit``, and the answer before synthesis: the sentence saying which limit (in
+    ``language``, the goal's), then ``answer`` (the results so far)."""
     return {"finish_reason": reached["reason"], "limit": dict(reached),
-            "answer": f"{describe_limit(reached)}\n\n{answer}".strip()}
+            "answer": f"{describe_limit(reached, language)}\n\n{answer}".strip()}
 
 
 def is_limit(finish_reason: Any) -> bool:

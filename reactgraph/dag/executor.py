@@ -81,6 +81,7 @@ from reactgraph.events import (
 )
 from reactgraph.graph.react import create_react_graph
 from reactgraph.history import thread_of
+from reactgraph.language import detect_language, phrase
 from reactgraph.limits import UsageLimits, describe_limit
 from reactgraph.models.registry import ModelRegistry, RegisteredModel
 from reactgraph.prompts import STEP_CONTEXT, STEP_DEPENDENCIES, STEP_TOOL_HINT
@@ -126,12 +127,12 @@ def named_interrupt(paused: GraphInterrupt, step_id: str) -> GraphInterrupt:
     return GraphInterrupt(named)
 
 
-def results_answer(plan: Sequence[PlanStep], results: Mapping[str, StepResult]) -> str:
+def results_answer(plan: Sequence[PlanStep], results: Mapping[str, StepResult], language: str | None = "en") -> str:
     """The last-resort answer: the completed steps' results joined in plan order, or a
-    note that no step succeeded."""
+    note that no step succeeded (in ``language``, :func:`~reactgraph.language.phrase`)."""
     done = [results[step["id"]] for step in plan if results.get(step["id"], {}).get("status") == "completed"]
     texts = [record["result"].strip() for record in done if record["result"].strip()]
-    return "\n\n".join(texts) if texts else "No step of the plan produced a result."
+    return "\n\n".join(texts) if texts else phrase("no_step_result", language)
 
 
 class Schedule:
@@ -185,7 +186,9 @@ class Schedule:
                 results[step["id"]] = update[step["id"]] = record
                 emit(DagStepCompleted(round=state.get("round", 1), step_id=step["id"], ok=False, error=record["error"],
                                       elapsed=0.0, iterations=0, model_role=None))
-        return {"results": update, **limit_update(reached, results_answer(state.get("plan") or [], results))}
+        language = detect_language(state.get("goal") or "")
+        return {"results": update, **limit_update(reached, results_answer(state.get("plan") or [], results, language),
+                                                  language)}
 
 
 def route_schedule(state: DAGState, settings: DAGSettings,

@@ -29,6 +29,7 @@ from reactgraph.dag.settings import DAGSettings
 from reactgraph.dag.state import DAGState, PlanStep
 from reactgraph.errors import PlanError
 from reactgraph.events import PlanMade, Planning, RunError, emit
+from reactgraph.language import detect_language
 from reactgraph.limits import UsageLimits
 from reactgraph.models.registry import ModelRegistry
 from reactgraph.prompts import CYCLE_FEEDBACK, PLANNER_SYSTEM, PLANNER_USER, REPLAN_NOTE
@@ -191,7 +192,7 @@ class Planner:
         taken = await self.drain(state, config)
         reached = run_limit(state, self.limits)
         if reached is not None:  # a re-plan past a run-wide limit: the last round's results are the answer
-            return {**taken, **limit_update(reached, state.get("answer") or "")}
+            return {**taken, **limit_update(reached, state.get("answer") or "", detect_language(state.get("goal") or ""))}
         planned = len(state.get("follow_ups") or []) + len(taken.get("follow_ups") or [])
         update = await self._plan({**state, **taken}, config)  # type: ignore[typeddict-item]
         if update.get("usage"):

@@ -49,7 +49,7 @@ class Fallback:
             else self.engine.limit_reached(state)
         language = turn_language(state)
         if reached is not None:
-            reason = describe_limit(reached)
+            reason = describe_limit(reached, language)
         else:
             reason = phrase("stopped", language, iterations=state.get("iteration", 0))
         answer = summarize_steps(state.get("steps", []), reason, language)

@@ -232,7 +232,7 @@ async def test_the_cost_limit_uses_the_models_price():
 async def test_the_fallback_answer_says_which_limit():
     agent = ReActAgent(looping_model(), [read_status], abilities=NATIVE,
                        settings=AgentSettings(limits=UsageLimits(tool_calls=2), stall_detection=False))
-    result = await agent.run("read")
+    result = await agent.run("Read the status of every machine")
     assert result.finish_reason == "tool_call_limit" and result.limit["max"] == 2
     assert result.answer.startswith("I stopped because the run reached its limit of 2 tool calls (used 2).")
     assert "read_status" in result.answer  # the usual step summary follows

@@ -200,3 +200,17 @@ async def test_a_greeting_gets_no_tool_in_any_language():
         assert model.kinds == ["tool_loop"] and result.steps == []
         schema = model.call_kwargs[0]["response_format"]["schema"]
         assert [branch["properties"]["type"]["enum"] for branch in schema.get("anyOf", [schema])] == [["final_answer"]]
+
+
+def test_a_limit_and_an_empty_plan_are_told_in_the_goals_language():
+    from reactgraph.dag.executor import results_answer
+    from reactgraph.limits import describe_limit
+
+    reached = {"limit": "tool_calls", "max": 2, "used": 2}
+    assert describe_limit(reached) == "I stopped because the run reached its limit of 2 tool calls (used 2)."
+    assert describe_limit(reached, "ja") == "実行の上限に達したため停止しました（tool_calls: 2/2）。"
+    per_tool = {"limit": "tool_calls_per_tool", "tool": "open_tickets", "max": 1, "used": 1}
+    assert describe_limit(per_tool, None) == "■ tool_calls_per_tool[open_tickets]: 1/1"
+    plan = [{"id": "s1", "description": "Liste les tickets ouverts"}]
+    assert results_answer(plan, {}, detect_language("Quels tickets sont encore ouverts ?")) == \
+        "Aucune étape du plan n'a produit de résultat."

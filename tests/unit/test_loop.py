@@ -257,7 +257,8 @@ async def test_a_model_that_keeps_failing_ends_with_an_error_event_and_fallback(
     responses = [AIMessage(content="", tool_calls=[tool_call("get_status", {"equipment_id": "A"}, "c1")])]
     responses += [ConnectionError("down")] * 10
     model = ScriptedChatModel(responses=responses)
-    events = [e async for e in ReActAgent(model, tools, abilities=NATIVE, settings=fast_settings).astream_events("q")]
+    events = [e async for e in ReActAgent(model, tools, abilities=NATIVE, settings=fast_settings).astream_events(
+        "Check the status of the pump")]
     channels = [e.channel for e in events]
     assert "error" in channels and channels[-1] == "done"
     error = next(e for e in events if e.channel == "error")
