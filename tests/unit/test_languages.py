@@ -214,3 +214,16 @@ def test_a_limit_and_an_empty_plan_are_told_in_the_goals_language():
     plan = [{"id": "s1", "description": "Liste les tickets ouverts"}]
     assert results_answer(plan, {}, detect_language("Quels tickets sont encore ouverts ?")) == \
         "Aucune étape du plan n'a produit de résultat."
+
+
+async def test_the_turns_language_is_told_once_and_kept_in_the_state():
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    tools = [shop_tool("order_status", "The shipping status of a customer's order, by order number.")]
+    model = ScriptedChatModel(responses=["Ihre Bestellung ist unterwegs.", "お待たせしました。"], repeat_last=True)
+    agent = ReActAgent(model, tools, abilities=ModelAbilities(tool_call=True), checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "shop"}}
+    await agent.run("Wo ist meine Bestellung 4411 gerade?", thread_id="shop")
+    assert (await agent.graph.aget_state(config)).values["language"] == "de"
+    await agent.run("注文4411はいつ届きますか？", thread_id="shop")  # a new turn tells its own
+    assert (await agent.graph.aget_state(config)).values["language"] == "ja"
