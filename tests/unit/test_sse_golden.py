@@ -139,7 +139,7 @@ async def newer_kinds_run() -> bytes:
             ("/threads/inject/runs", {"message": "CNC-001 로그?"}),
             ("/threads/wait/runs", {"message": "CNC-001 주문 넣어줘"}),
             ("/threads/wait/approvals", {"decisions": [{"tool_call_id": "a2", "type": "approve"}]}),
-            ("/threads/broken/runs", {"message": "CNC-001?"}),
+            ("/threads/broken/runs", {"message": "Is CNC-001 running?"}),
         ]:
             if path == "/threads/inject/runs":
                 model.hooks[len(model.calls) + 1] = follow_up
