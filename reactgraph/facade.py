@@ -22,6 +22,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import StateSnapshot
 
 from reactgraph import observability
+from reactgraph.actions import message_text
 from reactgraph.approval import PendingCall, pending_calls, resume_command
 from reactgraph.checkpointing import (
     STORAGE_ERROR,
@@ -290,6 +291,10 @@ class AgentFacade(ABC, Generic[ResultT]):
             # interrupt_before/after); a finished run costs no read (issue 20).
             if failure is None and self.checkpointer is not None and (INTERRUPT_KEY in state or not state.get("finish_reason")):
                 pending = await self.pending(thread_id)
+        if failure is not None and graph_input is not None and not state.get("query"):
+            # The run failed before its first step stored anything: its answer still speaks the
+            # question's language (the result reads the turn's language from the query).
+            state["query"] = message_text(graph_input["messages"][-1])
         yield self._result(state, started, thread_id, failure, pending)
 
     async def pending(self, thread_id: str) -> list[PendingCall]:

@@ -196,7 +196,7 @@ class DAGAgent(AgentFacade[DAGResult]):
             answer, finish = "", "waiting"
         elif failure is not None:
             error, finish = self._error_text(failure), STORAGE_ERROR if is_storage_failure(failure) else "error"
-            language = detect_language(state.get("goal") or "")
+            language = detect_language(state.get("goal") or state.get("query") or "")
             answer = answer or (results_answer(plan, results, language) if results
                                 else phrase("run_failed", language, error=error))
         return DAGResult(
