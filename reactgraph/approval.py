@@ -55,11 +55,12 @@ DEFAULT_REJECTION = "The user rejected this tool call; it did not run."
 STARTED_KEY = "started"
 """Marks the stored answer of an approved call that has started (:func:`started_answer`)."""
 
-STARTED_BEFORE = ("Error: this call was approved and started, but the run stopped (its process ended) before its "
-                  "result was stored. It was not run again, so whether it took effect is unknown: check before "
-                  "calling it again.")
-"""The observation of an approved call whose run stopped while it ran (issue 37): never
-run twice, never asked again."""
+STARTED_BEFORE = ("Error: this call was approved and started, but the run stopped (it was cancelled, its client went "
+                  "away or its process ended) before its result was stored. It was not run again, so whether it took "
+                  "effect is unknown: check before calling it again.")
+"""The observation of an approved call that may have side effects and whose run stopped
+while it ran — cancelled, its stream dropped, its process killed: never run twice, never
+asked again (SPEC R13.3)."""
 
 NO_CHECKPOINTER = ("Error: this call needs a person's approval, and the run cannot pause for it (the agent has no "
                    "checkpointer); it did not run.")
@@ -262,12 +263,24 @@ def read_decision(value: Any) -> Decision:
         return Decision.reject(f"The call was not run: the approval answer could not be read ({exc}).")
 
 
-def started_answer(decision: Decision) -> dict[str, Any]:
+def started_answer(decision: Decision, *, side_effects: bool = True) -> dict[str, Any]:
     """The answer stored for an approved (or edited) call just before it runs
-    (:func:`reactgraph.checkpointing.record_answered_interrupt`): the decision's wire form
-    marked :data:`STARTED_KEY`. Its task, run again after its process died, reads it back
-    and answers :data:`STARTED_BEFORE` instead of asking or running again."""
-    return {**decision.to_dict(), STARTED_KEY: True}
+    (:func:`reactgraph.checkpointing.record_answered_interrupt`).
+
+    For a call that may have side effects, the decision's wire form marked
+    :data:`STARTED_KEY`: its task, run again after its run stopped (a process killed, a
+    run cancelled, a stream dropped), reads it back and answers :data:`STARTED_BEFORE`
+    instead of asking or running again. For a call of a tool declared without side
+    effects (``side_effects=False``), the plain decision: it runs again, unasked.
+
+    Args:
+        decision: The person's approve or edit decision.
+        side_effects: Whether running the call again may change something
+            (``Engine.repeat_changes_something``).
+
+    Returns:
+        The value the task's ``interrupt()`` returns when the task runs again."""
+    return {**decision.to_dict(), STARTED_KEY: True} if side_effects else decision.to_dict()
 
 
 def started_decision(answer: Any) -> Decision | None:

@@ -29,6 +29,7 @@ from langgraph._internal._constants import (  # how a task sees its checkpointer
     CONFIG_KEY_CHECKPOINT_MAP,
     CONFIG_KEY_CHECKPOINT_NS,
     CONFIG_KEY_CHECKPOINTER,
+    CONFIG_KEY_SEND,
     CONFIG_KEY_TASK_ID,
     INTERRUPT,
     NS_SEP,
@@ -36,7 +37,7 @@ from langgraph._internal._constants import (  # how a task sees its checkpointer
     RESUME,
 )
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.types import StateSnapshot
+from langgraph.types import Interrupt, StateSnapshot
 
 from reactgraph._paths import data_home
 from reactgraph.bounds import store_safe
@@ -612,7 +613,9 @@ async def record_answered_interrupt(config: Any, answer: Any) -> bool:
     Written as LangGraph's own task writes, committed now: ``RESUME`` holding ``[answer]``
     (the task run again reads it from its ``interrupt()``) and an empty ``INTERRUPT`` (the
     checkpoint's task no longer waits on a question, so the thread reads as interrupted,
-    not waiting). The task's writes at its end replace both.
+    not waiting). The task's writes at its end replace both. In a subgraph (a DAG plan
+    step's loop) the enclosing graphs' tasks hold the interrupt too, as they stored it when
+    it paused them: it is taken out of theirs as well (:func:`_forget_enclosing_interrupt`).
 
     Args:
         config: The task's ``RunnableConfig``.
@@ -632,7 +635,56 @@ async def record_answered_interrupt(config: Any, answer: Any) -> bool:
     target = {"configurable": {**thread["configurable"], "checkpoint_id": checkpoint_id}}
     await saver.aput_writes(target, [(INTERRUPT, []), (RESUME, [answer])], str(configurable[CONFIG_KEY_TASK_ID]))
     await commit_held(saver, target)
+    await _forget_enclosing_interrupt(saver, configurable)
     return True
+
+
+async def _forget_enclosing_interrupt(saver: Any, configurable: dict[str, Any]) -> None:
+    """Take the interrupt of the task ``configurable`` describes (its first: the id
+    LangGraph gives it, ``Interrupt.from_ns(..., task namespace)``) out of the stored
+    ``INTERRUPT`` write of each task that encloses it (a subgraph's parent task keeps the
+    interrupts of its subgraph's tasks as one write); the others it holds stay, still
+    waiting. Nothing to do for a task of the top graph."""
+    task_ns = str(configurable.get(CONFIG_KEY_CHECKPOINT_NS) or "")
+    parts = task_ns.split(NS_SEP)
+    if len(parts) < 2:
+        return
+    answered = Interrupt.from_ns(None, task_ns).id
+    checkpoints = configurable.get(CONFIG_KEY_CHECKPOINT_MAP) or {}
+    for level in range(len(parts) - 1):  # each enclosing task: parts[level] in the graph of parts[:level]
+        graph_ns, task_id = NS_SEP.join(parts[:level]), parts[level].rpartition(":")[2]
+        checkpoint_id = checkpoints.get(graph_ns)
+        if not checkpoint_id or not task_id:
+            continue
+        target = {"configurable": {"thread_id": configurable.get("thread_id"), "checkpoint_ns": graph_ns,
+                                   "checkpoint_id": checkpoint_id}}
+        stored = await saver.aget_tuple(target)
+        for writer, channel, value in (stored.pending_writes or []) if stored is not None else []:
+            if writer == task_id and channel == INTERRUPT and isinstance(value, (list, tuple)):
+                left = [item for item in value if getattr(item, "id", None) != answered]
+                if len(left) != len(value):
+                    await saver.aput_writes(target, [(INTERRUPT, left)], task_id)
+                    await commit_held(saver, target)
+
+
+def keep_answered_interrupt(config: Any, answer: Any) -> None:
+    """In a task that stored ``answer`` with :func:`record_answered_interrupt` and is
+    ending without a result (cancelled: ``POST /threads/{id}/cancel``, a dropped stream;
+    or failed): make the task's own writes carry ``answer`` too (SPEC R13.3).
+
+    LangGraph stores a cancelled or failed task's writes as it ends, and among them the
+    resume value its ``interrupt()`` was given (the person's plain decision), which
+    replaces the stored ``answer``: the task run again on resume would run the approved
+    call a second time. Queued last, ``answer`` is the resume value that stays. Not for a
+    task paused by a later ``interrupt()`` of its own: that one runs again from the start.
+
+    Args:
+        config: The task's ``RunnableConfig``.
+        answer: What :func:`record_answered_interrupt` stored.
+    """
+    send = (config.get("configurable") or {}).get(CONFIG_KEY_SEND)
+    if send is not None:
+        send([(RESUME, [answer])])
 
 
 STORAGE_ERROR = "storage_error"

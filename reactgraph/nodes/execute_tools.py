@@ -17,6 +17,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph._internal._constants import CONFIG_KEY_CHECKPOINTER  # how a task sees its checkpointer
+from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command, interrupt
 
 from reactgraph._engine import Engine
@@ -31,7 +32,7 @@ from reactgraph.approval import (
     started_decision,
 )
 from reactgraph.artifacts import Artifact
-from reactgraph.checkpointing import record_answered_interrupt, wait_for_task_checkpoint
+from reactgraph.checkpointing import keep_answered_interrupt, record_answered_interrupt, wait_for_task_checkpoint
 from reactgraph.events import ToolDone, ToolStarted, emit
 from reactgraph.hooks import run_after_tool, run_before_tool
 from reactgraph.jsonparse import safe_json
@@ -135,6 +136,7 @@ class ExecuteTools:
         decided = task.get("decided")  # a repeat of a call a person decided: its outcome, not a second question
         requested_args = call.get("args")
         stopped = None  # approved, started, and its run stopped before the result was stored
+        recorded = None  # the answer stored for the approved call before it runs
         if refusal is None and decided is None and needs_approval(call, tool, settings.approval):
             # Before anything is emitted or run: on resume the task starts over and
             # interrupt() returns the person's decision (R13.3). A run that cannot pause
@@ -148,8 +150,9 @@ class ExecuteTools:
                     stopped = STARTED_BEFORE
                 else:
                     decision = read_decision(answer)
-                    if decision.type != "reject":  # stored before it runs: a crash never asks again (issue 37)
-                        await record_answered_interrupt(config, started_answer(decision))
+                    if decision.type != "reject":  # stored before it runs: a stopped run never asks again
+                        recorded = started_answer(decision, side_effects=self.engine.repeat_changes_something(call))
+                        await record_answered_interrupt(config, recorded)
             if decision.type == "edit":
                 call = {**call, "args": decision.args}
         withheld = decision.observation if decision is not None and decision.type == "reject" else stopped
@@ -170,6 +173,10 @@ class ExecuteTools:
                 output = await self.engine.runner.run(invocation, config, settings.tool_timeout)
             except TimeoutError:
                 refusal = f"tool {name!r} timed out after {settings.tool_timeout:g} seconds"
+            except BaseException as exc:  # cancelled (a stop, a dropped stream) or failed mid-call
+                if recorded is not None and not isinstance(exc, GraphBubbleUp):  # not the tool's own interrupt()
+                    keep_answered_interrupt(config, recorded)
+                raise
         answer = _answer(output, call["id"]) if refusal is None and withheld is None else None
         if answer is None:
             if decided is not None:  # the earlier call's result, or the person's rejection of it

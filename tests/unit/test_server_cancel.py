@@ -5,16 +5,18 @@ resumable: ``POST .../resume`` finishes it. A real uvicorn server, SSE read from
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import httpx
+import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from reactgraph import ModelAbilities, ReActAgent
+from reactgraph import AgentSettings, ModelAbilities, ReActAgent
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.testing import ScriptedChatModel, tool_call
-from tests.serving import read_events, running_server
+from tests.serving import parse_sse, read_events, running_server
 
 started = asyncio.Event()
 release = asyncio.Event()
@@ -64,3 +66,56 @@ async def test_cancel_stops_the_run_and_leaves_the_thread_resumable():
         assert rest[-1][0] == "done" and rest[-1][1]["answer"] == "CNC-003 is **normal**."
         assert runs == ["CNC-003", "CNC-003"]  # the stopped call ran again on resume
         assert (await client.get("/threads/t1")).json()["status"] == "idle"
+
+
+@pytest.mark.parametrize("how", ["cancel", "disconnect"])
+async def test_an_approved_call_stopped_while_it_runs_is_not_run_again_by_resume(how):
+    """SPEC R13.3: ``/cancel`` or a dropped ``/approvals`` stream while the approved call
+    runs, then ``/resume``: the call started once; the resume tells the model its effect is
+    unknown, and asks nothing."""
+    started, release, runs = asyncio.Event(), asyncio.Event(), []
+
+    @tool
+    async def reset_line(line: str) -> str:
+        """Reset a production line's counters (waits until the test lets it finish)."""
+        runs.append(line)
+        started.set()
+        await release.wait()
+        return f"{line}: zerada"
+
+    call = tool_call("reset_line", {"line": "Linha 4"}, "c1")
+    model = ScriptedChatModel(responses=[AIMessage("", tool_calls=[call]), "A linha 4 foi zerada."],
+                              synthesis="A linha 4 foi zerada.")
+    agent = ReActAgent(model, [reset_line], abilities=ModelAbilities(tool_call=True), checkpointer=InMemorySaver(),
+                       settings=AgentSettings(approval={"reset_line": "always"}))
+    async with running_server(create_app(agent, ServerSettings(api_key=""))) as base, \
+            httpx.AsyncClient(base_url=base, timeout=30) as client:
+        paused = parse_sse((await client.post("/threads/a1/runs", json={"message": "Zere a linha 4"})).text)
+        assert paused[-1][1]["finish_reason"] == "waiting"
+
+        async def approve() -> None:
+            async with client.stream("POST", "/threads/a1/approvals",
+                                     json={"decisions": [{"tool_call_id": "c1", "type": "approve"}]}) as response:
+                async for _ in read_events(response):
+                    pass
+
+        reading = asyncio.create_task(approve())
+        await asyncio.wait_for(started.wait(), 30)
+        if how == "cancel":
+            assert (await client.post("/threads/a1/cancel")).json()["status"] == "interrupted"
+            await asyncio.wait_for(reading, 30)
+        else:
+            reading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reading
+            while (state := (await client.get("/threads/a1")).json())["running"]:
+                await asyncio.sleep(0.01)
+            assert state["status"] == "interrupted"
+        assert (await client.get("/threads/a1")).json()["pending"] == []
+        release.set()
+        async with client.stream("POST", "/threads/a1/resume") as response:
+            rest = [item async for item in read_events(response)]
+    assert runs == ["Linha 4"]  # started once; never again
+    [done] = [data for channel, data in rest if channel == "step" and data["type"] == "iteration" and data["status"] == "done"]
+    assert done["tool_call_id"] == "c1" and "was not run again" in done["error"]
+    assert rest[-1][0] == "done" and rest[-1][1]["finish_reason"] == "final_answer"
