@@ -46,6 +46,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langgraph._internal._runnable import RunnableCallable
 
 from reactgraph import observability
+from reactgraph.deadlines import deadline_of, stream_within_deadline, within_deadline
 from reactgraph.errors import SyncRunError
 
 T = TypeVar("T")
@@ -119,25 +120,46 @@ def dual_node(body: Callable[..., Awaitable[Any]], name: str) -> RunnableCallabl
     return RunnableCallable(sync_entry, async_entry, name=name, trace=False)
 
 
+def _own_deadlines(runnable: Runnable) -> bool:
+    """Whether ``runnable`` gives each of its models' calls a deadline itself (a fallback
+    chain: one deadline over the chain would leave the next model the first one's rest)."""
+    return bool(getattr(runnable, "observes_calls", False))
+
+
 async def call_model(runnable: Runnable, input: Any, config: RunnableConfig | None = None) -> Any:
-    """``runnable.invoke`` in sync mode, ``await runnable.ainvoke`` otherwise; observed as
-    one model call of the run (:func:`reactgraph.observability.model_call`)."""
+    """``runnable.invoke`` in sync mode, ``await runnable.ainvoke`` otherwise, within the
+    run's model deadline (:func:`reactgraph.deadlines.deadline_of`; async mode); observed
+    as one model call of the run (:func:`reactgraph.observability.model_call`).
+
+    Raises:
+        ModelTimeoutError: The model did not answer within the deadline.
+    """
     with observability.model_call(runnable, input, config) as call:
         if _SYNC.get():
             return call.returned(runnable.invoke(input, config))
-        return call.returned(await runnable.ainvoke(input, config))
+        if _own_deadlines(runnable):
+            return call.returned(await runnable.ainvoke(input, config))
+        return call.returned(await within_deadline(runnable.ainvoke(input, config), deadline_of(config)))
 
 
 async def stream_model(runnable: Runnable, input: Any, config: RunnableConfig | None = None) -> AsyncIterator[Any]:
-    """Chunks of ``runnable.stream`` in sync mode, of ``runnable.astream`` otherwise;
-    observed as one model call of the run (:func:`reactgraph.observability.model_call`)."""
+    """Chunks of ``runnable.stream`` in sync mode, of ``runnable.astream`` otherwise, within
+    the run's model deadline (first chunk and whole stream; async mode); observed as one
+    model call of the run (:func:`reactgraph.observability.model_call`).
+
+    Raises:
+        ModelTimeoutError: A chunk came later than the deadline allows.
+    """
     with observability.model_call(runnable, input, config) as call:
         if _SYNC.get():
             for chunk in runnable.stream(input, config):
                 call.chunk(chunk)
                 yield chunk
         else:
-            async for chunk in runnable.astream(input, config):
+            chunks = runnable.astream(input, config)
+            if not _own_deadlines(runnable):
+                chunks = stream_within_deadline(chunks, deadline_of(config))
+            async for chunk in chunks:
                 call.chunk(chunk)
                 yield chunk
 

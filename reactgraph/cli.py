@@ -38,6 +38,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import sqlite3
 import sys
 import uuid
@@ -126,6 +127,7 @@ def _add_agent_options(command: argparse.ArgumentParser) -> None:
                        help="force the JSON-in-content protocol instead of native tool calls")
     _add_local_model_options(model)
     _add_fallback_options(model)
+    _add_deadline_options(model)
     agent = command.add_argument_group("agent")
     agent.add_argument("--max-iterations", type=int, default=AgentSettings.max_iterations,
                        help="most model calls in the tool loop of one run (default: %(default)s)")
@@ -171,6 +173,37 @@ def _add_fallback_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("--fallback-base-url", action="append", dest="fallback_base_urls", metavar="URL",
                          help="the endpoint of the fallback model given in the same position (default: "
                               "$REACTGRAPH_FALLBACK_BASE_URLS, else the model's endpoint)")
+
+
+def _positive_seconds(text: str) -> float:
+    value = float(text)
+    if not value > 0:  # NaN too
+        raise argparse.ArgumentTypeError(f"must be positive seconds (or inf), got {text}")
+    return value
+
+
+def _add_deadline_options(group: Any) -> None:
+    """``--model-timeout`` and ``--first-token-timeout``: the deadline of each model call
+    (:mod:`reactgraph.deadlines`)."""
+    group.add_argument("--model-timeout", type=_positive_seconds, metavar="SECONDS",
+                       help="most seconds one model call may take, a stream until its last chunk; past it the call "
+                            "fails as a timeout (retried, then the fallback model) (default: $REACTGRAPH_MODEL_TIMEOUT, "
+                            "else 300)")
+    group.add_argument("--first-token-timeout", type=_positive_seconds, metavar="SECONDS",
+                       help="most seconds a streamed model call may wait for its first chunk (default: "
+                            "$REACTGRAPH_MODEL_FIRST_TOKEN_TIMEOUT, else 180)")
+
+
+def _apply_deadline_options(args: argparse.Namespace) -> None:
+    """Put ``--model-timeout`` / ``--first-token-timeout`` in this process's environment,
+    where every agent and model client it builds (and every ``serve`` worker it starts)
+    reads its deadline (:func:`reactgraph.deadlines.resolve_deadline`)."""
+    from reactgraph.deadlines import MODEL_FIRST_TOKEN_TIMEOUT_ENV, MODEL_TIMEOUT_ENV
+
+    for name, variable in (("model_timeout", MODEL_TIMEOUT_ENV), ("first_token_timeout", MODEL_FIRST_TOKEN_TIMEOUT_ENV)):
+        value = getattr(args, name, None)
+        if value is not None:
+            os.environ[variable] = repr(value)
 
 
 def _add_serve_parser(commands: Any) -> None:
@@ -752,6 +785,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         console = LogConsole()
     args.thread = getattr(args, "thread", None)
     args.resumable = False
+    _apply_deadline_options(args)
     try:
         if args.command == "serve" and args.workers != 1:
             return _serve_workers(args, console)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reactgraph.approval import ApprovalRule, check_rule
+from reactgraph.deadlines import ModelDeadline, resolve_deadline
 from reactgraph.limits import UsageLimits
 
 TOOL_SELECTION_THRESHOLD = 12
@@ -71,6 +72,14 @@ class AgentSettings:
             thread after the timeout; only its result is discarded.
         model_attempts: Attempts per loop model call, first one included (SPEC R2.7).
             Only transient failures (connection errors, timeouts, HTTP 429 and 5xx) are retried.
+        model_timeout: Seconds one model call may take, a streamed one until its last
+            chunk (:mod:`reactgraph.deadlines`; ``math.inf`` for no limit). A call past it
+            fails with :class:`~reactgraph.ModelTimeoutError`, a transient failure: retried,
+            then handed to a fallback model, counted by the circuit breaker. ``None``:
+            ``$REACTGRAPH_MODEL_TIMEOUT``, else 300.
+        model_first_token_timeout: Seconds a streamed model call (the answer synthesis)
+            may wait for its first chunk. ``None``: ``$REACTGRAPH_MODEL_FIRST_TOKEN_TIMEOUT``,
+            else 180.
         parse_retries: Reformat requests after unparseable model output (the one
             bad-output policy): the JSON loop's (SPEC R2.4; once more unparseable, the raw
             content is the answer) and each text level's of
@@ -250,6 +259,8 @@ class AgentSettings:
     max_iterations: int = 50
     tool_timeout: float = 60.0
     model_attempts: int = 3
+    model_timeout: float | None = None
+    model_first_token_timeout: float | None = None
     parse_retries: int = 1
     retry_initial_delay: float = 0.5
     retry_max_delay: float = 8.0
@@ -336,6 +347,20 @@ class AgentSettings:
         object.__setattr__(self, "fallbacks", tuple(self.fallbacks))
         if self.keep_recent_messages < 0:
             raise ValueError(f"keep_recent_messages must not be negative, got {self.keep_recent_messages}")
+        for name in ("model_timeout", "model_first_token_timeout"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, (int, float)) and value > 0):  # NaN fails too
+                raise ValueError(f"{name} must be positive seconds (inf for none), got {value!r}")
+
+    @property
+    def model_deadline(self) -> ModelDeadline:
+        """The deadline of each model call (:mod:`reactgraph.deadlines`): the settings'
+        limits, each unset one from the environment, else its default.
+
+        Raises:
+            ValueError: An environment variable that is not positive seconds.
+        """
+        return resolve_deadline(self.model_timeout, self.model_first_token_timeout)
 
     @property
     def recursion_limit(self) -> int:

@@ -42,6 +42,13 @@ class FollowUpLimitError(ReactGraphError, RuntimeError):
     the run has taken them in (an ``inject`` event), or start a new run with it."""
 
 
+class ModelTimeoutError(ReactGraphError, TimeoutError):
+    """A model call outlasted its deadline (:mod:`reactgraph.deadlines`): no answer, or no
+    stream's first chunk, in time. A ``TimeoutError``, so a transient failure: the loop
+    retries it, then hands the call to a fallback model, and it counts in the model's
+    circuit breaker."""
+
+
 class NothingToResumeError(ReactGraphError, LookupError):
     """``resume`` found no interrupted run on the thread: the agent has no checkpointer,
     the thread has no checkpoint, or its last run finished."""

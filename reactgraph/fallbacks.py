@@ -50,6 +50,7 @@ from langchain_core.runnables.fallbacks import RunnableWithFallbacks
 from langgraph._internal._constants import CONFIG_KEY_RUNTIME  # how a task sees its attempt number
 
 from reactgraph import observability
+from reactgraph.deadlines import deadline_of, stream_within_deadline, within_deadline
 from reactgraph.events import ModelSwitched, emit
 from reactgraph.limits import model_name_of
 from reactgraph.providers import ProviderProfile, chat_model_of
@@ -327,7 +328,9 @@ class FallbackChain(Runnable):
     does, SPEC R3.2).
 
     Each model's attempt is its own model call of an observed run
-    (:func:`reactgraph.observability.model_call`, one ``chat`` span each).
+    (:func:`reactgraph.observability.model_call`, one ``chat`` span each), with its own
+    deadline in async calls (:mod:`reactgraph.deadlines`): a model past it fails as a
+    timeout does, and the next one gets the whole deadline again.
 
     Args:
         members: The models, in order.
@@ -390,7 +393,8 @@ class FallbackChain(Runnable):
             member = self.members[order[position]]
             try:
                 with observability.model_call(member.runnable, input, config) as observed:
-                    result = observed.returned(await member.runnable.ainvoke(input, config, **kwargs))
+                    result = observed.returned(await within_deadline(member.runnable.ainvoke(input, config, **kwargs),
+                                                                     deadline_of(config)))
             except Exception as exc:
                 position = self._handoff(order, position, exc)
                 continue
@@ -426,7 +430,8 @@ class FallbackChain(Runnable):
             started = False
             try:
                 with observability.model_call(member.runnable, input, config) as observed:
-                    async for chunk in member.runnable.astream(input, config, **kwargs):
+                    chunks = stream_within_deadline(member.runnable.astream(input, config, **kwargs), deadline_of(config))
+                    async for chunk in chunks:
                         if not started:
                             started = True
                             self._answered(member)

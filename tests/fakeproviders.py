@@ -18,6 +18,7 @@ Structured calls (a forced function, a response format, or the structured instru
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -172,7 +173,9 @@ class FakeProvider:
         fail: How the server fails from its ``fail_from``-th request on (1-based, every
             request after too: a dead provider; issue 41): ``"503"``, ``"429"``,
             ``"context"`` (a 400 "maximum context length" error), ``"reset"`` (the
-            connection is cut after the response started); ``None`` never.
+            connection is cut after the response started), ``"hang"`` (the request is
+            accepted and never answered), ``"stall"`` (a stream's headers are sent, then
+            nothing); ``None`` never.
         fail_from: See ``fail``.
         requests: Every request body received, in order (refused ones too).
         refused: The error messages sent, in order.
@@ -284,6 +287,10 @@ class FakeProvider:
             body = await request.json()
             self.requests.append(body)
             if self.fail is not None and len(self.requests) >= self.fail_from:
+                if self.fail == "hang":  # until the client gives up
+                    while not await request.is_disconnected():
+                        await asyncio.sleep(0.05)
+                    return JSONResponse({}, status_code=499)
                 return self._failure()
             for rule in [protocol_rule, *self.rules]:
                 problem = rule(body)
@@ -307,6 +314,12 @@ class FakeProvider:
 
     def _failure(self) -> Any:
         """The response of a failing server (``fail``)."""
+        if self.fail == "stall":
+            async def silence() -> AsyncIterator[bytes]:
+                await asyncio.Event().wait()  # cancelled when the client goes
+                yield b""
+
+            return StreamingResponse(silence(), media_type="text/event-stream")
         if self.fail == "reset":
             async def cut() -> AsyncIterator[bytes]:
                 yield b'{"id": "chatcmpl-cut", '

@@ -155,4 +155,5 @@ def create_dag_graph(
     builder.add_edge("synthesize", END)
     graph = builder.compile(checkpointer=checkpointer, name=name)
     return graph.with_config(recursion_limit=dag_settings.recursion_limit,  # type: ignore[return-value]
-                             metadata={GRAPH_KIND_KEY: DAG_GRAPH})
+                             metadata={GRAPH_KIND_KEY: DAG_GRAPH},
+                             configurable=step_settings.model_deadline.as_config())  # reactgraph.deadlines

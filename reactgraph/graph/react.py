@@ -415,4 +415,6 @@ def compile_react_graph(
         checkpointer=checkpointer, store=store, name=name or "reactgraph",
         interrupt_before=map_node_names(interrupt_before), interrupt_after=map_node_names(interrupt_after),
     )
-    return graph.with_config(recursion_limit=settings.recursion_limit)  # type: ignore[return-value]
+    # The model deadline rides in the config, so every node's model calls read it (reactgraph.deadlines).
+    return graph.with_config(recursion_limit=settings.recursion_limit,  # type: ignore[return-value]
+                             configurable=settings.model_deadline.as_config())

@@ -35,6 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from reactgraph.abilities import SCHEMA_OUTPUT_KINDS
+from reactgraph.deadlines import request_timeout
 from reactgraph.providers import ENV_PROVIDER, get_profile
 
 if TYPE_CHECKING:
@@ -131,7 +132,8 @@ def model_from_env(
         api_key: bearer key.
         environ: variables to read instead of ``os.environ``.
         **chat_kwargs: more ``ChatOpenAI`` arguments (``temperature``, ``timeout`` in
-            seconds, ``max_tokens``...); they override the defaults (``max_retries=2``).
+            seconds, ``max_tokens``...); they override the defaults (``max_retries=2``, and
+            ``timeout`` the model deadline's total: :func:`reactgraph.deadlines.request_timeout`).
 
     Returns:
         ``langchain_openai.ChatOpenAI``, or ``None`` when none of the three is configured.
@@ -160,6 +162,9 @@ def model_from_env(
         "base_url": url or OPENAI_DEFAULT_BASE_URL,
         "api_key": key or PLACEHOLDER_API_KEY,
         "max_retries": 2,
+        # The client's own bound on a request (it also holds in synchronous runs), from the
+        # model deadline (reactgraph.deadlines): a server that never answers fails the call.
+        "timeout": request_timeout(env),
     }
     params.update(chat_kwargs)
     return ChatOpenAI(**params)

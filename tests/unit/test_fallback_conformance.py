@@ -7,6 +7,7 @@ tries it again after the cool-down."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import httpx
@@ -14,7 +15,10 @@ import pytest
 from langchain_openai import ChatOpenAI
 
 from reactgraph import AgentSettings, FallbackModel, ReActAgent
+from reactgraph.server import ServerSettings, create_app
 from tests.fakeproviders import PLANT_TOOLS, FakeProvider, fake_provider
+from tests.server_cases import asgi_client
+from tests.serving import parse_sse
 
 CNC1 = {"equipment_id": "CNC-001"}
 PLAN = [[("get_equipment_status", CNC1)], [("list_alarms", {})], "CNC-001 runs normally; W-1105 is active."]
@@ -103,3 +107,65 @@ async def test_the_breaker_skips_a_dead_primary_and_tries_it_again_after_the_coo
         assert fourth.model == "gpt-4o-mini" and set(fourth.model_usage) == {"gpt-4o-mini"}
         assert agent.engine.breaker_states()["gpt-4o-mini"]["state"] == "closed"
     assert primary.refused == [] and backup.refused == []
+
+
+async def test_a_primary_that_never_answers_hands_over_at_its_deadline_and_its_breaker_opens_then_closes():
+    """A primary that accepts each request and never answers: each loop call gives up at
+    ``model_timeout``, a transient failure, so the run switches to the fallback (whose
+    answer it is), the primary's breaker opens (``/healthz``), later runs skip it, and once
+    it answers again it serves after the cool-down and its breaker closes."""
+    now = [1000.0]
+    primary = fake_provider("openai", plan=PLAN, synthesis=SYNTHESIS, fail="hang")
+    backup = fake_provider("vllm", plan=PLAN, synthesis=SYNTHESIS)
+    settings = AgentSettings(model_attempts=2, model_timeout=0.5, retry_initial_delay=0.01, retry_max_delay=0.02,
+                             breaker_failures=2, breaker_cooldown=30.0)
+    async with primary.serving() as primary_url, backup.serving() as backup_url:
+        agent = ReActAgent(_client(primary_url, "gpt-4o-mini"), PLANT_TOOLS, abilities={"provider": "openai"},
+                           settings=settings, fallbacks=[_client(backup_url, "Qwen/Qwen3-8B")])
+        for model in agent.engine.models:
+            model.breaker.clock = lambda: now[0]
+        async with asgi_client(create_app(agent, ServerSettings(api_key=""))) as client:
+            response = await asyncio.wait_for(client.post("/threads/h1/runs", json={"message": "CNC-001 und Alarme?"}),
+                                              30)  # today's hang: never
+            events = parse_sse(response.text)
+            [switch] = [data for channel, data in events if channel == "model_switch"]
+            assert (switch["previous"], switch["model"], switch["reason"], switch["call"]) == (
+                "gpt-4o-mini", "Qwen/Qwen3-8B", "transient", "loop")
+            assert switch["error"].startswith("ModelTimeoutError") and "0.5 s" in switch["error"]
+            assert events[-1][0] == "done" and events[-1][1]["answer"] == SYNTHESIS
+            assert len(primary.requests) == 2  # its two attempts, each given up at the deadline
+            health = {m["name"]: m for m in (await client.get("/healthz")).json()["models"]}
+            assert health["gpt-4o-mini"]["state"] == "open" and health["Qwen/Qwen3-8B"]["state"] == "closed"
+
+            second = parse_sse((await client.post("/threads/h2/runs", json={"message": "¿CNC-001?"})).text)
+            assert second[-1][1]["answer"] == SYNTHESIS and len(primary.requests) == 2  # skipped while open
+
+            primary.fail = None  # it answers again: after the cool-down it serves, and its breaker closes
+            now[0] += 31
+            third = parse_sse((await client.post("/threads/h3/runs", json={"message": "CNC-001?"})).text)
+            assert third[-1][1]["answer"] == SYNTHESIS and not [c for c, _ in third if c == "model_switch"]
+            health = {m["name"]: m for m in (await client.get("/healthz")).json()["models"]}
+            assert health["gpt-4o-mini"]["state"] == "closed"
+    assert primary.refused == [] and backup.refused == []
+
+
+async def test_a_synthesis_stream_without_a_first_token_hands_over_at_the_first_token_deadline():
+    """The primary answers the loop, then the synthesis stream's headers come and no chunk:
+    past ``model_first_token_timeout`` the synthesis goes to the fallback, whose answer
+    streams; ``model_timeout`` is far longer, so the first-token limit decided."""
+    primary = fake_provider("openai", plan=PLAN, synthesis=SYNTHESIS, fail="stall", fail_from=4)  # 3 loop calls
+    backup = fake_provider("vllm", plan=PLAN, synthesis="Die Anlage läuft; Alarm W-1105.")
+    settings = AgentSettings(model_first_token_timeout=0.5, model_timeout=600, retry_initial_delay=0.01,
+                             retry_max_delay=0.02)
+    async with primary.serving() as primary_url, backup.serving() as backup_url:
+        agent = ReActAgent(_client(primary_url, "gpt-4o-mini"), PLANT_TOOLS, abilities={"provider": "openai"},
+                           settings=settings, fallbacks=[_client(backup_url, "Qwen/Qwen3-8B")])
+        events = await asyncio.wait_for(_events(agent, "CNC-001 status and the alarms?"), 30)
+    [switch] = [e.data for e in events if e.channel == "model_switch"]
+    assert (switch["call"], switch["reason"]) == ("synthesis", "transient") and "first token" in switch["error"]
+    assert events[-1].data["answer"] == "Die Anlage läuft; Alarm W-1105."
+    assert len(backup.requests) == 1  # only the synthesis
+
+
+async def _events(agent: ReActAgent, question: str) -> list[Any]:
+    return [event async for event in agent.astream_events(question)]

@@ -6,6 +6,8 @@ checked with ``check_protocol``."""
 
 from __future__ import annotations
 
+import asyncio
+import math
 from typing import Any
 
 import pytest
@@ -17,12 +19,22 @@ from reactgraph import (
     CircuitBreaker,
     FallbackModel,
     ModelAbilities,
+    ModelTimeoutError,
     ReActAgent,
     check_protocol,
     create_react_graph,
     structured_llm_call,
 )
+from reactgraph.deadlines import (
+    DEFAULT_FIRST_TOKEN_TIMEOUT,
+    DEFAULT_MODEL_TIMEOUT,
+    MODEL_FIRST_TOKEN_TIMEOUT_ENV,
+    MODEL_TIMEOUT_ENV,
+    ModelDeadline,
+    stream_within_deadline,
+)
 from reactgraph.fallbacks import unpack_fallbacks
+from reactgraph.models.env import model_from_env
 from reactgraph.protocol import in_mode_form
 from reactgraph.providers import get_profile
 from reactgraph.testing import ScriptedChatModel, tool_call
@@ -506,3 +518,63 @@ async def test_a_cost_limit_counts_each_models_usage_at_its_own_price():
     result = await agent.run("CNC-001 and CNC-002?")
     # each call of "dear" is 10 input + 5 output tokens at 1 per token: the second reaches 30 >= 20
     assert (result.finish_reason, result.limit["used"], result.model) == ("cost_limit", 30.0, "dear")
+
+
+# ------------------------------------------------------------------ model deadlines
+
+
+def test_the_model_deadline_comes_from_the_settings_else_the_environment_else_the_default(monkeypatch):
+    monkeypatch.delenv(MODEL_TIMEOUT_ENV, raising=False)
+    monkeypatch.delenv(MODEL_FIRST_TOKEN_TIMEOUT_ENV, raising=False)
+    assert AgentSettings().model_deadline == ModelDeadline(DEFAULT_MODEL_TIMEOUT, DEFAULT_FIRST_TOKEN_TIMEOUT)
+    monkeypatch.setenv(MODEL_TIMEOUT_ENV, "42")
+    monkeypatch.setenv(MODEL_FIRST_TOKEN_TIMEOUT_ENV, "inf")
+    assert AgentSettings().model_deadline == ModelDeadline(42.0, math.inf)
+    assert AgentSettings(model_timeout=7, model_first_token_timeout=2).model_deadline == ModelDeadline(7, 2)
+    assert model_from_env(model="m", base_url="http://127.0.0.1:9/v1", environ={}).request_timeout == DEFAULT_MODEL_TIMEOUT
+    assert model_from_env(model="m", base_url="http://127.0.0.1:9/v1", environ={MODEL_TIMEOUT_ENV: "12"}).request_timeout == 12
+    for bad in (0, -1, math.nan, "10"):
+        with pytest.raises(ValueError, match="model_timeout must be positive seconds"):
+            AgentSettings(model_timeout=bad)
+    monkeypatch.setenv(MODEL_TIMEOUT_ENV, "soon")
+    with pytest.raises(ValueError, match=MODEL_TIMEOUT_ENV):
+        AgentSettings().model_deadline
+
+
+async def test_a_stream_that_stops_after_its_first_chunk_fails_at_the_total_deadline():
+    closed = asyncio.Event()
+
+    async def chunks():
+        try:
+            yield "Guten "
+            await asyncio.Event().wait()  # the rest never comes
+            yield "Tag"
+        finally:
+            closed.set()
+
+    got: list[str] = []
+    with pytest.raises(ModelTimeoutError, match="longer than 0.2 s") as failure:
+        async for chunk in stream_within_deadline(chunks(), ModelDeadline(total=0.2, first_token=10)):
+            got.append(chunk)
+    assert got == ["Guten "] and closed.is_set()  # the model's stream is closed
+    assert isinstance(failure.value, TimeoutError) and get_profile("openai").is_transient(failure.value)
+
+
+async def test_a_hanging_loop_call_is_retried_then_handed_to_the_fallback():
+    """A scripted model whose call never returns: each attempt ends at ``model_timeout``
+    (the loop retries it, ``model_attempts``), then the fallback answers."""
+
+    class Hanging(ScriptedChatModel):
+        async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):
+            self.calls.append(list(messages))
+            await asyncio.Event().wait()
+
+    primary = Hanging(responses=["never"])
+    backup = ScriptedChatModel(responses=[status_call(), "CNC-001 läuft."], synthesis="CNC-001 läuft normal.")
+    agent = ReActAgent(primary, [get_status], abilities=NATIVE, fallbacks=[(backup, NATIVE)],
+                       settings=AgentSettings(model_attempts=2, model_timeout=0.2, retry_initial_delay=0.01,
+                                              retry_max_delay=0.02))
+    events = await asyncio.wait_for(events_of(agent), 30)
+    [switch] = [e.data for e in events if e.channel == "model_switch"]
+    assert switch["reason"] == "transient" and switch["error"].startswith("ModelTimeoutError")
+    assert len(primary.calls) == 2 and events[-1].data["answer"] == "CNC-001 läuft normal."
