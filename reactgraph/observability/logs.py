@@ -6,12 +6,20 @@ Lines go through the standard :mod:`logging` loggers ``reactgraph.runs`` and
 ``reactgraph.requests`` at ``INFO``. As text they read ``run_end thread_id=… run_id=… …``;
 :class:`JsonFormatter` (``reactgraph serve --log-format json``) writes each record as one
 JSON object per line with the same fields as members.
+
+No value makes a line of its own or reaches a terminal as a control sequence, whatever a
+request sent (a thread id, a path): in text, a value with a space, a quote, ``=``, a
+backslash or a control character is written quoted with its control characters escaped
+(``path="x\n{…}\x1b[31m"``), and every other record's message has its control characters
+escaped (:class:`TextFormatter`); in JSON they are escaped as JSON escapes them, DEL, the C1
+controls and U+2028/U+2029 included.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 import time
 from collections.abc import Mapping
@@ -36,6 +44,34 @@ _FIELDS = "reactgraph_fields"
 
 LogFormat = Literal["text", "json"]
 
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+"""What no log line carries raw: the C0 controls (newlines, ESC), DEL, the C1 controls
+(``\\x9b`` opens an ANSI sequence too) and the Unicode line and paragraph separators."""
+
+_QUOTED = re.compile('[\\s"=\\\\\x00-\x1f\x7f-\x9f\u2028\u2029]')
+"""What makes a text value quoted: what would blur where it ends, or a control character."""
+
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with each control character (:data:`_CONTROL`) written as its escape
+    (``\\n``, ``\\r``, ``\\t``, ``\\x1b``, ``\\u2028``): one line, no terminal control
+    sequence. Other text, non-ASCII letters included, is kept."""
+    return _CONTROL.sub(lambda found: _NAMED.get(found.group()) or (
+        f"\\x{ord(found.group()):02x}" if ord(found.group()) < 0x100 else f"\\u{ord(found.group()):04x}"), text)
+
+
+def text_value(value: Any) -> str:
+    """A field's value in a text line: as it is when it is one plain word, else in double
+    quotes, with ``"`` and ``\\`` escaped by a backslash and control characters escaped
+    (:func:`escape_controls`), so a value cannot end its field early, forge another field
+    or start a line of its own."""
+    text = value if isinstance(value, str) else str(value)
+    if text and not _QUOTED.search(text):
+        return text
+    return '"' + escape_controls(text.replace("\\", "\\\\").replace('"', '\\"')) + '"'
+
 
 def log_fields(logger: logging.Logger, event: str, fields: Mapping[str, Any]) -> None:
     """Log one structured line at ``INFO``: ``event`` then ``key=value`` for each field that
@@ -50,7 +86,7 @@ def log_fields(logger: logging.Logger, event: str, fields: Mapping[str, Any]) ->
     if not logger.isEnabledFor(logging.INFO):
         return
     kept = {key: value for key, value in fields.items() if value is not None}
-    text = " ".join(f"{key}={value}" for key, value in kept.items())
+    text = " ".join(f"{key}={text_value(value)}" for key, value in kept.items())
     logger.info("%s %s", event, text, extra={_FIELDS: {"event": event, **kept}})
 
 
@@ -76,13 +112,31 @@ class JsonFormatter(logging.Formatter):
                              "http_version": version, "status": status})
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
-        return json.dumps(line, ensure_ascii=False, default=str)
+        return escape_controls(json.dumps(line, ensure_ascii=False, default=str))  # what JSON leaves raw: DEL, C1, U+2028/9
+
+
+class TextFormatter(logging.Formatter):
+    """``logging.Formatter`` whose message part is one line with no control sequence
+    (:func:`escape_controls`): a message that quotes a request's value (an exception's
+    text, a path) cannot start a line of its own or color the terminal. A traceback
+    still follows on its own lines."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 (logging's name)
+        """The format filled with the record's escaped message."""
+        record.message = escape_controls(record.message)
+        return super().formatMessage(record)
+
+
+def text_formatter() -> TextFormatter:
+    """The formatter of the text lines :func:`configure_logging` writes (``reactgraph.requests: request …``)."""
+    return TextFormatter("%(name)s: %(message)s")
 
 
 def configure_logging(log_format: LogFormat = "text", level: int = logging.INFO) -> None:
     """Send the ``reactgraph.runs`` and ``reactgraph.requests`` lines to stderr, as text or
     JSON lines (what ``reactgraph serve --log-format`` does). Other ``reactgraph`` loggers
-    keep their level. In ``json`` every record of the handler is JSON, and so is every
+    keep their level. In ``text`` the root logger's handlers escape their messages too
+    (:class:`TextFormatter`, their format kept). In ``json`` every record of the handler is JSON, and so is every
     record that reaches the root logger (its handlers get :class:`JsonFormatter`, a stderr
     one is added when it has none; Python's warnings are logged), and
     :data:`SERVE_LOGGER`'s lines go the same way.
@@ -97,7 +151,7 @@ def configure_logging(log_format: LogFormat = "text", level: int = logging.INFO)
     if log_format not in ("text", "json"):
         raise ValueError(f"log format must be text or json, got {log_format!r}")
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter() if log_format == "json" else logging.Formatter("%(name)s: %(message)s"))
+    handler.setFormatter(JsonFormatter() if log_format == "json" else text_formatter())
     loggers = [RUN_LOGGER, REQUEST_LOGGER]
     if log_format == "json":
         root = logging.getLogger()
@@ -107,6 +161,10 @@ def configure_logging(log_format: LogFormat = "text", level: int = logging.INFO)
             other.setFormatter(JsonFormatter())
         logging.captureWarnings(True)
         loggers.append(SERVE_LOGGER)
+    else:  # the root's lines (``reactgraph: …`` warnings and errors) get their messages escaped too
+        for other in logging.getLogger().handlers:
+            if not isinstance(other.formatter, TextFormatter):
+                other.setFormatter(TextFormatter(other.formatter._fmt if other.formatter else None))
     for logger in loggers:
         for old in [old for old in logger.handlers if getattr(old, "_reactgraph", False)]:
             logger.removeHandler(old)

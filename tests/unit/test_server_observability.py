@@ -20,7 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent, observability
 from reactgraph.cli import _parser, _server_settings
-from reactgraph.observability.logs import JsonFormatter, LogConsole, uvicorn_log_config
+from reactgraph.observability.logs import JsonFormatter, LogConsole, text_formatter, text_value, uvicorn_log_config
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.serving import parse_sse, running_server
@@ -210,3 +210,37 @@ def test_uvicorn_access_records_and_serve_lines_become_json_lines(caplog):
         LogConsole().print("[dim]model: scripted · tools: 3[/dim]\n[bold]page: http://127.0.0.1:8000/[/bold]")
     said = [record.getMessage() for record in caplog.records if record.name == "reactgraph.serve"]
     assert said == ["model: scripted · tools: 3", "page: http://127.0.0.1:8000/"]
+
+
+FORGED = 'x%0A{"level":"ERROR","msg":"FAKELOG2"}%0A%1B[31m'
+"""A thread id in a path that, written decoded, would make a log line of its own and color the terminal."""
+
+
+async def test_a_forged_path_makes_exactly_one_log_line_without_a_raw_control_character(caplog):
+    """Every value a request sends is escaped in the ``request`` line, in text and JSON: the
+    forged path is refused, and its line is one line that reads back the decoded value."""
+    caplog.set_level(logging.INFO, logger="reactgraph.requests")
+    agent = ReActAgent(ScriptedChatModel(responses=["fine"]), [], abilities=ModelAbilities(tool_call=True))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(agent, ServerSettings(api_key=""))),
+                                 base_url="http://localhost") as client:
+        refused = await client.get(f"/threads/{FORGED}")
+    assert refused.status_code == 422
+    [record] = [r for r in caplog.records if r.name == "reactgraph.requests"]
+    decoded = 'x\n{"level":"ERROR","msg":"FAKELOG2"}\n\x1b[31m'
+    assert record.reactgraph_fields["thread_id"] == decoded  # the record keeps the value; its lines escape it
+    text, as_json = text_formatter().format(record), JsonFormatter().format(record)
+    for line in (text, as_json):
+        assert len(line.splitlines()) == 1 and not re.search("[\x00-\x1f\x7f-\x9f\u2028\u2029]", line), line
+    assert text.startswith("reactgraph.requests: request method=GET ")
+    assert '\\n{\\"level\\":\\"ERROR\\",\\"msg\\":\\"FAKELOG2\\"}\\n\\x1b[31m"' in text
+    assert re.search(r' status=422 ', text) and text.count(" status=") == 1
+    fields = json.loads(as_json)
+    assert fields["thread_id"] == fields["path"][len("/threads/"):] == decoded and fields["status"] == 422
+
+
+def test_text_values_are_quoted_when_they_could_end_a_field_and_messages_are_escaped():
+    assert [text_value(v) for v in ("plain", 42, "", "a b", "k=v", 'say "hi"', "日本語", "é\u2028")] == [
+        "plain", "42", '""', '"a b"', '"k=v"', '"say \\"hi\\""', "日本語", '"é\\u2028"']
+    record = logging.LogRecord("reactgraph.mcp", logging.WARNING, __file__, 1, "tool %s failed: %s",
+                               ("lecture", "bad\r\nINFO forged\x9b31m"), None)
+    assert text_formatter().format(record) == "reactgraph.mcp: tool lecture failed: bad\\r\\nINFO forged\\x9b31m"
