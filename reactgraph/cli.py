@@ -227,6 +227,9 @@ def _add_serve_parser(commands: Any) -> None:
                              "(default: 10)")
     listen.add_argument("--body-timeout", type=float, default=None, metavar="SECONDS",
                         help="most seconds without a byte of a request's body before it gets 408 (default: 30)")
+    listen.add_argument("--body-deadline", type=float, default=None, metavar="SECONDS",
+                        help="most seconds reading a whole request body may take, however slowly it drips, before "
+                             "it gets 408 (default: 60)")
     listen.add_argument("--allowed-host", action="append", dest="allowed_hosts", metavar="HOST",
                         help="a host name clients may address while no $REACTGRAPH_API_KEY is set (repeatable; "
                              "default: localhost, 127.0.0.1, ::1; '*' allows any)")
@@ -626,7 +629,8 @@ def _server_settings(args: argparse.Namespace) -> Any:
     options: dict[str, Any] = {"max_message_chars": args.max_message_chars, "max_body_bytes": args.max_body_bytes,
                                "public_metrics": args.public_metrics, "metrics": args.metrics,
                                "default_mode": "dag" if args.dag else "react",
-                               "head_timeout": args.head_timeout, "body_timeout": args.body_timeout}
+                               "head_timeout": args.head_timeout, "body_timeout": args.body_timeout,
+                               "body_deadline": args.body_deadline}
     if args.allowed_hosts:
         options["allowed_hosts"] = tuple(args.allowed_hosts)
     elif args.host not in ("0.0.0.0", "::", "", *ServerSettings.allowed_hosts):

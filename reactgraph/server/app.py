@@ -182,6 +182,9 @@ class ServerSettings:
         public_metrics: ``/metrics`` needs no API key (for a scraper inside a trusted network).
         body_timeout: Most seconds the server waits for the next part of a request body
             before it answers 408 and closes the connection (default 30).
+        body_deadline: Most seconds reading a whole request body may take, however its
+            bytes are spread (a body dripped a byte at a time): past it, 408 and the
+            connection closed (default 60).
         default_mode: The :data:`Mode` of a run whose request names none (``/runs``
             without ``mode``, ``/agui`` without ``forwardedProps.mode``); ``"dag"`` needs
             an app with a DAG agent (``reactgraph serve --dag``; issue 39).
@@ -199,6 +202,7 @@ class ServerSettings:
     metrics: bool = True
     public_metrics: bool = False
     body_timeout: float = 30.0
+    body_deadline: float = 60.0
     default_mode: Mode = "react"
     head_timeout: float = 10.0
 
@@ -214,6 +218,8 @@ class ServerSettings:
             raise ValueError(f"ping_seconds must be positive, got {self.ping_seconds}")
         if self.body_timeout <= 0:
             raise ValueError(f"body_timeout must be positive, got {self.body_timeout}")
+        if not self.body_deadline > 0:
+            raise ValueError(f"body_deadline must be positive, got {self.body_deadline}")
         if self.default_mode not in MODES:
             raise ValueError(f"default_mode must be one of {', '.join(MODES)}, got {self.default_mode!r}")
         if self.head_timeout <= 0:
@@ -824,7 +830,8 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None, *,
     app.state.runs = {}
     app.state.stops = weakref.WeakSet()
     app.add_middleware(RequestGate, api_key=api_key, allowed_hosts=settings.allowed_hosts,
-                       max_body_bytes=settings.max_body_bytes, body_timeout=settings.body_timeout)
+                       max_body_bytes=settings.max_body_bytes, body_timeout=settings.body_timeout,
+                       body_deadline=settings.body_deadline)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_request: Request, exc: StarletteHTTPException) -> Response:

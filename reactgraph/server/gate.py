@@ -14,7 +14,8 @@ request, in this order and before any byte of the body is read:
    the body already read, so no endpoint can read more.
 4. **Time**: a body that stops arriving (a client that sent part of it and waits) gets 408
    once no byte of it came for ``body_timeout`` seconds, and its connection is closed
-   (issue 37: 200 stalled requests stayed open).
+   (issue 37: 200 stalled requests stayed open); a body dripped slowly, a byte now and
+   then, gets the same 408 once reading it took ``body_deadline`` seconds in all.
 5. **Depth**: a body that nests more than :data:`~reactgraph.bounds.MAX_NESTING_DEPTH`
    levels of JSON arrays and objects gets 422 before it is parsed (issue 37: the bound on
    everything that enters from a client; a parser would recurse into it).
@@ -85,15 +86,17 @@ class RequestGate:
             port, case-insensitively); ``"*"`` accepts any host.
         max_body_bytes: Most bytes of a request body.
         body_timeout: Most seconds to wait for the next part of a body.
+        body_deadline: Most seconds to read a whole body, from the first wait for it.
     """
 
     def __init__(self, app: ASGIApp, *, api_key: str, allowed_hosts: Iterable[str], max_body_bytes: int,
-                 body_timeout: float = 30.0) -> None:
+                 body_timeout: float = 30.0, body_deadline: float = 60.0) -> None:
         self.app = app
         self.api_key = api_key.encode()
         self.allowed_hosts = frozenset(host_name(host) for host in allowed_hosts)
         self.max_body_bytes = max_body_bytes
         self.body_timeout = body_timeout
+        self.body_deadline = body_deadline
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -133,8 +136,8 @@ class RequestGate:
 
     async def _read_body(self, scope: Scope, receive: Receive) -> tuple[bytes, Response | None]:
         """The whole body, or the 413 answer once it passes :attr:`max_body_bytes`, the 408
-        answer once it stalls for :attr:`body_timeout`, or the 422 answer when it nests
-        too deep."""
+        answer once it stalls for :attr:`body_timeout` or its reading has taken
+        :attr:`body_deadline` in all, or the 422 answer when it nests too deep."""
         too_large = error_response(413, f"the request body is larger than this server's limit of "
                                    f"{self.max_body_bytes} bytes (a body is parsed while the server answers "
                                    "nothing else, so its size is bounded)")
@@ -146,12 +149,16 @@ class RequestGate:
                 return b"", too_large
         chunks: list[bytes] = []
         size = 0
+        loop = asyncio.get_running_loop()
+        ends = loop.time() + self.body_deadline
         while True:
+            left = ends - loop.time()
             try:
-                message = await asyncio.wait_for(receive(), self.body_timeout)
+                message = await asyncio.wait_for(receive(), max(min(self.body_timeout, left), 0.0))
             except TimeoutError:
-                return b"", error_response(408, f"no part of the request body came for {self.body_timeout:g} seconds",
-                                           {"Connection": "close"})
+                reason = (f"no part of the request body came for {self.body_timeout:g} seconds" if self.body_timeout < left
+                          else f"the request body did not arrive within {self.body_deadline:g} seconds")
+                return b"", error_response(408, reason, {"Connection": "close"})
             if message["type"] == "http.disconnect":
                 return b"", Response(status_code=400)  # nobody is left to answer
             chunk = message.get("body", b"")

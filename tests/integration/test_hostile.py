@@ -278,3 +278,32 @@ async def test_a_body_that_stops_arriving_gets_408_and_its_connection_closed():
     assert status == 408 and b"no part of the request body came for 0.5 seconds" in response
     assert b"connection: close" in response.lower()
     assert agent.llm.calls == []
+
+
+async def test_a_body_dripped_a_byte_at_a_time_gets_408_at_its_total_deadline():
+    """A body under the size limit sent one byte every 0.1 s never stalls for
+    ``body_timeout``; its reading ends at ``body_deadline`` with 408 and the connection
+    closed, long before its last byte, and the agent never runs."""
+    agent = agent_with(["unused"])
+    body = json.dumps({"message": "Bonjour, état de la ligne 3 ? " * 3}).encode()
+    settings = ServerSettings(api_key="", body_timeout=5, body_deadline=1.0)
+    async with running_server(create_app(agent, settings)) as url:
+        host, port = url.removeprefix("http://").split(":")
+        reader, writer = await asyncio.open_connection(host, int(port))
+        sent = 0
+        try:
+            writer.write(post_head(url, "/threads/t/runs", len(body)).encode("latin-1") + b"\r\n\r\n")
+            answer = asyncio.ensure_future(reader.read(65536))
+            while not answer.done() and sent < len(body):
+                writer.write(body[sent:sent + 1])
+                await writer.drain()
+                sent += 1
+                await asyncio.wait([answer], timeout=0.1)  # the drip's pace, or the answer
+            response = await asyncio.wait_for(answer, 30)
+        finally:
+            writer.close()
+    assert sent < len(body)  # refused while it still dripped
+    assert int(response.split(b" ", 2)[1]) == 408, response
+    assert b"the request body did not arrive within 1 seconds" in response
+    assert b"connection: close" in response.lower()
+    assert agent.llm.calls == []
