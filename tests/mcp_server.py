@@ -8,13 +8,15 @@ Its tools return each kind of MCP result the engine maps (SPEC R13.4, R2.9): tex
 (``broken_sensor``); ``exit_server`` ends the server's process in the middle of the call (a
 server that dies, with a last line on stderr and exit status 3). Over stdio it writes a banner
 on stderr first, as many servers do. ``echo`` has the name of a tool of ``server-everything``, so a hub of
-both has a clash to prefix.
+both has a clash to prefix. ``python -m tests.mcp_server random N`` serves N tools with
+random names over stdio instead (:func:`build_random_server`).
 """
 
 from __future__ import annotations
 
 import base64
 import os
+import secrets
 import sys
 
 from mcp.server.fastmcp import FastMCP, Image
@@ -75,8 +77,28 @@ def build_server(port: int = 0) -> FastMCP:
     return server
 
 
+def build_random_server(count: int) -> FastMCP:
+    """A server of ``count`` tools with random names (``tool_<hex>``), new ones each start,
+    as a server that names its tools after its data may: each answers its own name."""
+    server = FastMCP("random-names", log_level="WARNING")
+    for _ in range(count):
+        name = f"tool_{secrets.token_hex(6)}"
+        server.add_tool(_answering(name), name=name, description=f"Looks {name} up.",
+                        annotations=ToolAnnotations(readOnlyHint=True))
+    return server
+
+
+def _answering(name: str):
+    def answer(item: str) -> str:
+        return f"{name}: {item} ok"
+
+    return answer
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "stdio":
+    if sys.argv[1] == "random":
+        build_random_server(int(sys.argv[2])).run(transport="stdio")
+    elif sys.argv[1] == "stdio":
         # A banner on stderr, as many stdio servers write one: it explains nothing later on.
         print("plant-extras MCP server running on stdio", file=sys.stderr, flush=True)
         build_server().run(transport="stdio")

@@ -48,7 +48,7 @@ class RunMetrics:
         model_calls: ``reactgraph_model_calls_total{phase, outcome}`` (``ok`` / ``error`` / ``cancelled``).
         model_call_duration: ``reactgraph_model_call_duration_seconds{phase}``.
         tokens: ``reactgraph_tokens_total{phase, type}`` (``input`` / ``output``).
-        tool_calls: ``reactgraph_tool_calls_total{tool, outcome}``.
+        tool_calls: ``reactgraph_tool_calls_total{tool, outcome}`` (``tool``: :func:`tool_label`).
         tool_call_duration: ``reactgraph_tool_call_duration_seconds{tool}``.
         approvals_waiting: ``reactgraph_approvals_waiting``: tool calls paused for a
             person's decision.
@@ -129,6 +129,34 @@ def run_metrics() -> RunMetrics:
 
 
 _children: dict[tuple[int, tuple[str, ...]], Any] = {}
+
+MAX_TOOL_LABELS = 100
+"""Most distinct tool names the ``tool`` label of the tool metrics takes in one process (a
+``serve`` worker): each name is a series of its own in every scrape, and the names come
+from outside — a model may call tools that do not exist, an MCP server may name its tools
+anything. Calls of further tools are counted under :data:`OTHER_TOOLS`."""
+
+OTHER_TOOLS = "(other)"
+"""The ``tool`` label of the calls of tools past :data:`MAX_TOOL_LABELS`."""
+
+MAX_TOOL_LABEL_CHARS = 64
+"""Longest ``tool`` label; a longer name is cut to it."""
+
+_tool_labels: set[str] = set()
+
+
+def tool_label(name: str) -> str:
+    """The ``tool`` label of a call of tool ``name``: the name (cut to
+    :data:`MAX_TOOL_LABEL_CHARS`) while fewer than :data:`MAX_TOOL_LABELS` names were
+    labelled in this process, or already was; else :data:`OTHER_TOOLS`. So the series of the
+    tool metrics stay bounded, whatever tool names the models and MCP servers bring."""
+    label = name[:MAX_TOOL_LABEL_CHARS]
+    if label in _tool_labels:
+        return label
+    if len(_tool_labels) >= MAX_TOOL_LABELS:
+        return OTHER_TOOLS
+    _tool_labels.add(label)
+    return label
 
 
 def labelled(family: Any, *values: str) -> Any:

@@ -43,7 +43,7 @@ from reactgraph.events import AgentEvent, AnswerDelta, Compacted, Injected, Stal
 from reactgraph.observability import UNOBSERVED, Unobserved
 from reactgraph.observability import tracing as names
 from reactgraph.observability.logs import RUN_LOGGER, log_fields
-from reactgraph.observability.metrics import RunMetrics, labelled
+from reactgraph.observability.metrics import RunMetrics, labelled, tool_label
 from reactgraph.testing import call_kind_of
 
 try:  # the [otel] extra: spans; without it only metrics and log lines are recorded
@@ -713,7 +713,7 @@ class RunObserver(BaseCallbackHandler):
     def _tool_cancelled(self, tool: _Tool) -> None:
         """A tool call stopped because its run was cancelled: outcome ``cancelled``, no error."""
         if self.instrumentation.metrics is not None:
-            labelled(self.instrumentation.metrics.tool_calls, tool.name, "cancelled").inc()
+            labelled(self.instrumentation.metrics.tool_calls, tool_label(tool.name), "cancelled").inc()
         if tool.leaf is not None:
             self._end_leaf(tool.leaf, {"reactgraph.tool.outcome": "cancelled"})
 
@@ -723,8 +723,8 @@ class RunObserver(BaseCallbackHandler):
         outcome = "rejected" if approval == "rejected" else "error" if error else "ok"
         metrics = self.instrumentation.metrics
         if metrics is not None:
-            labelled(metrics.tool_calls, tool.name, outcome).inc()
-            labelled(metrics.tool_call_duration, tool.name).observe(float(record.get("elapsed") or 0.0))
+            labelled(metrics.tool_calls, tool_label(tool.name), outcome).inc()
+            labelled(metrics.tool_call_duration, tool_label(tool.name)).observe(float(record.get("elapsed") or 0.0))
         if approval is not None:
             _approvals_waiting.discard((self.thread_id, tool.call_id))
             if metrics is not None:

@@ -1,7 +1,8 @@
 """Tool call ids on the page (issue 37 point 8), in headless Chromium against a real
 uvicorn server: a provider chooses the ids, and ``__proto__``, ``constructor``,
 ``toString`` or ``hasOwnProperty`` as keys of plain objects broke the stream ("the
-stream broke off: TypeError") or merged cards."""
+stream broke off: TypeError") or merged cards — in the stream, and in the thread drawn
+again from ``GET /threads/{id}`` after a reload, while calls wait and once the run ended."""
 
 from __future__ import annotations
 
@@ -37,6 +38,10 @@ async def test_tool_call_ids_named_like_object_members_keep_their_own_cards(tmp_
         await page.locator(".waiting-note").wait_for(timeout=30_000)
         waiting = page.locator('details.tool-card[data-status="waiting"]')
         assert await waiting.count() == 2
+        await page.reload()  # drawn again from GET /threads/{id}: the waiting calls keyed by those ids
+        await page.locator(".waiting-note").wait_for(timeout=30_000)
+        assert "broke off" not in await page.locator("body").inner_text()
+        assert await waiting.count() == 2
         assert await page.locator('details.tool-card[data-status="ok"]').count() == 2
         await waiting.nth(0).locator("button.approve").click()
         assert orders(db) == []  # one decision of two: nothing sent yet
@@ -44,5 +49,9 @@ async def test_tool_call_ids_named_like_object_members_keep_their_own_cards(tmp_
         await page.locator(".answer .footer").wait_for(timeout=30_000)
         assert "broke off" not in await page.locator("body").inner_text()
         assert await page.locator("details.tool-card").count() == 4
+        assert await page.locator('details.tool-card[data-status="ok"]').count() == 4
+        await page.reload()  # the finished thread read back: still four cards of their own
+        await page.locator(".answer .answer-body").wait_for(timeout=30_000)
+        assert "broke off" not in await page.locator("body").inner_text()
         assert await page.locator('details.tool-card[data-status="ok"]').count() == 4
     assert sorted(row[1] for row in orders(db)) == ["CNC-003", "PRS-001"]  # both ran, once each

@@ -346,3 +346,43 @@ async def test_the_examples_of_docs_mcp_run(tmp_path, monkeypatch, capsys):
     shown = shown_outputs([replace(block, skip=None) for block in fenced_blocks((REPO / "docs" / "mcp.md").read_text())])
     output = capsys.readouterr().out
     assert len(shown) == 2 and all(printed(line, output) for line in shown), (shown, output)
+
+
+async def test_tool_metrics_stay_bounded_with_an_mcp_server_whose_tool_names_are_random(monkeypatch):
+    """Each ``tool`` label is a series of its own in every scrape of ``/metrics``: an MCP
+    server naming its 8 tools at random, all called, adds at most ``MAX_TOOL_LABELS`` (3
+    here) names; the other calls count under ``(other)``."""
+    import httpx
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from reactgraph import observability
+    from reactgraph.observability import metrics
+    from reactgraph.server import ServerSettings, create_app
+    from tests.serving import parse_sse
+
+    monkeypatch.setattr(metrics, "MAX_TOOL_LABELS", 3)
+    monkeypatch.setattr(metrics, "_tool_labels", set())
+
+    def tool_counts(text: str) -> dict[str, float]:
+        return {sample.labels["tool"]: sample.value for family in text_string_to_metric_families(text)
+                for sample in family.samples if sample.name == "reactgraph_tool_calls_total"}
+
+    server = {"command": sys.executable, "args": ["-m", "tests.mcp_server", "random", "8"], "cwd": str(REPO)}
+    try:
+        async with load_mcp_tools({"mcpServers": {"rnd": server}}) as tools:
+            names = [tool.name for tool in tools]
+            assert len(set(names)) == 8
+            batch = AIMessage("", tool_calls=[tool_call(name, {"item": "Ventil 4"}, f"c{n}") for n, name in enumerate(names)])
+            agent = ReActAgent(ScriptedChatModel(responses=[batch, "Alles geprüft."], synthesis="Alles geprüft."), tools,
+                               abilities=ModelAbilities(tool_call=True))
+            app = create_app(agent, ServerSettings(api_key=""))
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as client:
+                before = tool_counts((await client.get("/metrics")).text)
+                ran = await client.post("/threads/rnd/runs", json={"message": "Prüfe alles"})
+                after = tool_counts((await client.get("/metrics")).text)
+    finally:
+        observability.uninstrument()
+    assert parse_sse(ran.text)[-1][1]["finish_reason"] == "final_answer"
+    labelled = {name for name in after if name in names}
+    assert len(labelled) == 3 and all(after[name] == 1 for name in labelled)
+    assert after["(other)"] - before.get("(other)", 0) == 5  # the other five calls, counted, unlabelled

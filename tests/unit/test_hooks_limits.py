@@ -246,3 +246,54 @@ def test_limit_settings_are_checked():
     with pytest.raises(ValueError, match="no entry for the model"):
         ReActAgent(looping_model(), [read_status], abilities=NATIVE,
                    settings=AgentSettings(limits=UsageLimits(cost=1.0, prices={"gpt-x": ModelPrice(1, 1)})))
+
+
+class HeldModel(ScriptedChatModel):
+    """:func:`looping_model`'s script, each loop call held until ``open`` is set; ``entered``
+    is set when a held call began, ``attempts`` counts every loop call begun (cut ones too)."""
+
+    attempts: int = 0
+    entered: Any = None
+    open: Any = None
+
+    async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):
+        self.attempts += 1
+        self.entered.set()
+        await self.open.wait()
+        return await super()._agenerate(messages, stop, run_manager, **kwargs)
+
+
+async def cut_during_a_model_call(events, model: HeldModel) -> None:
+    """Read ``events`` until a loop model call is in flight, then close them (a client that
+    goes away)."""
+    model.entered.clear()
+    async for event in events:
+        if event.channel == "step" and event.data.get("type") == "thinking" and event.data.get("status") == "start":
+            await asyncio.wait_for(model.entered.wait(), 30)
+            break
+    await events.aclose()
+
+
+async def test_model_calls_cut_by_a_disconnect_count_against_the_limit_after_resume(checkpoint_url):
+    """``model_calls=3``: two runs cut while a loop call is in flight, each then resumed, and
+    the last resume run to its end: the model was sent three loop calls in all, not five,
+    and the limit ends the run (SPEC R2.6: the limit holds across disconnects and resumes)."""
+    from reactgraph import open_persistence
+
+    base = looping_model()
+    model = HeldModel(responses=base.responses, repeat_last=True, synthesis="Lecture terminée.")
+    model.entered, model.open = asyncio.Event(), asyncio.Event()
+    async with open_persistence(checkpoint_url) as store:
+        agent = ReActAgent(model, [read_status], abilities=NATIVE, checkpointer=store.checkpointer,
+                           interrupt_queue=store.interrupt_queue,
+                           settings=AgentSettings(limits=UsageLimits(model_calls=3), stall_detection=False))
+        thread = f"cut-limits-{id(model)}"
+        await cut_during_a_model_call(agent.astream_events("Lis tout, s'il te plaît", thread_id=thread), model)
+        assert await agent.thread_status(thread) == "interrupted"
+        await cut_during_a_model_call(agent.aresume_events(thread), model)
+        model.open.set()
+        events = [event async for event in agent.aresume_events(thread)]
+    done = events[-1].data
+    assert done["finish_reason"] == "model_call_limit" and done["answer"] == "Lecture terminée."
+    assert done["limit"]["used"] == 3 and done["usage"]["model_calls"] >= 3
+    assert model.attempts == 3  # two cut, one answered; without the count of the cut ones: five
