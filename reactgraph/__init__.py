@@ -12,7 +12,7 @@ from reactgraph.agent import ReActAgent
 from reactgraph.approval import Decision, DecisionError, PendingCall
 from reactgraph.artifacts import Artifact
 from reactgraph.checkpointing import Persistence, open_checkpointer, open_persistence
-from reactgraph.config import _TOOL_SELECTION_MAX, COMPACTION_HINTS, TOOL_SELECTION_THRESHOLD, AgentSettings
+from reactgraph.config import COMPACTION_HINTS, TOOL_SELECTION_MAX, TOOL_SELECTION_THRESHOLD, AgentSettings
 from reactgraph.dag import DAGAgent, DAGResult, DAGSettings, StepOutcome, create_dag_graph
 from reactgraph.errors import (
     FollowUpLimitError,
@@ -42,6 +42,10 @@ from reactgraph.result import AgentResult, Step
 from reactgraph.structured import StructuredCallResult, structured_llm_call
 from reactgraph.usage import Usage
 from reactgraph.window import ContextGuard, GuardResult, TokenCounter, context_budget
+
+_TOOL_SELECTION_MAX = TOOL_SELECTION_MAX
+"""Most tools a selection keeps (:data:`reactgraph.config.TOOL_SELECTION_MAX`), under the name
+the public API has always exported."""
 
 __all__ = [
     "CircuitBreaker",

@@ -16,10 +16,11 @@ from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as create_tool
 from langgraph.graph.state import CompiledStateGraph
 
+from reactgraph import outcome
 from reactgraph._engine import Engine, split_prompt
 from reactgraph.abilities import ModelAbilities, resolve_abilities
 from reactgraph.approval import PendingCall
-from reactgraph.checkpointing import STORAGE_ERROR, is_storage_failure
+from reactgraph.checkpointing import STORAGE_ERROR
 from reactgraph.config import AgentSettings
 from reactgraph.events import AgentEvent
 from reactgraph.facade import AgentFacade, ThreadStatus
@@ -148,19 +149,18 @@ class ReActAgent(AgentFacade[AgentResult]):
     ) -> AgentResult:
         steps = state.get("steps") or []
         answer = state.get("answer") or ""
-        finish_reason = state.get("finish_reason")
+        finish_reason = outcome.finish_reason(state.get("finish_reason"), error=error, waiting=bool(pending),
+                                              failure_reason=self.failure_reason)
         error_text = None
         if pending:
-            answer, finish_reason = "", "waiting"
+            answer = ""
         elif error is not None:
             error_text = self._error_text(error)
             language = turn_language(state)
-            if is_storage_failure(error):  # the checkpointer or store, not the model (issue 37)
+            if finish_reason == STORAGE_ERROR:  # the checkpointer or store, not the model
                 answer = summarize_steps(steps, phrase("storage_failed", language, error=error_text), language)
-                finish_reason = STORAGE_ERROR
             else:
                 answer = summarize_steps(steps, phrase("model_failed", language, error=error_text), language)
-                finish_reason = "model_error"
         system = SystemMessage(self.engine.loop_system_prompt(state.get("selected_tools"), state.get("query", ""),
                                                               state.get("messages", []), thread_id))
         return AgentResult(

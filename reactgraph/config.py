@@ -13,8 +13,8 @@ from reactgraph.limits import UsageLimits
 TOOL_SELECTION_THRESHOLD = 12
 """More registered tools than this triggers one selection call before the loop (SPEC R5.1)."""
 
-_TOOL_SELECTION_MAX = 6
-"""Most tools a selection keeps (SPEC R5.1)."""
+TOOL_SELECTION_MAX = 6
+"""Most tools a selection keeps (SPEC R5.1); ``reactgraph._TOOL_SELECTION_MAX`` is its public name."""
 
 DURABILITY_MODES = ("sync", "async", "exit")
 """LangGraph's checkpoint durability modes, for :attr:`AgentSettings.durability`."""
@@ -115,7 +115,7 @@ class AgentSettings:
             context budget, else the lexical ranking alone chooses (no call).
         tool_selection_threshold: Tool count above which selection runs (default
             :data:`TOOL_SELECTION_THRESHOLD`, 12).
-        tool_selection_max: *Safeguard* (strict: 1, permissive: :data:`_TOOL_SELECTION_MAX`, 6).
+        tool_selection_max: *Safeguard* (strict: 1, permissive: :data:`TOOL_SELECTION_MAX`, 6).
             Most tools a selection keeps.
         tool_selection_shortlist: Tools, lexically best first, shown to the selection call
             (SPEC R13.1; default 12; never fewer than ``tool_selection_max``; every tool when

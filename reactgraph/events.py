@@ -173,11 +173,6 @@ class AgentEvent:
         """The event in Server-Sent Events wire format (:func:`to_sse`)."""
         return to_sse(self)
 
-    @staticmethod
-    def from_wire(channel: str, data: dict[str, Any]) -> AgentEvent:
-        """The typed event of a ``(channel, payload)`` pair (:func:`event_from_wire`)."""
-        return event_from_wire(channel, data)
-
 
 def to_sse(event: AgentEvent) -> str:
     """The one serializer of events to the SSE wire format of SPEC §8:

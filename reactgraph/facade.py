@@ -21,7 +21,7 @@ from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import StateSnapshot
 
-from reactgraph import observability
+from reactgraph import observability, outcome
 from reactgraph.actions import message_text
 from reactgraph.approval import PendingCall, pending_calls, resume_command
 from reactgraph.checkpointing import (
@@ -184,7 +184,7 @@ class AgentFacade(ABC, Generic[ResultT]):
         """The end of a run's event stream: for a failed run an ``error`` event
         ``{message, kind}`` and the fallback answer on the ``answer`` channel (SPEC R2.7,
         R3.2); then ``done`` with the synthesized answer (or the fallback)."""
-        shown = result.synthesis if result.synthesis is not None else result.answer
+        shown = outcome.answer_shown(result.synthesis, result.answer)
         if failed:
             yield RunError(message=str(result.error), kind=kind)
             yield AnswerStarted()
@@ -458,7 +458,7 @@ class AgentFacade(ABC, Generic[ResultT]):
         assert result is not None  # _drive always ends with the result
         if result.waiting:
             yield ApprovalWaiting(thread_id=result.thread_id, pending=[call.to_dict() for call in result.pending])
-        failed = result.error is not None and result.finish_reason in (self.failure_reason, STORAGE_ERROR)
+        failed = result.error is not None and outcome.is_failure(result.finish_reason, self.failure_reason)
         kind = STORAGE_ERROR if result.finish_reason == STORAGE_ERROR else self.failure_kind
         for event in self._closing_events(result, failed=failed, kind=kind):
             yield event

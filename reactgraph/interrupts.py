@@ -105,7 +105,13 @@ def format_interrupt(texts: Sequence[str]) -> str:
     return INTERRUPT_PREFIX + _SEPARATOR.join(texts)
 
 
-def _check_text(text: str) -> str:
+def check_text(text: str) -> str:
+    """A follow-up's ``text``, checked (every follow-up queue's rule).
+
+    Raises:
+        TypeError: ``text`` is not a string.
+        ValueError: ``text`` is empty or blank.
+    """
     if not isinstance(text, str):
         raise TypeError(f"a follow-up must be a string, got {type(text).__name__}")
     if not text.strip():
@@ -206,7 +212,7 @@ class InMemoryInterruptQueue(InterruptQueue):
             self._open.discard(thread_id)
 
     async def put(self, thread_id: str, text: str) -> None:
-        _check_text(text)
+        check_text(text)
         with self._lock:
             if thread_id not in self._open:
                 raise NoActiveRunError(

@@ -19,12 +19,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 from reactgraph.language import phrase
 
-LIMIT_REASONS = ("model_call_limit", "tool_call_limit", "token_limit", "cost_limit")
+LimitReason = Literal["model_call_limit", "tool_call_limit", "token_limit", "cost_limit"]
 """The ``finish_reason`` of a loop a usage limit ended."""
+
+LIMIT_REASONS: tuple[str, ...] = get_args(LimitReason)
+"""The values of :data:`LimitReason`."""
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from reactgraph.errors import NoActiveRunError, ThreadBusyError
-from reactgraph.interrupts import FollowUpLimits, InterruptQueue, _check_text
+from reactgraph.interrupts import FollowUpLimits, InterruptQueue, check_text
 
 logger = logging.getLogger(__name__)
 
@@ -288,7 +288,7 @@ class PostgresInterruptQueue(InterruptQueue):
             TypeError, ValueError: ``text`` is not a string, or is blank.
             psycopg.Error: The database failed.
         """
-        _check_text(text)
+        check_text(text)
         params: dict[str, Any] = {"thread_id": thread_id, "content": text, **_lock_params(thread_id)}
         async with self._pool.connection() as conn, conn.transaction():
             # Puts on one thread from any process take turns, so the limits hold across them.

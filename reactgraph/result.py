@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import KW_ONLY, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
 
 from reactgraph.approval import PendingCall
 from reactgraph.artifacts import Artifact
 from reactgraph.usage import Usage
+
+if TYPE_CHECKING:
+    from reactgraph.outcome import FinishReason
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,7 @@ class RunResult:
         answer: The answer before synthesis (see the subclass).
         usage: Tokens and model calls summed over every model call of the run (SPEC R2.10).
         elapsed: Seconds the run took.
-        finish_reason: How the run ended (the subclass lists the values).
+        finish_reason: How the run ended (:data:`reactgraph.outcome.FinishReason`; the subclass lists its values).
         error: Why the run failed, ``None`` when it did not.
         thread_id: The conversation thread the run belongs to.
         synthesis: The synthesized answer when the run streamed one, else ``None``.
@@ -90,7 +93,7 @@ class RunResult:
     _: KW_ONLY
     usage: Usage = field(default_factory=Usage)
     elapsed: float = 0.0
-    finish_reason: str | None = None
+    finish_reason: FinishReason | None = None
     error: str | None = None
     thread_id: str | None = None
     synthesis: str | None = None

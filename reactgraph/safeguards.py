@@ -25,7 +25,7 @@ from types import MappingProxyType
 from typing import Any
 
 from reactgraph.abilities import ModelAbilities
-from reactgraph.config import _TOOL_SELECTION_MAX
+from reactgraph.config import TOOL_SELECTION_MAX
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ PERMISSIVE = SafeguardPolicy("permissive", MappingProxyType({
     "grounding_reask": True,
     "grounding_check_first": False,
     "answer_from_observations": False,
-    "tool_selection_max": _TOOL_SELECTION_MAX,
+    "tool_selection_max": TOOL_SELECTION_MAX,
     "optional_args": "all",
     "lexical_gate": False,
     "refuse_unasked_ids": False,

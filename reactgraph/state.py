@@ -12,14 +12,16 @@ from langgraph.managed import RemainingSteps
 from typing_extensions import NotRequired, TypedDict
 
 from reactgraph._pinning import merge_pinned
+from reactgraph.limits import LimitReason
 from reactgraph.usage import sum_usage
 
-FinishReason = Literal["final_answer", "stalled", "covered", "raw_content", "return_direct", "max_iterations",
-                       "model_error", "storage_error", "model_call_limit", "tool_call_limit", "token_limit",
-                       "cost_limit"]
+LoopFinishReason = Literal["final_answer", "stalled", "covered", "raw_content", "return_direct", "max_iterations",
+                           "model_error", "storage_error", LimitReason]
 """How a turn's loop ended: the model's final answer; the loop stalled (SPEC R13.1); the
-observations covered the question (``AgentSettings.answer_when_covered``, issue 36); unparseable content twice (R2.4); a ``return_direct`` tool (issue 21); the iteration cap (R2.6); a model
-that kept failing (R2.7); a checkpointer or store that failed (issue 37); a usage limit (R13.3, :mod:`reactgraph.limits`)."""
+observations covered the question (``AgentSettings.answer_when_covered``); unparseable content
+twice (R2.4); a ``return_direct`` tool; the iteration cap (R2.6); a model that kept failing
+(R2.7); a checkpointer or store that failed; a usage limit (R13.3, :mod:`reactgraph.limits`).
+A run's complete finish reason (paused, cancelled, failed) is :data:`reactgraph.outcome.FinishReason`."""
 
 RESET: dict[str, Any] = {"__reset__": True}
 """Write this to ``steps`` or ``usage`` to clear them at the start of a turn."""
@@ -141,8 +143,8 @@ class AgentState(InputState, total=False):
     last one, not the whole trace (issue 20)."""
     answer: str
     """The loop's brief answer (SPEC R2.10)."""
-    finish_reason: FinishReason | None
-    """How the loop ended (see :data:`FinishReason`)."""
+    finish_reason: LoopFinishReason | None
+    """How the loop ended (see :data:`LoopFinishReason`)."""
     progress_iteration: int
     """The model call after which the loop last took in something new other than a tool
     result (a follow-up); stall detection counts from it (SPEC R13.1)."""
@@ -211,7 +213,7 @@ class OutputState(TypedDict, total=False):
     selected_tools: list[str] | None
     steps: Annotated[list[dict[str, Any]], DeltaChannel(append_steps)]
     answer: str
-    finish_reason: FinishReason | None
+    finish_reason: LoopFinishReason | None
     error: str | None
     limit: dict[str, Any] | None
     synthesis: str | None

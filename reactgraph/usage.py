@@ -39,13 +39,6 @@ class Usage:
         """The usage of a state's ``usage`` dict; missing keys count 0."""
         return cls(**{key: int((counts or {}).get(key, 0) or 0) for key in USAGE_KEYS})
 
-    @classmethod
-    def from_message(cls, message: Any, model_calls: int = 1) -> Usage:
-        """The tokens a provider reported on ``message`` (its ``usage_metadata``, none
-        counts 0), as ``model_calls`` calls."""
-        reported = getattr(message, "usage_metadata", None) or {}
-        return cls(**{key: int(reported.get(key, 0) or 0) for key in TOKEN_KEYS}, model_calls=model_calls)
-
     def add(self, other: Usage | Mapping[str, Any] | None) -> Usage:
         """This usage plus ``other`` (a :class:`Usage` or a usage dict), key by key."""
         right = other if isinstance(other, Usage) else Usage.from_dict(other)
@@ -56,10 +49,16 @@ class Usage:
         return {key: getattr(self, key) for key in USAGE_KEYS}
 
 
+def reported_tokens(message: Any) -> dict[str, int]:
+    """The tokens a provider reported on a message or a streamed chunk (its
+    ``usage_metadata``; a missing count is 0), keyed by :data:`TOKEN_KEYS`."""
+    reported = getattr(message, "usage_metadata", None) or {}
+    return {key: int(reported.get(key, 0) or 0) for key in TOKEN_KEYS}
+
+
 def usage_of(message: Any) -> dict[str, int]:
     """The token usage a provider reported on a message, plus one model call, as a dict."""
-    reported = getattr(message, "usage_metadata", None) or {}
-    return {**{key: int(reported.get(key, 0) or 0) for key in TOKEN_KEYS}, "model_calls": 1}
+    return {**reported_tokens(message), "model_calls": 1}
 
 
 def sum_usage(*parts: Mapping[str, Any] | None) -> dict[str, int]:

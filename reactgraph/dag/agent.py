@@ -15,8 +15,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 
+from reactgraph import outcome
 from reactgraph.approval import PendingCall
-from reactgraph.checkpointing import STORAGE_ERROR, is_storage_failure
 from reactgraph.config import AgentSettings
 from reactgraph.dag.executor import results_answer
 from reactgraph.dag.graph import create_dag_graph
@@ -191,11 +191,13 @@ class DAGAgent(AgentFacade[DAGResult]):
         plan = state.get("plan") or []
         results = state.get("results") or {}
         analysis = state.get("analysis") or {}
-        answer, finish, error = state.get("answer") or "", state.get("finish_reason"), state.get("error")
+        answer, error = state.get("answer") or "", state.get("error")
+        finish = outcome.finish_reason(state.get("finish_reason"), error=failure, waiting=bool(pending),
+                                       failure_reason=self.failure_reason)
         if pending:
-            answer, finish = "", "waiting"
+            answer = ""
         elif failure is not None:
-            error, finish = self._error_text(failure), STORAGE_ERROR if is_storage_failure(failure) else "error"
+            error = self._error_text(failure)
             language = detect_language(state.get("goal") or state.get("query") or "")
             answer = answer or (results_answer(plan, results, language) if results
                                 else phrase("run_failed", language, error=error))

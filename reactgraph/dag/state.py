@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from typing_extensions import NotRequired, TypedDict
 
 from reactgraph.dag.budget import add_counts
+from reactgraph.outcome import DAGFinishReason
 from reactgraph.state import RESET, InputState, add_model_usage, add_turns, add_usage
 
 
@@ -113,8 +114,7 @@ class DAGState(InputState, total=False):
     """The best answer before synthesis: the analyzer's final answer, else the step results."""
     synthesis: str | None
     """The streamed answer (``None`` when synthesis was skipped)."""
-    finish_reason: Literal["achieved", "not_achieved", "max_rounds", "plan_failed", "model_call_limit",
-                           "tool_call_limit", "token_limit", "cost_limit"] | None
+    finish_reason: DAGFinishReason | None
     """Why the run stopped re-planning (a usage limit: :mod:`reactgraph.dag.budget`)."""
     limit: dict[str, Any] | None
     """The run-wide usage limit that ended the run, with the figures; ``None`` when none did."""

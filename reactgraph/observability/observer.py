@@ -38,12 +38,14 @@ from langchain_core.runnables import RunnableBinding
 from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.errors import GraphInterrupt
 
-from reactgraph.checkpointing import STORAGE_ERROR, is_storage_failure
+from reactgraph import outcome
 from reactgraph.events import AgentEvent, AnswerDelta, Compacted, Injected, Stalled
 from reactgraph.observability import UNOBSERVED, Unobserved
 from reactgraph.observability import tracing as names
 from reactgraph.observability.logs import RUN_LOGGER, log_fields
 from reactgraph.observability.metrics import RunMetrics, labelled, tool_label
+from reactgraph.outcome import cancelled
+from reactgraph.usage import reported_tokens
 from reactgraph.testing import call_kind_of
 
 try:  # the [otel] extra: spans; without it only metrics and log lines are recorded
@@ -238,13 +240,6 @@ def dispatch_event(event: AgentEvent) -> None:
         observer.on_agent_event(event)
 
 
-def cancelled(error: BaseException | None) -> bool:
-    """Whether ``error`` stopped a run or a call from outside rather than failed it: a task
-    cancelled (``CancelledError``, asyncio's or ``concurrent.futures``'), a generator closed
-    (its consumer went away), Ctrl-C."""
-    return isinstance(error, (GeneratorExit, KeyboardInterrupt)) or type(error).__name__ == "CancelledError"
-
-
 def _present(attributes: dict[str, Any]) -> dict[str, Any]:
     """``attributes`` without the ``None`` values (OpenTelemetry takes none)."""
     return {key: value for key, value in attributes.items() if value is not None}
@@ -329,10 +324,9 @@ class ModelCall:
             self.chunks = chunk if self.chunks is None else self.chunks + chunk
 
     def _read(self, message: BaseMessage) -> None:
-        usage = getattr(message, "usage_metadata", None)
-        if usage:
-            self.input_tokens += int(usage.get("input_tokens") or 0)
-            self.output_tokens += int(usage.get("output_tokens") or 0)
+        tokens = reported_tokens(message)
+        self.input_tokens += tokens["input_tokens"]
+        self.output_tokens += tokens["output_tokens"]
         if message.response_metadata:
             self.metadata.update(message.response_metadata)
         if getattr(message, "tool_calls", None) or getattr(message, "tool_call_chunks", None):
@@ -557,13 +551,9 @@ class RunObserver(BaseCallbackHandler):
 
     def _run_ended(self, state: _RunState, outputs: dict[str, Any], error: BaseException | None) -> None:
         seconds = time.perf_counter() - state.started
-        if isinstance(error, GraphInterrupt) or (error is None and (state.paused or "__interrupt__" in outputs)):
-            finish = "waiting"
-        elif error is not None:
-            finish = "cancelled" if cancelled(error) else STORAGE_ERROR if is_storage_failure(error) \
-                else self.failure_reason
-        else:
-            finish = str(outputs.get("finish_reason") or "unknown")
+        waiting = isinstance(error, GraphInterrupt) or (error is None and (state.paused or "__interrupt__" in outputs))
+        finish = outcome.finish_reason(outputs.get("finish_reason"), error=None if waiting else error, waiting=waiting,
+                                       failure_reason=self.failure_reason) or outcome.UNRECORDED
         metrics = self.instrumentation.metrics
         if metrics is not None:
             labelled(metrics.runs_finished, finish).inc()
@@ -587,9 +577,9 @@ class RunObserver(BaseCallbackHandler):
                 ending["reactgraph.iterations"] = int(outputs.get("iteration") or 0)
             if self.instrumentation.capture_content and isinstance(outputs.get("answer"), str):
                 ending[names.OUTPUT_MESSAGES] = _json([{"role": "assistant", "parts": [
-                    {"type": "text", "content": outputs.get("synthesis") or outputs["answer"]}]}])
+                    {"type": "text", "content": outcome.answer_shown(outputs.get("synthesis"), outputs["answer"])}]}])
             span.set_attributes(ending)
-            if error is not None and finish in (self.failure_reason, STORAGE_ERROR):
+            if error is not None and outcome.is_failure(finish, self.failure_reason):
                 self._error(span, error)
             span.end()
         if self.request is not None:

@@ -80,6 +80,7 @@ from sse_starlette import EventSourceResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
+from reactgraph import outcome
 from reactgraph._pinning import is_pinned, pinned_ids
 from reactgraph.actions import message_text
 from reactgraph.demo.factory import DEMO_QUESTION
@@ -459,8 +460,7 @@ def _message_view(message: BaseMessage, pinned: frozenset[str]) -> ThreadMessage
 def _answer_fields(values: dict[str, Any]) -> dict[str, Any]:
     """The :class:`ThreadResult` fields both graphs' states hold alike: the answer (the
     synthesis, else the answer before it), the answer before synthesis, usage, finish reason."""
-    synthesis = values.get("synthesis")
-    return {"answer": synthesis if synthesis is not None else values.get("answer", ""),
+    return {"answer": outcome.answer_shown(values.get("synthesis"), values.get("answer")),
             "loop_answer": values.get("answer", ""), "finish_reason": values.get("finish_reason"),
             "usage": {key: int(value) for key, value in (values.get("usage") or {}).items()}}
 
