@@ -40,6 +40,7 @@ from reactgraph.fallbacks import (
     pick_model,
     unique_labels,
 )
+from reactgraph.graph.names import GUARD_CONTEXT, LLM_CALL_JSON, LLM_CALL_NATIVE, SELECT_TOOLS, SYNTHESIZE
 from reactgraph.history import HistoryFold, add_call_ids, written_ids_fold
 from reactgraph.interrupts import InMemoryInterruptQueue, InterruptQueue
 from reactgraph.limits import ModelPrice, limit_reached, model_name_of
@@ -52,16 +53,16 @@ from reactgraph.tooling import ToolErrorPolicy, ToolRunner, has_side_effects, pr
 
 _DATES = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 
-RUN_NAME_SELECTION = "tool_loop/select_tools"
+RUN_NAME_SELECTION = f"tool_loop/{SELECT_TOOLS}"
 """Trace name of the tool-selection model calls: ``<phase>/<node>``. LangSmith (or any
 callback handler) shows which node and phase each model call belongs to."""
-RUN_NAME_COMPACTION = "tool_loop/guard_context"
+RUN_NAME_COMPACTION = f"tool_loop/{GUARD_CONTEXT}"
 """Trace name of the context guard's compaction call."""
-RUN_NAME_NATIVE = "tool_loop/llm_call_native"
+RUN_NAME_NATIVE = f"tool_loop/{LLM_CALL_NATIVE}"
 """Trace name of a native-mode loop call."""
-RUN_NAME_JSON = "tool_loop/llm_call_json"
+RUN_NAME_JSON = f"tool_loop/{LLM_CALL_JSON}"
 """Trace name of a JSON-mode loop call."""
-RUN_NAME_SYNTHESIS = "synthesis/synthesize"
+RUN_NAME_SYNTHESIS = f"synthesis/{SYNTHESIZE}"
 """Trace name of the streaming answer-synthesis call."""
 
 

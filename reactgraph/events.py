@@ -27,6 +27,7 @@ from langgraph._internal._constants import CONFIG_KEY_CHECKPOINTER  # how a task
 from langgraph.config import get_stream_writer
 
 from reactgraph import observability
+from reactgraph.graph.names import EXECUTE_TOOLS
 from reactgraph.jsonparse import safe_json
 
 Channel = Literal[
@@ -627,7 +628,7 @@ INTERRUPT_KEY = "__interrupt__"
 """The key of the interrupts a paused run's ``values``/``updates`` chunk and ``invoke``
 result carry (LangGraph's stream protocol)."""
 
-TOOL_NODE = "execute_tools"
+TOOL_NODE = EXECUTE_TOOLS
 """The graph node that runs one tool call; its saved update carries the call's step record."""
 
 

@@ -32,6 +32,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.constants import TAG_NOSTREAM
 from pydantic import ConfigDict, Field
 
+from reactgraph.graph.names import GUARD_CONTEXT, LLM_CALL_JSON, LLM_CALL_NATIVE, SELECT_TOOLS, SYNTHESIZE
 from reactgraph.protocol import check_protocol
 
 __all__ = ["CALL_KINDS", "ScriptedChatModel", "call_kind", "call_kind_of", "check_protocol", "tool_call"]
@@ -44,11 +45,11 @@ CALL_KINDS = ("tool_loop", "selection", "synthesis", "structured", "compaction")
 ``response_format``, the DAG planner and analyzer, §4, §9) and context compaction (§6)."""
 
 _NODE_KINDS = {
-    "llm_call_native": "tool_loop",
-    "llm_call_json": "tool_loop",
-    "select_tools": "selection",
-    "guard_context": "compaction",
-    "synthesize": "synthesis",
+    LLM_CALL_NATIVE: "tool_loop",
+    LLM_CALL_JSON: "tool_loop",
+    SELECT_TOOLS: "selection",
+    GUARD_CONTEXT: "compaction",
+    SYNTHESIZE: "synthesis",
 }
 """The graph nodes that make each kind of call (ReAct and DAG graphs; the DAG's steps run
 the ReAct nodes). Other nodes' calls (``structured_response``, ``plan``, ``analyze``) are

@@ -28,6 +28,7 @@ from reactgraph.dag.followups import PlanDrain
 from reactgraph.dag.settings import DAGSettings
 from reactgraph.dag.state import Analysis, DAGState, PlanStep, StepResult
 from reactgraph.events import Analysis, Analyzing, emit
+from reactgraph.graph.names import PLAN, SYNTHESIZE
 from reactgraph.language import detect_language
 from reactgraph.limits import UsageLimits
 from reactgraph.models.registry import ModelRegistry
@@ -198,4 +199,4 @@ class Analyzer:
 
 def route_analysis(state: DAGState) -> Literal["plan", "synthesize"]:
     """Back to the planner while the analyzer asked for another round, else synthesis."""
-    return "plan" if state.get("finish_reason") is None else "synthesize"
+    return PLAN if state.get("finish_reason") is None else SYNTHESIZE

@@ -79,6 +79,7 @@ from reactgraph.events import (
     emit,
     graph_events,
 )
+from reactgraph.graph.names import ANALYZE, RUN_STEP, SYNTHESIZE
 from reactgraph.graph.react import create_react_graph
 from reactgraph.history import thread_of
 from reactgraph.language import detect_language, phrase
@@ -198,7 +199,7 @@ def route_schedule(state: DAGState, settings: DAGSettings,
     :mod:`reactgraph.dag.budget`), in plan order; ``"analyze"`` when every step has a
     result; ``"synthesize"`` when the run reached a usage limit."""
     if is_limit(state.get("finish_reason")):
-        return "synthesize"
+        return SYNTHESIZE
     results = state.get("results") or {}
     plan = state.get("plan") or []
     by_id = {step["id"]: step for step in plan}
@@ -212,10 +213,10 @@ def route_schedule(state: DAGState, settings: DAGSettings,
             ready.append({"step": step, "goal": state.get("goal", ""), "round": state.get("round", 1),
                           "dependency_results": dependency_results})
     if not ready:
-        return "analyze"
+        return ANALYZE
     ready = ready[:max(wave_size(state, limits, len(ready)), 1)]
     shares = step_shares(state, limits, len(ready))
-    return [Send("run_step", {**task, "limits": share} if share is not None else task) for task, share in zip(ready, shares)]
+    return [Send(RUN_STEP, {**task, "limits": share} if share is not None else task) for task, share in zip(ready, shares)]
 
 
 class StepGraphs:

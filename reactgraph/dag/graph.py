@@ -32,6 +32,7 @@ from reactgraph.dag.plan import Planner
 from reactgraph.dag.settings import DAGSettings
 from reactgraph.dag.state import DAGState
 from reactgraph.dag.synthesize import DAGSynthesize
+from reactgraph.graph.names import ANALYZE, PLAN, RUN_STEP, SCHEDULE, START_DAG, SYNTHESIZE
 from reactgraph.interrupts import InMemoryInterruptQueue, InterruptQueue
 from reactgraph.models.registry import ModelRegistry
 from reactgraph.state import RESET, TURN_ANSWER_CHARS, InputState
@@ -80,7 +81,7 @@ def route_plan(state: DAGState) -> Literal["schedule", "synthesize"]:
     """After the planner: run the plan, or go to synthesis when planning failed or the run
     reached a usage limit."""
     finish = state.get("finish_reason")
-    return "synthesize" if finish == "plan_failed" or is_limit(finish) else "schedule"
+    return SYNTHESIZE if finish == "plan_failed" or is_limit(finish) else SCHEDULE
 
 
 def create_dag_graph(
@@ -138,21 +139,21 @@ def create_dag_graph(
 
     builder = StateGraph(DAGState, input_schema=InputState)
     limits = step_settings.limits  # the whole run's in DAG mode (reactgraph.dag.budget)
-    nodes = {"start_dag": start_dag, "plan": Planner(registry, tools, dag_settings, drain, limits),
-             "schedule": Schedule(drain, limits), "run_step": RunStep(registry, graphs, dag_settings),
-             "analyze": Analyzer(registry, dag_settings, drain, limits),
-             "synthesize": DAGSynthesize(registry, dag_settings)}
+    nodes = {START_DAG: start_dag, PLAN: Planner(registry, tools, dag_settings, drain, limits),
+             SCHEDULE: Schedule(drain, limits), RUN_STEP: RunStep(registry, graphs, dag_settings),
+             ANALYZE: Analyzer(registry, dag_settings, drain, limits),
+             SYNTHESIZE: DAGSynthesize(registry, dag_settings)}
     for node, body in nodes.items():
         builder.add_node(node, observed_node(body, node))  # observed when the run is (issue 40)
 
-    builder.add_edge(START, "start_dag")
-    builder.add_edge("start_dag", "plan")
-    builder.add_conditional_edges("plan", route_plan, ["schedule", "synthesize"])
-    builder.add_conditional_edges("schedule", lambda state: route_schedule(state, dag_settings, limits),
-                                  ["run_step", "analyze", "synthesize"])
-    builder.add_edge("run_step", "schedule")
-    builder.add_conditional_edges("analyze", route_analysis, ["plan", "synthesize"])
-    builder.add_edge("synthesize", END)
+    builder.add_edge(START, START_DAG)
+    builder.add_edge(START_DAG, PLAN)
+    builder.add_conditional_edges(PLAN, route_plan, [SCHEDULE, SYNTHESIZE])
+    builder.add_conditional_edges(SCHEDULE, lambda state: route_schedule(state, dag_settings, limits),
+                                  [RUN_STEP, ANALYZE, SYNTHESIZE])
+    builder.add_edge(RUN_STEP, SCHEDULE)
+    builder.add_conditional_edges(ANALYZE, route_analysis, [PLAN, SYNTHESIZE])
+    builder.add_edge(SYNTHESIZE, END)
     graph = builder.compile(checkpointer=checkpointer, name=name)
     return graph.with_config(recursion_limit=dag_settings.recursion_limit,  # type: ignore[return-value]
                              metadata={GRAPH_KIND_KEY: DAG_GRAPH},

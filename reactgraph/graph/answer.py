@@ -13,6 +13,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from reactgraph._engine import Engine
 from reactgraph.events import AnswerDelta, AnswerReset, as_agent_event
+from reactgraph.graph.names import SYNTHESIZE
 from reactgraph.nodes.synthesize import Synthesize
 from reactgraph.state import AgentState
 
@@ -31,9 +32,9 @@ def answer_graph(engine: Engine) -> CompiledStateGraph:
         ``earlier_turns``).
     """
     builder = StateGraph(AgentState)
-    builder.add_node("synthesize", Synthesize(engine))
-    builder.add_edge(START, "synthesize")
-    builder.add_edge("synthesize", END)
+    builder.add_node(SYNTHESIZE, Synthesize(engine))
+    builder.add_edge(START, SYNTHESIZE)
+    builder.add_edge(SYNTHESIZE, END)
     return builder.compile()
 
 
@@ -57,7 +58,7 @@ async def answer_chunks(graph: CompiledStateGraph, engine: Engine, state: dict[s
     held = engine.settings.grounding == "enforce" and not engine.settings.grounding_check_first
     pending: list[str] = []
     config = dict(config or {})
-    config["configurable"] = {**(config.get("configurable") or {}), "synthesize": True}
+    config["configurable"] = {**(config.get("configurable") or {}), SYNTHESIZE: True}
     async for chunk in graph.astream(state, config, stream_mode="custom"):
         event = as_agent_event(chunk)
         if isinstance(event, AnswerReset):

@@ -39,6 +39,18 @@ from reactgraph.abilities import ModelAbilities, resolve_abilities
 from reactgraph.approval import earlier_decision
 from reactgraph.config import AgentSettings
 from reactgraph.fallbacks import ModelScope, ServingNode, retried, unpack_fallbacks
+from reactgraph.graph.names import (
+    EXECUTE_TOOLS,
+    FALLBACK,
+    GUARD_CONTEXT,
+    LLM_CALL_JSON,
+    LLM_CALL_NATIVE,
+    LOOP_NODES,
+    SELECT_TOOLS,
+    START_TURN,
+    STRUCTURED_RESPONSE,
+    SYNTHESIZE,
+)
 from reactgraph.interrupts import InterruptQueue
 from reactgraph.limits import UsageLimits, over_limit_refusals
 from reactgraph.nodes.drain_interrupts import DrainInterrupts
@@ -56,15 +68,15 @@ from reactgraph.synthesis import REPEAT_REFUSAL
 from reactgraph.tooling import ToolErrorPolicy
 
 NODE_PHASES: dict[str, str] = {
-    "start_turn": "tool_loop",
-    "select_tools": "tool_loop",
-    "guard_context": "tool_loop",
-    "llm_call_native": "tool_loop",
-    "llm_call_json": "tool_loop",
-    "execute_tools": "tool_loop",
-    "fallback": "tool_loop",
-    "synthesize": "synthesis",
-    "structured_response": "synthesis",
+    START_TURN: "tool_loop",
+    SELECT_TOOLS: "tool_loop",
+    GUARD_CONTEXT: "tool_loop",
+    LLM_CALL_NATIVE: "tool_loop",
+    LLM_CALL_JSON: "tool_loop",
+    EXECUTE_TOOLS: "tool_loop",
+    FALLBACK: "tool_loop",
+    SYNTHESIZE: "synthesis",
+    STRUCTURED_RESPONSE: "synthesis",
 }
 """The phase of each node, put in its metadata (Studio shows it on the node, traces carry
 it on the node's run): ``tool_loop`` (phase one, tool selection included) and ``synthesis``
@@ -88,7 +100,7 @@ def _tool_sends(state: dict[str, Any], limits: UsageLimits | None = None) -> lis
         decided = _decided_repeat(call, steps)
         if decided is not None:
             payload.update(decided)
-        sends.append(Send("execute_tools", payload))
+        sends.append(Send(EXECUTE_TOOLS, payload))
     return sends
 
 
@@ -110,9 +122,9 @@ def _decided_repeat(call: dict[str, Any], steps: list[dict[str, Any]]) -> dict[s
 
 
 PREBUILT_NODE_NAMES: dict[str, tuple[str, ...]] = {
-    "agent": ("llm_call_native", "llm_call_json"),
-    "model": ("llm_call_native", "llm_call_json"),
-    "tools": ("execute_tools",),
+    "agent": LOOP_NODES,
+    "model": LOOP_NODES,
+    "tools": (EXECUTE_TOOLS,),
 }
 """The node names of LangGraph's prebuilt agents (``create_react_agent``: ``agent``,
 ``tools``; ``create_agent``: ``model``, ``tools``) and the nodes they mean here."""
@@ -356,35 +368,35 @@ def compile_react_graph(
         run skips synthesis (``configurable.synthesize`` false) and there is no
         ``response_format`` (the skipped node would pass the state through)."""
         enabled = (config.get("configurable") or {}).get("synthesize", settings.synthesize)
-        return "synthesize" if enabled or response_format is not None else END
+        return SYNTHESIZE if enabled or response_format is not None else END
 
     selects = settings.tool_selection and len(engine.tools) > settings.tool_selection_threshold
     structured = response_format is not None  # its object is written from the synthesized answer
 
     nodes = {
-        "start_turn": StartTurn(engine),
-        "select_tools": SelectTools(engine),
-        "guard_context": guard,
-        "llm_call_native": ModelStep(engine, [LLMCallNative(model, structured) for model in engine.models], "llm_call_native",
+        START_TURN: StartTurn(engine),
+        SELECT_TOOLS: SelectTools(engine),
+        GUARD_CONTEXT: guard,
+        LLM_CALL_NATIVE: ModelStep(engine, [LLMCallNative(model, structured) for model in engine.models], LLM_CALL_NATIVE,
                                      drain, guard, sends, answer),
-        "llm_call_json": ModelStep(engine, [LLMCallJSON(model, structured) for model in engine.models], "llm_call_json",
+        LLM_CALL_JSON: ModelStep(engine, [LLMCallJSON(model, structured) for model in engine.models], LLM_CALL_JSON,
                                    drain, guard, sends, answer),
-        "execute_tools": ExecuteTools(engine),
-        "fallback": Fallback(engine),
-        "synthesize": ServingNode(engine, Synthesize) if engine.fallbacks else Synthesize(engine),  # issue 41
+        EXECUTE_TOOLS: ExecuteTools(engine),
+        FALLBACK: Fallback(engine),
+        SYNTHESIZE: ServingNode(engine, Synthesize) if engine.fallbacks else Synthesize(engine),  # issue 41
     }
     if response_format is not None:
-        nodes["structured_response"] = StructuredResponse(engine, response_format)
-    loop = ("llm_call_native", "llm_call_json")
+        nodes[STRUCTURED_RESPONSE] = StructuredResponse(engine, response_format)
+    loop = LOOP_NODES
     destinations = {  # where a node's Command may go (drawn as edges in Studio)
-        "select_tools": loop,
-        "guard_context": loop,
-        "llm_call_native": ("execute_tools", "llm_call_native", "guard_context", "fallback", "synthesize", END),
-        "llm_call_json": ("execute_tools", "llm_call_json", "guard_context", "fallback", "synthesize", END),
-        "execute_tools": loop,
+        SELECT_TOOLS: loop,
+        GUARD_CONTEXT: loop,
+        LLM_CALL_NATIVE: (EXECUTE_TOOLS, LLM_CALL_NATIVE, GUARD_CONTEXT, FALLBACK, SYNTHESIZE, END),
+        LLM_CALL_JSON: (EXECUTE_TOOLS, LLM_CALL_JSON, GUARD_CONTEXT, FALLBACK, SYNTHESIZE, END),
+        EXECUTE_TOOLS: loop,
     }
-    routes = {"select_tools": model_node, "guard_context": model_node}
-    attributed = {"select_tools", "guard_context", "synthesize", "structured_response"}
+    routes = {SELECT_TOOLS: model_node, GUARD_CONTEXT: model_node}
+    attributed = {SELECT_TOOLS, GUARD_CONTEXT, SYNTHESIZE, STRUCTURED_RESPONSE}
     for node_name, body in nodes.items():
         if node_name in routes:  # decided inside the node (see RoutedNode)
             body = RoutedNode(body, routes[node_name])
@@ -394,23 +406,23 @@ def compile_react_graph(
             node_name,
             dual_node(body, node_name),
             metadata={"phase": NODE_PHASES[node_name]},
-            retry_policy=retry if node_name.startswith("llm_call") else None,
+            retry_policy=retry if node_name in LOOP_NODES else None,
             destinations=destinations.get(node_name),
         )
 
-    builder.add_edge(START, "start_turn")
+    builder.add_edge(START, START_TURN)
     # After start_turn: select_tools when the agent has enough tools for a selection (SPEC §5),
     # else the mode's model node. An edge, not a Command: a state written as start_turn
     # (update_state(as_node="start_turn"), a repaired thread) goes on from there as a new turn
     # would. The mode is the engine's, so the edge is static (a conditional edge copies every
     # channel of the state to read it, issue 20).
-    builder.add_edge("start_turn", "select_tools" if selects else model_node({"mode": engine.mode}))
-    builder.add_edge("fallback", "synthesize")
+    builder.add_edge(START_TURN, SELECT_TOOLS if selects else model_node({"mode": engine.mode}))
+    builder.add_edge(FALLBACK, SYNTHESIZE)
     if response_format is not None:
-        builder.add_edge("synthesize", "structured_response")
-        builder.add_edge("structured_response", END)
+        builder.add_edge(SYNTHESIZE, STRUCTURED_RESPONSE)
+        builder.add_edge(STRUCTURED_RESPONSE, END)
     else:
-        builder.add_edge("synthesize", END)
+        builder.add_edge(SYNTHESIZE, END)
     graph = builder.compile(
         checkpointer=checkpointer, store=store, name=name or "reactgraph",
         interrupt_before=map_node_names(interrupt_before), interrupt_after=map_node_names(interrupt_after),

@@ -48,6 +48,7 @@ from reactgraph._pinning import merge_pinned
 from reactgraph.bounds import storable_problem
 from reactgraph.events import AnswerReset, emit
 from reactgraph.fallbacks import RETRY_MARK, node_attempt, switch
+from reactgraph.graph.names import FALLBACK, GUARD_CONTEXT, LLM_CALL_JSON, LLM_CALL_NATIVE
 from reactgraph.nodes.drain_interrupts import DrainInterrupts
 from reactgraph.nodes.fallback import iteration_cap_reached
 from reactgraph.nodes.guard_context import GuardContext, ServingGuard
@@ -58,7 +59,7 @@ from reactgraph.usage import sum_usage
 def model_node(state: dict[str, Any]) -> Literal["llm_call_native", "llm_call_json"]:
     """The mode's model node (R2.2): where the loop goes after tool selection, the tools
     and the guard. Reads only ``mode``."""
-    return "llm_call_native" if state.get("mode") == "native" else "llm_call_json"
+    return LLM_CALL_NATIVE if state.get("mode") == "native" else LLM_CALL_JSON
 
 
 def merge_updates(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
@@ -201,9 +202,9 @@ class ModelStep:
         if view.get("pending_final") is not None:  # a return_direct result is the answer
             return Command(update=update, goto=self.answer(config))
         if iteration_cap_reached(view, self.engine.settings.max_iterations) or self.engine.limit_reached(view):
-            return Command(update=update, goto="fallback")
+            return Command(update=update, goto=FALLBACK)
         if not await self.guard.fits(view, config):
-            return Command(update=update, goto="guard_context")
+            return Command(update=update, goto=GUARD_CONTEXT)
         try:
             called = await self.calls[index](view, config)
         except Exception as exc:  # nothing of this step is saved: the follow-ups it took go back to the queue

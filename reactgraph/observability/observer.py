@@ -40,6 +40,7 @@ from langgraph.errors import GraphInterrupt
 
 from reactgraph import outcome
 from reactgraph.events import AgentEvent, AnswerDelta, Compacted, Injected, Stalled
+from reactgraph.graph.names import ANALYZE, EXECUTE_TOOLS, LOOP_NODE_MODES, PLAN, RUN_STEP, SCHEDULE
 from reactgraph.observability import UNOBSERVED, Unobserved
 from reactgraph.observability import tracing as names
 from reactgraph.observability.logs import RUN_LOGGER, log_fields
@@ -54,21 +55,11 @@ try:  # the [otel] extra: spans; without it only metrics and log lines are recor
 except ImportError:  # pragma: no cover - the unit suite installs the extra
     Link = SpanContext = SpanKind = Status = StatusCode = TraceFlags = _in_context = None
 
-TOOL_NODE = "execute_tools"
-"""The graph node that runs one tool call: its task is the ``execute_tool`` span."""
-
-STEP_NODE = "run_step"
-"""DAG mode's node that runs one plan step: its task is the ``dag_step`` span."""
-
-PLAN_NODE = "plan"
-"""DAG mode's planner: each of its runs opens a ``plan_round`` span that holds the round's
-nodes (schedule, steps, analysis) as children."""
-
-ROUND_NODES = frozenset({PLAN_NODE, "schedule", STEP_NODE, "analyze"})
-"""The DAG nodes of one plan round; the next top-level node of another kind ends the round."""
-
-LOOP_NODE_MODES = {"llm_call_native": "native", "llm_call_json": "json"}
-"""The loop nodes and the mode (SPEC R2.2) of their calls."""
+ROUND_NODES = frozenset({PLAN, SCHEDULE, RUN_STEP, ANALYZE})
+"""The DAG nodes of one plan round; the next top-level node of another kind ends the round.
+Each run of the planner (``PLAN``) opens a ``plan_round`` span that holds the round's nodes
+as children; a ``RUN_STEP`` task is a ``dag_step`` span, an ``EXECUTE_TOOLS`` task an
+``execute_tool`` span."""
 
 CONTENT_CHARS = 8_000
 """Most characters of one content attribute (messages, arguments, results) when content is
@@ -618,7 +609,7 @@ class RunObserver(BaseCallbackHandler):
         if state is None:
             return await body()
         tool = None
-        if name == TOOL_NODE and isinstance(task_input, dict) and isinstance(task_input.get("call"), dict):
+        if name == EXECUTE_TOOLS and isinstance(task_input, dict) and isinstance(task_input.get("call"), dict):
             call = task_input["call"]
             tool = _Tool(str(call.get("name") or "unknown"), str(call.get("id") or ""))
         span = self._node_span(state, name, task_input, tool) if self.instrumentation.tracer is not None else None
@@ -659,10 +650,10 @@ class RunObserver(BaseCallbackHandler):
         closing or opening the DAG plan round the node ends or starts."""
         inside = self._task_span()
         if inside is None:  # a node of the run's own graph (not of a step's subgraph)
-            if state.round_span is not None and (name == PLAN_NODE or name not in ROUND_NODES):  # the round is over
+            if state.round_span is not None and (name == PLAN or name not in ROUND_NODES):  # the round is over
                 self._end_span(state, state.round_span)
                 state.round_span = None
-            if name == PLAN_NODE:
+            if name == PLAN:
                 state.rounds += 1
                 state.round_span = self._start_span(state, f"plan_round {state.rounds}", state.span,
                                                     {"reactgraph.dag.round": state.rounds})
@@ -676,7 +667,7 @@ class RunObserver(BaseCallbackHandler):
                 attributes[names.TOOL_ARGUMENTS] = _json(task_input["call"].get("args"))
             tool.leaf = self._leaf(state, f"execute_tool {tool.name}", parent, attributes)
             return None  # nothing inside a tool call is observed under it: its span is a leaf
-        if name == STEP_NODE and isinstance(task_input, dict) and isinstance(task_input.get("step"), dict):
+        if name == RUN_STEP and isinstance(task_input, dict) and isinstance(task_input.get("step"), dict):
             step = task_input["step"]
             attributes = _present({"reactgraph.dag.step_id": step.get("id"), "reactgraph.dag.round": task_input.get("round"),
                                    "reactgraph.dag.dependencies": [str(dep) for dep in step.get("dependencies") or []]})
