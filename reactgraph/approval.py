@@ -31,6 +31,7 @@ from langgraph.types import Command, Interrupt, StateSnapshot
 from reactgraph.bounds import finite_json, storable_problem
 from reactgraph.errors import DecisionError
 from reactgraph.jsonparse import safe_json
+from reactgraph.state import StepRecord
 
 logger = logging.getLogger(__name__)
 
@@ -140,7 +141,7 @@ def _same_args(left: Any, right: Any) -> bool:
     return left == right and safe_json(left) == safe_json(right)
 
 
-def earlier_decision(call: dict[str, Any], steps: list[dict[str, Any]]) -> dict[str, Any] | None:
+def earlier_decision(call: dict[str, Any], steps: list[StepRecord]) -> StepRecord | None:
     """The step record of this turn's call that ``call`` repeats and a person already
     decided, or ``None`` (SPEC R13.3, issue 38: approval never asks twice).
 

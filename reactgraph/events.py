@@ -29,6 +29,7 @@ from langgraph.config import get_stream_writer
 from reactgraph import observability
 from reactgraph.graph.names import EXECUTE_TOOLS
 from reactgraph.jsonparse import safe_json
+from reactgraph.state import StepRecord
 
 Channel = Literal[
     "step", "answer", "compact", "phase", "inject", "stall", "error", "done", "plan", "dag_step", "analysis",
@@ -632,7 +633,7 @@ TOOL_NODE = EXECUTE_TOOLS
 """The graph node that runs one tool call; its saved update carries the call's step record."""
 
 
-def tool_done_event(record: dict[str, Any], preview_chars: int) -> ToolDone:
+def tool_done_event(record: StepRecord, preview_chars: int) -> ToolDone:
     """The ``step`` ``iteration``/``done`` event of SPEC §8 for one finished tool call.
 
     It is made from the call's step record as LangGraph streams the tool node's update,

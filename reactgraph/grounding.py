@@ -33,6 +33,7 @@ from typing import Any
 
 from reactgraph.jsonparse import safe_json
 from reactgraph.language import SCRIPT_LANGUAGES, detect_language, phrase
+from reactgraph.state import StepRecord
 
 _ID = r"[A-Za-z]{1,6}-\d+(?:-\d+)*"
 _DATE = r"\d{4}-\d{2}-\d{2}"
@@ -127,7 +128,7 @@ def derivable(value: str, evidence: Iterable[str]) -> bool:
     return False
 
 
-def _evidence(steps: Sequence[dict[str, Any]], question: str) -> set[str]:
+def _evidence(steps: Sequence[StepRecord], question: str) -> set[str]:
     found: set[str] = set(extract_values(question))
     for step in steps:
         found.update(extract_values(str(step.get("observation") or "")))
@@ -219,7 +220,7 @@ def check_grounding(answer: str, steps: Sequence[dict[str, Any]], question: str,
     )
 
 
-def _first_seen(steps: Sequence[dict[str, Any]], question: str) -> Any:
+def _first_seen(steps: Sequence[StepRecord], question: str) -> Any:
     """A sort key putting evidence values in the order the trace first writes them (so
     :func:`derivable`'s bound keeps the first figures, not arbitrary ones)."""
     text = question + "\n" + "\n".join(str(step.get("observation") or "") for step in steps)
@@ -357,7 +358,7 @@ def _argument_strings(value: Any) -> Iterable[str]:
             yield from _argument_strings(item)
 
 
-def _subject(question: str, steps: Sequence[dict[str, Any]]) -> str:
+def _subject(question: str, steps: Sequence[StepRecord]) -> str:
     """What the question asks about, for the lead sentence: the text arguments of the tool
     calls that the question writes as a whole word or phrase (``PO-103``, ``2026-01-28``,
     ``Line C`` in "Line Cの設備" but not ``fail`` in "failed"; any letter case), in the order the

@@ -9,6 +9,7 @@ from langchain_core.messages import BaseMessage
 
 from reactgraph.approval import PendingCall
 from reactgraph.artifacts import Artifact
+from reactgraph.state import StepRecord
 from reactgraph.usage import Usage
 
 if TYPE_CHECKING:
@@ -54,8 +55,9 @@ class Step:
         return self.error is None
 
     @classmethod
-    def from_record(cls, record: dict[str, Any]) -> Step:
-        """Build a step from its state record (the dict stored in ``AgentState.steps``)."""
+    def from_record(cls, record: StepRecord) -> Step:
+        """Build a step from its state record (:class:`~reactgraph.state.StepRecord`); a
+        field an old record lacks takes its default."""
         artifact = record.get("artifact")
         return cls(
             iteration=int(record.get("iteration", 0)),

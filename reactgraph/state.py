@@ -23,11 +23,52 @@ twice (R2.4); a ``return_direct`` tool; the iteration cap (R2.6); a model that k
 (R2.7); a checkpointer or store that failed; a usage limit (R13.3, :mod:`reactgraph.limits`).
 A run's complete finish reason (paused, cancelled, failed) is :data:`reactgraph.outcome.FinishReason`."""
 
+class StepRecord(TypedDict):
+    """One tool call of a turn as the graph state stores it (``AgentState.steps``; a DAG step's
+    ``tool_steps``): a plain JSON-friendly dict, so every checkpoint, old or new, loads as one.
+    :class:`reactgraph.Step` is its public form (:meth:`reactgraph.Step.from_record`), the
+    ``step`` ``done`` event is made from it. Records written before a field existed lack it:
+    readers use ``get`` for the ``NotRequired`` fields."""
+
+    iteration: int
+    """The loop iteration (1-based model call) that asked for the call."""
+    tool_call_id: str
+    """The call's id (generated in JSON mode)."""
+    tool_name: str
+    """The tool the model asked for."""
+    tool_args: Any
+    """The arguments it gave, as given (even when invalid)."""
+    observation: str
+    """What the model was shown."""
+    error: str | None
+    """Why the call failed; ``None`` when it succeeded."""
+    elapsed: float
+    """Seconds the call took."""
+    refused: NotRequired[str | None]
+    """Why the engine refused the call without running it (a repeat, an id nobody asked for …)."""
+    ran: NotRequired[bool]
+    """Whether the tool ran (a refused or answered-again call did not; the usage limits count runs)."""
+    unchanged: NotRequired[bool]
+    """A repeated call that returned what the same call returned last time."""
+    approval: NotRequired[str | None]
+    """``approved``, ``edited`` or ``rejected`` when a person decided on the call."""
+    artifact: NotRequired[dict[str, Any] | None]
+    """A rich artifact the tool returned (:class:`reactgraph.Artifact` as a dict)."""
+    return_direct: NotRequired[bool]
+    """The tool's result is the turn's answer (a ``return_direct`` tool that succeeded)."""
+    model: NotRequired[str]
+    """The model that asked for the call (only with fallback models)."""
+    requested_args: NotRequired[Any]
+    """What the model asked for when a person edited the arguments (a repeat of it is this call)."""
+    repeat_of_decided: NotRequired[str]
+    """The call id of the earlier decided call this repeat was answered from."""
+
+
 RESET: dict[str, Any] = {"__reset__": True}
 """Write this to ``steps`` or ``usage`` to clear them at the start of a turn."""
 
 
-def append_steps(left: list[dict[str, Any]] | None, writes: Any) -> list[dict[str, Any]]:
+def append_steps(left: list[StepRecord] | None, writes: Any) -> list[StepRecord]:
     """Reducer of ``steps`` (a ``DeltaChannel``'s: ``writes`` is a batch of writes, oldest
     first): each write's step records are appended; a :data:`RESET` write clears the list.
     Parallel tool tasks each write their records in the same superstep. Folding batches one
@@ -137,8 +178,8 @@ class AgentState(InputState, total=False):
     schema_rejected: bool
     """The provider refused a schema-constrained JSON-mode request in this turn; the rest of
     the turn's loop calls are sent without the action schema (issue 10)."""
-    steps: Annotated[list[dict[str, Any]], DeltaChannel(append_steps)]
-    """Tool trace of this turn: one record per tool call (see :class:`reactgraph.Step`).
+    steps: Annotated[list[StepRecord], DeltaChannel(append_steps)]
+    """Tool trace of this turn: one :class:`StepRecord` per tool call.
     A ``DeltaChannel`` like ``messages``: a checkpoint stores the records written since the
     last one, not the whole trace (issue 20)."""
     answer: str
@@ -211,7 +252,7 @@ class OutputState(TypedDict, total=False):
     query: str
     mode: Literal["native", "json"]
     selected_tools: list[str] | None
-    steps: Annotated[list[dict[str, Any]], DeltaChannel(append_steps)]
+    steps: Annotated[list[StepRecord], DeltaChannel(append_steps)]
     answer: str
     finish_reason: LoopFinishReason | None
     error: str | None

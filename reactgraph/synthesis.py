@@ -26,6 +26,7 @@ from reactgraph.prompts import (
     SYNTHESIS_SYSTEM,
     SYNTHESIS_USER,
 )
+from reactgraph.state import StepRecord
 from reactgraph.usage import sum_usage
 from reactgraph.window.tokens import estimate_tokens
 
@@ -45,7 +46,7 @@ UNASKED_REFUSAL = "unasked"
 question does not ask about (``AgentSettings.refuse_unasked_ids``)."""
 
 
-def format_trace(steps: Sequence[dict[str, Any]], draft_answer: str, result_chars: int = 2000) -> str:
+def format_trace(steps: Sequence[StepRecord], draft_answer: str, result_chars: int = 2000) -> str:
     """The work log shown to the synthesis call (SPEC R3.1, R13.1).
 
     Successful tool calls come first, each with its whole result (up to ``result_chars``);
@@ -334,7 +335,7 @@ async def with_fallback(chunks: AsyncIterator[str], fallback: str) -> AsyncItera
         yield fallback
 
 
-def summarize_steps(steps: Sequence[dict[str, Any]], reason: str, language: str | None = "en") -> str:
+def summarize_steps(steps: Sequence[StepRecord], reason: str, language: str | None = "en") -> str:
     """A plain-text fallback answer.
 
     Args:

@@ -9,7 +9,7 @@ from typing_extensions import NotRequired, TypedDict
 
 from reactgraph.dag.budget import add_counts
 from reactgraph.outcome import DAGFinishReason
-from reactgraph.state import RESET, InputState, add_model_usage, add_turns, add_usage
+from reactgraph.state import RESET, InputState, StepRecord, add_model_usage, add_turns, add_usage
 
 
 class PlanStep(TypedDict):
@@ -43,7 +43,7 @@ class StepResult(TypedDict):
     """Seconds the step took."""
     finish_reason: str | None
     """The step loop's finish reason (``final_answer``, ``max_iterations`` …)."""
-    tool_steps: list[dict[str, Any]]
+    tool_steps: list[StepRecord]
     """The step loop's tool trace (the records of :class:`reactgraph.Step`)."""
 
 

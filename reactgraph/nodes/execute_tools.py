@@ -39,6 +39,7 @@ from reactgraph.jsonparse import safe_json
 from reactgraph.nodes.model_step import model_node
 from reactgraph.prompts import OBSERVATION, UNCHANGED_NOTE
 from reactgraph.state import ToolCallRequest
+from reactgraph.state import StepRecord
 from reactgraph.tooling import error_of, outcome_digest
 
 
@@ -213,7 +214,7 @@ class ExecuteTools:
         if task["mode"] == "json":
             message = HumanMessage(OBSERVATION.format(tool_name=name or "unknown", observation=observation)
                                    + (UNCHANGED_NOTE.format(iteration=repeat_of.get("iteration")) if unchanged else ""))
-        record = {
+        record: StepRecord = {
             "iteration": iteration,
             "tool_call_id": call["id"],
             "tool_name": name,

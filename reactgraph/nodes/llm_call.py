@@ -82,6 +82,7 @@ from reactgraph.prompts import (
 from reactgraph.providers.content_calls import find_content_tool_calls, recover_content_tool_calls
 from reactgraph.providers.reasoning import REASONING_KEY, separate_reasoning
 from reactgraph.state import AgentState, ToolCallRequest
+from reactgraph.state import LoopFinishReason, StepRecord
 from reactgraph.synthesis import REPEAT_REFUSAL, UNASKED_REFUSAL, summarize_steps
 from reactgraph.tooling import outcome_digest
 from reactgraph.usage import sum_usage, usage_of
@@ -94,7 +95,8 @@ def new_call_id() -> str:
     return f"call_{uuid.uuid4().hex[:24]}"
 
 
-def _final_update(engine: Engine, state: AgentState, text: str, reason: str, signalled: bool = False) -> dict[str, Any]:
+def _final_update(engine: Engine, state: AgentState, text: str, reason: LoopFinishReason,
+                  signalled: bool = False) -> dict[str, Any]:
     """State update for an answer the loop is ready to give; an empty answer is replaced
     by an answer made of the successful observations (or, when there are none, the step
     summary), so a run never ends with nothing to say. ``draft_answer`` keeps only the
@@ -114,7 +116,7 @@ def _final_update(engine: Engine, state: AgentState, text: str, reason: str, sig
 
 
 def detect_stall(
-    steps: list[dict[str, Any]], iteration: int, enabled: bool = True, progress_iteration: int = 0,
+    steps: list[StepRecord], iteration: int, enabled: bool = True, progress_iteration: int = 0,
     repeats: int = 1, failures: int = 2,
 ) -> str | None:
     """Whether the tool loop is stuck, judged by progress (SPEC R13.1, issue 35).
@@ -180,7 +182,7 @@ def detect_stall(
     return "no_progress" if no_success_run >= failures else None
 
 
-def brought_observation(steps: list[dict[str, Any]], iteration: int) -> bool:
+def brought_observation(steps: list[StepRecord], iteration: int) -> bool:
     """Whether a tool call asked for by model call ``iteration`` succeeded (read from the end
     of the turn's step records, which are in iteration order)."""
     for step in reversed(steps):
@@ -203,7 +205,7 @@ def _stall_check(engine: Engine, state: AgentState, iteration: int) -> str | Non
     return reason
 
 
-def covered(steps: list[dict[str, Any]], named: tuple[str, ...],
+def covered(steps: list[StepRecord], named: tuple[str, ...],
             takes: Callable[[str], Collection[str]] | None = None) -> bool:
     """Whether the turn's successful observations cover the question (issue 36): some call
     succeeded, and every value the question names (:meth:`Engine.named_values`: ids, enum
@@ -366,7 +368,7 @@ def mark_unasked(requests: list[ToolCallRequest], engine: Engine, query: str,
     return requests
 
 
-def mark_repeats(requests: list[ToolCallRequest], steps: list[dict[str, Any]], enabled: bool,
+def mark_repeats(requests: list[ToolCallRequest], steps: list[StepRecord], enabled: bool,
                  changes_something: Any = None) -> list[ToolCallRequest]:
     """Mark tool calls that repeat an earlier call of this turn (same tool, same arguments).
 

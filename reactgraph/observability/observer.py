@@ -46,6 +46,7 @@ from reactgraph.observability import tracing as names
 from reactgraph.observability.logs import RUN_LOGGER, log_fields
 from reactgraph.observability.metrics import RunMetrics, labelled, tool_label
 from reactgraph.outcome import cancelled
+from reactgraph.state import StepRecord
 from reactgraph.usage import reported_tokens
 from reactgraph.testing import call_kind_of
 
@@ -179,7 +180,7 @@ def _message_parts(message: BaseMessage) -> dict[str, Any]:
     return {"role": role, "parts": parts}
 
 
-def _step_record(outputs: Any) -> dict[str, Any] | None:
+def _step_record(outputs: Any) -> StepRecord | None:
     """The step record in what ``execute_tools`` returned (a ``Command``, or a list)."""
     for item in outputs if isinstance(outputs, list) else [outputs]:
         update = getattr(item, "update", None)
@@ -698,7 +699,7 @@ class RunObserver(BaseCallbackHandler):
         if tool.leaf is not None:
             self._end_leaf(tool.leaf, {"reactgraph.tool.outcome": "cancelled"})
 
-    def _tool_ended(self, state: _RunState, tool: _Tool, record: dict[str, Any] | None) -> None:
+    def _tool_ended(self, state: _RunState, tool: _Tool, record: StepRecord | None) -> None:
         record = record or {}
         approval, error = record.get("approval"), record.get("error")
         outcome = "rejected" if approval == "rejected" else "error" if error else "ok"
@@ -775,10 +776,10 @@ class RunObserver(BaseCallbackHandler):
         if call.leaf is None:
             return
         reported = call.metadata
-        finish = reported.get("finish_reason") or reported.get("stop_reason") or (
+        stopped = reported.get("finish_reason") or reported.get("stop_reason") or (  # the provider's, not a run's
             "tool_calls" if call.tool_calls else "stop")
         ending: dict[str, Any] = {names.INPUT_TOKENS: call.input_tokens, names.OUTPUT_TOKENS: call.output_tokens,
-                                  names.FINISH_REASONS: [str(finish)]}
+                                  names.FINISH_REASONS: [str(stopped)]}
         model = reported.get("model_name") or reported.get("model")
         if model is not None:
             ending[names.RESPONSE_MODEL] = model
