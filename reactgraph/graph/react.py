@@ -383,7 +383,7 @@ def compile_react_graph(
                                    drain, guard, sends, answer),
         EXECUTE_TOOLS: ExecuteTools(engine),
         FALLBACK: Fallback(engine),
-        SYNTHESIZE: ServingNode(engine, Synthesize) if engine.fallbacks else Synthesize(engine),  # issue 41
+        SYNTHESIZE: ServingNode(engine, Synthesize) if engine.fallbacks else Synthesize(engine),  # fallback models serve it too
     }
     if response_format is not None:
         nodes[STRUCTURED_RESPONSE] = StructuredResponse(engine, response_format)

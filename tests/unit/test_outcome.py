@@ -27,6 +27,7 @@ from reactgraph.server import ServerSettings, create_app
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.server_cases import asgi_client
 from tests.serving import parse_sse
+from tests.unit.test_synthesis_auto import lookup_train
 
 PACKAGE = Path(__file__).resolve().parents[2] / "reactgraph"
 NATIVE = ModelAbilities(tool_call=True)
@@ -148,32 +149,29 @@ def test_an_old_step_record_without_the_newer_fields_still_reads():
 
 
 @tool
-def lookup(term: str) -> str:
-    """Look a term up in the glossary."""
-    return f"{term}: a unit of work"
-
-
-@tool
 def archive(item: str) -> str:
     """Archive an item."""
     return f"{item} archived"
 
 
+TOOLS = [lookup_train, archive]
+
+
 def _script(case: str) -> tuple[ScriptedChatModel, AgentSettings, str]:
     """A fresh scripted model for one way a run ends, its settings and the question."""
-    call = AIMessage("", tool_calls=[tool_call("lookup", {"term": "sprint"}, "c1")])
+    call = AIMessage("", tool_calls=[tool_call("lookup_train", {"number": "ICE 578"}, "c1")])
     if case == "final_answer":
-        return (ScriptedChatModel(responses=[call, "A sprint is a unit of work."],
-                                  synthesis="Ein Sprint ist eine Arbeitseinheit."), AgentSettings(), "Was ist ein Sprint?")
+        return (ScriptedChatModel(responses=[call, "ICE 578 departs at 08:15."],
+                                  synthesis="Der ICE 578 fährt um 08:15 ab."), AgentSettings(), "Wann fährt der ICE 578?")
     if case == "max_iterations":
-        return (ScriptedChatModel(responses=[call], repeat_last=True, synthesis="Un sprint es una unidad de trabajo."),
-                AgentSettings(max_iterations=2, stall_detection=False), "¿Qué es un sprint?")
+        return (ScriptedChatModel(responses=[call], repeat_last=True, synthesis="El ICE 578 sale a las 08:15."),
+                AgentSettings(max_iterations=2, stall_detection=False), "¿Cuándo sale el ICE 578?")
     if case == "waiting":
         ask = AIMessage("", tool_calls=[tool_call("archive", {"item": "report-7"}, "a1")])
         return (ScriptedChatModel(responses=[ask, "archived"], synthesis="report-7 est archivé."),
                 AgentSettings(approval={"archive": "always"}), "archive report-7")
     return (ScriptedChatModel(responses=[ConnectionError("endpoint down")], repeat_last=True),
-            AgentSettings(retry_initial_delay=0.001, retry_max_delay=0.002), "スプリントとは?")
+            AgentSettings(retry_initial_delay=0.001, retry_max_delay=0.002), "ICE 578 は何時に出発しますか?")
 
 
 @pytest.mark.parametrize("case", ["final_answer", "max_iterations", "waiting", "model_error"])
@@ -184,10 +182,10 @@ async def test_the_result_the_done_event_the_thread_and_the_span_agree(case):
     observability.instrument(tracer_provider=provider, capture_content=True, metrics=False)
     try:
         model, settings, question = _script(case)
-        result = await ReActAgent(model, [lookup, archive], abilities=NATIVE, settings=settings,
+        result = await ReActAgent(model, TOOLS, abilities=NATIVE, settings=settings,
                                   checkpointer=InMemorySaver()).run(question, thread_id="direct")
         model, settings, question = _script(case)
-        agent = ReActAgent(model, [lookup, archive], abilities=NATIVE, settings=settings, checkpointer=InMemorySaver())
+        agent = ReActAgent(model, TOOLS, abilities=NATIVE, settings=settings, checkpointer=InMemorySaver())
         async with asgi_client(create_app(agent, ServerSettings(api_key=""))) as client:
             events = parse_sse((await client.post("/threads/served/runs", json={"message": question})).text)
             thread = (await client.get("/threads/served")).json()
