@@ -10,7 +10,7 @@ the ``done`` event, the server's thread view, the observer's span, metrics and l
   ends with the reason its graph recorded (:data:`LoopFinishReason`,
   :data:`DAGFinishReason`).
 - The answer shown: the streamed synthesis when there is one, else the answer before it
-  (the loop's final answer, the DAG's best answer).
+  (the loop's final answer, the DAG's best answer); an earlier turn is remembered by it too.
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ from reactgraph.dag.synthesize import DAGSynthesize
 from reactgraph.graph.names import ANALYZE, PLAN, RUN_STEP, SCHEDULE, START_DAG, SYNTHESIZE
 from reactgraph.interrupts import InMemoryInterruptQueue, InterruptQueue
 from reactgraph.models.registry import ModelRegistry
+from reactgraph.outcome import answer_shown
 from reactgraph.state import RESET, TURN_ANSWER_CHARS, InputState
 
 GRAPH_KIND_KEY = "reactgraph_graph"
@@ -72,7 +73,7 @@ async def start_dag(state: DAGState) -> dict[str, Any]:
         "round_summary": "", "answer": "", "synthesis": None, "finish_reason": None, "error": None,
         "usage": RESET, "started_at": time.time()}
     if state.get("goal"):
-        answer = state.get("synthesis") or state.get("answer") or ""
+        answer = answer_shown(state.get("synthesis"), state.get("answer"))  # as the user saw it
         update["earlier_turns"] = [{"question": state["goal"][:TURN_ANSWER_CHARS], "answer": answer[:TURN_ANSWER_CHARS]}]
     return update
 

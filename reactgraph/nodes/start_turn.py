@@ -13,6 +13,7 @@ from reactgraph._engine import Engine
 from reactgraph.actions import message_text
 from reactgraph.checkpointing import wait_for_task_checkpoint
 from reactgraph.language import detect_language
+from reactgraph.outcome import answer_shown
 from reactgraph.protocol import answer_unfinished_tool_calls
 from reactgraph.state import RESET, TURN_ANSWER_CHARS, AgentState
 
@@ -84,7 +85,7 @@ class StartTurn:
         }
         update.update({key: reset for key, reset in TURN_BOOKKEEPING.items() if state.get(key, reset) != reset})
         if state.get("query"):  # the turn before this one, as the user saw it (issue 35)
-            answer = state.get("synthesis") or state.get("answer") or ""
+            answer = answer_shown(state.get("synthesis"), state.get("answer"))  # as the user saw it
             update["earlier_turns"] = [{"question": state["query"][:TURN_ANSWER_CHARS],
                                         "answer": answer[:TURN_ANSWER_CHARS]}]
         if state.get("model") is not None or state.get("model_usage"):  # fallback models (issue 41): a new turn
