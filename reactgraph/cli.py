@@ -77,6 +77,7 @@ from reactgraph.language import detect_language, phrase
 from reactgraph.models.local import default_threads
 from reactgraph.redaction import redact
 from reactgraph.safeguards import policy_for
+from reactgraph.wording import answer_source_words, finish_words, policy_words, protocol_words
 
 _OBSERVATION_LINES = 8
 
@@ -143,6 +144,9 @@ def _add_agent_options(command: argparse.ArgumentParser) -> None:
                        help="where threads are kept: a SQLite file, sqlite:///path, a postgresql:// URL or 'memory' "
                             "(default: $REACTGRAPH_DATABASE_URL, else checkpoints.db under $REACTGRAPH_HOME)")
     agent.add_argument("--db-url", dest="checkpoints", help=argparse.SUPPRESS)  # the former name of --checkpoints
+    agent.add_argument("--approve", action="append", metavar="TOOL",
+                       help="a person approves every call of TOOL before it runs (repeatable or a comma list; '*': "
+                            "every tool; default: $REACTGRAPH_APPROVE; docs/approval.md)")
 
 
 def _positive_int(text: str) -> int:
@@ -250,6 +254,27 @@ def _add_serve_parser(commands: Any) -> None:
                               "unless --otel)")
 
 
+def banner_line(model: str, mode: str, tools: int, policy: str, approve: Sequence[str] = ()) -> str:
+    """The first line of ``run``, ``resume`` and ``serve`` in plain words: the model, how it
+    calls tools, how many tools, the checks its safeguard policy adds, and the tools a person
+    approves (``--approve``), e.g. ``"model: gpt-4o, which calls tools through its
+    tool-calling API · 24 tools · standard checks"``.
+
+    Args:
+        model: The model's description (already redacted).
+        mode: The tool-call protocol (``native`` / ``json``), or ``dag:<roles>`` for a DAG agent.
+        tools: How many tools the agent has.
+        policy: The safeguard policy's name (:mod:`reactgraph.safeguards`).
+        approve: The tools a person approves before each call.
+    """
+    how = (f"which plans steps (DAG; models by role: {mode[4:]})" if mode.startswith("dag:")
+           else f"which {protocol_words(mode)}")
+    line = f"model: {model}, {how} · {tools} tools · {policy_words(policy)}"
+    if approve:
+        line += " · you approve each call of " + ("every tool" if "*" in approve else ", ".join(approve))
+    return line
+
+
 def _short(value: Any, limit: int = 200) -> str:
     text = value if isinstance(value, str) else safe_json(value)
     return text if len(text) <= limit else text[:limit] + "…"
@@ -283,7 +308,7 @@ def _print_card(console: Console, event: ToolDone) -> None:
 async def _run(args: argparse.Namespace, console: Console) -> int:
     from reactgraph.checkpointing import open_persistence
     from reactgraph.dag.graph import is_dag_thread
-    from reactgraph.demo.agent import build_demo_agent, demo_settings
+    from reactgraph.demo.agent import approval_rules, approve_names, build_demo_agent, demo_settings
     from reactgraph.demo.factory import build_factory_hub
     from reactgraph.errors import LocalModelError, NothingToResumeError, ThreadBusyError
     from reactgraph.models import describe_chat_model, open_model
@@ -316,6 +341,8 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
                                  f"{'with' if mode == 'DAG' else 'without'} --dag, or start a new thread")
         if args.mcp:
             tools = [*tools, *await _open_mcp(stack, args.mcp, [tool.name for tool in tools], console)]
+        approve = approve_names(args.approve)
+        approval = approval_rules(approve, tools)  # a wrong name fails before the model starts
         try:
             resolved = await stack.enter_async_context(open_model(
                 model=args.model, base_url=args.base_url, api_key=args.api_key,
@@ -324,20 +351,19 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
         except LocalModelError as exc:
             raise SetupError(str(exc)) from exc
         if dag:
-            settings = demo_settings(max_iterations=args.max_iterations)
+            settings = demo_settings(max_iterations=args.max_iterations, approval=approval)
             agent: Any = build_dag_agent(resolved, tools, settings=settings, native=not args.json_mode,
                                          max_rounds=args.max_rounds, checkpointer=persistence.checkpointer,
                                          interrupt_queue=persistence.interrupt_queue)
-            mode = f"DAG, roles: {', '.join(agent.models.roles)}"
+            mode = f"dag:{', '.join(agent.models.roles)}"
         else:
             agent = build_demo_agent(resolved, tools, json_mode=args.json_mode, max_iterations=args.max_iterations,
                                      checkpointer=persistence.checkpointer, interrupt_queue=persistence.interrupt_queue,
-                                     synthesis=args.synthesis)
+                                     synthesis=args.synthesis, approve=approve)
             mode = agent.mode
         args.thread = args.thread or uuid.uuid4().hex[:12]
         args.resumable = persistence.target != "memory"
-        console.print(f"[dim]model: {escape(redact(resolved.description))} · mode: {mode} · tools: {len(tools)} · "
-                      f"safeguards: {resolved.safeguards['policy']}[/dim]")
+        console.print(f"[dim]{escape(banner_line(redact(resolved.description), mode, len(tools), resolved.safeguards['policy'], approve))}[/dim]")
         if resolved.fallbacks:
             names = ", ".join(describe_chat_model(fallback.llm) for fallback in resolved.fallbacks)
             console.print(f"[dim]fallbacks: {escape(redact(names))}[/dim]")
@@ -356,7 +382,7 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
                 if decisions is None:
                     raise RunFailed(f"the run waits for approval; decide with: reactgraph resume {args.thread}")
                 printed = await _print_events(console, agent.aresume_events(args.thread, decisions), dag=dag,
-                                              language=language)
+                                              language=language, worked=printed.worked)
         except (NothingToResumeError, ThreadBusyError) as exc:
             raise SetupError(str(exc)) from exc
         done = printed.done
@@ -434,11 +460,13 @@ def _is_database_error(exc: BaseException) -> bool:
 class _Printed:
     """What the run loop needs from a printed event stream: its :class:`Done` event (``None``
     if the stream ended without one), the calls its :class:`ApprovalWaiting` event listed,
-    and the message of its last :class:`RunError` (``""`` when none)."""
+    the message of its last :class:`RunError` (``""`` when none), and the seconds the run has
+    worked so far over its parts (a run paused for approval goes on in another stream)."""
 
     done: Done | None = None
     pending: list[dict[str, Any]] = field(default_factory=list)
     failure: str = ""
+    worked: float = 0.0
 
     @property
     def finish_reason(self) -> str | None:
@@ -454,10 +482,14 @@ class _AnswerView:
         self.console = console
         self.text = ""
         self.live: Live | None = None
+        self.soft_wrap = console.soft_wrap
 
     def start(self) -> None:
         self.text = ""
         if self.console.is_terminal:
+            # The command's console does not wrap (soft_wrap: a long tool line stays one line), which
+            # would cut every rendered line of the answer at the terminal's width: the answer wraps.
+            self.soft_wrap, self.console.soft_wrap = self.console.soft_wrap, False
             self.live = Live(Markdown(""), console=self.console, auto_refresh=False, vertical_overflow="visible")
             self.live.start()
 
@@ -472,14 +504,17 @@ class _AnswerView:
         if self.live is not None:
             self.live.stop()
             self.live = None
+            self.console.soft_wrap = self.soft_wrap
         else:
             self.console.print()
 
 
-async def _print_events(console: Console, events: Any, *, dag: bool = False, language: str | None = "en") -> _Printed:
+async def _print_events(console: Console, events: Any, *, dag: bool = False, language: str | None = "en",
+                        worked: float = 0.0) -> _Printed:
     """Print a run's typed events as they come (DAG-mode events too when ``dag``); the
-    engine's own words of the answer's progress are in ``language`` (the question's)."""
-    printed = _Printed()
+    engine's own words of the answer's progress are in ``language`` (the question's);
+    ``worked`` is the seconds the run worked before it paused for approval (the footer adds them)."""
+    printed = _Printed(worked=worked)
     answer = _AnswerView(console)
     async for event in events:
         if dag and print_dag_event(console, event):
@@ -526,20 +561,27 @@ async def _print_events(console: Console, events: Any, *, dag: bool = False, lan
                 printed.pending = list(event.pending or [])
                 console.print(f"[yellow]⏸ waiting for approval of {len(printed.pending)} tool call(s)[/yellow]")
             case Done() if event.finish_reason == "waiting":
-                printed.done = event  # the ⏸ line said it; the footer comes with the run's end
+                printed.done = event  # the pause line said it; the footer comes with the run's end
+                printed.worked = worked + event.elapsed
             case Done():
                 printed.done = event
-                usage = event.usage
                 console.rule(style="dim")
-                console.print(
-                    f"[dim]iterations: {event.iterations} · tokens: {usage['total_tokens']} "
-                    f"(in {usage['input_tokens']}, out {usage['output_tokens']}, {usage['model_calls']} calls) · "
-                    f"elapsed: {event.elapsed:.1f}s · finish: {event.finish_reason}"
-                    + (f" · model: {escape(str(event.model))}" if event.model else "")
-                    + (f" · answer: {escape(event.answer_source)}" if isinstance(event.answer_source, str) else "")
-                    + "[/dim]"
-                )
+                console.print(f"[dim]{escape(footer_line(event, worked + event.elapsed))}[/dim]")
     return printed
+
+
+def footer_line(done: Done, seconds: float) -> str:
+    """The run's footer in plain words: how it ended, how long it worked (``seconds``: every
+    part of a run that paused for approval added up), its steps (model calls of the tool loop),
+    tokens and model calls, the model that served it and, under ``synthesis="auto"``, which call
+    wrote the answer, e.g. ``"Answered in 2.4 s · 2 steps ·
+    1830 tokens (1700 in, 130 out) in 3 model calls · model: gpt-4o"``."""
+    usage = done.usage
+    rounds = f"{done.iterations} step{'s' if done.iterations != 1 else ''}"
+    line = (f"{finish_words(done.finish_reason)} in {seconds:.1f} s · {rounds} · {usage['total_tokens']} tokens "
+            f"({usage['input_tokens']} in, {usage['output_tokens']} out) in {usage['model_calls']} model calls")
+    line += f" · model: {done.model}" if done.model else ""
+    return line + (f" · {answer_source_words(done.answer_source)}" if isinstance(done.answer_source, str) else "")
 
 
 async def ask_decisions(console: Console, pending: Sequence[dict[str, Any]], *,
@@ -691,6 +733,8 @@ async def _serve(args: argparse.Namespace, console: Console, sock: Any = None, r
 async def _serve_until_stopped(args: argparse.Namespace, console: Console, stop: Any, sock: Any = None,
                                ready: Any = None) -> int:
     """The body of :func:`_serve`; ``stop`` is handed to :func:`~reactgraph.server.serve`."""
+    from reactgraph.demo.agent import approve_names
+    from reactgraph.demo.factory import DEMO_EXAMPLES
     from reactgraph.errors import LocalModelError
     from reactgraph.server import create_app, open_demo_agent, serve
 
@@ -705,7 +749,8 @@ async def _serve_until_stopped(args: argparse.Namespace, console: Console, stop:
                                   db=args.db, checkpoints=args.checkpoints, mcp=args.mcp,
                                   local_model=args.local_model, local_threads=args.local_threads,
                                   fallback_models=args.fallback_models, fallback_base_urls=args.fallback_base_urls,
-                                  max_rounds=args.max_rounds, synthesis=args.synthesis)
+                                  max_rounds=args.max_rounds, synthesis=args.synthesis,
+                                  approve=approve_names(args.approve))
         demo = await context.__aenter__()
     except Exception as exc:
         if not isinstance(exc, (LocalModelError, ImportError)) and not _is_database_error(exc):
@@ -713,16 +758,17 @@ async def _serve_until_stopped(args: argparse.Namespace, console: Console, stop:
         raise SetupError(" ".join(str(exc).split())) from exc
     try:
         auth = "bearer token required" if server_settings.resolved_api_key() else "no authentication"
-        console.print(f"[dim]model: {escape(redact(demo.model))} · mode: {demo.agent.mode} · tools: {len(demo.agent.tools)} · "
-                      f"safeguards: {policy_for(demo.agent.abilities).name} · "
-                      f"threads: {escape(redact(demo.checkpoints))} · {auth} · "
-                      f"runs: {server_settings.default_mode} by default (react and dag served)[/dim]")
+        banner = banner_line(redact(demo.model), demo.agent.mode, len(demo.agent.tools),
+                             policy_for(demo.agent.abilities).name, approve_names(args.approve))
+        default = "a plan of steps (DAG)" if server_settings.default_mode == "dag" else "one tool loop (ReAct)"
+        console.print(f"[dim]{escape(banner)} · conversations kept in {escape(redact(demo.checkpoints))} · {auth} · "
+                      f"runs answer with {default} unless the client asks for the other way[/dim]")
         if demo.mcp is not None:
             print_mcp_summary(console, demo.mcp)
         port = sock.getsockname()[1] if sock is not None else args.port
         console.print(f"[bold]page: http://{args.host}:{port}/[/bold]")
         provider = _observe(args)
-        app = create_app(demo.agent, server_settings, dag_agent=demo.dag_agent)
+        app = create_app(demo.agent, server_settings, dag_agent=demo.dag_agent, examples=DEMO_EXAMPLES)
         if ready is not None:
             ready()
         try:

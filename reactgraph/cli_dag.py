@@ -27,6 +27,7 @@ from reactgraph.events import (
 from reactgraph.interrupts import InterruptQueue
 from reactgraph.models import ResolvedModel
 from reactgraph.models.registry import ModelRegistry
+from reactgraph.wording import verdict_words
 
 
 def build_dag_agent(resolved: ResolvedModel, tools: Sequence[BaseTool], *, settings: AgentSettings,
@@ -78,9 +79,7 @@ def print_dag_event(console: Console, event: AgentEvent) -> bool:
         case DagStepCompleted():
             console.print(f"[red]■ {escape(event.step_id)} failed:[/red] {escape(_short(event.error))}")
         case Analysis():
-            verdict = "achieved" if event.achieved else "not achieved"
-            then = " → re-plan" if event.replan else ""
-            console.print(f"[bold]analysis:[/bold] {verdict} (confidence {event.confidence:.2f}){then} "
+            console.print(f"[bold]analysis:[/bold] {verdict_words(event.achieved, event.confidence, event.replan)} "
                           f"[dim]{escape(_short(event.reasoning))}[/dim]")
         case DagStepIteration() | DagStepToolStarted():
             pass  # per-iteration progress and tool starts are not printed (the finished tool is)

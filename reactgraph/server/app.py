@@ -365,6 +365,9 @@ class Health(BaseModel):
     checkpoints: bool = Field(description="Threads are kept by a checkpointer.")
     modes: list[Mode] = Field(description="The modes a run may ask for (`mode` of POST .../runs).")
     default_mode: Mode = Field(description="The mode of a run that names none.")
+    examples: list[str] = Field(default_factory=list,
+                                description="Example questions the page offers on an empty conversation "
+                                            "(`create_app(examples=...)`).")
     models: list[ModelStatus] = Field(
         default_factory=list, description="The model and its fallback models in order, each with its circuit breaker "
                                           "(issue 41); empty without fallback models.")
@@ -770,7 +773,7 @@ async def stream_events(app: FastAPI, thread_id: str, events: AsyncIterator[Agen
 
 
 def create_app(agent: ReActAgent, settings: ServerSettings | None = None, *,
-               dag_agent: DAGAgent | None = None) -> FastAPI:
+               dag_agent: DAGAgent | None = None, examples: Sequence[str] = ()) -> FastAPI:
     """Build the FastAPI app that serves ``agent`` (SPEC §8, R10.3).
 
     Args:
@@ -782,6 +785,8 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None, *,
             ``None`` to serve the ReAct mode only. It must share ``agent``'s checkpointer
             (one store of threads; a thread keeps the mode of its first run) and interrupt
             queue (one run per thread whatever its mode; a follow-up reaches the run going).
+        examples: Example questions for the served agent's tools: the page offers them on an
+            empty conversation (one click asks it), ``GET /healthz`` lists them. Empty: none.
 
     Returns:
         The app. ``app.state.agent``, ``app.state.dag_agent`` and ``app.state.settings`` hold the arguments;
@@ -792,9 +797,13 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None, *,
 
     Raises:
         ValueError: Invalid settings; ``default_mode="dag"`` without a DAG agent; a DAG
-            agent with another checkpointer or interrupt queue than ``agent``'s.
+            agent with another checkpointer or interrupt queue than ``agent``'s; an example
+            that is blank.
     """
     settings = settings or ServerSettings()
+    examples = [str(example) for example in examples]
+    if any(not example.strip() for example in examples):
+        raise ValueError("an example question is blank")
     if settings.default_mode == "dag" and dag_agent is None:
         raise ValueError("default_mode='dag' needs a dag_agent")
     if dag_agent is not None and (dag_agent.checkpointer is not agent.checkpointer
@@ -810,6 +819,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None, *,
     app.state.agent = agent
     app.state.dag_agent = dag_agent
     app.state.settings = settings
+    app.state.examples = examples
 
     served = [mode for mode in MODES if mode == "react" or dag_agent is not None]
 
@@ -1007,7 +1017,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None, *,
             if engine.fallbacks else []
         return Health(model_mode=agent.mode, tools=len(agent.tools), checkpoints=agent.checkpointer is not None,
                       models=models, modes=served,
-                      default_mode=settings.default_mode)
+                      default_mode=settings.default_mode, examples=examples)
 
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:

@@ -65,6 +65,7 @@ async def open_demo_agent(
     fallback_base_urls: Sequence[str] | None = None,
     max_rounds: int = DAGSettings.max_rounds,
     synthesis: str | None = None,
+    approve: Sequence[str] = (),
 ) -> AsyncIterator[DemoAgent]:
     """Open the model and the checkpointer and build the demo agent, for the block.
 
@@ -94,13 +95,16 @@ async def open_demo_agent(
         synthesis: Which call writes the answer, ``"always"`` or ``"auto"``
             (``AgentSettings.synthesis``; ``None``: ``$REACTGRAPH_SYNTHESIS``, else
             ``"always"``).
+        approve: Tools whose every call a person approves first, in both agents (``serve
+            --approve``; :func:`reactgraph.demo.agent.approve_names`).
 
     Yields:
         :class:`DemoAgent`.
 
     Raises:
-        ValueError: ``max_iterations`` or ``max_rounds`` below 1, or a malformed model setting
-            (a ``REACTGRAPH_MODEL_<ROLE>`` variable too).
+        ValueError: ``max_iterations`` or ``max_rounds`` below 1, a malformed model setting
+            (a ``REACTGRAPH_MODEL_<ROLE>`` variable too), or ``approve`` naming no tool (checked
+            before the model starts).
         sqlite3.Error, OSError: The plant database or the checkpoint file cannot be opened.
         ImportError: A Postgres URL without the ``[postgres]`` extra.
         psycopg.OperationalError: The Postgres database cannot be reached.
@@ -109,7 +113,7 @@ async def open_demo_agent(
         ImportError: ``mcp`` given without the ``[mcp]`` extra.
     """
     from reactgraph.cli_dag import build_dag_agent
-    from reactgraph.demo.agent import build_demo_agent, demo_settings
+    from reactgraph.demo.agent import approval_rules, build_demo_agent, demo_settings
     from reactgraph.demo.factory import build_factory_hub
     from reactgraph.models import open_model
 
@@ -121,14 +125,16 @@ async def open_demo_agent(
         if mcp is not None:
             servers = await stack.enter_async_context(load_mcp_tools(mcp, reserved=[tool.name for tool in tools]))
             tools = [*tools, *servers]
+        approval = approval_rules(approve, tools)  # a wrong name fails before the model starts
         resolved = await stack.enter_async_context(open_model(
             model=model, base_url=base_url, api_key=api_key, local_model=local_model, local_threads=local_threads,
             fallback_models=fallback_models, fallback_base_urls=fallback_base_urls))
         persistence = await stack.enter_async_context(open_persistence(checkpoints))
         agent = build_demo_agent(resolved, tools, json_mode=json_mode, max_iterations=max_iterations,
                                  checkpointer=persistence.checkpointer, interrupt_queue=persistence.interrupt_queue,
-                                 synthesis=synthesis)
-        dag_agent = build_dag_agent(resolved, tools, settings=demo_settings(max_iterations=max_iterations),
+                                 synthesis=synthesis, approve=approve)
+        dag_agent = build_dag_agent(resolved, tools, settings=demo_settings(max_iterations=max_iterations,
+                                                                            approval=approval),
                                     native=not json_mode, max_rounds=max_rounds, checkpointer=persistence.checkpointer,
                                     interrupt_queue=persistence.interrupt_queue)
         yield DemoAgent(agent=agent, model=resolved.description, checkpoints=persistence.target, mcp=servers,

@@ -103,7 +103,7 @@ async def test_the_demo_question_on_the_embedded_model(local_server, tmp_path):
                 assert fact in answer, (fact, answer)
             assert answer.splitlines()[0].startswith("CNC-003에 대해")  # a Korean lead for a Korean question
             assert "```" not in answer and "get_equipment_status" not in answer
-            assert "iterations" in await footer.inner_text() and "tokens" in await footer.inner_text()
+            assert " step" in await footer.inner_text() and "tokens" in await footer.inner_text()
             assert await page.locator(".user").inner_text() == DEMO_QUESTION
 
 
@@ -158,8 +158,10 @@ async def test_the_page_shows_cards_a_compaction_divider_a_follow_up_and_the_foo
         assert await answer.locator("h2").inner_text() == "Status"
         assert await answer.locator("table td strong").inner_text() == "warning"
         assert await answer.locator("li").inner_text() == "follow-up: CNC-005 checked"
-        footer_text = await footer.inner_text()
-        assert footer_text.startswith("iterations 3 · tokens ") and footer_text.endswith(" s · finish: final_answer")
+        footer_text = await footer.locator(".footer-text").inner_text()
+        assert footer_text.startswith("Answered in ") and " s · 3 steps · " in footer_text
+        codes = await footer.locator(".footer-codes").text_content()  # the codes stay, in the closed details
+        assert "finish_reason: final_answer" in codes and "iterations: 3" in codes
 
 
 async def test_the_page_shows_refusals_and_asks_for_the_api_key():

@@ -96,10 +96,12 @@ async def test_the_plan_view_shows_each_steps_state_during_a_run_and_after_a_rel
         assert "CNC-003: normal" in await card.locator("pre.observation").text_content()
         assert json.loads(await card.locator("pre.args").text_content()) == {"machine": "CNC-003"}
         assert await page.locator(".dag-step").count() == 4 and await page.locator("details.tool-card").count() == 2
-        assert "achieved (confidence 0.90)" in await page.locator(".analysis").inner_text()
+        assert "the goal looks reached (sure)" in await page.locator(".analysis").inner_text()
         answer = await page.locator(".answer .answer-body").inner_text()
         assert answer.strip() == "CNC-003 and PRS-001 both run; the flaky sensor could not be read."
-        assert "finish: achieved" in await footer.inner_text() and "rounds 1" in await footer.inner_text()
+        assert (await footer.locator(".footer-text").inner_text()).startswith("The plan reached its goal in ")
+        assert "1 planning round" in await footer.inner_text()
+        assert "finish_reason: achieved" in await footer.locator(".footer-codes").text_content()
         assert await picker.is_disabled() and await picker.input_value() == "dag"  # the conversation keeps its mode
         await page.screenshot(path=str(artifact_path("browser-dag.png")), full_page=True)
 
@@ -172,5 +174,5 @@ async def test_a_dag_steps_call_waiting_for_approval_is_decided_on_its_card():
         done = page.locator('.dag-step[data-step="order"] details.tool-card')
         assert await done.count() == 1 and await done.get_attribute("data-status") == "ok"
         assert "WO-7 opened for CNC-003" in await done.locator("pre.observation").text_content()
-        assert "finish: achieved" in await footer.inner_text()
+        assert (await footer.inner_text()).startswith("The plan reached its goal in ")
         assert await page.locator(".approval-buttons").count() == 0

@@ -4,14 +4,17 @@ R13.3): driven through a pseudo-terminal, with the demo plant's real ``create_wo
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import pty
 import select
 import signal
 import sqlite3
+import struct
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 from typing import Any
@@ -33,11 +36,12 @@ SCRIPT = {
 
 
 class Terminal:
-    """The CLI in a child process whose standard streams are a pseudo-terminal."""
+    """The CLI in a child process whose standard streams are a pseudo-terminal ``columns`` wide."""
 
-    def __init__(self, tmp_path: Path, *args: str, script: dict[str, Any] = SCRIPT) -> None:
+    def __init__(self, tmp_path: Path, *args: str, script: dict[str, Any] = SCRIPT, columns: int = 200) -> None:
         master, slave = pty.openpty()
-        env = {**os.environ, "REACTGRAPH_HOME": str(tmp_path), "COLUMNS": "200", "TERM": "dumb"}
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+        env = {**os.environ, "REACTGRAPH_HOME": str(tmp_path), "COLUMNS": str(columns), "TERM": "dumb"}
         env.pop("REACTGRAPH_DATABASE_URL", None)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "tests.scripted_cli", json.dumps(script), *args,

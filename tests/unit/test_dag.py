@@ -419,7 +419,7 @@ async def test_cli_prints_every_dag_event(tools):
         "■ b failed: timed out after 1 s",
         "■ c failed: dependency failed: b",
         "… analyzing (round 1)",
-        "analysis: not achieved (confidence 0.90) checked",
+        "analysis: The goal is not reached yet (sure). checked",
     ]
 
 

@@ -491,7 +491,8 @@ async def test_the_command_line_prints_the_switch_and_the_serving_model():
     await _print_events(console, events())
     text = console.export_text()
     assert "gpt-4o-mini failed (transient): the loop call goes on with SmolLM2-135M-Instruct" in text
-    assert "finish: final_answer · model: SmolLM2-135M-Instruct" in text
+    assert "Answered in 0.1 s · 1 step · 2 tokens (1 in, 1 out) in 2 model calls · " \
+           "model: SmolLM2-135M-Instruct" in text
 
 
 def test_ag_ui_clients_get_the_switch_as_a_custom_event():

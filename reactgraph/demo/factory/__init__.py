@@ -13,6 +13,15 @@ from .tools import CONNECTORS, WRITE_TOOLS, build_factory_hub, normalize_equipme
 
 DEMO_QUESTION = "CNC-003 상태 확인해줘"
 
+DEMO_EXAMPLES = (
+    DEMO_QUESTION,
+    "Which machines have active alarms?",
+    "Compare CNC-001 and CNC-003",
+    "Open a work order to replace the CNC-003 spindle bearing",
+)
+"""The example questions ``reactgraph serve``'s page offers (``create_app(examples=...)``):
+one per kind of use of the plant's tools, the last one asking for an approval."""
+
 DEMO_SYSTEM_PROMPT = (
     "You are a factory equipment-management assistant for a manufacturing plant. "
     "Use the provided tools to look up equipment status, alarms, maintenance, production, quality, "
@@ -24,6 +33,7 @@ DEMO_SYSTEM_PROMPT = (
 
 __all__ = [
     "CONNECTORS",
+    "DEMO_EXAMPLES",
     "DEMO_QUESTION",
     "DEMO_SYSTEM_PROMPT",
     "REFERENCE_DATE",

@@ -2,8 +2,11 @@
 // SPEC §8 from the response body, and renders it: tool cards from `step` events, the
 // answer from `answer` deltas (markdown), a divider on `compact`, follow-ups (sent to
 // /inject while a run is going) as interrupts, a divider when a fallback model takes a call
-// over (`model_switch`), and a footer from `done` (iterations, tokens, time, the finish
-// reason and the model that served the run). While a run goes, the status line counts the
+// over (`model_switch`), and a footer from `done` saying in plain words how the run ended, how
+// long it worked (a run paused for approval: its parts added up), its tool rounds and tokens
+// and the model that served it; the codes themselves (`finish_reason`, iterations) sit in the
+// footer's closed "details". Every icon the page writes is a character the fonts it names
+// have (Liberation, Noto CJK: .ci/run installs them), never one that shows as a box. While a run goes, the status line counts the
 // seconds of the current step and Stop ends the run (POST /threads/{id}/cancel); a stopped
 // run can be resumed (POST /threads/{id}/resume). A run that pauses for approval
 // (`approval` event, SPEC R13.3) puts Approve / Edit / Reject on the waiting tool cards;
@@ -25,8 +28,8 @@
     if (!done.model) return "";
     const usage = done.model_usage || {};
     const names = Object.keys(usage);
-    if (names.length < 2) return " · model " + done.model;
-    return " · model " + done.model + " (calls: " +
+    if (names.length < 2) return " · answered by " + done.model;
+    return " · answered by " + done.model + " (calls: " +
       names.map(function (name) { return name + " " + usage[name].model_calls; }).join(", ") + ")";
   }
 
@@ -40,6 +43,7 @@
   const notice = document.getElementById("notice");
   const authBox = document.getElementById("auth");
   const modePicker = document.getElementById("mode");
+  const modeNote = document.getElementById("mode-note");
   const keyInput = document.getElementById("api-key");
   const STORE = "reactgraph.threads";
   const KEPT = 20;  // conversations listed in the header
@@ -70,9 +74,24 @@
     return node;
   }
 
+  // The transcript stays scrolled to its end while the reader is there: when a node grows (an
+  // answer streams, a font arrives) or the transcript shrinks (the mode picker or a taller input
+  // bar appears), it scrolls again, so the last line (e.g. the Resume notice) is never left
+  // under the input bar. A reader who scrolled up is left where they are.
+  let atEnd = true;
+  transcript.addEventListener("scroll", function () {
+    atEnd = transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 4;
+  });
+  const sizes = new ResizeObserver(function () {
+    if (atEnd) transcript.scrollTop = transcript.scrollHeight;
+  });
+  sizes.observe(transcript);
+
   function add(node) {
     transcript.appendChild(node);
+    sizes.observe(node);
     transcript.scrollTop = transcript.scrollHeight;
+    atEnd = true;
     return node;
   }
 
@@ -151,19 +170,50 @@
 
   // The mode picker follows the open conversation: a new one starts in the server's default
   // mode (the picker may change it), one with runs keeps theirs.
+  // Greyed once the conversation has a run, with a line under the input saying why.
   function setMode(mode) {
     threadMode = mode;
     modePicker.value = mode || defaultMode;
     modePicker.disabled = Boolean(mode);
+    const name = mode === "dag" ? "DAG plan" : "ReAct";
     modePicker.title = mode ? "this conversation runs in " + mode + " mode (a conversation keeps the mode of its first run)"
       : "ReAct: one tool loop · DAG: a plan of steps, run in parallel where it allows";
+    modeNote.textContent = mode ? "This conversation answers in " + name + " mode, the mode of its first run; " +
+      "start a New conversation to choose another." : "";
+    modeNote.hidden = !mode || modePicker.hidden;
+  }
+
+  // The example questions of the served agent (GET /healthz `examples`), offered on an empty
+  // conversation: a click asks it.
+  let examples = [];
+  function dropExamples() {
+    const shown = transcript.querySelector(".examples");
+    if (shown) shown.remove();
+  }
+
+  function offerExamples() {
+    dropExamples();
+    if (!examples.length || transcript.childElementCount) return;
+    const box = add(el("div", "examples"));
+    box.appendChild(el("div", "examples-title", "Try one of these questions:"));
+    examples.forEach(function (text) {
+      const button = box.appendChild(el("button", "example", text));
+      button.type = "button";
+      button.addEventListener("click", function () {
+        input.value = text;
+        form.requestSubmit();
+      });
+    });
   }
 
   fetch("/healthz").then(function (response) { return response.ok ? response.json() : null; }).then(function (health) {
-    if (!health || !(health.modes || []).includes("dag")) return;
+    if (!health) return;
+    examples = (health.examples || []).map(String);
+    offerExamples();
+    if (!(health.modes || []).includes("dag")) return;
     defaultMode = health.default_mode || "react";
     modePicker.hidden = false;
-    if (!threadMode) setMode(null);
+    setMode(threadMode);
   }).catch(function () { /* the picker stays hidden: ReAct runs */ });
 
   function setThread(id) {
@@ -178,6 +228,7 @@
     transcript.replaceChildren();
     say("");
     setMode(null);
+    offerExamples();
   }
 
   newButton.addEventListener("click", function () {
@@ -206,7 +257,11 @@
     if (response.status === 401) { askForKey(function () { openThread(id); }); return; }
     if (response.status === 404) return;  // nothing said on it yet
     if (!response.ok) { add(el("div", "failure", "the conversation cannot be read: " + await reason(response))); return; }
-    showHistory(await response.json());
+    const view = await response.json();
+    dropExamples();
+    const first = (view.messages || []).find(function (message) { return message.type === "human"; });
+    if (first) remember(id, String(first.content || id));  // listed, and named in the dropdown, in this browser too
+    showHistory(view);
   }
 
   function showHistory(view) {
@@ -353,6 +408,7 @@
   }
 
   async function startRun(text) {
+    dropExamples();
     const turn = newTurn();
     add(el("div", "user", text));
     remember(threadId, text);
@@ -486,7 +542,7 @@
     if (call.step_id) stepState(turn, call.step_id, "waiting");
     card.open = true;
     card.dataset.status = "waiting";
-    card.querySelector(".state").textContent = "⏸ awaiting approval";
+    card.querySelector(".state").textContent = "‖ awaiting approval";
     // A DAG step's call by its interrupt id: parallel steps' loops may give their calls one id.
     const key = call.step_id ? call.interrupt_id : call.tool_call_id || call.interrupt_id;
     const body = card.querySelector(".body");
@@ -588,13 +644,13 @@
     card.querySelector(".elapsed").textContent = Number(data.iter_elapsed || 0).toFixed(2) + " s";
     if (data.repeat_of_decided) {  // asked again for a call already decided: answered with that decision's outcome
       card.dataset.status = "repeat";
-      state.textContent = data.approval === "rejected" ? "↺ asked again · rejected before" : "↺ asked again · earlier result";
+      state.textContent = data.approval === "rejected" ? "= asked again · rejected before" : "= asked again · earlier result";
     } else if (data.approval === "rejected") {
       card.dataset.status = "rejected";
       state.textContent = "⊘ rejected";
     } else {
       card.dataset.status = data.error ? "error" : "ok";
-      state.textContent = data.error ? "✗ error" : data.approval ? "✓ done (" + data.approval + ")" : "✓ done";
+      state.textContent = data.error ? "× error" : data.approval ? "✓ done (" + data.approval + ")" : "✓ done";
     }
     if (data.approval === "rejected") {  // the person's message is the observation: shown once
       body.appendChild(el("h4", "", "the agent was told"));
@@ -713,7 +769,7 @@
     transcript.scrollTop = transcript.scrollHeight;
   }
 
-  const STATE_LABELS = { pending: "pending", running: "running…", completed: "✓ completed", failed: "✗ failed",
+  const STATE_LABELS = { pending: "pending", running: "running…", completed: "✓ completed", failed: "× failed",
     waiting: "awaiting approval" };
 
   // Light a step's box and section up: pending, running, waiting, completed or failed.
@@ -742,9 +798,14 @@
     if (channel === "plan") {
       drawPlan(turn, data);
     } else if (channel === "analysis") {
-      add(el("div", "analysis", "analysis · round " + data.round + ": " + (data.achieved ? "achieved" : "not achieved") +
-        " (confidence " + Number(data.confidence || 0).toFixed(2) + ")" + (data.replan ? " → re-plan" : "") +
-        (data.reasoning ? " — " + data.reasoning : "")));
+      // In plain words (reactgraph/wording.py's verdict_words); the figures stay in the title.
+      const confidence = Number(data.confidence || 0);
+      const sure = confidence >= 0.8 ? "sure" : confidence >= 0.5 ? "fairly sure" : "unsure";
+      const line = add(el("div", "analysis", "Check after round " + data.round + ": " +
+        (data.achieved ? "the goal looks reached (" + sure + ")" : "the goal is not reached yet (" + sure + ")") +
+        (data.replan ? ", so the agent plans again." : ".") +
+        (data.reasoning && data.reasoning !== (data.achieved ? "achieved" : "not achieved") ? " " + data.reasoning : "")));
+      line.title = "achieved: " + data.achieved + " · confidence: " + confidence.toFixed(2) + " · replan: " + Boolean(data.replan);
     } else if (data.status === "started") {
       stepState(turn, data.step_id, "running");
       stepDoing(turn, data.step_id, "starting on " + data.model_role);
@@ -803,12 +864,48 @@
     });
   }
 
-  function footer(data) {
+  // How each finish_reason reads (the same words as reactgraph/wording.py's FINISH_WORDS).
+  const FINISH_WORDS = {
+    final_answer: "Answered",
+    covered: "Answered from the tool results",
+    return_direct: "A tool's result is the answer",
+    raw_content: "Answered with the model's reply as written (it was not a tool call)",
+    stalled: "The agent was going in circles, so it answered with what it had",
+    max_iterations: "Stopped at the step limit and answered with what it had",
+    model_call_limit: "Stopped at the limit on model calls and answered with what it had",
+    tool_call_limit: "Stopped at the limit on tool calls and answered with what it had",
+    token_limit: "Stopped at the token limit and answered with what it had",
+    cost_limit: "Stopped at the cost limit and answered with what it had",
+    model_error: "The model failed",
+    storage_error: "The conversation could not be saved",
+    waiting: "Waiting for your decision",
+    achieved: "The plan reached its goal",
+    not_achieved: "The plan did not fully reach its goal",
+    max_rounds: "Stopped after the most planning rounds and answered with what it had",
+    plan_failed: "No workable plan could be made",
+  };
+
+  function plural(count, word) {
+    return count + " " + word + (count === 1 ? "" : "s");
+  }
+
+  // The footer of a finished run: a sentence in plain words, then a closed "details" with the
+  // codes the API carries. `worked`: seconds of the run's earlier parts (before a pause).
+  function footer(data, worked) {
     const usage = data.usage || {};
-    return "iterations " + data.iterations + " · tokens " + (usage.total_tokens || 0) +
-      " (in " + (usage.input_tokens || 0) + ", out " + (usage.output_tokens || 0) + ") · " +
-      Number(data.elapsed || 0).toFixed(1) + " s · finish: " + (data.finish_reason || "unknown") +
-      (data.rounds ? " · rounds " + data.rounds : "");
+    const seconds = Number(data.elapsed || 0) + (worked || 0);
+    const node = el("div", "footer");
+    const words = FINISH_WORDS[data.finish_reason] || "Ended";
+    node.appendChild(el("span", "footer-text", words + " in " + seconds.toFixed(1) + " s · " +
+      (data.rounds ? plural(data.rounds, "planning round") : plural(data.iterations || 0, "step")) +
+      " · " + (usage.total_tokens || 0) + " tokens (" + (usage.input_tokens || 0) + " in, " +
+      (usage.output_tokens || 0) + " out)" + servedBy(data)));
+    const details = node.appendChild(el("details", "footer-codes"));
+    details.appendChild(el("summary", "", "details"));
+    details.appendChild(el("code", "", "finish_reason: " + (data.finish_reason || "unknown") + " · iterations: " +
+      data.iterations + (data.rounds ? " · rounds: " + data.rounds : "") + " · elapsed: " + seconds.toFixed(3) +
+      " s · model_calls: " + (usage.model_calls || 0)));
+    return node;
   }
 
   function handle(turn, channel, data) {
@@ -879,10 +976,11 @@
     } else if (channel === "error") {
       add(el("div", "failure", (data.kind === "model_error" ? "model error: " : "error: ") + data.message));
     } else if (channel === "done" && data.finish_reason === "waiting") {
+      turn.worked = (turn.worked || 0) + Number(data.elapsed || 0);  // the footer adds the part before the pause
       turn.waitingNote = add(el("div", "status waiting-note", "waiting for your decision on " + turn.waitingFor + " tool call(s)"));
     } else if (channel === "done") {
       if (!turn.answer) showAnswer(turn, data.answer);
-      turn.answer.appendChild(el("div", "footer", footer(data) + servedBy(data)));
+      turn.answer.appendChild(footer(data, turn.worked));
     }
   }
 
