@@ -49,7 +49,7 @@ from reactgraph.protocol import in_mode_form
 from reactgraph.providers import GENERIC, ProviderProfile, adapt_model, select_profile
 from reactgraph.ranking import ToolRanker, enum_values, named_values, unlisted_values
 from reactgraph.safeguards import resolve_settings
-from reactgraph.tooling import ToolErrorPolicy, ToolRunner, has_side_effects, prepare_tools
+from reactgraph.tooling import ToolErrorPolicy, ToolRunner, has_side_effects, prepare_tools, tool_source
 
 _DATES = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 
@@ -241,7 +241,8 @@ class Engine:
                 ``bind(temperature=0)``): the bindings are kept, the tools re-bound per
                 selection (see :func:`split_bindings`).
             tools: ``BaseTool`` objects, functions and provider tool dicts
-                (:func:`~reactgraph.tooling.prepare_tools`).
+                (:func:`~reactgraph.tooling.prepare_tools`), or a LangGraph ``ToolNode``
+                (its tools, error policy and wrap hooks: :func:`~reactgraph.tooling.tool_source`).
             handle_tool_errors: The tool error policy (:class:`~reactgraph.tooling.ToolRunner`).
             prompt: A callable or Runnable prompt (:func:`as_prompt_runnable`); strings
                 and system messages are ``settings.system_prompt``.
@@ -262,8 +263,9 @@ class Engine:
         model = adapt_model(model, profile)
         if compaction_llm is not None:
             compaction_llm = adapt_model(compaction_llm, select_profile(compaction_llm))
-        runnable, provider = prepare_tools(tools)
-        runner = ToolRunner(runnable, handle_tool_errors)
+        source = tool_source(tools, handle_tool_errors)
+        runnable, provider = prepare_tools(source.tools)
+        runner = ToolRunner(runnable, source.handle_tool_errors, wrap=source.wrap, awrap=source.awrap)
         bound_tools = bindings.pop("tools", None)
         if bound_tools is not None:
             bound_names = {_bound_tool_name(spec) for spec in bound_tools} - {None}

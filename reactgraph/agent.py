@@ -4,6 +4,7 @@ with :class:`~reactgraph.DAGAgent` is in :mod:`reactgraph.facade`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -15,6 +16,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as create_tool
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.prebuilt import ToolNode
 
 from reactgraph import outcome
 from reactgraph._engine import Engine, split_prompt
@@ -31,7 +33,7 @@ from reactgraph.interrupts import FollowUpLimits, InMemoryInterruptQueue, Interr
 from reactgraph.language import phrase, turn_language
 from reactgraph.result import AgentResult, Step
 from reactgraph.synthesis import summarize_steps
-from reactgraph.tooling import ToolErrorPolicy
+from reactgraph.tooling import ToolErrorPolicy, tool_source
 from reactgraph.usage import Usage
 
 logger = logging.getLogger(__name__)
@@ -85,7 +87,7 @@ class ReActAgent(AgentFacade[AgentResult]):
     def __init__(
         self,
         llm: BaseChatModel,
-        tools: Sequence[BaseTool],
+        tools: Sequence[BaseTool] | ToolNode,
         *,
         use_native_tools: bool = True,
         abilities: ModelAbilities | dict[str, Any] | None = None,
@@ -100,7 +102,8 @@ class ReActAgent(AgentFacade[AgentResult]):
         name: str | None = None,
         fallbacks: Sequence[Any] = (),
     ) -> None:
-        self.tools = [t if isinstance(t, (BaseTool, dict)) else create_tool(t) for t in tools]
+        source = tool_source(tools, handle_tool_errors)  # a ToolNode: its tools, error policy and wrap hooks
+        self.tools = [t if isinstance(t, (BaseTool, dict)) else create_tool(t) for t in source.tools]
         self.use_native_tools = use_native_tools
         self.checkpointer = checkpointer
         settings, prompt = split_prompt(settings or AgentSettings(), prompt)
@@ -109,8 +112,8 @@ class ReActAgent(AgentFacade[AgentResult]):
             else InMemoryInterruptQueue(FollowUpLimits(max_chars=settings.max_message_chars)))
         llm, chained = unpack_fallbacks(llm)
         self.engine = Engine.build(
-            llm, self.tools, resolve_abilities(llm, abilities), settings, use_native_tools, self.interrupts,
-            compaction_llm=compaction_llm, handle_tool_errors=handle_tool_errors, prompt=prompt, message_name=name,
+            llm, dataclasses.replace(source, tools=self.tools), resolve_abilities(llm, abilities), settings, use_native_tools, self.interrupts,
+            compaction_llm=compaction_llm, handle_tool_errors=source.handle_tool_errors, prompt=prompt, message_name=name,
             fallbacks=[*chained, *fallbacks],
         )
         self.graph: CompiledStateGraph = compile_react_graph(

@@ -24,7 +24,7 @@ from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Literal
 
 from langgraph._internal._constants import CONFIG_KEY_CHECKPOINTER  # how a task sees its checkpointer
-from langgraph.config import get_stream_writer
+from langgraph.config import get_config, get_stream_writer
 
 from reactgraph import observability
 from reactgraph.graph.names import EXECUTE_TOOLS
@@ -608,10 +608,29 @@ class Analysis(AgentEvent):
     replan: bool
 
 
+EVENTS_KEY = "reactgraph_events"
+"""The ``configurable`` key that puts the engine's events on a run's custom stream.
+
+LangGraph's ``stream_mode="custom"`` belongs to the user: what their tools write with
+``get_stream_writer()`` is all it yields by default, as under LangGraph's prebuilt agent.
+The engine's own events (SPEC §8) go there, each as ``{"reactgraph_event": channel, "data":
+payload}``, only in a run whose config says ``{"configurable": {"reactgraph_events": True}}``:
+:func:`graph_events` (so the agents' ``astream_events``, the server's SSE and AG-UI streams
+and the command line) sets it for its runs; a graph user asks with
+``create_react_graph(..., custom_events=True)`` (:func:`with_custom_events`) or per run."""
+
+
+def with_custom_events(graph: Any) -> Any:
+    """``graph`` (a compiled graph) with the engine's events on the custom stream of every
+    run (:data:`EVENTS_KEY`), a copy: the graph itself is unchanged."""
+    return graph.with_config(configurable={EVENTS_KEY: True})
+
+
 def emit(event: AgentEvent) -> None:
     """Send an event from inside a graph node through LangGraph's custom stream (as its
     channel and payload, so the stream stays plain JSON for any consumer; :func:`as_agent_event`
-    reads it back).
+    reads it back), in a run that asked for the engine's events (:data:`EVENTS_KEY`); the
+    observer (observability) hears every event either way.
 
     Outside a streaming run (plain ``invoke``) the write is dropped; outside any run it
     is a no-op as well, so nodes can call it unconditionally.
@@ -619,10 +638,12 @@ def emit(event: AgentEvent) -> None:
     if observability.active is not None:
         observability.record_event(event)
     try:
+        config = get_config()
         writer = get_stream_writer()
     except RuntimeError:  # not inside a runnable context
         return
-    writer({_MARK: event.channel, "data": event.data})
+    if (config.get("configurable") or {}).get(EVENTS_KEY):
+        writer({_MARK: event.channel, "data": event.data})
 
 
 INTERRUPT_KEY = "__interrupt__"
@@ -735,7 +756,8 @@ async def graph_events(
         preview_chars: Observation characters in each tool's ``done`` event
             (``AgentSettings.observation_preview_chars``).
         options: More ``astream`` options (``stream_mode`` must include ``values``;
-            default ``["custom", "updates", "values"]``).
+            default ``["custom", "updates", "values"]``). The run's config asks for the
+            engine's events (:data:`EVENTS_KEY`).
 
     Yields:
         The :class:`AgentEvent` of each engine write to the custom stream, and a tool's
@@ -749,6 +771,7 @@ async def graph_events(
         client disconnect), which cancels the run at once.
     """
     options.setdefault("stream_mode", ["custom", "updates", "values"])
+    config = {**(config or {}), "configurable": {**((config or {}).get("configurable") or {}), EVENTS_KEY: True}}
     async with aclosing(graph.astream(graph_input, config, **options)) as stream:
         async for mode, chunk in stream:
             if mode == "values":

@@ -35,6 +35,7 @@ from langgraph.pregel import Pregel
 
 from reactgraph.abilities import ModelAbilities
 from reactgraph.config import AgentSettings
+from reactgraph.events import with_custom_events
 
 STUDIO_MAX_ITERATIONS = 6
 """Default iteration cap of a Studio run (the demo's; the embedded model is slow)."""
@@ -156,7 +157,9 @@ def build_studio_graph(build: GraphBuilder, config: RunnableConfig | None) -> Pr
             the embedded model).
 
     Returns:
-        The compiled graph with :class:`StudioContext` as its ``context_schema``.
+        The compiled graph with :class:`StudioContext` as its ``context_schema``, its runs
+        streaming the engine's events on the custom stream
+        (:func:`~reactgraph.events.with_custom_events`).
     """
     from reactgraph.demo.factory import DEMO_SYSTEM_PROMPT
 
@@ -172,7 +175,8 @@ def build_studio_graph(build: GraphBuilder, config: RunnableConfig | None) -> Pr
         max_iterations=context.max_iterations, tool_selection=context.tool_selection, system_prompt=DEMO_SYSTEM_PROMPT
     )
     graph = build(llm, list(_demo_hub()), use_native_tools=context.mode != "json", abilities=abilities, settings=settings)
-    return graph.copy(update={"context_schema": StudioContext})
+    # Studio shows the engine's events (plan, steps, analysis) on the custom stream.
+    return with_custom_events(graph).copy(update={"context_schema": StudioContext})
 
 
 def studio_graph(build: GraphBuilder) -> Callable[[RunnableConfig], Awaitable[Pregel]]:

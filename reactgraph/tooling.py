@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from dataclasses import dataclass
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -37,6 +38,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest, ToolInvocationError
+from langgraph.prebuilt.tool_node import _default_handle_tool_errors as LANGGRAPH_DEFAULT_ERRORS
 from langgraph.types import Command
 
 from reactgraph._dualmode import in_sync_run, is_async_only, run_in_daemon_thread
@@ -44,6 +46,45 @@ from reactgraph.artifacts import Artifact
 
 ToolErrorPolicy = bool | str | Callable[..., str] | type[Exception] | tuple[type[Exception], ...]
 """What ``handle_tool_errors`` accepts: the values of LangGraph's ``ToolNode``."""
+
+
+@dataclass(frozen=True)
+class ToolSource:
+    """What a caller's ``tools`` argument gives the engine: the tools, the error policy and
+    the ``wrap_tool_call`` / ``awrap_tool_call`` hooks of a LangGraph ``ToolNode`` passed in
+    their place (:func:`tool_source`)."""
+
+    tools: Sequence[Any]
+    handle_tool_errors: ToolErrorPolicy | None = None
+    wrap: Callable[..., Any] | None = None
+    awrap: Callable[..., Any] | None = None
+
+
+def tool_source(tools: Sequence[Any] | ToolNode | ToolSource,
+                handle_tool_errors: ToolErrorPolicy | None = None) -> ToolSource:
+    """The tools of ``tools``, which may be a list or, as LangGraph's prebuilt agent takes it,
+    a ``ToolNode``: then its tools, its ``wrap_tool_call`` / ``awrap_tool_call`` hooks (they
+    wrap every call, outside the engine's own steps) and its ``handle_tool_errors`` are taken.
+    A node left at LangGraph's default error policy gets the engine's (every exception an
+    observation, SPEC R2.7); ``handle_tool_errors`` given here wins over the node's.
+
+    Args:
+        tools: A sequence of tools (see :func:`prepare_tools`), a ``ToolNode``, or a
+            :class:`ToolSource` already made (returned as it is).
+        handle_tool_errors: The caller's error policy (``None``: not given).
+
+    Returns:
+        :class:`ToolSource`.
+    """
+    if isinstance(tools, ToolSource):
+        return tools
+    if not isinstance(tools, ToolNode):
+        return ToolSource(list(tools), handle_tool_errors)
+    policy = getattr(tools, "_handle_tool_errors", LANGGRAPH_DEFAULT_ERRORS)
+    if handle_tool_errors is not None or policy is LANGGRAPH_DEFAULT_ERRORS:
+        policy = handle_tool_errors
+    return ToolSource(list(tools.tools_by_name.values()), policy,
+                      getattr(tools, "_wrap_tool_call", None), getattr(tools, "_awrap_tool_call", None))
 
 
 def prepare_tools(tools: Sequence[Any]) -> tuple[list[Any], list[dict[str, Any]]]:
@@ -174,17 +215,24 @@ class ToolRunner:
         handle_tool_errors: ``ToolNode``'s error policy. Default
             :func:`describe_tool_error`: every exception becomes an error observation
             (SPEC R2.7). ``False`` lets exceptions fail the run, as LangGraph does.
+        wrap, awrap: The caller's ``wrap_tool_call`` / ``awrap_tool_call`` hooks (from a
+            ``ToolNode`` passed as the tools, :func:`tool_source`): each call goes through
+            them as through that node's, and what they let run goes through the engine's
+            step. As in LangGraph, an async run with only ``wrap`` calls it with a sync
+            ``execute``.
 
     Raises:
         ValueError: Two tools share a name.
     """
 
-    def __init__(self, tools: Sequence[Any], handle_tool_errors: ToolErrorPolicy | None = None) -> None:
+    def __init__(self, tools: Sequence[Any], handle_tool_errors: ToolErrorPolicy | None = None, *,
+                 wrap: Callable[..., Any] | None = None, awrap: Callable[..., Any] | None = None) -> None:
+        self.user_wrap, self.user_awrap = wrap, awrap
         self.node = ToolNode(
             list(tools),
             handle_tool_errors=describe_tool_error if handle_tool_errors is None else handle_tool_errors,
             wrap_tool_call=self._wrap,
-            awrap_tool_call=self._awrap,
+            awrap_tool_call=self._awrap if awrap is not None or wrap is None else None,
         )
         if len(self.node.tools_by_name) != len(tools):
             names = [getattr(t, "name", getattr(t, "__name__", "")) for t in tools]
@@ -198,10 +246,16 @@ class ToolRunner:
         }
 
     def _wrap(self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Any]) -> Any:
-        return execute(request.override(tool=self._invoked[request.tool_call["name"]]))
+        def run(call: ToolCallRequest) -> Any:
+            return execute(call.override(tool=self._invoked[call.tool_call["name"]]))
+
+        return run(request) if self.user_wrap is None else self.user_wrap(request, run)
 
     async def _awrap(self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Awaitable[Any]]) -> Any:
-        return await execute(request.override(tool=self._invoked[request.tool_call["name"]]))
+        async def run(call: ToolCallRequest) -> Any:
+            return await execute(call.override(tool=self._invoked[call.tool_call["name"]]))
+
+        return await (run(request) if self.user_awrap is None else self.user_awrap(request, run))
 
     async def run(self, call: dict[str, Any], config: RunnableConfig, timeout: float) -> ToolMessage | Command | list[Any]:
         """Run one tool call inside the current graph task.

@@ -12,7 +12,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from reactgraph._engine import Engine
-from reactgraph.events import AnswerDelta, AnswerReset, as_agent_event
+from reactgraph.events import EVENTS_KEY, AnswerDelta, AnswerReset, as_agent_event
 from reactgraph.graph.names import SYNTHESIZE
 from reactgraph.nodes.synthesize import Synthesize
 from reactgraph.state import AgentState
@@ -58,7 +58,7 @@ async def answer_chunks(graph: CompiledStateGraph, engine: Engine, state: dict[s
     held = engine.settings.grounding == "enforce" and not engine.settings.grounding_check_first
     pending: list[str] = []
     config = dict(config or {})
-    config["configurable"] = {**(config.get("configurable") or {}), SYNTHESIZE: True}
+    config["configurable"] = {**(config.get("configurable") or {}), SYNTHESIZE: True, EVENTS_KEY: True}
     async for chunk in graph.astream(state, config, stream_mode="custom"):
         event = as_agent_event(chunk)
         if isinstance(event, AnswerReset):

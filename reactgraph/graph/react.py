@@ -30,6 +30,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.prebuilt import ToolNode
 from langgraph.types import Command, RetryPolicy, Send
 from typing_extensions import TypedDict
 
@@ -38,6 +39,7 @@ from reactgraph._engine import Engine, split_prompt
 from reactgraph.abilities import ModelAbilities, resolve_abilities
 from reactgraph.approval import earlier_decision
 from reactgraph.config import AgentSettings
+from reactgraph.events import with_custom_events
 from reactgraph.fallbacks import ModelScope, ServingNode, retried, unpack_fallbacks
 from reactgraph.graph.names import (
     EXECUTE_TOOLS,
@@ -224,7 +226,7 @@ class RoutedNode:
 
 def create_react_graph(
     llm: Any,
-    tools: Sequence[Any],
+    tools: Sequence[Any] | ToolNode,
     *,
     use_native_tools: bool = True,
     abilities: ModelAbilities | dict[str, Any] | None = None,
@@ -242,6 +244,7 @@ def create_react_graph(
     interrupt_after: Any = None,
     handle_tool_errors: ToolErrorPolicy | None = None,
     fallbacks: Sequence[Any] = (),
+    custom_events: bool = False,
 ) -> CompiledStateGraph:
     """Build and compile the ReAct graph.
 
@@ -255,7 +258,11 @@ def create_react_graph(
             structured calls never see tools. A LangChain ``llm.with_fallbacks([...])``
             chain is taken apart: its first model is the model, the others fallbacks.
         tools: LangChain tools, plain functions (made tools from their signature and
-            docstring) and provider tool dicts (bound in native mode, run by the provider).
+            docstring) and provider tool dicts (bound in native mode, run by the provider);
+            or, as LangGraph's prebuilt takes it, a ``ToolNode``: its tools, its
+            ``handle_tool_errors`` (unless left at LangGraph's default, or given here) and its
+            ``wrap_tool_call`` / ``awrap_tool_call`` hooks around every call
+            (:func:`~reactgraph.tooling.tool_source`).
             Tools run through LangGraph's ``ToolNode``: ``interrupt()``, ``Command``
             results, ``InjectedState``/``InjectedStore``/``ToolRuntime`` and
             ``return_direct`` work as in LangGraph (see :mod:`reactgraph.tooling`).
@@ -297,6 +304,11 @@ def create_react_graph(
             :mod:`reactgraph.fallbacks`): chat models, ``(model, abilities)`` pairs or
             :class:`~reactgraph.FallbackModel`\\ s; after those of a ``with_fallbacks``
             chain and of ``settings.fallbacks``.
+        custom_events: Put the engine's events (SPEC §8, ``{"reactgraph_event": channel,
+            "data": payload}``, read back by :func:`~reactgraph.events.as_agent_event`) on
+            ``stream_mode="custom"`` next to what the tools write. Default off: the custom
+            stream holds only the tools' ``get_stream_writer()`` output, as under LangGraph's
+            prebuilt agent (a run may still ask with ``configurable.reactgraph_events``).
 
     Returns:
         The compiled graph, a LangChain Runnable with sync and async entry points
@@ -324,10 +336,11 @@ def create_react_graph(
         compaction_llm=compaction_llm, handle_tool_errors=handle_tool_errors, prompt=prompt, message_name=name,
         fallbacks=[*chained, *fallbacks],
     )
-    return compile_react_graph(
+    graph = compile_react_graph(
         engine, checkpointer=checkpointer, name=name, state_schema=state_schema, context_schema=context_schema,
         store=store, response_format=response_format, interrupt_before=interrupt_before, interrupt_after=interrupt_after,
     )
+    return with_custom_events(graph) if custom_events else graph
 
 
 def compile_react_graph(

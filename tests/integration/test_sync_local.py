@@ -11,7 +11,7 @@ from langchain_core.messages import HumanMessage
 
 from reactgraph import AgentSettings, create_react_graph
 from reactgraph.demo.factory import DEMO_QUESTION, DEMO_SYSTEM_PROMPT, build_factory_hub
-from reactgraph.events import as_agent_event
+from reactgraph.events import EVENTS_KEY, as_agent_event
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
@@ -26,7 +26,7 @@ def test_sync_then_async_runs_on_the_embedded_model(local_server, tmp_path):
     assert state["answer"].strip() and state["synthesis"].strip()
     assert 1 <= state["iteration"] <= 2 and state["usage"]["model_calls"] >= 2
 
-    events = [event for chunk in graph.stream(question, stream_mode="custom") if (event := as_agent_event(chunk))]
+    events = [event for chunk in graph.stream(question, {"configurable": {EVENTS_KEY: True}}, stream_mode="custom") if (event := as_agent_event(chunk))]
     answer = [e.data for e in events if e.channel == "answer"]
     assert answer[0] == {"status": "start"} and answer[-1] == {"status": "done"}
     assert "".join(d.get("content", "") for d in answer).strip()

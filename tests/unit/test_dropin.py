@@ -17,8 +17,9 @@ from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, Sys
 from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.config import get_stream_writer
 from langgraph.errors import GraphRecursionError
-from langgraph.prebuilt import InjectedState, InjectedStore, ToolRuntime
+from langgraph.prebuilt import InjectedState, InjectedStore, ToolNode, ToolRuntime
 from langgraph.prebuilt.chat_agent_executor import AgentState as PrebuiltState
 from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command, interrupt
@@ -632,3 +633,109 @@ async def test_interrupt_after_maps_the_model_node_and_unknown_names_are_refused
     assert snapshot.next == ("execute_tools",) and len(model.calls) == 1  # paused right after the model call
     with pytest.raises(ValueError, match="no node named 'planner'"):
         create_react_graph(model, [add], abilities=NATIVE, interrupt_before=["planner"])
+
+
+# ------------------------------------------------- a ToolNode as the tools; the custom stream
+
+
+@tool
+def flaky_gauge(gauge: str) -> str:
+    """Read a pressure gauge (the gauge "P9" is broken)."""
+    if gauge == "P9":
+        raise ValueError("gauge P9 does not answer")
+    return f"{gauge}: 4.1 bar"
+
+
+def wrapped_node(seen: list[str]) -> ToolNode:
+    """A ToolNode with its own error policy and wrap hooks that record each call and mark its result."""
+
+    def wrap(request, execute):
+        seen.append(f"sync {request.tool_call['name']}")
+        result = execute(request)
+        return result.model_copy(update={"content": f"[checked] {result.content}"})
+
+    async def awrap(request, execute):
+        seen.append(f"async {request.tool_call['name']}({request.tool_call['args']['gauge']})")
+        result = await execute(request)
+        return result.model_copy(update={"content": f"[checked] {result.content}"})
+
+    return ToolNode([flaky_gauge], handle_tool_errors=lambda exc: f"gauge failure — {exc}",
+                    wrap_tool_call=wrap, awrap_tool_call=awrap)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_tool_node_as_the_tools_brings_its_tools_error_policy_and_wrap_hooks(kind):
+    seen: list[str] = []
+    model = ScriptedChatModel(responses=[calls(("flaky_gauge", {"gauge": "P1"}, "g1"), ("flaky_gauge", {"gauge": "P9"}, "g2")),
+                                         "P1 reads 4.1 bar; P9 is broken."])
+    graph = build(kind, model, wrapped_node(seen))
+    state = await graph.ainvoke({"messages": [HumanMessage("Lies die Manometer P1 und P9")]})
+    results = {m.tool_call_id: m.content for m in state["messages"] if isinstance(m, ToolMessage)}
+    assert results == {"g1": "[checked] P1: 4.1 bar", "g2": "[checked] gauge failure — gauge P9 does not answer"}
+    assert sorted(seen) == ["async flaky_gauge(P1)", "async flaky_gauge(P9)"]  # the async hook, once per call
+    assert state["messages"][-1].content.startswith("P1 reads 4.1 bar")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_tool_node_with_only_a_sync_hook_wraps_sync_runs(kind):
+    seen: list[str] = []
+    node = wrapped_node(seen)
+    node._awrap_tool_call = None  # as if built with wrap_tool_call only
+    model = ScriptedChatModel(responses=[calls(("flaky_gauge", {"gauge": "P1"}, "g1")), "P1 reads 4.1 bar."])
+    state = build(kind, model, node).invoke({"messages": [HumanMessage("P1?")]})
+    [result] = [m for m in state["messages"] if isinstance(m, ToolMessage)]
+    assert result.content == "[checked] P1: 4.1 bar" and seen == ["sync flaky_gauge"]
+
+
+def test_a_tool_node_at_langgraphs_default_error_policy_gets_the_engines():
+    """Left at LangGraph's default (only invalid arguments answered), a tool's exception is an
+    observation, as for any tool list (SPEC R2.7); the prebuilt raises it."""
+    model = ScriptedChatModel(responses=[calls(("flaky_gauge", {"gauge": "P9"}, "g1")), "P9 is broken."])
+    state = create_react_graph(model, ToolNode([flaky_gauge]), abilities=NATIVE).invoke({"messages": [HumanMessage("P9?")]})
+    [result] = [m for m in state["messages"] if isinstance(m, ToolMessage)]
+    assert "gauge P9 does not answer" in result.content and result.status == "error"
+
+
+@tool
+def count_parts(bin_id: str) -> str:
+    """Count the parts in a bin, reporting progress on the custom stream."""
+    writer = get_stream_writer()
+    writer({"progress": f"counting {bin_id}"})
+    writer({"progress": "done"})
+    return f"{bin_id}: 120 parts"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_the_custom_stream_is_what_the_tools_write(kind):
+    model = ScriptedChatModel(responses=[calls(("count_parts", {"bin_id": "B-7"}, "c1")), "B-7 holds 120 parts."])
+    graph = build(kind, model, [count_parts])
+    custom = [chunk async for chunk in graph.astream({"messages": [HumanMessage("Combien de pièces dans B-7 ?")]},
+                                                     stream_mode="custom")]
+    assert custom == [{"progress": "counting B-7"}, {"progress": "done"}]
+
+
+async def test_the_engines_events_join_the_custom_stream_when_asked():
+    from reactgraph.events import EVENTS_KEY, as_agent_event
+
+    def model():
+        return ScriptedChatModel(responses=[calls(("count_parts", {"bin_id": "B-7"}, "c1")), "B-7 holds 120 parts."])
+
+    for graph, config in ((create_react_graph(model(), [count_parts], abilities=NATIVE, custom_events=True), None),
+                          (create_react_graph(model(), [count_parts], abilities=NATIVE),
+                           {"configurable": {EVENTS_KEY: True}})):
+        custom = [chunk async for chunk in graph.astream({"messages": [HumanMessage("B-7?")]}, config,
+                                                         stream_mode="custom")]
+        events = [event for chunk in custom if (event := as_agent_event(chunk)) is not None]
+        assert [chunk for chunk in custom if as_agent_event(chunk) is None] == [{"progress": "counting B-7"},
+                                                                             {"progress": "done"}]
+        assert {"step", "answer", "done"} - {event.channel for event in events} == {"done"}  # done: the facade's
+
+
+async def test_the_agents_event_stream_keeps_the_engines_events_and_not_the_tools_writes():
+    from reactgraph import ReActAgent
+
+    model = ScriptedChatModel(responses=[calls(("count_parts", {"bin_id": "B-7"}, "c1")), "B-7 holds 120 parts."],
+                              synthesis="B-7 holds **120** parts.")
+    agent = ReActAgent(model, [count_parts], abilities=NATIVE, settings=AgentSettings(tool_selection=False))
+    channels = [event.channel async for event in agent.astream_events("B-7?")]
+    assert channels[-1] == "done" and "step" in channels and "answer" in channels

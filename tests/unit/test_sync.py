@@ -19,7 +19,7 @@ from langgraph.config import get_config
 
 from reactgraph import AgentSettings, InMemoryInterruptQueue, ModelAbilities, create_react_graph
 from reactgraph._dualmode import SyncRunError, run_sync
-from reactgraph.events import as_agent_event
+from reactgraph.events import EVENTS_KEY, as_agent_event
 from reactgraph.prompts import REFORMAT_REQUEST
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.helpers import SMALL, log_calls, read_log
@@ -31,8 +31,10 @@ ASYNC_APIS = {"agenerate", "astream"}
 
 
 def run_graph(graph, mode: str, messages, config=None):
-    """Run ``graph`` sync or async; return (events as (channel, data), final state)."""
+    """Run ``graph`` sync or async, asking for the engine's events on the custom stream;
+    return (events as (channel, data), final state)."""
     events, state = [], {}
+    config = {**(config or {}), "configurable": {**((config or {}).get("configurable") or {}), EVENTS_KEY: True}}
 
     def take(kind, chunk):
         nonlocal state
