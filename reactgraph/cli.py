@@ -767,7 +767,7 @@ async def _serve_until_stopped(args: argparse.Namespace, console: Console, stop:
             print_mcp_summary(console, demo.mcp)
         port = sock.getsockname()[1] if sock is not None else args.port
         console.print(f"[bold]page: http://{args.host}:{port}/[/bold]")
-        provider = _observe(args)
+        provider = _observe(args, console)
         app = create_app(demo.agent, server_settings, dag_agent=demo.dag_agent, examples=DEMO_EXAMPLES)
         if ready is not None:
             ready()
@@ -781,9 +781,10 @@ async def _serve_until_stopped(args: argparse.Namespace, console: Console, stop:
         await context.__aexit__(None, None, None)
 
 
-def _observe(args: argparse.Namespace) -> Any:
+def _observe(args: argparse.Namespace, console: Any) -> Any:
     """Set up ``serve``'s log lines (``--log-format``) and, with ``--otel``, its traces
-    (:mod:`reactgraph.observability`); returns the tracer provider made, else ``None``.
+    (:mod:`reactgraph.observability`), saying on ``console`` where the spans go; returns the
+    tracer provider made, else ``None``.
 
     Raises:
         SetupError: ``--otel`` without the otel extra.
@@ -795,9 +796,10 @@ def _observe(args: argparse.Namespace) -> Any:
     if not args.otel:
         return None
     try:
-        from reactgraph.observability.tracing import configure_otel
+        from reactgraph.observability.tracing import configure_otel, describe_tracing
 
         provider = configure_otel()
+        console.print(f"[dim]{escape(redact(describe_tracing(provider)))}[/dim]")
         observability.instrument(tracer_provider=provider, metrics=args.metrics)
     except ImportError as exc:
         raise SetupError(f"--otel needs the otel extra: pip install 'reactgraph[otel]' ({exc})") from exc

@@ -242,3 +242,29 @@ async def test_twenty_runs_on_two_workers_export_spans_metrics_and_json_logs(pos
         chats = [other for other in in_trace if other["attributes"].get("gen_ai.operation.name") == "chat"]
         assert [chat["attributes"]["reactgraph.phase"] for chat in chats].count("tool_loop") == 2
         assert all("gen_ai.input.messages" not in other["attributes"] for other in in_trace)
+
+
+async def test_serve_otel_says_where_spans_go_and_once_that_nobody_receives_them(tmp_path):
+    """``serve --otel`` with no OTLP receiver at the endpoint: its start-up lines name the
+    endpoint, and the failed exports of several runs (and of the shutdown's flush) make one
+    warning line, not one (or more) per batch."""
+    closed = free_port()  # nothing listens there
+    port = free_port()
+    serve, started = start_json_serve(tmp_path, port, ["--checkpoints", "memory", "--otel"], {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{closed}", "OTEL_BSP_SCHEDULE_DELAY": "50",
+        "OTEL_EXPORTER_OTLP_TIMEOUT": "1"})
+    try:
+        async with client(f"http://127.0.0.1:{port}") as http:
+            for index in range(3):
+                answer = await http.post(f"/threads/otel-{index}/runs", json={"message": f"CNC-00{index + 1} status?"})
+                assert parse_sse(answer.text)[-1][1]["finish_reason"] == "final_answer"
+    finally:
+        serve.terminate()
+        stdout, stderr = serve.communicate(timeout=60)
+    lines = json_lines("".join(started), stderr, stdout)
+    said = [line["message"] for line in lines if line["logger"] == "reactgraph.serve"]
+    assert f"traces: OpenTelemetry spans go to http://127.0.0.1:{closed}/v1/traces (OTLP/HTTP)" in said
+    warnings = [line for line in lines if line["logger"] == "reactgraph.otel"]
+    assert len(warnings) == 1 and warnings[0]["level"] == "warning"
+    assert f"could not be sent to http://127.0.0.1:{closed}/v1/traces" in warnings[0]["message"]
+    assert not [line for line in lines if line["logger"].startswith("opentelemetry")]

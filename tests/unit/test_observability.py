@@ -586,3 +586,49 @@ def test_the_model_parameters_cache_keeps_no_model_alive():
     del model, bound
     gc.collect()
     assert gone() is None
+
+
+# ------------------------------------------------- spans that cannot be sent: one line a minute
+
+
+def test_spans_that_cannot_be_sent_are_reported_once_a_minute(caplog):
+    from opentelemetry.sdk.trace.export import SpanExportResult
+
+    from reactgraph.observability.tracing import ReportingExporter
+
+    class Refused:
+        def __init__(self):
+            self.batches = 0
+
+        def export(self, spans):
+            self.batches += 1
+            if self.batches == 3:
+                raise ConnectionError("connection refused")
+            return SpanExportResult.FAILURE
+
+    now = [100.0]
+    inner = Refused()
+    exporter = ReportingExporter(inner, "http://127.0.0.1:9/v1/traces", clock=lambda: now[0])
+    with caplog.at_level(logging.WARNING, logger="reactgraph.otel"):
+        for _ in range(5):  # five batches within the minute: one line
+            assert exporter.export([object(), object()]) == SpanExportResult.FAILURE
+            now[0] += 10
+        lines = [record.getMessage() for record in caplog.records if record.name == "reactgraph.otel"]
+        assert len(lines) == 1 and lines[0].startswith("traces: 2 span(s) could not be sent to http://127.0.0.1:9/v1/traces")
+        now[0] += 20  # a minute after the first warning: the next failure says how many were dropped since
+        exporter.export([object()])
+        lines = [record.getMessage() for record in caplog.records if record.name == "reactgraph.otel"]
+        assert len(lines) == 2 and lines[1].startswith("traces: 9 span(s) could not be sent")
+    assert inner.batches == 6
+
+
+def test_where_spans_go_follows_the_otel_variables(monkeypatch):
+    from reactgraph.observability.tracing import spans_endpoint
+
+    for name in ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"):
+        monkeypatch.delenv(name, raising=False)
+    assert spans_endpoint() == "http://localhost:4318/v1/traces"
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318/")
+    assert spans_endpoint() == "http://collector:4318/v1/traces"
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "https://traces.example/ingest")
+    assert spans_endpoint() == "https://traces.example/ingest"
