@@ -5,6 +5,7 @@ Chromium against a real uvicorn server, with a scripted model and the demo plant
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from reactgraph.demo.factory import build_factory_hub
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.integration.test_browser import artifact_path, ask, browser_page
-from tests.serving import running_server
+from tests.serving import running_server, serve_process
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -95,3 +96,30 @@ async def test_the_approval_buttons_on_the_tool_cards(tmp_path):
     second_call = model.calls_except("synthesis")[1]
     assert {m.tool_call_id: m.status for m in second_call if isinstance(m, ToolMessage)} == \
         {"s1": "success", "w1": "success", "w2": "error"}
+
+
+@pytest.mark.parametrize("how", ["option", "environment"])
+async def test_approval_turned_on_from_the_command_line(tmp_path, monkeypatch, how):
+    """``reactgraph serve --approve get_equipment_status`` (or ``$REACTGRAPH_APPROVE``) makes a
+    read-only tool ask first: the page shows the card, Approve runs it, the answer follows, and
+    the footer counts the run's whole time, before the pause and after it (each loop call of
+    the scripted model takes a second)."""
+    options = ["--approve", "get_equipment_status"] if how == "option" else []
+    if how == "environment":
+        monkeypatch.setenv("REACTGRAPH_APPROVE", "get_equipment_status")
+    with serve_process(tmp_path, *options) as port:
+        async with browser_page(f"http://127.0.0.1:{port}/") as page:
+            await ask(page, "Check CNC-003")
+            card = page.locator('details.tool-card[data-status="waiting"]')
+            await card.wait_for(timeout=30_000)
+            assert "awaiting approval" in await card.locator(".state").inner_text()
+            assert json.loads(await card.locator("pre.args").inner_text()) == {"equipment_id": "CNC-003"}
+            await card.locator("button.approve").click()
+            footer = page.locator(".answer .footer .footer-text")
+            await footer.wait_for(timeout=30_000)
+            assert (await page.locator(".answer .answer-body").inner_text()).strip() == "Status of CNC-003."
+            assert await page.locator('details.tool-card[data-status="ok"]').count() == 1
+            text = await footer.inner_text()
+            seconds = float(re.match(r"Answered in (\d+\.\d) s · ", text).group(1))
+            assert seconds >= 2.0, text  # not the resumed part alone
+            await page.screenshot(path=str(artifact_path(f"browser-approve-{how}.png")), full_page=True)
