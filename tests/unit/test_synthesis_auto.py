@@ -254,7 +254,7 @@ def test_a_synchronous_run_streams_the_loop_answer_too():
 
     model = ScriptedChatModel(responses=[AIMessage("", tool_calls=[tool_call("lookup_hotel", {"city": "Graz"}, "c1")]),
                                          "In Graz sind 3 Zimmer frei."])
-    graph = create_react_graph(model, TOOLS, abilities=NATIVE, settings=AUTO)
+    graph = create_react_graph(model, TOOLS, abilities=NATIVE, settings=AUTO, custom_events=True)  # the engine's events
     chunks = list(graph.stream({"messages": [HumanMessage("Zimmer in Graz?")]}, stream_mode=["custom", "values"]))
     written = [data["data"]["content"] for mode, data in chunks if mode == "custom" and "content" in data.get("data", {})]
     assert written == ["In ", "Graz ", "sind ", "3 ", "Zimmer ", "frei."]
