@@ -16,7 +16,7 @@ from reactgraph.dag.state import DAGState
 from reactgraph.demo.agent import approval_rules, approve_names
 from reactgraph.events import Done
 from reactgraph.state import FinishReason
-from reactgraph.wording import FINISH_WORDS, finish_words, policy_words, protocol_words, verdict_words
+from reactgraph.wording import ANSWER_SOURCE_WORDS, FINISH_WORDS, finish_words, policy_words, protocol_words, verdict_words
 
 APP_JS = Path(__file__).resolve().parents[2] / "reactgraph" / "server" / "static" / "app.js"
 
@@ -27,11 +27,16 @@ def finish_reasons() -> set[str]:
     return {*typing.get_args(FinishReason), *(arg for item in dag for arg in typing.get_args(item)), "waiting"}
 
 
+def page_table(name: str) -> dict[str, str]:
+    """The page's table ``name`` (a ``const`` object of strings in app.js)."""
+    table = re.search(rf"const {name} = \{{(.*?)\n  \}};", APP_JS.read_text(encoding="utf-8"), re.S).group(1)
+    return {code: json.loads(text) for code, text in re.findall(r'^\s*(\w+): ("(?:[^"\\]|\\.)*"),', table, re.M)}
+
+
 def test_every_finish_reason_has_words_here_and_on_the_page():
     assert finish_reasons() <= set(FINISH_WORDS)
-    table = re.search(r"const FINISH_WORDS = \{(.*?)\n  \};", APP_JS.read_text(encoding="utf-8"), re.S).group(1)
-    page = dict(re.findall(r'^\s*(\w+): ("(?:[^"\\]|\\.)*"),', table, re.M))
-    assert {code: json.loads(text) for code, text in page.items()} == dict(FINISH_WORDS)
+    assert page_table("FINISH_WORDS") == dict(FINISH_WORDS)
+    assert page_table("ANSWER_SOURCE_WORDS") == dict(ANSWER_SOURCE_WORDS)
 
 
 def test_codes_read_as_sentences():
@@ -55,6 +60,9 @@ def test_the_banner_and_the_footer_say_what_happened_without_codes():
                                                  "model_calls": 4}, elapsed=1.25, finish_reason="covered",
                 thread_id="t", model=None, model_usage={})
     assert footer_line(done, 3.75) == "Answered from the tool results in 3.8 s · 3 steps · 960 tokens (900 in, 60 out) in 4 model calls"
+    auto = Done(answer="a", iterations=1, usage={"input_tokens": 5, "output_tokens": 2, "total_tokens": 7, "model_calls": 1},
+                elapsed=0.5, finish_reason="final_answer", thread_id="t", answer_source="loop")
+    assert footer_line(auto, 0.5).endswith(" in 1 model calls · the answer is the model's reply in the tool loop")
 
 
 @tool

@@ -885,6 +885,13 @@
     plan_failed: "No workable plan could be made",
   };
 
+  // Which call wrote the answer under synthesis="auto" (reactgraph/wording.py's ANSWER_SOURCE_WORDS).
+  const ANSWER_SOURCE_WORDS = {
+    loop: "the answer is the model's reply in the tool loop",
+    synthesis: "the answer was written by a separate call",
+    observations: "the answer is the tool results as they came",
+  };
+
   function plural(count, word) {
     return count + " " + word + (count === 1 ? "" : "s");
   }
@@ -899,12 +906,13 @@
     node.appendChild(el("span", "footer-text", words + " in " + seconds.toFixed(1) + " s · " +
       (data.rounds ? plural(data.rounds, "planning round") : plural(data.iterations || 0, "step")) +
       " · " + (usage.total_tokens || 0) + " tokens (" + (usage.input_tokens || 0) + " in, " +
-      (usage.output_tokens || 0) + " out)" + servedBy(data)));
+      (usage.output_tokens || 0) + " out)" + servedBy(data) +
+      (ANSWER_SOURCE_WORDS[data.answer_source] ? " · " + ANSWER_SOURCE_WORDS[data.answer_source] : "")));
     const details = node.appendChild(el("details", "footer-codes"));
     details.appendChild(el("summary", "", "details"));
     details.appendChild(el("code", "", "finish_reason: " + (data.finish_reason || "unknown") + " · iterations: " +
       data.iterations + (data.rounds ? " · rounds: " + data.rounds : "") + " · elapsed: " + seconds.toFixed(3) +
-      " s · model_calls: " + (usage.model_calls || 0)));
+      " s · model_calls: " + (usage.model_calls || 0) + (data.answer_source ? " · answer_source: " + data.answer_source : "")));
     return node;
   }
 
