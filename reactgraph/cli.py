@@ -579,7 +579,8 @@ def footer_line(done: Done, seconds: float) -> str:
     usage = done.usage
     rounds = f"{done.iterations} step{'s' if done.iterations != 1 else ''}"
     line = (f"{finish_words(done.finish_reason)} in {seconds:.1f} s · {rounds} · {usage['total_tokens']} tokens "
-            f"({usage['input_tokens']} in, {usage['output_tokens']} out) in {usage['model_calls']} model calls")
+            f"({usage['input_tokens']} in, {usage['output_tokens']} out) in {usage['model_calls']} model call"
+            f"{'s' if usage['model_calls'] != 1 else ''}")
     line += f" · model: {done.model}" if done.model else ""
     return line + (f" · {answer_source_words(done.answer_source)}" if isinstance(done.answer_source, str) else "")
 

@@ -62,7 +62,7 @@ def test_the_banner_and_the_footer_say_what_happened_without_codes():
     assert footer_line(done, 3.75) == "Answered from the tool results in 3.8 s · 3 steps · 960 tokens (900 in, 60 out) in 4 model calls"
     auto = Done(answer="a", iterations=1, usage={"input_tokens": 5, "output_tokens": 2, "total_tokens": 7, "model_calls": 1},
                 elapsed=0.5, finish_reason="final_answer", thread_id="t", answer_source="loop")
-    assert footer_line(auto, 0.5).endswith(" in 1 model calls · the answer is the model's reply in the tool loop")
+    assert footer_line(auto, 0.5).endswith(" in 1 model call · the answer is the model's reply in the tool loop")
 
 
 @tool
