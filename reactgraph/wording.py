@@ -4,7 +4,7 @@ tool-call protocol) stay in the API, the events and the page's details view.
 
 The web page carries the same table (``FINISH_WORDS`` in ``reactgraph/server/static/app.js``);
 ``tests/unit/test_wording.py`` checks that both name every finish reason of
-:data:`reactgraph.state.FinishReason` and of the DAG run's state.
+:data:`reactgraph.outcome.FinishReason`.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ FINISH_WORDS: Mapping[str, str] = MappingProxyType({
     "model_error": "The model failed",
     "storage_error": "The conversation could not be saved",
     "waiting": "Waiting for your decision",
+    "cancelled": "Stopped before its end",
+    "error": "The run failed",
     "achieved": "The plan reached its goal",
     "not_achieved": "The plan did not fully reach its goal",
     "max_rounds": "Stopped after the most planning rounds and answered with what it had",

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import re
 import subprocess
-import typing
 import unicodedata
 from pathlib import Path
 
@@ -22,9 +21,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from reactgraph import AgentSettings, DAGAgent, ModelAbilities, ModelRegistry, ReActAgent
 from reactgraph.server import ServerSettings, create_app
-from reactgraph.state import FinishReason
+from reactgraph.outcome import FINISH_REASONS
 from reactgraph.testing import ScriptedChatModel, tool_call
-from reactgraph.wording import FINISH_WORDS, POLICY_WORDS
+from reactgraph.wording import POLICY_WORDS
 from tests.integration.test_browser import artifact_path, ask, browser_page
 from tests.serving import running_server
 
@@ -35,9 +34,9 @@ WIDTHS = (1280, 390)
 CI_FONTS = ("Liberation", "Noto Sans CJK", "Noto Sans Mono CJK")
 """The font families ``.ci/run`` installs (fonts-liberation, fonts-noto-cjk): the page's
 font stack names them."""
-CODES = sorted({*typing.get_args(FinishReason), *FINISH_WORDS, *POLICY_WORDS} - {"waiting"})
-"""Raw codes no footer or notice may show: every finish reason (``waiting`` is a plain word)
-and the safeguard policies' names."""
+CODES = sorted({*FINISH_REASONS, *POLICY_WORDS} - {"waiting", "cancelled", "error"})
+"""Raw codes no footer or notice may show: every finish reason (``waiting``, ``cancelled`` and
+``error`` are plain words) and the safeguard policies' names."""
 EXAMPLES = ["How is press P-2 doing?", "Quelles alarmes sont actives sur la ligne 2 ?"]
 
 

@@ -879,6 +879,8 @@
     model_error: "The model failed",
     storage_error: "The conversation could not be saved",
     waiting: "Waiting for your decision",
+    cancelled: "Stopped before its end",
+    error: "The run failed",
     achieved: "The plan reached its goal",
     not_achieved: "The plan did not fully reach its goal",
     max_rounds: "Stopped after the most planning rounds and answered with what it had",
