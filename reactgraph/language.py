@@ -54,6 +54,13 @@ DETECTION_MIN_PROBABILITY = 0.3
 """The least probability (normalised over :data:`LATIN_CANDIDATES`) at which a Latin-script
 text's language is taken; below it the language is unknown (``None``)."""
 
+OUTSIDE_TABLE_MIN_PROBABILITY = 0.8
+"""The least probability at which a Latin-script text is taken to be in a language
+:data:`PHRASES` lacks. A short question is often close between languages ("List open orders"
+scores Dutch 0.66, English 0.25): below this the best of the table's languages is taken when it
+reaches :data:`DETECTION_MIN_PROBABILITY` of the top score, so a short English question is not
+answered in the neutral form."""
+
 MIN_LETTERS = 2
 """Fewer letters than this (after values are left out) tell no language."""
 
@@ -125,7 +132,12 @@ def detect_language(text: str) -> str | None:
     best = max(counts, key=counts.__getitem__)
     if counts[best] * 2 > letters:
         return best
-    code, probability = _latin_identifier().classify(words)
+    ranking = _latin_identifier().rank(words)
+    code, probability = ranking[0]
+    if code not in LANGUAGES and probability < OUTSIDE_TABLE_MIN_PROBABILITY:
+        in_table = next((candidate for candidate in ranking if candidate[0] in LANGUAGES), None)
+        if in_table is not None and in_table[1] >= DETECTION_MIN_PROBABILITY * probability:
+            code, probability = in_table[0], max(in_table[1], DETECTION_MIN_PROBABILITY)
     return code if probability >= DETECTION_MIN_PROBABILITY else None
 
 

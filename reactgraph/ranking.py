@@ -175,7 +175,8 @@ class ToolRanker:
         documents = [tool_document(tool) for tool in tools]
         # The tools' own languages (most often one): a question's words are stemmed in each of
         # them too, so a word the question shares with a tool in another language still matches.
-        self._languages = list(dict.fromkeys(detect_language(document) or "en" for document in documents))
+        self.languages: list[str] = list(dict.fromkeys(detect_language(document) or "en" for document in documents))
+        """The languages the tools are described in, the most used first (``["en"]`` for most toolsets)."""
         self._docs = [Counter(tokenize(document)) for document in documents]
         # The identifiers (enum values with a digit: ``PO-103``, ``E-17``) each tool takes,
         # and their shapes, for the identifier tier of :meth:`scores`.
@@ -202,7 +203,7 @@ class ToolRanker:
         (it takes ``PO-102``) above the part-search tool whose keywords match more words.
         """
         terms = set(tokenize(query, language))
-        for tools_language in self._languages:
+        for tools_language in self.languages:
             terms.update(tokenize(query, tools_language))
         result: dict[str, float] = {}
         for name, doc, length in zip(self.names, self._docs, self._lengths, strict=True):

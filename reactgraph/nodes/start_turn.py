@@ -57,6 +57,19 @@ class StartTurn:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
+    def _language(self, query: str, state: AgentState) -> str | None:
+        """The turn's language: the query's own when it tells one; else the thread's (the
+        earlier turn's), else the language the tools are described in when they share one — a
+        bare id or a one-word question is answered in the conversation's language, not in the
+        neutral form; ``None`` when nothing tells."""
+        detected = detect_language(query)
+        if detected:
+            return detected
+        if state.get("language"):
+            return state["language"]
+        languages = self.engine.ranker.languages
+        return languages[0] if len(languages) == 1 else None
+
     async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         await wait_for_task_checkpoint(config)
         query = ""
@@ -68,7 +81,7 @@ class StartTurn:
                 break
         update: dict[str, Any] = {
             "query": query,
-            "language": detect_language(query),
+            "language": self._language(query, state),
             "mode": self.engine.mode,
             "iteration": 0,
             "selected_tools": None,

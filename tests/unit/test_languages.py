@@ -63,6 +63,12 @@ def test_values_tell_no_language_and_an_untold_language_is_none():
     assert language_name("ja") == "Japanese" and language_name(None) is None
 
 
+def test_a_short_question_close_between_languages_is_taken_in_the_tables():
+    # py3langid scores these Dutch first by a small margin; a confident Dutch question stays Dutch
+    assert [detect_language(q) for q in ("List open orders", "Rooms in Porto?", "Find customer")] == ["en"] * 3
+    assert detect_language("Wat is de status van bestelling 4411?") == "nl"
+
+
 # the table ---------------------------------------------------------------------------------
 
 
@@ -227,3 +233,17 @@ async def test_the_turns_language_is_told_once_and_kept_in_the_state():
     assert (await agent.graph.aget_state(config)).values["language"] == "de"
     await agent.run("注文4411はいつ届きますか？", thread_id="shop")  # a new turn tells its own
     assert (await agent.graph.aget_state(config)).values["language"] == "ja"
+
+
+async def test_a_question_that_tells_no_language_takes_the_threads_then_the_tools():
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    tools = [shop_tool("order_status", "Der Versandstatus einer Bestellung, nach Bestellnummer.")]
+    model = ScriptedChatModel(responses=["Unterwegs."], repeat_last=True)
+    agent = ReActAgent(model, tools, abilities=ModelAbilities(tool_call=True), checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "bare"}}
+    await agent.run("4411?", thread_id="bare")  # nothing but a value: the tools' language
+    assert (await agent.graph.aget_state(config)).values["language"] == "de"
+    await agent.run("Où est ma commande 4411 ?", thread_id="bare")
+    await agent.run("4412?", thread_id="bare")  # the thread's language wins over the tools'
+    assert (await agent.graph.aget_state(config)).values["language"] == "fr"

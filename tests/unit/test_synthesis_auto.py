@@ -163,7 +163,7 @@ async def test_an_answer_the_checks_refuse_is_reset_and_synthesized():
 async def test_the_flag_note_follows_the_loop_answer():
     model = ScriptedChatModel(responses=[AIMessage("", tool_calls=[tool_call("lookup_hotel", {"city": "Porto"}, "c1")]),
                                          "Porto has 7 rooms free."])
-    events = await run(model, query="Rooms in Porto?")
+    events = await run(model, query="How many rooms are free in Porto?")
     pieces = deltas(events)
     assert "".join(pieces[:-1]) == "Porto has 7 rooms free." and "7" in pieces[-1]
     assert events[-1].data["grounding"]["action"] == "flagged" and events[-1].data["answer_source"] == "loop"
