@@ -7,10 +7,11 @@ schema-constrained call, for the verdict of a yes/no question (``yes``, ``no`` o
 ``unknown``) and the observation lines that decide it, or for the line that names what a
 which/what question asks for. The schema's enums are the observations' own lines, so the
 model can pick nothing that no tool returned; the engine then writes the sentence
-(:func:`lead_sentence`) from :data:`ANSWER_SENTENCES` in the question's language.
+(:func:`lead_sentence`) in the question's language (the language table's ``verdict_*``
+phrases, :func:`reactgraph.language.phrase`).
 
-What kind of question it is (:func:`question_kind`) is read from :data:`QUESTION_WORDS`:
-no domain word, and one table per language.
+What kind of question it is (:func:`question_kind`) is read from the language table's
+:data:`~reactgraph.language.QUESTION_WORDS`: no domain word.
 """
 
 from __future__ import annotations
@@ -23,65 +24,16 @@ from typing import Any, Literal
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
+from reactgraph.language import QUESTION_WORDS, SCRIPT_LANGUAGES, detect_language, phrase
 from reactgraph.prompts import LEAD_CHOICE_SYSTEM, LEAD_CHOICE_USER
 from reactgraph.ranking import tokenize
 from reactgraph.structured import structured_llm_call
-from reactgraph.window.tokens import conversation_language
 
 logger = logging.getLogger(__name__)
 
 QuestionKind = Literal["yes_no", "which", "other"]
 
-QUESTION_WORDS: dict[str, dict[str, tuple[str, ...]]] = {
-    # Words that open a yes/no question (the first word), and the question words of a
-    # which/what question (anywhere). Scripts without spaces match anywhere.
-    "English": {"yes_no": ("is", "are", "was", "were", "do", "does", "did", "can", "could", "has", "have", "had",
-                           "will", "would", "should", "any", "must"),
-                "which": ("what", "which", "who", "whom", "whose", "where", "when", "why", "how")},
-    "Spanish": {"yes_no": ("¿es", "¿está", "¿están", "¿hay", "¿tiene", "¿tienen", "¿puede", "¿son"),
-                "which": ("qué", "cuál", "cuáles", "quién", "dónde", "cuándo", "cómo", "cuánto", "cuántos")},
-    "German": {"yes_no": ("ist", "sind", "hat", "haben", "gibt", "kann", "läuft"),
-               "which": ("welche", "welcher", "welches", "wer", "wo", "wann", "warum", "wie")},
-    "French": {"yes_no": ("est-ce", "y", "est-il", "est-elle", "a-t-il", "sont-ils"),
-               "which": ("quel", "quelle", "quels", "quelles", "qui", "où", "quand", "pourquoi", "comment")},
-    "Korean": {"yes_no": (),
-               "which": ("무엇", "뭐", "뭔", "무슨", "어떤", "어느", "어떻게", "어때", "왜", "언제", "어디", "누구", "몇", "얼마")},
-    "Japanese": {"yes_no": (), "which": ("何", "どの", "どれ", "どこ", "いつ", "なぜ", "誰", "どう", "いくつ", "いくら")},
-    "Chinese": {"yes_no": (), "which": ("什么", "哪", "谁", "为什么", "怎么", "多少", "几")},
-}
-"""Question words per language: the one place a language's are added (the language table
-may take it over). A question in Korean, Japanese or Chinese is yes/no when it ends in a
-question mark (or か / 吗) and has none of its language's question words."""
-
-_UNSPACED_LANGUAGES = ("Korean", "Japanese", "Chinese")
-
-ANSWER_SENTENCES: dict[str, dict[str, str]] = {
-    "English": {
-        "yes": "Yes. {facts}", "no": "No. {facts}", "unknown": "The data does not say.", "fact": "{facts}",
-        "no_data": "No step returned data that answers this.",
-        "not_found": "What could not be found:",
-        "plan_failed": "The plan could not be made; answering step by step instead.",
-        "analysis_failed": "The results could not be checked against the goal; they are shown as the steps returned them.",
-    },
-    "Korean": {
-        "yes": "네. {facts}", "no": "아니요. {facts}", "unknown": "데이터로는 알 수 없습니다.", "fact": "{facts}",
-        "no_data": "이 질문에 답할 데이터를 반환한 단계가 없습니다.",
-        "not_found": "찾지 못한 내용:",
-        "plan_failed": "계획을 세우지 못해 한 단계씩 답합니다.",
-        "analysis_failed": "결과를 목표와 대조하지 못했습니다. 단계가 반환한 그대로 보여 드립니다.",
-    },
-}
-"""The engine's own sentences in answers, by language (English when the question's language
-has none): ``yes``/``no``/``unknown`` lead a yes/no question's answer, ``fact`` a which/what
-question's (``{facts}`` is the chosen observation lines, joined by "; "); ``no_data``,
-``not_found``, ``plan_failed`` and ``analysis_failed`` are DAG mode's. The one place these
-sentences live, so the language table can take them over."""
-
-
-def answer_sentences(question: str) -> dict[str, str]:
-    """:data:`ANSWER_SENTENCES` in the language of ``question`` (English when it has none)."""
-    return ANSWER_SENTENCES.get(conversation_language([question]) or "English", ANSWER_SENTENCES["English"])
-
+_UNSPACED_LANGUAGES = ("ko", "ja", "zh")
 
 LEAD_LINES = 40
 """Most observation lines offered to choose from (the first ones of the turn)."""
@@ -99,18 +51,17 @@ def _words(text: str) -> list[str]:
 
 
 def question_kind(question: str) -> QuestionKind:
-    """What the question asks for (see :data:`QUESTION_WORDS`).
+    """What the question asks for (see :data:`~reactgraph.language.QUESTION_WORDS`).
 
     Returns:
-        ``"yes_no"`` for a question a yes or a no answers ("Is X over its limit?",
-        "X가 한계보다 높아?"), ``"which"`` for one that asks for a thing or a figure
-        ("Which machines ...", "X의 상태는 무엇이야?"), ``"other"`` for the rest (a request such
-        as "Show ...").
+        ``"yes_no"`` for a question a yes or a no answers ("Is X over its limit?"),
+        ``"which"`` for one that asks for a thing or a figure ("Which machines ...",
+        "What is ..."), ``"other"`` for the rest (a request such as "Show ...").
     """
     text = question.strip()
     if not text:
         return "other"
-    language = conversation_language([re.sub(r"[A-Za-z]+-\d+", "", text)])
+    language = detect_language(text)
     if language in _UNSPACED_LANGUAGES:
         if any(word in text for word in QUESTION_WORDS[language]["which"]):
             return "which"
@@ -119,7 +70,7 @@ def question_kind(question: str) -> QuestionKind:
     if not words:
         return "other"
     openers = {word for table in QUESTION_WORDS.values() for word in table["yes_no"]}
-    asks = {word for name, table in QUESTION_WORDS.items() if name not in _UNSPACED_LANGUAGES for word in table["which"]}
+    asks = {word for code, table in QUESTION_WORDS.items() if code not in _UNSPACED_LANGUAGES for word in table["which"]}
     first = words[0].lstrip("¿")
     if words[0] in openers or first in openers:
         return "which" if any(word.lstrip("¿") in asks for word in words[1:]) else "yes_no"
@@ -144,8 +95,9 @@ def by_relevance(question: str, lines: Sequence[str]) -> list[str]:
     """``lines`` with those sharing the most search words with ``question`` first (stable
     otherwise): a small model choosing under a schema tends to take the first options, so the
     line about what was asked ("OEE: 81.2 %" for "What is the OEE …") comes before the rest."""
-    asked = set(tokenize(question))
-    return sorted(lines, key=lambda line: -len(asked & set(tokenize(line))))
+    language = detect_language(question)
+    asked = set(tokenize(question, language))
+    return sorted(lines, key=lambda line: -len(asked & set(tokenize(line, language))))
 
 
 def _value(line: str) -> str:
@@ -159,13 +111,14 @@ def affirmed(question: str, facts: Sequence[str]) -> bool:
     of the question (ids and figures left out) is in what one of them states (the value of a
     ``key: value`` line, else the line). "Is P-2 stopped?" is affirmed by "State: stopped", not
     by "State: normal" or "Name: Pump 2": a small model's "yes" without such a line is not
-    stated (measured: SmolLM2-135M answers "yes" whatever the lines say). A question in
-    another language than the lines (a Korean question, English tool output) cannot be
+    stated (measured: SmolLM2-135M answers "yes" whatever the lines say). A question in a
+    script the lines are not written in (a Korean question, English tool output) cannot be
     checked this way and counts as affirmed."""
-    if conversation_language([question]) != conversation_language(facts):
-        return True  # another language than the lines': no word of it can be looked for in them
-    asked = set(tokenize(re.sub(r"[A-Za-z]{1,6}-\d+(?:-\d+)*|\d+(?:\.\d+)?", " ", question)))
-    return any(asked & set(tokenize(_value(fact))) for fact in facts)
+    language = detect_language(question)
+    if language in SCRIPT_LANGUAGES and detect_language(" ".join(facts)) != language:
+        return True  # a script the lines are not in: no word of it can be looked for in them
+    asked = set(tokenize(re.sub(r"[A-Za-z]{1,6}-\d+(?:-\d+)*|\d+(?:\.\d+)?", " ", question), language))
+    return any(asked & set(tokenize(_value(fact), language)) for fact in facts)
 
 
 def lead_schema(kind: QuestionKind, lines: Sequence[str]) -> dict[str, Any]:
@@ -182,11 +135,11 @@ def lead_schema(kind: QuestionKind, lines: Sequence[str]) -> dict[str, Any]:
 
 
 def lead_sentence(question: str, kind: QuestionKind, verdict: str | None, facts: Sequence[str]) -> str:
-    """The lead the engine writes from a choice, in the question's language (see
-    :data:`ANSWER_SENTENCES`).
+    """The lead the engine writes from a choice, in the question's language (the language
+    table's ``verdict_yes``/``verdict_no``/``verdict_unknown``, :func:`~reactgraph.language.phrase`).
 
     Args:
-        question: The user's question (its language picks the sentences).
+        question: The user's question (its language picks the sentence).
         kind: :func:`question_kind` of it.
         verdict: ``yes``, ``no`` or ``unknown`` (yes/no questions), else ignored.
         facts: The chosen observation lines, as the tools wrote them (a row's cells joined
@@ -195,13 +148,12 @@ def lead_sentence(question: str, kind: QuestionKind, verdict: str | None, facts:
     Returns:
         The sentence; ``""`` when there is nothing to say (no facts for a which question).
     """
-    sentences = answer_sentences(question)
     joined = "; ".join(" · ".join(cell.strip() for cell in fact.rstrip(".:").split(" | ")) for fact in facts)
     if kind == "yes_no" and verdict in ("yes", "no", "unknown"):
         if verdict != "unknown" and not joined:
             verdict = "unknown"
-        return sentences[verdict].format(facts=joined + "." if joined else "").strip()
-    return sentences["fact"].format(facts=joined + ".") if joined else ""
+        return phrase(f"verdict_{verdict}", detect_language(question), facts=joined + "." if joined else "").strip()
+    return joined + "." if joined else ""
 
 
 async def choose_lead(llm: Any, abilities: Any, question: str, steps: Sequence[dict[str, Any]], *,

@@ -5,12 +5,13 @@ model offered one tool answers one of them. :func:`question_parts` cuts a questi
 parts that ask different things, without knowing the domain or needing the language:
 
 1. *Clauses* (:func:`clauses`): the text is cut after a question mark followed by more text,
-   at ``;``, and before a joining word (:data:`PART_JOINERS`: "and", "also", "그리고", "y",
-   "und", "et", "そして", "和", ...), with the comma before it.
+   at ``;``, and before a joining word (the language table's
+   :data:`~reactgraph.language.PART_JOINERS`: "and", "also", "y", "und", "et", ...), with
+   the comma before it.
 2. *Parts*: a clause stands as a part of its own only when it asks about something: it has
    at least :data:`PART_MIN_WORDS` search word(s) besides ids and figures, and some tool
-   shares a word with it (the caller's ranking). Any other clause ("CNC-003" of "compare
-   CNC-001 and CNC-003") is joined back to the part before it. Parts whose tools turn out
+   shares a word with it (the caller's ranking). Any other clause ("P-9" of "compare
+   P-1 and P-9") is joined back to the part before it. Parts whose tools turn out
    to be the same are merged by the caller (one tool answers both).
 
 Which tool answers each part is chosen by :mod:`reactgraph.nodes.select_tools`; the loop
@@ -24,20 +25,8 @@ import re
 from collections.abc import Callable, Sequence
 
 from reactgraph.grounding import _VALUE
+from reactgraph.language import PART_JOINERS
 from reactgraph.ranking import tokenize
-
-PART_JOINERS: tuple[str, ...] = (
-    # English, Spanish, Portuguese, Italian, French, German, Russian
-    "and also", "and", "also", "as well as", "plus", "y", "además", "e", "também", "anche", "et", "aussi",
-    "und", "auch", "sowie", "и", "а также",
-    # Korean, Japanese, Chinese (written without spaces around them)
-    "그리고", "또한", "및", "そして", "また", "それと", "和", "并且", "还有", "以及", "另外",
-)
-"""Words that join two requests in one question, in the languages the engine supports: the
-one place to add another language's. Latin and Cyrillic ones count only as whole words; the
-Korean, Japanese and Chinese ones wherever they are written (those scripts join words
-without spaces). A joining word only proposes a cut: the two sides must each ask about
-something (see the module docstring)."""
 
 PART_MIN_WORDS = 1
 """Search words (:func:`~reactgraph.ranking.tokenize`, ids and figures left out) a clause

@@ -30,8 +30,7 @@ from reactgraph.dag.settings import DAGSettings
 from reactgraph.dag.state import Analysis, DAGState, PlanStep, StepResult
 from reactgraph.events import Analysis, Analyzing, emit
 from reactgraph.graph.names import PLAN, SYNTHESIZE
-from reactgraph.language import detect_language
-from reactgraph.lead import answer_sentences
+from reactgraph.language import detect_language, phrase
 from reactgraph.limits import UsageLimits
 from reactgraph.models.registry import ModelRegistry
 from reactgraph.prompts import ANALYZER_SYSTEM, ANALYZER_USER
@@ -62,11 +61,10 @@ _FALSE = {"false", "no", "0"}
 
 def safe_default(error: str | None = None, goal: str = "") -> Analysis:
     """The verdict when the analyzer's reply cannot be read: not achieved, confidence 0, and
-    as reasoning a plain sentence in the goal's language (``ANSWER_SENTENCES["analysis_failed"]``,
-    :mod:`reactgraph.lead`); the parser's ``error`` goes to the log, not to the page."""
+    as reasoning a plain sentence in the goal's language (the language table's ``analysis_failed``); the parser's ``error`` goes to the log, not to the page."""
     if error:
         logger.warning("the analysis could not be read: %s", error)
-    return {"achieved": False, "confidence": 0.0, "reasoning": answer_sentences(goal)["analysis_failed"],
+    return {"achieved": False, "confidence": 0.0, "reasoning": phrase("analysis_failed", detect_language(goal)),
             "final_answer": None, "level": None}
 
 

@@ -41,12 +41,12 @@ from reactgraph.dag.budget import model_label
 from reactgraph.dag.settings import DAGSettings
 from reactgraph.dag.state import DAGState, PlanStep, StepResult
 from reactgraph.grounding import answer_problems, check_grounding, observation_answer
-from reactgraph.lead import answer_sentences, choose_lead
+from reactgraph.language import detect_language, phrase
+from reactgraph.lead import choose_lead
 from reactgraph.models.registry import ModelRegistry
-from reactgraph.prompts import FLAG_NOTE, FLAG_NOTE_KOREAN, SYNTHESIS_HISTORY, SYNTHESIS_SYSTEM, SYNTHESIS_USER
+from reactgraph.prompts import FLAG_NOTE, SYNTHESIS_HISTORY, SYNTHESIS_SYSTEM, SYNTHESIS_USER
 from reactgraph.safeguards import resolve_settings
 from reactgraph.synthesis import collect_answer, emit_answer, format_history, one_chunk, stream_messages
-from reactgraph.window.tokens import conversation_language
 
 
 def dag_synthesis_messages(goal: str, plan: Sequence[PlanStep], results: Mapping[str, StepResult],
@@ -82,11 +82,12 @@ def dag_observation_answer(goal: str, plan: Sequence[PlanStep], results: Mapping
 
     Returns:
         Markdown: :func:`~reactgraph.grounding.observation_answer` over every step's tool
-        calls, then ``ANSWER_SENTENCES["not_found"]`` and each step that failed or got no
+        calls (``no_data`` when none succeeded), then ``not_found`` (the language table's
+        phrases) and each step that failed or got no
         tool data (its task, and why when it failed).
     """
     trace = tool_trace(plan, results)
-    sentences = answer_sentences(goal)
+    language = detect_language(goal)
     missing = []
     for step in plan:
         record = results.get(step["id"])
@@ -95,10 +96,10 @@ def dag_observation_answer(goal: str, plan: Sequence[PlanStep], results: Mapping
             why = f" ({record['error']})" if record is not None and record.get("error") else ""
             missing.append(f"- {step['task']}{why}")
     if any(not call.get("error") for call in trace):
-        body = observation_answer(goal, trace, chars, descriptions, lead)
+        body = observation_answer(goal, trace, chars, descriptions, language=language, lead=lead)
     else:
-        body = sentences["no_data"]
-    return "\n\n".join([body, sentences["not_found"] + "\n" + "\n".join(missing)]) if missing else body
+        body = phrase("no_data", language)
+    return "\n\n".join([body, phrase("not_found", language) + "\n" + "\n".join(missing)]) if missing else body
 
 
 class DAGSynthesize:
@@ -192,6 +193,5 @@ class DAGSynthesize:
                                          context=history).ungrounded
             if not ungrounded:
                 return ""
-            template = FLAG_NOTE_KOREAN if conversation_language([goal]) == "Korean" else FLAG_NOTE
-            return template.format(values=", ".join(ungrounded))
+            return FLAG_NOTE.format(note=phrase("flag_note", detect_language(goal), values=", ".join(ungrounded)))
         return note

@@ -19,6 +19,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from reactgraph import AgentSettings, DAGAgent, DAGSettings, ModelRegistry, create_dag_graph
 from reactgraph.dag.analyze import ANALYZER_SYSTEM, analysis_from_text, parse_analysis
 from reactgraph.dag.plan import PLANNER_SYSTEM, find_cycle, parse_plan
+from reactgraph.language import detect_language, phrase
 from reactgraph.prompts import SYNTHESIS_SYSTEM
 from reactgraph.testing import ScriptedChatModel
 
@@ -200,9 +201,10 @@ async def test_a_dangling_dependency_is_pruned_with_a_warning(tools, caplog):
 
 async def test_unreadable_plan_runs_the_goal_as_one_step(tools, caplog):
     general = general_model(["no idea", "still no idea"], [verdict(True, 1.0, "ok")])
-    result = await DAGAgent(general, tools, settings=SETTINGS).run("check CNC-003")
-    assert [(s.id, s.task) for s in result.steps] == [("s1", "check CNC-003")]
-    # plain words on the page, the parser's reason in the log
+    goal = "Please check the state of CNC-003"
+    result = await DAGAgent(general, tools, settings=SETTINGS).run(goal)
+    assert [(s.id, s.task) for s in result.steps] == [("s1", goal)]
+    # plain words on the page, in the goal's language; the parser's reason in the log
     assert result.warnings == ["The plan could not be made; answering step by step instead."]
     assert "the planner's output could not be read" in caplog.text and "JSON" not in result.warnings[0]
     general = general_model(["no idea", "still no idea"], [verdict(True, 1.0, "ok")])
@@ -298,8 +300,8 @@ async def test_garbage_analyzer_output_gives_the_safe_default(tools):
     events = await collect(agent)
     analyses = of(events, "analysis")
     assert [(a["achieved"], a["confidence"], a["replan"]) for a in analyses] == [(False, 0.0, True), (False, 0.0, False)]
-    assert analyses[0]["reasoning"] == ("The results could not be checked against the goal; "
-                                        "they are shown as the steps returned them.")
+    assert analyses[0]["reasoning"] == phrase("analysis_failed", detect_language("Compare CNC-001 and CNC-003"))
+    assert "could not be read" not in analyses[0]["reasoning"]  # no parser jargon on the page
     assert calls_by_kind(general).count("analyzer") == 4  # plain text and one reformat retry per round
     assert events[-1].data["finish_reason"] == "max_rounds"
 

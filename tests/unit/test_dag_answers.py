@@ -99,5 +99,5 @@ def test_an_answer_with_no_tool_data_says_so():
     results = {"a": {"id": "a", "status": "failed", "result": "", "error": "timed out", "model_role": "general",
                      "iterations": 1, "elapsed": 1.0, "finish_reason": None, "tool_steps": []}}
     text = dag_observation_answer("What is ORD-7's state?", [step("a", "look up order ORD-7")], results)
-    assert text == ("No step returned data that answers this.\n\n"
+    assert text == ("No tool returned data that answers this question.\n\n"
                     "What could not be found:\n- look up order ORD-7 (timed out)")
