@@ -1,7 +1,7 @@
 """Tables people can read, in headless Chromium (SPEC §8, R13.1): an answer made of a compare
 tool's eight-column rows at a phone's width (390 px) scrolls sideways inside its box, no word
-is broken letter by letter, and no table has an empty header row (rows whose columns no
-description names are a list). Scripted model, non-demo tools."""
+is broken letter by letter, and no table has an empty header row (rows whose columns the
+output does not name are a list). Scripted model, non-demo tools."""
 
 from __future__ import annotations
 
@@ -21,9 +21,13 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 SMALL = ModelAbilities(json_mode=True, schema_output="json_object_schema", small=True)
 
-ROWS = "\n".join(["2 pump(s) compared:"] + [
-    f"PMP-00{n} | Booster pump station {n} | running | 4{n}.5 bar | 7{n}.2 m3/h | 6{n}.0 °C | 2026-02-1{n} | 0{n} alarms"
-    for n in (1, 3)])
+ROWS = [f"PMP-00{n} | Booster pump station {n} | running | 4{n}.5 bar | 7{n}.2 m3/h | 6{n}.0 °C | 2026-02-1{n} | "
+        f"0{n} alarms" for n in (1, 3)]
+NAMED = "\n".join(["2 pump(s) compared:", "id | name | state | pressure | flow | temperature | last service | alarms",
+                    *ROWS])
+"""Rows under a header row that names their columns (the tool's own output says them)."""
+BARE = "\n".join(["2 pump(s) compared:", *ROWS])
+"""The same rows with nothing naming their columns: shown as a list."""
 
 
 class Pair(BaseModel):
@@ -33,10 +37,8 @@ class Pair(BaseModel):
 
 def hub() -> list[StructuredTool]:
     described = StructuredTool.from_function(
-        lambda first, second: ROWS, name="compare_pumps", args_schema=Pair,
-        description="Compare two pumps. One line per pump: id | name | state | pressure | flow | temperature | "
-                    "last service | alarms.")
-    bare = StructuredTool.from_function(lambda first, second: ROWS, name="pump_rows", args_schema=Pair,
+        lambda first, second: NAMED, name="compare_pumps", args_schema=Pair, description="Compare two pumps.")
+    bare = StructuredTool.from_function(lambda first, second: BARE, name="pump_rows", args_schema=Pair,
                                         description="Rows about two pumps.")
     return [described, bare]
 
