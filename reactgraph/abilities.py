@@ -43,6 +43,12 @@ class ModelAbilities:
             ``REACTGRAPH_SMALL_MODEL=1``): it gets the strict safeguards measured on the
             embedded model (:data:`reactgraph.safeguards.STRICT`); every other model gets the
             permissive ones (issue 35, SPEC R13.1).
+        writes_answers: A small model whose own answers, written by synthesis and checked
+            under ``grounding="enforce"`` before they are shown, were measured as right as the
+            answer made of observations and reading better (the catalogue says which embedded
+            model, :attr:`~reactgraph.models.catalog.EmbeddedModel.writes_answers`): the strict
+            policy then lets it write (``answer_from_observations`` off; every check stays on).
+            No effect on a model that is not ``small``.
 
     Raises:
         ValueError: ``schema_output`` is not one of :data:`SCHEMA_OUTPUT_KINDS`;
@@ -56,6 +62,7 @@ class ModelAbilities:
     schema_output: SchemaOutput = "none"
     provider: str | None = None
     small: bool = False
+    writes_answers: bool = False
 
     def __post_init__(self) -> None:
         if self.schema_output not in SCHEMA_OUTPUT_KINDS:

@@ -378,7 +378,8 @@ def _subject(question: str, steps: Sequence[StepRecord]) -> str:
 
 
 def observation_answer(question: str, steps: Iterable[dict[str, Any]], result_chars: int = 2000,
-                       descriptions: Mapping[str, str] | None = None, *, language: str | None = None) -> str:
+                       descriptions: Mapping[str, str] | None = None, *, language: str | None = None,
+                       lead: str | None = None) -> str:
     """An answer made of the successful observations themselves (enforce mode's fallback and
     a loop that answers without the model, issue 36), grounded by construction.
 
@@ -392,6 +393,9 @@ def observation_answer(question: str, steps: Iterable[dict[str, Any]], result_ch
         language: The turn's language (the state's ``language``); ``None`` detects it from
             ``question`` (:func:`~reactgraph.language.detect_language`). Every sentence comes
             from :func:`~reactgraph.language.phrase`, the neutral form for an unknown language.
+        lead: The sentence that answers the question (:func:`reactgraph.lead.choose_lead`,
+            made of the observations' own lines), put before the engine's lead; ``None``
+            for the engine's lead alone.
 
     Returns:
         Markdown: a lead sentence naming what was asked about, then the facts of each
@@ -423,8 +427,9 @@ def observation_answer(question: str, steps: Iterable[dict[str, Any]], result_ch
         if failures:
             return "\n\n".join([lead, phrase("tools_said", language) + "\n" + "\n".join(failures)])
         return lead
-    lead = phrase("report_lead", language, subject=subject) if subject else phrase("report_lead_plain", language)
-    text = "\n".join([lead, "", *body]).strip()
+    answer_lead, lead = lead, (phrase("report_lead", language, subject=subject) if subject
+                               else phrase("report_lead_plain", language))
+    text = "\n".join([*([answer_lead, ""] if answer_lead else []), lead, "", *body]).strip()
     return re.sub(r"\n{3,}", "\n\n", text)
 
 

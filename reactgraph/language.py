@@ -453,6 +453,78 @@ PHRASES: Mapping[str, Mapping[str, str]] = {
         "id": "Tidak ada langkah rencana yang menghasilkan hasil.",
         NEUTRAL: "∅",
     },
+    "verdict_yes": {
+        "en": "Yes. {facts}", "ko": "네. {facts}", "ja": "はい。{facts}", "zh": "是的。{facts}",
+        "es": "Sí. {facts}", "de": "Ja. {facts}", "fr": "Oui. {facts}", "pt": "Sim. {facts}",
+        "it": "Sì. {facts}", "ru": "Да. {facts}", "vi": "Có. {facts}", "id": "Ya. {facts}",
+        NEUTRAL: "✓ {facts}",
+    },
+    "verdict_no": {
+        "en": "No. {facts}", "ko": "아니요. {facts}", "ja": "いいえ。{facts}", "zh": "不是。{facts}",
+        "es": "No. {facts}", "de": "Nein. {facts}", "fr": "Non. {facts}", "pt": "Não. {facts}",
+        "it": "No. {facts}", "ru": "Нет. {facts}", "vi": "Không. {facts}", "id": "Tidak. {facts}",
+        NEUTRAL: "✗ {facts}",
+    },
+    "verdict_unknown": {
+        "en": "The data does not say.",
+        "ko": "데이터로는 알 수 없습니다.",
+        "ja": "データからは分かりません。",
+        "zh": "数据中没有说明。",
+        "es": "Los datos no lo indican.",
+        "de": "Die Daten sagen es nicht.",
+        "fr": "Les données ne le disent pas.",
+        "pt": "Os dados não dizem.",
+        "it": "I dati non lo dicono.",
+        "ru": "Данные этого не показывают.",
+        "vi": "Dữ liệu không cho biết.",
+        "id": "Data tidak menyebutkannya.",
+        NEUTRAL: "?",
+    },
+    "not_found": {
+        "en": "What could not be found:",
+        "ko": "찾지 못한 내용:",
+        "ja": "見つからなかったこと：",
+        "zh": "未能找到的内容：",
+        "es": "Lo que no se pudo encontrar:",
+        "de": "Was nicht gefunden werden konnte:",
+        "fr": "Ce qui n'a pas pu être trouvé :",
+        "pt": "O que não foi possível encontrar:",
+        "it": "Ciò che non è stato possibile trovare:",
+        "ru": "Что не удалось найти:",
+        "vi": "Những gì không tìm được:",
+        "id": "Yang tidak dapat ditemukan:",
+        NEUTRAL: "∅:",
+    },
+    "plan_failed": {
+        "en": "The plan could not be made; answering step by step instead.",
+        "ko": "계획을 세우지 못해 한 단계씩 답합니다.",
+        "ja": "計画を立てられなかったため、一歩ずつ回答します。",
+        "zh": "无法制定计划，改为逐步回答。",
+        "es": "No se pudo hacer el plan; se responde paso a paso.",
+        "de": "Der Plan konnte nicht erstellt werden; es wird stattdessen Schritt für Schritt geantwortet.",
+        "fr": "Le plan n'a pas pu être établi ; réponse pas à pas à la place.",
+        "pt": "Não foi possível fazer o plano; respondendo passo a passo.",
+        "it": "Non è stato possibile fare il piano; si risponde passo per passo.",
+        "ru": "Не удалось составить план; ответ будет дан по шагам.",
+        "vi": "Không lập được kế hoạch; trả lời từng bước thay thế.",
+        "id": "Rencana tidak dapat dibuat; menjawab langkah demi langkah.",
+        NEUTRAL: "✗ → 1",
+    },
+    "analysis_failed": {
+        "en": "The results could not be checked against the goal; they are shown as the steps returned them.",
+        "ko": "결과를 목표와 대조하지 못했습니다. 단계가 반환한 그대로 보여 드립니다.",
+        "ja": "結果を目標と照合できませんでした。各ステップが返したとおりに示します。",
+        "zh": "无法根据目标核对结果；按各步骤返回的原样显示。",
+        "es": "No se pudieron comprobar los resultados frente al objetivo; se muestran tal como los dieron los pasos.",
+        "de": "Die Ergebnisse konnten nicht mit dem Ziel abgeglichen werden; sie stehen so da, wie die Schritte sie lieferten.",
+        "fr": "Les résultats n'ont pas pu être vérifiés par rapport à l'objectif ; ils sont montrés tels que les étapes les ont rendus.",
+        "pt": "Não foi possível verificar os resultados em relação ao objetivo; são mostrados como os passos os devolveram.",
+        "it": "Non è stato possibile verificare i risultati rispetto all'obiettivo; sono mostrati come li hanno restituiti i passi.",
+        "ru": "Не удалось сверить результаты с целью; они показаны так, как их вернули шаги.",
+        "vi": "Không thể đối chiếu kết quả với mục tiêu; kết quả được hiển thị như các bước đã trả về.",
+        "id": "Hasil tidak dapat diperiksa terhadap tujuan; ditampilkan seperti yang dikembalikan langkah-langkahnya.",
+        NEUTRAL: "?",
+    },
     "run_failed": {
         "en": "The run failed: {error}",
         "ko": "실행이 실패했습니다: {error}",
@@ -472,6 +544,44 @@ PHRASES: Mapping[str, Mapping[str, str]] = {
 """Every sentence the engine writes itself: key → language code (and :data:`NEUTRAL`) →
 a ``str.format`` template. Every key has every language of :data:`LANGUAGES` and the neutral
 form (checked by the tests)."""
+
+
+QUESTION_WORDS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
+    "en": {"yes_no": ("is", "are", "was", "were", "do", "does", "did", "can", "could", "has", "have", "had",
+                      "will", "would", "should", "any", "must"),
+           "which": ("what", "which", "who", "whom", "whose", "where", "when", "why", "how")},
+    "es": {"yes_no": ("¿es", "¿está", "¿están", "¿hay", "¿tiene", "¿tienen", "¿puede", "¿son"),
+           "which": ("qué", "cuál", "cuáles", "quién", "dónde", "cuándo", "cómo", "cuánto", "cuántos")},
+    "de": {"yes_no": ("ist", "sind", "hat", "haben", "gibt", "kann", "läuft"),
+           "which": ("welche", "welcher", "welches", "wer", "wo", "wann", "warum", "wie")},
+    "fr": {"yes_no": ("est-ce", "est-il", "est-elle", "a-t-il", "sont-ils", "y"),
+           "which": ("quel", "quelle", "quels", "quelles", "qui", "où", "quand", "pourquoi", "comment")},
+    "pt": {"yes_no": ("é", "está", "estão", "há", "tem"),
+           "which": ("qual", "quais", "quem", "onde", "quando", "porque", "como", "quanto")},
+    "it": {"yes_no": ("è", "sono", "c'è", "ha", "hanno"),
+           "which": ("quale", "quali", "chi", "dove", "quando", "perché", "come", "quanto")},
+    "ru": {"yes_no": ("ли",), "which": ("что", "какой", "какая", "какие", "кто", "где", "когда", "почему", "как", "сколько")},
+    "vi": {"yes_no": ("có",), "which": ("gì", "nào", "ai", "đâu", "khi nào", "tại sao", "bao nhiêu")},
+    "id": {"yes_no": ("apakah",), "which": ("apa", "mana", "siapa", "kapan", "mengapa", "bagaimana", "berapa")},
+    "ko": {"yes_no": (),
+           "which": ("무엇", "뭐", "뭔", "무슨", "어떤", "어느", "어떻게", "어때", "왜", "언제", "어디", "누구", "몇", "얼마")},
+    "ja": {"yes_no": (), "which": ("何", "どの", "どれ", "どこ", "いつ", "なぜ", "誰", "どう", "いくつ", "いくら")},
+    "zh": {"yes_no": (), "which": ("什么", "哪", "谁", "为什么", "怎么", "多少", "几")},
+}
+"""Question words per language (:func:`reactgraph.lead.question_kind`): ``yes_no`` the words
+that open a yes/no question (its first word), ``which`` the question words of a which/what
+question (anywhere). A Korean, Japanese or Chinese question is yes/no when it ends in a
+question mark (or か / 吗) and has none of its language's question words."""
+
+PART_JOINERS: tuple[str, ...] = (
+    "and also", "and", "also", "as well as", "plus", "y", "además", "e", "também", "anche", "et", "aussi",
+    "und", "auch", "sowie", "и", "а также", "và", "dan",
+    "그리고", "또한", "및", "そして", "また", "それと", "和", "并且", "还有", "以及", "另外",
+)
+"""Words that join two requests in one question, in the table's languages
+(:func:`reactgraph.parts.clauses`): Latin and Cyrillic ones count only as whole words; the
+Korean, Japanese and Chinese ones wherever they are written (those scripts join words
+without spaces). A joining word only proposes a cut (:mod:`reactgraph.parts`)."""
 
 
 def phrase(key: str, language: str | None, **values: Any) -> str:

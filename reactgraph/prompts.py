@@ -146,6 +146,17 @@ SELECTION_SYSTEM = (
     'names. Reply with a JSON object {{"tools": ["name", ...]}}.'
 )
 
+LEAD_CHOICE_SYSTEM = (
+    "You answer a question from data lines that tools returned. Choose, as exact copies, the one or "
+    "two lines that answer it: the figure or item that decides, and the limit it is compared with when "
+    "a line gives one. For a yes/no question also give the verdict: yes, no, or unknown when the lines "
+    'do not decide it. Reply with a JSON object {"verdict": "yes" | "no" | "unknown", "facts": ["line", ...]} '
+    '(verdict only for a yes/no question).'
+)
+"""System prompt of the lead choice (:func:`reactgraph.lead.choose_lead`): the model picks, the engine writes."""
+
+LEAD_CHOICE_USER = "Question: {question}\n\nData lines:\n{lines}"
+
 
 # DAG planner (SPEC R9.1)
 

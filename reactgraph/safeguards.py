@@ -139,6 +139,22 @@ def policy_for(abilities: ModelAbilities | None) -> SafeguardPolicy:
     return STRICT if abilities is not None and abilities.small else PERMISSIVE
 
 
+def policy_settings(abilities: ModelAbilities | None) -> dict[str, Any]:
+    """The safeguard values a model gets by default: its :func:`policy_for`'s settings, with
+    ``answer_from_observations`` off for a small model that writes its answers
+    (``abilities.writes_answers``: its synthesis, checked under ``enforce`` before it is
+    shown, was measured as right as the observation answer and reading better).
+
+    Returns:
+        ``AgentSettings`` field → value, for every field of :data:`SAFEGUARD_FIELDS`.
+    """
+    policy = policy_for(abilities)
+    values = dict(policy.settings)
+    if policy is STRICT and abilities is not None and abilities.writes_answers:
+        values["answer_from_observations"] = False
+    return values
+
+
 def resolve_settings(settings: Any, abilities: ModelAbilities | None) -> Any:
     """``settings`` with every safeguard field left ``None`` filled from the model's policy.
 
@@ -147,9 +163,8 @@ def resolve_settings(settings: Any, abilities: ModelAbilities | None) -> Any:
         abilities: The model's resolved abilities (:func:`policy_for`).
 
     Returns:
-        A new ``AgentSettings`` (``settings`` itself when nothing was left to the policy).
-        Values the caller set are kept as they are.
+        A new ``AgentSettings`` (``settings`` itself when nothing was left to the policy),
+        filled from :func:`policy_settings`. Values the caller set are kept as they are.
     """
-    policy = policy_for(abilities)
-    filled = {name: value for name, value in policy.settings.items() if getattr(settings, name) is None}
+    filled = {name: value for name, value in policy_settings(abilities).items() if getattr(settings, name) is None}
     return dataclasses.replace(settings, **filled) if filled else settings

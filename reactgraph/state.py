@@ -192,6 +192,10 @@ class AgentState(InputState, total=False):
     tool_required: bool
     """The model answered with figures before any tool ran and was asked for a tool call
     (issue 35): the next loop call requires one, and it is asked only once a turn."""
+    part_tools: list[str] | None
+    """The tool chosen for each part of a question that asks several things
+    (:func:`~reactgraph.parts.question_parts`), when selection chose per part; the loop
+    counts the question covered only when each brought data. ``None``: one part."""
     draft_answer: str | None
     """The model's own final answer, when it gave one (``None`` when the loop ended at the
     cap, on a model error, with raw content, or empty): the only draft synthesis sees."""

@@ -15,6 +15,7 @@ confident "no") or ``max_rounds``.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
@@ -29,11 +30,13 @@ from reactgraph.dag.settings import DAGSettings
 from reactgraph.dag.state import Analysis, DAGState, PlanStep, StepResult
 from reactgraph.events import Analysis, Analyzing, emit
 from reactgraph.graph.names import PLAN, SYNTHESIZE
-from reactgraph.language import detect_language
+from reactgraph.language import detect_language, phrase
 from reactgraph.limits import UsageLimits
 from reactgraph.models.registry import ModelRegistry
 from reactgraph.prompts import ANALYZER_SYSTEM, ANALYZER_USER
 from reactgraph.structured import structured_llm_call
+
+logger = logging.getLogger(__name__)
 
 ANALYSIS_SCHEMA: dict[str, Any] = {
     "title": "analysis",
@@ -49,7 +52,6 @@ ANALYSIS_SCHEMA: dict[str, Any] = {
 }
 
 
-UNREADABLE = "the analysis could not be read"
 
 _ACHIEVED = re.compile(r"achieved\W{0,3}\s*(true|false|yes|no)\b", re.IGNORECASE)
 _CONFIDENCE = re.compile(r"confidence\W{0,3}\s*(\d+(?:\.\d+)?|\.\d+)", re.IGNORECASE)
@@ -57,9 +59,12 @@ _TRUE = {"true", "yes", "1"}
 _FALSE = {"false", "no", "0"}
 
 
-def safe_default(error: str | None = None) -> Analysis:
-    """The verdict when the analyzer's reply cannot be read: not achieved, confidence 0."""
-    return {"achieved": False, "confidence": 0.0, "reasoning": f"{UNREADABLE}: {error}" if error else UNREADABLE,
+def safe_default(error: str | None = None, goal: str = "") -> Analysis:
+    """The verdict when the analyzer's reply cannot be read: not achieved, confidence 0, and
+    as reasoning a plain sentence in the goal's language (the language table's ``analysis_failed``); the parser's ``error`` goes to the log, not to the page."""
+    if error:
+        logger.warning("the analysis could not be read: %s", error)
+    return {"achieved": False, "confidence": 0.0, "reasoning": phrase("analysis_failed", detect_language(goal)),
             "final_answer": None, "level": None}
 
 
@@ -183,7 +188,7 @@ class Analyzer:
             ANALYSIS_SCHEMA, abilities=entry.abilities, parse_fn=parse_analysis, regex_fallback=analysis_from_text,
             default_value=None, config=config, fallbacks=entry.fallbacks,
         )
-        analysis: Analysis = safe_default(result.error) if result.value is None else {**result.value, "level": result.level}
+        analysis: Analysis = safe_default(result.error, state.get("goal", "")) if result.value is None else {**result.value, "level": result.level}
         unsure = not analysis["achieved"] and analysis["confidence"] < self.settings.confidence_threshold
         replan = (unsure or unplanned) and round_number < self.settings.max_rounds
         finish: Literal["achieved", "not_achieved", "max_rounds"] | None = None

@@ -143,7 +143,8 @@ def create_dag_graph(
     nodes = {START_DAG: start_dag, PLAN: Planner(registry, tools, dag_settings, drain, limits),
              SCHEDULE: Schedule(drain, limits), RUN_STEP: RunStep(registry, graphs, dag_settings),
              ANALYZE: Analyzer(registry, dag_settings, drain, limits),
-             SYNTHESIZE: DAGSynthesize(registry, dag_settings)}
+             SYNTHESIZE: DAGSynthesize(registry, dag_settings, step_settings,
+                                       {getattr(tool, "name", ""): getattr(tool, "description", "") or "" for tool in tools})}
     for node, body in nodes.items():
         builder.add_node(node, observed_node(body, node))  # observed when the run is (issue 40)
 

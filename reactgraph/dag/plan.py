@@ -9,8 +9,10 @@
 - A cycle (found by a depth-first topological sort) is rejected: the planner is told the
   cycle and asked once more; a second cyclic plan ends the run with a clear failure
   (``finish_reason="plan_failed"``, an ``error`` event of kind ``plan_error``).
-- Output that cannot be read at all runs the goal as one step (with a warning), so the
-  user still gets an answer (SPEC R2.7).
+- Output that cannot be read at all runs the goal as one step (SPEC R2.7), so the user
+  still gets an answer; the plan's warning says so in plain words, in the goal's language
+  ("The plan could not be made; answering step by step instead.",
+  :func:`~reactgraph.language.phrase`), and the parser's reason goes to the log.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from reactgraph.dag.settings import DAGSettings
 from reactgraph.dag.state import DAGState, PlanStep
 from reactgraph.errors import PlanError
 from reactgraph.events import PlanMade, Planning, RunError, emit
-from reactgraph.language import detect_language
+from reactgraph.language import detect_language, phrase
 from reactgraph.limits import UsageLimits
 from reactgraph.models.registry import ModelRegistry
 from reactgraph.prompts import CYCLE_FEEDBACK, PLANNER_SYSTEM, PLANNER_USER, REPLAN_NOTE
@@ -215,7 +217,9 @@ class Planner:
             )
             usage = sum_usage(usage, result.usage)
             if result.value is None:
-                warning = f"the planner's output could not be read ({result.error}); the goal runs as one step"
+                # Said in plain words on the page; what went wrong is for the log.
+                logger.warning("the planner's output could not be read (%s); the goal runs as one step", result.error)
+                warning = phrase("plan_failed", detect_language(goal))
                 steps: list[PlanStep] = [{"id": "s1", "task": goal, "dependencies": [], "tool_hint": None, "model_hint": None}]
                 return self._accept(round_number, steps, [warning], usage)
             steps, warnings = result.value

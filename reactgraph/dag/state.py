@@ -114,6 +114,9 @@ class DAGState(InputState, total=False):
     """The best answer before synthesis: the analyzer's final answer, else the step results."""
     synthesis: str | None
     """The streamed answer (``None`` when synthesis was skipped)."""
+    grounding: dict[str, Any] | None
+    """The grounding check of the answer against the steps' tool observations, as
+    ``AgentState.grounding`` (:mod:`reactgraph.dag.synthesize`); ``None`` when off or not run."""
     finish_reason: DAGFinishReason | None
     """Why the run stopped re-planning (a usage limit: :mod:`reactgraph.dag.budget`)."""
     limit: dict[str, Any] | None

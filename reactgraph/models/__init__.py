@@ -52,7 +52,7 @@ from reactgraph.models.env import (
     fallback_specs,
     model_from_env,
 )
-from reactgraph.safeguards import policy_for
+from reactgraph.safeguards import policy_for, policy_settings
 from reactgraph.models.local import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_N_CTX,
@@ -122,8 +122,10 @@ class ResolvedModel:
         """The safeguard policy agents on this model get by default (issue 35, SPEC R13.1):
         ``{"policy": "strict" | "permissive", <AgentSettings field>: value, ...}``, decided
         by ``abilities.small`` alone (:func:`reactgraph.safeguards.policy_for`; unknown
-        abilities are not small). ``AgentSettings`` fields set by the caller win."""
-        return policy_for(self.abilities).to_dict()
+        abilities are not small), with ``answer_from_observations`` off for a small model that
+        writes its answers (:func:`reactgraph.safeguards.policy_settings`). ``AgentSettings``
+        fields set by the caller win."""
+        return {"policy": policy_for(self.abilities).name, **policy_settings(self.abilities)}
 
 
 @asynccontextmanager

@@ -102,6 +102,11 @@ class EmbeddedModel:
         small: a small model in the sense of SPEC R13.1 (it needs the engine's small-model
             safeguards: constrained actions, ranked tools, grounding); for the profile
             owner to read, not acted on here.
+        writes_answers: its answers, written by synthesis and checked under ``enforce``
+            before they are shown, were measured (bench/README.md) as right as the answer made
+            of observations and reading better, so the strict policy lets it write
+            (:attr:`reactgraph.ModelAbilities.writes_answers`); ``False``: the answer is made
+            of the observations, led by the sentence the engine writes from its choice.
         license: the licence as far as verified, e.g. ``"Apache-2.0"``.
         provenance: where the file comes from and what of that was verified (one sentence).
     """
@@ -120,6 +125,7 @@ class EmbeddedModel:
     small: bool
     license: str
     provenance: str
+    writes_answers: bool = False
 
     @property
     def requirements(self) -> list[str]:

@@ -297,13 +297,16 @@ class LocalModelServer:
         calls (SmolLM2's chat template has none, issue 22; the Qwen2.5-Coder builds emit none
         through llama.cpp, issue 36), so it runs JSON mode; ``small`` as the catalogue entry says
         (:attr:`~reactgraph.models.catalog.EmbeddedModel.small`: every entry is), so agents on
-        it get the strict safeguards (:data:`reactgraph.safeguards.STRICT`)."""
+        it get the strict safeguards (:data:`reactgraph.safeguards.STRICT`), and
+        ``writes_answers`` as the entry says (a model measured to write its answers well
+        writes them, checked before they are shown)."""
         return ModelAbilities(
             **{**llamacpp.PROFILE.default_abilities({}), "tool_call": False},
             context_window=self.n_ctx,
             max_output_tokens=self.max_tokens,
             provider=llamacpp.PROFILE.name,
             small=self.embedded.small,
+            writes_answers=self.embedded.writes_answers,
         )
 
     @property

@@ -39,7 +39,9 @@ observation is the one the same call gave last time, the model is told so.
 
 Two more rules decide when the loop answers (issues 35, 36): with
 ``AgentSettings.answer_when_covered`` the loop answers as soon as a successful observation
-covers every value the question names (:func:`covered`); and an answer given before any
+covers every value the question names (:func:`covered`) and every part of a question that
+asks several things has data (:func:`pending_parts`: until then the next call offers only the
+tools of the parts without data and requires a call); and an answer given before any
 tool ran this turn to a question that names a value a tool takes, or one that states figures
 or ids to a question about what the tools hold, is not accepted: the model is asked once more
 with a tool call required (:func:`needs_tool_call`; native mode:
@@ -225,6 +227,32 @@ def covered(steps: list[StepRecord], named: tuple[str, ...],
     return all(any(value in args for args in passed) for value in named if needed(value))
 
 
+def pending_parts(state: AgentState) -> list[str]:
+    """The tools of a question's parts (``part_tools``, chosen per part by selection) that
+    have not brought data this turn: a part without data keeps the question uncovered, and
+    the next loop call offers only these tools and requires one (:func:`offered_tools`)."""
+    done = {step.get("tool_name") for step in state.get("steps", []) if not step.get("error")}
+    return [name for name in state.get("part_tools") or () if name not in done]
+
+
+def offered_tools(engine: Engine, state: AgentState, stalled: bool) -> tuple[list[Any], bool]:
+    """The tools a loop call offers and whether it requires a call of one of them:
+
+    * none when the loop is stalled (answer only);
+    * once some tool ran, the tools of the parts still without data (:func:`pending_parts`),
+      a call required: every part of the question gets its data;
+    * else the turn's selected tools, a call required when the model was asked for one
+      (``tool_required``) and none ran yet.
+    """
+    if stalled:
+        return [], False
+    query = state.get("query", "")
+    pending = pending_parts(state) if state.get("steps") else []
+    if pending:
+        return engine.tools_for(pending, query), True
+    return engine.tools_for(state.get("selected_tools"), query), bool(state.get("tool_required")) and not state.get("steps")
+
+
 def _shortcut(engine: Engine, state: AgentState, config: RunnableConfig, iteration: int) -> dict[str, Any] | None:
     """The loop's answer without a model call, or ``None`` to call the model (issue 36):
 
@@ -236,8 +264,8 @@ def _shortcut(engine: Engine, state: AgentState, config: RunnableConfig, iterati
     steps = state.get("steps", [])
     previous = iteration - 1
     fresh = bool(steps) and steps[-1].get("iteration") == previous and state.get("progress_iteration", 0) < previous
-    if engine.settings.answer_when_covered and fresh and covered(steps, engine.named_values(state.get("query", "")),
-                                                                 engine.tool_values):
+    if engine.settings.answer_when_covered and fresh and not pending_parts(state) and covered(
+            steps, engine.named_values(state.get("query", "")), engine.tool_values):
         return {**_final_update(engine, state, "", "covered"), "pending_tool_calls": []}
     if engine.synthesizes(config) and _stall_check(engine, state, iteration):
         return {**_final_update(engine, state, "", "stalled"), "pending_tool_calls": []}
@@ -423,13 +451,12 @@ class LLMCallNative:
         stalled = _stall_check(self.engine, state, iteration)
         emit(ThinkingStarted(iteration=iteration))
         query = state.get("query", "")
-        tools = [] if stalled else self.engine.tools_for(state.get("selected_tools"), query)
+        tools, forced = offered_tools(self.engine, state, bool(stalled))
         messages = await self.engine.loop_input(state, config)
         if stalled:
             messages.append(HumanMessage(FINAL_ONLY_REQUEST))
         thread = thread_of(config)
         seen = self.engine.seen_ids(query, state["messages"], thread)
-        forced = bool(state.get("tool_required")) and not state.get("steps")
         model = self.engine.native_model(tools, self.engine.named_values(query), final_only=bool(stalled), seen=seen,
                                          tool_required=forced)
         answer = None if stalled or forced else loop_answer(self.engine, state, config, self.structured, tools)
@@ -576,13 +603,12 @@ class LLMCallJSON:
         named = self.engine.named_values(query)
         thread = thread_of(config)
         seen = self.engine.seen_ids(query, state["messages"], thread)
-        tools = [] if stalled else self.engine.tools_for(state.get("selected_tools"), query)
+        tools, forced = offered_tools(self.engine, state, bool(stalled))
         messages = await self.engine.loop_input(
             state, config, lambda base: self.engine.json_system_prompt(tools, base, named, seen)
         )
         if stalled:
             messages.append(HumanMessage(FINAL_ONLY_REQUEST))
-        forced = bool(state.get("tool_required")) and not state.get("steps")
         action_format = None if state.get("schema_rejected") else self.engine.action_format(tools, named, seen,
                                                                                            tools_only=forced)
         rejected = False

@@ -47,10 +47,12 @@ from reactgraph.abilities import ModelAbilities
 from reactgraph.events import SelectingTools, emit
 from reactgraph.grounding import extract_values, informative
 from reactgraph.language import turn_language
+from reactgraph.parts import question_parts
 from reactgraph.prompts import SELECTION_SYSTEM, SELECTION_USER
 from reactgraph.ranking import catalog_line
 from reactgraph.state import AgentState
 from reactgraph.structured import structured_llm_call
+from reactgraph.usage import sum_usage
 from reactgraph.window.budget import context_budget
 from reactgraph.window.tokens import estimate_tokens
 
@@ -214,9 +216,15 @@ class SelectTools:
         tools = list(self.engine.tools.values())
         if not settings.tool_selection or len(tools) <= settings.tool_selection_threshold:
             return {}
-        ranked = self.engine.ranker.rank(state.get("query", ""), turn_language(state))
-        if settings.lexical_gate and gate_closes(ranked, state.get("query", "")):
+        query = state.get("query", "")
+        language = turn_language(state)
+        ranked = self.engine.ranker.rank(query, language)
+        if settings.lexical_gate and gate_closes(ranked, query):
             return {"selected_tools": []}  # nothing of the question is any tool's: answer directly
+        rank = lambda text: self.engine.ranker.rank(text, language)  # noqa: E731
+        parts = question_parts(query, rank)
+        if len(parts) > settings.tool_selection_max:
+            return await self._by_part(parts, rank, config)
         settled = settled_without_model(ranked, settings.tool_selection_max)
         if settled is not None:
             return {"selected_tools": settled}
@@ -224,15 +232,47 @@ class SelectTools:
             if self.engine.mode == "native" and tools_fit(tools, context_budget(self.engine.abilities, settings)):
                 return {}
             return {"selected_tools": hybrid_selection(None, ranked, settings.tool_selection_max)}
+        names, usage = await self._choose(query, ranked, settings.tool_selection_max, config)
+        return {"selected_tools": names, "usage": usage} if usage else {"selected_tools": names}
+
+    async def _choose(self, text: str, ranked: list[tuple[str, float]], limit: int,
+                      config: RunnableConfig) -> tuple[list[str] | None, dict[str, int]]:
+        """The tools for ``text`` (the question or one of its parts): settled by the ranking
+        alone when it can be, else the model's pick merged with the ranking."""
+        settings = self.engine.settings
+        settled = settled_without_model(ranked, limit)
+        if settled is not None:
+            return settled, {}
         # Words rank the shortlist; when no tool shares one (a question in another language than
         # the tools'), they cannot, and the model is shown every tool.
-        size = max(settings.tool_selection_shortlist, settings.tool_selection_max) if ranked and ranked[0][1] > 0 \
-            else len(ranked)
+        size = max(settings.tool_selection_shortlist, limit) if ranked and ranked[0][1] > 0 else len(ranked)
         shortlist = [self.engine.tools[name] for name, _ in ranked[:size]]
-        emit(SelectingTools(total_tools=len(tools)))
+        emit(SelectingTools(total_tools=len(self.engine.tools)))
         llm, fallbacks = self.engine.structured_models()
         names, usage = await select_tool_names(
-            llm, self.engine.abilities, state.get("query", ""), shortlist, settings.tool_selection_max,
+            llm, self.engine.abilities, text, shortlist, limit,
             {**config, "run_name": RUN_NAME_SELECTION}, reformat_retries=settings.parse_retries, fallbacks=fallbacks,
         )
-        return {"selected_tools": hybrid_selection(names, ranked, settings.tool_selection_max), "usage": usage}
+        return hybrid_selection(names, ranked, limit), usage
+
+    async def _by_part(self, parts: list[str], rank: Any, config: RunnableConfig) -> dict[str, Any]:
+        """A question that asks more things than ``tool_selection_max`` tools may answer: each
+        part (:func:`~reactgraph.parts.question_parts`) gets its own choice of the limit's
+        number of tools, so every part gets data (the strict policy's limit is one tool).
+        ``part_tools`` records each part's first tool: the loop counts the question covered
+        only when each of them brought data (:func:`~reactgraph.nodes.llm_call.pending_parts`)."""
+        usage: dict[str, int] = {}
+        chosen: list[str] = []
+        firsts: list[str] = []
+        for part in parts:
+            names, part_usage = await self._choose(part, rank(part),
+                                                   self.engine.settings.tool_selection_max, config)
+            usage = sum_usage(usage, part_usage) if part_usage else usage
+            if names:
+                chosen.extend(names)
+                firsts.append(names[0])
+        chosen, firsts = list(dict.fromkeys(chosen)), list(dict.fromkeys(firsts))
+        update: dict[str, Any] = {"selected_tools": chosen or None, **({"usage": usage} if usage else {})}
+        if len(firsts) > 1:
+            update["part_tools"] = firsts
+        return update

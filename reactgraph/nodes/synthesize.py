@@ -33,7 +33,9 @@ the answer is checked against the trace, the question and the earlier turns
 
 With ``answer_from_observations`` (the strict policy), a turn where some tool call succeeded
 makes no synthesis call at all: the answer is the observation answer (grounding
-``action: "observations"``).
+``action: "observations"``), led — for a yes/no or which/what question — by the sentence the
+engine writes from the model's constrained choice of verdict and deciding lines
+(:func:`~reactgraph.lead.choose_lead`: one small call whose enums are the observations' lines).
 
 Under ``AgentSettings.synthesis="auto"`` a loop answer that streamed already
 (``answer_streamed``, :mod:`reactgraph.loop_answer`) is ended here without a model call:
@@ -62,6 +64,7 @@ from reactgraph.grounding import (
     observation_answer,
 )
 from reactgraph.language import phrase, turn_language
+from reactgraph.lead import choose_lead
 from reactgraph.prompts import FLAG_NOTE
 from reactgraph.state import AgentState
 from reactgraph.synthesis import (
@@ -206,12 +209,16 @@ class Synthesize:
         history = format_history(state.get("earlier_turns") or [])
         steps = state.get("steps", [])
         if settings.answer_from_observations and any(not step.get("error") for step in steps):
+            llm, fallbacks = self.engine.structured_models()
+            lead = await choose_lead(llm, self.engine.abilities, state.get("query", ""), steps, config=config,
+                                     fallbacks=fallbacks, usage_out=usage)
             text = await emit_answer(one_chunk(observation_answer(state.get("query", ""), steps,
                                                                   settings.synthesis_result_chars,
                                                                   self.engine.tool_descriptions,
-                                                                  language=turn_language(state))), "")
+                                                                  language=turn_language(state), lead=lead)), "")
             report = self._check(state, text, history)
-            return {"synthesis": text, "grounding": report.to_dict(settings.grounding or "off", "observations")}
+            grounding = report.to_dict(settings.grounding or "off", "observations")
+            return {"synthesis": text, "grounding": grounding, **({"usage": usage} if usage else {})}
         if settings.grounding == "enforce":
             return await self._enforced(state, config, usage, history)
         flag = self._flag_note(state, history) if settings.grounding == "flag" else None

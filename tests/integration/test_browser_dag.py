@@ -39,6 +39,8 @@ def steps(messages):
         return call("gated_scan", machine="CNC-003")
     if len(messages) == 2 and role == "step:b":
         return call("get_status", equipment_id="PRS-001")
+    if role == "step:b":  # a step's answer in Markdown, as a loop's answer often is
+        return json.dumps({"type": "final_answer", "reasoning": "", "answer": "**PRS-001**: running\n\n- no alarms"})
     return step_reply(messages)
 
 
@@ -81,6 +83,9 @@ async def test_the_plan_view_shows_each_steps_state_during_a_run_and_after_a_rel
         assert "Scan CNC-003" in await node["a"].locator(".node-task").text_content()
         assert await page.locator('.dag-step[data-step="b"] details.tool-card[data-status="ok"]').count() == 1
         assert "sensor gateway down" in await page.locator('.dag-step[data-step="d"] .step-result').inner_text()
+        result_b = page.locator('.dag-step[data-step="b"] .step-result')
+        assert await result_b.locator("strong").inner_text() == "PRS-001"  # rendered, no raw Markdown
+        assert "**" not in await result_b.inner_text() and await result_b.locator("li").count() == 1
         status = await page.locator(".status .status-text").inner_text()
         assert "step a" in status and "gated_scan" in status
         await page.screenshot(path=str(artifact_path("browser-dag-running.png")), full_page=True)

@@ -19,6 +19,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from reactgraph import AgentSettings, DAGAgent, DAGSettings, ModelRegistry, create_dag_graph
 from reactgraph.dag.analyze import ANALYZER_SYSTEM, analysis_from_text, parse_analysis
 from reactgraph.dag.plan import PLANNER_SYSTEM, find_cycle, parse_plan
+from reactgraph.language import detect_language, phrase
 from reactgraph.prompts import SYNTHESIS_SYSTEM
 from reactgraph.testing import ScriptedChatModel
 
@@ -198,11 +199,17 @@ async def test_a_dangling_dependency_is_pruned_with_a_warning(tools, caplog):
     assert [(s.id, s.dependencies, s.status) for s in result.steps] == [("a", [], "completed"), ("b", ["a"], "completed")]
 
 
-async def test_unreadable_plan_runs_the_goal_as_one_step(tools):
+async def test_unreadable_plan_runs_the_goal_as_one_step(tools, caplog):
     general = general_model(["no idea", "still no idea"], [verdict(True, 1.0, "ok")])
-    result = await DAGAgent(general, tools, settings=SETTINGS).run("check CNC-003")
-    assert [(s.id, s.task) for s in result.steps] == [("s1", "check CNC-003")]
-    assert result.warnings[0].startswith("the planner's output could not be read")
+    goal = "Please check the state of CNC-003"
+    result = await DAGAgent(general, tools, settings=SETTINGS).run(goal)
+    assert [(s.id, s.task) for s in result.steps] == [("s1", goal)]
+    # plain words on the page, in the goal's language; the parser's reason in the log
+    assert result.warnings == ["The plan could not be made; answering step by step instead."]
+    assert "the planner's output could not be read" in caplog.text and "JSON" not in result.warnings[0]
+    general = general_model(["no idea", "still no idea"], [verdict(True, 1.0, "ok")])
+    korean = await DAGAgent(general, tools, settings=SETTINGS).run("CNC-003 확인해줘")
+    assert korean.warnings == ["계획을 세우지 못해 한 단계씩 답합니다."]
 
 
 def test_parse_plan_wraps_a_single_step_and_keeps_at_most_max_steps():
@@ -293,7 +300,8 @@ async def test_garbage_analyzer_output_gives_the_safe_default(tools):
     events = await collect(agent)
     analyses = of(events, "analysis")
     assert [(a["achieved"], a["confidence"], a["replan"]) for a in analyses] == [(False, 0.0, True), (False, 0.0, False)]
-    assert analyses[0]["reasoning"].startswith("the analysis could not be read")
+    assert analyses[0]["reasoning"] == phrase("analysis_failed", detect_language("Compare CNC-001 and CNC-003"))
+    assert "could not be read" not in analyses[0]["reasoning"]  # no parser jargon on the page
     assert calls_by_kind(general).count("analyzer") == 4  # plain text and one reformat retry per round
     assert events[-1].data["finish_reason"] == "max_rounds"
 

@@ -780,7 +780,11 @@
     step.node.querySelector(".node-state").textContent = STATE_LABELS[state] || state;
     step.section.dataset.state = state;
     step.section.querySelector(".step-state").textContent = STATE_LABELS[state] || state;
-    if (result !== undefined) step.section.querySelector(".step-result").textContent = String(result || "");
+    if (result !== undefined) {  // a step's result is Markdown, as an answer is
+      const box = step.section.querySelector(".step-result");
+      box.replaceChildren();
+      new window.MarkdownView(box).update(String(result || "") + "\n\n");
+    }
   }
 
   // A step's tool call card, in its section; keyed by round, step and the loop's own call id.

@@ -1,0 +1,248 @@
+"""Answers that answer the whole question (SPEC R13.1). A question that asks several things
+gets data for each part: the parts are found without knowing the domain or the language,
+each part gets its own tool under the strict policy's one-tool selection, and the loop is
+covered only when every part has data. The lead of an answer made of observations answers
+the question: a yes/no verdict or the line asked for, chosen by the model among the
+observations' own lines and written by the engine."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from langchain_core.tools import StructuredTool
+
+from reactgraph import AgentSettings, ModelAbilities, ReActAgent
+from reactgraph.lead import lead_sentence, question_kind
+from reactgraph.parts import clauses, question_parts
+from reactgraph.ranking import ToolRanker
+from reactgraph.testing import ScriptedChatModel
+
+SMALL = ModelAbilities(json_mode=True, schema_output="json_object_schema", small=True)
+
+ORDER = "Order: ORD-7\nState: shipped\nCarrier: Northwind\nDelivery date: 2026-03-02"
+STOCK = "Item: SKU-12\nQuantity on hand: 14\nReorder point: 20"
+
+
+def warehouse_tools() -> list[StructuredTool]:
+    """A non-demo hub: two tools that answer, and enough others that selection runs."""
+    def order_status(order_id: str) -> str:
+        return ORDER
+
+    def stock_level(item_id: str) -> str:
+        return STOCK
+
+    tools = [
+        StructuredTool.from_function(order_status, name="order_status",
+                                     description="Status of one customer order: state, carrier and delivery date.",
+                                     metadata={"keywords": ["주문", "배송"]}),
+        StructuredTool.from_function(stock_level, name="stock_level",
+                                     description="Stock level of one warehouse item: quantity on hand, reorder point."),
+    ]
+    topics = ["payroll", "holiday", "parking", "canteen", "badge", "printer", "meeting room", "travel",
+              "expense", "laptop", "training", "newsletter"]
+    for topic in topics:
+        tools.append(StructuredTool.from_function(lambda query="": "nothing", name=f"{topic.replace(' ', '_')}_info",
+                                                  description=f"Office {topic} information."))
+    return tools
+
+
+def call(name: str, args: dict) -> str:
+    return json.dumps({"type": "tool_call", "reasoning": "", "tool_name": name, "tool_args": args})
+
+
+@pytest.mark.parametrize("question, expected", [
+    ("What is the state of order ORD-7, and how much stock is on hand for SKU-12?",
+     ["What is the state of order ORD-7", "and how much stock is on hand for SKU-12?"]),
+    ("ORD-7 주문 상태가 어때? 재고도 알려줘", ["ORD-7 주문 상태가 어때?", "재고도 알려줘"]),
+    ("¿Cuál es el estado del pedido ORD-7 y cuánto stock queda?", ["¿Cuál es el estado del pedido ORD-7",
+                                                                    "y cuánto stock queda?"]),
+    ("Wie ist der Status von ORD-7 und wie viel Lager ist da?", ["Wie ist der Status von ORD-7",
+                                                                 "und wie viel Lager ist da?"]),
+    ("ORD-7 状态如何？还有库存吗？", ["ORD-7 状态如何？", "还有库存吗？"]),
+    ("Compare ORD-7 and ORD-9", ["Compare ORD-7", "and ORD-9"]),
+])
+def test_clauses_are_cut_where_a_new_request_may_start(question, expected):
+    assert clauses(question) == expected
+
+
+def test_a_clause_stands_as_a_part_only_when_it_asks_about_something():
+    ranker = ToolRanker(warehouse_tools())
+    two = question_parts("What is the state of order ORD-7, and how much stock is on hand for SKU-12?", ranker.rank)
+    assert two == ["What is the state of order ORD-7", "and how much stock is on hand for SKU-12?"]
+    # "and ORD-9" names a value but asks nothing of its own: one part
+    assert question_parts("Compare the order state of ORD-7 and ORD-9", ranker.rank) == [
+        "Compare the order state of ORD-7 and ORD-9"]
+    assert question_parts("", ranker.rank) == [""]
+    # one word that a tool shares is enough: "the state of ORD-7" asks something
+    assert question_parts("What is the state of ORD-7, and the stock of SKU-12?", ranker.rank) == [
+        "What is the state of ORD-7", "and the stock of SKU-12?"]
+
+
+async def test_each_part_gets_its_tool_and_the_loop_is_covered_only_when_both_have_data():
+    """Strict policy (one tool a question): the two parts each get their tool, the second loop
+    call offers only the part still without data, and the answer holds both observations."""
+    model = ScriptedChatModel(responses=[call("order_status", {"order_id": "ORD-7"}),
+                                         call("stock_level", {"item_id": "SKU-12"})])
+    agent = ReActAgent(model, warehouse_tools(), abilities=SMALL)
+    question = "What is the state of order ORD-7, and how much stock is on hand for SKU-12?"
+    result = await agent.run(question)
+    assert [step.tool_name for step in result.steps] == ["order_status", "stock_level"]
+    assert result.finish_reason == "covered"
+    assert model.kinds == ["tool_loop", "tool_loop"]  # both parts settled by the ranking: no selection call
+    second_prompt = model.calls[1][0].content
+    assert "stock_level" in second_prompt and "order_status" not in second_prompt
+    assert "shipped" in result.answer and "14" in result.answer
+
+
+async def test_a_single_part_question_is_covered_by_its_one_tool():
+    model = ScriptedChatModel(responses=[call("order_status", {"order_id": "ORD-7"})], repeat_last=True)
+    result = await ReActAgent(model, warehouse_tools(), abilities=SMALL).run("What is the state of order ORD-7?")
+    assert [step.tool_name for step in result.steps] == ["order_status"]
+    assert result.finish_reason == "covered" and model.kinds == ["tool_loop"]
+
+
+async def test_a_capable_model_keeps_its_selection_of_several_tools():
+    model = ScriptedChatModel(responses=['{"tools": ["order_status", "stock_level"]}',
+                                         call("order_status", {"order_id": "ORD-7"}), json.dumps(
+        {"type": "final_answer", "reasoning": "", "answer": "ORD-7 is shipped."})])
+    agent = ReActAgent(model, warehouse_tools(), abilities=ModelAbilities(json_mode=True),
+                       settings=AgentSettings(tool_selection_max=6))
+    result = await agent.run("What is the state of order ORD-7, and how much stock is on hand for SKU-12?")
+    assert result.finish_reason == "final_answer"  # no part forced on a model that chose otherwise
+    assert model.kinds[0] == "selection" and [step.tool_name for step in result.steps] == ["order_status"]
+
+
+# the lead answers the question -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("question, kind", [
+    ("Is order ORD-7 shipped?", "yes_no"),
+    ("Does SKU-12 have enough stock?", "yes_no"),
+    ("Which orders are late?", "which"),
+    ("What's wrong with order ORD-7, and is it insured?", "which"),
+    ("What is the state of ORD-7?", "which"),
+    ("Show the state of ORD-7", "other"),
+    ("ORD-7 주문이 배송됐어?", "yes_no"),
+    ("ORD-7 주문 상태는 어때?", "which"),
+    ("ORD-7 상태 확인해줘", "other"),
+    ("¿Está enviado el pedido ORD-7?", "yes_no"),
+    ("Welche Bestellungen sind spät?", "which"),
+    ("ORD-7は出荷済みですか", "yes_no"),
+    ("ORD-7 发货了吗？", "yes_no"),
+])
+def test_the_kind_of_question_is_read_from_question_words(question, kind):
+    assert question_kind(question) == kind
+
+
+async def answered(model: ScriptedChatModel, question: str) -> dict:
+    """The ``done`` event of a streamed run (the answer as a user sees it, synthesized)."""
+    events = [event async for event in ReActAgent(model, warehouse_tools(), abilities=SMALL).astream_events(question)]
+    return events[-1].data
+
+
+def lead_choice(verdict: str | None, facts: list[str]) -> str:
+    return json.dumps({**({"verdict": verdict} if verdict else {}), "facts": facts})
+
+
+@pytest.mark.parametrize("question, verdict, lead", [
+    ("Is order ORD-7 shipped?", "yes", "Yes. State: shipped."),
+    ("Is order ORD-7 still in the warehouse?", "no", "No. State: shipped."),
+    ("ORD-7 주문이 배송됐어?", "yes", "네. State: shipped."),
+    ("Is order ORD-7 insured?", "unknown", "The data does not say."),
+])
+async def test_a_yes_no_question_gets_its_verdict_first(question, verdict, lead):
+    """The model only chooses (the schema's enums are the observation's lines); the engine
+    writes the sentence in the question's language, and the lines follow it."""
+    model = ScriptedChatModel(responses=[call("order_status", {"order_id": "ORD-7"})],
+                              by_kind={"synthesis": [lead_choice(verdict, ["State: shipped"])]})
+    done = await answered(model, question)
+    assert done["answer"].splitlines()[0] == lead
+    assert "- **Carrier**: Northwind" in done["answer"].splitlines()
+    assert model.kinds == ["tool_loop", "synthesis"]
+    schema = model.call_kwargs[1]["response_format"]["schema"]  # the embedded model decodes under it
+    assert schema["properties"]["facts"]["items"]["enum"] == ORDER.splitlines()
+    assert schema["properties"]["verdict"]["enum"] == ["yes", "no", "unknown"]
+
+
+async def test_a_which_question_names_what_was_asked_for_first():
+    model = ScriptedChatModel(responses=[call("stock_level", {"item_id": "SKU-12"})],
+                              by_kind={"synthesis": [lead_choice(None, ["Quantity on hand: 14", "Reorder point: 20"])]})
+    done = await answered(model, "What stock level does SKU-12 have?")
+    assert done["answer"].splitlines()[0] == "Quantity on hand: 14; Reorder point: 20."
+    assert done["grounding"]["ungrounded"] == [] and done["usage"]["model_calls"] == 2
+
+
+@pytest.mark.parametrize("choice", [
+    lead_choice("yes", ["State: delivered yesterday"]),  # a line no tool returned
+    lead_choice("maybe", ["State: shipped"]),  # no verdict of the schema
+    "not json at all",
+])
+async def test_a_choice_that_names_nothing_the_tools_returned_leaves_the_engines_lead(choice):
+    model = ScriptedChatModel(responses=[call("order_status", {"order_id": "ORD-7"})],
+                              by_kind={"synthesis": [choice, choice, choice]})
+    answer = (await answered(model, "Is order ORD-7 shipped?"))["answer"]
+    first = answer.splitlines()[0]
+    if choice.startswith("{") and "delivered" in choice:
+        assert first == "The data does not say."  # a verdict without a line of the data is no verdict
+    else:
+        assert first.startswith("Here is what the tools report about ORD-7")
+    assert "delivered" not in answer
+
+
+def test_the_lead_sentence_is_written_by_the_engine():
+    assert lead_sentence("Is it on?", "yes_no", "yes", ["State: on", "Limit: 5"]) == "Yes. State: on; Limit: 5."
+    assert lead_sentence("켜져 있어?", "yes_no", "no", ["State: off"]) == "아니요. State: off."
+    assert lead_sentence("Which one?", "which", None, []) == ""
+
+
+# a model that can write, writes ------------------------------------------------------------
+
+
+def test_a_small_model_that_writes_its_answers_keeps_every_check_but_writes():
+    from reactgraph.models.catalog import EMBEDDED_MODELS
+    from reactgraph.safeguards import STRICT, policy_settings, resolve_settings
+
+    writer = ModelAbilities(small=True, writes_answers=True)
+    settings = resolve_settings(AgentSettings(), writer)
+    assert settings.answer_from_observations is False and settings.grounding == "enforce"
+    assert settings.grounding_check_first and settings.tool_selection_max == 1
+    assert policy_settings(ModelAbilities(small=True)) == dict(STRICT.settings)
+    assert policy_settings(ModelAbilities(writes_answers=True))["answer_from_observations"] is False  # permissive
+    assert resolve_settings(AgentSettings(answer_from_observations=True), writer).answer_from_observations is True
+    assert EMBEDDED_MODELS["smollm2-135m"].writes_answers is False  # the embedded default answers from observations
+
+
+async def test_a_writing_small_models_answer_is_shown_when_it_passes_the_checks():
+    model = ScriptedChatModel(responses=[call("order_status", {"order_id": "ORD-7"})],
+                              synthesis="ORD-7 is shipped with Northwind, due 2026-03-02.")
+    agent = ReActAgent(model, warehouse_tools(), abilities=ModelAbilities(
+        json_mode=True, schema_output="json_object_schema", small=True, writes_answers=True))
+    events = [event async for event in agent.astream_events("What is the state of order ORD-7?")]
+    done = events[-1].data
+    assert done["answer"] == "ORD-7 is shipped with Northwind, due 2026-03-02."
+    assert done["grounding"]["action"] == "kept" and model.kinds == ["tool_loop", "synthesis"]
+
+
+def test_the_lines_offered_for_the_lead_put_what_was_asked_about_first():
+    from reactgraph.lead import by_relevance
+
+    lines = ["Availability: 96.2%", "Performance: 97.6%", "OEE: 81.2%", "Shifts: 17"]
+    assert by_relevance("What is the OEE of line B?", lines)[0] == "OEE: 81.2%"
+    assert by_relevance("Anything?", lines) == lines  # stable when nothing is shared
+    assert lead_sentence("Which parts are low?", "which", None, ["P-1 | Bearing | stock 0"]) == "P-1 · Bearing · stock 0."
+
+
+def test_a_yes_the_chosen_lines_do_not_say_is_not_stated():
+    from reactgraph.lead import affirmed
+
+    assert affirmed("Is order ORD-7 shipped?", ["State: shipped"])
+    assert not affirmed("Is order ORD-7 shipped?", ["Order: ORD-7", "Carrier: Northwind"])
+    assert not affirmed("Is ORD-7 in a delayed state?", ["State: shipped"])  # the key is no answer
+
+
+async def test_a_small_models_unfounded_yes_becomes_the_data_does_not_say():
+    model = ScriptedChatModel(responses=[call("order_status", {"order_id": "ORD-7"})],
+                              by_kind={"synthesis": [lead_choice("yes", ["Carrier: Northwind"])]})
+    done = await answered(model, "Is order ORD-7 delayed?")
+    assert done["answer"].splitlines()[0] == "The data does not say."
