@@ -86,6 +86,7 @@ from reactgraph.server.app import (
     ERRORS,
     MESSAGE_ERRORS,
     MODES,
+    Caller,
     ErrorBody,
     NOT_BLANK,
     NOT_BLANK_PATTERN,
@@ -93,6 +94,8 @@ from reactgraph.server.app import (
     Mode,
     checked_decisions,
     checked_text,
+    claimed_thread,
+    owned_thread,
     run_agent,
     sse_event_schema,
     stream_events,
@@ -423,7 +426,8 @@ def add_agui_route(app: FastAPI, dependencies: list[Any]) -> None:
     the server's limit). With ``resume`` entries, the thread's run paused on approval
     continues with those decisions instead (404/409/422 as ``POST
     /threads/{id}/approvals``). One run per thread: 409 while one is going. The request
-    passes the same gate as every endpoint (API key, host, body size).
+    passes the same gate as every endpoint (API key, host, body size), and the thread has
+    the same owner (404 for another principal's).
 
     Args:
         app: The app.
@@ -442,18 +446,20 @@ def add_agui_route(app: FastAPI, dependencies: list[Any]) -> None:
                   "content": {"text/event-stream": {"schema": sse_event_schema(
                       "One AG-UI event: its JSON in `data` (`type` names the event); it has no `event:` line, so a "
                       "parser names it `message`.", ("message",))}}},
-            404: {"model": ErrorBody, "description": "resume: the checkpointer has no such thread."},
+            404: {"model": ErrorBody, "description": "Another principal's thread; resume: the checkpointer has no "
+                                                     "such thread."},
             409: {"model": ErrorBody, "description": "A run is going on this thread (resume: or it waits on nothing)."},
             **MESSAGE_ERRORS,
             **ERRORS,
         },
         summary="Run the agent for an AG-UI client",
     )
-    async def agui_run(body: AguiRunInput) -> EventSourceResponse:
+    async def agui_run(body: AguiRunInput, principal: Caller) -> EventSourceResponse:
         """Run the agent on the AG-UI input's last user message in thread `threadId` (in DAG
         mode with `forwardedProps: {"mode": "dag"}`), or resume its paused run with the input's
-        `resume` decisions, and stream AG-UI events."""
+        `resume` decisions, and stream AG-UI events. Another principal's thread is 404."""
         encoding = AguiEncoding(body.thread_id, body.run_id)
+        await owned_thread(app, body.thread_id, principal)
         if body.resume:
             agent = await thread_agent(app, body.thread_id)
             decisions = await checked_decisions(app, body.thread_id, lambda: resume_decisions(body), agent)
@@ -461,6 +467,7 @@ def add_agui_route(app: FastAPI, dependencies: list[Any]) -> None:
         mode = mode_of(body)
         question = checked_text(question_of(body), app.state.settings)
         agent = await run_agent(app, body.thread_id, mode)
+        await claimed_thread(app, body.thread_id, principal, question)
         return await stream_events(app, body.thread_id, agent.astream_events(question, thread_id=body.thread_id),
                                    encoding)
 

@@ -26,6 +26,9 @@
   server goes on the thread.
 - ``GET /threads/{thread_id}`` returns the thread's status, messages, last result and the
   calls it waits on from the checkpointer; 404 for a thread it does not know.
+- ``GET /threads?limit=&offset=`` lists the caller's threads, newest first, each with its
+  status and first question; ``DELETE /threads/{thread_id}`` removes a thread with
+  everything stored for it (409 while a run goes on it).
 - ``POST /agui`` takes an AG-UI ``RunAgentInput`` and streams the run as AG-UI events
   (:mod:`reactgraph.server.agui`, ``docs/agui.md``).
 - ``GET /healthz`` (with the circuit breaker of each model when the agent has fallback
@@ -38,7 +41,9 @@
 Every request passes :class:`~reactgraph.server.gate.RequestGate` before its body is read:
 when an API key is configured (``REACTGRAPH_API_KEY``), every path but ``/healthz``, the
 page, its static files and the OpenAPI documents needs ``Authorization: Bearer <key>``
-(401 otherwise, whatever the body); without a key, the ``Host`` header must name an
+(401 otherwise, whatever the body; several keys, each a principal, or a ``principal_of``
+hook name the caller: a thread belongs to the principal whose request started it, and is
+404 to every other, :mod:`reactgraph.server.owners`); without a key, the ``Host`` header must name an
 allowed host (400 otherwise: DNS rebinding); a body over the size limit gets 413 without
 being read further. Every refusal is a JSON ``{"detail": ...}`` body, and no request
 answers 5xx (SPEC R13.5).
@@ -60,13 +65,13 @@ import logging
 import os
 import re
 import weakref
-from collections.abc import AsyncIterator, Callable, Container, Sequence
+from collections.abc import AsyncIterator, Callable, Container, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.resources import files
 from typing import Annotated, Any, Literal, Protocol, get_args
 
 import anyio
-from fastapi import Depends, FastAPI, HTTPException, Request, status
+from fastapi import Depends, FastAPI, HTTPException, Query, Request, status
 from fastapi import Path as FastAPIPath
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
@@ -91,7 +96,8 @@ from reactgraph.approval import DecisionError, pending_calls, resume_command
 from reactgraph.bounds import has_lone_surrogate
 from reactgraph.errors import FollowUpLimitError, NoActiveRunError, NothingToResumeError, ThreadBusyError
 from reactgraph.events import AgentEvent, Channel, RunError
-from reactgraph.server.gate import LOOPBACK_HOSTS, RequestGate, error_response
+from reactgraph.server.gate import LOOPBACK_HOSTS, PrincipalHook, RequestGate, error_response
+from reactgraph.server.owners import DEFAULT_PRINCIPAL, checked_principal, env_api_keys, thread_owners
 
 logger = logging.getLogger(__name__)
 
@@ -168,7 +174,12 @@ class ServerSettings:
     Attributes:
         api_key: Bearer token every path but the open ones requires; ``None`` (the default)
             reads ``$REACTGRAPH_API_KEY`` when the app is created; an empty string turns
-            authentication off.
+            authentication off. Its principal is
+            :data:`~reactgraph.server.owners.DEFAULT_PRINCIPAL`.
+        api_keys: More keys, ``{key: principal}``: each request's key names its principal,
+            and a thread is 404 to every principal but the one that started it
+            (:mod:`reactgraph.server.owners`). ``None`` (the default) reads
+            ``$REACTGRAPH_API_KEYS`` (a ``key=principal`` list or a file of them); ``{}``: none.
         max_message_chars: Longest accepted ``message``, in characters; a longer one gets
             413 (default :data:`DEFAULT_MAX_MESSAGE_CHARS`).
         max_body_bytes: Most bytes of a request body; a larger one gets 413 before it is
@@ -196,6 +207,7 @@ class ServerSettings:
     """
 
     api_key: str | None = None
+    api_keys: Mapping[str, str] | None = None
     max_message_chars: int = DEFAULT_MAX_MESSAGE_CHARS
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
@@ -225,10 +237,23 @@ class ServerSettings:
             raise ValueError(f"default_mode must be one of {', '.join(MODES)}, got {self.default_mode!r}")
         if self.head_timeout <= 0:
             raise ValueError(f"head_timeout must be positive, got {self.head_timeout}")
+        for key, principal in (self.api_keys or {}).items():
+            if not isinstance(key, str) or not key or any(char.isspace() for char in key):
+                raise ValueError("api_keys must map keys (non-empty, no spaces) to principals")
+            checked_principal(principal)
 
     def resolved_api_key(self) -> str:
         """The key in force: :attr:`api_key`, else ``$REACTGRAPH_API_KEY``, else ``""`` (open)."""
         return self.api_key if self.api_key is not None else os.environ.get(API_KEY_ENV, "")
+
+    def resolved_api_keys(self) -> dict[str, str]:
+        """The keys beyond :meth:`resolved_api_key`, ``{key: principal}``: :attr:`api_keys`,
+        else ``$REACTGRAPH_API_KEYS`` (:func:`~reactgraph.server.owners.parse_api_keys`).
+
+        Raises:
+            ValueError: The environment variable holds no valid list.
+        """
+        return dict(self.api_keys) if self.api_keys is not None else env_api_keys()
 
 
 class MessageRequest(BaseModel):
@@ -345,6 +370,30 @@ class ThreadState(BaseModel):
                                           "each cut (dag: the messages hold only the goals, so the answers are here).")
 
 
+class ThreadSummary(BaseModel):
+    """One thread of ``GET /threads``."""
+
+    thread_id: str
+    status: Literal["running", "waiting", "interrupted", "idle", "new"] = Field(
+        description="As `GET /threads/{thread_id}` says it; new: its first run stored nothing yet.")
+    question: str = Field(description="The thread's first question (dag: goal).")
+    created_at: float = Field(description="When its first run started, in seconds since the epoch.")
+
+
+class ThreadList(BaseModel):
+    """Answer of ``GET /threads``: the caller's threads, newest first."""
+
+    threads: list[ThreadSummary]
+    next_offset: int | None = Field(description="The `offset` of the next page; null on the last page.")
+
+
+class Deleted(BaseModel):
+    """Answer of ``DELETE /threads/{thread_id}``."""
+
+    thread_id: str
+    deleted: bool = True
+
+
 class ModelStatus(BaseModel):
     """One model of the agent in ``GET /healthz``: its circuit breaker (issue 41)."""
 
@@ -372,6 +421,9 @@ class Health(BaseModel):
         default_factory=list, description="The model and its fallback models in order, each with its circuit breaker "
                                           "(issue 41); empty without fallback models.")
 
+
+NOT_YOURS = {"model": ErrorBody, "description": "Another principal's thread (answered as an unknown one)."}
+"""The 404 of an endpoint that touches a thread only its owner may touch (:func:`owned_thread`)."""
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorBody, "description": "An API key is configured and the request has no valid bearer token."},
@@ -586,6 +638,40 @@ async def thread_snapshot(app: FastAPI, thread_id: str, agent: Any = None) -> tu
     return state, snapshot
 
 
+def caller(request: Request) -> str:
+    """The principal of ``request``, as the gate named it
+    (:class:`~reactgraph.server.gate.RequestGate`; the default one without authentication)."""
+    return getattr(request.state, "principal", DEFAULT_PRINCIPAL)
+
+
+Caller = Annotated[str, Depends(caller)]
+"""An endpoint's argument: the principal of the request."""
+
+
+async def owned_thread(app: FastAPI, thread_id: str, principal: str) -> None:
+    """Let ``principal`` touch the thread: it owns it, or nobody does yet (a thread not
+    started, or one started before owners were recorded).
+
+    Raises:
+        HTTPException: 404, as for a thread that does not exist, when another principal
+            owns it (no existence leak).
+    """
+    owner = await app.state.owners.owner(thread_id)
+    if owner is not None and owner != principal:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown thread {thread_id!r}")
+
+
+async def claimed_thread(app: FastAPI, thread_id: str, principal: str, question: str) -> None:
+    """Record ``principal`` as the owner of the thread a run starts on, unless it has one
+    (atomically: of two principals starting one new thread at once, one owns it).
+
+    Raises:
+        HTTPException: 404 when another principal owns it.
+    """
+    if await app.state.owners.claim(thread_id, principal, question) != principal:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown thread {thread_id!r}")
+
+
 async def checked_decisions(app: FastAPI, thread_id: str, decisions: list[tuple[str, dict[str, Any]]]
                             | Callable[[], list[tuple[str, dict[str, Any]]]], agent: Any = None) -> dict[str, Any]:
     """Decisions on the calls a paused run waits on (SPEC R13.3), checked before the run
@@ -773,7 +859,8 @@ async def stream_events(app: FastAPI, thread_id: str, events: AsyncIterator[Agen
 
 
 def create_app(agent: ReActAgent, settings: ServerSettings | None = None, *,
-               dag_agent: DAGAgent | None = None, examples: Sequence[str] = ()) -> FastAPI:
+               dag_agent: DAGAgent | None = None, examples: Sequence[str] = (),
+               principal_of: PrincipalHook | None = None) -> FastAPI:
     """Build the FastAPI app that serves ``agent`` (SPEC §8, R10.3).
 
     Args:
@@ -787,11 +874,15 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None, *,
             queue (one run per thread whatever its mode; a follow-up reaches the run going).
         examples: Example questions for the served agent's tools: the page offers them on an
             empty conversation (one click asks it), ``GET /healthz`` lists them. Empty: none.
+        principal_of: A hook that names each request's principal from its head instead of
+            the API keys (:data:`~reactgraph.server.gate.PrincipalHook`: the request, then
+            a principal's name or ``None`` for 401; it may be async).
 
     Returns:
         The app. ``app.state.agent``, ``app.state.dag_agent`` and ``app.state.settings`` hold the arguments;
         ``app.state.runs`` maps the thread id of each run going to its asyncio task
-        (``app.state.stops`` holds those the cancel endpoint stopped). More routes
+        (``app.state.stops`` holds those the cancel endpoint stopped); ``app.state.owners``
+        holds the threads' owners (:func:`~reactgraph.server.owners.thread_owners`). More routes
         can be added to it like to any FastAPI app; the gate guards them as the others
         (key, host, body size), and :func:`stream_events` streams a run.
 
@@ -811,6 +902,8 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None, *,
         raise ValueError("the DAG agent must share the ReAct agent's checkpointer and interrupt queue "
                          "(one store of threads, one run per thread whatever its mode)")
     api_key = settings.resolved_api_key()
+    api_keys = settings.resolved_api_keys()
+    authenticated = bool(api_key or api_keys) or principal_of is not None
     app = FastAPI(
         title="reactgraph",
         version="0.1.0",
@@ -820,6 +913,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None, *,
     app.state.dag_agent = dag_agent
     app.state.settings = settings
     app.state.examples = examples
+    app.state.owners = thread_owners(agent.checkpointer)
 
     served = [mode for mode in MODES if mode == "react" or dag_agent is not None]
 
@@ -841,7 +935,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None, *,
     app.state.stops = weakref.WeakSet()
     app.add_middleware(RequestGate, api_key=api_key, allowed_hosts=settings.allowed_hosts,
                        max_body_bytes=settings.max_body_bytes, body_timeout=settings.body_timeout,
-                       body_deadline=settings.body_deadline)
+                       body_deadline=settings.body_deadline, api_keys=api_keys, principal_of=principal_of)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_request: Request, exc: StarletteHTTPException) -> Response:
@@ -857,7 +951,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None, *,
 
     # The bearer scheme of every guarded endpoint, declared only when the server has a key:
     # a keyless server's schema asks for no Authorization header (issue 37).
-    guarded = [Depends(bearer_scheme)] if api_key else []
+    guarded = [Depends(bearer_scheme)] if authenticated else []
 
     def checked_message(body: MessageRequest) -> str:
         return checked_text(body.message, settings)
@@ -870,6 +964,7 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None, *,
         response_class=EventSourceResponse,
         responses={
             **SSE_RESPONSE,
+            404: NOT_YOURS,
             409: {"model": ErrorBody, "description": mode_conflict},
             **MESSAGE_ERRORS,
             422: {"model": ErrorBody, "description": "The body or the thread id is invalid (a `mode` other than react "
@@ -877,27 +972,31 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None, *,
         },
         summary="Start a run and stream its events",
     )
-    async def start_run(thread_id: ThreadId, body: RunRequest) -> EventSourceResponse:
+    async def start_run(thread_id: ThreadId, body: RunRequest, principal: Caller) -> EventSourceResponse:
         """Run the agent on `message` in the thread and stream every SPEC §8 event, ending
         with `done`; `mode: dag` plans the goal into steps and streams the plan, the steps and
-        the analysis (SPEC §9). One run per thread at a time; disconnecting cancels the run."""
+        the analysis (SPEC §9). One run per thread at a time; disconnecting cancels the run.
+        The thread's first run makes the caller its owner; another principal's thread is 404."""
+        await owned_thread(app, thread_id, principal)
         message = checked_message(body)
         runner = await run_agent(app, thread_id, body.mode)
+        await claimed_thread(app, thread_id, principal, message)
         return await stream_events(app, thread_id, runner.astream_events(message, thread_id=thread_id))
 
     @app.post(
         "/threads/{thread_id}/inject",
         dependencies=guarded,
         status_code=status.HTTP_202_ACCEPTED,
-        responses={409: {"model": ErrorBody, "description": "No run is going on this thread."},
+        responses={404: NOT_YOURS, 409: {"model": ErrorBody, "description": "No run is going on this thread."},
                    429: {"model": ErrorBody, "description": "The run has as many follow-ups (or characters of them) "
                                                             "waiting as the server accepts; send it once they are taken in."},
                    **MESSAGE_ERRORS},
         summary="Send a follow-up to the running run",
     )
-    async def inject(thread_id: ThreadId, body: MessageRequest) -> Accepted:
+    async def inject(thread_id: ThreadId, body: MessageRequest, principal: Caller) -> Accepted:
         """Queue a follow-up for the run going on the thread (SPEC §7). The run takes it in
         at its next drain point and streams an `inject` event."""
+        await owned_thread(app, thread_id, principal)
         message = checked_message(body)
         try:
             await agent.inject(thread_id, message)
@@ -913,17 +1012,19 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None, *,
         response_class=EventSourceResponse,
         responses={
             **SSE_RESPONSE,
-            404: {"model": ErrorBody, "description": "The checkpointer has no such thread."},
+            404: {"model": ErrorBody, "description": "The checkpointer has no such thread (or it is another "
+                                                     "principal's)."},
             409: {"model": ErrorBody, "description": "A run is going on this thread, or its last run finished."},
             **ERRORS,
         },
         summary="Finish an interrupted run and stream the rest of its events",
     )
-    async def resume_run(thread_id: ThreadId) -> EventSourceResponse:
+    async def resume_run(thread_id: ThreadId, principal: Caller) -> EventSourceResponse:
         """Continue the thread's interrupted run (its server process died, or its model kept
         failing) from its last checkpoint: tool calls that had finished are not run again.
         Streams the rest of the run's SPEC §8 events, ending with `done`; any server process
         sharing the checkpointer can do it."""
+        await owned_thread(app, thread_id, principal)
         runner = await thread_agent(app, thread_id)
         await thread_snapshot(app, thread_id, runner)
         return await stream_events(app, thread_id, runner.aresume_events(thread_id))
@@ -934,16 +1035,18 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None, *,
         response_class=EventSourceResponse,
         responses={
             **SSE_RESPONSE,
-            404: {"model": ErrorBody, "description": "The checkpointer has no such thread."},
+            404: {"model": ErrorBody, "description": "The checkpointer has no such thread (or it is another "
+                                                     "principal's)."},
             409: {"model": ErrorBody, "description": "The thread waits on no decision, or a run is going on it."},
             **ERRORS,
         },
         summary="Decide on the tool calls a paused run waits on and stream the rest of the run",
     )
-    async def decide(thread_id: ThreadId, body: ApprovalsRequest) -> EventSourceResponse:
+    async def decide(thread_id: ThreadId, body: ApprovalsRequest, principal: Caller) -> EventSourceResponse:
         """Approve, edit or reject the tool calls the thread's paused run waits on (SPEC R13.3).
         Calls left out keep waiting. Streams the rest of the run's SPEC §8 events, ending with
         `done` (or with another `approval` when calls still wait)."""
+        await owned_thread(app, thread_id, principal)
         runner = await thread_agent(app, thread_id)
         decisions = await checked_decisions(app, thread_id, [
             (item.tool_call_id, item.model_dump(exclude={"tool_call_id"}, exclude_none=True)) for item in body.decisions],
@@ -953,14 +1056,16 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None, *,
     @app.post(
         "/threads/{thread_id}/cancel",
         dependencies=guarded,
-        responses={409: {"model": ErrorBody, "description": "No run of this server is going on the thread."}, **ERRORS},
+        responses={404: NOT_YOURS,
+                   409: {"model": ErrorBody, "description": "No run of this server is going on the thread."}, **ERRORS},
         summary="Stop the run going on the thread",
     )
-    async def cancel_run(thread_id: ThreadId) -> Cancelled:
+    async def cancel_run(thread_id: ThreadId, principal: Caller) -> Cancelled:
         """Stop the thread's run as a client disconnect would (its model call or tools are
         cancelled, what finished is kept): its stream ends with an `error` event
         `{kind: "cancelled"}`. Answers once the run has stopped, with the thread's status:
         `interrupted` (POST .../resume finishes it) unless the run had already finished."""
+        await owned_thread(app, thread_id, principal)
         task = app.state.runs.get(thread_id)
         if task is None:
             elsewhere = await agent.interrupts.is_running(thread_id)
@@ -977,11 +1082,13 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None, *,
     @app.get(
         "/threads/{thread_id}",
         dependencies=guarded,
-        responses={404: {"model": ErrorBody, "description": "The checkpointer has no such thread."}, **ERRORS},
+        responses={404: {"model": ErrorBody, "description": "The checkpointer has no such thread (or it is another "
+                                                            "principal's)."}, **ERRORS},
         summary="A thread's messages and last result",
     )
-    async def get_thread(thread_id: ThreadId) -> ThreadState:
+    async def get_thread(thread_id: ThreadId, principal: Caller) -> ThreadState:
         """The thread's messages and its last run's result, from the checkpointer."""
+        await owned_thread(app, thread_id, principal)
         runner = await thread_agent(app, thread_id)
         state, snapshot = await thread_snapshot(app, thread_id, runner)
         values = snapshot.values
@@ -998,9 +1105,66 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None, *,
             earlier_turns=list(values.get("earlier_turns") or []),
         )
 
+    @app.get(
+        "/threads",
+        dependencies=guarded,
+        responses={**ERRORS},
+        summary="The caller's threads, newest first",
+    )
+    async def list_threads(principal: Caller,
+                           limit: Annotated[int, Query(ge=1, le=100, description="Threads per page.")] = 20,
+                           offset: Annotated[int, Query(ge=0, le=1_000_000, description="Threads to skip.")] = 0,
+                           ) -> ThreadList:
+        """The threads the caller started, newest first, each with its status and first
+        question; `next_offset` pages on."""
+        records = await app.state.owners.threads(principal, limit + 1, offset)
+        threads = []
+        for record in records[:limit]:
+            runner = await thread_agent(app, record.thread_id)
+            state: str = "new"
+            if runner.checkpointer is not None:
+                state, snapshot = await runner.thread_snapshot(record.thread_id,
+                                                               running_here=app.state.runs.__contains__)
+                if snapshot is None or not (snapshot.values or {}).get("messages"):
+                    state = "running" if state == "running" else "new"
+            threads.append(ThreadSummary(thread_id=record.thread_id, status=state, question=record.question,
+                                         created_at=record.created_at))
+        return ThreadList(threads=threads, next_offset=offset + limit if len(records) > limit else None)
+
+    @app.delete(
+        "/threads/{thread_id}",
+        dependencies=guarded,
+        responses={404: {"model": ErrorBody, "description": "The server has no such thread (of the caller's)."},
+                   409: {"model": ErrorBody, "description": "A run is going on the thread."}, **ERRORS},
+        summary="Remove a thread and everything stored for it",
+    )
+    async def delete_thread(thread_id: ThreadId, principal: Caller) -> Deleted:
+        """Remove the thread: its checkpoints and their writes, its queued follow-ups and
+        its owner record; `GET` answers 404 afterwards. Refused (409) while a run goes on
+        it, in any server process sharing the store."""
+        owners = app.state.owners
+        owner = await owners.owner(thread_id)
+        if owner is not None and owner != principal:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown thread {thread_id!r}")
+        if owner is None and agent.checkpointer is not None:
+            await thread_snapshot(app, thread_id)  # 404 for a thread that does not exist
+        elif owner is None:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown thread {thread_id!r}")
+        if thread_id in app.state.runs:
+            raise HTTPException(status.HTTP_409_CONFLICT, f"a run is going on thread {thread_id!r}")
+        try:
+            async with agent.interrupts.running(thread_id):  # no run starts on it meanwhile
+                if agent.checkpointer is not None:
+                    await agent.checkpointer.adelete_thread(thread_id)
+                await agent.interrupts.take(thread_id)
+                await owners.forget(thread_id)
+        except ThreadBusyError as exc:
+            raise HTTPException(status.HTTP_409_CONFLICT, f"a run is going on thread {thread_id!r}") from exc
+        return Deleted(thread_id=thread_id)
+
     from reactgraph.server.agui import add_agui_route  # agui builds on this module
 
-    add_agui_route(app, [bearer_scheme] if api_key else [])
+    add_agui_route(app, [bearer_scheme] if authenticated else [])
     if settings.metrics:  # issue 40; last middleware added: it sees every request first
         from reactgraph.server.observability import add_observability
 

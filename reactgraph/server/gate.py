@@ -8,7 +8,11 @@ request, in this order and before any byte of the body is read:
    address sends its own name): 400 otherwise.
 2. **Key**: with an API key, every path but the open ones (the page, its static files,
    ``/healthz`` and the OpenAPI documents) needs ``Authorization: Bearer <key>``: 401
-   otherwise, whatever the body.
+   otherwise, whatever the body. The key names the request's principal (several keys, each
+   a principal; the single key's is :data:`~reactgraph.server.owners.DEFAULT_PRINCIPAL`), or
+   a ``principal_of`` hook names it from the request's head (``None``: 401). The principal
+   is left in the request's state (``request.state.principal``; the default one on a server
+   without a key).
 3. **Size**: a body is read only up to the limit: a ``Content-Length`` over it gets 413 at
    once, a streamed body gets 413 as soon as it passes the limit; the app then receives
    the body already read, so no endpoint can read more.
@@ -27,14 +31,17 @@ Every refusal, here and in the app, is one JSON body ``{"detail": ...}`` made by
 from __future__ import annotations
 
 import asyncio
+import inspect
 import secrets
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from typing import Any
 
+from starlette.requests import Request
 from starlette.responses import Response
 
 from reactgraph.bounds import MAX_NESTING_DEPTH, json_text_too_deep
 from reactgraph.events import wire_json
+from reactgraph.server.owners import DEFAULT_PRINCIPAL, checked_principal
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -47,6 +54,10 @@ OPEN_PATHS = frozenset({"/", "/favicon.ico", "/healthz", "/openapi.json", "/docs
 
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 """The default allowed hosts of an unauthenticated server."""
+
+PrincipalHook = Callable[[Request], "str | None | Awaitable[str | None]"]
+"""A hook naming the principal of a request from its head (headers, path, client; the body
+is not read yet): a principal's name, or ``None`` to refuse it with 401. It may be async."""
 
 
 def error_response(status_code: int, detail: Any, headers: dict[str, str] | None = None) -> Response:
@@ -81,7 +92,12 @@ class RequestGate:
     Args:
         app: The ASGI app behind the gate.
         api_key: The bearer token required on every path but :data:`OPEN_PATHS` and
-            ``/static/``; empty: no authentication, and the host check is on.
+            ``/static/``, its principal :data:`~reactgraph.server.owners.DEFAULT_PRINCIPAL`;
+            empty: no authentication, and the host check is on (unless ``api_keys`` or
+            ``principal_of`` authenticate).
+        api_keys: More bearer tokens, each mapped to its principal.
+        principal_of: A :data:`PrincipalHook` that names each request's principal instead
+            of the keys.
         allowed_hosts: Host names accepted while ``api_key`` is empty (compared without
             port, case-insensitively); ``"*"`` accepts any host.
         max_body_bytes: Most bytes of a request body.
@@ -90,9 +106,13 @@ class RequestGate:
     """
 
     def __init__(self, app: ASGIApp, *, api_key: str, allowed_hosts: Iterable[str], max_body_bytes: int,
-                 body_timeout: float = 30.0, body_deadline: float = 60.0) -> None:
+                 body_timeout: float = 30.0, body_deadline: float = 60.0, api_keys: Mapping[str, str] | None = None,
+                 principal_of: PrincipalHook | None = None) -> None:
         self.app = app
-        self.api_key = api_key.encode()
+        keys = {**(api_keys or {}), **({api_key: DEFAULT_PRINCIPAL} if api_key else {})}
+        self.keys = [(key.encode(), principal) for key, principal in keys.items()]
+        self.principal_of = principal_of
+        self.authenticated = bool(self.keys) or principal_of is not None
         self.allowed_hosts = frozenset(host_name(host) for host in allowed_hosts)
         self.max_body_bytes = max_body_bytes
         self.body_timeout = body_timeout
@@ -102,7 +122,7 @@ class RequestGate:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        refusal = self._refusal(scope)
+        refusal = await self._refusal(scope)
         if refusal is None:
             body, refusal = await self._read_body(scope, receive)
         if refusal is not None:
@@ -116,9 +136,11 @@ class RequestGate:
                 return value.decode("latin-1")
         return None
 
-    def _refusal(self, scope: Scope) -> Response | None:
-        """The answer to a request refused on its host or key, else ``None``."""
-        if not self.api_key:
+    async def _refusal(self, scope: Scope) -> Response | None:
+        """The answer to a request refused on its host or key, else ``None`` (its principal
+        then set in ``scope["state"]``)."""
+        scope.setdefault("state", {})["principal"] = DEFAULT_PRINCIPAL
+        if not self.authenticated:
             host = host_name(self._header(scope, b"host") or "")
             if "*" not in self.allowed_hosts and host not in self.allowed_hosts:
                 return error_response(400, f"host {host!r} is not allowed: this server has no API key, so it answers "
@@ -128,11 +150,32 @@ class RequestGate:
         path = scope.get("path", "")
         if path in OPEN_PATHS or path.startswith("/static/"):
             return None
-        scheme, _, token = (self._header(scope, b"authorization") or "").partition(" ")
-        if scheme.lower() != "bearer" or not secrets.compare_digest(token.strip().encode(), self.api_key):
+        principal = await self._principal(scope)
+        if principal is None:
             return error_response(401, "missing or wrong API key: send 'Authorization: Bearer <REACTGRAPH_API_KEY>'",
                                   {"WWW-Authenticate": "Bearer"})
+        scope["state"]["principal"] = principal
         return None
+
+    async def _principal(self, scope: Scope) -> str | None:
+        """The request's principal: the hook's answer, else the one of its bearer key
+        (every key compared in constant time), else ``None``.
+
+        Raises:
+            ValueError: The hook named no valid principal (:func:`~reactgraph.server.owners.checked_principal`).
+        """
+        if self.principal_of is not None:
+            named = self.principal_of(Request(scope))
+            if inspect.isawaitable(named):
+                named = await named
+            return None if named is None else checked_principal(named)
+        scheme, _, token = (self._header(scope, b"authorization") or "").partition(" ")
+        sent = token.strip().encode()
+        found = None
+        for key, principal in self.keys:
+            if secrets.compare_digest(sent, key) and found is None:
+                found = principal
+        return found if scheme.lower() == "bearer" else None
 
     async def _read_body(self, scope: Scope, receive: Receive) -> tuple[bytes, Response | None]:
         """The whole body, or the 413 answer once it passes :attr:`max_body_bytes`, the 408

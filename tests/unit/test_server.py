@@ -227,9 +227,9 @@ async def test_the_openapi_schema_documents_every_endpoint():
     paths = schema["paths"]
     assert set(paths) == {"/threads/{thread_id}/runs", "/threads/{thread_id}/inject", "/threads/{thread_id}/resume",
                           "/threads/{thread_id}/approvals", "/threads/{thread_id}/cancel", "/threads/{thread_id}",
-                          "/healthz", "/agui", "/metrics"}
+                          "/healthz", "/agui", "/metrics", "/threads"}
     cancel = paths["/threads/{thread_id}/cancel"]["post"]
-    assert set(cancel["responses"]) == {"200", "400", "401", "409", "422"} and "requestBody" not in cancel
+    assert set(cancel["responses"]) == {"200", "400", "401", "404", "409", "422"} and "requestBody" not in cancel
     assert cancel["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].endswith("/Cancelled")
     metrics = paths["/metrics"]["get"]
     assert metrics["security"] == [{"HTTPBearer": []}] and set(metrics["responses"]) == {"200", "400", "401"}
@@ -243,15 +243,21 @@ async def test_the_openapi_schema_documents_every_endpoint():
     resume = paths["/threads/{thread_id}/resume"]["post"]
     assert set(resume["responses"]) == {"200", "400", "401", "404", "409", "422"} and "requestBody" not in resume
     runs = paths["/threads/{thread_id}/runs"]["post"]
-    assert set(runs["responses"]) == {"200", "400", "401", "409", "413", "422"}
+    assert set(runs["responses"]) == {"200", "400", "401", "404", "409", "413", "422"}
     assert "text/event-stream" in runs["responses"]["200"]["content"]
     assert runs["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/RunRequest")
     assert runs["security"] == [{"HTTPBearer": []}]
     inject = paths["/threads/{thread_id}/inject"]["post"]
-    assert set(inject["responses"]) == {"202", "400", "401", "409", "413", "422", "429"}
+    assert set(inject["responses"]) == {"202", "400", "401", "404", "409", "413", "422", "429"}
     assert inject["responses"]["202"]["content"]["application/json"]["schema"]["$ref"].endswith("/Accepted")
     thread = paths["/threads/{thread_id}"]["get"]
     assert set(thread["responses"]) == {"200", "400", "401", "404", "422"}
+    removal = paths["/threads/{thread_id}"]["delete"]
+    assert set(removal["responses"]) == {"200", "400", "401", "404", "409", "422"}
+    assert removal["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].endswith("/Deleted")
+    listing = paths["/threads"]["get"]
+    assert {parameter["name"] for parameter in listing["parameters"]} == {"limit", "offset"}
+    assert listing["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].endswith("/ThreadList")
     assert thread["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].endswith("/ThreadState")
     assert "security" not in paths["/healthz"]["get"]
     parameter = runs["parameters"][0]
