@@ -41,6 +41,7 @@ OWNERS_TABLE = "reactgraph_threads"
 
 _SETUP_SQL = (f"CREATE TABLE IF NOT EXISTS {OWNERS_TABLE} (thread_id TEXT PRIMARY KEY, owner TEXT NOT NULL, "
               "created_at DOUBLE PRECISION NOT NULL, question TEXT NOT NULL)")
+_SETUP_LOCK = 0x52474F574E  # "RGOWN": the advisory lock Postgres processes make the table under
 _INDEX_SQL = f"CREATE INDEX IF NOT EXISTS {OWNERS_TABLE}_owner ON {OWNERS_TABLE} (owner, created_at)"
 
 
@@ -235,9 +236,8 @@ class PostgresOwners(_SqlOwners):
     @staticmethod
     async def _on(conn: Any, sql: str, params: tuple[Any, ...], *, rows: bool, setup: bool) -> list[Any]:
         if setup:  # processes starting at once make the table one after the other
-            from reactgraph.postgres import schema_setup_lock
-
-            async with schema_setup_lock(conn):
+            async with conn.transaction():
+                await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SETUP_LOCK,))
                 await conn.execute(sql, params)
             return []
         cursor = await conn.execute(sql, params)
