@@ -68,13 +68,13 @@ def tool_calls(events: list[tuple[str, dict]]) -> list[str]:
             if channel == "step" and data.get("type") == "iteration" and data["status"] == "start"]
 
 
-def start_serve(postgres_url: str, tmp_path, port: int) -> subprocess.Popen:
-    """``reactgraph serve --workers 2`` on the scripted model; returns once both workers
-    printed their page line (each does so just before it serves)."""
+def start_serve(postgres_url: str, tmp_path, port: int, *options: str) -> subprocess.Popen:
+    """``reactgraph serve --workers 2`` (and ``options``) on the scripted model; returns once
+    both workers printed their page line (each does so just before it serves)."""
     env = {**os.environ, "REACTGRAPH_HOME": str(tmp_path / "home"), "PYTHONPATH": str(REPO), "SCRIPTED_SHARED_SOCKET": "1"}
     process = subprocess.Popen(
         [sys.executable, "-m", "tests.scripted_cli", json.dumps(SCRIPT), "serve", "--workers", "2", "--port", str(port),
-         "--checkpoints", postgres_url, "--db", str(tmp_path / "plant.db")],
+         "--checkpoints", postgres_url, "--db", str(tmp_path / "plant.db"), *options],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert process.stdout is not None
     pages = 0
@@ -163,6 +163,50 @@ async def test_two_workers_share_runs_follow_ups_state_and_resumes(postgres_url,
             except subprocess.TimeoutExpired:
                 serve.kill()  # its workers follow it (PR_SET_PDEATHSIG)
                 serve.wait(timeout=30)
+
+
+async def test_a_thread_is_404_to_another_principal_on_the_other_worker(postgres_url, tmp_path):
+    """The owner recorded by the worker that started the thread holds on the other one: the
+    owner lives in the database, not in a worker's memory."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    serve = start_serve(postgres_url, tmp_path, port, "--api-keys", "key-ana=ana,key-bo=bo")
+    ana, bo = {"Authorization": "Bearer key-ana"}, {"Authorization": "Bearer key-bo"}
+    thread = f"owned-{uuid.uuid4().hex}"
+    try:
+        one, two = workers_of(serve.pid)
+        async with client(base) as http:
+            with stopped(two):
+                ran = await http.post(f"/threads/{thread}/runs", json={"message": "CNC-003 status?"}, headers=ana)
+            assert parse_sse(ran.text)[-1][0] == "done"
+            with stopped(one):  # every request below goes to worker two
+                answers = [
+                    await http.get(f"/threads/{thread}", headers=bo),
+                    await http.post(f"/threads/{thread}/runs", json={"message": "mine?"}, headers=bo),
+                    await http.post(f"/threads/{thread}/inject", json={"message": "also CNC-001"}, headers=bo),
+                    await http.post(f"/threads/{thread}/resume", headers=bo),
+                    await http.post(f"/threads/{thread}/cancel", headers=bo),
+                    await http.post(f"/threads/{thread}/approvals", headers=bo,
+                                    json={"decisions": [{"tool_call_id": "x", "type": "approve"}]}),
+                    await http.delete(f"/threads/{thread}", headers=bo),
+                    await http.post("/agui", headers=bo, json={"threadId": thread, "runId": "r1", "messages": [
+                        {"id": "u1", "role": "user", "content": "CNC-003?"}]}),
+                ]
+                listed_bo = (await http.get("/threads", params={"limit": 100}, headers=bo)).json()["threads"]
+                listed_ana = (await http.get("/threads", params={"limit": 100}, headers=ana)).json()["threads"]
+                own = await http.get(f"/threads/{thread}", headers=ana)
+        assert [answer.status_code for answer in answers] == [404] * len(answers)
+        assert {json.dumps(answer.json()) for answer in answers} == {json.dumps({"detail": f"unknown thread {thread!r}"})}
+        assert thread not in [item["thread_id"] for item in listed_bo]
+        assert [item for item in listed_ana if item["thread_id"] == thread][0]["question"] == "CNC-003 status?"
+        assert own.status_code == 200 and own.json()["status"] == "idle"
+    finally:
+        serve.terminate()
+        try:
+            serve.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            serve.kill()
+            serve.wait(timeout=30)
 
 
 def alive(*pids: int) -> list[int]:

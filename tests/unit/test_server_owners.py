@@ -17,6 +17,7 @@ from langchain_core.tools import tool
 
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent
 from reactgraph.checkpointing import open_persistence
+from reactgraph.cli import _parser, _server_settings
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.server.owners import API_KEYS_ENV, DEFAULT_PRINCIPAL, OWNERS_TABLE, parse_api_keys
 from reactgraph.testing import ScriptedChatModel, tool_call
@@ -236,3 +237,5 @@ def test_api_keys_parse_from_a_list_or_a_file_and_bad_entries_are_refused(tmp_pa
             parse_api_keys(bad)
     with pytest.raises(ValueError):
         ServerSettings(api_keys={"k": "not valid!"})
+    served = _server_settings(_parser().parse_args(["serve", "--api-keys", "k1=ana,k2=bo"]))
+    assert served.resolved_api_keys() == {"k1": "ana", "k2": "bo"}
