@@ -45,7 +45,6 @@
   const modePicker = document.getElementById("mode");
   const modeNote = document.getElementById("mode-note");
   const keyInput = document.getElementById("api-key");
-  const STORE = "reactgraph.threads";
   const KEPT = 20;  // conversations listed in the header
 
   let threadId = null;
@@ -132,31 +131,43 @@
     const retry = pendingRetry;
     pendingRetry = null;
     if (retry) retry();
+    loadConversations();  // the key names whose conversations these are
   });
 
   // ------------------------------------------------------------ conversations
 
-  function conversations() {
+  // The conversations are the server's: GET /threads lists the caller's (the principal its
+  // key names), newest first. A conversation started here is listed at once, before the
+  // server's list is read again.
+  let listed = [];
+
+  async function loadConversations() {
     try {
-      const list = JSON.parse(localStorage.getItem(STORE) || "[]");
-      return Array.isArray(list) ? list.filter(function (item) { return item && typeof item.id === "string"; }) : [];
+      const response = await fetch("/threads?limit=" + KEPT, { headers: headers() });
+      if (!response.ok) return;  // 401: the key box asks when a request needs it
+      const page = await response.json();
+      const served = (page.threads || []).map(function (item) { return { id: item.thread_id, title: item.question }; });
+      const started = listed.filter(function (item) {  // started here while the list was read
+        return !served.some(function (other) { return other.id === item.id; });
+      });
+      listed = started.concat(served).slice(0, KEPT);
     } catch (_) {
-      return [];
+      return;  // the server is not reachable: the list stays as it is
     }
+    listConversations();
   }
 
   function remember(id, title) {
-    const list = conversations();
-    const known = list.find(function (item) { return item.id === id; });
-    const kept = list.filter(function (item) { return item.id !== id; });
+    const known = listed.find(function (item) { return item.id === id; });
+    const kept = listed.filter(function (item) { return item.id !== id; });
     kept.unshift({ id: id, title: known ? known.title : title });
-    localStorage.setItem(STORE, JSON.stringify(kept.slice(0, KEPT)));
+    listed = kept.slice(0, KEPT);
     listConversations();
   }
 
   function listConversations() {
     picker.replaceChildren();
-    const list = conversations();
+    const list = listed;
     if (!list.some(function (item) { return item.id === threadId; })) {
       picker.appendChild(el("option", "", "new conversation")).value = threadId;
     }
@@ -1000,4 +1011,5 @@
 
   const opened = location.hash.slice(1);
   if (/^[A-Za-z0-9._:-]{1,128}$/.test(opened)) openThread(opened); else setThread(newThreadId());
+  loadConversations();
 })();
