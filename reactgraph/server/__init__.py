@@ -14,15 +14,19 @@ from reactgraph.server.app import (
     create_app,
     stream_events,
 )
+from reactgraph.server.owners import API_KEYS_ENV, DEFAULT_PRINCIPAL, parse_api_keys
 from reactgraph.server.serve import open_demo_agent, serve, tune_gc
 
 __all__ = [
+    "API_KEYS_ENV",
     "API_KEY_ENV",
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_MAX_MESSAGE_CHARS",
+    "DEFAULT_PRINCIPAL",
     "ServerSettings",
     "create_app",
     "open_demo_agent",
+    "parse_api_keys",
     "serve",
     "stream_events",
     "tune_gc",

@@ -84,6 +84,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 from sse_starlette import EventSourceResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
+from starlette.routing import Match, Route
 
 from reactgraph import outcome
 from reactgraph._pinning import is_pinned, pinned_ids
@@ -938,8 +939,13 @@ def create_app(agent: ReActAgent, settings: ServerSettings | None = None, *,
                        body_deadline=settings.body_deadline, api_keys=api_keys, principal_of=principal_of)
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(_request: Request, exc: StarletteHTTPException) -> Response:
-        return error_response(exc.status_code, exc.detail, getattr(exc, "headers", None))
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        headers = getattr(exc, "headers", None)
+        if exc.status_code == status.HTTP_405_METHOD_NOT_ALLOWED:  # every route of the path, not its first one's
+            allowed = sorted({method for route in app.router.routes if isinstance(route, Route)
+                              and route.matches(request.scope)[0] is not Match.NONE for method in route.methods or ()})
+            headers = {**(headers or {}), "Allow": ", ".join(allowed)}
+        return error_response(exc.status_code, exc.detail, headers)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(_request: Request, exc: RequestValidationError) -> Response:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import secrets
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from typing import Any
@@ -42,6 +43,8 @@ from starlette.responses import Response
 from reactgraph.bounds import MAX_NESTING_DEPTH, json_text_too_deep
 from reactgraph.events import wire_json
 from reactgraph.server.owners import DEFAULT_PRINCIPAL, checked_principal
+
+logger = logging.getLogger(__name__)
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -159,16 +162,18 @@ class RequestGate:
 
     async def _principal(self, scope: Scope) -> str | None:
         """The request's principal: the hook's answer, else the one of its bearer key
-        (every key compared in constant time), else ``None``.
-
-        Raises:
-            ValueError: The hook named no valid principal (:func:`~reactgraph.server.owners.checked_principal`).
-        """
+        (every key compared in constant time), else ``None`` (also for a hook's answer that
+        is no principal's name, :func:`~reactgraph.server.owners.checked_principal`: logged,
+        and the request refused rather than answered 500)."""
         if self.principal_of is not None:
             named = self.principal_of(Request(scope))
             if inspect.isawaitable(named):
                 named = await named
-            return None if named is None else checked_principal(named)
+            try:
+                return None if named is None else checked_principal(named)
+            except ValueError as exc:
+                logger.warning("principal_of named no principal: %s", exc)
+                return None
         scheme, _, token = (self._header(scope, b"authorization") or "").partition(" ")
         sent = token.strip().encode()
         found = None

@@ -216,6 +216,7 @@ async def test_a_principal_hook_names_the_caller_and_one_key_keeps_the_default_p
         assert (await http.post("/threads/h/runs", json={"message": "G-1?"}, headers={"x-user": "kim"})).status_code == 200
         assert (await http.get("/threads/h", headers={"x-user": "lee"})).status_code == 404
         assert (await http.get("/threads/h", headers={"x-user": "kim"})).status_code == 200
+        assert (await http.get("/threads/h", headers={"x-user": "no such name!"})).status_code == 401
 
     single = ReActAgent(ScriptedChatModel(responses=["ok"], synthesis="ok"), [read_gauge], abilities=NATIVE,
                         checkpointer=InMemorySaver())
@@ -239,3 +240,14 @@ def test_api_keys_parse_from_a_list_or_a_file_and_bad_entries_are_refused(tmp_pa
         ServerSettings(api_keys={"k": "not valid!"})
     served = _server_settings(_parser().parse_args(["serve", "--api-keys", "k1=ana,k2=bo"]))
     assert served.resolved_api_keys() == {"k1": "ana", "k2": "bo"}
+
+
+async def test_a_method_a_thread_path_does_not_take_gets_405_naming_every_method_it_takes():
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    app = owners_app(waiting_model(), InMemorySaver())
+    async with client(app) as http:
+        thread = await http.request("PATCH", "/threads/t1", headers=ANA)
+        listing = await http.put("/threads", headers=ANA)
+    assert thread.status_code == 405 and thread.headers["allow"] == "DELETE, GET"
+    assert listing.status_code == 405 and listing.headers["allow"] == "GET"
