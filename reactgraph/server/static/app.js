@@ -271,7 +271,7 @@
     const view = await response.json();
     dropExamples();
     const first = (view.messages || []).find(function (message) { return message.type === "human"; });
-    if (first) remember(id, String(first.content || id));  // listed, and named in the dropdown, in this browser too
+    if (first) remember(id, String(first.content || id));  // listed at once (opened by its address too), named by its question
     showHistory(view);
   }
 
