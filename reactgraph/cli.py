@@ -237,10 +237,10 @@ def _add_serve_parser(commands: Any) -> None:
     listen.add_argument("--allowed-host", action="append", dest="allowed_hosts", metavar="HOST",
                         help="a host name clients may address while no $REACTGRAPH_API_KEY is set (repeatable; "
                              "default: localhost, 127.0.0.1, ::1; '*' allows any)")
-    listen.add_argument("--api-keys", default=None, metavar="LIST_OR_FILE",
-                        help="several API keys, each naming a principal that owns the threads it starts (another "
-                             "principal gets 404 on them): 'key=principal,key2=principal2' or a file of key=principal "
-                             "lines (default: $REACTGRAPH_API_KEYS; docs/server.md)")
+    listen.add_argument("--client-keys", dest="client_keys", default=None, metavar="LIST_OR_FILE",
+                        help="several bearer tokens for clients, each naming a principal that owns the threads it "
+                             "starts (another principal gets 404 on them): 'token=principal,token2=principal2' or a "
+                             "file of token=principal lines (default: $REACTGRAPH_API_KEYS; docs/server.md)")
     listen.add_argument("--dag", action="store_true",
                         help='runs that name no mode run in DAG mode (plan, steps, analysis); a client may still ask '
                              'for either with "mode" (docs/server.md)')
@@ -678,10 +678,10 @@ def _server_settings(args: argparse.Namespace) -> Any:
                                "default_mode": "dag" if args.dag else "react",
                                "head_timeout": args.head_timeout, "body_timeout": args.body_timeout,
                                "body_deadline": args.body_deadline}
-    if args.api_keys is not None:
+    if args.client_keys is not None:
         from reactgraph.server.owners import parse_api_keys
 
-        options["api_keys"] = parse_api_keys(args.api_keys)
+        options["api_keys"] = parse_api_keys(args.client_keys)
     if args.allowed_hosts:
         options["allowed_hosts"] = tuple(args.allowed_hosts)
     elif args.host not in ("0.0.0.0", "::", "", *ServerSettings.allowed_hosts):

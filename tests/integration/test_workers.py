@@ -170,7 +170,7 @@ async def test_a_thread_is_404_to_another_principal_on_the_other_worker(postgres
     owner lives in the database, not in a worker's memory."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    serve = start_serve(postgres_url, tmp_path, port, "--api-keys", "key-ana=ana,key-bo=bo")
+    serve = start_serve(postgres_url, tmp_path, port, "--client-keys", "key-ana=ana,key-bo=bo")
     ana, bo = {"Authorization": "Bearer key-ana"}, {"Authorization": "Bearer key-bo"}
     thread = f"owned-{uuid.uuid4().hex}"
     try:

@@ -238,7 +238,7 @@ def test_api_keys_parse_from_a_list_or_a_file_and_bad_entries_are_refused(tmp_pa
             parse_api_keys(bad)
     with pytest.raises(ValueError):
         ServerSettings(api_keys={"k": "not valid!"})
-    served = _server_settings(_parser().parse_args(["serve", "--api-keys", "k1=ana,k2=bo"]))
+    served = _server_settings(_parser().parse_args(["serve", "--client-keys", "k1=ana,k2=bo"]))
     assert served.resolved_api_keys() == {"k1": "ana", "k2": "bo"}
 
 
