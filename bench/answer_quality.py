@@ -39,6 +39,13 @@ Usage::
     python bench/answer_quality.py --rows native json --json-out aq.json
     python bench/answer_quality.py --rows json --without all   # what each safeguard buys (issue 35)
     python bench/answer_quality.py --rows json --local-models smollm2-135m qwen2.5-coder-0.5b
+    python bench/answer_quality.py --rows json --sections multi yesno   # every part answered; yes/no in the lead
+
+Sections (``--sections``, default all, each with its own table rows): ``single`` (the questions
+above), ``multi`` (:data:`MULTI_QUESTIONS`: two things asked at once; ``all parts`` counts the
+runs where every part's plan was carried out and the answer states a fact of every part) and
+``yesno`` (:data:`YESNO_QUESTIONS`: ``yes/no lead`` counts the runs whose lead sentence says the
+yes or no, in the question's language, that the plant's data decides).
 
 With nothing configured the embedded model is started; ``OPENAI_BASE_URL`` /
 ``REACTGRAPH_MODEL`` / ``OPENAI_API_KEY`` select an endpoint instead (as for
@@ -108,6 +115,11 @@ class Question:
         kind: ``"tool"`` (the data is in the plant), ``"unknown_id"`` (it names a machine
             the plant does not have) or ``"no_tool"`` (no data needed).
         unknown_id: The id the plant does not have (``kind == "unknown_id"``).
+        parts: For a question that asks several things: per part, the plans that answer
+            that part (see :func:`_multi`); ``plans`` is then every combination of them.
+        yes_if: For a yes/no question: the answer is "yes" when one line of the ground truth
+            (the first plan's output) contains all these words (case-insensitive), else "no"
+            (:func:`expected_verdict`), so the truth comes from the plant's data.
     """
 
     text: str
@@ -115,6 +127,13 @@ class Question:
     plans: tuple[tuple[ExpectedCall, ...], ...] = ()
     kind: str = "tool"
     unknown_id: str = ""
+    parts: tuple[tuple[tuple[ExpectedCall, ...], ...], ...] = ()
+    yes_if: tuple[str, ...] = ()
+
+    @property
+    def section(self) -> str:
+        """``multi`` (a question of several parts), ``yesno`` or ``single``."""
+        return "multi" if self.parts else "yesno" if self.yes_if else "single"
 
 
 def _one(tool: str, must: dict[str, Any] | None = None, **args: Any) -> tuple[ExpectedCall, ...]:
@@ -191,6 +210,89 @@ QUESTIONS: tuple[Question, ...] = (
     Question("안녕하세요! 고마워요, 오늘은 여기까지예요.", "no tool", kind="no_tool"),
 )
 """The question set. The engine is never tuned to it: it is the measure."""
+
+
+def _multi(text: str, topic: str, *parts: tuple[tuple[ExpectedCall, ...], ...]) -> Question:
+    """A question of several parts; each part is given as its plans (alternatives), and the
+    question's plans are every combination of one plan per part."""
+    plans: list[tuple[ExpectedCall, ...]] = [()]
+    for part in parts:
+        plans = [done + option for done in plans for option in part]
+    return Question(text, topic, tuple(plans), parts=tuple(parts))
+
+
+def _plans(*calls: tuple[ExpectedCall, ...]) -> tuple[tuple[ExpectedCall, ...], ...]:
+    return tuple(calls)
+
+
+MULTI_QUESTIONS: tuple[Question, ...] = (
+    _multi("What's wrong with air compressor CMP-002, and do we have spare parts for it in stock?", "status+inventory",
+           _status("CMP-002"), _plans(_one("find_parts_for_equipment", equipment_id="CMP-002"))),
+    _multi("CNC-003 진동 수치가 왜 높아? 점검 이력도 알려줘", "status+maintenance",
+           _plans(_one("get_sensor_trend", {"equipment_id": "CNC-003"}, equipment_id="CNC-003", metric="vibration"),
+                  _one("get_equipment_status", equipment_id="CNC-003")),
+           _plans(_one("get_maintenance_history", equipment_id="CNC-003"))),
+    _multi("Which machines are due for inspection in the next 7 days, and are CNC-003's spare parts low?",
+           "maintenance+inventory", _plans(_one("get_maintenance_due", must={})),
+           _plans(_one("find_parts_for_equipment", equipment_id="CNC-003"))),
+    _multi("What is the OEE of Line B, and what is its defect rate?", "production+quality",
+           _plans(_one("get_line_oee", line="Line B")), _plans(_one("get_defect_rate", line="Line B"))),
+    _multi("Show the status of INJ-002 and explain alarm W-2210.", "status+alarms",
+           _status("INJ-002"), _plans(_one("get_alarm_details", alarm_code="W-2210"))),
+    _multi("List the active alarms and the machines overdue for maintenance.", "alarms+maintenance",
+           _plans(_one("list_active_alarms")), _plans(_one("get_maintenance_due", must={}))),
+    _multi("RBT-001 상태 알려주고, 정비 이력도 보여줘", "status+maintenance",
+           _status("RBT-001"), _plans(_one("get_maintenance_history", equipment_id="RBT-001"))),
+    _multi("Line A 생산 실적이랑 불량률 알려줘", "production+quality",
+           _plans(_one("get_production_summary", line="Line A")), _plans(_one("get_defect_rate", line="Line A"))),
+    _multi("What is the status of PRS-002? Also, how much energy did it use last week?", "status+energy",
+           _status("PRS-002"), _plans(_one("get_energy_usage", equipment_id="PRS-002"))),
+    _multi("재고 부족한 부품이 뭐야? 그리고 활성 알람도 알려줘", "inventory+alarms",
+           _plans(_one("list_low_stock_parts", must={})), _plans(_one("list_active_alarms"))),
+    _multi("Compare CNC-001 and CNC-003, and show the scheduled maintenance for CNC-003.", "compare+maintenance",
+           _compare("CNC-001", "CNC-003"), _plans(_one("get_scheduled_maintenance", equipment_id="CNC-003"))),
+    _multi("CMP-001 에너지 사용량이랑 현재 상태 알려줘", "energy+status",
+           _plans(_one("get_energy_usage", equipment_id="CMP-001")), _status("CMP-001")),
+    _multi("Which machines exceed their limits, and what alarms has INJ-002 raised in the last 30 days?",
+           "status+alarms", _plans(_one("check_threshold_violations", must={})),
+           _plans(_one("get_alarm_history", equipment_id="INJ-002"))),
+    _multi("불량 유형 상위 목록과 실패한 품질 검사를 보여줘", "quality+quality",
+           _plans(_one("get_top_defects", must={})),
+           _plans(_one("list_quality_inspections", {"result": "fail"}, result="fail"))),
+)
+"""Questions that ask two things (English and Korean, joined by "and", "also", "그리고",
+"…도", two question marks): every part needs its own data."""
+
+
+def _limit(eid: str, metric: str) -> tuple[tuple[ExpectedCall, ...], ...]:
+    """Whether a machine is over a limit: the plant's limit check, or the machine's status."""
+    return (_one("check_threshold_violations", must={}), _one("get_equipment_status", equipment_id=eid))
+
+
+YESNO_QUESTIONS: tuple[Question, ...] = (
+    Question("Is CNC-001 running hotter than its limit?", "yes/no limit", _limit("CNC-001", "temperature"),
+             yes_if=("CNC-001", "temperature", "EXCEEDED")),
+    Question("Is CNC-003 vibrating above its limit?", "yes/no limit", _limit("CNC-003", "vibration"),
+             yes_if=("CNC-003", "vibration", "EXCEEDED")),
+    Question("INJ-002 온도가 한계를 넘었어?", "yes/no limit", _limit("INJ-002", "temperature"),
+             yes_if=("INJ-002", "temperature", "EXCEEDED")),
+    Question("PRS-001 진동이 한계치를 넘었어?", "yes/no limit", _limit("PRS-001", "vibration"),
+             yes_if=("PRS-001", "vibration", "EXCEEDED")),
+    Question("CMP-002가 지금 가동 중이야?", "yes/no status", _status("CMP-002"), yes_if=("State:", "normal")),
+    Question("Is CNC-001 in normal state right now?", "yes/no status", _status("CNC-001"), yes_if=("State:", "normal")),
+    Question("Are any spare parts out of stock?", "yes/no inventory", (_one("list_low_stock_parts", must={}),),
+             yes_if=("OUT OF STOCK",)),
+    Question("RBT-002 점검 기한이 지났어?", "yes/no maintenance", (_one("get_maintenance_due", must={}),),
+             yes_if=("RBT-002", "OVERDUE")),
+    Question("Is CNC-001 overdue for inspection?", "yes/no maintenance", (_one("get_maintenance_due", must={}),),
+             yes_if=("CNC-001", "OVERDUE")),
+    Question("알람 W-1105가 아직 활성 상태야?", "yes/no alarms",
+             (_one("get_alarm_details", alarm_code="W-1105"), _one("list_active_alarms")), yes_if=("Status: ACTIVE",)),
+)
+"""Yes/no questions (English and Korean); the right verdict comes from the plant's data."""
+
+SECTIONS: dict[str, tuple[Question, ...]] = {"single": QUESTIONS, "multi": MULTI_QUESTIONS, "yesno": YESNO_QUESTIONS}
+"""The bench's sections by name (``--sections``)."""
 
 # --------------------------------------------------------------------------- facts and scoring
 
@@ -468,6 +570,20 @@ class Score:
     clean: bool = True
     lead_language: bool = True
     tool_free_answer: bool = False
+    parts: int = 0
+    parts_answered: int = 0
+    verdict: str = ""
+    lead_verdict: str = ""
+
+    @property
+    def all_parts(self) -> bool:
+        """Every part of a multi-part question answered (False for other questions)."""
+        return self.parts > 0 and self.parts_answered == self.parts
+
+    @property
+    def right_verdict(self) -> bool:
+        """The lead says the yes/no the plant's data decides (False for other questions)."""
+        return bool(self.verdict) and self.lead_verdict == self.verdict
 
 
 _KOREAN = re.compile("[\uac00-\ud7a3]")
@@ -487,6 +603,60 @@ def lead_in_language(question: str, answer: str) -> bool:
         return True
     first = next((line for line in answer.splitlines() if line.strip()), "")
     return bool(_KOREAN.search(first))
+
+
+def expected_verdict(question: Question, ground_truth: str) -> str:
+    """``"yes"`` when one line of ``ground_truth`` contains every word of ``question.yes_if``
+    (case-insensitive), else ``"no"``; ``""`` for a question that is not yes/no."""
+    if not question.yes_if:
+        return ""
+    words = [w.lower() for w in question.yes_if]
+    return "yes" if any(all(w in line.lower() for w in words) for line in ground_truth.splitlines()) else "no"
+
+
+VERDICT_WORDS: dict[str, dict[str, re.Pattern[str]]] = {
+    "en": {"yes": re.compile(r"\byes\b", re.IGNORECASE),
+           "no": re.compile(r"\bno\b|\bnot\b|n't\b|\bnone\b", re.IGNORECASE)},
+    "ko": {"yes": re.compile(r"^\W*(네|예)\b|그렇습니다|맞습니다"),
+           "no": re.compile(r"아니|않|없")},
+}
+"""How a lead says yes or no, per language of the plant's questions (English, Korean)."""
+
+
+def lead_sentence(answer: str) -> str:
+    """The answer's first sentence: its first non-empty line, cut after the first ``.``,
+    ``!``, ``?`` or ``。`` that ends a sentence."""
+    first = next((line.strip() for line in answer.splitlines() if line.strip()), "")
+    match = re.search(r"[.!?。](\s|$)", first)
+    return first[: match.end()].strip() if match else first
+
+
+def lead_verdict(question_text: str, answer: str) -> str:
+    """``"yes"``, ``"no"`` or ``""`` (neither, or both): what the answer's lead sentence says,
+    in the question's language (Korean for a Korean question, else English)."""
+    words = VERDICT_WORDS["ko" if _KOREAN.search(question_text) else "en"]
+    lead = lead_sentence(answer)
+    said = [v for v, pattern in words.items() if pattern.search(lead)]
+    return said[0] if len(said) == 1 else ""
+
+
+def _part_truth(part: tuple[tuple[ExpectedCall, ...], ...], tools: dict[str, BaseTool]) -> str:
+    return ground_truth(Question("", "", part), tools)
+
+
+def parts_answered(question: Question, calls: Sequence[Call], answer: str,
+                   tools: dict[str, BaseTool], *, given: str = DEMO_SYSTEM_PROMPT) -> int:
+    """How many parts of a multi-part question are answered: a part is answered when one of
+    its plans was carried out and the answer states a key fact of that part's ground truth
+    (its first plan's output), preferring the facts no other part has."""
+    truths = [key_facts(_part_truth(part, tools), question.text, given=given) for part in question.parts]
+    answered = 0
+    for index, part in enumerate(question.parts):
+        others = set().union(*(t for i, t in enumerate(truths) if i != index))
+        own = truths[index] - others or truths[index]
+        if any(plan_done(plan, calls, tools) for plan in part) and facts_in_answer(own, answer):
+            answered += 1
+    return answered
 
 
 def score_run(question: Question, calls: Sequence[Call], answer: str, ground_truth: str,
@@ -535,6 +705,10 @@ def score_run(question: Question, calls: Sequence[Call], answer: str, ground_tru
     hard = {f for f in found if not f.startswith("word:")}
     has_hard = any(not f.startswith("word:") for f in facts)
     grounded = bool(facts) and len(found) >= min(2, len(facts)) and (bool(hard) or not has_hard)
+    if question.parts:
+        shape.update(parts=len(question.parts), parts_answered=parts_answered(question, calls, answer, tools, given=given))
+    if question.yes_if:
+        shape.update(verdict=expected_verdict(question, ground_truth), lead_verdict=lead_verdict(question.text, answer))
     return Score(right, in_plan, grounded, sorted(facts), sorted(found), loose, **shape)
 
 
@@ -766,6 +940,10 @@ class RowSummary:
     clean: int = 0
     lead_language: int = 0
     tool_free: int = 0
+    multi: int = 0
+    all_parts: int = 0
+    yesno: int = 0
+    right_verdict: int = 0
     resets: int = 0
     calls: int = 0
     per_run_calls: list[int] = field(default_factory=list)
@@ -784,6 +962,10 @@ class RowSummary:
         self.clean += record.score.clean
         self.lead_language += record.score.lead_language
         self.tool_free += record.score.tool_free_answer
+        self.multi += record.score.parts > 0
+        self.all_parts += record.score.all_parts
+        self.yesno += bool(record.score.verdict)
+        self.right_verdict += record.score.right_verdict
         self.resets += record.resets
         self.calls += record.model_calls
         self.per_run_calls.append(record.model_calls)
@@ -797,6 +979,8 @@ class RowSummary:
             "right_tool": self.right_tool / n, "first_call": self.first_call / n, "grounded": self.grounded / n,
             "zero_ungrounded": self.zero_ungrounded / n, "by_model": self.by_model / n, "clean": self.clean / n,
             "lead_language": self.lead_language / n, "calls_per_run": self.calls / n,
+            "all_parts": self.all_parts / self.multi if self.multi else None,
+            "right_verdict": self.right_verdict / self.yesno if self.yesno else None,
             "median_calls": statistics.median(self.per_run_calls) if self.per_run_calls else 0.0,
             "median_s": statistics.median(self.seconds) if self.seconds else 0.0,
             "mean_s": statistics.fmean(self.seconds) if self.seconds else 0.0,
@@ -818,12 +1002,17 @@ def table(rows: Sequence[RowSummary]) -> str:
         The table; percentages with their counts, ``calls/run``, median and mean s/run;
         the ratio lines divide each rate by ``create_agent``'s (``n/a`` when that is 0).
     """
+    sections = any(r.multi or r.yesno for r in rows)
     head = ("| row | mode | runs | " + " | ".join(label for _, label in _COLUMNS)
+            + (" | all parts | yes/no lead" if sections else "")
             + " | resets | no-tool answers | calls/run | median calls | median s | mean s |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
         rates = r.rates()
         cells = [f"{100 * rates[key]:.0f}% ({getattr(r, key)})" for key, _ in _COLUMNS]
+        if sections:
+            cells += [f"{100 * r.all_parts / r.multi:.0f}% ({r.all_parts})" if r.multi else "-",
+                      f"{100 * r.right_verdict / r.yesno:.0f}% ({r.right_verdict})" if r.yesno else "-"]
         lines.append(f"| {r.row} | {r.mode} | {r.runs} | " + " | ".join(cells)
                      + f" | {r.resets} | {r.tool_free} | {rates['calls_per_run']:.1f} | {rates['median_calls']:.0f}"
                      + f" | {rates['median_s']:.1f} | {rates['mean_s']:.1f} |")
@@ -857,7 +1046,10 @@ def _print_verbose(record: RunRecord) -> None:
     print("    answer: " + (" ".join(record.answer.split())[:600] or "(none)"), file=sys.stderr)
     print(f"    right tool {score.right_tool} · first call {score.first_call} · grounded {score.grounded} "
           f"(facts {len(score.facts_found)}/{len(score.facts)}: {', '.join(score.facts_found[:8])}) · "
-          f"ungrounded {', '.join(score.ungrounded) or 'none'}", file=sys.stderr, flush=True)
+          f"ungrounded {', '.join(score.ungrounded) or 'none'}"
+          + (f" · parts {score.parts_answered}/{score.parts}" if score.parts else "")
+          + (f" · lead verdict {score.lead_verdict or '-'} (truth {score.verdict})" if score.verdict else ""),
+          file=sys.stderr, flush=True)
 
 
 # --------------------------------------------------------------------------- main
@@ -890,7 +1082,12 @@ async def main(argv: list[str] | None = None) -> int:
     """
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--questions", type=int, default=len(QUESTIONS),
-                        help=f"the first N of the {len(QUESTIONS)} questions (default: all)")
+                        help=f"the first N questions of each section (default: all; {len(QUESTIONS)} single, "
+                             f"{len(MULTI_QUESTIONS)} multi-part, {len(YESNO_QUESTIONS)} yes/no)")
+    parser.add_argument("--sections", nargs="+", choices=tuple(SECTIONS), default=list(SECTIONS),
+                        help="single: one-part questions; multi: questions of several parts (every part answered); "
+                             "yesno: yes/no questions (the right verdict in the lead); each section gets its own "
+                             "table rows (default: all)")
     parser.add_argument("--kinds", nargs="+", choices=("tool", "unknown_id", "no_tool"),
                         help="only the questions of these kinds (after --questions)")
     parser.add_argument("--rows", nargs="+", choices=ROWS, default=list(ROWS), help="rows to run (default: all)")
@@ -933,7 +1130,9 @@ async def main(argv: list[str] | None = None) -> int:
     from reactgraph.demo.factory import build_factory_hub
     from reactgraph.models import open_model
 
-    questions = [q for q in QUESTIONS[: args.questions] if not args.kinds or q.kind in args.kinds]
+    questions = [q for name in args.sections for q in SECTIONS[name][: args.questions]
+                 if not args.kinds or q.kind in args.kinds]
+    split = len(args.sections) > 1
     models = args.local_models or [None]
     summaries: dict[str, RowSummary] = {}
     records: list[RunRecord] = []
@@ -962,8 +1161,9 @@ async def main(argv: list[str] | None = None) -> int:
                     else:
                         agents[label] = build_demo_agent(resolved, hub, json_mode=row == "json",
                                                          max_iterations=args.max_iterations, synthesis=mode)
-                    summaries[label + suffix] = RowSummary(label + suffix,
-                                                           "-" if row == "create_agent" else agents[label].mode)
+                    for name in args.sections if split else ["single"]:
+                        key = label + suffix + (f" · {name}" if split else "")
+                        summaries[key] = RowSummary(key, "-" if row == "create_agent" else agents[label].mode)
                 print(f"model: {resolved.description} · {len(questions)} questions · {len(hub)} tools · "
                       f"max_iterations={args.max_iterations} · rows: {', '.join(row_names)}", file=sys.stderr, flush=True)
                 if "native" in agents and agents["native"].mode == "json":
@@ -975,17 +1175,21 @@ async def main(argv: list[str] | None = None) -> int:
                             record = await run_create_agent(agents[row], question.text, 2 * args.max_iterations + 1)
                         else:
                             record = await run_reactgraph(agents[row], row + suffix, question.text)
-                        record.row = row + suffix
+                        record.row = row + suffix + (f" · {question.section}" if split else "")
                         record.kind = question.kind
                         record.score = score_run(question, record.calls, record.answer, truths[question.text], tools)
-                        summaries[row + suffix].add(record)
+                        summaries[record.row].add(record)
                         records.append(record)
                         if args.verbose:
                             _print_verbose(record)
                         else:
-                            print(f"  [{number}/{len(questions)}] {row + suffix} | {question.text} | "
+                            extra = (f" parts {record.score.parts_answered}/{record.score.parts}" if record.score.parts
+                                     else f" verdict {record.score.lead_verdict or '-'}/{record.score.verdict}"
+                                     if record.score.verdict else "")
+                            print(f"  [{number}/{len(questions)}] {record.row} | {question.text} | "
                                   f"{record.finish_reason} | right {record.score.right_tool:d} "
-                                  f"grounded {record.score.grounded:d} | {record.seconds:.0f} s", file=sys.stderr, flush=True)
+                                  f"grounded {record.score.grounded:d}{extra} | {record.seconds:.0f} s",
+                                  file=sys.stderr, flush=True)
                 model_lines.append(model_line(resolved))
     row_names = list(summaries)
     rows = [summaries[row] for row in row_names]

@@ -1,0 +1,787 @@
+"""Right tool, right value, right language on two trades the engine has never seen.
+
+Two small domains of the bench's own, with in-memory deterministic data and five LangChain
+tools each, whose docstrings and schemas differ on purpose:
+
+* **shop**: SKUs with a slash (``AB/100``), six-digit order numbers, customer e-mails, an enum
+  of countries; Google-style ``Args:`` docstrings, reST ``:param:`` docstrings and plain prose;
+  schemas with ``pattern``, ``format: email``, ``enum`` and ``examples``.
+* **helpdesk**: UUID tickets, staff e-mail ids, dates of on-site visits, an enum of services,
+  free-text knowledge-base search.
+
+Questions in English, Korean, Japanese, Chinese, Spanish, German and French; each names the
+tool and argument values that answer it, the facts (values) the answer must carry, and its
+language. Kinds: ``tool`` (the data exists), ``not_found`` (the value the question names does
+not exist: the answer must say that nothing was found, and the run must not end ``covered``),
+``no_tool`` (a greeting or a question no tool serves: no call expected).
+
+Scoring per question (:func:`score_domain_run`): right tool with the right argument, the
+answer carries the facts, the answer in the question's language (py3langid restricted to the
+bench's languages, on the answer's lead line and on the whole answer, with values, ids and
+table rows removed), invented values (numbers, ids, e-mails of the answer found in no
+observation, argument or the question), nothing-found reported as covered, model calls and
+seconds. The runner is :mod:`answer_quality`'s (``ReActAgent.astream_events`` as the CLI
+consumes it, the same call counter).
+
+Usage::
+
+    python bench/domains.py                           # every question, ReActAgent with default settings
+    python bench/domains.py --domains shop --langs ja zh --verbose
+    python bench/domains.py --rows reactgraph create_agent --json out.json
+    python bench/domains.py --local-models smollm2-135m qwen2.5-coder-1.5b
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import statistics
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import date
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from pydantic import BaseModel, Field
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import answer_quality as aq  # noqa: E402  (the bench's shared runner and number rules)
+
+# --------------------------------------------------------------------------- shop data
+
+PRODUCTS: dict[str, dict[str, Any]] = {
+    "AB/100": {"name": "Garden hose 20 m", "category": "garden", "price": "24.90", "stock": 12},
+    "AB/205": {"name": "Hose reel", "category": "garden", "price": "59.00", "stock": 0},
+    "KT/310": {"name": "Cast iron pan 28 cm", "category": "kitchen", "price": "45.50", "stock": 7},
+    "KT/412": {"name": "Chef knife 21 cm", "category": "kitchen", "price": "89.00", "stock": 3},
+    "TL/517": {"name": "Cordless drill 18 V", "category": "tools", "price": "129.00", "stock": 15},
+    "TL/620": {"name": "Socket set 94 pieces", "category": "tools", "price": "74.99", "stock": 4},
+}
+"""The shop's articles by SKU (prices in EUR)."""
+
+ORDERS: dict[str, dict[str, Any]] = {
+    "482913": {"email": "mina.park@example.com", "status": "shipped", "date": "2026-11-28", "sku": "AB/100",
+               "qty": 2, "total": "49.80", "tracking": "TRK77120453"},
+    "519004": {"email": "lukas.weber@example.de", "status": "processing", "date": "2026-12-01", "sku": "KT/412",
+               "qty": 1, "total": "89.00", "tracking": ""},
+    "530771": {"email": "sofia.garcia@example.es", "status": "delivered", "date": "2026-11-20", "sku": "TL/517",
+               "qty": 1, "total": "129.00", "tracking": "TRK77098812"},
+    "607215": {"email": "yuki.tanaka@example.jp", "status": "cancelled", "date": "2026-11-30", "sku": "TL/620",
+               "qty": 2, "total": "149.98", "tracking": ""},
+    "611480": {"email": "claire.martin@example.fr", "status": "shipped", "date": "2026-12-02", "sku": "KT/310",
+               "qty": 1, "total": "45.50", "tracking": "TRK77135566"},
+    "615932": {"email": "wang.lei@example.cn", "status": "processing", "date": "2026-12-03", "sku": "AB/205",
+               "qty": 1, "total": "59.00", "tracking": ""},
+}
+"""The shop's orders by six-digit number."""
+
+SHIPPING: dict[str, tuple[str, str]] = {
+    "DE": ("2 to 3", "4.90"), "FR": ("3 to 4", "6.90"), "ES": ("4 to 6", "7.90"), "KR": ("8 to 12", "24.00"),
+    "JP": ("7 to 10", "22.00"), "CN": ("9 to 14", "19.50"), "US": ("6 to 9", "18.00"),
+}
+"""Delivery days and the flat shipping fee (EUR) per destination country."""
+
+
+def _product_line(sku: str) -> str:
+    p = PRODUCTS[sku]
+    return f"{sku} | {p['name']} | {p['category']} | {p['price']} EUR | {p['stock']} in stock"
+
+
+class _SkuArgs(BaseModel):
+    sku: str = Field(description="The article's SKU: two capital letters, a slash and three digits, like AB/100.",
+                     pattern=r"^[A-Z]{2}/\d{3}$", examples=["AB/100", "KT/412"])
+
+
+def get_product(sku: str) -> str:
+    """Look up one article of the shop: its name, category, price and how many are in stock.
+
+    Args:
+        sku: The article's SKU, two capital letters, a slash and three digits (like AB/100).
+
+    Returns:
+        One line: SKU | name | category | price | stock.
+    """
+    if sku.strip().upper() not in PRODUCTS:
+        raise ToolException(f"Unknown SKU {sku}. Valid SKUs look like AB/100.")
+    return _product_line(sku.strip().upper())
+
+
+class _OrderArgs(BaseModel):
+    order_number: str = Field(description="The six-digit order number printed on the receipt.",
+                              pattern=r"^\d{6}$", examples=["482913"])
+
+
+def get_order_status(order_number: str) -> str:
+    """Tell where an order stands.
+
+    :param order_number: the six-digit number of the order, e.g. 482913.
+    :returns: the order's status, date, article, quantity, total and tracking code.
+    """
+    order = ORDERS.get(order_number.strip())
+    if order is None:
+        return f"No order found with number {order_number}."
+    tracking = order["tracking"] or "none yet"
+    return (f"Order {order_number}: {order['status']} (placed {order['date']}) | {order['qty']} x {order['sku']} | "
+            f"total {order['total']} EUR | tracking {tracking}")
+
+
+class _CustomerArgs(BaseModel):
+    email: str = Field(description="The customer's e-mail address.", json_schema_extra={"format": "email"},
+                       examples=["mina.park@example.com"])
+
+
+def find_orders_by_customer(email: str) -> str:
+    """Lists every order a customer placed, found by the e-mail address the customer
+    registered with; the reply is a JSON list (empty when the address placed no order)."""
+    rows = [{"order": number, "status": o["status"], "date": o["date"], "total": f"{o['total']} EUR"}
+            for number, o in ORDERS.items() if o["email"] == email.strip().lower()]
+    return json.dumps(rows)
+
+
+class _SearchArgs(BaseModel):
+    query: str = Field(description="Words of the article's name.", examples=["hose", "knife"])
+    category: Literal["garden", "kitchen", "tools"] | None = Field(
+        default=None, description="Only articles of this category.")
+
+
+def search_products(query: str, category: str | None = None) -> str:
+    """Search the catalogue by words of the article name, optionally within one category.
+
+    Args:
+        query: Words of the name, like "drill" or "pan".
+        category: garden, kitchen or tools.
+    """
+    words = [w for w in query.lower().split() if w]
+    hits = [sku for sku, p in PRODUCTS.items()
+            if (category is None or p["category"] == category) and any(w in p["name"].lower() for w in words)]
+    if not hits:
+        return f"0 articles match '{query}'."
+    return f"{len(hits)} article(s):\n" + "\n".join(_product_line(sku) for sku in hits)
+
+
+class _ShippingArgs(BaseModel):
+    country: Literal["DE", "FR", "ES", "KR", "JP", "CN", "US"] = Field(
+        description="Destination country as an ISO 3166 alpha-2 code.")
+
+
+def get_shipping_estimate(country: str) -> str:
+    """Delivery time and shipping fee for a parcel to a country.
+
+    :param country: ISO 3166 alpha-2 code of the destination (DE, FR, ES, KR, JP, CN, US).
+    """
+    days, fee = SHIPPING[country]
+    return f"Shipping to {country}: {days} business days, fee {fee} EUR."
+
+
+# --------------------------------------------------------------------------- helpdesk data
+
+TICKETS: dict[str, dict[str, str]] = {
+    "3f9c2a7e-5b1d-4c8e-9a2f-6d1e8b7c4a01": {"title": "VPN disconnects every hour", "status": "open",
+                                             "priority": "high", "assignee": "j.kim@helpdesk.example",
+                                             "opened": "2026-12-01"},
+    "8b2e4d10-7c3a-4f5b-b6e1-2a9d0c5f7e32": {"title": "Printer on floor 3 jams", "status": "in progress",
+                                             "priority": "medium", "assignee": "a.dubois@helpdesk.example",
+                                             "opened": "2026-11-29"},
+    "c47a1e95-0d2b-4e6f-8c3a-9b5e1f2d6a73": {"title": "New laptop setup", "status": "resolved", "priority": "low",
+                                             "assignee": "m.suzuki@helpdesk.example", "opened": "2026-11-25"},
+    "e1d5b8c2-9f4a-4a7d-b2c6-5e8f3a1d0b94": {"title": "Mailbox quota exceeded", "status": "open",
+                                             "priority": "medium", "assignee": "j.kim@helpdesk.example",
+                                             "opened": "2026-12-03"},
+}
+"""Helpdesk tickets by UUID."""
+
+STAFF: tuple[str, ...] = ("j.kim@helpdesk.example", "a.dubois@helpdesk.example", "m.suzuki@helpdesk.example",
+                          "l.chen@helpdesk.example")
+"""Staff e-mail ids (``l.chen`` has no ticket)."""
+
+VISITS: dict[str, list[tuple[str, str, str, str]]] = {
+    "2026-12-08": [("09:30", "Room 2.14", "monitor swap", "a.dubois@helpdesk.example"),
+                   ("14:00", "Reception", "badge reader repair", "l.chen@helpdesk.example")],
+    "2026-12-09": [("11:00", "Lab 1", "network port patch", "j.kim@helpdesk.example")],
+}
+"""On-site visits booked per day: time, place, job, technician."""
+
+SERVICES: dict[str, str] = {
+    "vpn": "degraded since 2026-12-05 08:40, packet loss 12%",
+    "email": "operational",
+    "wiki": "operational",
+    "printing": "outage since 2026-12-05 13:05, 3 printers offline",
+}
+"""Current status of each service."""
+
+ARTICLES: dict[str, tuple[str, str]] = {
+    "KB-1042": ("Reset your VPN token", "vpn token reset authenticator"),
+    "KB-2210": ("Clear a printer paper jam", "printer jam paper tray"),
+    "KB-3307": ("Free up mailbox space", "mailbox quota email archive"),
+    "KB-4115": ("Set up a new laptop", "laptop setup enrolment"),
+}
+"""Knowledge-base articles: id -> (title, keywords)."""
+
+
+class _TicketArgs(BaseModel):
+    ticket_id: str = Field(description="The ticket's UUID.", json_schema_extra={"format": "uuid"},
+                           examples=["3f9c2a7e-5b1d-4c8e-9a2f-6d1e8b7c4a01"])
+
+
+def get_ticket(ticket_id: str) -> str:
+    """Fetch one helpdesk ticket.
+
+    Args:
+        ticket_id: The ticket's UUID, as in the confirmation e-mail.
+
+    Returns:
+        Title, status, priority, assignee and opening date.
+    """
+    ticket = TICKETS.get(ticket_id.strip().lower())
+    if ticket is None:
+        raise ToolException(f"Ticket {ticket_id} does not exist.")
+    return (f"Ticket {ticket_id}: {ticket['title']} | status {ticket['status']} | priority {ticket['priority']} | "
+            f"assignee {ticket['assignee']} | opened {ticket['opened']}")
+
+
+class _StaffArgs(BaseModel):
+    staff_email: str = Field(description="The staff member's e-mail id.", json_schema_extra={"format": "email"},
+                             examples=["j.kim@helpdesk.example"])
+
+
+def list_staff_tickets(staff_email: str) -> str:
+    """Tickets assigned to one member of the helpdesk staff.
+
+    :param staff_email: e-mail id of the staff member, like j.kim@helpdesk.example.
+    :returns: one line per ticket.
+    """
+    who = staff_email.strip().lower()
+    if who not in STAFF:
+        return f"Unknown staff member {staff_email}."
+    rows = [f"{tid} | {t['title']} | {t['status']} | {t['priority']}" for tid, t in TICKETS.items()
+            if t["assignee"] == who]
+    return "\n".join(rows) if rows else f"No tickets assigned to {staff_email}."
+
+
+class _VisitArgs(BaseModel):
+    day: str = Field(description="The day, as YYYY-MM-DD.", json_schema_extra={"format": "date"},
+                     examples=["2026-12-08"])
+
+
+def get_onsite_visits(day: str) -> str:
+    """Shows the on-site visits technicians have booked for a given day, with the time,
+    the place, the job and the technician of each; a day with no visit says so."""
+    rows = VISITS.get(day.strip(), [])
+    if not rows:
+        return f"No visits booked on {day}."
+    return "\n".join(f"{t} | {place} | {job} | {tech}" for t, place, job, tech in rows)
+
+
+class _ServiceArgs(BaseModel):
+    service: Literal["vpn", "email", "wiki", "printing"] = Field(description="Which IT service.")
+
+
+def get_service_status(service: str) -> str:
+    """Current status of an IT service (vpn, email, wiki or printing), with the time an
+    incident began."""
+    return f"{service}: {SERVICES[service]}"
+
+
+class _KbArgs(BaseModel):
+    query: str = Field(description="What the user wants to do or fix.", examples=["reset VPN token", "printer jam"])
+
+
+def search_knowledge_base(query: str) -> str:
+    """Search the helpdesk's how-to articles.
+
+    Args:
+        query: A few words of the problem, like "printer jam".
+    """
+    words = [w for w in re.split(r"\W+", query.lower()) if len(w) > 2]
+    hits = [aid for aid, (title, keys) in ARTICLES.items() if any(w in (title.lower() + " " + keys) for w in words)]
+    if not hits:
+        return "[]"
+    return "\n".join(f"{aid} | {ARTICLES[aid][0]}" for aid in hits)
+
+
+def _tool(func: Any, schema: type[BaseModel]) -> BaseTool:
+    """A structured tool from ``func`` with its docstring as the description (its own style
+    kept) and ``schema`` as its arguments; a :class:`ToolException` becomes the error text."""
+    return StructuredTool.from_function(func=func, name=func.__name__, description=(func.__doc__ or "").strip(),
+                                        args_schema=schema)
+
+
+def build_domain_tools(domain: str) -> list[BaseTool]:
+    """The five tools of ``domain`` (``shop`` or ``helpdesk``).
+
+    Raises:
+        KeyError: Another domain name.
+    """
+    return {
+        "shop": lambda: [_tool(get_product, _SkuArgs), _tool(get_order_status, _OrderArgs),
+                         _tool(find_orders_by_customer, _CustomerArgs), _tool(search_products, _SearchArgs),
+                         _tool(get_shipping_estimate, _ShippingArgs)],
+        "helpdesk": lambda: [_tool(get_ticket, _TicketArgs), _tool(list_staff_tickets, _StaffArgs),
+                             _tool(get_onsite_visits, _VisitArgs), _tool(get_service_status, _ServiceArgs),
+                             _tool(search_knowledge_base, _KbArgs)],
+    }[domain]()
+
+
+DOMAINS = ("shop", "helpdesk")
+
+# --------------------------------------------------------------------------- questions
+
+
+@dataclass(frozen=True)
+class DomainQuestion:
+    """One question of the domain bench.
+
+    Attributes:
+        domain: ``shop`` or ``helpdesk``.
+        lang: The question's language (ISO 639-1).
+        text: The question as a user writes it.
+        kind: ``tool``, ``not_found`` or ``no_tool``.
+        tool: The tool that answers it (``""`` for ``no_tool``).
+        args: Argument values a call must carry (compared case-insensitively, strings stripped).
+        facts: Values the answer must carry (numbers, ids, dates, e-mails: they read the same in
+            every language). Every fact is in the tool's output for ``args`` (a unit test checks).
+    """
+
+    domain: str
+    lang: str
+    text: str
+    kind: str = "tool"
+    tool: str = ""
+    args: dict[str, Any] = field(default_factory=dict)
+    facts: tuple[str, ...] = ()
+
+
+_T1, _T2, _T3, _T4 = TICKETS
+_Q = DomainQuestion
+
+QUESTIONS: tuple[DomainQuestion, ...] = (
+    # shop
+    _Q("shop", "en", "How many AB/100 garden hoses are in stock?", tool="get_product", args={"sku": "AB/100"}, facts=("12",)),
+    _Q("shop", "de", "Was kostet der Artikel KT/412?", tool="get_product", args={"sku": "KT/412"}, facts=("89.00",)),
+    _Q("shop", "fr", "Combien coûte l'article TL/517 ?", tool="get_product", args={"sku": "TL/517"}, facts=("129.00",)),
+    _Q("shop", "ja", "商品KT/310の在庫はいくつありますか？", tool="get_product", args={"sku": "KT/310"}, facts=("7",)),
+    _Q("shop", "zh", "商品TL/620还有多少库存？", tool="get_product", args={"sku": "TL/620"}, facts=("4",)),
+    _Q("shop", "ko", "AB/205 상품 가격이 얼마예요?", tool="get_product", args={"sku": "AB/205"}, facts=("59.00",)),
+    _Q("shop", "es", "¿Cuál es el estado del pedido 482913?", tool="get_order_status", args={"order_number": "482913"},
+       facts=("TRK77120453", "2026-11-28")),
+    _Q("shop", "de", "Wo ist meine Bestellung 519004?", tool="get_order_status", args={"order_number": "519004"},
+       facts=("2026-12-01",)),
+    _Q("shop", "ja", "注文番号611480の配送状況を教えてください。", tool="get_order_status", args={"order_number": "611480"},
+       facts=("TRK77135566",)),
+    _Q("shop", "en", "What is the total of order 607215?", tool="get_order_status", args={"order_number": "607215"},
+       facts=("149.98",)),
+    _Q("shop", "fr", "Quelles commandes a passées claire.martin@example.fr ?", tool="find_orders_by_customer",
+       args={"email": "claire.martin@example.fr"}, facts=("611480",)),
+    _Q("shop", "zh", "客户 wang.lei@example.cn 下了哪些订单？", tool="find_orders_by_customer",
+       args={"email": "wang.lei@example.cn"}, facts=("615932",)),
+    _Q("shop", "en", "Do you sell a cordless drill?", tool="search_products", args={"query": "drill"}, facts=("TL/517",)),
+    _Q("shop", "es", "¿Cuánto tarda un envío a ES y cuánto cuesta?", tool="get_shipping_estimate", args={"country": "ES"},
+       facts=("7.90",)),
+    _Q("shop", "ko", "KR로 배송하면 배송비가 얼마예요?", tool="get_shipping_estimate", args={"country": "KR"}, facts=("24.00",)),
+    _Q("shop", "de", "Welche Versandkosten fallen nach DE an?", tool="get_shipping_estimate", args={"country": "DE"},
+       facts=("4.90",)),
+    _Q("shop", "en", "What does article ZZ/999 cost?", kind="not_found", tool="get_product", args={"sku": "ZZ/999"}),
+    _Q("shop", "fr", "Où en est la commande 999999 ?", kind="not_found", tool="get_order_status",
+       args={"order_number": "999999"}),
+    _Q("shop", "ja", "nobody@example.org の注文を見せてください。", kind="not_found", tool="find_orders_by_customer",
+       args={"email": "nobody@example.org"}),
+    _Q("shop", "fr", "Bonjour ! Merci beaucoup, bonne journée.", kind="no_tool"),
+    _Q("shop", "de", "Wie wird das Wetter morgen in Berlin?", kind="no_tool"),
+    _Q("shop", "zh", "你好！", kind="no_tool"),
+    # helpdesk
+    _Q("helpdesk", "en", f"What is the status of ticket {_T1}?", tool="get_ticket", args={"ticket_id": _T1},
+       facts=("j.kim@helpdesk.example",)),
+    _Q("helpdesk", "ko", f"티켓 {_T2} 담당자가 누구예요?", tool="get_ticket", args={"ticket_id": _T2},
+       facts=("a.dubois@helpdesk.example",)),
+    _Q("helpdesk", "es", f"¿Cuándo se abrió el ticket {_T3}?", tool="get_ticket", args={"ticket_id": _T3},
+       facts=("2026-11-25",)),
+    _Q("helpdesk", "zh", f"工单 {_T4} 是什么时候创建的？", tool="get_ticket", args={"ticket_id": _T4},
+       facts=("2026-12-03",)),
+    _Q("helpdesk", "de", "Welche Tickets hat j.kim@helpdesk.example?", tool="list_staff_tickets",
+       args={"staff_email": "j.kim@helpdesk.example"}, facts=(_T1, _T4)),
+    _Q("helpdesk", "ja", "m.suzuki@helpdesk.example の担当チケットは？", tool="list_staff_tickets",
+       args={"staff_email": "m.suzuki@helpdesk.example"}, facts=(_T3,)),
+    _Q("helpdesk", "en", "Which on-site visits are booked on 2026-12-08?", tool="get_onsite_visits",
+       args={"day": "2026-12-08"}, facts=("09:30", "14:00")),
+    _Q("helpdesk", "fr", "Quelles interventions sont prévues le 2026-12-09 ?", tool="get_onsite_visits",
+       args={"day": "2026-12-09"}, facts=("11:00",)),
+    _Q("helpdesk", "ja", "2026-12-08の訪問予定を教えて。", tool="get_onsite_visits", args={"day": "2026-12-08"},
+       facts=("09:30",)),
+    _Q("helpdesk", "es", "¿Funciona la VPN ahora mismo?", tool="get_service_status", args={"service": "vpn"},
+       facts=("12",)),
+    _Q("helpdesk", "zh", "打印服务(printing)现在状态如何？", tool="get_service_status", args={"service": "printing"},
+       facts=("13:05",)),
+    _Q("helpdesk", "de", "Ist der Dienst email gerade gestört?", tool="get_service_status", args={"service": "email"},
+       facts=("operational",)),
+    _Q("helpdesk", "ko", "VPN 토큰을 재설정하는 방법 문서가 있어요?", tool="search_knowledge_base", args={},
+       facts=("KB-1042",)),
+    _Q("helpdesk", "en", "Is there a how-to article for a printer jam?", tool="search_knowledge_base", args={},
+       facts=("KB-2210",)),
+    _Q("helpdesk", "fr", "Y a-t-il un article pour libérer de l'espace dans la boîte mail (mailbox) ?",
+       tool="search_knowledge_base", args={}, facts=("KB-3307",)),
+    _Q("helpdesk", "en", "Show ticket 00000000-0000-4000-8000-000000000000.", kind="not_found", tool="get_ticket",
+       args={"ticket_id": "00000000-0000-4000-8000-000000000000"}),
+    _Q("helpdesk", "zh", "2026-12-10 有哪些上门服务？", kind="not_found", tool="get_onsite_visits",
+       args={"day": "2026-12-10"}),
+    _Q("helpdesk", "es", "¿Qué tickets tiene p.ruiz@helpdesk.example?", kind="not_found", tool="list_staff_tickets",
+       args={"staff_email": "p.ruiz@helpdesk.example"}),
+    _Q("helpdesk", "ko", "l.chen@helpdesk.example 담당 티켓 있어요?", kind="not_found", tool="list_staff_tickets",
+       args={"staff_email": "l.chen@helpdesk.example"}),
+    _Q("helpdesk", "ja", "こんにちは！よろしくお願いします。", kind="no_tool"),
+    _Q("helpdesk", "es", "¡Hola! ¿Me cuentas un chiste?", kind="no_tool"),
+    _Q("helpdesk", "ko", "안녕하세요, 좋은 하루 보내세요!", kind="no_tool"),
+    _Q("helpdesk", "en", "Who won the football world cup in 2014?", kind="no_tool"),
+)
+"""The question set: the measure, never tuned to."""
+
+LANGUAGES: tuple[str, ...] = ("en", "ko", "ja", "zh", "es", "de", "fr")
+"""The languages of the questions; the detector chooses among these."""
+
+# --------------------------------------------------------------------------- scoring rules
+
+NOT_FOUND_CUES: tuple[str, ...] = (
+    "not found", "no order", "no ticket", "no visit", "no result", "nothing", "unknown", "does not exist",
+    "doesn't exist", "no such", "could not find", "couldn't find", "cannot find", "no record", "none",
+    "없", "찾을 수", "존재하지",
+    "見つかり", "見つから", "ありません", "存在しません", "不明",
+    "没有", "未找到", "找不到", "不存在", "无",
+    "no se encontr", "no existe", "no hay", "ningún", "ninguna", "no encontr", "desconocid",
+    "nicht gefunden", "keine", "kein ", "existiert nicht", "unbekannt", "nichts",
+    "introuvable", "aucun", "n'existe pas", "pas trouvé", "inconnu", "rien",
+)
+"""How an answer says that nothing was found, in the bench's languages."""
+
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
+_DATE = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
+_TIME = re.compile(r"(?<!\d)(\d{1,2}):(\d{2})(?!\d)")
+_MIXED = re.compile(r"(?<![\w/])(?=[A-Za-z0-9/-]*\d)(?=[A-Za-z0-9/-]*[A-Za-z])[A-Za-z0-9]+(?:[/-][A-Za-z0-9]+)+|"
+                    r"(?<![\w/])(?=[A-Za-z]*\d)[A-Za-z]{2,}\d+\b")
+_NUMBER = re.compile(r"(?<![\d.])\d+(?:[.,]\d+)?(?![\d])")
+_LIST_NUMBER = re.compile(r"^(\s*(?:[-*]\s*)?)\d{1,2}[.)](?=\s)", re.MULTILINE)
+
+
+def values_of(text: str) -> dict[str, set[str]]:
+    """The values a text states, by kind.
+
+    Args:
+        text: An answer, an observation, a question or a call's arguments.
+
+    Returns:
+        ``{"email": …, "uuid": …, "date": …, "time": …, "code": …, "number": …}``: e-mails and
+        UUIDs lower-cased, ISO dates, ``HH:MM`` times, codes (``AB/100``, ``KB-1042``,
+        ``TRK77120453``, upper-cased) and the remaining numbers normalized
+        (:func:`answer_quality._norm_number`; a decimal comma reads as a point; list
+        numbering at a line start is not a number).
+    """
+    found: dict[str, set[str]] = {k: set() for k in ("email", "uuid", "date", "time", "code", "number")}
+    rest = text
+    for kind, pattern in (("email", _EMAIL), ("uuid", _UUID), ("date", _DATE), ("time", _TIME), ("code", _MIXED)):
+        for m in pattern.finditer(rest):
+            found[kind].add(m.group(0).lower() if kind in ("email", "uuid") else m.group(0).upper()
+                            if kind == "code" else m.group(0))
+        rest = pattern.sub(" ", rest)
+    rest = _LIST_NUMBER.sub(r"\1 ", rest)
+    found["number"] = {aq._norm_number(m.group(0).replace(",", ".")) for m in _NUMBER.finditer(rest)}
+    return found
+
+
+def invented_values(answer: str, sources: Sequence[str]) -> list[str]:
+    """The values of ``answer`` that no source states.
+
+    A number is grounded by an equal or rounded number of a source, or by a part of a
+    source's date or time (``2026年11月28日`` for ``2026-11-28``); a date by the same date;
+    an e-mail, UUID or code only by itself.
+
+    Returns:
+        Sorted ``kind:value`` strings.
+    """
+    have = values_of("\n".join(sources))
+    numbers = set(have["number"])
+    for d in have["date"]:
+        numbers |= {aq._norm_number(p) for p in d.split("-")}
+    for t in have["time"]:
+        numbers |= {aq._norm_number(p) for p in t.split(":")}
+    for code in have["code"]:
+        numbers |= {aq._norm_number(p) for p in re.findall(r"\d+", code)}
+    said = values_of(answer)
+    out = {f"number:{n}" for n in said["number"] if not any(aq._same_number(n, m) for m in numbers)}
+    for kind in ("email", "uuid", "date", "time", "code"):
+        out |= {f"{kind}:{v}" for v in said[kind] - have[kind]}
+    return sorted(out)
+
+
+def fact_in_answer(fact: str, answer: str) -> bool:
+    """Whether ``answer`` states ``fact``: a number (equal or rounded, decimal comma allowed), a
+    date (ISO, or its year, month and day as numbers, as ``2026年11月28日`` writes it), or any
+    other value as a case-insensitive substring."""
+    if _DATE.fullmatch(fact):
+        if fact in answer:
+            return True
+        numbers = values_of(answer)["number"]
+        return all(aq._norm_number(p) in numbers for p in fact.split("-"))
+    if re.fullmatch(r"\d+(?:\.\d+)?", fact):
+        return any(aq._same_number(n, aq._norm_number(fact)) for n in values_of(answer)["number"])
+    return fact.lower() in answer.lower()
+
+
+@lru_cache(maxsize=1)
+def _identifier() -> Any:
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    identifier = LanguageIdentifier.from_model_file(MODEL_FILE)
+    identifier.set_languages(list(LANGUAGES))
+    return identifier
+
+
+def _prose(text: str) -> str:
+    """``text`` without values, table rows and Markdown marks: what is left is the language."""
+    lines = [line for line in text.splitlines() if line.count("|") < 2]
+    rest = "\n".join(lines)
+    for pattern in (_EMAIL, _UUID, _DATE, _TIME, _MIXED, _NUMBER):
+        rest = pattern.sub(" ", rest)
+    return re.sub(r"[*_`#>|\[\]()]", " ", rest)
+
+
+def detect_language(text: str) -> str | None:
+    """The language of ``text``'s prose (py3langid among :data:`LANGUAGES`), ``None`` when no
+    prose is left (an answer that is only values or a table)."""
+    prose = _prose(text)
+    if sum(ch.isalpha() for ch in prose) < 2:
+        return None
+    return str(_identifier().classify(prose)[0])
+
+
+def lead_line(answer: str) -> str:
+    """The answer's first line that has prose (not a table row)."""
+    return next((line for line in answer.splitlines() if line.strip() and line.count("|") < 2), "")
+
+
+@dataclass
+class DomainScore:
+    """How one run scored.
+
+    Attributes:
+        right_call: A call of the expected tool carried every expected argument value; for a
+            ``no_tool`` question: no call.
+        facts_found: The question's facts the answer states.
+        carries_facts: ``tool``: every fact stated; ``not_found``: the answer says nothing was
+            found; ``no_tool``: a non-empty answer.
+        lead_language, answer_language: The lead line / the whole answer's prose is in the
+            question's language.
+        invented: Values of the answer no source states.
+        not_found_covered: A ``not_found`` question whose run ended ``covered``.
+        tool_free_answer: A ``tool`` question answered without any call.
+    """
+
+    right_call: bool
+    facts_found: list[str]
+    carries_facts: bool
+    lead_language: bool
+    answer_language: bool
+    invented: list[str]
+    not_found_covered: bool = False
+    tool_free_answer: bool = False
+    detected: str | None = None
+
+
+def _same_arg(have: Any, want: Any) -> bool:
+    if isinstance(have, str) and isinstance(want, str):
+        return have.strip().lower() == want.strip().lower()
+    return have == want
+
+
+def score_domain_run(question: DomainQuestion, calls: Sequence[aq.Call], answer: str,
+                     finish_reason: str | None) -> DomainScore:
+    """Score one run of the domain bench.
+
+    Args:
+        question: The question.
+        calls: The run's tool calls (tool, arguments, observation, error).
+        answer: The final streamed answer.
+        finish_reason: ``done``'s finish reason.
+
+    Returns:
+        The :class:`DomainScore` (rules in its attributes and in bench/README.md).
+    """
+    sources = [question.text] + [json.dumps(c.args, ensure_ascii=False) + "\n" + c.observation + "\n" + (c.error or "")
+                                 for c in calls]
+    invented = invented_values(answer, sources)
+    lead_lang = detect_language(lead_line(answer))
+    whole_lang = detect_language(answer)
+    shape = {"lead_language": lead_lang == question.lang, "answer_language": whole_lang == question.lang,
+             "invented": invented, "detected": whole_lang}
+    if question.kind == "no_tool":
+        return DomainScore(not calls, [], bool(answer.strip()), **shape)
+    right = any(c.tool == question.tool and isinstance(c.args, dict)
+                and all(_same_arg(c.args.get(k), v) for k, v in question.args.items()) for c in calls)
+    if question.kind == "not_found":
+        said = any(cue in answer.lower() for cue in NOT_FOUND_CUES)
+        return DomainScore(right, [], said, not_found_covered=finish_reason == "covered", **shape)
+    found = [f for f in question.facts if fact_in_answer(f, answer)]
+    return DomainScore(right, found, len(found) == len(question.facts),
+                       tool_free_answer=not calls and bool(answer.strip()), **shape)
+
+
+def ground_truth(question: DomainQuestion, tools: dict[str, BaseTool]) -> str:
+    """The expected tool's output for the expected arguments (``""`` for ``no_tool``; the
+    error text for a value that does not exist)."""
+    if not question.tool:
+        return ""
+    args = dict(question.args) or {"query": {"KB-1042": "vpn token", "KB-2210": "printer jam",
+                                             "KB-3307": "mailbox"}.get(question.facts[0], "")}
+    try:
+        return str(tools[question.tool].invoke(args))
+    except ToolException as exc:
+        return str(exc)
+
+
+# --------------------------------------------------------------------------- report
+
+
+@dataclass
+class DomainRow:
+    """Totals of one row (a model and an agent)."""
+
+    row: str
+    runs: int = 0
+    tool_runs: int = 0
+    not_found_runs: int = 0
+    right_call: int = 0
+    carries: int = 0
+    tool_carries: int = 0
+    lead_language: int = 0
+    answer_language: int = 0
+    invented_runs: int = 0
+    not_found_covered: int = 0
+    tool_free: int = 0
+    calls: list[int] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)
+
+    def add(self, kind: str, score: DomainScore, model_calls: int, seconds: float) -> None:
+        """Count one scored run."""
+        self.runs += 1
+        self.tool_runs += kind == "tool"
+        self.not_found_runs += kind == "not_found"
+        self.right_call += score.right_call
+        self.carries += score.carries_facts
+        self.tool_carries += kind == "tool" and score.carries_facts
+        self.lead_language += score.lead_language
+        self.answer_language += score.answer_language
+        self.invented_runs += bool(score.invented)
+        self.not_found_covered += score.not_found_covered
+        self.tool_free += score.tool_free_answer
+        self.calls.append(model_calls)
+        self.seconds.append(seconds)
+
+    def summary(self) -> dict[str, Any]:
+        """The row's figures as plain values (for the table and ``--json``)."""
+        n = self.runs or 1
+        return {"row": self.row, "runs": self.runs, "right_call": self.right_call / n,
+                "carries_fact": self.carries / n, "lead_language": self.lead_language / n,
+                "answer_language": self.answer_language / n, "runs_with_invented_values": self.invented_runs,
+                "not_found_covered": self.not_found_covered, "not_found_runs": self.not_found_runs,
+                "tool_free_answers": self.tool_free,
+                "median_calls": statistics.median(self.calls) if self.calls else 0,
+                "median_s": statistics.median(self.seconds) if self.seconds else 0.0,
+                "mean_s": statistics.fmean(self.seconds) if self.seconds else 0.0}
+
+
+def domain_table(rows: Sequence[DomainRow]) -> str:
+    """The compact Markdown summary: one line per row."""
+    head = ("| row | runs | right tool+arg | carries fact | lead in lang | answer in lang | invented | "
+            "not-found as covered | no-call answers | median calls | median s |")
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for r in rows:
+        s = r.summary()
+        lines.append(f"| {r.row} | {r.runs} | {100 * s['right_call']:.0f}% ({r.right_call}) | "
+                     f"{100 * s['carries_fact']:.0f}% ({r.carries}) | {100 * s['lead_language']:.0f}% ({r.lead_language}) | "
+                     f"{100 * s['answer_language']:.0f}% ({r.answer_language}) | {r.invented_runs} | "
+                     f"{r.not_found_covered}/{r.not_found_runs} | {r.tool_free} | {s['median_calls']:.0f} | "
+                     f"{s['median_s']:.1f} |")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- main
+
+
+async def main(argv: list[str] | None = None) -> int:
+    """Parse the arguments, open the model, run the questions, print the summary table.
+
+    Returns:
+        The exit status (0).
+    """
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--domains", nargs="+", choices=DOMAINS, default=list(DOMAINS))
+    parser.add_argument("--langs", nargs="+", choices=LANGUAGES, help="only questions in these languages")
+    parser.add_argument("--questions", type=int, help="the first N questions (after the filters)")
+    parser.add_argument("--rows", nargs="+", choices=("reactgraph", "create_agent"), default=["reactgraph"],
+                        help="reactgraph: ReActAgent with default settings; create_agent: langchain's, same model")
+    parser.add_argument("--local-models", nargs="+", metavar="NAME", help="catalogue models to run one after another")
+    parser.add_argument("--json", dest="json_out", help="write the rows and every run to this JSON file")
+    parser.add_argument("--verbose", action="store_true", help="print each run's calls, answer and score")
+    args = parser.parse_args(argv)
+
+    from langchain.agents import create_agent
+
+    from reactgraph import ReActAgent
+    from reactgraph.models import open_model
+
+    questions = [q for q in QUESTIONS if q.domain in args.domains and (not args.langs or q.lang in args.langs)]
+    questions = questions[: args.questions] if args.questions else questions
+    hubs = {d: build_domain_tools(d) for d in args.domains}
+    rows: dict[str, DomainRow] = {}
+    records: list[dict[str, Any]] = []
+    model_lines: list[str] = []
+    for local_model in args.local_models or [None]:
+        async with open_model(local_model=local_model) as resolved:
+            suffix = f" · {local_model}" if local_model else ""
+            agents: dict[tuple[str, str], Any] = {}
+            for d, hub in hubs.items():
+                for row in args.rows:
+                    agents[(row, d)] = (create_agent(resolved.llm, hub) if row == "create_agent" else
+                                        ReActAgent(resolved.llm, hub, abilities=resolved.abilities,
+                                                   fallbacks=resolved.fallbacks))
+            print(f"model: {resolved.description} · {len(questions)} questions", file=sys.stderr, flush=True)
+            for number, question in enumerate(questions, 1):
+                for row in args.rows:
+                    agent = agents[(row, question.domain)]
+                    record = (await aq.run_create_agent(agent, question.text, 13) if row == "create_agent"
+                              else await aq.run_reactgraph(agent, row, question.text))
+                    score = score_domain_run(question, record.calls, record.answer, record.finish_reason)
+                    name = row + suffix
+                    rows.setdefault(name, DomainRow(name)).add(question.kind, score, record.model_calls, record.seconds)
+                    records.append({"row": name, "question": asdict(question), "calls": [asdict(c) for c in record.calls],
+                                    "answer": record.answer, "finish_reason": record.finish_reason,
+                                    "model_calls": record.model_calls, "seconds": record.seconds,
+                                    "error": record.error, "score": asdict(score)})
+                    mark = (f"call {score.right_call:d} fact {score.carries_facts:d} lang {score.answer_language:d}"
+                            f"({score.detected}) invented {len(score.invented)}")
+                    print(f"  [{number}/{len(questions)}] {name} | {question.lang} | {question.text[:60]} | "
+                          f"{record.finish_reason} | {mark} | {record.seconds:.0f} s", file=sys.stderr, flush=True)
+                    if args.verbose:
+                        for c in record.calls:
+                            print(f"      call {c.tool}({json.dumps(c.args, ensure_ascii=False)}) -> "
+                                  f"{(c.error or c.observation)[:120]!r}", file=sys.stderr)
+                        print(f"      answer: {' '.join(record.answer.split())[:400]}", file=sys.stderr)
+                        if score.invented:
+                            print(f"      invented: {', '.join(score.invented)}", file=sys.stderr)
+            model_lines.append(aq.model_line(resolved))
+    print(f"\n{len(questions)} questions ({', '.join(args.domains)}), {date.today().isoformat()}")
+    print("\n".join(model_lines) + "\n")
+    print(domain_table(list(rows.values())))
+    if args.json_out:
+        payload = {"date": date.today().isoformat(), "models": model_lines,
+                   "rows": [r.summary() for r in rows.values()], "runs": records}
+        Path(args.json_out).write_text(json.dumps(payload, ensure_ascii=False, indent=2, default=str), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(asyncio.run(main()))
