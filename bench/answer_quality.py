@@ -265,8 +265,10 @@ MULTI_QUESTIONS: tuple[Question, ...] = (
 
 
 def _limit(eid: str, metric: str) -> tuple[tuple[ExpectedCall, ...], ...]:
-    """Whether a machine is over a limit: the plant's limit check, or the machine's status."""
-    return (_one("check_threshold_violations", must={}), _one("get_equipment_status", equipment_id=eid))
+    """Whether a machine is over a limit: the plant's limit check, the machine's status, or
+    its sensor trend (which states the limits)."""
+    return (_one("check_threshold_violations", must={}), _one("get_equipment_status", equipment_id=eid),
+            _one("get_sensor_trend", {"equipment_id": eid}, equipment_id=eid, metric=metric))
 
 
 YESNO_QUESTIONS: tuple[Question, ...] = (

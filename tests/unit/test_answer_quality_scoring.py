@@ -158,3 +158,52 @@ def test_answers_are_scored_for_shape_language_and_tool_free_figures():
     question = aq.QUESTIONS[0]
     made_up = aq.score_run(question, [], "CNC-003: normal, 22 °C", "State: warning", {})
     assert made_up.tool_free_answer and not made_up.lead_language
+
+
+def test_the_multi_part_and_yes_no_sections_are_big_enough_and_in_english_and_korean(hub):
+    for section, least in (("multi", 12), ("yesno", 8)):
+        questions = aq.SECTIONS[section]
+        assert len(questions) >= least and all(q.section == section for q in questions)
+        assert {bool(aq._KOREAN.search(q.text)) for q in questions} == {True, False}
+        assert all(e.tool in hub for q in questions for plan in q.plans for e in plan)
+    verdicts = {aq.expected_verdict(q, aq.ground_truth(q, hub)) for q in aq.YESNO_QUESTIONS}
+    assert verdicts == {"yes", "no"}  # both answers occur, so always saying one cannot pass
+
+
+def test_a_yes_no_verdict_comes_from_the_plant_data_and_is_read_from_the_lead_sentence(hub):
+    hotter = next(q for q in aq.YESNO_QUESTIONS if q.text.startswith("Is CNC-003 vibrating"))
+    truth = aq.ground_truth(hotter, hub)
+    assert aq.expected_verdict(hotter, truth) == "yes"  # CNC-003's vibration line says EXCEEDED
+    calls = [_call(hub, "check_threshold_violations")]
+    right = aq.score_run(hotter, calls, "Yes. CNC-003 vibrates at 1.2 mm/s, over its 0.5 mm/s limit.", truth, hub)
+    assert right.right_verdict and right.verdict == "yes"
+    wrong = aq.score_run(hotter, calls, "No, CNC-003 is fine.\nYes it is 1.2 mm/s.", truth, hub)
+    assert not wrong.right_verdict  # the lead decides, not a later line
+    template = aq.score_run(hotter, calls, "Here is what the tools report about CNC-003.", truth, hub)
+    assert template.lead_verdict == "" and not template.right_verdict
+    stopped = next(q for q in aq.YESNO_QUESTIONS if q.text.startswith("CMP-002가"))
+    status = aq.ground_truth(stopped, hub)
+    assert aq.expected_verdict(stopped, status) == "no"
+    korean = aq.score_run(stopped, [_call(hub, "get_equipment_status", equipment_id="CMP-002")],
+                          "아니요, CMP-002는 정지 상태입니다 (알람 E-3301).", status, hub)
+    assert korean.right_verdict
+    english_lead = aq.score_run(stopped, [], "No, CMP-002 is stopped.", status, hub)
+    assert english_lead.lead_verdict == ""  # a Korean question wants the verdict in Korean
+    assert not aq.score_run(aq.QUESTIONS[0], [], "Yes.", "", hub).right_verdict  # not a yes/no question
+
+
+def test_every_part_needs_its_call_and_a_fact_of_its_own(hub):
+    q = next(q for q in aq.MULTI_QUESTIONS if q.text.startswith("What's wrong with air compressor"))
+    truth = aq.ground_truth(q, hub)
+    status = _call(hub, "get_equipment_status", equipment_id="CMP-002")
+    parts = _call(hub, "find_parts_for_equipment", equipment_id="CMP-002")
+    both = aq.score_run(q, [status, parts], "CMP-002 is stopped (alarm E-3301). Spare part P-7002 is LOW.", truth, hub)
+    assert both.right_tool and both.parts == 2 and both.parts_answered == 2 and both.all_parts
+    half = aq.score_run(q, [status], "CMP-002 is stopped (alarm E-3301).", truth, hub)
+    assert not half.right_tool and half.parts_answered == 1 and not half.all_parts
+    unsaid = aq.score_run(q, [status, parts], "CMP-002 is stopped (alarm E-3301).", truth, hub)
+    assert unsaid.right_tool and unsaid.parts_answered == 1  # the parts were fetched but not told
+    row = aq.RowSummary("json · multi", "json")
+    row.add(aq.RunRecord("json · multi", q.text, "tool", [], "", "covered", 1, 1, 2.0, score=both))
+    row.add(aq.RunRecord("json · multi", q.text, "tool", [], "", "covered", 1, 1, 2.0, score=half))
+    assert "| 50% (1) | - |" in aq.table([row]) and row.rates()["all_parts"] == 0.5

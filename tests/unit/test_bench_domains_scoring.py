@@ -1,0 +1,130 @@
+"""The scoring rules of bench/domains.py and the BFCL adapters of bench/bfcl.py (no model).
+
+The benches are the measure of generality beyond the demo plant; these tests keep their rules
+from changing silently.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+_BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, _BENCH / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+dm = _load("domains")
+bf = _load("bfcl")
+
+
+def _tools(domain: str) -> dict:
+    return {tool.name: tool for tool in dm.build_domain_tools(domain)}
+
+
+def test_the_question_set_spans_two_domains_seven_languages_and_every_kind():
+    assert len(dm.QUESTIONS) >= 40
+    assert {q.domain for q in dm.QUESTIONS} == {"shop", "helpdesk"}
+    assert {q.lang for q in dm.QUESTIONS} >= {"en", "ko", "ja", "zh", "es", "de", "fr"}
+    assert {q.kind for q in dm.QUESTIONS} == {"tool", "not_found", "no_tool"}
+    for domain in dm.DOMAINS:
+        tools = _tools(domain)
+        assert len(tools) == 5
+        for q in (q for q in dm.QUESTIONS if q.domain == domain):
+            truth = dm.ground_truth(q, tools)
+            if q.kind == "tool":  # every fact is in the right tool's own output
+                assert q.facts and all(dm.fact_in_answer(f, truth) for f in q.facts), q.text
+            elif q.kind == "not_found":
+                assert not q.facts and q.tool in tools and truth
+
+
+def test_values_keep_a_slash_sku_an_email_a_uuid_and_a_date_whole():
+    found = dm.values_of("AB/100 kostet 24,90 EUR; Bestellung 482913 an mina.park@example.com am 2026-11-28 "
+                         "um 09:30, Ticket 3f9c2a7e-5b1d-4c8e-9a2f-6d1e8b7c4a01, KB-1042")
+    assert found["code"] == {"AB/100", "KB-1042"}
+    assert found["email"] == {"mina.park@example.com"} and found["date"] == {"2026-11-28"}
+    assert found["uuid"] == {"3f9c2a7e-5b1d-4c8e-9a2f-6d1e8b7c4a01"} and found["time"] == {"09:30"}
+    assert found["number"] == {"24.9", "482913"}
+
+
+def test_invented_values_and_facts_in_another_notation():
+    sources = ["商品KT/310の在庫は？", "KT/310 | Cast iron pan 28 cm | kitchen | 45.50 EUR | 7 in stock | 2026-11-28"]
+    assert dm.invented_values("KT/310の在庫は7個、価格は45.5ユーロです。2026年11月28日", sources) == []
+    assert dm.invented_values("KT/311: 8 in stock, order 123456", sources) == [
+        "code:KT/311", "number:123456", "number:8"]
+    assert dm.fact_in_answer("2026-11-28", "発送日は2026年11月28日です")
+    assert dm.fact_in_answer("45.50", "Prix : 45,50 EUR") and not dm.fact_in_answer("45.50", "Prix : 54 EUR")
+    assert dm.fact_in_answer("j.kim@helpdesk.example", "Zuständig: J.Kim@helpdesk.example")
+
+
+def test_the_language_is_read_from_the_prose_not_from_values_or_table_rows():
+    assert dm.detect_language("Here is what the tools report about AB/100.") == "en"
+    assert dm.detect_language("Der Artikel KT/412 kostet 89,00 EUR.") == "de"
+    assert dm.detect_language("商品KT/310の在庫は7個あります。") == "ja"
+    assert dm.detect_language("AB/100 | Garden hose | 12\nKT/310 | Pan | 7") is None
+    assert dm.lead_line("| a | b |\nLa commande 611480 est expédiée.") == "La commande 611480 est expédiée."
+
+
+def test_a_run_is_scored_for_call_fact_language_and_nothing_found():
+    q = next(q for q in dm.QUESTIONS if q.text == "Was kostet der Artikel KT/412?")
+    call = dm.aq.Call("get_product", {"sku": "KT/412"}, dm.get_product("KT/412"))
+    good = dm.score_domain_run(q, [call], "Der Artikel KT/412 kostet 89,00 EUR.", "covered")
+    assert good.right_call and good.carries_facts and good.lead_language and good.answer_language
+    assert not good.invented
+    english = dm.score_domain_run(q, [call], "Here is what the tools report about KT/412: 89.00 EUR.", "covered")
+    assert english.carries_facts and not english.lead_language
+    cut = dm.score_domain_run(q, [dm.aq.Call("get_product", {"sku": "412"}, "")], "Unbekannt.", "covered")
+    assert not cut.right_call and not cut.carries_facts  # an id cut to its digits is not the value asked for
+    missing = next(q for q in dm.QUESTIONS if q.text == "Où en est la commande 999999 ?")
+    reply = dm.get_order_status("999999")
+    said = dm.score_domain_run(missing, [dm.aq.Call("get_order_status", {"order_number": "999999"}, reply)],
+                               "Aucune commande trouvée avec le numéro 999999.", "not_found")
+    assert said.right_call and said.carries_facts and not said.not_found_covered and said.answer_language
+    shown = dm.score_domain_run(missing, [dm.aq.Call("get_order_status", {"order_number": "999999"}, reply)],
+                                "Here is what the tools report. No order found with number 999999.", "covered")
+    assert shown.not_found_covered and not shown.answer_language
+    greeting = next(q for q in dm.QUESTIONS if q.text.startswith("Bonjour"))
+    searched = dm.score_domain_run(greeting, [dm.aq.Call("search_products", {"query": "search_products"}, "")],
+                                   "Bonjour ! Comment puis-je vous aider ?", "covered")
+    assert not searched.right_call and searched.answer_language
+    row = dm.DomainRow("reactgraph")
+    row.add("tool", good, 1, 3.0)
+    row.add("not_found", shown, 2, 5.0)
+    assert "| reactgraph | 2 | 100% (2) | 100% (2) | 50% (1) | 50% (1) | 0 | 1/1 | 0 | 2 | 4.0 |" in dm.domain_table([row])
+
+
+def test_bfcl_docs_become_json_schema_and_names_map_back():
+    doc = {"type": "dict", "properties": {
+        "x": {"type": "float"}, "pair": {"type": "tuple", "items": {"type": "integer"}},
+        "meta": {"type": "dict", "properties": {"v": {"type": "any", "description": "anything"}}}},
+        "required": ["x"]}
+    assert bf.to_json_schema(doc) == {"type": "object", "properties": {
+        "x": {"type": "number"}, "pair": {"type": "array", "items": {"type": "integer"}},
+        "meta": {"type": "object", "properties": {"v": {"description": "anything"}}}}, "required": ["x"]}
+    names = bf.safe_names(["math.factorial", "math_factorial", "get weather"])
+    assert names == {"math_factorial": "math.factorial", "math_factorial_2": "math_factorial",
+                     "get_weather": "get weather"}
+    case = bf.Case("simple_0", "simple_python", [{"role": "user", "content": "5!"}],
+                   [{"name": "math.factorial", "description": "Factorial.",
+                     "parameters": {"type": "dict", "properties": {"number": {"type": "integer"}},
+                                    "required": ["number"]}}], [{"math.factorial": {"number": [5]}}])
+    tools, back = bf.case_tools(case)
+    assert [t.name for t in tools] == ["math_factorial"] and tools[0].invoke({"number": 5})
+    calls = [bf.aq.Call("math_factorial", {"number": 5}), bf.aq.Call("math_factorial", {"number": 5}),
+             bf.aq.Call("other", "not a dict")]
+    assert bf.model_output(calls, back) == [{"math.factorial": {"number": 5}}, {"other": {}}]
+
+
+def test_bfcl_irrelevance_is_right_only_without_a_call():
+    case = bf.Case("irrelevance_0", "irrelevance", [], [])
+    assert bf.check(case, [], None, None) == (True, "")
+    assert bf.check(case, [{"f": {}}], None, None)[0] is False
+    wrong = bf.Case("simple_0", "simple_python", [], [], [])
+    assert bf.check(wrong, [], None, None) == (False, "no tool call")
