@@ -792,7 +792,7 @@ class RunRecord:
     resets: int = 0
 
 
-NOT_BY_MODEL = {"max_iterations", "model_error", None}
+NOT_BY_MODEL = {"max_iterations", "model_error", "timeout", None}
 """Finish reasons that are not the model's own answer (the cap, a failure, no ``done``).
 Any other reason (``final_answer``, ``raw_content``, an answer forced after a stall) is."""
 
@@ -855,6 +855,17 @@ async def run_reactgraph(agent: Any, row: str, question: str) -> RunRecord:
     return RunRecord(row, question, "", list(calls.values()), answer, done.get("finish_reason"), counter.calls,
                      usage.get("model_calls"), seconds, error, stalls=stalls, engine_grounding=done.get("grounding"),
                      resets=resets)
+
+
+async def run_bounded(run: Any, seconds: float | None, row: str, question: str) -> RunRecord:
+    """Await ``run`` (a :func:`run_reactgraph` / :func:`run_create_agent` coroutine) for at most
+    ``seconds`` (``None``: no bound). A run cut by the bound is a record with no calls, no
+    answer, the finish reason ``timeout`` and the error ``timeout after N s``."""
+    try:
+        return await asyncio.wait_for(run, seconds)
+    except TimeoutError:
+        return RunRecord(row, question, "", [], "", "timeout", 0, None, float(seconds or 0),
+                         f"timeout after {seconds:.0f} s")
 
 
 async def run_create_agent(graph: Any, question: str, recursion_limit: int) -> RunRecord:

@@ -288,6 +288,8 @@ async def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--agents", nargs="+", choices=AGENTS, default=list(AGENTS))
     parser.add_argument("--local-models", nargs="+", metavar="NAME", help="catalogue models, one after another")
     parser.add_argument("--cache", type=Path, help=f"where the bfcl-eval wheel is kept (default {cache_dir()})")
+    parser.add_argument("--run-timeout", type=float, default=600.0,
+                        help="seconds a run may take before it counts as wrong (default 600)")
     parser.add_argument("--json", dest="json_out", help="write every case's outcome and the totals here")
     parser.add_argument("--verbose", action="store_true", help="print each case's output and the checker's error")
     args = parser.parse_args(argv)
@@ -316,12 +318,14 @@ async def main(argv: list[str] | None = None) -> int:
                 for agent_name in args.agents:
                     if agent_name == "create_agent":
                         graph = create_agent(resolved.llm, tools, system_prompt=system)
-                        record = await aq.run_create_agent(graph, question, 13)
+                        record = await aq.run_bounded(aq.run_create_agent(graph, question, 13), args.run_timeout,
+                                                      agent_name, question)
                     else:
                         settings = AgentSettings(system_prompt=system) if system else AgentSettings()
                         agent = ReActAgent(resolved.llm, tools, abilities=resolved.abilities,
                                            fallbacks=resolved.fallbacks, settings=settings)
-                        record = await aq.run_reactgraph(agent, agent_name, question)
+                        record = await aq.run_bounded(aq.run_reactgraph(agent, agent_name, question),
+                                                      args.run_timeout, agent_name, question)
                     output = model_output(record.calls, names)
                     right, error = check(case, output, checker, language)
                     row = {"model": resolved.description, "agent": agent_name, "id": case.id,

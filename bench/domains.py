@@ -724,6 +724,8 @@ async def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", nargs="+", choices=("reactgraph", "create_agent"), default=["reactgraph"],
                         help="reactgraph: ReActAgent with default settings; create_agent: langchain's, same model")
     parser.add_argument("--local-models", nargs="+", metavar="NAME", help="catalogue models to run one after another")
+    parser.add_argument("--run-timeout", type=float, default=600.0,
+                        help="seconds a run may take before it counts as unanswered (default 600)")
     parser.add_argument("--json", dest="json_out", help="write the rows and every run to this JSON file")
     parser.add_argument("--verbose", action="store_true", help="print each run's calls, answer and score")
     args = parser.parse_args(argv)
@@ -752,8 +754,9 @@ async def main(argv: list[str] | None = None) -> int:
             for number, question in enumerate(questions, 1):
                 for row in args.rows:
                     agent = agents[(row, question.domain)]
-                    record = (await aq.run_create_agent(agent, question.text, 13) if row == "create_agent"
-                              else await aq.run_reactgraph(agent, row, question.text))
+                    run = (aq.run_create_agent(agent, question.text, 13) if row == "create_agent"
+                           else aq.run_reactgraph(agent, row, question.text))
+                    record = await aq.run_bounded(run, args.run_timeout, row, question.text)
                     score = score_domain_run(question, record.calls, record.answer, record.finish_reason)
                     name = row + suffix
                     rows.setdefault(name, DomainRow(name)).add(question.kind, score, record.model_calls, record.seconds)

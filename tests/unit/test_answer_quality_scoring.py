@@ -207,3 +207,14 @@ def test_every_part_needs_its_call_and_a_fact_of_its_own(hub):
     row.add(aq.RunRecord("json · multi", q.text, "tool", [], "", "covered", 1, 1, 2.0, score=both))
     row.add(aq.RunRecord("json · multi", q.text, "tool", [], "", "covered", 1, 1, 2.0, score=half))
     assert "| 50% (1) | - |" in aq.table([row]) and row.rates()["all_parts"] == 0.5
+
+
+def test_a_run_past_its_bound_is_a_timeout_record_not_the_end_of_the_bench():
+    import asyncio
+
+    async def slow():
+        await asyncio.Event().wait()
+
+    record = asyncio.run(aq.run_bounded(slow(), 0.01, "json", "q"))
+    assert record.finish_reason == "timeout" and record.error.startswith("timeout") and not record.calls
+    assert not aq.ended_by_model(record.finish_reason)
