@@ -457,7 +457,7 @@ NOT_FOUND_CUES: tuple[str, ...] = (
 )
 """How an answer says that nothing was found, in the bench's languages."""
 
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
 _UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
 _DATE = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
 _TIME = re.compile(r"(?<!\d)(\d{1,2}):(\d{2})(?!\d)")
@@ -558,6 +558,26 @@ def detect_language(text: str) -> str | None:
     return str(_identifier().classify(prose)[0])
 
 
+_WORD = re.compile(r"[^\W\d_]+")
+
+
+def engine_lines(answer: str, observations: Sequence[str]) -> list[str]:
+    """The answer's lines that someone wrote for the reader, not the tools' data: prose lines
+    (not table rows, with some letters left once values are removed) of which fewer than 80 %
+    of the words occur in the observations (a tool's own line, reformatted with `` · `` or
+    bullets, is data)."""
+    seen = {w.lower() for text in observations for w in _WORD.findall(text)}
+    out = []
+    for line in answer.splitlines():
+        if line.count("|") >= 2 or sum(ch.isalpha() for ch in _prose(line)) < 3:
+            continue
+        words = [w.lower() for w in _WORD.findall(_prose(line))]
+        if words and sum(w in seen for w in words) >= 0.8 * len(words):
+            continue
+        out.append(line)
+    return out
+
+
 def lead_line(answer: str) -> str:
     """The answer's first line that has prose (not a table row)."""
     return next((line for line in answer.splitlines() if line.strip() and line.count("|") < 2), "")
@@ -573,8 +593,10 @@ class DomainScore:
         facts_found: The question's facts the answer states.
         carries_facts: ``tool``: every fact stated; ``not_found``: the answer says nothing was
             found; ``no_tool``: a non-empty answer.
-        lead_language, answer_language: The lead line / the whole answer's prose is in the
-            question's language.
+        lead_language: The lead line's prose is in the question's language.
+        answer_language: Every line written for the reader (:func:`engine_lines`: the lead,
+            notes, "nothing found"; not the tools' own data lines) is in the question's
+            language, and there is at least one.
         invented: Values of the answer no source states.
         not_found_covered: A ``not_found`` question whose run ended ``covered``.
         tool_free_answer: A ``tool`` question answered without any call.
@@ -614,9 +636,11 @@ def score_domain_run(question: DomainQuestion, calls: Sequence[aq.Call], answer:
                                  for c in calls]
     invented = invented_values(answer, sources)
     lead_lang = detect_language(lead_line(answer))
-    whole_lang = detect_language(answer)
-    shape = {"lead_language": lead_lang == question.lang, "answer_language": whole_lang == question.lang,
-             "invented": invented, "detected": whole_lang}
+    written = engine_lines(answer, [c.observation + "\n" + (c.error or "") for c in calls])
+    langs = [detect_language(line) for line in written]
+    shape = {"lead_language": lead_lang == question.lang,
+             "answer_language": bool(langs) and all(lang == question.lang for lang in langs),
+             "invented": invented, "detected": ",".join(sorted({str(lang) for lang in langs})) or None}
     if question.kind == "no_tool":
         return DomainScore(not calls, [], bool(answer.strip()), **shape)
     right = any(c.tool == question.tool and isinstance(c.args, dict)
@@ -708,6 +732,21 @@ def domain_table(rows: Sequence[DomainRow]) -> str:
     return "\n".join(lines)
 
 
+def rescore(paths: Sequence[Path]) -> str:
+    """Score the runs saved by ``--json`` again with the current rules; one row per row name
+    over all the files. Returns the table (:func:`domain_table`)."""
+    rows: dict[str, DomainRow] = {}
+    for path in paths:
+        for run in json.loads(path.read_text(encoding="utf-8"))["runs"]:
+            q = run["question"]
+            question = DomainQuestion(**{**q, "facts": tuple(q["facts"])})
+            calls = [aq.Call(**c) for c in run["calls"]]
+            score = score_domain_run(question, calls, run["answer"], run["finish_reason"])
+            rows.setdefault(run["row"], DomainRow(run["row"])).add(question.kind, score, run["model_calls"],
+                                                                   run["seconds"])
+    return domain_table(list(rows.values()))
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -728,7 +767,13 @@ async def main(argv: list[str] | None = None) -> int:
                         help="seconds a run may take before it counts as unanswered (default 600)")
     parser.add_argument("--json", dest="json_out", help="write the rows and every run to this JSON file")
     parser.add_argument("--verbose", action="store_true", help="print each run's calls, answer and score")
+    parser.add_argument("--rescore", nargs="+", metavar="JSON",
+                        help="run nothing: score the runs of these --json files again with the current rules "
+                             "and print one table (several files, e.g. one per domain, are merged)")
     args = parser.parse_args(argv)
+    if args.rescore:
+        print(rescore([Path(p) for p in args.rescore]))
+        return 0
 
     from langchain.agents import create_agent
 

@@ -128,3 +128,27 @@ def test_bfcl_irrelevance_is_right_only_without_a_call():
     assert bf.check(case, [{"f": {}}], None, None)[0] is False
     wrong = bf.Case("simple_0", "simple_python", [], [], [])
     assert bf.check(wrong, [], None, None) == (False, "no tool call")
+
+
+def test_an_email_ends_where_its_ascii_ends_and_saved_runs_can_be_scored_again(tmp_path):
+    assert dm.values_of("l.chen@helpdesk.example에 대해")["email"] == {"l.chen@helpdesk.example"}
+    q = next(q for q in dm.QUESTIONS if q.text.startswith("l.chen@helpdesk.example"))
+    run = {"row": "reactgraph", "question": dm.asdict(q), "finish_reason": "covered", "model_calls": 1,
+           "seconds": 2.0, "answer": "l.chen@helpdesk.example에게 배정된 티켓이 없습니다.",
+           "calls": [dm.asdict(dm.aq.Call("list_staff_tickets", {"staff_email": "l.chen@helpdesk.example"},
+                                          dm.list_staff_tickets("l.chen@helpdesk.example")))]}
+    saved = tmp_path / "runs.json"
+    saved.write_text(dm.json.dumps({"runs": [run]}), encoding="utf-8")
+    assert "| reactgraph | 1 | 100% (1) | 100% (1) | 100% (1) | 100% (1) | 0 | 1/1 | 0 | 1 | 2.0 |" in dm.rescore([saved])
+
+
+def test_the_answer_language_is_judged_on_the_lines_written_for_the_reader_not_on_the_tools_data():
+    q = next(q for q in dm.QUESTIONS if q.text == "Was kostet der Artikel KT/412?")
+    call = dm.aq.Call("get_product", {"sku": "KT/412"}, dm.get_product("KT/412"))
+    german = "Der Artikel KT/412 kostet 89,00 EUR.\n- KT/412 · Chef knife 21 cm · kitchen · 89.00 EUR · 3 in stock"
+    assert dm.engine_lines(german, [call.observation]) == ["Der Artikel KT/412 kostet 89,00 EUR."]
+    assert dm.score_domain_run(q, [call], german, "covered").answer_language
+    note = german + "\nNote: the price was checked against the catalogue today."
+    assert not dm.score_domain_run(q, [call], note, "covered").answer_language  # an English note of the engine
+    only_data = "- KT/412 · Chef knife 21 cm · kitchen · 89.00 EUR · 3 in stock"
+    assert not dm.score_domain_run(q, [call], only_data, "covered").answer_language  # nothing written for the reader
