@@ -43,6 +43,7 @@ import json
 import os
 import random
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -269,6 +270,12 @@ def score_table(results: Sequence[dict[str, Any]], agents: Sequence[str], catego
     for category in categories:
         lines.append(line(category, [r for r in results if r["category"] == category]))
     lines.append(line("**all**", list(results)))
+    for agent in agents:
+        mine = [r for r in results if r["agent"] == agent]
+        if mine:
+            lines.append(f"\n{agent}: median {statistics.median(r['seconds'] for r in mine):.1f} s and "
+                         f"{statistics.median(r['model_calls'] for r in mine):.0f} model call(s) a case, "
+                         f"{sum(1 for r in mine if r['run_error'])} run(s) raised or timed out")
     return "\n".join(lines)
 
 
