@@ -1,17 +1,20 @@
-"""Test helpers shared by several test modules: a long plant log tool, the scripted calls
-that read it, a small-context model's abilities, a scripted model with hooks, and a tool
-that waits for the test."""
+"""Test helpers shared by several test modules: the model abilities tests run with, a long
+plant log tool, the scripted calls that read it, a small-context model's abilities, a
+scripted model with hooks, a tool that waits for the test, and a wait on a condition
+where no event exists."""
 
 from __future__ import annotations
 
 import asyncio
+import inspect
+import time
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.tools import tool
 from pydantic import Field
 
-from reactgraph import ModelAbilities
+from reactgraph import Artifact, ModelAbilities
 from reactgraph.testing import ScriptedChatModel, call_kind, tool_call
 
 LOG_LINE = "CNC-003 spindle 온도 71.5°C, vibration 4.2 mm/s, alarm W-1105 진동 증가; operator note: check bearing. "
@@ -31,6 +34,73 @@ def log_calls(count: int) -> list[AIMessage]:
             for i in range(1, count + 1)]
 
 
+# Small tools with known behaviour (the ``tools`` fixture gives them all), for tests of
+# general behaviour: a status, slow ones (async, and sync in a worker thread), one that
+# always raises, one that never returns in time, one returning a dict, one an artifact.
+
+@tool
+def get_status(equipment_id: str) -> str:
+    """Return the status of one machine."""
+    return f"{equipment_id}: normal"
+
+
+@tool
+async def slow_async(x: int) -> str:
+    """Sleep half a second (async), then echo."""
+    await asyncio.sleep(0.5)
+    return f"async {x}"
+
+
+@tool
+def slow_sync(x: int) -> str:
+    """Sleep half a second (in a worker thread), then echo."""
+    time.sleep(0.5)
+    return f"sync {x}"
+
+
+@tool
+def broken(x: int) -> str:
+    """Always raises."""
+    raise RuntimeError(f"sensor bus offline for {x}")
+
+
+@tool
+async def hangs(x: int) -> str:
+    """Never returns in time."""
+    await asyncio.sleep(30)
+    return "late"
+
+
+@tool
+def as_dict(x: int) -> dict:
+    """Returns a dict, not a string."""
+    return {"value": x, "unit": "°C"}
+
+
+@tool
+def report(title: str) -> Artifact:
+    """Returns an HTML artifact."""
+    return Artifact(f"{title}.html", "<h1>" + "x" * 5000 + "</h1>")
+
+
+# The model abilities tests run with, one name per set of values (a test that needs other
+# values says so with its own, named for the reason).
+NATIVE = ModelAbilities(tool_call=True, json_mode=True)
+"""A capable model: native tool calls, and JSON mode (``response_format``) where a call
+falls back to JSON actions or asks for structured output."""
+NATIVE_TOOLS_ONLY = ModelAbilities(tool_call=True)
+"""Native tool calls and no JSON mode: a fall back to JSON actions is asked for in the
+prompt alone, with no ``response_format``."""
+JSON_MODE = ModelAbilities(json_mode=True)
+"""No tool calling: JSON actions with ``response_format={"type": "json_object"}``."""
+JSON_SCHEMA = ModelAbilities(json_mode=True, schema_output="json_object_schema")
+"""No tool calling: JSON actions constrained by the action schema (llama.cpp's form)."""
+PROMPTED = ModelAbilities()
+"""No tool calling, no JSON mode: the JSON actions are asked for in the prompt alone."""
+SMALL_NATIVE = ModelAbilities(tool_call=True, json_mode=True, small=True)
+""":data:`NATIVE` on a small model: the strict safeguards."""
+SMALL_SCHEMA = ModelAbilities(json_mode=True, schema_output="json_object_schema", small=True)
+""":data:`JSON_SCHEMA` on a small model (the embedded one's abilities): the strict safeguards."""
 SMALL = ModelAbilities(tool_call=True, context_window=9_000, max_output_tokens=1_000)  # budget 8,000 tokens
 
 
@@ -78,3 +148,23 @@ class HookedModel(ScriptedChatModel):
             await self.synthesis_hook()
         async for chunk in super()._astream(messages, stop, run_manager, **kwargs):
             yield chunk
+
+
+async def wait_until(condition: Any, what: str, timeout: float = 10.0, every: float = 0.01) -> None:
+    """Wait until ``condition()`` (a function, sync or async) returns something true: for
+    states no event announces (a model call started, a result handed to a saver). Checks
+    every ``every`` seconds.
+
+    Raises:
+        AssertionError: ``condition`` did not hold within ``timeout`` seconds (names ``what``).
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        held = condition()
+        if inspect.isawaitable(held):
+            held = await held
+        if held:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout} s")
+        await asyncio.sleep(every)

@@ -13,9 +13,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from reactgraph import ModelAbilities, ReActAgent
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.testing import ScriptedChatModel, tool_call
-
-NATIVE = ModelAbilities(tool_call=True, json_mode=True)
-
+from tests.helpers import NATIVE, get_status
 
 SMALL = ModelAbilities(tool_call=True, json_mode=True, context_window=9_000, max_output_tokens=1_000)  # 8,000-token budget
 
@@ -33,12 +31,6 @@ FOLLOW_UP = "also check CNC-003"
 def read_log(machine: str) -> str:
     """Return the long maintenance log of a machine (about 2,000 tokens)."""
     return f"{machine} log:\n{LOG_LINE * 70}"
-
-
-@tool
-def get_status(equipment_id: str) -> str:
-    """Return the status of one machine."""
-    return f"{equipment_id}: normal"
 
 
 def filler_tools(count: int) -> list[StructuredTool]:

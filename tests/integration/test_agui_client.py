@@ -20,17 +20,17 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from reactgraph import AgentSettings, ModelAbilities, ReActAgent
+from reactgraph import AgentSettings, ReActAgent
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.npm import npm_cache_dir, npm_package
 from tests.serving import running_server
+from tests.helpers import NATIVE
 
 pytestmark = pytest.mark.integration
 
 CLIENT_SCRIPT = Path(__file__).parent.parent / "agui_client.mjs"
 CLIENT_VERSION = "1.0.0"
-NATIVE = ModelAbilities(tool_call=True, json_mode=True)
 ANSWER = "CNC-001 is **running**; CNC-002 is *idle*."
 KEY = "agui-secret"
 

@@ -14,17 +14,17 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from reactgraph import AgentSettings, ModelAbilities, ReActAgent
+from reactgraph import AgentSettings, ReActAgent
 from reactgraph.demo.factory import build_factory_hub
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.integration.test_browser import artifact_path, ask, browser_page
 from tests.integration.test_browser_approval import orders
 from tests.serving import running_server
+from tests.helpers import NATIVE_TOOLS_ONLY
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
-NATIVE = ModelAbilities(tool_call=True)
 ORDER = {"equipment_id": "CNC-003", "description": "Replace the spindle bearing", "priority": "normal"}
 EDITED = {**ORDER, "priority": "urgent"}
 
@@ -36,7 +36,7 @@ def work_order_agent(db: Path, responses: list) -> ReActAgent:
         return "The plant runs three shifts." if "shifts" in asked else "Handled the work order request."
 
     model = ScriptedChatModel(responses=responses, synthesis=synthesis)
-    return ReActAgent(model, tools, abilities=NATIVE, checkpointer=InMemorySaver(),
+    return ReActAgent(model, tools, abilities=NATIVE_TOOLS_ONLY, checkpointer=InMemorySaver(),
                       settings=AgentSettings(tool_selection=False))
 
 
@@ -128,7 +128,7 @@ async def test_stop_ends_the_run_and_resume_finishes_it():
     model = ScriptedChatModel(
         responses=[AIMessage("", tool_calls=[tool_call("inspect_machine", {"machine": "CNC-001"}, "a")]), "Warm."],
         synthesis="CNC-001's spindle is at **71.5°C**.")
-    agent = ReActAgent(model, [inspect_machine], abilities=NATIVE, checkpointer=InMemorySaver())
+    agent = ReActAgent(model, [inspect_machine], abilities=NATIVE_TOOLS_ONLY, checkpointer=InMemorySaver())
     async with running_server(create_app(agent, ServerSettings(api_key=""))) as url, browser_page(url) as page:
         assert not await page.locator("#stop").is_visible()
         await ask(page, "Inspect CNC-001")
@@ -166,7 +166,7 @@ async def test_a_phone_screen_has_no_sideways_scroll_and_nothing_leaves_the_host
         """Read a machine's log."""
         return f"{machine}: " + "W-1105/spindle-over-temperature;" * 12
 
-    agent = ReActAgent(model, [read_log], abilities=NATIVE, checkpointer=InMemorySaver())
+    agent = ReActAgent(model, [read_log], abilities=NATIVE_TOOLS_ONLY, checkpointer=InMemorySaver())
     async with running_server(create_app(agent, ServerSettings(api_key=""))) as url, browser_page(url) as page:
         requests: list[str] = []
         page.on("request", lambda request: requests.append(request.url))

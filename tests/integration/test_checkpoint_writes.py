@@ -158,16 +158,17 @@ async def test_a_read_of_the_thread_waits_for_its_store_in_progress(checkpoint_u
         saver = one.checkpointer
         checkpoint = empty_checkpoint()
         await saver.aput(config, checkpoint, {"source": "input", "step": -1}, {})  # held
-        gate = asyncio.Event()
+        gate, taken = asyncio.Event(), asyncio.Event()
         store = saver._store
 
         async def slow(key, held, checkpoints):
+            taken.set()
             await gate.wait()
             await store(key, held, checkpoints)
 
         saver._store = slow
         storing = asyncio.ensure_future(saver.checkpoint_stored(config, checkpoint["id"]))
-        await asyncio.sleep(0.05)  # the store has taken the checkpoint and waits at the gate
+        await asyncio.wait_for(taken.wait(), 5)  # the store has taken the checkpoint and waits at the gate
         reading = asyncio.ensure_future(saver.aget_tuple({"configurable": {"thread_id": thread, "checkpoint_ns": ""}}))
         await asyncio.sleep(0.05)
         assert not reading.done()
@@ -284,10 +285,20 @@ async def test_a_cancelled_run_frees_its_thread_only_with_its_results_committed(
     calls = [tool_call("get_status", {"equipment_id": "CNC-001"}, "call-fast"), tool_call("hangs", {"x": 1}, "call-hangs")]
     llm = ScriptedChatModel(responses=[AIMessage("", tool_calls=calls), "never reached"])
     async with open_persistence(checkpoint_url) as one, open_persistence(checkpoint_url) as two:
-        agent = ReActAgent(llm, tools, abilities=ModelAbilities(tool_call=True), checkpointer=one.checkpointer,
+        saver, handed = one.checkpointer, asyncio.Event()
+        put_writes = saver.aput_writes
+
+        async def watched(config, writes, task_id, task_path=""):
+            await put_writes(config, writes, task_id, task_path)
+            if any(channel == "messages" and any(getattr(m, "tool_call_id", None) == "call-fast" for m in value)
+                   for channel, value in writes):
+                handed.set()
+
+        saver.aput_writes = watched
+        agent = ReActAgent(llm, tools, abilities=ModelAbilities(tool_call=True), checkpointer=saver,
                            interrupt_queue=one.interrupt_queue)
         run = asyncio.ensure_future(agent.run("How is CNC-001?", thread_id=thread))
-        await asyncio.sleep(0.5)  # get_status is done, hangs still sleeps
+        await asyncio.wait_for(handed.wait(), 10)  # get_status's result is with the saver, hangs still sleeps
         run.cancel()
         with pytest.raises(asyncio.CancelledError):
             await run

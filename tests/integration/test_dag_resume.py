@@ -50,6 +50,21 @@ async def wait_until(check, what: str, process: subprocess.Popen, timeout: float
         await asyncio.sleep(0.05)
 
 
+TOOL_OUTPUT = {"read": "{machine}: normal", "inspect": "{machine}: inspected, no fault"}
+"""What each tool of ``tests.dag_crash_run`` returns."""
+
+
+async def results_saved(saver, thread: str, rows) -> bool:
+    """Whether the output of every tool run ``rows`` records as done is in ``thread``'s
+    committed checkpoints or their pending writes (every namespace: the steps' loops too)."""
+    saved: list[str] = []
+    async for checkpoint in saver.alist({"configurable": {"thread_id": thread}}):
+        saved.append(repr(checkpoint.checkpoint["channel_values"]))
+        saved.extend(repr(value) for _task, _channel, value in checkpoint.pending_writes or [])
+    text = "\n".join(saved)
+    return all(TOOL_OUTPUT[tool].format(machine=machine) in text for tool, machine, phase, _ in rows if phase == "done")
+
+
 async def kill_then_resume(url: str, tmp_path: Path, ready, **slow: float) -> tuple[list[dict], list, int]:
     """Start the run, kill it with SIGKILL once ``ready(snapshot, rows)`` holds, resume it in
     a new process; returns the resumed run's events, the counter's rows and the killed pid."""
@@ -62,10 +77,11 @@ async def kill_then_resume(url: str, tmp_path: Path, ready, **slow: float) -> tu
 
             async def there() -> bool:
                 snapshot = await watcher.graph.aget_state({"configurable": {"thread_id": thread}})
-                return bool(ready(snapshot, runs(counter)))
+                rows = runs(counter)
+                # ...and what finished is committed (the savers hold writes for 20 ms at most)
+                return bool(ready(snapshot, rows)) and await results_saved(store.checkpointer, thread, rows)
 
             await wait_until(there, "the point to kill at", first)
-            await asyncio.sleep(0.2)  # what finished is committed (the savers hold writes for 20 ms at most)
             first.send_signal(signal.SIGKILL)
             assert first.wait(timeout=30) == -signal.SIGKILL
             deadline = time.monotonic() + 10

@@ -22,7 +22,6 @@ from reactgraph import (
     FollowUpLimitError,
     FollowUpLimits,
     InMemoryInterruptQueue,
-    ModelAbilities,
     ReActAgent,
     open_persistence,
 )
@@ -32,10 +31,10 @@ from reactgraph.server import ServerSettings, create_app
 from reactgraph.server.gate import host_name
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.serving import parse_sse, running_server
+from tests.helpers import NATIVE_TOOLS_ONLY
 
 pytestmark = pytest.mark.integration  # a real uvicorn server on a loopback socket
 
-NATIVE = ModelAbilities(tool_call=True)
 KEY = "s3cret"
 HUGE = 200 * 1024 * 1024
 """A declared body size (200 MB) no test ever sends: the server must answer before it."""
@@ -49,7 +48,7 @@ def list_reports(folder: str) -> str:
 
 def agent_with(responses: list[Any], **kwargs: Any) -> ReActAgent:
     model = ScriptedChatModel(responses=responses, synthesis=kwargs.pop("synthesis", "Done."))
-    return ReActAgent(model, [list_reports], abilities=NATIVE, checkpointer=InMemorySaver(), **kwargs)
+    return ReActAgent(model, [list_reports], abilities=NATIVE_TOOLS_ONLY, checkpointer=InMemorySaver(), **kwargs)
 
 
 async def raw_request(url: str, head: str, body: bytes = b"", *, wait: float = 5.0) -> tuple[int, bytes]:

@@ -25,7 +25,6 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from reactgraph import (
     AgentSettings,
     InMemoryInterruptQueue,
-    ModelAbilities,
     NothingToResumeError,
     ReActAgent,
     ThreadBusyError,
@@ -37,10 +36,10 @@ from reactgraph.protocol import UNFINISHED_TOOL_RESULT
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests import crash_run
 from tests.processes import REPO, calls, helper, wait_for_saved_result
+from tests.helpers import NATIVE_TOOLS_ONLY
 
 pytestmark = pytest.mark.integration  # runs tests/crash_run.py in other processes
 
-NATIVE = ModelAbilities(tool_call=True)
 
 
 def parse(stdout: str) -> list[dict[str, Any]]:
@@ -49,7 +48,7 @@ def parse(stdout: str) -> list[dict[str, Any]]:
 
 def observer(persistence: Any) -> ReActAgent:
     """An agent in the test process reading the threads the helper processes write."""
-    return ReActAgent(ScriptedChatModel(), crash_run.build_tools("unused.db", 0), abilities=NATIVE,
+    return ReActAgent(ScriptedChatModel(), crash_run.build_tools("unused.db", 0), abilities=NATIVE_TOOLS_ONLY,
                       checkpointer=persistence.checkpointer, interrupt_queue=persistence.interrupt_queue)
 
 
@@ -171,7 +170,7 @@ async def test_run_whose_model_kept_failing_is_resumed_to_the_synthesized_answer
         responses=[AIMessage(content="", tool_calls=[tool_call("get_status", {"equipment_id": "CNC-003"}, "c1")]),
                    ConnectionError("down"), ConnectionError("down"), ConnectionError("down"), "CNC-003 is normal."],
         synthesis="CNC-003 runs normally.")
-    agent = ReActAgent(model, tools, abilities=NATIVE, settings=fast_settings,
+    agent = ReActAgent(model, tools, abilities=NATIVE_TOOLS_ONLY, settings=fast_settings,
                        checkpointer=InMemorySaver())
     failed = await agent.run("How is CNC-003?", thread_id="plant")
     assert failed.finish_reason == "model_error" and failed.error
@@ -187,10 +186,10 @@ async def test_run_whose_model_kept_failing_is_resumed_to_the_synthesized_answer
 
 
 async def test_resume_refuses_when_there_is_nothing_to_resume(tools, fast_settings):
-    without = ReActAgent(ScriptedChatModel(responses=["hi"]), tools, abilities=NATIVE, settings=fast_settings)
+    without = ReActAgent(ScriptedChatModel(responses=["hi"]), tools, abilities=NATIVE_TOOLS_ONLY, settings=fast_settings)
     with pytest.raises(NothingToResumeError, match="no checkpointer"):
         await without.resume("t")
-    agent = ReActAgent(ScriptedChatModel(responses=["CNC-003 is normal."]), tools, abilities=NATIVE, settings=fast_settings,
+    agent = ReActAgent(ScriptedChatModel(responses=["CNC-003 is normal."]), tools, abilities=NATIVE_TOOLS_ONLY, settings=fast_settings,
                        checkpointer=InMemorySaver())
     assert await agent.thread_status("never") == "new"
     with pytest.raises(NothingToResumeError, match="no checkpoint"):
@@ -201,7 +200,7 @@ async def test_resume_refuses_when_there_is_nothing_to_resume(tools, fast_settin
 
 
 async def test_resume_of_a_thread_with_a_run_going_is_refused(tools, fast_settings):
-    agent = ReActAgent(ScriptedChatModel(responses=["x"]), tools, abilities=NATIVE, settings=fast_settings, checkpointer=InMemorySaver())
+    agent = ReActAgent(ScriptedChatModel(responses=["x"]), tools, abilities=NATIVE_TOOLS_ONLY, settings=fast_settings, checkpointer=InMemorySaver())
     async with agent.interrupts.running("busy"):
         assert await agent.thread_status("busy") == "running"
         with pytest.raises(ThreadBusyError):
@@ -212,7 +211,7 @@ async def test_resume_of_a_thread_with_a_run_going_is_refused(tools, fast_settin
 
 async def test_new_question_after_an_interrupted_fan_out_closes_the_unfinished_calls(tools, fast_settings):
     model = ScriptedChatModel(responses=["Only CNC-001 then: normal."])
-    agent = ReActAgent(model, tools, abilities=NATIVE, settings=fast_settings,
+    agent = ReActAgent(model, tools, abilities=NATIVE_TOOLS_ONLY, settings=fast_settings,
                        checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "t"}}
     calls_ = [tool_call("get_status", {"equipment_id": "CNC-001"}, "c1"), tool_call("get_status", {"equipment_id": "CNC-002"}, "c2")]
@@ -234,12 +233,12 @@ async def test_new_question_after_an_interrupted_fan_out_closes_the_unfinished_c
 async def test_second_run_on_a_thread_sees_the_earlier_turns_after_a_restart(tools, fast_settings, tmp_path):
     db = tmp_path / "checkpoints.db"
     async with open_persistence(db) as persistence:
-        first = ReActAgent(ScriptedChatModel(responses=["CNC-003 is normal."]), tools, abilities=NATIVE, settings=fast_settings,
+        first = ReActAgent(ScriptedChatModel(responses=["CNC-003 is normal."]), tools, abilities=NATIVE_TOOLS_ONLY, settings=fast_settings,
                            checkpointer=persistence.checkpointer)
         await first.run("How is CNC-003?", thread_id="chat")
     async with open_persistence(db) as persistence:  # a new process would do the same
         model = ScriptedChatModel(responses=["It is the lathe.", "No history here."])
-        second = ReActAgent(model, tools, abilities=NATIVE, settings=fast_settings, checkpointer=persistence.checkpointer)
+        second = ReActAgent(model, tools, abilities=NATIVE_TOOLS_ONLY, settings=fast_settings, checkpointer=persistence.checkpointer)
         result = await second.run("What kind of machine is it?", thread_id="chat")
         assert result.answer == "It is the lathe."
         assert [(m.type, m.content) for m in model.calls[0][1:]] == [
@@ -260,7 +259,7 @@ async def test_default_persistence_is_a_sqlite_file_under_reactgraph_home(tools,
         assert persistence.target == str(tmp_path / "home" / "checkpoints.db")
         cursor = await persistence.checkpointer.conn.execute("PRAGMA synchronous")
         assert await cursor.fetchone() == (1,)  # NORMAL: no fsync per checkpoint
-        agent = ReActAgent(ScriptedChatModel(responses=["ok"]), tools, abilities=NATIVE, settings=fast_settings,
+        agent = ReActAgent(ScriptedChatModel(responses=["ok"]), tools, abilities=NATIVE_TOOLS_ONLY, settings=fast_settings,
                            checkpointer=persistence.checkpointer)
         await agent.run("hello", thread_id="t")
     assert (tmp_path / "home" / "checkpoints.db").stat().st_size > 0

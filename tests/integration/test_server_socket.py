@@ -183,8 +183,10 @@ async def test_a_disconnect_cancels_the_run_within_a_second_and_the_thread_stays
 
 async def test_a_disconnect_during_a_model_call_cancels_it_within_a_second():
     cancelled_at: list[float] = []
+    thinking = asyncio.Event()
 
     async def thinks_for_half_a_minute() -> None:
+        thinking.set()
         try:
             await asyncio.sleep(30)
         except asyncio.CancelledError:
@@ -198,7 +200,7 @@ async def test_a_disconnect_during_a_model_call_cancels_it_within_a_second():
             async for channel, data in read_events(response):
                 assert (channel, data) == ("step", {"type": "thinking", "status": "start", "iteration": 1})
                 break
-            await asyncio.sleep(0.2)  # the model call is in flight
+            await asyncio.wait_for(thinking.wait(), 5)  # the model call is in flight
             disconnected_at = time.perf_counter()
         for _ in range(100):
             if cancelled_at and not app.state.runs:

@@ -15,16 +15,16 @@ import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import tool
 
-from reactgraph import ModelAbilities, ReActAgent, open_persistence
+from reactgraph import ReActAgent, open_persistence
 from reactgraph.bounds import MAX_NESTING_DEPTH
 from reactgraph.events import Done, RunError, ToolDone
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.serving import parse_sse, running_server
+from tests.helpers import NATIVE_TOOLS_ONLY
 
 pytestmark = pytest.mark.integration
 
-NATIVE = ModelAbilities(tool_call=True)
 RUN_BOUND_SECONDS = 60
 """Longer than any of these runs takes on a loaded machine: a run still going then hangs."""
 
@@ -55,7 +55,7 @@ async def test_tool_arguments_nested_past_the_bound_become_an_error_observation(
              tool_call("store", {"document": nested(MAX_NESTING_DEPTH - 1)}, "c2")]
     model = ScriptedChatModel(responses=[AIMessage(content="", tool_calls=calls), "Stored one."], synthesis="One stored.")
     async with open_persistence(checkpoint_url) as persistence:
-        agent = ReActAgent(model, [store], abilities=NATIVE, checkpointer=persistence.checkpointer)
+        agent = ReActAgent(model, [store], abilities=NATIVE_TOOLS_ONLY, checkpointer=persistence.checkpointer)
         events = await events_of(agent, "store these", thread)
         done = {event.tool_call_id: event for event in events if isinstance(event, ToolDone)}
         assert "nest more than 64 levels" in done["c1"].observation and done["c1"].tool_args == {}
@@ -78,7 +78,7 @@ async def test_a_save_the_checkpointer_cannot_serialize_ends_the_run(checkpoint_
                          additional_kwargs={"provider_trace": nested(300)})
     model = ScriptedChatModel(responses=[response, "Stored."], synthesis="Stored.")
     async with open_persistence(checkpoint_url) as persistence:
-        agent = ReActAgent(model, [store], abilities=NATIVE, checkpointer=persistence.checkpointer)
+        agent = ReActAgent(model, [store], abilities=NATIVE_TOOLS_ONLY, checkpointer=persistence.checkpointer)
         events = await events_of(agent, "store it", thread)
     assert isinstance(events[-1], Done) and events[-1].finish_reason == "storage_error"
     assert any(isinstance(event, RunError) and event.kind == "storage_error" and "msgpack" in event.message
@@ -90,7 +90,7 @@ async def test_lone_surrogates_in_a_question_and_an_answer_leave_the_thread_usab
     model = ScriptedChatModel(responses=["report-\udcff.txt is there", "Still there."],
                               synthesis="The report is report-\udcfe.txt")
     async with open_persistence(checkpoint_url) as persistence:
-        agent = ReActAgent(model, [store], abilities=NATIVE, checkpointer=persistence.checkpointer)
+        agent = ReActAgent(model, [store], abilities=NATIVE_TOOLS_ONLY, checkpointer=persistence.checkpointer)
         first = await agent.run("where is report-\udcff.txt?", thread_id=thread)
         assert first.finish_reason == "final_answer" and first.error is None
         second = await agent.run("and now?", thread_id=thread)  # before: every later store of the thread failed
@@ -128,7 +128,7 @@ async def test_model_calls_cut_by_a_disconnect_count_toward_the_turns_limit(chec
     thread = f"cut-{uuid.uuid4().hex}"
     model = StuckModel(responses=["All stored."], repeat_last=True, synthesis="All stored.", stuck=3)
     async with open_persistence(checkpoint_url) as persistence:
-        agent = ReActAgent(model, [store], abilities=NATIVE, checkpointer=persistence.checkpointer,
+        agent = ReActAgent(model, [store], abilities=NATIVE_TOOLS_ONLY, checkpointer=persistence.checkpointer,
                            settings=AgentSettings(limits=UsageLimits(model_calls=3)))
         for attempt in range(3):  # the client goes away while the model call is in flight, then resumes
             events = agent.astream_events("store it", thread_id=thread) if attempt == 0 else agent.aresume_events(thread)

@@ -14,14 +14,14 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from reactgraph import AgentSettings, ModelAbilities, ReActAgent
+from reactgraph import AgentSettings, ReActAgent
 from reactgraph import events as ev
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.server.agui import AguiEncoding
 from reactgraph.server.app import THREAD_ID_PATTERN
 from reactgraph.testing import ScriptedChatModel, tool_call
+from tests.helpers import NATIVE
 
-NATIVE = ModelAbilities(tool_call=True, json_mode=True)
 
 
 def mapped(*events: ev.AgentEvent, encoding: AguiEncoding | None = None) -> list[tuple[str, dict[str, Any]]]:

@@ -23,6 +23,7 @@ from reactgraph.models import ResolvedModel
 from reactgraph.safeguards import PERMISSIVE, STRICT, SAFEGUARD_FIELDS, policy_for, resolve_settings
 from reactgraph.testing import ScriptedChatModel, tool_call
 from reactgraph.tooling import has_side_effects
+from tests.helpers import SMALL_SCHEMA
 
 STATUS = """Equipment ID: CNC-003
 Name: CNC Lathe #1
@@ -34,7 +35,6 @@ ALARMS = """2 active alarm(s):
 E-3301 | critical | CMP-002 (Air Compressor #2) | raised 2026-01-27 03:12
 W-1105 | warning | CNC-003 (CNC Lathe #1) | raised 2026-01-22 10:15"""
 
-SMALL = ModelAbilities(json_mode=True, schema_output="json_object_schema", small=True)
 
 
 def ok(name: str, args: dict, observation: str) -> dict:
@@ -154,7 +154,7 @@ def test_one_place_decides_the_safeguards_and_a_callers_value_wins():
     assert (strict.grounding, strict.refuse_unasked_ids, strict.stall_repeats) == ("report", True, 1)
     agent = ReActAgent(ScriptedChatModel(responses=["hi"]), [], abilities=ModelAbilities(tool_call=True))
     assert agent.settings.grounding == "flag" and agent.settings.stall_repeats == 3
-    resolved = ResolvedModel(llm=ScriptedChatModel(), abilities=SMALL, description="small")
+    resolved = ResolvedModel(llm=ScriptedChatModel(), abilities=SMALL_SCHEMA, description="small")
     assert resolved.safeguards["policy"] == "strict" and resolved.safeguards["grounding"] == "enforce"
 
 
@@ -210,7 +210,7 @@ async def test_a_covered_question_goes_straight_to_the_answer():
     loop_call = json.dumps({"type": "tool_call", "reasoning": "This tool is a tool for the other machines",
                             "tool_name": "get_equipment_status", "tool_args": {"equipment_id": "CNC-003"}})
     model = ScriptedChatModel(responses=[loop_call], repeat_last=True)
-    events = [e async for e in ReActAgent(model, [machine_tool()], abilities=SMALL).astream_events("CNC-003 상태 확인해줘")]
+    events = [e async for e in ReActAgent(model, [machine_tool()], abilities=SMALL_SCHEMA).astream_events("CNC-003 상태 확인해줘")]
     assert model.kinds == ["tool_loop"]
     thinking = [e.data for e in events if e.channel == "step" and e.data.get("type") == "thinking"
                 and e.data["status"] == "done"]
@@ -221,7 +221,7 @@ async def test_a_covered_question_goes_straight_to_the_answer():
 
     model = ScriptedChatModel(responses=[loop_call], repeat_last=True,
                               synthesis="1. Get_equipment_status({...})\nThe answer is: 1.")
-    agent = ReActAgent(model, [machine_tool()], abilities=SMALL, settings=AgentSettings(answer_from_observations=False))
+    agent = ReActAgent(model, [machine_tool()], abilities=SMALL_SCHEMA, settings=AgentSettings(answer_from_observations=False))
     events = [e async for e in agent.astream_events("CNC-003 상태 확인해줘")]
     assert model.kinds == ["tool_loop", "synthesis"]
     assert [e.data["status"] for e in events if e.channel == "answer"] == ["start", "delta", "done"]  # no draft
@@ -237,14 +237,14 @@ async def test_a_no_tool_answer_unfit_to_show_is_replaced_by_what_the_agent_can_
     farewell = "안녕하세요! 고마워요, 오늘은 여기까지예요."
     model = ScriptedChatModel(responses=[final("The answer to the question was not found.")],
                               synthesis="The answer to the question was not found.")
-    events = [e async for e in ReActAgent(model, [machine_tool()], abilities=SMALL).astream_events(farewell)]
+    events = [e async for e in ReActAgent(model, [machine_tool()], abilities=SMALL_SCHEMA).astream_events(farewell)]
     done = events[-1].data
     assert [e.data["status"] for e in events if e.channel == "answer"] == ["start", "delta", "done"]
     assert done["grounding"]["action"] == "fallback" and done["grounding"]["problems"] == ["language"]
     assert done["answer"].startswith("이 질문에 답할 데이터는 없지만") and "- State of one machine." in done["answer"]
 
     model = ScriptedChatModel(responses=[final("천만에요! 또 오세요.")], synthesis="천만에요! 또 오세요.")
-    done = (await ReActAgent(model, [machine_tool()], abilities=SMALL).run(farewell))
+    done = (await ReActAgent(model, [machine_tool()], abilities=SMALL_SCHEMA).run(farewell))
     assert done.answer == "천만에요! 또 오세요."
 
 
@@ -281,7 +281,7 @@ async def test_stream_answer_after_run_gives_the_answer_a_streamed_run_gives():
     loop_call = json.dumps({"type": "tool_call", "reasoning": "look", "tool_name": "get_equipment_status",
                             "tool_args": {"equipment_id": "CNC-003"}})
     model = ScriptedChatModel(responses=[loop_call], repeat_last=True, synthesis="1. Get_equipment_status({...})")
-    agent = ReActAgent(model, [machine_tool()], abilities=SMALL)
+    agent = ReActAgent(model, [machine_tool()], abilities=SMALL_SCHEMA)
     result = await agent.run("CNC-003 상태 확인해줘")
     text = "".join([chunk async for chunk in agent.stream_answer("CNC-003 상태 확인해줘", result)])
     assert text.startswith("CNC-003에 대해 도구가 조회한 결과입니다.") and "- **State**: warning" in text

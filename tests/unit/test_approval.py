@@ -19,7 +19,6 @@ from reactgraph import (
     AgentSettings,
     Decision,
     DecisionError,
-    ModelAbilities,
     NothingToResumeError,
     ReActAgent,
     create_react_graph,
@@ -28,9 +27,8 @@ from reactgraph import (
 from reactgraph import checkpointing
 from reactgraph.approval import NO_CHECKPOINTER
 from reactgraph.testing import ScriptedChatModel, tool_call
+from tests.helpers import JSON_MODE, NATIVE_TOOLS_ONLY
 
-NATIVE = ModelAbilities(tool_call=True)
-JSON = ModelAbilities(json_mode=True)
 
 
 class Plant:
@@ -87,7 +85,7 @@ async def paused_run(mode: str, args: dict[str, Any], answer: str) -> tuple[Plan
     """An agent whose model calls ``stop_line(args)`` (approval always), paused on thread ``t``."""
     plant = Plant()
     model = scripted(mode, ("stop_line", args, "c1"), answer)
-    agent = ReActAgent(model, plant.tools, abilities=NATIVE if mode == "native" else JSON, settings=ALWAYS,
+    agent = ReActAgent(model, plant.tools, abilities=NATIVE_TOOLS_ONLY if mode == "native" else JSON_MODE, settings=ALWAYS,
                        checkpointer=InMemorySaver())
     return plant, model, agent, await agent.run("stop the line", thread_id="t")
 
@@ -132,7 +130,7 @@ async def test_a_finished_run_reads_no_checkpoint_back_and_a_paused_one_reports_
     plant = Plant()
     model = ScriptedChatModel(responses=[calls(("read_status", {"equipment_id": "CNC-001"}, "c0")),
                                          "CNC-001 is normal.", calls(("stop_line", {"line": "Line A"}, "c1"))])
-    agent = ReActAgent(model, plant.tools, abilities=NATIVE, settings=ALWAYS, checkpointer=saver)
+    agent = ReActAgent(model, plant.tools, abilities=NATIVE_TOOLS_ONLY, settings=ALWAYS, checkpointer=saver)
     finished = await agent.run("status?", thread_id="t")
     assert finished.finish_reason == "final_answer" and finished.pending == []
     assert saver.reads == 1  # LangGraph loading the thread as the run starts; nothing after the end
@@ -167,7 +165,7 @@ async def test_in_a_parallel_batch_only_the_call_needing_approval_waits():
     model = ScriptedChatModel(responses=[calls(("read_status", {"equipment_id": "CNC-003"}, "r1"),
                                                ("stop_line", {"line": "Line C"}, "s1")), "Both handled."])
     events: list[Any] = []
-    agent = ReActAgent(model, plant.tools, abilities=NATIVE, settings=ALWAYS, checkpointer=InMemorySaver())
+    agent = ReActAgent(model, plant.tools, abilities=NATIVE_TOOLS_ONLY, settings=ALWAYS, checkpointer=InMemorySaver())
     async for event in agent.astream_events("status and stop", thread_id="t"):
         events.append(event)
     assert plant.ran == [("read_status", {"equipment_id": "CNC-003"})]  # ran during the pause
@@ -192,7 +190,7 @@ async def test_a_predicate_decides_per_call():
     long_stops = AgentSettings(approval={"stop_line": lambda call: call["args"].get("minutes", 10) > 30})
     model = ScriptedChatModel(responses=[calls(("stop_line", {"line": "Line A", "minutes": 5}, "a"),
                                                ("stop_line", {"line": "Line B", "minutes": 60}, "b")), "ok"])
-    agent = ReActAgent(model, plant.tools, abilities=NATIVE, settings=long_stops, checkpointer=InMemorySaver())
+    agent = ReActAgent(model, plant.tools, abilities=NATIVE_TOOLS_ONLY, settings=long_stops, checkpointer=InMemorySaver())
     paused = await agent.run("stop", thread_id="t")
     assert [p.tool_call_id for p in paused.pending] == ["b"]
     assert plant.ran == [("stop_line", {"line": "Line A", "minutes": 5})]
@@ -202,10 +200,10 @@ async def test_a_tool_can_require_approval_by_its_metadata_and_settings_override
     plant = Plant()
     plant.tools[0].metadata = {"approval": "always"}
     model = ScriptedChatModel(responses=[calls(("stop_line", {"line": "Line A"}, "c1")), "ok"])
-    agent = ReActAgent(model, plant.tools, abilities=NATIVE, checkpointer=InMemorySaver())
+    agent = ReActAgent(model, plant.tools, abilities=NATIVE_TOOLS_ONLY, checkpointer=InMemorySaver())
     assert (await agent.run("stop", thread_id="t")).waiting
     model = ScriptedChatModel(responses=[calls(("stop_line", {"line": "Line A"}, "c1")), "ok"])
-    trusting = ReActAgent(model, plant.tools, abilities=NATIVE, checkpointer=InMemorySaver(),
+    trusting = ReActAgent(model, plant.tools, abilities=NATIVE_TOOLS_ONLY, checkpointer=InMemorySaver(),
                           settings=AgentSettings(approval={"stop_line": "never"}))
     assert not (await trusting.run("stop", thread_id="t")).waiting
     assert plant.ran == [("stop_line", {"line": "Line A", "minutes": 10})]
@@ -214,7 +212,7 @@ async def test_a_tool_can_require_approval_by_its_metadata_and_settings_override
 async def test_without_a_checkpointer_the_call_does_not_run_and_the_model_is_told():
     plant = Plant()
     model = ScriptedChatModel(responses=[calls(("stop_line", {"line": "Line A"}, "c1")), "Could not."])
-    result = await ReActAgent(model, plant.tools, abilities=NATIVE, settings=ALWAYS).run("stop")
+    result = await ReActAgent(model, plant.tools, abilities=NATIVE_TOOLS_ONLY, settings=ALWAYS).run("stop")
     assert plant.ran == [] and not result.waiting
     assert result.steps[0].error == NO_CHECKPOINTER.removeprefix("Error: ")
 
@@ -250,7 +248,7 @@ async def test_bad_decisions_are_refused_before_anything_runs():
 async def test_graph_users_answer_with_command_resume():
     plant = Plant()
     model = ScriptedChatModel(responses=[calls(("stop_line", {"line": "Line A"}, "c1")), "Stopped."])
-    graph = create_react_graph(model, plant.tools, abilities=NATIVE, settings=ALWAYS, checkpointer=InMemorySaver())
+    graph = create_react_graph(model, plant.tools, abilities=NATIVE_TOOLS_ONLY, settings=ALWAYS, checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "g"}}
     paused = await graph.ainvoke({"messages": [HumanMessage("stop A")]}, config)
     [item] = paused["__interrupt__"]
@@ -264,7 +262,7 @@ async def test_graph_users_answer_with_command_resume():
 async def test_an_unreadable_resume_value_rejects_the_call():
     plant = Plant()
     model = ScriptedChatModel(responses=[calls(("stop_line", {"line": "Line A"}, "c1")), "Not stopped."])
-    graph = create_react_graph(model, plant.tools, abilities=NATIVE, settings=ALWAYS, checkpointer=InMemorySaver())
+    graph = create_react_graph(model, plant.tools, abilities=NATIVE_TOOLS_ONLY, settings=ALWAYS, checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "g"}}
     await graph.ainvoke({"messages": [HumanMessage("stop A")]}, config)
     done = await graph.ainvoke(Command(resume="sure, why not"), config)
@@ -283,7 +281,7 @@ async def test_a_pause_survives_a_restart_and_no_tool_runs_twice(checkpoint_url,
     first_model = ScriptedChatModel(responses=[calls(("read_status", {"equipment_id": "CNC-001"}, "r1"),
                                                      ("stop_line", {"line": "Line A"}, "s1"))])
     async with open_persistence(checkpoint_url) as persistence:
-        agent = ReActAgent(first_model, plant.tools, abilities=NATIVE, settings=ALWAYS,
+        agent = ReActAgent(first_model, plant.tools, abilities=NATIVE_TOOLS_ONLY, settings=ALWAYS,
                            checkpointer=persistence.checkpointer, interrupt_queue=persistence.interrupt_queue)
         paused = await agent.run("status and stop", thread_id=thread)
         assert [p.tool_call_id for p in paused.pending] == ["s1"]
@@ -291,7 +289,7 @@ async def test_a_pause_survives_a_restart_and_no_tool_runs_twice(checkpoint_url,
 
     second_model = ScriptedChatModel(responses=["Done."], synthesis="Line A stopped; CNC-001 normal.")
     async with open_persistence(checkpoint_url) as persistence:
-        agent = ReActAgent(second_model, plant.tools, abilities=NATIVE, settings=ALWAYS,
+        agent = ReActAgent(second_model, plant.tools, abilities=NATIVE_TOOLS_ONLY, settings=ALWAYS,
                            checkpointer=persistence.checkpointer, interrupt_queue=persistence.interrupt_queue)
         assert await agent.thread_status(thread) == "waiting"
         [pending] = await agent.pending(thread)

@@ -14,7 +14,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from reactgraph import AgentSettings, Decision, ReActAgent
 from reactgraph.events import ToolDone
 from reactgraph.testing import ScriptedChatModel
-from tests.unit.test_approval import JSON, NATIVE, Plant, action, calls, final
+from tests.unit.test_approval import Plant, action, calls, final
+from tests.helpers import JSON_MODE, NATIVE_TOOLS_ONLY
 
 ORIGINAL = {"line": "Line A", "minutes": 90}
 
@@ -54,7 +55,7 @@ async def test_a_repeated_decided_call_gets_the_decided_outcome_without_a_second
     plant = Plant()
     model = repeating_model(mode)
     settings = AgentSettings(approval={"stop_line": "always"}, refuse_repeated_calls=refuse_repeats)
-    agent = ReActAgent(model, plant.tools, abilities=NATIVE if mode == "native" else JSON, settings=settings,
+    agent = ReActAgent(model, plant.tools, abilities=NATIVE_TOOLS_ONLY if mode == "native" else JSON_MODE, settings=settings,
                        checkpointer=InMemorySaver())
     paused = await agent.run("stop line A", thread_id="t")
     [pending] = paused.pending
@@ -80,7 +81,7 @@ async def test_a_repeat_of_the_edited_arguments_gets_the_same_result():
     edited = {"line": "Line A", "minutes": 5}
     model = ScriptedChatModel(responses=[calls(("stop_line", ORIGINAL, "c1")), calls(("stop_line", edited, "c2")),
                                          "Handled."], synthesis="Handled.")
-    agent = ReActAgent(model, plant.tools, abilities=NATIVE, settings=AgentSettings(approval={"stop_line": "always"}),
+    agent = ReActAgent(model, plant.tools, abilities=NATIVE_TOOLS_ONLY, settings=AgentSettings(approval={"stop_line": "always"}),
                        checkpointer=InMemorySaver())
     await agent.run("stop line A", thread_id="t")
     done = await agent.resume("t", {"c1": Decision.edit(edited)})
@@ -95,7 +96,7 @@ async def test_other_arguments_and_a_new_turn_are_asked_again():
     model = ScriptedChatModel(responses=[calls(("stop_line", ORIGINAL, "c1")),
                                          calls(("stop_line", {"line": "Line B"}, "c2")), "Handled.",
                                          calls(("stop_line", ORIGINAL, "c3"))], synthesis="Handled.")
-    agent = ReActAgent(model, plant.tools, abilities=NATIVE, settings=AgentSettings(approval={"stop_line": "always"}),
+    agent = ReActAgent(model, plant.tools, abilities=NATIVE_TOOLS_ONLY, settings=AgentSettings(approval={"stop_line": "always"}),
                        checkpointer=InMemorySaver())
     await agent.run("stop line A", thread_id="t")
     again = await agent.resume("t", {"c1": Decision.reject()})

@@ -18,10 +18,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from langchain_core.tools import tool
-
 from reactgraph import AgentSettings, ModelAbilities, create_dag_graph, create_react_graph
 from reactgraph.testing import ScriptedChatModel
+from tests.helpers import get_status
 
 PACKAGE = Path(__file__).resolve().parents[2] / "reactgraph"
 SNAPSHOT = Path(__file__).parent / "data" / "graph_shapes.json"
@@ -93,12 +92,6 @@ def test_the_scan_sees_a_bare_await():
     """The check above can fail: it flags the two ways a node could bypass ``dualmode``."""
     source = "async def node(model, x):\n    await model.ainvoke(x)\n    await asyncio.sleep(1)\n    await call_model(model, x)\n"
     assert [hit.split(":")[0] for hit in bare_async_io(ast.parse(source))] == ["line 2", "line 3"]
-
-
-@tool
-def get_status(equipment_id: str) -> str:
-    """Return the status of one machine."""
-    return f"{equipment_id}: normal"
 
 
 def shape(graph) -> dict[str, list]:

@@ -22,9 +22,8 @@ from pydantic import BaseModel, Field
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent
 from reactgraph.prompts import TOOL_REQUIRED_REQUEST
 from reactgraph.testing import ScriptedChatModel, tool_call
+from tests.helpers import JSON_SCHEMA, NATIVE
 
-NATIVE = ModelAbilities(tool_call=True, json_mode=True)
-JSON = ModelAbilities(json_mode=True, schema_output="json_object_schema")
 MODES = ["native", "json"]
 MACHINES = Literal["CNC-001", "CNC-002", "CNC-003", "PRS-001"]
 
@@ -112,7 +111,7 @@ def answer(mode: str, text: str) -> Any:
 
 def agent_for(mode: str, script: list[Any], plant: Plant, **kwargs: Any) -> tuple[ReActAgent, ScriptedChatModel]:
     model = ScriptedChatModel(responses=script, synthesis=kwargs.pop("synthesis", "Synthesized answer."))
-    abilities = NATIVE if mode == "native" else JSON
+    abilities = NATIVE if mode == "native" else JSON_SCHEMA
     return ReActAgent(model, plant.tools(), abilities=abilities, use_native_tools=mode == "native", **kwargs), model
 
 

@@ -19,7 +19,7 @@ from reactgraph.events import RunError
 from reactgraph.interrupts import InMemoryInterruptQueue
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.testing import ScriptedChatModel, tool_call
-from tests.conftest import as_dict
+from tests.helpers import as_dict
 from tests.serving import parse_sse
 
 

@@ -91,8 +91,9 @@ def steps_called(models: ModelRegistry) -> list[str]:
     return [kind(messages) for messages in models.get("general").llm.calls]
 
 
-async def cut_when(events, ready) -> list:
-    """Read ``events`` in a task until ``ready(seen)`` holds, then cancel the reading (the
+async def cut_when(events, ready, saver) -> list:
+    """Read ``events`` in a task until ``ready(seen)`` holds, have ``saver`` store what it
+    holds (what a kill finds once the write hold is over), then cancel the reading (the
     crash: the run's tasks are cancelled mid-run) and close the stream."""
     seen: list = []
 
@@ -107,7 +108,7 @@ async def cut_when(events, ready) -> list:
         await asyncio.sleep(0.01)
     else:
         raise AssertionError(f"the run never got there: {[e.data for e in seen]}")
-    await asyncio.sleep(0.1)  # past the saver's write hold: what finished is stored, as a kill finds it
+    await saver.commit_held()  # what finished is stored, as a kill finds it past the write hold
     reader.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await reader
@@ -133,7 +134,7 @@ async def test_a_run_cut_mid_round_resumes_without_running_a_finished_step_or_to
                          checkpointer=store.checkpointer, interrupt_queue=store.interrupt_queue)
 
         await cut_when(agent.astream_events("Check the plant", thread_id=thread),
-                       lambda seen: completed(seen, "a") and plant.inspecting.is_set())
+                       lambda seen: completed(seen, "a") and plant.inspecting.is_set(), store.checkpointer)
         assert await agent.thread_status(thread) == "interrupted"
     assert plant.runs == {("read", "A1"): 1, ("read", "B1"): 1}
 
@@ -175,7 +176,8 @@ async def test_a_run_cut_during_the_analysis_resumes_with_the_analysis_only(chec
                          checkpointer=store.checkpointer, interrupt_queue=store.interrupt_queue)
 
         await cut_when(agent.astream_events("Check the plant", thread_id=thread),
-                       lambda seen: any(e.channel == "phase" and e.data["phase"] == "analyzing" for e in seen))
+                       lambda seen: any(e.channel == "phase" and e.data["phase"] == "analyzing" for e in seen),
+                       store.checkpointer)
     ran_before = dict(plant.runs)
     assert ran_before == {("read", "A1"): 1, ("read", "B1"): 1, ("inspect", "B2"): 1, ("read", "C1"): 1}
 
@@ -490,7 +492,7 @@ async def test_the_cli_resumes_a_dag_thread_in_dag_mode(cli_dag, tmp_path, capsy
         agent = DAGAgent(first, plant.tools, settings=SETTINGS, checkpointer=store.checkpointer,
                          interrupt_queue=store.interrupt_queue)
         await cut_when(agent.astream_events("Check the plant", thread_id="cli-dag"),
-                       lambda seen: completed(seen, "a") and plant.inspecting.is_set())
+                       lambda seen: completed(seen, "a") and plant.inspecting.is_set(), store.checkpointer)
     plant.release.set()
     cli_dag["tools"] = plant.tools
     cli_dag["model"] = general_model([], [verdict(True, 1.0, "all normal")], steps=plant_steps,

@@ -28,12 +28,12 @@ from typing_extensions import TypedDict
 
 from reactgraph import AgentSettings, ModelAbilities, check_protocol, create_react_graph
 from reactgraph.testing import ScriptedChatModel, tool_call
+from tests.helpers import NATIVE_TOOLS_ONLY
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from langgraph.prebuilt import create_react_agent
 
-NATIVE = ModelAbilities(tool_call=True)
 KINDS = ["prebuilt", "reactgraph"]
 
 
@@ -43,7 +43,7 @@ def build(kind: str, model: Any, tools: list[Any], **kwargs: Any) -> Any:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return create_react_agent(model, tools, **kwargs)
-    return create_react_graph(model, tools, abilities=NATIVE, **kwargs)
+    return create_react_graph(model, tools, abilities=NATIVE_TOOLS_ONLY, **kwargs)
 
 
 def calls(*items: tuple[str, dict[str, Any], str]) -> AIMessage:
@@ -203,7 +203,7 @@ async def test_a_pre_bound_model_keeps_its_bindings(kind):
 async def test_a_pre_bound_model_with_other_tools_is_refused():
     model = ScriptedChatModel(responses=[]).bind_tools([add])
     with pytest.raises(ValueError, match="bound to tools"):
-        create_react_graph(model, [approve_transfer], abilities=NATIVE)
+        create_react_graph(model, [approve_transfer], abilities=NATIVE_TOOLS_ONLY)
 
 
 # --------------------------------------------------------------------- return_direct
@@ -262,7 +262,7 @@ async def test_every_recursion_limit_from_ten_ends_with_the_fallback_never_an_er
 
     for limit in range(10, 41):
         model = ScriptedChatModel(responses=[endless if mode == "native" else endless_json], repeat_last=True)
-        graph = create_react_graph(model, [add], abilities=NATIVE, use_native_tools=mode == "native")
+        graph = create_react_graph(model, [add], abilities=NATIVE_TOOLS_ONLY, use_native_tools=mode == "native")
         state = await graph.ainvoke({"messages": [HumanMessage("loop")]}, {"recursion_limit": limit})
         assert state["finish_reason"] == "max_iterations", limit
         assert isinstance(state["messages"][-1], AIMessage) and state["messages"][-1].content == state["answer"]
@@ -271,7 +271,7 @@ async def test_every_recursion_limit_from_ten_ends_with_the_fallback_never_an_er
 
 async def test_the_iteration_cap_leaves_the_fallback_as_the_last_message():
     model = ScriptedChatModel(responses=[endless], repeat_last=True)
-    graph = create_react_graph(model, [add], abilities=NATIVE, settings=AgentSettings(max_iterations=3))
+    graph = create_react_graph(model, [add], abilities=NATIVE_TOOLS_ONLY, settings=AgentSettings(max_iterations=3))
     state = await graph.ainvoke({"messages": [HumanMessage("loop")]})
     assert state["iteration"] == 3 and state["finish_reason"] == "max_iterations"
     assert isinstance(state["messages"][-1], AIMessage) and state["messages"][-1].content == state["answer"]
@@ -280,7 +280,7 @@ async def test_the_iteration_cap_leaves_the_fallback_as_the_last_message():
 async def test_a_recursion_limit_too_small_for_any_answer_still_raises():
     """Documented: below the fallback path's own steps LangGraph's error is all there is."""
     model = ScriptedChatModel(responses=[endless], repeat_last=True)
-    graph = create_react_graph(model, [add], abilities=NATIVE)
+    graph = create_react_graph(model, [add], abilities=NATIVE_TOOLS_ONLY)
     with pytest.raises(GraphRecursionError):
         await graph.ainvoke({"messages": [HumanMessage("loop")]}, {"recursion_limit": 4})
 
@@ -482,7 +482,7 @@ async def test_difference_a_repeat_is_marked_unchanged_and_one_with_side_effects
         assert results["c4"].status == "error" and results["c4"].content.startswith("Error: repeated call")
         model2 = ScriptedChatModel(responses=[calls(("book", {"slot": "9:00"}, "c1")),
                                               calls(("book", {"slot": "9:00"}, "c2")), "done"])
-        again = create_react_graph(model2, [book], abilities=NATIVE, settings=AgentSettings(refuse_repeated_calls=False))
+        again = create_react_graph(model2, [book], abilities=NATIVE_TOOLS_ONLY, settings=AgentSettings(refuse_repeated_calls=False))
         state = await again.ainvoke({"messages": [HumanMessage("book 9:00")]})
         assert [m.content for m in state["messages"] if isinstance(m, ToolMessage)] == ["booked 9:00", "booked 9:00"]
 
@@ -562,7 +562,7 @@ async def test_json_mode_interrupt_and_command_work_as_in_native_mode():
 
 def test_a_sync_run_pauses_on_interrupt_and_resumes():
     model = ScriptedChatModel(responses=[calls(("approve_transfer", {"amount": 7}, "c1")), "sent"])
-    graph = create_react_graph(model, [approve_transfer], abilities=NATIVE, checkpointer=InMemorySaver())
+    graph = create_react_graph(model, [approve_transfer], abilities=NATIVE_TOOLS_ONLY, checkpointer=InMemorySaver())
     paused = graph.invoke({"messages": [HumanMessage("send 7")]}, thread("s"))
     assert paused["__interrupt__"][0].value == {"question": "transfer 7?"}
     state = graph.invoke(Command(resume="yes"), thread("s"))
@@ -575,7 +575,7 @@ async def test_the_facade_takes_prompt_function_tools_and_response_format():
 
     structured = AIMessage(content="", tool_calls=[tool_call("Weather", {"city": "Busan", "celsius": 19}, "s1")])
     model = ScriptedChatModel(responses=[calls(("add", {"a": 9, "b": 10}, "c1")), "19 °C in Busan.", structured])
-    agent = ReActAgent(model, [add], abilities=NATIVE, prompt="You are the weather desk.", response_format=Weather,
+    agent = ReActAgent(model, [add], abilities=NATIVE_TOOLS_ONLY, prompt="You are the weather desk.", response_format=Weather,
                        name="desk")
     result = await agent.run("Busan?")
     assert result.structured_response == Weather(city="Busan", celsius=19)
@@ -627,12 +627,12 @@ async def test_a_supervisor_hands_off_between_two_agents_through_command_parent(
 
 async def test_interrupt_after_maps_the_model_node_and_unknown_names_are_refused():
     model = ScriptedChatModel(responses=[calls(("add", {"a": 1, "b": 2}, "c1")), "3"])
-    graph = create_react_graph(model, [add], abilities=NATIVE, checkpointer=InMemorySaver(), interrupt_after=["agent"])
+    graph = create_react_graph(model, [add], abilities=NATIVE_TOOLS_ONLY, checkpointer=InMemorySaver(), interrupt_after=["agent"])
     await graph.ainvoke({"messages": [HumanMessage("1+2")]}, thread("t"))
     snapshot = await graph.aget_state(thread("t"))
     assert snapshot.next == ("execute_tools",) and len(model.calls) == 1  # paused right after the model call
     with pytest.raises(ValueError, match="no node named 'planner'"):
-        create_react_graph(model, [add], abilities=NATIVE, interrupt_before=["planner"])
+        create_react_graph(model, [add], abilities=NATIVE_TOOLS_ONLY, interrupt_before=["planner"])
 
 
 # ------------------------------------------------- a ToolNode as the tools; the custom stream
@@ -691,7 +691,7 @@ def test_a_tool_node_at_langgraphs_default_error_policy_gets_the_engines():
     """Left at LangGraph's default (only invalid arguments answered), a tool's exception is an
     observation, as for any tool list (SPEC R2.7); the prebuilt raises it."""
     model = ScriptedChatModel(responses=[calls(("flaky_gauge", {"gauge": "P9"}, "g1")), "P9 is broken."])
-    state = create_react_graph(model, ToolNode([flaky_gauge]), abilities=NATIVE).invoke({"messages": [HumanMessage("P9?")]})
+    state = create_react_graph(model, ToolNode([flaky_gauge]), abilities=NATIVE_TOOLS_ONLY).invoke({"messages": [HumanMessage("P9?")]})
     [result] = [m for m in state["messages"] if isinstance(m, ToolMessage)]
     assert "gauge P9 does not answer" in result.content and result.status == "error"
 
@@ -720,8 +720,8 @@ async def test_the_engines_events_join_the_custom_stream_when_asked():
     def model():
         return ScriptedChatModel(responses=[calls(("count_parts", {"bin_id": "B-7"}, "c1")), "B-7 holds 120 parts."])
 
-    for graph, config in ((create_react_graph(model(), [count_parts], abilities=NATIVE, custom_events=True), None),
-                          (create_react_graph(model(), [count_parts], abilities=NATIVE),
+    for graph, config in ((create_react_graph(model(), [count_parts], abilities=NATIVE_TOOLS_ONLY, custom_events=True), None),
+                          (create_react_graph(model(), [count_parts], abilities=NATIVE_TOOLS_ONLY),
                            {"configurable": {EVENTS_KEY: True}})):
         custom = [chunk async for chunk in graph.astream({"messages": [HumanMessage("B-7?")]}, config,
                                                          stream_mode="custom")]
@@ -736,6 +736,6 @@ async def test_the_agents_event_stream_keeps_the_engines_events_and_not_the_tool
 
     model = ScriptedChatModel(responses=[calls(("count_parts", {"bin_id": "B-7"}, "c1")), "B-7 holds 120 parts."],
                               synthesis="B-7 holds **120** parts.")
-    agent = ReActAgent(model, [count_parts], abilities=NATIVE, settings=AgentSettings(tool_selection=False))
+    agent = ReActAgent(model, [count_parts], abilities=NATIVE_TOOLS_ONLY, settings=AgentSettings(tool_selection=False))
     channels = [event.channel async for event in agent.astream_events("B-7?")]
     assert channels[-1] == "done" and "step" in channels and "answer" in channels

@@ -38,10 +38,8 @@ from reactgraph.models.env import model_from_env
 from reactgraph.protocol import in_mode_form
 from reactgraph.providers import get_profile
 from reactgraph.testing import ScriptedChatModel, tool_call
-from tests.helpers import SMALL, log_calls, read_log
+from tests.helpers import NATIVE_TOOLS_ONLY, PROMPTED, SMALL, log_calls, read_log
 
-NATIVE = ModelAbilities(tool_call=True)
-JSON = ModelAbilities(tool_call=False)
 FAST = AgentSettings(model_attempts=2, retry_initial_delay=0.01, retry_max_delay=0.02)
 
 
@@ -88,7 +86,7 @@ def test_a_with_fallbacks_chain_is_unpacked_in_order():
 
 async def test_an_agent_takes_a_with_fallbacks_chain_and_its_fallback_answers():
     backup = ScriptedChatModel(responses=[status_call(), "CNC-001 is normal."], synthesis="**CNC-001** is normal.")
-    agent = ReActAgent(dead().with_fallbacks([backup]), [get_status], abilities=NATIVE, settings=FAST)
+    agent = ReActAgent(dead().with_fallbacks([backup]), [get_status], abilities=NATIVE_TOOLS_ONLY, settings=FAST)
     assert agent.mode == "native" and [m.label for m in agent.engine.models] == ["ScriptedChatModel", "ScriptedChatModel#2"]
     # the fallback reads its own abilities from its profile: none say it calls tools, so JSON mode
     assert agent.engine.fallbacks[0].mode == "json"
@@ -109,15 +107,15 @@ def test_the_profile_tells_permanent_from_transient_failures():
 async def test_a_permanent_error_switches_at_once_and_a_refused_request_does_not_switch():
     primary = ScriptedChatModel(responses=[Unavailable(400, "maximum context length exceeded")], repeat_last=True)
     backup = ScriptedChatModel(responses=["fine"])
-    agent = ReActAgent(primary, [get_status], abilities=NATIVE, settings=FAST,
-                       fallbacks=[FallbackModel(backup, NATIVE, name="backup")])
+    agent = ReActAgent(primary, [get_status], abilities=NATIVE_TOOLS_ONLY, settings=FAST,
+                       fallbacks=[FallbackModel(backup, NATIVE_TOOLS_ONLY, name="backup")])
     result = await agent.run("CNC-001?")
     assert (result.answer, result.model, len(primary.calls)) == ("fine", "backup", 1)  # no retry of a permanent error
 
     refusing = ScriptedChatModel(responses=[Unavailable(400, "bad request")], repeat_last=True)
     untouched = ScriptedChatModel(responses=["never"])
-    agent = ReActAgent(refusing, [get_status], abilities=NATIVE, settings=FAST,
-                       fallbacks=[FallbackModel(untouched, NATIVE)])
+    agent = ReActAgent(refusing, [get_status], abilities=NATIVE_TOOLS_ONLY, settings=FAST,
+                       fallbacks=[FallbackModel(untouched, NATIVE_TOOLS_ONLY)])
     result = await agent.run("CNC-001?")
     assert result.finish_reason == "model_error" and untouched.calls == []
 
@@ -125,8 +123,8 @@ async def test_a_permanent_error_switches_at_once_and_a_refused_request_does_not
 async def test_transient_failures_are_retried_before_the_fallback_and_each_call_is_recorded():
     primary = ScriptedChatModel(responses=[status_call("p1"), Unavailable(503), Unavailable(503)])
     backup = ScriptedChatModel(responses=["CNC-001 is normal."], synthesis="**CNC-001** normal.")
-    agent = ReActAgent(primary, [get_status], abilities=NATIVE, settings=FAST,
-                       fallbacks=[FallbackModel(backup, NATIVE, name="backup")])
+    agent = ReActAgent(primary, [get_status], abilities=NATIVE_TOOLS_ONLY, settings=FAST,
+                       fallbacks=[FallbackModel(backup, NATIVE_TOOLS_ONLY, name="backup")])
     events = await events_of(agent)
     assert len(primary.kinds) == 1 + FAST.model_attempts  # its own retries first
     switch = [e.data for e in events if e.channel == "model_switch"]
@@ -147,8 +145,8 @@ async def test_step_records_name_the_model_that_asked():
     primary = ScriptedChatModel(responses=[status_call("p1"), Unavailable(503)], repeat_last=True)
     backup = ScriptedChatModel(responses=[status_call("b1").model_copy(update={"tool_calls": [
         tool_call("get_status", {"equipment_id": "CNC-002"}, "b1")]}), "done"])
-    agent = ReActAgent(primary, [get_status], abilities=NATIVE, settings=FAST,
-                       fallbacks=[FallbackModel(backup, NATIVE, name="backup")])
+    agent = ReActAgent(primary, [get_status], abilities=NATIVE_TOOLS_ONLY, settings=FAST,
+                       fallbacks=[FallbackModel(backup, NATIVE_TOOLS_ONLY, name="backup")])
     result = await agent.run("CNC-001 and CNC-002?")
     assert [(s.tool_args["equipment_id"], s.model) for s in result.steps] == [("CNC-001", "ScriptedChatModel"),
                                                                           ("CNC-002", "backup")]
@@ -156,7 +154,7 @@ async def test_step_records_name_the_model_that_asked():
 
 async def test_without_fallbacks_nothing_changes():
     model = ScriptedChatModel(responses=[status_call(), "ok"])
-    result = await ReActAgent(model, [get_status], abilities=NATIVE).run("CNC-001?")
+    result = await ReActAgent(model, [get_status], abilities=NATIVE_TOOLS_ONLY).run("CNC-001?")
     assert result.model is None and result.model_usage == {} and result.steps[0].model is None
 
 
@@ -190,8 +188,8 @@ def test_the_history_converts_between_the_modes_and_back():
 async def test_native_to_json_fallback_gets_the_calls_as_actions_and_observations():
     primary = ScriptedChatModel(responses=[status_call("p1"), ConnectionError("reset")], repeat_last=True)
     backup = ScriptedChatModel(responses=[action("final_answer", answer="CNC-001 is normal.")])
-    agent = ReActAgent(primary, [get_status], abilities=NATIVE, settings=FAST,
-                       fallbacks=[FallbackModel(backup, JSON, name="local")])
+    agent = ReActAgent(primary, [get_status], abilities=NATIVE_TOOLS_ONLY, settings=FAST,
+                       fallbacks=[FallbackModel(backup, PROMPTED, name="local")])
     result = await agent.run("CNC-001?")
     assert (result.answer, result.model, result.finish_reason) == ("CNC-001 is normal.", "local", "final_answer")
     sent = backup.calls[0]
@@ -204,9 +202,9 @@ async def test_native_to_json_fallback_gets_the_calls_as_actions_and_observation
 async def test_a_turn_starts_on_a_fallback_of_the_other_mode_when_the_breaker_skips_the_model():
     primary = dead()
     backup = ScriptedChatModel(responses=[action("final_answer", answer="one"), action("final_answer", answer="two")])
-    agent = ReActAgent(primary, [get_status], abilities=NATIVE, settings=AgentSettings(model_attempts=3,
+    agent = ReActAgent(primary, [get_status], abilities=NATIVE_TOOLS_ONLY, settings=AgentSettings(model_attempts=3,
                        retry_initial_delay=0.01, retry_max_delay=0.02, breaker_failures=3),
-                       fallbacks=[FallbackModel(backup, JSON, name="local")])
+                       fallbacks=[FallbackModel(backup, PROMPTED, name="local")])
     first = await agent.run("CNC-001?")
     assert first.answer == "one" and len(primary.calls) == 3
     second = await agent.run("CNC-001?")
@@ -217,8 +215,8 @@ async def test_unparseable_json_outputs_hand_the_loop_over_when_asked():
     primary = ScriptedChatModel(responses=["not json at all"], repeat_last=True)
     backup = ScriptedChatModel(responses=[action("final_answer", answer="parsed.")])
     settings = AgentSettings(fallback_parse_failures=1)
-    agent = ReActAgent(primary, [get_status], abilities=JSON, settings=settings,
-                       fallbacks=[FallbackModel(backup, JSON, name="backup")])
+    agent = ReActAgent(primary, [get_status], abilities=PROMPTED, settings=settings,
+                       fallbacks=[FallbackModel(backup, PROMPTED, name="backup")])
     events = await events_of(agent)
     assert [e.data["reason"] for e in events if e.channel == "model_switch"] == ["unparseable"]
     assert events[-1].data["model"] == "backup" and len(primary.calls) == 1
@@ -231,7 +229,7 @@ async def test_unparseable_json_outputs_hand_the_loop_over_when_asked():
 async def test_synthesis_falls_back_before_its_first_token():
     primary = ScriptedChatModel(responses=["CNC-001 is normal."], synthesis=Unavailable(503))
     backup = ScriptedChatModel(responses=["unused"], synthesis="**CNC-001** is normal.")
-    agent = ReActAgent(primary, [get_status], abilities=NATIVE, fallbacks=[FallbackModel(backup, NATIVE, name="backup")])
+    agent = ReActAgent(primary, [get_status], abilities=NATIVE_TOOLS_ONLY, fallbacks=[FallbackModel(backup, NATIVE_TOOLS_ONLY, name="backup")])
     events = await events_of(agent)
     assert [(e.data["call"], e.data["model"]) for e in events if e.channel == "model_switch"] == [("synthesis", "backup")]
     done = events[-1].data
@@ -242,7 +240,7 @@ async def test_synthesis_falls_back_before_its_first_token():
 async def test_synthesis_that_breaks_after_its_first_token_ends_as_before():
     primary = ScriptedChatModel(responses=["CNC-001 is normal."], synthesis="one two FAIL_MIDWAY four")
     backup = ScriptedChatModel(responses=["unused"], synthesis="never sent")
-    agent = ReActAgent(primary, [get_status], abilities=NATIVE, fallbacks=[FallbackModel(backup, NATIVE)])
+    agent = ReActAgent(primary, [get_status], abilities=NATIVE_TOOLS_ONLY, fallbacks=[FallbackModel(backup, NATIVE_TOOLS_ONLY)])
     events = await events_of(agent)
     assert backup.calls == [] and not [e for e in events if e.channel == "model_switch"]
     assert events[-1].data["answer"] == "one two \n\nCNC-001 is normal."  # the loop's answer after a blank line (R3.2)
@@ -286,7 +284,7 @@ async def test_tool_selection_goes_on_with_the_next_model():
     primary = ScriptedChatModel(by_kind={"selection": [Unavailable(503)]}, responses=["CNC-001 is normal."])
     backup = ScriptedChatModel(responses=['{"tools": ["get_status"]}'])
     settings = AgentSettings(tool_selection_threshold=2)
-    agent = ReActAgent(primary, tools, abilities=NATIVE, settings=settings,
+    agent = ReActAgent(primary, tools, abilities=NATIVE_TOOLS_ONLY, settings=settings,
                        fallbacks=[FallbackModel(backup, {"json_mode": True}, name="b")])
     events = await events_of(agent, "status of CNC-001")
     assert [(e.data["call"], e.data["model"]) for e in events if e.channel == "model_switch"] == [("structured", "b")]
@@ -319,8 +317,8 @@ def test_the_circuit_breaker_opens_cools_down_and_closes():
 def test_a_sync_run_falls_back_too():
     primary = dead()
     backup = ScriptedChatModel(responses=["CNC-001 is normal."], synthesis="**CNC-001** normal.")
-    graph = create_react_graph(primary, [get_status], abilities=NATIVE, settings=FAST,
-                               fallbacks=[FallbackModel(backup, NATIVE, name="b")])
+    graph = create_react_graph(primary, [get_status], abilities=NATIVE_TOOLS_ONLY, settings=FAST,
+                               fallbacks=[FallbackModel(backup, NATIVE_TOOLS_ONLY, name="b")])
     state = graph.invoke({"messages": [HumanMessage("CNC-001?")]})
     assert state["synthesis"] == "**CNC-001** normal." and state["model"] == "b"
     assert set(backup.apis) <= {"generate", "stream"}
@@ -376,9 +374,9 @@ async def test_the_server_streams_the_switch_and_shows_each_models_breaker():
     from tests.server_cases import asgi_client
 
     backup = ScriptedChatModel(responses=["CNC-001 is normal."], repeat_last=True, synthesis="**CNC-001** normal.")
-    agent = ReActAgent(dead(), [get_status], abilities=NATIVE, settings=AgentSettings(
+    agent = ReActAgent(dead(), [get_status], abilities=NATIVE_TOOLS_ONLY, settings=AgentSettings(
         model_attempts=3, retry_initial_delay=0.01, retry_max_delay=0.02, breaker_failures=3),
-        fallbacks=[FallbackModel(backup, NATIVE, name="backup")])
+        fallbacks=[FallbackModel(backup, NATIVE_TOOLS_ONLY, name="backup")])
     async with asgi_client(create_app(agent, ServerSettings(api_key=""))) as client:
         before = (await client.get("/healthz")).json()
         events = parse_sse((await client.post("/threads/t/runs", json={"message": "CNC-001?"})).text)
@@ -396,7 +394,7 @@ async def test_the_server_streams_the_switch_and_shows_each_models_breaker():
 def test_each_fallback_gets_its_own_safeguard_policy():
     from reactgraph.safeguards import PERMISSIVE, STRICT
 
-    agent = ReActAgent(ScriptedChatModel(responses=["x"]), [get_status], abilities=NATIVE,
+    agent = ReActAgent(ScriptedChatModel(responses=["x"]), [get_status], abilities=NATIVE_TOOLS_ONLY,
                        settings=AgentSettings(grounding="report"),
                        fallbacks=[FallbackModel(ScriptedChatModel(responses=["y"]), ModelAbilities(small=True))])
     capable, small = agent.engine.models
@@ -433,7 +431,7 @@ async def test_a_dag_step_and_the_planner_go_on_with_the_roles_fallback():
     backup = ScriptedChatModel(responses=[plan, action("tool_call", tool_name="get_status",
                                                        tool_args={"equipment_id": "CNC-001"}), final, analysis],
                                synthesis="**CNC-001** is normal.")
-    registry = ModelRegistry(dead(), abilities=JSON, fallbacks=[FallbackModel(backup, JSON, name="backup")])
+    registry = ModelRegistry(dead(), abilities=PROMPTED, fallbacks=[FallbackModel(backup, PROMPTED, name="backup")])
     agent = DAGAgent(registry, [get_status], settings=AgentSettings(model_attempts=1))
     events = [event async for event in agent.astream_events("Check CNC-001")]
     calls = [e.data["call"] for e in events if e.channel == "model_switch"]
@@ -467,7 +465,7 @@ async def test_the_answer_of_a_run_a_small_fallback_served_is_checked_under_its_
 
     backup = ScriptedChatModel(responses=[status_call("b1"), "CNC-001: normal, 71% utilization."],
                                synthesis="CNC-001 is normal at 71% utilization.")
-    agent = ReActAgent(dead(), [get_status], abilities=NATIVE, settings=FAST,
+    agent = ReActAgent(dead(), [get_status], abilities=NATIVE_TOOLS_ONLY, settings=FAST,
                        fallbacks=[FallbackModel(backup, ModelAbilities(tool_call=True, small=True), name="small")])
     events = await events_of(agent)
     done = events[-1].data
@@ -514,8 +512,8 @@ async def test_a_cost_limit_counts_each_models_usage_at_its_own_price():
     dear = Named(model_name="dear", responses=[status_call("d1"), status_call("d2").model_copy(update={"tool_calls": [
         tool_call("get_status", {"equipment_id": "CNC-002"}, "d2")]}), "done"])
     limits = UsageLimits(cost=20.0, prices={"cheap": ModelPrice(0, 0), "dear": ModelPrice(1_000_000, 1_000_000)})
-    agent = ReActAgent(cheap, [get_status], abilities=NATIVE, settings=AgentSettings(
-        model_attempts=1, limits=limits), fallbacks=[FallbackModel(dear, NATIVE)])
+    agent = ReActAgent(cheap, [get_status], abilities=NATIVE_TOOLS_ONLY, settings=AgentSettings(
+        model_attempts=1, limits=limits), fallbacks=[FallbackModel(dear, NATIVE_TOOLS_ONLY)])
     result = await agent.run("CNC-001 and CNC-002?")
     # each call of "dear" is 10 input + 5 output tokens at 1 per token: the second reaches 30 >= 20
     assert (result.finish_reason, result.limit["used"], result.model) == ("cost_limit", 30.0, "dear")

@@ -24,7 +24,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from pydantic import BaseModel
 
-from reactgraph import AgentSettings, ModelAbilities, create_react_graph
+from reactgraph import AgentSettings, create_react_graph
 from reactgraph._engine import (
     RUN_NAME_COMPACTION,
     RUN_NAME_JSON,
@@ -33,7 +33,7 @@ from reactgraph._engine import (
     RUN_NAME_SYNTHESIS,
 )
 from reactgraph.testing import ScriptedChatModel, tool_call
-from tests.helpers import SMALL, log_calls, read_log
+from tests.helpers import NATIVE, SMALL, log_calls, read_log
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -42,7 +42,6 @@ from langchain.agents import create_agent
 
 pytestmark = pytest.mark.filterwarnings("ignore:create_react_agent has been moved")
 
-NATIVE = ModelAbilities(tool_call=True, json_mode=True)
 
 
 def two_step_model(**kwargs: Any) -> ScriptedChatModel:
@@ -310,8 +309,8 @@ TRACED_RUN = """
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tracers.langchain import wait_for_all_tracers
 from reactgraph import create_react_graph
-from tests.conftest import get_status
 from reactgraph.testing import ScriptedChatModel, tool_call
+from tests.helpers import get_status
 
 model = ScriptedChatModel(responses=[AIMessage(content="", tool_calls=[tool_call("get_status", {"equipment_id": "A"}, "c1")]),
                                      "A is normal."], synthesis="A runs normally.")

@@ -14,8 +14,8 @@ from langchain_core.tools import tool
 
 from reactgraph import AgentSettings, ModelAbilities, ModelPrice, ReActAgent, ToolRejection, UsageLimits
 from reactgraph.testing import ScriptedChatModel, tool_call
+from tests.helpers import NATIVE_TOOLS_ONLY
 
-NATIVE = ModelAbilities(tool_call=True)
 ran: list[dict[str, Any]] = []
 
 
@@ -61,7 +61,7 @@ async def test_a_before_hook_that_blocks_keeps_the_call_from_running():
         return None
 
     model = speed_model()
-    result = await ReActAgent(model, [set_speed], abilities=NATIVE,
+    result = await ReActAgent(model, [set_speed], abilities=NATIVE_TOOLS_ONLY,
                               settings=AgentSettings(before_tool=[no_fast_spindles])).run("speed up")
     assert ran == []
     message = tool_messages(model, 1)["c1"]
@@ -78,7 +78,7 @@ async def test_before_hooks_compose_and_may_be_async():
         return {"args": {**call["args"], "rpm": call["args"]["rpm"] // 1000 * 1000 - 500}}
 
     model = speed_model()
-    result = await ReActAgent(model, [set_speed], abilities=NATIVE,
+    result = await ReActAgent(model, [set_speed], abilities=NATIVE_TOOLS_ONLY,
                               settings=AgentSettings(before_tool=(clamp, round_down))).run("speed up")
     assert ran == [{"machine": "CNC-001", "rpm": 5500}]  # clamp first, then the next hook sees 6000
     assert result.steps[0].tool_args == {"machine": "CNC-001", "rpm": 5500}
@@ -96,7 +96,7 @@ async def test_an_after_hook_rewrites_the_result_the_model_sees():
         return ToolMessage(result.content + " (checked)", tool_call_id="ignored", name="ignored")
 
     model = speed_model()
-    result = await ReActAgent(model, [set_speed], abilities=NATIVE,
+    result = await ReActAgent(model, [set_speed], abilities=NATIVE_TOOLS_ONLY,
                               settings=AgentSettings(after_tool=[redact, stamp])).run("speed up")
     assert seen == [("set_speed", "CNC-001 at 9000 rpm")]
     message = tool_messages(model, 1)["c1"]
@@ -112,14 +112,14 @@ async def test_a_hook_that_raises_becomes_an_observation():
         raise KeyError("audit")
 
     model = speed_model()
-    result = await ReActAgent(model, [set_speed], abilities=NATIVE,
+    result = await ReActAgent(model, [set_speed], abilities=NATIVE_TOOLS_ONLY,
                               settings=AgentSettings(before_tool=[broken_before])).run("speed up")
     assert ran == [] and result.finish_reason == "final_answer"
     assert tool_messages(model, 1)["c1"].content == \
         "Error: before_tool hook broken_before failed: RuntimeError: policy service down"
 
     model = speed_model()
-    result = await ReActAgent(model, [set_speed], abilities=NATIVE,
+    result = await ReActAgent(model, [set_speed], abilities=NATIVE_TOOLS_ONLY,
                               settings=AgentSettings(after_tool=[broken_after])).run("speed up")
     assert ran == [{"machine": "CNC-001", "rpm": 9000}]  # it ran; its result is replaced by the hook's error
     assert result.steps[0].error == "after_tool hook broken_after failed: KeyError: 'audit'"
@@ -127,7 +127,7 @@ async def test_a_hook_that_raises_becomes_an_observation():
 
 async def test_a_before_hook_returning_nonsense_is_reported_not_run():
     model = speed_model()
-    await ReActAgent(model, [set_speed], abilities=NATIVE, settings=AgentSettings(before_tool=[lambda call: 42])).run("q")
+    await ReActAgent(model, [set_speed], abilities=NATIVE_TOOLS_ONLY, settings=AgentSettings(before_tool=[lambda call: 42])).run("q")
     assert ran == [] and "returned int" in tool_messages(model, 1)["c1"].content
 
 
@@ -166,7 +166,7 @@ def looping_model(usage: dict[str, int] | None = None) -> ScriptedChatModel:
 
 async def limited(limits: UsageLimits, model: ScriptedChatModel | None = None, tools=None):
     model = model or looping_model()
-    agent = ReActAgent(model, tools or [read_status, set_speed], abilities=NATIVE,
+    agent = ReActAgent(model, tools or [read_status, set_speed], abilities=NATIVE_TOOLS_ONLY,
                        settings=AgentSettings(limits=limits, stall_detection=False))
     return [event async for event in agent.astream_events("read everything")], model
 
@@ -230,7 +230,7 @@ async def test_the_cost_limit_uses_the_models_price():
 
 
 async def test_the_fallback_answer_says_which_limit():
-    agent = ReActAgent(looping_model(), [read_status], abilities=NATIVE,
+    agent = ReActAgent(looping_model(), [read_status], abilities=NATIVE_TOOLS_ONLY,
                        settings=AgentSettings(limits=UsageLimits(tool_calls=2), stall_detection=False))
     result = await agent.run("Read the status of every machine")
     assert result.finish_reason == "tool_call_limit" and result.limit["max"] == 2
@@ -244,7 +244,7 @@ def test_limit_settings_are_checked():
     with pytest.raises(ValueError, match="at least 1"):
         UsageLimits(model_calls=0)
     with pytest.raises(ValueError, match="no entry for the model"):
-        ReActAgent(looping_model(), [read_status], abilities=NATIVE,
+        ReActAgent(looping_model(), [read_status], abilities=NATIVE_TOOLS_ONLY,
                    settings=AgentSettings(limits=UsageLimits(cost=1.0, prices={"gpt-x": ModelPrice(1, 1)})))
 
 

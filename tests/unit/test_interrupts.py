@@ -29,14 +29,13 @@ from reactgraph import (
 )
 from reactgraph.interrupts import INTERRUPT_PREFIX, format_interrupt
 from reactgraph.testing import ScriptedChatModel, tool_call
-from tests.helpers import GatedScan, HookedModel
+from tests.helpers import NATIVE, GatedScan, HookedModel, wait_until
 
-ABILITIES = ModelAbilities(tool_call=True, json_mode=True)
 MODES = ["native", "json"]
 
 
 def agent_for(mode: str, model: ScriptedChatModel, tools: list, **kwargs: Any) -> ReActAgent:
-    agent = ReActAgent(model, tools, abilities=ABILITIES, use_native_tools=mode == "native", **kwargs)
+    agent = ReActAgent(model, tools, abilities=NATIVE, use_native_tools=mode == "native", **kwargs)
     assert agent.mode == mode
     return agent
 
@@ -76,7 +75,7 @@ async def test_follow_up_queued_before_the_first_model_call_reaches_it(tools, mo
     """A plain graph sharing the queue: opened, follow-up put, then invoked."""
     queue = InMemoryInterruptQueue()
     model = ScriptedChatModel(responses=[answers(mode, "CNC-003 and CNC-001 are normal.")])
-    graph = create_react_graph(model, tools, abilities=ABILITIES, use_native_tools=mode == "native",
+    graph = create_react_graph(model, tools, abilities=NATIVE, use_native_tools=mode == "native",
                                interrupt_queue=queue)
     async with queue.running("plant-7"):
         await queue.put("plant-7", "also CNC-001")
@@ -275,7 +274,7 @@ async def test_one_run_per_thread(tools):
     model = ScriptedChatModel(responses=["first", "third"], delay=0.2)
     agent = agent_for("native", model, tools)
     running = asyncio.create_task(agent.run("one", thread_id="t"))
-    await asyncio.sleep(0.05)
+    await wait_until(lambda: model.apis, "the first run's model call")  # in flight: the run holds the thread
     with pytest.raises(ThreadBusyError, match="'t'"):
         await agent.run("two", thread_id="t")
     with pytest.raises(ThreadBusyError):

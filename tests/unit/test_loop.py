@@ -8,12 +8,12 @@ import time
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-from reactgraph import PARSE_FAILURE_SENTINEL, AgentSettings, ModelAbilities, ReActAgent, check_protocol
+from reactgraph import PARSE_FAILURE_SENTINEL, AgentSettings, ReActAgent, check_protocol
 from reactgraph.artifacts import ARTIFACT_NOTE
 from reactgraph.prompts import REFORMAT_REQUEST
 from reactgraph.testing import ScriptedChatModel, tool_call
+from tests.helpers import NATIVE
 
-NATIVE = ModelAbilities(tool_call=True, json_mode=True)
 
 
 def final(text="done"):

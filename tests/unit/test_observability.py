@@ -35,10 +35,9 @@ from reactgraph.observability.logs import JsonFormatter
 from reactgraph.observability.observer import TRACE_METADATA
 from reactgraph.observability.metrics import exposition
 from reactgraph.testing import ScriptedChatModel, tool_call
-from tests.helpers import HookedModel, log_calls, read_log
+from tests.helpers import NATIVE_TOOLS_ONLY, HookedModel, log_calls, read_log
 from tests.unit.test_dag import general_model, plan, step, verdict
 
-NATIVE = ModelAbilities(tool_call=True)
 USAGE = {"input_tokens": 10, "output_tokens": 3, "total_tokens": 13}
 CONTENT_KEYS = {"gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.call.arguments",
                 "gen_ai.tool.call.result", "reactgraph.follow_up.content", "reactgraph.dag.task"}
@@ -106,7 +105,7 @@ async def test_a_native_run_is_one_trace_of_genai_spans_with_parallel_tools_and_
     before = metric_samples()
     model = ScriptedChatModel(responses=[status_calls("CNC-001", "CNC-404"), "CNC-001 is normal."],
                               synthesis="**CNC-001** is normal.")
-    agent = ReActAgent(model, [get_status], abilities=NATIVE)
+    agent = ReActAgent(model, [get_status], abilities=NATIVE_TOOLS_ONLY)
     with caplog.at_level(logging.INFO, logger="reactgraph.runs"):
         events = [event async for event in agent.astream_events("CNC-001 and CNC-404?", thread_id="t-native")]
     tree = Tree(spans)
@@ -196,7 +195,7 @@ async def test_an_approval_pause_and_its_resume_are_two_traces_of_one_conversati
     before = metric_samples()
     model = ScriptedChatModel(responses=[AIMessage("", tool_calls=[tool_call("stop_line", {"line": "L1"}, "s1")]),
                                          "L1 stopped."], synthesis="L1 is stopped.")
-    agent = ReActAgent(model, [stop_line], abilities=NATIVE, checkpointer=InMemorySaver(),
+    agent = ReActAgent(model, [stop_line], abilities=NATIVE_TOOLS_ONLY, checkpointer=InMemorySaver(),
                        settings=AgentSettings(approval={"stop_line": "always"}))
     paused = await agent.run("stop L1", thread_id="t-approve")
     assert paused.waiting
@@ -245,7 +244,7 @@ async def test_a_resume_in_another_process_links_its_span_to_the_paused_run_thro
         first = worker()
         async with open_persistence(checkpoint_url) as persistence:
             model = ScriptedChatModel(responses=[AIMessage("", tool_calls=[tool_call("stop_line", {"line": "L1"}, "s1")])])
-            agent = ReActAgent(model, [stop_line], abilities=NATIVE, settings=approve,
+            agent = ReActAgent(model, [stop_line], abilities=NATIVE_TOOLS_ONLY, settings=approve,
                                checkpointer=persistence.checkpointer, interrupt_queue=persistence.interrupt_queue)
             assert (await agent.run("stop L1", thread_id=thread)).waiting
         [paused] = [span for span in first.get_finished_spans() if span.name.startswith("invoke_agent")]
@@ -254,7 +253,7 @@ async def test_a_resume_in_another_process_links_its_span_to_the_paused_run_thro
         second = worker()
         async with open_persistence(checkpoint_url) as persistence:
             model = ScriptedChatModel(responses=["L1 stopped."], synthesis="L1 is stopped.")
-            agent = ReActAgent(model, [stop_line], abilities=NATIVE, settings=approve,
+            agent = ReActAgent(model, [stop_line], abilities=NATIVE_TOOLS_ONLY, settings=approve,
                                checkpointer=persistence.checkpointer, interrupt_queue=persistence.interrupt_queue)
             checkpoint = await agent.graph.aget_state({"configurable": {"thread_id": thread}})
             context = paused.context
@@ -273,7 +272,7 @@ async def test_a_resume_in_another_process_links_its_span_to_the_paused_run_thro
     third = worker()
     try:
         async with open_persistence(checkpoint_url) as persistence:
-            agent = ReActAgent(ScriptedChatModel(responses=["Nothing to do."]), [stop_line], abilities=NATIVE,
+            agent = ReActAgent(ScriptedChatModel(responses=["Nothing to do."]), [stop_line], abilities=NATIVE_TOOLS_ONLY,
                                settings=approve, checkpointer=persistence.checkpointer,
                                interrupt_queue=persistence.interrupt_queue)
             await agent.run("anything else?", thread_id=thread)
@@ -330,7 +329,7 @@ async def test_dag_steps_are_children_of_their_plan_round(spans):
 
 async def test_nothing_is_observed_when_off():
     observability.uninstrument()
-    agent = ReActAgent(ScriptedChatModel(responses=["fine"]), [get_status], abilities=NATIVE)
+    agent = ReActAgent(ScriptedChatModel(responses=["fine"]), [get_status], abilities=NATIVE_TOOLS_ONLY)
     config, _ = agent._config("t-off", synthesize=False)
     assert "callbacks" not in config
     assert observability.run_callbacks("t-off") == []
@@ -339,7 +338,7 @@ async def test_nothing_is_observed_when_off():
 async def test_a_failing_model_and_a_cancelled_run_end_their_spans_with_their_reasons(spans):
     before = metric_samples()
     failing = ScriptedChatModel(responses=[ConnectionError("endpoint down")], repeat_last=True)
-    agent = ReActAgent(failing, [get_status], abilities=NATIVE,
+    agent = ReActAgent(failing, [get_status], abilities=NATIVE_TOOLS_ONLY,
                        settings=AgentSettings(retry_initial_delay=0.001, retry_max_delay=0.002))
     result = await agent.run("CNC-001?", thread_id="t-fail")
     assert result.finish_reason == "model_error"
@@ -353,7 +352,7 @@ async def test_a_failing_model_and_a_cancelled_run_end_their_spans_with_their_re
         return x
 
     slow = ReActAgent(ScriptedChatModel(responses=[AIMessage("", tool_calls=[tool_call("wait_here", {"x": "a"}, "w1")]),
-                                                   "done"]), [wait_here], abilities=NATIVE)
+                                                   "done"]), [wait_here], abilities=NATIVE_TOOLS_ONLY)
     stream = slow.astream_events("go", thread_id="t-cancel")
     async for event in stream:
         if event.channel == "step" and event.data.get("type") == "iteration":
@@ -392,7 +391,7 @@ async def test_a_users_callbacks_see_the_run_beside_the_observer_on_a_graph_run_
             seen.append((kwargs.get("name"), (metadata or {}).get("phase"), (metadata or {}).get("langgraph_node")))
 
     model = ScriptedChatModel(responses=[status_calls("CNC-001"), "CNC-001 is normal."], synthesis="Normal.")
-    graph = create_react_graph(model, [get_status], abilities=NATIVE)
+    graph = create_react_graph(model, [get_status], abilities=NATIVE_TOOLS_ONLY)
     config = {"callbacks": [Recorder(), *observability.run_callbacks("t-graph")],
               "configurable": {"thread_id": "t-graph", "synthesize": True}}
     await graph.ainvoke({"messages": [HumanMessage("CNC-001?")]}, config)
@@ -412,7 +411,7 @@ async def test_a_reported_run_has_no_callback_handler_and_gives_langchains_graph
     dispatches nothing to it, and the graph run LangChain's callbacks (LangSmith) record has
     the span's ``reactgraph.run.id``."""
     model = ScriptedChatModel(responses=[status_calls("CNC-001"), "CNC-001 is normal."], synthesis="Normal.")
-    agent = ReActAgent(model, [get_status], abilities=NATIVE)
+    agent = ReActAgent(model, [get_status], abilities=NATIVE_TOOLS_ONLY)
     config: dict = {"configurable": {"thread_id": "t-ids"}}
     observer = observability.observe(config, "t-ids", reported=True)
     assert "callbacks" not in config and config["configurable"][observability.OBSERVER_KEY] is observer
@@ -437,7 +436,7 @@ async def test_each_model_a_fallback_chain_tries_is_its_own_chat_span(spans):
     before = metric_samples()
     primary = ScriptedChatModel(responses=["CNC-001 is normal."], synthesis=Unavailable(503))
     backup = ScriptedChatModel(responses=["unused"], synthesis="**CNC-001** is normal.")
-    agent = ReActAgent(primary, [get_status], abilities=NATIVE, fallbacks=[FallbackModel(backup, NATIVE, name="backup")])
+    agent = ReActAgent(primary, [get_status], abilities=NATIVE_TOOLS_ONLY, fallbacks=[FallbackModel(backup, NATIVE_TOOLS_ONLY, name="backup")])
     events = [event async for event in agent.astream_events("CNC-001?", thread_id="t-fallback")]
     assert events[-1].data["answer"] == "**CNC-001** is normal."
     tree = Tree(spans)
@@ -464,7 +463,7 @@ async def test_observe_on_a_graph_run_directly_keeps_the_users_callbacks_on_ever
                 nodes.append(kwargs.get("name"))
 
     model = ScriptedChatModel(responses=[status_calls("CNC-001"), "CNC-001 is normal."], synthesis="Normal.")
-    graph = create_react_graph(model, [get_status], abilities=NATIVE)
+    graph = create_react_graph(model, [get_status], abilities=NATIVE_TOOLS_ONLY)
     config = {"callbacks": [Recorder()], "configurable": {"thread_id": "t-observe", "synthesize": True}}
     observer = observability.observe(config, "t-observe")
     assert observer is not None and config["callbacks"].inheritable_handlers == config["callbacks"].handlers[:1]
@@ -487,7 +486,7 @@ async def test_a_run_whose_checkpointer_fails_ends_its_span_and_metrics_with_sto
 
     before = metric_samples()
     model = ScriptedChatModel(responses=[status_calls("CNC-001"), "CNC-001 is normal."], repeat_last=True)
-    agent = ReActAgent(model, [get_status], abilities=NATIVE, checkpointer=FailingSaver(2))
+    agent = ReActAgent(model, [get_status], abilities=NATIVE_TOOLS_ONLY, checkpointer=FailingSaver(2))
     result = await agent.run("CNC-001?", thread_id="t-storage")
     assert result.finish_reason == "storage_error"
     [run] = Tree(spans).named("invoke_agent")
@@ -509,7 +508,7 @@ async def test_a_run_whose_last_checkpoint_cannot_be_committed_ends_its_span_as_
             raise OSError("disk full")
 
     model = ScriptedChatModel(responses=[status_calls("CNC-001"), "CNC-001 is normal."])
-    agent = ReActAgent(model, [get_status], abilities=NATIVE, checkpointer=CommitFails())
+    agent = ReActAgent(model, [get_status], abilities=NATIVE_TOOLS_ONLY, checkpointer=CommitFails())
     result = await agent.run("CNC-001?", thread_id="t-commit")
     [run] = Tree(spans).named("invoke_agent")
     assert result.finish_reason == "storage_error"
@@ -522,7 +521,7 @@ async def test_stream_answer_after_run_is_a_run_of_kind_answer_with_its_synthesi
     before = metric_samples()
     model = ScriptedChatModel(responses=[status_calls("CNC-001"), "CNC-001 is normal."],
                               synthesis="**CNC-001** is normal.")
-    agent = ReActAgent(model, [get_status], abilities=NATIVE)
+    agent = ReActAgent(model, [get_status], abilities=NATIVE_TOOLS_ONLY)
     result = await agent.run("CNC-001?", thread_id="t-two")
     text = "".join([chunk async for chunk in agent.stream_answer("CNC-001?", result)])
     assert text == "**CNC-001** is normal."
@@ -555,7 +554,7 @@ async def test_a_run_cancelled_while_its_last_checkpoint_is_committed_still_ends
 
     before = metric_samples()
     model = ScriptedChatModel(responses=[status_calls("CNC-001"), "CNC-001 is normal."], synthesis="Normal.")
-    agent = ReActAgent(model, [get_status], abilities=NATIVE, checkpointer=SlowCommit())
+    agent = ReActAgent(model, [get_status], abilities=NATIVE_TOOLS_ONLY, checkpointer=SlowCommit())
 
     async def consume() -> None:
         async for _ in agent.astream_events("CNC-001?", thread_id="t-commit-cut"):

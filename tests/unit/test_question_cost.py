@@ -14,8 +14,8 @@ from pydantic import BaseModel, Field
 
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent
 from reactgraph.testing import ScriptedChatModel, tool_call
+from tests.helpers import NATIVE
 
-NATIVE = ModelAbilities(tool_call=True, json_mode=True)
 
 
 class Where(BaseModel):

@@ -13,8 +13,8 @@ from reactgraph.nodes.select_tools import settled_without_model
 from reactgraph.ranking import catalog_line
 from reactgraph.safeguards import resolve_settings
 from reactgraph.testing import ScriptedChatModel, tool_call
+from tests.helpers import NATIVE
 
-NATIVE = ModelAbilities(tool_call=True, json_mode=True)
 
 
 def make_tools(count: int) -> list[StructuredTool]:

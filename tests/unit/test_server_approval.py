@@ -12,12 +12,12 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from reactgraph import AgentSettings, ModelAbilities, ReActAgent
+from reactgraph import AgentSettings, ReActAgent
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.serving import parse_sse, running_server
+from tests.helpers import NATIVE
 
-NATIVE = ModelAbilities(tool_call=True, json_mode=True)
 ran: list[dict[str, Any]] = []
 
 

@@ -31,9 +31,9 @@ EVENTS: list[AgentEvent] = [
 ]
 
 
-async def writes_of(events: AsyncIterator[AgentEvent]) -> list[bytes]:
+async def writes_of(events: AsyncIterator[AgentEvent], written: asyncio.Event | None = None) -> list[bytes]:
     """The body writes the response of :func:`stream_events` makes for ``events`` (a client
-    that stays connected), the empty closing one left out."""
+    that stays connected), the empty closing one left out; ``written`` is set at each write."""
     app = app_for(ScriptedChatModel(), [get_status])
     response = await stream_events(app, "t", events)
     writes: list[bytes] = []
@@ -41,6 +41,8 @@ async def writes_of(events: AsyncIterator[AgentEvent]) -> list[bytes]:
     async def send(message: dict[str, Any]) -> None:
         if message["type"] == "http.response.body" and message["body"]:
             writes.append(message["body"])
+            if written is not None:
+                written.set()
 
     async def receive() -> dict[str, Any]:
         await asyncio.Event().wait()  # the client never leaves
@@ -61,12 +63,16 @@ async def test_events_already_queued_go_out_in_one_write_with_the_bytes_of_one_w
 
 
 async def test_events_that_come_one_by_one_are_written_one_by_one():
+    written = asyncio.Event()
+
     async def one_by_one() -> AsyncIterator[AgentEvent]:
-        for event in EVENTS:
-            await asyncio.sleep(0.05)  # the response writes each before the next exists
+        for n, event in enumerate(EVENTS):
+            if n:  # the next event exists only once the response has written the one before
+                await asyncio.wait_for(written.wait(), 5)  # a response waiting to fill a batch times out here
+                written.clear()
             yield event
 
-    writes = await writes_of(one_by_one())
+    writes = await writes_of(one_by_one(), written)
     assert writes == [event.to_sse().encode() for event in EVENTS]  # nothing waits to fill a batch
 
 

@@ -20,9 +20,8 @@ from reactgraph.nodes.select_tools import hybrid_selection
 from reactgraph.ranking import ToolRanker, named_values, tokenize, unlisted_values
 from reactgraph.synthesis import looping_tail, until_repetition
 from reactgraph.testing import ScriptedChatModel, tool_call
+from tests.helpers import SMALL_NATIVE, SMALL_SCHEMA
 
-NATIVE = ModelAbilities(tool_call=True, json_mode=True, small=True)  # the strict safeguards (issue 35)
-SCHEMA = ModelAbilities(json_mode=True, schema_output="json_object_schema", small=True)
 MACHINES = ["CNC-001", "CNC-002", "CNC-003", "PRS-001"]  # MachineArgs' enum
 
 
@@ -115,7 +114,7 @@ def test_unlisted_values_are_ids_in_a_known_shape_that_the_enum_lacks():
 
 async def test_an_unknown_id_the_question_names_can_be_passed_and_the_tool_answers_for_it():
     model = ScriptedChatModel(responses=[call_json("machine_status", {"machine_id": "CNC-009"}), final("No CNC-009.")])
-    result = await ReActAgent(model, plant_tools(), abilities=SCHEMA).run("What is the status of CNC-009?")
+    result = await ReActAgent(model, plant_tools(), abilities=SMALL_SCHEMA).run("What is the status of CNC-009?")
     schema = model.call_kwargs[0]["response_format"]["schema"]
     offered = schema["anyOf"][0]["properties"]["tool_args"]["properties"]["machine_id"]["enum"]
     assert offered == ["CNC-009", "CNC-001", "CNC-002", "CNC-003", "PRS-001"]
@@ -126,7 +125,7 @@ async def test_an_unknown_id_the_question_names_can_be_passed_and_the_tool_answe
 
 async def test_native_binding_puts_the_relevant_tool_and_the_named_id_first():
     model = ScriptedChatModel(responses=["fine"])
-    await ReActAgent(model, plant_tools(), abilities=NATIVE).run("CNC-003 상태 확인해줘")
+    await ReActAgent(model, plant_tools(), abilities=SMALL_NATIVE).run("CNC-003 상태 확인해줘")
     bound = model.call_kwargs[0]["tools"]
     assert bound[0]["function"]["name"] == "machine_status"
     assert bound[0]["function"]["parameters"]["properties"]["machine_id"]["enum"][0] == "CNC-003"
@@ -134,7 +133,7 @@ async def test_native_binding_puts_the_relevant_tool_and_the_named_id_first():
 
 async def test_action_schema_branches_and_enums_follow_the_question():
     model = ScriptedChatModel(responses=[final("fine")])
-    await ReActAgent(model, plant_tools(), abilities=SCHEMA).run("Show the repair history of PRS-001")
+    await ReActAgent(model, plant_tools(), abilities=SMALL_SCHEMA).run("Show the repair history of PRS-001")
     schema = model.call_kwargs[0]["response_format"]["schema"]
     branch_names = [b["properties"]["tool_name"]["enum"][0] for b in schema["anyOf"][:-1]]
     assert branch_names[0] == "maintenance_log"
@@ -144,7 +143,7 @@ async def test_action_schema_branches_and_enums_follow_the_question():
     prompt = model.calls[0][0].content
     assert prompt.index("- maintenance_log") < prompt.index("- list_machines")
     model = ScriptedChatModel(responses=[final("fine")])
-    await ReActAgent(model, plant_tools(), abilities=SCHEMA, settings=AgentSettings(refuse_unasked_ids=False)).run(
+    await ReActAgent(model, plant_tools(), abilities=SMALL_SCHEMA, settings=AgentSettings(refuse_unasked_ids=False)).run(
         "Show the repair history of PRS-001")
     schema = model.call_kwargs[0]["response_format"]["schema"]
     first_args = schema["anyOf"][0]["properties"]["tool_args"]["properties"]["machine_id"]["enum"]
@@ -167,7 +166,7 @@ def selection(names: list[str]) -> AIMessage:
 async def test_the_selection_catalog_is_the_lexical_shortlist_best_first():
     model = ScriptedChatModel(responses=[selection(["machine_status"]), "fine"])
     # two to keep: with one, a clear lexical winner settles the selection and no call is made
-    await ReActAgent(model, hub(20), abilities=NATIVE, settings=AgentSettings(tool_selection_max=2)).run("CNC-003 상태 확인해줘")
+    await ReActAgent(model, hub(20), abilities=SMALL_NATIVE, settings=AgentSettings(tool_selection_max=2)).run("CNC-003 상태 확인해줘")
     catalog = [line for line in model.calls[0][-1].content.splitlines() if line.startswith("- ")]
     assert len(catalog) == 12 and catalog[0].startswith("- machine_status")
     assert [t["function"]["name"] for t in model.call_kwargs[1]["tools"]] == ["machine_status"]
@@ -176,7 +175,7 @@ async def test_the_selection_catalog_is_the_lexical_shortlist_best_first():
 @pytest.mark.parametrize("pick", [selection([]), selection(["ghost"]), "no idea at all"])
 async def test_an_empty_or_invalid_pick_keeps_the_lexical_top_tools(pick):
     model = ScriptedChatModel(responses=[pick, "still no idea", "nothing", "nope", "zilch", "fine"], repeat_last=True)
-    await ReActAgent(model, hub(), abilities=NATIVE).run("maintenance history of CNC-003")
+    await ReActAgent(model, hub(), abilities=SMALL_NATIVE).run("maintenance history of CNC-003")
     bound = [t["function"]["name"] for t in model.call_kwargs[-1]["tools"]]
     assert bound[0] == "maintenance_log" and len(bound) <= 6 and "tool_00" not in bound
 
@@ -223,14 +222,14 @@ async def test_native_stall_asks_for_the_answer_with_no_tools_bound():
     straight to it (the answer-only call's text would never reach synthesis, issue 36)."""
     call = AIMessage(content="", tool_calls=[tool_call("machine_status", {"machine_id": "CNC-003"})])
     model = ScriptedChatModel(responses=[call, call, "CNC-003 is at 48.7 °C."])
-    agent = ReActAgent(model, plant_tools(), abilities=NATIVE,
+    agent = ReActAgent(model, plant_tools(), abilities=SMALL_NATIVE,
                        settings=AgentSettings(max_iterations=6, answer_when_covered=False))
     result = await agent.run("CNC-003 상태 확인해줘")
     assert "tools" not in model.call_kwargs[2]  # the third loop call had no tools bound
     assert "do not call any tool" in model.calls[2][-1].content
     assert result.finish_reason == "stalled" and result.iterations == 3
     streamed = ScriptedChatModel(responses=[call, call], synthesis="CNC-003: warning, 48.7 °C, 1.2 mm/s, W-1105.")
-    agent = ReActAgent(streamed, plant_tools(), abilities=NATIVE,
+    agent = ReActAgent(streamed, plant_tools(), abilities=SMALL_NATIVE,
                        settings=AgentSettings(max_iterations=6, answer_when_covered=False, answer_from_observations=False))
     events = [e async for e in agent.astream_events("CNC-003 상태 확인해줘")]
     assert [e.data for e in events if e.channel == "stall"] == [{"iteration": 3, "reason": "repeated_call"}]
@@ -243,7 +242,7 @@ async def test_json_stall_offers_only_the_final_answer_branch():
     model = ScriptedChatModel(responses=[call_json("machine_status", {"machine_id": "CNC-003"}),
                                          call_json("machine_status", {"machine_id": "CNC-003"}),
                                          final("CNC-003 is at 48.7 °C.")])
-    result = await ReActAgent(model, plant_tools(), abilities=SCHEMA,
+    result = await ReActAgent(model, plant_tools(), abilities=SMALL_SCHEMA,
                               settings=AgentSettings(answer_when_covered=False)).run("CNC-003 status")
     assert result.finish_reason == "stalled" and result.answer == "CNC-003 is at 48.7 °C."
     schema = model.call_kwargs[2]["response_format"]["schema"]
@@ -254,7 +253,7 @@ async def test_json_stall_offers_only_the_final_answer_branch():
 async def test_two_calls_without_a_new_observation_stall_in_both_modes():
     bad = AIMessage(content="", tool_calls=[tool_call("ghost_tool", {})])
     model = ScriptedChatModel(responses=[bad, bad, "I could not find it."])
-    result = await ReActAgent(model, plant_tools(), abilities=NATIVE).run("q")
+    result = await ReActAgent(model, plant_tools(), abilities=SMALL_NATIVE).run("q")
     assert (result.finish_reason, result.iterations, len(model.calls)) == ("stalled", 3, 3)
 
 
@@ -295,7 +294,7 @@ async def test_enforce_with_two_facts_withdraws_a_one_fact_answer():
     async def done_of(settings: AgentSettings) -> dict:
         model = ScriptedChatModel(responses=[AIMessage(content="", tool_calls=[tool_call("machine_status", {"machine_id": "CNC-003"})]),
                                              "done"], synthesis="CNC-003 is at 48.7 °C.")
-        events = [e async for e in ReActAgent(model, plant_tools(), abilities=NATIVE, settings=settings).astream_events("CNC-003 상태")]
+        events = [e async for e in ReActAgent(model, plant_tools(), abilities=SMALL_NATIVE, settings=settings).astream_events("CNC-003 상태")]
         return events[-1].data
 
     strict = await done_of(AgentSettings(grounding="enforce", grounding_min_facts=2, answer_when_covered=False,
@@ -307,7 +306,7 @@ async def test_enforce_with_two_facts_withdraws_a_one_fact_answer():
     assert one["grounding"]["action"] == "fallback" and one["grounding"]["problems"] == ["language"]
     english = ScriptedChatModel(responses=[AIMessage(content="", tool_calls=[tool_call("machine_status", {"machine_id": "CNC-003"})]),
                                            "done"], synthesis="CNC-003 is at 48.7 °C.")
-    agent = ReActAgent(english, plant_tools(), abilities=NATIVE,
+    agent = ReActAgent(english, plant_tools(), abilities=SMALL_NATIVE,
                        settings=AgentSettings(grounding="enforce", grounding_min_facts=1, answer_when_covered=False,
                                               answer_from_observations=False))
     kept = [e async for e in agent.astream_events("CNC-003 status")][-1].data
@@ -316,14 +315,14 @@ async def test_enforce_with_two_facts_withdraws_a_one_fact_answer():
 
 async def test_the_lexical_gate_offers_no_tools_to_a_question_no_tool_matches():
     model = ScriptedChatModel(responses=[final("Hello! Ask me about the machines.")])
-    result = await ReActAgent(model, hub(), abilities=SCHEMA, settings=AgentSettings(lexical_gate=True)).run(
+    result = await ReActAgent(model, hub(), abilities=SMALL_SCHEMA, settings=AgentSettings(lexical_gate=True)).run(
         "Good morning, thanks a lot!")
     schema = model.call_kwargs[0]["response_format"]["schema"]
     assert [branch["properties"]["type"]["enum"] for branch in schema.get("anyOf", [schema])] == [["final_answer"]]
     assert len(model.calls) == 1  # no selection call: the loop call answered
     assert result.steps == [] and "machines" in result.answer
     matched = ScriptedChatModel(responses=[json.dumps({"tools": ["machine_status"]}), final("fine")])
-    await ReActAgent(matched, hub(), abilities=SCHEMA, settings=AgentSettings(lexical_gate=True)).run("CNC-003 상태")
+    await ReActAgent(matched, hub(), abilities=SMALL_SCHEMA, settings=AgentSettings(lexical_gate=True)).run("CNC-003 상태")
     loop_schema = matched.call_kwargs[1]["response_format"]["schema"]
     assert loop_schema["anyOf"][0]["properties"]["tool_name"]["enum"] == ["machine_status"]  # selection ran and kept it
 
@@ -332,7 +331,7 @@ def grounding_agent(synthesis, mode: str, **settings: object) -> tuple[ReActAgen
     model = ScriptedChatModel(responses=[AIMessage(content="", tool_calls=[tool_call("machine_status", {"machine_id": "CNC-003"})]),
                                          "CNC-003 is in warning."], synthesis=synthesis)
     settings = {"answer_when_covered": False, "answer_from_observations": False, **settings}
-    return ReActAgent(model, plant_tools(), abilities=NATIVE, settings=AgentSettings(grounding=mode, **settings)), model
+    return ReActAgent(model, plant_tools(), abilities=SMALL_NATIVE, settings=AgentSettings(grounding=mode, **settings)), model
 
 
 async def test_report_mode_reports_and_keeps_the_answer():
@@ -377,7 +376,7 @@ async def test_enforce_falls_back_to_the_observations_themselves():
 async def test_enforce_answers_an_unknown_id_with_what_the_tool_said():
     model = ScriptedChatModel(responses=[call_json("machine_status", {"machine_id": "CNC-009"}), final("All fine.")],
                               synthesis="CNC-009 is running at 93 %.")
-    agent = ReActAgent(model, plant_tools(), abilities=SCHEMA, settings=AgentSettings(grounding="enforce"))
+    agent = ReActAgent(model, plant_tools(), abilities=SMALL_SCHEMA, settings=AgentSettings(grounding="enforce"))
     events = [e async for e in agent.astream_events("What is the status of CNC-009?")]
     done = events[-1].data
     assert done["grounding"]["action"] == "no_data" and done["grounding"]["ungrounded"] == []
@@ -406,7 +405,7 @@ def test_observation_answer_without_results():
 
 async def test_synthesis_never_sees_a_step_summary():
     model = ScriptedChatModel(responses=[AIMessage(content="", tool_calls=[tool_call("ghost_tool", {})])], repeat_last=True)
-    agent = ReActAgent(model, plant_tools(), abilities=NATIVE, settings=AgentSettings(max_iterations=2, stall_detection=False,
+    agent = ReActAgent(model, plant_tools(), abilities=SMALL_NATIVE, settings=AgentSettings(max_iterations=2, stall_detection=False,
                                                                                 grounding="report"))
     [e async for e in agent.astream_events("q")]
     user = model.calls[-1][-1].content
@@ -477,11 +476,11 @@ async def test_named_optionals_only_offers_the_optional_arguments_the_question_n
                                ("failed checks of CNC-003", {"machine_id", "result"})]:
         model = ScriptedChatModel(responses=[final("ok")])
         settings = AgentSettings(optional_args="named")
-        await ReActAgent(model, [tool], abilities=SCHEMA, settings=settings).run(question)
+        await ReActAgent(model, [tool], abilities=SMALL_SCHEMA, settings=settings).run(question)
         branch = model.call_kwargs[0]["response_format"]["schema"]["anyOf"][0]
         assert set(branch["properties"]["tool_args"]["properties"]) == expected, question
     model = ScriptedChatModel(responses=[final("ok")])
-    await ReActAgent(model, [tool], abilities=SCHEMA).run("alarm log of CNC-003")  # the strict policy: named ones
+    await ReActAgent(model, [tool], abilities=SMALL_SCHEMA).run("alarm log of CNC-003")  # the strict policy: named ones
     branch = model.call_kwargs[0]["response_format"]["schema"]["anyOf"][0]
     assert set(branch["properties"]["tool_args"]["properties"]) == {"machine_id"}
     model = ScriptedChatModel(responses=[final("ok")])
@@ -503,7 +502,7 @@ async def test_a_call_with_an_id_the_question_does_not_ask_about_is_refused_with
         AIMessage("", tool_calls=[tool_call("machine_status", {"machine_id": "CNC-003"}, "b")]),
         "CNC-003: 48.7 °C",
     ])
-    agent = ReActAgent(model, plant_tools(), abilities=NATIVE,
+    agent = ReActAgent(model, plant_tools(), abilities=SMALL_NATIVE,
                        settings=AgentSettings(tool_selection=False, answer_when_covered=False), checkpointer=InMemorySaver())
     result = await agent.run("CNC-003 상태 알려줘", thread_id="t")
     assert result.answer == "CNC-003: 48.7 °C"
@@ -523,7 +522,7 @@ async def test_ids_a_tool_result_or_the_user_wrote_may_be_used(mode):
     argument's ids; the check is off with ``refuse_unasked_ids=False``."""
     listing = make_tool("list_machines", "List every machine.", output="CNC-001 line A, PRS-001 line B")
     tools = [listing, *plant_tools()[1:]]
-    abilities = NATIVE if mode == "native" else ModelAbilities(json_mode=True, small=True)
+    abilities = SMALL_NATIVE if mode == "native" else ModelAbilities(json_mode=True, small=True)
     done = "done" if mode == "native" else final("done")
 
     def call(name: str, machine: str) -> Any:
@@ -561,7 +560,7 @@ async def test_a_constrained_model_is_offered_the_ids_asked_about_and_those_a_to
     the ids a tool result wrote (what a call may pass without being refused)."""
     listing = make_tool("list_machines", "List every machine.", output="CNC-001 line A, PRS-001 line B")
     model = ScriptedChatModel(responses=[call_json("list_machines", {"machine_id": "CNC-003"}), final("done")])
-    await ReActAgent(model, [listing, *plant_tools()[1:]], abilities=SCHEMA,
+    await ReActAgent(model, [listing, *plant_tools()[1:]], abilities=SMALL_SCHEMA,
                      settings=AgentSettings(tool_selection=False, answer_when_covered=False)).run(
         "Which machine is busier than CNC-003?")
 

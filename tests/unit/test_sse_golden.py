@@ -20,14 +20,13 @@ from langgraph.checkpoint.memory import InMemorySaver
 from reactgraph import AgentSettings, Artifact, ModelAbilities, ReActAgent
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.testing import ScriptedChatModel, tool_call
-from tests.helpers import HookedModel
+from tests.helpers import NATIVE, HookedModel
 
 DATA = Path(__file__).parent / "data"
 SMALL = ModelAbilities(tool_call=True, json_mode=True, context_window=9_000, max_output_tokens=1_000)
 CLOCK = re.compile(rb'"(elapsed|iter_elapsed)": [0-9.e-]+')
 RANDOM_ID = re.compile(rb'"call_[0-9a-f]{24}"')
 INTERRUPT_ID = re.compile(rb'"interrupt_id": "[0-9a-f]+"')
-NATIVE = ModelAbilities(tool_call=True, json_mode=True)
 
 
 @tool

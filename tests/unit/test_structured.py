@@ -10,12 +10,10 @@ from pydantic import BaseModel, Field
 
 from reactgraph import ModelAbilities, StructuredOutputError, structured_llm_call
 from reactgraph.testing import ScriptedChatModel
+from tests.helpers import JSON_MODE, NATIVE, PROMPTED
 
 SCHEMA = {"title": "pick", "type": "object", "properties": {"tools": {"type": "array", "items": {"type": "string"}}},
           "required": ["tools"]}
-BOTH = ModelAbilities(tool_call=True, json_mode=True)
-JSON_ONLY = ModelAbilities(json_mode=True)
-PLAIN = ModelAbilities()
 ASK = [HumanMessage("Which tools?")]
 
 
@@ -29,7 +27,7 @@ class Rejected(Exception):
 
 async def test_level_1_succeeds_in_one_call():
     model = ScriptedChatModel(responses=[fn_call({"tools": ["a"]})])
-    result = await structured_llm_call(model, ASK, SCHEMA, abilities=BOTH)
+    result = await structured_llm_call(model, ASK, SCHEMA, abilities=NATIVE)
     assert (result.value, result.level, result.calls, result.error) == ({"tools": ["a"]}, 1, 1, None)
     assert model.call_kwargs[0]["tool_choice"] == "pick"
     assert model.call_kwargs[0]["tools"][0]["function"]["parameters"]["required"] == ["tools"]
@@ -38,27 +36,27 @@ async def test_level_1_succeeds_in_one_call():
 
 async def test_level_1_failure_falls_to_level_2():
     model = ScriptedChatModel(responses=[AIMessage(content="no call"), '{"tools": ["b"]}'])
-    result = await structured_llm_call(model, ASK, SCHEMA, abilities=BOTH)
+    result = await structured_llm_call(model, ASK, SCHEMA, abilities=NATIVE)
     assert (result.value, result.level, result.calls) == ({"tools": ["b"]}, 2, 2)
     assert model.call_kwargs[1]["response_format"] == {"type": "json_object"}
 
 
 async def test_a_provider_rejecting_tool_choice_drops_to_the_next_level():
     model = ScriptedChatModel(responses=[Rejected("tool_choice not supported"), '{"tools": []}'])
-    result = await structured_llm_call(model, ASK, SCHEMA, abilities=BOTH)
+    result = await structured_llm_call(model, ASK, SCHEMA, abilities=NATIVE)
     assert (result.level, result.calls) == (2, 2)
 
 
 async def test_level_2_bad_json_gets_one_reformat_retry():
     model = ScriptedChatModel(responses=["not json at all", '{"tools": ["x"]}'])
-    result = await structured_llm_call(model, ASK, SCHEMA, abilities=JSON_ONLY)
+    result = await structured_llm_call(model, ASK, SCHEMA, abilities=JSON_MODE)
     assert (result.value, result.level, result.calls) == ({"tools": ["x"]}, 2, 2)
     retry = model.calls[1]
     assert retry[-2].content == "not json at all"
     assert retry[-1].content.startswith("Your previous response could not be parsed as valid JSON")
 
 
-@pytest.mark.parametrize(("abilities", "ceiling"), [(BOTH, 5), (JSON_ONLY, 4), (PLAIN, 2),
+@pytest.mark.parametrize(("abilities", "ceiling"), [(NATIVE, 5), (JSON_MODE, 4), (PROMPTED, 2),
                                                     (ModelAbilities(tool_call=True), 3)])
 async def test_everything_failing_stays_within_the_ceiling_and_returns_the_default(abilities, ceiling):
     model = ScriptedChatModel(responses=["garbage"], repeat_last=True)
@@ -71,7 +69,7 @@ async def test_everything_failing_stays_within_the_ceiling_and_returns_the_defau
 async def test_everything_failing_without_a_default_raises_with_the_details():
     model = ScriptedChatModel(responses=["garbage"], repeat_last=True)
     with pytest.raises(StructuredOutputError) as info:
-        await structured_llm_call(model, ASK, SCHEMA, abilities=PLAIN)
+        await structured_llm_call(model, ASK, SCHEMA, abilities=PROMPTED)
     assert info.value.result.calls == 2 and info.value.result.raw == "garbage"
 
 
@@ -81,7 +79,7 @@ async def test_regex_fallback_rescues_level_3():
         return {"tools": names} if names else None
 
     model = ScriptedChatModel(responses=["I pick tool:alpha and tool:beta"])
-    result = await structured_llm_call(model, ASK, SCHEMA, abilities=PLAIN, regex_fallback=fallback)
+    result = await structured_llm_call(model, ASK, SCHEMA, abilities=PROMPTED, regex_fallback=fallback)
     assert (result.value, result.level, result.calls) == ({"tools": ["alpha", "beta"]}, 3, 1)
 
 
@@ -92,7 +90,7 @@ async def test_parse_fn_raising_fails_that_level():
         return tuple(value["tools"])
 
     model = ScriptedChatModel(responses=[fn_call({"tools": []}), '{"tools": ["z"]}'])
-    result = await structured_llm_call(model, ASK, SCHEMA, abilities=BOTH, parse_fn=parse)
+    result = await structured_llm_call(model, ASK, SCHEMA, abilities=NATIVE, parse_fn=parse)
     assert (result.value, result.level, result.calls) == (("z",), 2, 2)
 
 
@@ -108,14 +106,14 @@ async def test_pydantic_schemas_validate():
         AIMessage(content="", tool_calls=[{"name": "Plan", "args": {"steps": [], "confidence": 3}, "id": "c", "type": "tool_call"}]),
         '{"steps": ["a"], "confidence": 0.5}',
     ])
-    result = await structured_llm_call(model, ASK, Plan, abilities=BOTH)
+    result = await structured_llm_call(model, ASK, Plan, abilities=NATIVE)
     assert isinstance(result.value, Plan) and result.value.steps == ["a"] and result.level == 2
     assert model.call_kwargs[0]["tools"][0]["function"]["name"] == "Plan"
 
 
 async def test_missing_required_keys_fail_a_dict_schema():
     model = ScriptedChatModel(responses=['{"other": 1}', '{"tools": ["ok"]}'])
-    result = await structured_llm_call(model, ASK, SCHEMA, abilities=PLAIN)
+    result = await structured_llm_call(model, ASK, SCHEMA, abilities=PROMPTED)
     assert (result.value, result.level, result.calls) == ({"tools": ["ok"]}, 3, 2)
     assert "missing required keys: tools" in model.calls[1][-1].content
 
@@ -125,7 +123,7 @@ async def test_a_raising_regex_fallback_is_a_failed_attempt():
         raise RuntimeError("bad pattern")
 
     model = ScriptedChatModel(responses=["no json"], repeat_last=True)
-    result = await structured_llm_call(model, ASK, SCHEMA, abilities=PLAIN, regex_fallback=broken, default_value=None)
+    result = await structured_llm_call(model, ASK, SCHEMA, abilities=PROMPTED, regex_fallback=broken, default_value=None)
     assert (result.value, result.level, result.calls) == (None, None, 2)
     assert result.error == "level 3: regex_fallback raised RuntimeError: bad pattern"
 
@@ -135,7 +133,7 @@ async def test_reformat_retries_sets_the_calls_of_a_text_level(retries, calls):
     """Plain text only: one call plus ``reformat_retries`` reformat requests, each with the
     shared reformat prompt (issue 17's one bad-output policy)."""
     model = ScriptedChatModel(responses=["no json here"], repeat_last=True)
-    result = await structured_llm_call(model, ASK, SCHEMA, abilities=PLAIN, default_value=None, reformat_retries=retries)
+    result = await structured_llm_call(model, ASK, SCHEMA, abilities=PROMPTED, default_value=None, reformat_retries=retries)
     assert result.value is None and result.calls == calls
     reformats = [m for m in model.calls[-1] if isinstance(m, HumanMessage) and "could not be parsed as valid JSON" in m.content]
     assert len(reformats) == retries

@@ -12,14 +12,11 @@ from langchain_core.messages import AIMessage, SystemMessage
 from langchain_core.tools import StructuredTool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from reactgraph import AgentSettings, ModelAbilities, ReActAgent
+from reactgraph import AgentSettings, ReActAgent
 from reactgraph.nodes.start_turn import TURN_BOOKKEEPING
 from reactgraph.testing import ScriptedChatModel, tool_call
-from tests.conftest import get_status
-from tests.helpers import SMALL, HookedModel, log_calls, read_log
+from tests.helpers import JSON_MODE, NATIVE_TOOLS_ONLY, SMALL, HookedModel, get_status, log_calls, read_log
 
-NATIVE = ModelAbilities(tool_call=True)
-JSON = ModelAbilities(tool_call=False, json_mode=True)
 ENTRY = [("start_turn",)]  # select_tools only runs with more tools than tool_selection_threshold
 
 
@@ -44,7 +41,7 @@ async def supersteps(agent: ReActAgent, thread_id: str) -> list[tuple[str, ...]]
 
 async def test_native_mode_takes_two_supersteps_per_iteration():
     model = ScriptedChatModel(responses=[native_calls("a", "b"), native_calls("c"), "done"])
-    agent = ReActAgent(model, [get_status], abilities=NATIVE, checkpointer=InMemorySaver())
+    agent = ReActAgent(model, [get_status], abilities=NATIVE_TOOLS_ONLY, checkpointer=InMemorySaver())
     result = await agent.run("check", thread_id="t")
     assert result.answer == "done" and len(result.steps) == 3
     model_step, tools = ("llm_call_native",), ("execute_tools",)
@@ -54,7 +51,7 @@ async def test_native_mode_takes_two_supersteps_per_iteration():
 
 async def test_json_mode_takes_two_supersteps_per_iteration_with_events_streamed():
     model = ScriptedChatModel(responses=[json_call("M-1"), json_call("M-2"), json_final("done")], synthesis="Done.")
-    agent = ReActAgent(model, [get_status], abilities=JSON, checkpointer=InMemorySaver())
+    agent = ReActAgent(model, [get_status], abilities=JSON_MODE, checkpointer=InMemorySaver())
     events = [event async for event in agent.astream_events("check", thread_id="t")]
     assert next(e.data for e in events if e.channel == "done")["answer"] == "Done."
     model_step, tools = ("llm_call_json",), ("execute_tools",)
@@ -63,7 +60,7 @@ async def test_json_mode_takes_two_supersteps_per_iteration_with_events_streamed
 
 async def test_an_approval_pause_adds_no_superstep():
     model = ScriptedChatModel(responses=[native_calls("a"), "done"])
-    agent = ReActAgent(model, [get_status], abilities=NATIVE, checkpointer=InMemorySaver(),
+    agent = ReActAgent(model, [get_status], abilities=NATIVE_TOOLS_ONLY, checkpointer=InMemorySaver(),
                        settings=AgentSettings(approval={"get_status": "always"}))
     paused = await agent.run("check", thread_id="t")
     assert [call.tool_call_id for call in paused.pending] == ["a"]
@@ -77,7 +74,7 @@ async def test_an_approval_pause_adds_no_superstep():
 
 async def test_a_follow_up_that_suppresses_an_answer_costs_one_model_step():
     model = HookedModel(responses=["premature", "answered both"])
-    agent = ReActAgent(model, [get_status], abilities=NATIVE, checkpointer=InMemorySaver())
+    agent = ReActAgent(model, [get_status], abilities=NATIVE_TOOLS_ONLY, checkpointer=InMemorySaver())
     model.hooks[1] = lambda: agent.inject("t", "also M-2")
     result = await agent.run("check", thread_id="t")
     assert result.answer == "answered both"
@@ -109,7 +106,7 @@ async def test_the_guard_is_a_superstep_only_when_the_window_needs_it():
 
 async def test_the_iteration_cap_goes_to_the_fallback_from_the_model_step():
     model = ScriptedChatModel(responses=[native_calls("a"), native_calls("b"), native_calls("c")])
-    agent = ReActAgent(model, [get_status], abilities=NATIVE, checkpointer=InMemorySaver(),
+    agent = ReActAgent(model, [get_status], abilities=NATIVE_TOOLS_ONLY, checkpointer=InMemorySaver(),
                        settings=AgentSettings(max_iterations=2))
     result = await agent.run("check", thread_id="t")
     assert result.finish_reason == "max_iterations"
@@ -124,7 +121,7 @@ async def test_tool_selection_is_one_superstep_per_turn():
     pick = AIMessage("", tool_calls=[tool_call("select_tools", {"tools": ["tool_03"]}, "s")])
     model = ScriptedChatModel(by_kind={"selection": [pick]},
                               responses=[AIMessage("", tool_calls=[tool_call("tool_03", {"equipment_id": "A"}, "a")]), "ok"])
-    agent = ReActAgent(model, hub, abilities=NATIVE, checkpointer=InMemorySaver())
+    agent = ReActAgent(model, hub, abilities=NATIVE_TOOLS_ONLY, checkpointer=InMemorySaver())
     result = await agent.run("status report 3 of A", thread_id="t")
     assert result.answer == "ok" and result.steps[0].tool_name == "tool_03"
     model_step, tools = ("llm_call_native",), ("execute_tools",)
@@ -148,7 +145,7 @@ async def test_an_iteration_writes_only_what_it_changes():
     state, so no checkpoint stores them twice (issue 20: every channel written is a row and
     a version more in each checkpoint)."""
     model = ScriptedChatModel(responses=[native_calls("a", "b"), native_calls("c"), "done"])
-    agent = ReActAgent(model, [get_status], abilities=NATIVE, checkpointer=InMemorySaver())
+    agent = ReActAgent(model, [get_status], abilities=NATIVE_TOOLS_ONLY, checkpointer=InMemorySaver())
     await agent.run("check", thread_id="t")
     model_step, tools = ("iteration", "messages", "usage"), ("messages", "steps")
     written = await written_channels(agent, "t")
@@ -167,7 +164,7 @@ async def test_a_new_turn_resets_only_the_bookkeeping_the_last_one_left_set():
     their reset value."""
     model = ScriptedChatModel(responses=["not json", json_call("M-1"), json_call("M-2"), json_final("one"),
                                          json_final("two")])
-    agent = ReActAgent(model, [get_status], abilities=JSON, checkpointer=InMemorySaver())
+    agent = ReActAgent(model, [get_status], abilities=JSON_MODE, checkpointer=InMemorySaver())
     assert (await agent.run("check", thread_id="t")).answer == "one"
     first = await written_channels(agent, "t")
     touched = [step for step in first if "parse_failures" in step]

@@ -17,15 +17,13 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import StructuredTool, tool
 from langgraph.config import get_config
 
-from reactgraph import AgentSettings, InMemoryInterruptQueue, ModelAbilities, create_react_graph
+from reactgraph import AgentSettings, InMemoryInterruptQueue, create_react_graph
 from reactgraph._dualmode import SyncRunError, run_sync
 from reactgraph.events import EVENTS_KEY, as_agent_event
 from reactgraph.prompts import REFORMAT_REQUEST
 from reactgraph.testing import ScriptedChatModel, tool_call
-from tests.helpers import SMALL, log_calls, read_log
+from tests.helpers import JSON_MODE, NATIVE, SMALL, log_calls, read_log
 
-NATIVE = ModelAbilities(tool_call=True, json_mode=True)
-JSON_ONLY = ModelAbilities(tool_call=False, json_mode=True)
 SYNC_APIS = {"generate", "stream"}
 ASYNC_APIS = {"agenerate", "astream"}
 
@@ -113,7 +111,7 @@ def test_json_mode_tool_call_reformat_and_final_agree(tools):
             json.dumps({"type": "final_answer", "reasoning": "done", "answer": "A is normal."}),
         ], synthesis="A runs normally.")
 
-    events, state, model = both_modes(make, tools, [HumanMessage("q")], abilities=JSON_ONLY)
+    events, state, model = both_modes(make, tools, [HumanMessage("q")], abilities=JSON_MODE)
     assert state["mode"] == "json" and state["iteration"] == 3
     assert state["answer"] == "A is normal." and state["synthesis"] == "A runs normally."
     assert state["steps"][0]["observation"] == "A: normal"

@@ -14,8 +14,8 @@ from reactgraph import AgentSettings, ModelAbilities, ReActAgent
 from reactgraph.demo.agent import SYNTHESIS_ENV, demo_settings
 from reactgraph.loop_answer import LoopAnswer, json_answer_so_far
 from reactgraph.testing import ScriptedChatModel, tool_call
+from tests.helpers import NATIVE_TOOLS_ONLY
 
-NATIVE = ModelAbilities(tool_call=True)
 AUTO = AgentSettings(synthesis="auto")
 
 
@@ -43,7 +43,7 @@ def deltas(events):
     return [e.data["content"] for e in events if e.channel == "answer" and e.data["status"] == "delta"]
 
 
-async def run(model, settings=AUTO, abilities=NATIVE, query="hi", **agent_args):
+async def run(model, settings=AUTO, abilities=NATIVE_TOOLS_ONLY, query="hi", **agent_args):
     agent = ReActAgent(model, TOOLS, abilities=abilities, settings=settings, **agent_args)
     return [e async for e in agent.astream_events(query)]
 
@@ -232,7 +232,7 @@ async def test_a_long_trace_gets_the_synthesis_call():
 
 async def test_run_without_streaming_is_unchanged_under_auto():
     model = ScriptedChatModel(responses=["Hola, ¿en qué puedo ayudarte?"])
-    result = await ReActAgent(model, TOOLS, abilities=NATIVE, settings=AUTO).run("Hola")
+    result = await ReActAgent(model, TOOLS, abilities=NATIVE_TOOLS_ONLY, settings=AUTO).run("Hola")
     assert result.answer == "Hola, ¿en qué puedo ayudarte?" and result.answer_source is None
     assert model.apis == ["agenerate"]
 
@@ -254,7 +254,7 @@ def test_a_synchronous_run_streams_the_loop_answer_too():
 
     model = ScriptedChatModel(responses=[AIMessage("", tool_calls=[tool_call("lookup_hotel", {"city": "Graz"}, "c1")]),
                                          "In Graz sind 3 Zimmer frei."])
-    graph = create_react_graph(model, TOOLS, abilities=NATIVE, settings=AUTO, custom_events=True)  # the engine's events
+    graph = create_react_graph(model, TOOLS, abilities=NATIVE_TOOLS_ONLY, settings=AUTO, custom_events=True)  # the engine's events
     chunks = list(graph.stream({"messages": [HumanMessage("Zimmer in Graz?")]}, stream_mode=["custom", "values"]))
     written = [data["data"]["content"] for mode, data in chunks if mode == "custom" and "content" in data.get("data", {})]
     assert written == ["In ", "Graz ", "sind ", "3 ", "Zimmer ", "frei."]
