@@ -1,4 +1,5 @@
-"""Test helpers shared by several test modules: the model abilities tests run with, a long
+"""Test helpers shared by several test modules: small tools with known behaviour, a small
+plant of four machine tools and JSON actions, the model abilities tests run with, a long
 plant log tool, the scripted calls that read it, a small-context model's abilities, a
 scripted model with hooks, a tool that waits for the test, and a wait on a condition
 where no event exists."""
@@ -7,12 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import time
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.tools import tool
-from pydantic import Field
+from langchain_core.tools import StructuredTool, tool
+from pydantic import BaseModel, Field
 
 from reactgraph import Artifact, ModelAbilities
 from reactgraph.testing import ScriptedChatModel, call_kind, tool_call
@@ -81,6 +83,48 @@ def as_dict(x: int) -> dict:
 def report(title: str) -> Artifact:
     """Returns an HTML artifact."""
     return Artifact(f"{title}.html", "<h1>" + "x" * 5000 + "</h1>")
+
+
+# A small plant of four machine tools (ids in an enum), and JSON actions as a model in JSON
+# mode writes them: for the tests of ranking, selection, the ids a question asks about and
+# grounding.
+
+MACHINES = ["CNC-001", "CNC-002", "CNC-003", "PRS-001"]  # MachineArgs' enum
+
+
+class MachineArgs(BaseModel):
+    machine_id: Literal["CNC-001", "CNC-002", "CNC-003", "PRS-001"] = Field(description="Machine id")
+
+
+def make_tool(name: str, description: str, keywords: list[str] | None = None, output: str = "") -> StructuredTool:
+    """A tool over one machine id of :data:`MACHINES` (``keywords`` as its metadata) answering
+    ``output``, or a status line with a temperature, a vibration and an alarm."""
+    def run(machine_id: str) -> str:
+        return output or f"{name} of {machine_id}: temperature 48.7 °C, vibration 1.2 mm/s, alarm W-1105"
+
+    return StructuredTool.from_function(run, name=name, description=description, args_schema=MachineArgs,
+                                        metadata={"keywords": keywords or []})
+
+
+def plant_tools() -> list[StructuredTool]:
+    """Four machine tools: a listing, energy, the maintenance log and the status (the last
+    three with Korean keywords)."""
+    return [
+        make_tool("list_machines", "List every machine with its line."),
+        make_tool("energy_report", "Electricity use in kWh of a machine.", ["에너지", "전력"]),
+        make_tool("maintenance_log", "Past work orders and repairs of a machine.", ["정비", "이력"]),
+        make_tool("machine_status", "Current state, readings and alarms of one machine.", ["상태", "현황"]),
+    ]
+
+
+def final(text: str) -> str:
+    """A JSON-mode final answer."""
+    return json.dumps({"type": "final_answer", "reasoning": "done", "answer": text})
+
+
+def call_json(name: str, args: dict) -> str:
+    """A JSON-mode tool call."""
+    return json.dumps({"type": "tool_call", "reasoning": "look", "tool_name": name, "tool_args": args})
 
 
 # The model abilities tests run with, one name per set of values (a test that needs other

@@ -1,11 +1,14 @@
 """What a user sees of an answer (issue 36) and which calls a run makes for it: the answer made
-of observations, the checks that withdraw an answer before it is shown, the calls the small
-model's policy skips, and the per-tool side-effect declarations (issue 35)."""
+of observations, the checks that withdraw an answer before it is shown (grounding: the check
+itself, and its report, re-ask and fall back on runs of a small model), a synthesis cut
+where it starts to loop, the calls the small model's policy skips, and the per-tool
+side-effect declarations (issue 35)."""
 
 from __future__ import annotations
 
 import json
 
+import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel
@@ -16,14 +19,16 @@ from reactgraph.grounding import (
     capabilities_answer,
     check_grounding,
     derivable,
+    extract_values,
     observation_answer,
     row_header,
 )
 from reactgraph.models import ResolvedModel
 from reactgraph.safeguards import PERMISSIVE, STRICT, SAFEGUARD_FIELDS, policy_for, resolve_settings
+from reactgraph.synthesis import looping_tail, until_repetition
 from reactgraph.testing import ScriptedChatModel, tool_call
 from reactgraph.tooling import has_side_effects
-from tests.helpers import SMALL_SCHEMA
+from tests.helpers import SMALL_NATIVE, SMALL_SCHEMA, call_json, final, plant_tools
 
 STATUS = """Equipment ID: CNC-003
 Name: CNC Lathe #1
@@ -39,10 +44,6 @@ W-1105 | warning | CNC-003 (CNC Lathe #1) | raised 2026-01-22 10:15"""
 
 def ok(name: str, args: dict, observation: str) -> dict:
     return {"tool_name": name, "tool_args": args, "observation": observation, "error": None}
-
-
-def final(text: str) -> str:
-    return json.dumps({"type": "final_answer", "reasoning": "done", "answer": text})
 
 
 # the answer made of observations ---------------------------------------------------------
@@ -306,3 +307,187 @@ def test_a_word_filter_no_called_tool_takes_does_not_keep_the_question_open():
     assert not covered([ok("low_stock", {}, "2 parts low")], ("CNC-003",), takes)  # an id is always needed
     assert covered([ok("status", {"id": "CNC-003"}, "warning")], ("CNC-003",), takes)
     assert not covered([ok("low_stock", {}, "2 parts low")], ("low",))  # without ``takes``: every value
+
+
+# grounding checks on runs of a small model ------------------------------------------------
+
+STEPS = [{"tool_name": "machine_status", "tool_args": {"machine_id": "CNC-003"}, "error": None,
+          "observation": "State: warning\nTemperature: 48.70°C\nVibration: 1.2 mm/s\nActive alarms: W-1105"}]
+
+
+def test_values_are_normalized():
+    assert extract_values("1. CNC-003의 온도 48.70°C, 1,250.50 kWh\n2. cnc-3", skip_list_markers=True) == \
+        ["CNC-003", "48.7", "1250.5", "CNC-3"]
+
+
+def test_a_fabricated_number_is_caught_and_trace_numbers_pass():
+    good = check_grounding("**CNC-003**: warning, 48.7 °C, vibration 1.2 mm/s, alarm W-1105.", STEPS, "CNC-003?")
+    assert good.grounded and good.ungrounded == [] and not good.factless and "W-1105" in good.cited
+    bad = check_grounding("CNC-003 runs at 93.4 % and 48.7 °C.", STEPS, "CNC-003?")
+    assert bad.ungrounded == ["93.4"]
+    empty = check_grounding("CNC-003 is fine.", STEPS, "CNC-003?")
+    assert empty.grounded and empty.factless  # passes on nothing the tool said
+
+
+def test_single_digits_and_the_questions_own_ids_are_not_facts_passed_on():
+    steps = [{"tool_name": "history", "tool_args": {"machine_id": "RBT-002"}, "error": None,
+              "observation": "Handling Robot #2\n2026-01-12 WO-5521 grease, 45 min\n2026-01-03 WO-5410 cable, 30 min"}]
+    vague = check_grounding("1. RBT-002 (Robot #2) had 2 jobs.", steps, "RBT-002 정비 이력 보여줘")
+    assert vague.grounded and vague.cited == [] and vague.factless and vague.facts_available == 6
+    one = check_grounding("RBT-002 was serviced on 2026-01-12.", steps, "RBT-002 정비 이력", min_facts=2)
+    assert one.cited == ["2026-01-12"] and one.factless  # fewer than the two asked for
+    two = check_grounding("RBT-002: WO-5521 on 2026-01-12.", steps, "RBT-002 정비 이력", min_facts=2)
+    assert not two.factless
+    few = [{**steps[0], "observation": "Last service 2026-01-12"}]
+    assert not check_grounding("Serviced 2026-01-12.", few, "RBT-002?", min_facts=2).factless  # only one exists
+
+
+async def test_enforce_with_two_facts_withdraws_a_one_fact_answer():
+    async def done_of(settings: AgentSettings) -> dict:
+        model = ScriptedChatModel(responses=[AIMessage(content="", tool_calls=[tool_call("machine_status", {"machine_id": "CNC-003"})]),
+                                             "done"], synthesis="CNC-003 is at 48.7 °C.")
+        events = [e async for e in ReActAgent(model, plant_tools(), abilities=SMALL_NATIVE, settings=settings).astream_events("CNC-003 상태")]
+        return events[-1].data
+
+    strict = await done_of(AgentSettings(grounding="enforce", grounding_min_facts=2, answer_when_covered=False,
+                                         answer_from_observations=False))
+    assert strict["grounding"]["action"] == "fallback"
+    assert "vibration 1.2 mm/s, alarm W-1105" in strict["answer"]
+    one = await done_of(AgentSettings(grounding="enforce", grounding_min_facts=1, answer_when_covered=False,
+                                      answer_from_observations=False))
+    assert one["grounding"]["action"] == "fallback" and one["grounding"]["problems"] == ["language"]
+    english = ScriptedChatModel(responses=[AIMessage(content="", tool_calls=[tool_call("machine_status", {"machine_id": "CNC-003"})]),
+                                           "done"], synthesis="CNC-003 is at 48.7 °C.")
+    agent = ReActAgent(english, plant_tools(), abilities=SMALL_NATIVE,
+                       settings=AgentSettings(grounding="enforce", grounding_min_facts=1, answer_when_covered=False,
+                                              answer_from_observations=False))
+    kept = [e async for e in agent.astream_events("CNC-003 status")][-1].data
+    assert kept["grounding"]["action"] == "kept" and kept["answer"] == "CNC-003 is at 48.7 °C."  # one fact is enough
+
+
+def grounding_agent(synthesis, mode: str, **settings: object) -> tuple[ReActAgent, ScriptedChatModel]:
+    model = ScriptedChatModel(responses=[AIMessage(content="", tool_calls=[tool_call("machine_status", {"machine_id": "CNC-003"})]),
+                                         "CNC-003 is in warning."], synthesis=synthesis)
+    settings = {"answer_when_covered": False, "answer_from_observations": False, **settings}
+    return ReActAgent(model, plant_tools(), abilities=SMALL_NATIVE, settings=AgentSettings(grounding=mode, **settings)), model
+
+
+async def test_report_mode_reports_and_keeps_the_answer():
+    agent, _ = grounding_agent("CNC-003 runs at 93.4 %.", "report")
+    events = [e async for e in agent.astream_events("CNC-003 상태")]
+    assert events[-1].data["answer"] == "CNC-003 runs at 93.4 %."
+    assert events[-1].data["grounding"] == {"mode": "report", "action": "kept", "checked": 2, "cited": 0,
+                                            "ungrounded": ["93.4"]}
+    assert not any(e.channel == "answer" and e.data.get("status") == "reset" for e in events)
+
+
+async def test_enforce_reasks_once_with_the_strict_prompt():
+    """With ``grounding_reask`` the answer is asked for once more — and the client sees only
+    the answer that stands, never the withdrawn draft (issue 36)."""
+    def synthesis(messages):
+        strict = "do not write them" in messages[-1].content
+        return "CNC-003: 48.7 °C, alarm W-1105." if strict else "CNC-003 runs at 93.4 %."
+
+    agent, model = grounding_agent(synthesis, "enforce", grounding_reask=True)
+    events = [e async for e in agent.astream_events("CNC-003 status")]
+    assert not any(e.channel == "answer" and e.data["status"] == "reset" for e in events)
+    deltas = [e.data["content"] for e in events if e.channel == "answer" and e.data["status"] == "delta"]
+    assert deltas == ["CNC-003: 48.7 °C, alarm W-1105."]
+    assert "93.4" in model.calls[-1][-1].content  # the strict prompt names the made-up value
+    done = events[-1].data
+    assert done["answer"] == "CNC-003: 48.7 °C, alarm W-1105."
+    assert done["grounding"]["action"] == "reasked" and done["grounding"]["ungrounded"] == []
+
+
+async def test_enforce_falls_back_to_the_observations_themselves():
+    agent, model = grounding_agent("CNC-003 runs at 93.4 %, trust me.", "enforce")
+    events = [e async for e in agent.astream_events("CNC-003 상태 확인해줘")]
+    assert [e.data["status"] for e in events if e.channel == "answer"] == ["start", "delta", "done"]
+    done = events[-1].data
+    assert done["grounding"]["action"] == "fallback" and done["grounding"]["ungrounded"] == []
+    assert model.kinds.count("synthesis") == 1  # the small-model policy asks no second time
+    assert done["answer"].startswith("CNC-003에 대해 도구가 조회한 결과입니다.")  # a lead in the question's language
+    assert "temperature 48.7 °C, vibration 1.2 mm/s, alarm W-1105" in done["answer"]  # facts as the tool wrote them
+    assert "```" not in done["answer"] and "machine_status(" not in done["answer"]
+
+
+async def test_enforce_answers_an_unknown_id_with_what_the_tool_said():
+    model = ScriptedChatModel(responses=[call_json("machine_status", {"machine_id": "CNC-009"}), final("All fine.")],
+                              synthesis="CNC-009 is running at 93 %.")
+    agent = ReActAgent(model, plant_tools(), abilities=SMALL_SCHEMA, settings=AgentSettings(grounding="enforce"))
+    events = [e async for e in agent.astream_events("What is the status of CNC-009?")]
+    done = events[-1].data
+    assert done["grounding"]["action"] == "no_data" and done["grounding"]["ungrounded"] == []
+    assert done["answer"].startswith("No tool returned data about CNC-009.")
+    assert "machine_id: 'CNC-009' is not a valid value" in done["answer"] and "'CNC-001'" in done["answer"]
+    assert len(model.calls) == 2  # no synthesis call: loop call, final answer
+
+
+def test_the_synthesis_input_leaves_out_repeats_and_keeps_other_refusals():
+    from reactgraph.synthesis import REPEAT_REFUSAL, format_trace
+
+    ok = {"tool_name": "machine_status", "tool_args": {"machine_id": "CNC-003"}, "error": None, "observation": "48.7 °C"}
+    repeat = {**ok, "error": "repeated call", "observation": "", "refused": REPEAT_REFUSAL}
+    capped = {**ok, "tool_name": "energy_report", "error": "tool call limit reached", "refused": "limit"}
+    trace = format_trace([ok, repeat, capped], "")
+    assert trace.count("machine_status") == 1 and "48.7 °C" in trace
+    assert '- energy_report({"machine_id": "CNC-003"}): failed (tool call limit reached)' in trace
+
+
+def test_observation_answer_without_results():
+    failed = [{"tool_name": "x", "error": "boom", "observation": "Error: boom"}]
+    assert observation_answer("What is the status?", failed) == \
+        "No tool returned data that answers this question.\n\nWhat the tools said:\n- boom"
+    assert observation_answer("상태?", []) == "도구에서 이 질문에 답할 데이터를 얻지 못했습니다."
+
+
+async def test_synthesis_never_sees_a_step_summary():
+    model = ScriptedChatModel(responses=[AIMessage(content="", tool_calls=[tool_call("ghost_tool", {})])], repeat_last=True)
+    agent = ReActAgent(model, plant_tools(), abilities=SMALL_NATIVE, settings=AgentSettings(max_iterations=2, stall_detection=False,
+                                                                                grounding="report"))
+    [e async for e in agent.astream_events("q")]
+    user = model.calls[-1][-1].content
+    assert "Steps taken" not in user and "Draft answer" not in user
+    assert "Failed attempts (no data):\n- ghost_tool({}): failed (unknown tool 'ghost_tool'" in user
+
+
+async def test_a_looping_synthesis_is_cut_and_then_checked():
+    looping = "CNC-003 status:\n" + "".join(f"{i}. get_status(CNC-003): failed, repeated call\n" for i in range(1, 40))
+    agent, model = grounding_agent(looping, "report")
+    events = [e async for e in agent.astream_events("CNC-003 상태")]
+    answer = events[-1].data["answer"]
+    assert answer.startswith("CNC-003 status:") and answer.count("repeated call") == 2
+    assert len(model.calls) == 3  # two loop calls and one synthesis: the stream was cut, nothing more asked
+
+
+def test_looping_tail_rules():
+    assert looping_tail("CNC-003: " + "normal | " * 5)
+    assert looping_tail("status: " + "ok, " * 12 + "o")  # the stream may stop mid-unit
+    assert not looping_tail("CNC-003: " + "normal | " * 4)  # four times is not a loop yet
+    assert not looping_tail("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")  # no letters
+    assert not looping_tail("CNC-001 normal, CNC-002 warning, CNC-003 normal, CNC-004 alarm, PRS-001 normal")
+
+
+@pytest.mark.parametrize(("synthesis", "start", "unit", "least", "most"), [
+    # a loop inside one line
+    ("CNC-003 is " + "normal | " * 60, "CNC-003 is normal | ", "normal", 3, 5),
+    # SmolLM2's re-asked synthesis on the demo question: "[19] " line after line until the
+    # output cap (84 lines), too short for the 12-character repeated-line rule
+    ("The work log is:\n\n" + "[19] \n" * 80, "The work log is:", "[19]", 1, 5),
+])
+async def test_a_looping_synthesis_is_cut_where_it_starts_to_loop(synthesis, start, unit, least, most):
+    agent, model = grounding_agent(synthesis, "report")
+    events = [e async for e in agent.astream_events("CNC-003 상태")]
+    answer = events[-1].data["answer"]
+    assert answer.startswith(start) and least <= answer.count(unit) <= most
+    assert len(model.calls) == 3  # two loop calls and one synthesis: the stream was cut
+
+
+async def test_short_lines_that_repeat_apart_or_hold_no_letter_are_kept():
+    table = "| a | b |\n|---|---|\n" + "| x | 1 |\n| y | 2 |\n" * 4 + "\n\n\n\n\n\n" + "---\n" * 6 + "done"
+    async def line_by_line():
+        for line in table.splitlines(keepends=True):
+            yield line
+
+    kept = [chunk async for chunk in until_repetition(line_by_line())]
+    assert "".join(kept) == table
