@@ -570,7 +570,7 @@ async def test_a_hanging_loop_call_is_retried_then_handed_to_the_fallback():
 
     primary = Hanging(responses=["never"])
     backup = ScriptedChatModel(responses=[status_call(), "CNC-001 läuft."], synthesis="CNC-001 läuft normal.")
-    agent = ReActAgent(primary, [get_status], abilities=NATIVE, fallbacks=[(backup, NATIVE)],
+    agent = ReActAgent(primary, [get_status], abilities=NATIVE_TOOLS_ONLY, fallbacks=[(backup, NATIVE_TOOLS_ONLY)],
                        settings=AgentSettings(model_attempts=2, model_timeout=0.2, retry_initial_delay=0.01,
                                               retry_max_delay=0.02))
     events = await asyncio.wait_for(events_of(agent), 30)

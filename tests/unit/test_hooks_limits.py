@@ -284,7 +284,7 @@ async def test_model_calls_cut_by_a_disconnect_count_against_the_limit_after_res
     model = HeldModel(responses=base.responses, repeat_last=True, synthesis="Lecture terminée.")
     model.entered, model.open = asyncio.Event(), asyncio.Event()
     async with open_persistence(checkpoint_url) as store:
-        agent = ReActAgent(model, [read_status], abilities=NATIVE, checkpointer=store.checkpointer,
+        agent = ReActAgent(model, [read_status], abilities=NATIVE_TOOLS_ONLY, checkpointer=store.checkpointer,
                            interrupt_queue=store.interrupt_queue,
                            settings=AgentSettings(limits=UsageLimits(model_calls=3), stall_detection=False))
         thread = f"cut-limits-{id(model)}"

@@ -18,8 +18,8 @@ from reactgraph.nodes.select_tools import gate_closes
 from reactgraph.ranking import ToolRanker, tokenize
 from reactgraph.synthesis import summarize_steps
 from reactgraph.testing import ScriptedChatModel
+from tests.helpers import SMALL_SCHEMA
 
-SCHEMA = ModelAbilities(json_mode=True, schema_output="json_object_schema", small=True)
 
 QUESTIONS = {
     "en": ["What is the status of order 4411?", "Which invoices are overdue this week?"],
@@ -192,7 +192,7 @@ def help_desk(count: int = 14) -> list[StructuredTool]:
 async def test_a_question_in_another_language_naming_a_value_lets_the_model_choose():
     model = ScriptedChatModel(responses=[json.dumps({"tools": ["order_status"]}),
                                          json.dumps({"type": "final_answer", "reasoning": "r", "answer": "ok"})])
-    agent = ReActAgent(model, help_desk(), abilities=SCHEMA, settings=AgentSettings(lexical_gate=True))
+    agent = ReActAgent(model, help_desk(), abilities=SMALL_SCHEMA, settings=AgentSettings(lexical_gate=True))
     await agent.run("注文4411の状況は？")
     assert model.kinds[0] == "selection"  # no word shared, a value named: not decided by the gate
     loop_schema = model.call_kwargs[1]["response_format"]["schema"]
@@ -202,7 +202,7 @@ async def test_a_question_in_another_language_naming_a_value_lets_the_model_choo
 async def test_a_greeting_gets_no_tool_in_any_language():
     for greeting in ("Bonjour, merci beaucoup !", "こんにちは、ありがとう"):
         model = ScriptedChatModel(responses=[json.dumps({"type": "final_answer", "reasoning": "r", "answer": "Salut"})])
-        result = await ReActAgent(model, help_desk(), abilities=SCHEMA, settings=AgentSettings(lexical_gate=True)).run(greeting)
+        result = await ReActAgent(model, help_desk(), abilities=SMALL_SCHEMA, settings=AgentSettings(lexical_gate=True)).run(greeting)
         assert model.kinds == ["tool_loop"] and result.steps == []
         schema = model.call_kwargs[0]["response_format"]["schema"]
         assert [branch["properties"]["type"]["enum"] for branch in schema.get("anyOf", [schema])] == [["final_answer"]]

@@ -21,14 +21,14 @@ import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 
-from reactgraph import AgentSettings, DAGAgent, ModelAbilities, ReActAgent, open_persistence
+from reactgraph import AgentSettings, DAGAgent, ReActAgent, open_persistence
 from reactgraph.approval import STARTED_BEFORE
 from reactgraph.events import DagStepToolStarted, ToolStarted
 from reactgraph.testing import ScriptedChatModel, tool_call
+from tests.helpers import NATIVE_TOOLS_ONLY
 
 from .test_dag import general_model, kind, plan, step, step_reply, verdict
 
-NATIVE = ModelAbilities(tool_call=True)
 SETTINGS = AgentSettings(max_iterations=4, tool_timeout=60, retry_initial_delay=0.01, retry_max_delay=0.02)
 
 
@@ -55,7 +55,7 @@ class Line:
 
 
 def react_agent(line: Line, store: Any, model: ScriptedChatModel) -> ReActAgent:
-    return ReActAgent(model, [line.tool], abilities=NATIVE, settings=SETTINGS, checkpointer=store.checkpointer,
+    return ReActAgent(model, [line.tool], abilities=NATIVE_TOOLS_ONLY, settings=SETTINGS, checkpointer=store.checkpointer,
                       interrupt_queue=store.interrupt_queue)
 
 
