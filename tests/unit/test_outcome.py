@@ -18,19 +18,19 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from reactgraph import AgentSettings, ModelAbilities, ReActAgent, observability
+from reactgraph import AgentSettings, ReActAgent, observability
 from reactgraph.checkpointing import STORAGE_ERROR
 from reactgraph.limits import LIMIT_REASONS
 from reactgraph.outcome import FINISH_REASONS, answer_shown, cancelled, finish_reason, is_failure
 from reactgraph.result import Step
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.testing import ScriptedChatModel, tool_call
+from tests.helpers import NATIVE_TOOLS_ONLY
 from tests.server_cases import asgi_client
 from tests.serving import parse_sse
 from tests.unit.test_synthesis_auto import lookup_train
 
 PACKAGE = Path(__file__).resolve().parents[2] / "reactgraph"
-NATIVE = ModelAbilities(tool_call=True)
 FINISH_NAMES = {"finish_reason", "finish", "failure_reason"}
 """Names a finish reason is written to or read from in the engine's code."""
 
@@ -182,10 +182,10 @@ async def test_the_result_the_done_event_the_thread_and_the_span_agree(case):
     observability.instrument(tracer_provider=provider, capture_content=True, metrics=False)
     try:
         model, settings, question = _script(case)
-        result = await ReActAgent(model, TOOLS, abilities=NATIVE, settings=settings,
+        result = await ReActAgent(model, TOOLS, abilities=NATIVE_TOOLS_ONLY, settings=settings,
                                   checkpointer=InMemorySaver()).run(question, thread_id="direct")
         model, settings, question = _script(case)
-        agent = ReActAgent(model, TOOLS, abilities=NATIVE, settings=settings, checkpointer=InMemorySaver())
+        agent = ReActAgent(model, TOOLS, abilities=NATIVE_TOOLS_ONLY, settings=settings, checkpointer=InMemorySaver())
         async with asgi_client(create_app(agent, ServerSettings(api_key=""))) as client:
             events = parse_sse((await client.post("/threads/served/runs", json={"message": question})).text)
             thread = (await client.get("/threads/served")).json()
