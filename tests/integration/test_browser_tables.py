@@ -11,15 +11,15 @@ import pytest
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel
 
-from reactgraph import ModelAbilities, ReActAgent
+from reactgraph import ReActAgent
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.testing import ScriptedChatModel
+from tests.helpers import SMALL_SCHEMA
 from tests.integration.test_browser import artifact_path, ask, browser_page
 from tests.serving import running_server
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
-SMALL = ModelAbilities(json_mode=True, schema_output="json_object_schema", small=True)
 
 ROWS = [f"PMP-00{n} | Booster pump station {n} | running | 4{n}.5 bar | 7{n}.2 m3/h | 6{n}.0 °C | 2026-02-1{n} | "
         f"0{n} alarms" for n in (1, 3)]
@@ -72,7 +72,7 @@ EMPTY_HEADERS = """() => Array.from(document.querySelectorAll('.answer table')).
 async def test_a_wide_table_at_390_px_keeps_every_word_whole_and_names_its_columns(tool_name, table):
     loop = json.dumps({"type": "tool_call", "reasoning": "", "tool_name": tool_name,
                        "tool_args": {"first": "PMP-001", "second": "PMP-003"}})
-    agent = ReActAgent(ScriptedChatModel(responses=[loop], repeat_last=True), hub(), abilities=SMALL)
+    agent = ReActAgent(ScriptedChatModel(responses=[loop], repeat_last=True), hub(), abilities=SMALL_SCHEMA)
     async with running_server(create_app(agent, ServerSettings(api_key=""))) as url, browser_page(url) as page:
         await page.set_viewport_size({"width": 390, "height": 844})
         await ask(page, "Compare PMP-001 and PMP-003")

@@ -17,8 +17,8 @@ from reactgraph.lead import lead_sentence, question_kind
 from reactgraph.parts import clauses, question_parts
 from reactgraph.ranking import ToolRanker
 from reactgraph.testing import ScriptedChatModel
+from tests.helpers import SMALL_SCHEMA
 
-SMALL = ModelAbilities(json_mode=True, schema_output="json_object_schema", small=True)
 
 ORDER = "Order: ORD-7\nState: shipped\nCarrier: Northwind\nDelivery date: 2026-03-02"
 STOCK = "Item: SKU-12\nQuantity on hand: 14\nReorder point: 20"
@@ -84,7 +84,7 @@ async def test_each_part_gets_its_tool_and_the_loop_is_covered_only_when_both_ha
     call offers only the part still without data, and the answer holds both observations."""
     model = ScriptedChatModel(responses=[call("order_status", {"order_id": "ORD-7"}),
                                          call("stock_level", {"item_id": "SKU-12"})])
-    agent = ReActAgent(model, warehouse_tools(), abilities=SMALL)
+    agent = ReActAgent(model, warehouse_tools(), abilities=SMALL_SCHEMA)
     question = "What is the state of order ORD-7, and how much stock is on hand for SKU-12?"
     result = await agent.run(question)
     assert [step.tool_name for step in result.steps] == ["order_status", "stock_level"]
@@ -97,7 +97,7 @@ async def test_each_part_gets_its_tool_and_the_loop_is_covered_only_when_both_ha
 
 async def test_a_single_part_question_is_covered_by_its_one_tool():
     model = ScriptedChatModel(responses=[call("order_status", {"order_id": "ORD-7"})], repeat_last=True)
-    result = await ReActAgent(model, warehouse_tools(), abilities=SMALL).run("What is the state of order ORD-7?")
+    result = await ReActAgent(model, warehouse_tools(), abilities=SMALL_SCHEMA).run("What is the state of order ORD-7?")
     assert [step.tool_name for step in result.steps] == ["order_status"]
     assert result.finish_reason == "covered" and model.kinds == ["tool_loop"]
 
@@ -137,7 +137,7 @@ def test_the_kind_of_question_is_read_from_question_words(question, kind):
 
 async def answered(model: ScriptedChatModel, question: str) -> dict:
     """The ``done`` event of a streamed run (the answer as a user sees it, synthesized)."""
-    events = [event async for event in ReActAgent(model, warehouse_tools(), abilities=SMALL).astream_events(question)]
+    events = [event async for event in ReActAgent(model, warehouse_tools(), abilities=SMALL_SCHEMA).astream_events(question)]
     return events[-1].data
 
 
