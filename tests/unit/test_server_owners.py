@@ -15,15 +15,15 @@ import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 
-from reactgraph import AgentSettings, ModelAbilities, ReActAgent
+from reactgraph import AgentSettings, ReActAgent
 from reactgraph.checkpointing import open_persistence
 from reactgraph.cli import _parser, _server_settings
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.server.owners import API_KEYS_ENV, DEFAULT_PRINCIPAL, OWNERS_TABLE, parse_api_keys
 from reactgraph.testing import ScriptedChatModel, tool_call
+from tests.helpers import NATIVE
 from tests.serving import parse_sse
 
-NATIVE = ModelAbilities(tool_call=True, json_mode=True)
 KEYS = {"key-of-ana": "ana", "key-of-bo": "bo@example.org"}
 ANA = {"Authorization": "Bearer key-of-ana"}
 BO = {"Authorization": "Bearer key-of-bo"}
