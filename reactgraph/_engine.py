@@ -7,13 +7,12 @@ checkpointed state (SPEC R2.1: one model instance for every call of a run).
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, SystemMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig, RunnableLambda
 from langchain_core.tools import BaseTool
 from langgraph.constants import TAG_NOSTREAM
@@ -41,17 +40,17 @@ from reactgraph.fallbacks import (
     unique_labels,
 )
 from reactgraph.graph.names import GUARD_CONTEXT, LLM_CALL_JSON, LLM_CALL_NATIVE, SELECT_TOOLS, SYNTHESIZE
-from reactgraph.history import HistoryFold, add_call_ids, written_ids_fold
+from reactgraph.history import HistoryFold, add_call_ids, written_values_fold
 from reactgraph.interrupts import InMemoryInterruptQueue, InterruptQueue
 from reactgraph.limits import ModelPrice, limit_reached, model_name_of
 from reactgraph.prompts import DEFAULT_SYSTEM_PROMPT, json_mode_system_prompt
 from reactgraph.protocol import in_mode_form
 from reactgraph.providers import GENERIC, ProviderProfile, adapt_model, select_profile
-from reactgraph.ranking import ToolRanker, enum_values, named_values, unlisted_values
+from reactgraph.ranking import ToolRanker, enum_values
 from reactgraph.safeguards import resolve_settings
 from reactgraph.tooling import ToolErrorPolicy, ToolRunner, has_side_effects, prepare_tools, tool_source
+from reactgraph.values import ValueReader, argument_leaves, written_in
 
-_DATES = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 
 RUN_NAME_SELECTION = f"tool_loop/{SELECT_TOOLS}"
 """Trace name of the tool-selection model calls: ``<phase>/<node>``. LangSmith (or any
@@ -214,7 +213,7 @@ class Engine:
         default_factory=lambda: HistoryFold(set, add_call_ids), repr=False)
 
     def __post_init__(self) -> None:
-        self._written_ids = written_ids_fold(self._id_values)
+        self._written_ids = written_values_fold(self._id_values, self.values.written)
 
     @classmethod
     def build(
@@ -421,9 +420,7 @@ class Engine:
 
         def work_out() -> tuple[tuple[str, ...], tuple[str, ...]]:
             ranked = tuple(name for name, _ in self.ranker.rank(query))
-            named = tuple(dict.fromkeys([*named_values(query, self._enum_values),
-                                         *unlisted_values(query, self._enum_values), *_DATES.findall(query)]))
-            return ranked, named
+            return ranked, tuple(self.values.named(query))
 
         return remembered(self._per_query, query, work_out)
 
@@ -467,11 +464,89 @@ class Engine:
         tool = self.tools.get(tool_name)
         return frozenset(enum_strings(tool_args_schema(tool))) if tool is not None else frozenset()
 
+    @property
+    def values(self) -> ValueReader:
+        """What the tools' arguments take (:class:`~reactgraph.values.ValueReader`, read from
+        their schemas once per agent): the one notion of a value behind ranking, named values,
+        ``seen``, ``covered``, ``require_tool_data`` and the unasked-value check."""
+        return self.ranker.values
+
     def named_values(self, query: str) -> tuple[str, ...]:
-        """The argument enum values ``query`` names, in its order, then identifiers it writes
-        in the shape of enum values without being one (:func:`~reactgraph.ranking.unlisted_values`,
-        an unknown machine id), then the dates it writes (``YYYY-MM-DD``) (SPEC R13.1)."""
+        """The values ``query`` names, in its order, each one whole value in the normal form
+        its argument takes (:meth:`~reactgraph.values.ValueReader.find`: enum values, ids of
+        an enum's shape it lacks, e-mail addresses, UUIDs, dates as ISO, values of a pattern's
+        or an example's shape, quoted names) (SPEC R13.1, R13.11)."""
         return self._query_facts(query)[1]
+
+    def written_values(self, messages: Sequence[BaseMessage], thread: Any = None) -> set[str]:
+        """What the user or a tool wrote in ``messages`` of ``thread``: the id enum values
+        as spelled, and every value in folded normal form (:meth:`~reactgraph.values.ValueReader.written`),
+        read incrementally (:class:`~reactgraph.history.HistoryFold`). Read it, do not change it."""
+        return self._written_ids(messages, thread)
+
+    def answers_question(self, step: dict[str, Any], query: str, messages: Sequence[BaseMessage],
+                         thread: Any = None, steps: Sequence[dict[str, Any]] = ()) -> bool:
+        """Whether a call (a step record) may stand as the answer to ``query`` (SPEC R13.12):
+        every enum value it passes is one the question names (:meth:`named_values`), its
+        argument's default, or one written before this turn by the user or a tool (the
+        ``messages`` before the turn's question) or by another call's result this turn (one of
+        ``steps``; a call's own result or a repeat's, which may echo its arguments, does not count). A call
+        that passes another ("high" for a question that writes "高", the first line of an enum
+        for a question about a SKU) answers another question: it neither covers the question
+        nor is shown as its answer."""
+        arguments = {argument.argument: argument for argument in self.values.arguments.get(
+            str(step.get("tool_name") or ""), ())}
+        named = self.named_values(query)
+        written: set[str] | None = None
+        for path, value in argument_leaves(step.get("tool_args")):
+            argument = arguments.get(path)
+            if argument is None or not isinstance(value, str) or value not in argument.enum:
+                continue
+            if value in named or value == argument.default:
+                continue
+            if written is None:
+                asked = max((index for index, message in enumerate(messages)
+                             if isinstance(message, HumanMessage) and message_text(message) == query), default=0)
+                written = set(self.written_values(messages[:asked])) if asked else set()
+                for other in steps:  # another call: not this one, nor a repeat of it
+                    if not other.get("error") and (other.get("tool_name"), other.get("tool_args")) != (
+                            step.get("tool_name"), step.get("tool_args")):
+                        written |= self.values.written(str(other.get("observation") or ""))
+            if not written_in(value, written):
+                return False
+        return True
+
+    def answering_steps(self, steps: Sequence[dict[str, Any]], query: str, messages: Sequence[BaseMessage],
+                        thread: Any = None) -> list[dict[str, Any]]:
+        """The ``steps`` whose calls :meth:`answers_question` ``query``, in order: what an
+        answer made of observations may show."""
+        return [step for step in steps if self.answers_question(step, query, messages, thread, steps)]
+
+    def unwritten_values(self, tool_name: str, args: Any, messages: Sequence[BaseMessage],
+                         thread: Any = None) -> list[tuple[str, str]]:
+        """The values of a call that no one wrote (SPEC R13.1): for every argument of
+        ``tool_name`` that names one record (:attr:`~reactgraph.values.ArgumentValues.identifier`:
+        an e-mail, a UUID, a value of a pattern's or an example's shape), a value that is not
+        one of its enum values and that neither the user nor a tool wrote in ``messages`` (the
+        question, earlier turns, tool results; the model's own text does not count).
+
+        Returns:
+            ``(argument, value)`` pairs, in argument order; ``[]`` when every value was written.
+        """
+        arguments = {argument.argument: argument for argument in self.values.identifier_arguments(tool_name)}
+        if not arguments:
+            return []
+        written: set[str] | None = None
+        out: list[tuple[str, str]] = []
+        for path, value in argument_leaves(args):
+            argument = arguments.get(path)
+            if argument is None or value is None or isinstance(value, bool) or str(value) in argument.enum:
+                continue
+            if written is None:
+                written = self.written_values(messages, thread)
+            if not written_in(value, written):
+                out.append((path, str(value)))
+        return out
 
     def seen_ids(self, query: str, messages: Sequence[BaseMessage], thread: Any = None) -> tuple[str, ...] | None:
         """The ids a call may pass besides those ``query`` names, when the question names

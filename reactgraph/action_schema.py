@@ -17,14 +17,15 @@ a small model can only write a well-formed action.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import BaseModel
 
 from reactgraph.abilities import SchemaOutput
+from reactgraph.values import argument_values, shape_of
 
 ACTION_WRAPPER_KEY = "action"
 """The root key that holds the action in the OpenAI ``json_schema`` request shape."""
@@ -62,13 +63,42 @@ def tool_args_schema(tool: BaseTool) -> dict[str, Any]:
     return {"type": "object", "properties": {}, **params}
 
 
+def value_schema(tool: BaseTool) -> dict[str, Any]:
+    """A tool's argument schema as its values are read (:class:`reactgraph.values.ValueReader`):
+    :func:`tool_args_schema`, each property merged over the same property of the tool's own
+    argument model, which keeps what the offered schema drops (a ``format``, a ``pattern`` or
+    ``examples`` given as ``Field(json_schema_extra=...)``).
+
+    Args:
+        tool: Any LangChain tool.
+
+    Returns:
+        An object schema; :func:`tool_args_schema` itself when the tool has no argument model.
+    """
+    schema = tool_args_schema(tool)
+    own = tool.args_schema
+    if isinstance(own, dict):
+        full = own
+    elif isinstance(own, type) and issubclass(own, BaseModel):
+        try:
+            full = own.model_json_schema()
+        except Exception:  # an injected argument (state, store, runtime) has no JSON schema
+            return schema
+    else:
+        return schema
+    written = full.get("properties") or {}
+    properties = {name: {**(written.get(name) if isinstance(written.get(name), dict) else {}), **item}
+                  for name, item in (schema.get("properties") or {}).items()}
+    return {**schema, "properties": properties,
+            **({"$defs": full["$defs"]} if isinstance(full.get("$defs"), dict) else {})}
+
+
 def value_shape(value: str) -> str | None:
-    """The shape of an identifier-like enum value: every letter written ``a``, every digit
-    ``9``, other characters kept (``"PO-103"`` -> ``"aaa-999"``); ``None`` for a value
-    without a digit (a word such as ``"normal"``), whose shape says nothing."""
-    if not any(char.isdigit() for char in value):
-        return None
-    return "".join("9" if char.isdigit() else "a" if char.isalpha() else char for char in value)
+    """The shape of an identifier-like enum value (:func:`reactgraph.values.shape_of`):
+    every letter written ``a``, every digit ``9``, other characters kept (``"AB/100"`` ->
+    ``"aa/999"``); ``None`` for a value without a digit (a word such as ``"normal"``),
+    whose shape says nothing."""
+    return shape_of(value)
 
 
 def prefer_named_values(schema: Any, named: Sequence[str], seen: Sequence[str] | None = None) -> Any:
@@ -110,9 +140,6 @@ def prefer_named_values(schema: Any, named: Sequence[str], seen: Sequence[str] |
     return walk(schema)
 
 
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-
-
 def enum_strings(schema: Any) -> Iterator[str]:
     """Every string enum value anywhere in ``schema`` (nested properties, items, branches)."""
     if isinstance(schema, dict):
@@ -126,10 +153,12 @@ def enum_strings(schema: Any) -> Iterator[str]:
             yield from enum_strings(item)
 
 
-def _takes_date(schema: Any) -> bool:
-    if isinstance(schema, dict):
-        return schema.get("format") == "date" or any(_takes_date(value) for value in schema.values())
-    return isinstance(schema, list) and any(_takes_date(item) for item in schema)
+def _takes_named(name: str, item: Any, named: Sequence[str]) -> bool:
+    """Whether the argument ``name`` (schema ``item``) takes one of the ``named`` values:
+    one of its enum values, a date for a date argument, an e-mail for an e-mail argument, a
+    value of its pattern's or examples' shape (:class:`reactgraph.values.ArgumentValues`)."""
+    return any(argument.fits(value) for argument in argument_values("", {"properties": {name: item}})
+               for value in named)
 
 
 def offered_args_schema(tool: BaseTool, named: Sequence[str] = (), *, named_optionals_only: bool = False,
@@ -143,7 +172,8 @@ def offered_args_schema(tool: BaseTool, named: Sequence[str] = (), *, named_opti
         seen: Ids the user or a tool wrote in the thread; given, an id enum of which the
             question names some offers only those and these (:func:`prefer_named_values`).
         named_optionals_only: Offer an optional argument only when the question names a
-            value for it — one of its enum values, or a date for a date argument; the tool
+            value for it (:func:`_takes_named`: one of its enum values, a date for a date
+            argument, a value of its format, pattern or examples); the tool
             then runs with its default. A small model otherwise fills every optional
             filter with the first value it sees (``AgentSettings.optional_args``).
 
@@ -154,10 +184,10 @@ def offered_args_schema(tool: BaseTool, named: Sequence[str] = (), *, named_opti
     if not named_optionals_only:
         return schema
     required = set(schema.get("required") or ())
-    dates = any(_DATE.match(value) for value in named)
+    written = value_schema(tool).get("properties") or {}
     properties = {
         name: item for name, item in (schema.get("properties") or {}).items()
-        if name in required or set(enum_strings(item)) & set(named) or (dates and _takes_date(item))
+        if name in required or _takes_named(name, written.get(name, item), named)
     }
     return {**schema, "properties": properties}
 

@@ -34,24 +34,22 @@ from typing import Any
 from reactgraph.jsonparse import safe_json
 from reactgraph.language import SCRIPT_LANGUAGES, detect_language, phrase
 from reactgraph.state import StepRecord
+from reactgraph.tooling import holds_no_data
+from reactgraph.values import Token, normal_number, value_tokens
 
-_ID = r"[A-Za-z]{1,6}-\d+(?:-\d+)*"
-_DATE = r"\d{4}-\d{2}-\d{2}"
-_NUMBER = r"\d+(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
-_VALUE = re.compile(rf"(?<![A-Za-z0-9_.])(?:({_DATE})|({_ID})|({_NUMBER}))(?![0-9])")
 _LIST_MARKER = re.compile(r"^\s*(?:#+\s*)?\d+[.)]\s", re.MULTILINE)
 
 
-def _normal_number(text: str) -> str:
-    plain = text.replace(",", "")
-    if "." in plain:
-        plain = plain.rstrip("0").rstrip(".")
-    plain = plain.lstrip("0") or "0"
-    return "0" + plain if plain.startswith(".") else plain
+def _tokens(text: str, *, skip_list_markers: bool = False) -> list[Token]:
+    """:func:`~reactgraph.values.value_tokens` of ``text``, without the numbers that only
+    number a list line or heading when ``skip_list_markers``."""
+    markers = {m.end() - 2 for m in _LIST_MARKER.finditer(text)} if skip_list_markers else set()
+    return [token for token in value_tokens(text) if not (token.kind == "number" and token.end in markers)]
 
 
 def extract_values(text: str, *, skip_list_markers: bool = False) -> list[str]:
-    """The ids, dates and numbers of ``text`` in normal form (see the module docstring).
+    """The values of ``text`` in normal form (:func:`~reactgraph.values.value_tokens`: ids,
+    e-mail addresses, UUIDs, dates in any notation, numbers).
 
     Args:
         text: Any text.
@@ -61,21 +59,12 @@ def extract_values(text: str, *, skip_list_markers: bool = False) -> list[str]:
         The values, in order, each once: ids upper-cased (``PO-103``), dates as written,
         numbers normalized (``1,250.50`` → ``1250.5``).
     """
-    markers = {m.end() - 2 for m in _LIST_MARKER.finditer(text)} if skip_list_markers else set()
-    values: list[str] = []
-    for match in _VALUE.finditer(text):
-        date, ident, number = match.groups()
-        if date:
-            value = date
-        elif ident:
-            value = ident.upper()
-        else:
-            if match.end() in markers:
-                continue
-            value = _normal_number(number)
-        if value not in values:
-            values.append(value)
-    return values
+    return list(dict.fromkeys(token.value for token in _tokens(text, skip_list_markers=skip_list_markers)))
+
+
+def _readings(text: str) -> set[str]:
+    """Every reading of every value of ``text`` (a number's other readings too)."""
+    return {reading for token in value_tokens(text) for reading in token.readings}
 
 
 def _with_id_parts(values: Iterable[str]) -> set[str]:
@@ -83,9 +72,18 @@ def _with_id_parts(values: Iterable[str]) -> set[str]:
     alone too, as ``3``)."""
     found = set(values)
     for value in list(found):
-        if "-" in value and not re.fullmatch(_DATE, value):
-            found.update(_normal_number(part) for part in value.split("-")[1:])
+        if not value.startswith("-") and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value) and re.search(r"[A-Za-z]", value):
+            found.update(normal_number(part) for part in re.split(r"[-/#_.]", value)[1:] if part.isdigit())
     return found
+
+
+def _in_evidence(token: Token, evidence: set[str]) -> bool:
+    """Whether a value of the answer is in the evidence: one of its readings is, or it is a
+    date without a year (``3月5日``) whose month and day an evidence date has."""
+    if any(reading in evidence for reading in token.readings):
+        return True
+    return token.value.startswith("--") and any(item.endswith(token.value[1:]) and item[:4].isdigit()
+                                                for item in evidence)
 
 
 _DERIVED_OPERANDS = 80
@@ -129,10 +127,10 @@ def derivable(value: str, evidence: Iterable[str]) -> bool:
 
 
 def _evidence(steps: Sequence[StepRecord], question: str) -> set[str]:
-    found: set[str] = set(extract_values(question))
+    found: set[str] = _readings(question)
     for step in steps:
-        found.update(extract_values(str(step.get("observation") or "")))
-        found.update(extract_values(safe_json(step.get("tool_args"))))
+        found.update(_readings(str(step.get("observation") or "")))
+        found.update(_readings(safe_json(step.get("tool_args"))))
     return _with_id_parts(found)
 
 
@@ -202,19 +200,20 @@ def check_grounding(answer: str, steps: Sequence[dict[str, Any]], question: str,
     Returns:
         A :class:`GroundingReport`.
     """
-    checked = extract_values(answer, skip_list_markers=True)
-    evidence = _evidence(steps, question) | _with_id_parts(extract_values(context))
-    asked = _with_id_parts(extract_values(question))
-    facts = {value for step in steps if not step.get("error")
+    tokens = list({token.value: token for token in reversed(_tokens(answer, skip_list_markers=True))}.values())[::-1]
+    checked = [token.value for token in tokens]
+    evidence = _evidence(steps, question) | _with_id_parts(_readings(context))
+    asked = _with_id_parts(_readings(question))
+    facts = {value for step in steps if not step.get("error") and not holds_no_data(step.get("observation"))
              for value in extract_values(str(step.get("observation") or "")) if informative(value)} - asked
-    missing = [value for value in checked if value not in evidence]
+    missing = [token.value for token in tokens if not _in_evidence(token, evidence)]
     ordered: list[str] = []  # the evidence in trace order, sorted once, only when a value is missing
     return GroundingReport(
         checked=checked,
         ungrounded=[value for value in missing
                     if not (derived and derivable(value, ordered or (ordered := sorted(evidence, key=_first_seen(
                         steps, question)))))],
-        cited=[value for value in checked if value in facts],
+        cited=[token.value for token in tokens if any(reading in facts for reading in token.readings)],
         facts_available=len(facts),
         min_facts=min_facts,
     )
@@ -350,6 +349,8 @@ def _observation_lines(observation: str, emitted: set[str]) -> list[str]:
 def _argument_strings(value: Any) -> Iterable[str]:
     if isinstance(value, str):
         yield value
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        yield str(value)
     elif isinstance(value, dict):
         for item in value.values():
             yield from _argument_strings(item)
@@ -359,14 +360,16 @@ def _argument_strings(value: Any) -> Iterable[str]:
 
 
 def _subject(question: str, steps: Sequence[StepRecord]) -> str:
-    """What the question asks about, for the lead sentence: the text arguments of the tool
-    calls that the question writes as a whole word or phrase (``PO-103``, ``2026-01-28``,
-    ``Line C`` in "Line Cの設備" but not ``fail`` in "failed"; any letter case), in the order the
-    question names them, spelled as the calls passed them."""
+    """What the question asks about, for the lead sentence: the arguments of the tool calls
+    that the question writes as a whole word or phrase (``PO-103``, ``2026-01-28``, ``Line C``
+    in "Line Cの設備" but not ``fail`` in "failed"; any letter case) or in its own notation
+    (``2026-03-05`` for "2026年3月5日", the number ``104233``), in the order the question names
+    them, spelled as the calls passed them."""
     found: dict[str, int] = {}
+    written = {reading: token.start for token in value_tokens(question) for reading in token.readings}
     for step in steps:
         for value in _argument_strings(step.get("tool_args")):
-            text = value.strip()
+            text = str(value).strip()
             if len(text) < 2 or text in found:
                 continue
             # Latin letters and digits bound a word; a particle of a language written without
@@ -374,6 +377,11 @@ def _subject(question: str, steps: Sequence[StepRecord]) -> str:
             match = re.search(rf"(?<![A-Za-z0-9]){re.escape(text)}(?![A-Za-z0-9])", question, re.IGNORECASE)
             if match:
                 found[text] = match.start()
+            else:  # the same value in the question's own notation (a date, a number): one of its readings
+                readings = [reading for token in value_tokens(text) if token.end - token.start == len(text)
+                            for reading in token.readings if reading in written]
+                if readings:
+                    found[text] = written[readings[0]]
     return ", ".join(sorted(found, key=found.__getitem__))
 
 
@@ -401,9 +409,9 @@ def observation_answer(question: str, steps: Iterable[dict[str, Any]], result_ch
         Markdown: a lead sentence naming what was asked about, then the facts of each
         distinct successful observation — ``key: value`` lines as a list, rows as a table —
         with units and ids as the tools wrote them, no code fence, no tool name or argument
-        dump and no line twice. When no call succeeded: one sentence saying no tool returned
-        data, then what each failed call was told (an unknown id's message names the valid
-        ones).
+        dump and no line twice. When no call returned data (every one failed, or its result
+        holds none: :func:`~reactgraph.tooling.holds_no_data`): the sentence that nothing was
+        found (``phrase("no_data_about")``, ``phrase("no_data")``), then what each call was told (an unknown id's message names the valid ones).
     """
     steps = list(steps)
     language = language or detect_language(question)
@@ -412,8 +420,9 @@ def observation_answer(question: str, steps: Iterable[dict[str, Any]], result_ch
     failures: list[str] = []
     emitted: set[str] = set()
     for step in steps:
-        if step.get("error"):
-            reason = str(step["error"]).strip().splitlines()[0] if str(step["error"]).strip() else "failed"
+        said = step.get("error") or (step.get("observation") if holds_no_data(step.get("observation")) else None)
+        if said is not None:
+            reason = str(said).strip().splitlines()[0] if str(said).strip() else "(empty)"
             line = f"- {reason[:300]}"
             if not step.get("refused") and line not in failures:
                 failures.append(line)

@@ -4,7 +4,7 @@ scan per loop iteration).
 Before each model call the loop needs a few facts about the whole conversation, which
 grows with every turn of a thread: the tool-call ids already used (a provider that numbers
 its calls ``call_0`` every time gets fresh ones, SPEC §12) and the identifiers the user or a
-tool wrote (a call may pass those, R13.1). The conversation only grows while a run goes
+tool wrote (a call may pass those, R13.1), and every value they wrote. The conversation only grows while a run goes
 on, so a :class:`HistoryFold` keeps what it worked out for each list it was shown and,
 shown the list again, folds in only the items added since. A list that is not a grown copy of the
 last one (another thread, a compaction, an edit of the last item, a run resumed from a
@@ -97,13 +97,19 @@ def add_call_ids(ids: set[str], message: BaseMessage) -> None:
         ids.update(call["id"] for call in message.tool_calls if call.get("id"))
 
 
-def written_ids_fold(ids: Sequence[str]) -> HistoryFold[set[str], BaseMessage]:
-    """A :class:`HistoryFold` of the identifiers among ``ids`` (an agent's enum values that
-    are ids) that the user or a tool wrote: the text of every message but the model's own."""
+def written_values_fold(ids: Sequence[str], read: Callable[[str], set[str]] | None = None
+                        ) -> HistoryFold[set[str], BaseMessage]:
+    """A :class:`HistoryFold` of the values the user or a tool wrote: the text of every
+    message but the model's own. It holds the identifiers among ``ids`` (an agent's enum
+    values that are ids) that a text contains, as they are spelled, and what ``read`` finds
+    in each text (:meth:`reactgraph.values.ValueReader.written`: every value in normal form,
+    folded), so a call's value can be checked against what someone wrote."""
 
     def add(found: set[str], message: BaseMessage) -> None:
         if not isinstance(message, AIMessage):
             text = message_text(message)
             found.update(value for value in ids if value in text)
+            if read is not None:
+                found.update(read(text))
 
     return HistoryFold(set, add)

@@ -24,9 +24,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from reactgraph.grounding import _VALUE
 from reactgraph.language import PART_JOINERS
 from reactgraph.ranking import tokenize
+from reactgraph.values import without_values
 
 PART_MIN_WORDS = 1
 """Search words (:func:`~reactgraph.ranking.tokenize`, ids and figures left out) a clause
@@ -52,7 +52,7 @@ def clauses(question: str) -> list[str]:
 
 
 def _content_words(text: str) -> list[str]:
-    stripped = _VALUE.sub(" ", text)
+    stripped = without_values(text)
     joiners = {word.lower() for word in PART_JOINERS}
     return [word for word in tokenize(stripped) if word not in joiners]
 

@@ -63,6 +63,30 @@ UNCHANGED_NOTE = "\n\n(Unchanged: this is the same result as this call returned 
 """Added to the observation the model sees when a repeated call returned what it returned
 last time (issue 35): polling goes on knowingly, and a loop that repeats itself is told so."""
 
+UNWRITTEN_NOTE = (
+    "\n\n(Note: no one wrote {values} — not the user, an earlier turn or a tool result. If it is not the value "
+    "the user means, call again with one they gave or a tool returned.)"
+)
+"""Added to the observation the model sees when, under the permissive policy
+(``AgentSettings.refuse_unasked_ids`` off), a call passed an identifier value no one wrote
+(SPEC R13.1): the call ran, and the model is told the value is its own."""
+
+UNWRITTEN_REFUSAL = (
+    "{argument} {value!r} was not written by the user, an earlier turn or a tool result, so the call was not run. "
+    "Call {tool_name} with the {argument} the user gave, or first call a tool whose result lists it."
+)
+"""The error a call gets instead of running when it passes an identifier value (an e-mail,
+an id of a pattern's or an example's shape) that no one wrote, under the strict policy
+(``AgentSettings.refuse_unasked_ids``, SPEC R13.1)."""
+
+SCHEMA_ECHO_ERROR = (
+    "the arguments repeat the tool's parameter schema instead of giving values. Call {tool_name} again with "
+    "the values themselves, as a JSON object like {example}."
+)
+"""The error a call gets instead of running when its arguments are a JSON schema
+(``{"type": "object", "properties": …}``, :func:`reactgraph.values.echoes_schema`): the model
+can act on it instead of repeating the echo until the loop stalls."""
+
 TOOL_ARGS_REQUEST = "Write the arguments of {tool_name} for the user's request as a JSON object."
 """Tool-first mode's second call, after the model chose a tool (SPEC R13.1)."""
 
@@ -78,7 +102,8 @@ SYNTHESIS_SYSTEM = (
     "(short headings, lists, bold for key figures) when it helps. Do not add meta commentary: never "
     "say 'based on the tool output', 'according to the log' or mention tools, steps or iterations. "
     "Do not invent facts that are not in the log; if the log does not answer the question, say what "
-    "is missing. Answer in the same language as the question."
+    "is missing, and where a lookup found nothing for a value, say plainly that nothing was found for it. "
+    "Answer in the same language as the question."
 )
 
 SYNTHESIS_USER = "Question:\n{query}\n\nWork log:\n{trace}\n\nWrite the answer to the question."

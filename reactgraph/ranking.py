@@ -45,8 +45,9 @@ from typing import Any
 import snowballstemmer
 from langchain_core.tools import BaseTool
 
-from reactgraph.action_schema import enum_strings, tool_args_schema, value_shape
+from reactgraph.action_schema import enum_strings, tool_args_schema, value_schema
 from reactgraph.language import STEMMERS, detect_language
+from reactgraph.values import ValueReader
 
 KEYWORDS_KEY = "keywords"
 """Key of ``tool.metadata`` holding extra search words for the tool (a list of strings),
@@ -176,13 +177,11 @@ class ToolRanker:
         # The tools' own languages (most often one): a question's words are stemmed in each of
         # them too, so a word the question shares with a tool in another language still matches.
         self.languages: list[str] = list(dict.fromkeys(detect_language(document) or "en" for document in documents))
-        """The languages the tools are described in, the most used first (``["en"]`` for most toolsets)."""
+        """The languages the tools are described in, the most used first (["en"] for most toolsets)."""
         self._docs = [Counter(tokenize(document)) for document in documents]
-        # The identifiers (enum values with a digit: ``PO-103``, ``E-17``) each tool takes,
-        # and their shapes, for the identifier tier of :meth:`scores`.
-        self._ids = [{value for value in enum_strings(tool_args_schema(tool)) if value_shape(value)} for tool in tools]
-        self._id_shapes = [{value_shape(value) for value in ids} for ids in self._ids]
-        self._all_ids = list(dict.fromkeys(value for ids in self._ids for value in ids))
+        # What each tool's arguments take (enum ids, formats, patterns, examples' shapes),
+        # for the identifier tier of :meth:`scores`.
+        self.values = ValueReader({tool.name: value_schema(tool) for tool in tools}, stem)
         self._lengths = [sum(doc.values()) for doc in self._docs]
         self._average = (sum(self._lengths) / len(self._lengths)) if self._lengths else 0.0
         frequency: Counter[str] = Counter()
@@ -196,8 +195,9 @@ class ToolRanker:
         and no identifier it takes.
 
         The score is the tool's BM25 score plus, for every identifier the question names that
-        the tool can take (one of its enum values, or an unlisted id of its values' shape:
-        :func:`named_values`, :func:`unlisted_values`), the most BM25 any tool can score for
+        the tool can take (:meth:`reactgraph.values.ValueReader.find`: one of its enum ids, an
+        unlisted id of their shape, an e-mail for an e-mail argument, a value of an argument's
+        pattern or examples' shape such as ``AB/100`` for "a SKU like AB/123"), the most BM25 any tool can score for
         the query. So tools rank first by how many of the question's identifiers they take,
         then by BM25: "Ersatzteile auf Lager für PO-102" ranks the parts-for-an-order tool
         (it takes ``PO-102``) above the part-search tool whose keywords match more words.
@@ -214,14 +214,12 @@ class ToolRanker:
                 if tf:
                     score += self._idf[term] * tf * (BM25_K1 + 1) / (tf + norm)
             result[name] = score
-        named = named_values(query, self._all_ids) if self._all_ids else []
-        unlisted = unlisted_values(query, self._all_ids) if self._all_ids else []
-        if named or unlisted:
+        identifiers = [found.value for found in self.values.find(query) if found.identifier]
+        if identifiers:
             # Above any BM25 score: each term adds less than idf * (k1 + 1).
             tier = sum(self._idf.get(term, 0.0) for term in terms) * (BM25_K1 + 1) + 1.0
-            for name, ids, shapes in zip(self.names, self._ids, self._id_shapes, strict=True):
-                taken = sum(value in ids for value in named) + sum(value_shape(value) in shapes for value in unlisted)
-                result[name] += tier * taken
+            for name in self.names:
+                result[name] += tier * sum(self.values.takes(name, value) for value in identifiers)
         return result
 
     def rank(self, query: str, language: str | None = None) -> list[tuple[str, float]]:
@@ -237,18 +235,20 @@ class ToolRanker:
         return sorted(names, key=lambda name: position.get(name, len(position)))
 
 
-def _match_words(text: str) -> list[str]:
-    """The words of ``text`` as :func:`named_values` compares them (:func:`_words`): words
-    of letters only reduced to their English Snowball stem (so "failed" names the value
-    ``fail``; a tool's values are most often English), others and runs of Han, kana or
-    Hangul kept as written, no stop words removed."""
-    return [_fold(stem(word)) if not cjk and word.isalpha() else word for word, cjk in _words(text)]
+def _enum_reader(values: Iterable[str]) -> ValueReader:
+    return _enum_reader_of(tuple(dict.fromkeys(values)))
+
+
+@functools.lru_cache(maxsize=64)
+def _enum_reader_of(values: tuple[str, ...]) -> ValueReader:
+    return ValueReader({"": {"type": "object", "properties": {"value": {"type": "string", "enum": list(values)}}}}, stem)
 
 
 def named_values(query: str, values: Iterable[str]) -> list[str]:
-    """The ``values`` whose words appear as consecutive words of ``query``, in the order
-    the question names them (first occurrence). Latin words match by stem ("Which
-    inspections failed?" names ``fail``; "running machines" names ``running`` and ``run``).
+    """The ``values`` the question names, in the order it names them
+    (:meth:`reactgraph.values.ValueReader.find` over one enum of them: whole words, letter
+    case and accents folded, Latin words by stem — "Which inspections failed?" names
+    ``fail``).
 
     Args:
         query: The question.
@@ -258,17 +258,8 @@ def named_values(query: str, values: Iterable[str]) -> list[str]:
         The named values, e.g. ``["PO-101", "PO-103"]`` for "Compare PO-101 and
         PO-103"; values without tokens are never named.
     """
-    words = _match_words(query)
-    found: list[tuple[int, str]] = []
-    for value in dict.fromkeys(values):
-        needle = _match_words(value)
-        if not needle:
-            continue
-        for start in range(len(words) - len(needle) + 1):
-            if words[start : start + len(needle)] == needle:
-                found.append((start, value))
-                break
-    return [value for _, value in sorted(found, key=lambda item: item[0])]
+    known = set(values)
+    return [found.value for found in _enum_reader(values).find(query) if found.value in known]
 
 
 def enum_values(tools: Sequence[BaseTool]) -> list[str]:
@@ -279,9 +270,10 @@ def enum_values(tools: Sequence[BaseTool]) -> list[str]:
 def unlisted_values(query: str, values: Iterable[str]) -> list[str]:
     """Identifiers the question writes in the shape of some of ``values`` but that are not
     among them, in the order the question names them: ``["PO-109"]`` for "What is the
-    status of PO-109?" when the machines are ``PO-101``…``PO-104``. Only shapes with a
-    digit count (see :func:`reactgraph.action_schema.value_shape`); a match takes the case
-    of the values of its shape when they all share one (``cnc-009`` -> ``PO-109``).
+    status of PO-109?" when the orders are ``PO-101``…``PO-104`` (see
+    :meth:`reactgraph.values.ValueReader.find`). Only shapes with a digit count; a match
+    takes the case of the values of its shape when they all share one (``po-109`` ->
+    ``PO-109``).
 
     Args:
         query: The question.
@@ -291,21 +283,7 @@ def unlisted_values(query: str, values: Iterable[str]) -> list[str]:
         The unlisted identifiers, without duplicates.
     """
     known = set(values)
-    by_shape: dict[str, list[str]] = {}
-    for value in known:
-        shape = value_shape(value)
-        if shape is not None:
-            by_shape.setdefault(shape, []).append(value)
-    found: list[tuple[int, str]] = []
-    for shape, members in by_shape.items():
-        body = "".join("[A-Za-z]" if char == "a" else r"\d" if char == "9" else re.escape(char) for char in shape)
-        upper = all(member == member.upper() for member in members)
-        lower = all(member == member.lower() for member in members)
-        for match in re.finditer(rf"(?<![A-Za-z0-9]){body}(?![A-Za-z0-9])", query):
-            text = match.group(0).upper() if upper else match.group(0).lower() if lower else match.group(0)
-            if text not in known:
-                found.append((match.start(), text))
-    return list(dict.fromkeys(text for _, text in sorted(found)))
+    return [found.value for found in _enum_reader(values).find(query) if found.value not in known]
 
 
 CATALOG_LINE_CHARS = 80

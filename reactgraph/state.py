@@ -140,8 +140,11 @@ class ToolCallRequest(TypedDict):
     refused: NotRequired[str | None]
     """Why the engine refused to run the call (``"repeat"``: it repeated a successful call, or
     one a person already decided (R13.3);
-    ``"unasked"``: it passed an id the question does not ask about; ``"limit"``: a tool-call
-    limit)."""
+    ``"unasked"``: it passed an id the question does not ask about, or a value no one wrote;
+    ``"limit"``: a tool-call limit)."""
+    note: NotRequired[str | None]
+    """Added to the observation the model sees (a value no one wrote, under the permissive
+    policy: :data:`~reactgraph.prompts.UNWRITTEN_NOTE`)."""
     repeat_of: NotRequired[dict[str, Any] | None]
     """For a repeat that runs (issue 35): ``{"iteration", "digest"}`` of the same call's last
     outcome (:func:`~reactgraph.tooling.outcome_digest`); the tool node tells the model when

@@ -27,6 +27,7 @@ from reactgraph.prompts import (
     SYNTHESIS_USER,
 )
 from reactgraph.state import StepRecord
+from reactgraph.tooling import holds_no_data
 from reactgraph.usage import sum_usage
 from reactgraph.window.tokens import estimate_tokens
 
@@ -62,7 +63,9 @@ def format_trace(steps: Sequence[StepRecord], draft_answer: str, result_chars: i
             end with :data:`RESULT_CLIP_MARK`.
 
     Returns:
-        The numbered results (call, then ``Result:``), the ``Failed attempts`` lines, and
+        The numbered results (call, then ``Result:``), the ``Failed attempts`` lines (a
+        result that only says nothing was found, :func:`~reactgraph.tooling.holds_no_data`,
+        is one: ``found nothing (…)``), and
         the draft; ``(no tools were called)`` when there were no steps.
     """
     results: list[str] = []
@@ -78,6 +81,12 @@ def format_trace(steps: Sequence[StepRecord], draft_answer: str, result_chars: i
                 failures.append(line)
             continue
         observation = str(step.get("observation", ""))
+        if holds_no_data(observation):  # "not found": no fact to present, said as such (SPEC R13.1)
+            said = observation.strip().splitlines()[0][:160] if observation.strip() else "empty result"
+            line = f"- {call}: found nothing ({said})"
+            if line not in failures:
+                failures.append(line)
+            continue
         if len(observation) > result_chars:
             observation = observation[:result_chars] + RESULT_CLIP_MARK
         results.append(f"{len(results) + 1}. {call}\nResult:\n{observation}")

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import re
 from dataclasses import dataclass
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -122,6 +123,41 @@ def outcome_digest(observation: Any, error: Any) -> str:
     carrying the whole text in a ``Send`` payload."""
     text = f"error:{error}" if error else f"ok:{observation if observation is not None else ''}"
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+_EMPTY_RESULTS = frozenset({"", "[]", "{}", "()", "null", "none", '""', "''", "n/a"})
+_NOTHING_FOUND = re.compile(
+    r"\b(?:not\s+found|no\s+such\b|nothing\s+(?:was\s+)?(?:found|matche[sd])|does\s*n[o']t\s+exist|do\s*n[o']t\s+exist"
+    r"|no\s+(?:\S+\s+){0,3}(?:found|match(?:es|ed|ing)?)\b|no\s+results?\b|0\s+results?\b|not\s+(?:a\s+)?(?:known|recogni[sz]ed)"
+    r"|unknown\s+(?!error\b)\w+)",
+    re.IGNORECASE,
+)
+NOTHING_FOUND_MAX_CHARS = 400
+"""Longest observation :func:`holds_no_data` reads as a "nothing found" reply: a longer one
+holds data beside its miss."""
+
+
+def holds_no_data(observation: Any) -> bool:
+    """Whether a successful tool result holds none of the data asked for (SPEC R13.1): it is
+    empty (``""``, ``[]``, ``{}``, ``null``), or it is short (at most
+    :data:`NOTHING_FOUND_MAX_CHARS`, three lines) and its first line only says the value
+    was not found or is unknown ("No ticket 104233 found.", "Unknown SKU 'AB/999'. Valid
+    SKUs: …", "user not found"). Such a result does not cover the question
+    (``answer_when_covered``): the model may call again with a corrected argument, and an
+    answer made of it says that nothing was found. A result that states an absence as a
+    finding ("No alarms between 2026-01-01 and 2026-01-07") holds data.
+
+    Args:
+        observation: The observation text (or any object; ``None`` is empty).
+
+    Returns:
+        True when the result holds no data.
+    """
+    text = str(observation if observation is not None else "").strip()
+    if text.casefold() in _EMPTY_RESULTS:
+        return True
+    lines = [line for line in text.splitlines() if line.strip()]
+    return len(text) <= NOTHING_FOUND_MAX_CHARS and len(lines) <= 3 and bool(_NOTHING_FOUND.search(lines[0]))
 
 
 SIDE_EFFECTS_KEY = "side_effects"

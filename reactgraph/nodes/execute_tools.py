@@ -196,10 +196,12 @@ class ExecuteTools:
         error = error_of(answer)
         repeat_of = call.get("repeat_of") or {}
         unchanged = bool(repeat_of) and ran and outcome_digest(observation, error) == repeat_of.get("digest")
-        if unchanged:  # issue 35: the model is told; the record keeps the tool's own words
-            note = UNCHANGED_NOTE.format(iteration=repeat_of.get("iteration"))
-            if isinstance(answer.content, str):
-                answer = answer.model_copy(update={"content": answer.content + note})
+        # Notes for the model (a repeat's unchanged result; a value no one wrote, under the
+        # permissive policy); the record keeps the tool's own words.
+        note = (UNCHANGED_NOTE.format(iteration=repeat_of.get("iteration")) if unchanged else "") \
+            + (str(call.get("note") or "") if ran else "")
+        if note and isinstance(answer.content, str):
+            answer = answer.model_copy(update={"content": answer.content + note})
         elapsed = time.perf_counter() - started
         # The ``done`` event is made from this node's update once the checkpointer holds it
         # (reactgraph.events.tool_done_event), never before (issue 15). A handoff to the
@@ -212,8 +214,7 @@ class ExecuteTools:
             return output
         message: BaseMessage = answer
         if task["mode"] == "json":
-            message = HumanMessage(OBSERVATION.format(tool_name=name or "unknown", observation=observation)
-                                   + (UNCHANGED_NOTE.format(iteration=repeat_of.get("iteration")) if unchanged else ""))
+            message = HumanMessage(OBSERVATION.format(tool_name=name or "unknown", observation=observation) + note)
         record: StepRecord = {
             "iteration": iteration,
             "tool_call_id": call["id"],

@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -65,6 +65,7 @@ from reactgraph.action_schema import (
     ANSWER_CHOICE,
     choice_schema,
     schema_response_format,
+    tool_args_schema,
 )
 from reactgraph.actions import Action, message_text, parse_action
 from reactgraph.events import AnswerSignalled, Stalled, ThinkingDone, ThinkingStarted, emit
@@ -77,16 +78,20 @@ from reactgraph.prompts import (
     ANSWER_REQUEST,
     FINAL_ONLY_REQUEST,
     REFORMAT_REQUEST,
+    SCHEMA_ECHO_ERROR,
     TOOL_ARGS_REQUEST,
     TOOL_REQUIRED_REQUEST,
     UNCHANGED_NOTE,
+    UNWRITTEN_NOTE,
+    UNWRITTEN_REFUSAL,
 )
 from reactgraph.providers.content_calls import find_content_tool_calls, recover_content_tool_calls
 from reactgraph.providers.reasoning import REASONING_KEY, separate_reasoning
 from reactgraph.state import AgentState, ToolCallRequest
 from reactgraph.state import LoopFinishReason, StepRecord
 from reactgraph.synthesis import REPEAT_REFUSAL, UNASKED_REFUSAL, summarize_steps
-from reactgraph.tooling import outcome_digest
+from reactgraph.tooling import holds_no_data, outcome_digest
+from reactgraph.values import echoes_schema
 from reactgraph.usage import sum_usage, usage_of
 
 logger = logging.getLogger(__name__)
@@ -108,7 +113,8 @@ def _final_update(engine: Engine, state: AgentState, text: str, reason: LoopFini
     if not text.strip():
         steps = state.get("steps", [])
         language = turn_language(state)
-        text = (observation_answer(state.get("query", ""), steps, descriptions=engine.tool_descriptions,
+        shown = engine.answering_steps(steps, state.get("query", ""), state.get("messages", []))
+        text = (observation_answer(state.get("query", ""), shown, descriptions=engine.tool_descriptions,
                                    language=language)
                 if any(not step.get("error") for step in steps)
                 else summarize_steps(steps, phrase("empty_answer", language), language))
@@ -208,14 +214,22 @@ def _stall_check(engine: Engine, state: AgentState, iteration: int) -> str | Non
 
 
 def covered(steps: list[StepRecord], named: tuple[str, ...],
-            takes: Callable[[str], Collection[str]] | None = None) -> bool:
+            takes: Callable[[str], Collection[str]] | None = None,
+            answers: Callable[[StepRecord], bool] | None = None) -> bool:
     """Whether the turn's successful observations cover the question (issue 36): some call
-    succeeded, and every value the question names (:meth:`Engine.named_values`: ids, enum
-    values, dates) was passed in the arguments of a successful call — except a word value
-    (no digit: ``low``, ``fail``) that none of the successful calls' tools takes (``takes``:
+    succeeded with data (:func:`~reactgraph.tooling.holds_no_data`: a "not found" or empty
+    result covers nothing), and every value the question names (:meth:`Engine.named_values`:
+    ids, enum values, e-mails, dates) was passed in the arguments of such a call — except a
+    word value (no digit: ``low``, ``fail``) that none of those calls' tools takes (``takes``:
     tool name → its argument enum values): it says what kind of data is asked for, and a tool
-    without that filter ("Which spare parts are low on stock?" → the low-stock list) answers it."""
-    done = [step for step in steps if not step.get("error")]
+    without that filter ("Which spare parts are low on stock?" → the low-stock list) answers it.
+
+    With ``answers`` (:meth:`Engine.answers_question`), a call that passes an enum value no
+    one gave ("high" for a question that writes "高") answers no question: the value may stand
+    for another, so the loop goes on to the model instead of showing that call's result as
+    the answer (SPEC R13.12)."""
+    done = [step for step in steps if not step.get("error") and not holds_no_data(step.get("observation"))
+            and (answers is None or answers(step))]
     passed = [safe_json(step.get("tool_args")) for step in done]
     if not passed:
         return False
@@ -224,7 +238,10 @@ def covered(steps: list[StepRecord], named: tuple[str, ...],
     def needed(value: str) -> bool:
         return offered is None or any(char.isdigit() for char in value) or value in offered
 
-    return all(any(value in args for args in passed) for value in named if needed(value))
+    def passed_in(value: str, args: str) -> bool:  # a date without a year ("--03-05") is any year's
+        return (value[1:] if value.startswith("--") else value) in args
+
+    return all(any(passed_in(value, args) for args in passed) for value in named if needed(value))
 
 
 def pending_parts(state: AgentState) -> list[str]:
@@ -264,8 +281,13 @@ def _shortcut(engine: Engine, state: AgentState, config: RunnableConfig, iterati
     steps = state.get("steps", [])
     previous = iteration - 1
     fresh = bool(steps) and steps[-1].get("iteration") == previous and state.get("progress_iteration", 0) < previous
+    query = state.get("query", "")
+
+    def answers(step: StepRecord) -> bool:
+        return engine.answers_question(step, query, state["messages"], thread_of(config), steps)
+
     if engine.settings.answer_when_covered and fresh and not pending_parts(state) and covered(
-            steps, engine.named_values(state.get("query", "")), engine.tool_values):
+            steps, engine.named_values(query), engine.tool_values, answers):
         return {**_final_update(engine, state, "", "covered"), "pending_tool_calls": []}
     if engine.synthesizes(config) and _stall_check(engine, state, iteration):
         return {**_final_update(engine, state, "", "stalled"), "pending_tool_calls": []}
@@ -362,26 +384,35 @@ def action_from_content_call(raw: str, tools: list[Any], reasoning: str = "") ->
 
 
 def mark_unasked(requests: list[ToolCallRequest], engine: Engine, query: str,
-                 seen: tuple[str, ...] | None) -> list[ToolCallRequest]:
-    """Refuse tool calls that pass an identifier the question does not ask about (SPEC R13.1).
+                 seen: tuple[str, ...] | None, messages: Sequence[BaseMessage] = (),
+                 thread: Any = None) -> list[ToolCallRequest]:
+    """Refuse (or mark) tool calls that pass a value the question does not ask about (SPEC R13.1).
 
-    When the turn's question names identifiers an argument lists (:meth:`Engine.argument_ids`:
-    ``PO-103`` among the equipment ids), a call giving that argument another of them
-    (``PO-100``) gets an ``error`` instead of running, naming the ids asked about, unless the
-    id is in ``seen`` (:meth:`Engine.seen_ids`: the user or a tool wrote it in the thread;
-    the model's own text does not count). Small models otherwise call with the first id
-    their schema lists and answer about the wrong machine; a schema-constrained model is
-    not offered the other ids at all (:func:`~reactgraph.action_schema.prefer_named_values`).
-    Off with ``AgentSettings.refuse_unasked_ids`` (``seen`` is then ``None``).
+    * When the turn's question names identifiers an argument lists (:meth:`Engine.argument_ids`:
+      ``PO-103`` among the order ids), a call giving that argument another of them
+      (``PO-100``) gets an ``error`` instead of running, naming the ids asked about, unless the
+      id is in ``seen`` (:meth:`Engine.seen_ids`: the user or a tool wrote it in the thread;
+      the model's own text does not count). Small models otherwise call with the first id
+      their schema lists and answer about the wrong machine; a schema-constrained model is
+      not offered the other ids at all (:func:`~reactgraph.action_schema.prefer_named_values`).
+    * A call passing an identifier value no one wrote in ``messages`` of ``thread``
+      (:meth:`Engine.unwritten_values`: an e-mail, an id of a pattern's or an example's shape
+      that is not in the question, an earlier turn or a tool result, such as
+      ``example@example.com``) gets an ``error`` naming it under the strict policy
+      (``AgentSettings.refuse_unasked_ids`` on), and runs with a ``note`` for the model
+      (:data:`~reactgraph.prompts.UNWRITTEN_NOTE`) under the permissive one.
+
+    The first check is off with ``AgentSettings.refuse_unasked_ids`` (``seen`` is then ``None``).
     """
-    if seen is None or not requests:
+    if not requests:
         return requests
     named = engine.named_values(query)
     for request in requests:
         args = request.get("args")
         if request.get("error") or not isinstance(args, dict):
             continue
-        for argument, ids in engine.argument_ids(request.get("name") or "").items():
+        refused = False
+        for argument, ids in (engine.argument_ids(request.get("name") or "").items() if seen is not None else ()):
             value = args.get(argument)
             asked = [name for name in named if name in ids]
             if not isinstance(value, str) or value not in ids or not asked or value in asked or value in seen:
@@ -392,7 +423,38 @@ def mark_unasked(requests: list[ToolCallRequest], engine: Engine, query: str,
                 f"Call {request.get('name')} with {argument} {asked[0]!r}, or first call a tool whose result "
                 f"lists the {argument} you want."
             )
+            refused = True
             break
+        if refused or not messages:
+            continue
+        unwritten = engine.unwritten_values(request.get("name") or "", args, messages, thread)
+        if not unwritten:
+            continue
+        if engine.settings.refuse_unasked_ids:
+            argument, value = unwritten[0]
+            request["refused"] = UNASKED_REFUSAL
+            request["error"] = UNWRITTEN_REFUSAL.format(argument=argument, value=value, tool_name=request.get("name"))
+        else:
+            request["note"] = UNWRITTEN_NOTE.format(values=", ".join(repr(value) for _, value in unwritten))
+    return requests
+
+
+def mark_schema_echoes(requests: list[ToolCallRequest], engine: Engine) -> list[ToolCallRequest]:
+    """Answer calls whose arguments repeat a JSON schema (:func:`~reactgraph.values.echoes_schema`:
+    ``{"type": "object", "properties": …}`` as the arguments or as a value) with an ``error``
+    the model can act on (:data:`~reactgraph.prompts.SCHEMA_ECHO_ERROR`, with the argument
+    names to fill) instead of running them: a small model that copied its schema is told what
+    to write, and the loop does not stall on the tool's validation errors."""
+    for request in requests:
+        tool = engine.tools.get(request.get("name") or "")
+        if request.get("error") or tool is None:
+            continue
+        schema = tool_args_schema(tool)
+        if echoes_schema(request.get("args"), schema):
+            properties = list(schema.get("properties") or {})
+            required = [name for name in schema.get("required") or () if name in properties] or properties[:1]
+            example = safe_json({name: "..." for name in required})
+            request["error"] = SCHEMA_ECHO_ERROR.format(tool_name=request.get("name"), example=example)
     return requests
 
 
@@ -478,7 +540,9 @@ class LLMCallNative:
         response, requests = normalize_tool_calls(response, self.engine.call_ids(state["messages"], thread))
         if self.engine.message_name:
             response.name = self.engine.message_name
-        requests = mark_repeats(mark_unasked(requests, self.engine, query, seen), state.get("steps", []),
+        requests = mark_schema_echoes(requests, self.engine)
+        requests = mark_repeats(mark_unasked(requests, self.engine, query, seen, state["messages"], thread),
+                                state.get("steps", []),
                                 self.engine.settings.refuse_repeated_calls, self.engine.repeat_changes_something)
         reasoning = separate_reasoning(response) or (message_text(response) if requests else "")
         emit(ThinkingDone(iteration=iteration, reasoning=reasoning if self.engine.settings.show_reasoning else ""))
@@ -667,7 +731,8 @@ class LLMCallJSON:
         if action.type == "tool_call":
             request: ToolCallRequest = {"id": new_call_id(), "name": action.tool_name or "", "args": action.tool_args}
             update["pending_tool_calls"] = mark_repeats(
-                mark_unasked([request], self.engine, query, seen), state.get("steps", []),
+                mark_unasked(mark_schema_echoes([request], self.engine), self.engine, query, seen, state["messages"],
+                             thread), state.get("steps", []),
                 self.engine.settings.refuse_repeated_calls, self.engine.repeat_changes_something,
             )
         elif needs_tool_call(self.engine, state, action.answer or "", tools):

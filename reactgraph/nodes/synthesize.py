@@ -63,6 +63,7 @@ from reactgraph.grounding import (
     check_grounding,
     observation_answer,
 )
+from reactgraph.history import thread_of
 from reactgraph.language import phrase, turn_language
 from reactgraph.lead import choose_lead
 from reactgraph.prompts import FLAG_NOTE
@@ -125,7 +126,8 @@ class Synthesize:
         query, steps = state.get("query", ""), state.get("steps", [])
         descriptions = self.engine.tool_descriptions
         language = turn_language(state)
-        last_resort = (observation_answer(query, steps, settings.synthesis_result_chars, descriptions, language=language)
+        shown = self.engine.answering_steps(steps, query, state.get("messages", []), thread_of(config))
+        last_resort = (observation_answer(query, shown, settings.synthesis_result_chars, descriptions, language=language)
                        if steps else capabilities_answer(query, descriptions, language=language))
         if steps and all(step.get("error") for step in steps):
             # Tools were called and none returned data: nothing to ground an answer in, so the
@@ -212,7 +214,9 @@ class Synthesize:
             llm, fallbacks = self.engine.structured_models()
             lead = await choose_lead(llm, self.engine.abilities, state.get("query", ""), steps, config=config,
                                      fallbacks=fallbacks, usage_out=usage)
-            text = await emit_answer(one_chunk(observation_answer(state.get("query", ""), steps,
+            shown = self.engine.answering_steps(steps, state.get("query", ""), state.get("messages", []),
+                                                thread_of(config))
+            text = await emit_answer(one_chunk(observation_answer(state.get("query", ""), shown,
                                                                   settings.synthesis_result_chars,
                                                                   self.engine.tool_descriptions,
                                                                   language=turn_language(state), lead=lead)), "")
