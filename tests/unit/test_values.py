@@ -15,7 +15,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field
 
-from reactgraph import AgentSettings, ModelAbilities, ReActAgent
+from reactgraph import AgentSettings, ReActAgent
 from reactgraph.action_schema import offered_args_schema, tool_args_schema, value_schema
 from reactgraph.grounding import check_grounding, observation_answer
 from reactgraph.language import detect_language, phrase
@@ -24,9 +24,10 @@ from reactgraph.ranking import ToolRanker, stem
 from reactgraph.testing import ScriptedChatModel, tool_call
 from reactgraph.tooling import holds_no_data
 from reactgraph.values import ValueReader, description_examples, echoes_schema, find_dates, number_readings, value_tokens
+from tests.helpers import NATIVE, SMALL_NATIVE
 
-STRICT = ModelAbilities(tool_call=True, json_mode=True, small=True)
-PERMISSIVE = ModelAbilities(tool_call=True, json_mode=True)
+STRICT = SMALL_NATIVE  # the strict safeguards
+PERMISSIVE = NATIVE  # the permissive ones
 DEVICE = "123e4567-e89b-12d3-a456-426614174000"
 
 PRODUCTS = {"AB/100": "AB/100 | Desk lamp | 14 in stock | 29.90 EUR", "AB/101": "AB/101 | Floor lamp | 0 in stock | 89.00 EUR"}
