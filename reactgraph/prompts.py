@@ -72,12 +72,13 @@ UNWRITTEN_NOTE = (
 (SPEC R13.1): the call ran, and the model is told the value is its own."""
 
 UNWRITTEN_REFUSAL = (
-    "{argument} {value!r} was not written by the user, an earlier turn or a tool result, so the call was not run. "
+    "that {argument} was not written by the user, an earlier turn or a tool result, so the call was not run. "
     "Call {tool_name} with the {argument} the user gave, or first call a tool whose result lists it."
 )
 """The error a call gets instead of running when it passes an identifier value (an e-mail,
 an id of a pattern's or an example's shape) that no one wrote, under the strict policy
-(``AgentSettings.refuse_unasked_ids``, SPEC R13.1)."""
+(``AgentSettings.refuse_unasked_ids``, SPEC R13.1). It does not repeat the value: this text
+is a tool result, and a value a tool result writes may be passed."""
 
 SCHEMA_ECHO_ERROR = (
     "the arguments repeat the tool's parameter schema instead of giving values. Call {tool_name} again with "

@@ -13,7 +13,8 @@ What an argument takes is read from its JSON schema (:class:`ArgumentValues`):
   their last ones (``Line A``, ``Line B``) is matched by those last words after a word in
   another script ("ライン B" names ``Line B``) — nothing else is translated, so a value the
   question writes in another language ("高" for ``high``) is not matched and never replaced;
-* ``format`` — ``email``, ``uuid``, ``uri``/``url``, ``date`` and ``date-time``;
+* ``format`` — ``email``, ``uuid``, ``uri``/``url``, ``date`` and ``date-time`` (an argument
+  named ``email``, ``staff_email``… takes an e-mail address without saying so);
 * ``pattern`` — the schema's regular expression, searched as a whole token;
 * ``examples``/``example`` and the description's own examples ("like AB/123", "e.g.
   2024-01-31", "for example 481516") — a value of the same shape (letters and digits in the
@@ -462,6 +463,8 @@ def _leaves(schema: Any, path: str, defs: Mapping[str, Any]) -> Iterable[tuple[s
         yield path, schema
 
 
+_EMAIL_NAME = re.compile(r"(?:^|_)e_?mail(?:_|$)|^mail$", re.IGNORECASE)
+
 MIN_EXAMPLE = 3
 """Fewest characters of an example whose shape makes a value (``AB1``); a shorter one ("like
 5") is a count, not an id."""
@@ -491,6 +494,8 @@ def argument_values(tool_name: str, schema: Mapping[str, Any]) -> list[ArgumentV
                     if isinstance(value, (str, int)) and not isinstance(value, bool)]
         examples += description_examples(str(leaf.get("description") or ""))
         fmt = str(leaf.get("format") or "")
+        if not fmt and kind in ("string", "") and _EMAIL_NAME.search(path.rsplit(".", 1)[-1]):
+            fmt = "email"  # an argument named for an e-mail address takes one
         shapes: set[str] = set()
         for example in examples:
             if EMAIL.fullmatch(example):

@@ -235,7 +235,8 @@ async def test_an_invented_email_is_refused_under_strict_and_marked_under_permis
     strict, model = _agent([invented, right, "done"], answer_when_covered=False)
     result = await strict.run("Quel est le téléphone d'Anna Müller (anna.mueller@example.de) ?")
     first, second = result.steps
-    assert first.error and "'example@example.com' was not written by the user" in first.error
+    assert first.error and "that email was not written by the user" in first.error
+    assert "example@example.com" not in first.error  # a tool result that named it would make it written
     assert second.error is None and "phone 4711" in second.observation
     told = [m for m in model.calls[1] if isinstance(m, ToolMessage)][-1].content
     assert "was not written by the user" in told
@@ -352,3 +353,16 @@ async def test_a_call_with_a_value_no_one_gave_is_not_shown_as_the_answer():
     done = events[-1].data
     assert done["finish_reason"] != "covered"
     assert "5512" not in done["answer"] and done["answer"].startswith(phrase("no_data", detect_language("¿Cuánto cuesta el AB/100?")))
+
+
+def test_an_argument_named_for_an_email_takes_one_and_a_refused_value_stays_refused():
+    directory = ValueReader({"orders": {"type": "object", "properties": {"customer_email": {"type": "string"}}}})
+    assert directory.named("nobody@example.org の注文") == ["nobody@example.org"]
+
+
+async def test_a_value_refused_once_is_refused_again():
+    invented = AIMessage("", tool_calls=[tool_call("get_ticket", {"number": 482913}, "a")])
+    again = AIMessage("", tool_calls=[tool_call("get_ticket", {"number": 482913}, "b")])
+    agent, _ = _agent([invented, again, "done"], answer_when_covered=False, refuse_repeated_calls=False)
+    result = await agent.run("注文番号104233の状況は?")
+    assert [bool(step.error) and "was not written" in step.error for step in result.steps] == [True, True]
