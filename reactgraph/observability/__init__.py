@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables.config import var_child_runnable_config
 
+from reactgraph.observability.unobserved import UNOBSERVED, Unobserved
+
 if TYPE_CHECKING:
     from reactgraph.events import AgentEvent
     from reactgraph.observability.observer import Instrumentation, ModelCall, RequestInfo, RunObserver
@@ -44,31 +46,6 @@ OBSERVER_KEY = "__reactgraph_observer"
 :class:`~reactgraph.observability.observer.RunObserver` (set by :func:`observe`; LangGraph
 hands ``configurable`` to every node and subgraph of the run, and keeps keys that begin with
 ``__`` out of checkpoint metadata)."""
-
-
-class Unobserved:
-    """:class:`~reactgraph.observability.observer.ModelCall`'s stand-in for a call no
-    observer watches: records nothing."""
-
-    __slots__ = ()
-
-    def __enter__(self) -> Unobserved:
-        return self
-
-    def __exit__(self, kind: Any, error: BaseException | None, traceback: Any) -> None:
-        return None
-
-    @staticmethod
-    def returned(result: Any) -> Any:
-        return result
-
-    @staticmethod
-    def chunk(chunk: Any) -> None:
-        return None
-
-
-UNOBSERVED = Unobserved()
-"""What :func:`model_call` gives for a call no observer watches."""
 
 
 def instrument(*, tracer_provider: Any = None, tracing: bool = True, capture_content: bool | None = None,
@@ -309,16 +286,21 @@ def observed_node(body: Callable[..., Awaitable[Any]], name: str) -> Callable[..
     return node
 
 
-_dispatch: Callable[[AgentEvent], None] | None = None
+_observed_events: tuple[type, ...] | None = None
+"""The event types the observer records (``observer.OBSERVED_EVENTS``), read at the first event."""
 
 
 def record_event(event: AgentEvent) -> None:
-    """Hand an engine event a node emits to the observer of the run it belongs to (called
-    by :func:`reactgraph.events.emit` while :func:`instrument` is on;
-    :func:`reactgraph.observability.observer.dispatch_event`)."""
-    global _dispatch
-    if _dispatch is None:
-        from reactgraph.observability.observer import dispatch_event
+    """Hand an engine event a node emits to the observer of the run it belongs to (found in
+    the node's config, :func:`observer_of`), when it is one the observer records (called by
+    :func:`reactgraph.events.emit` while :func:`instrument` is on)."""
+    global _observed_events
+    if _observed_events is None:
+        from reactgraph.observability.observer import OBSERVED_EVENTS
 
-        _dispatch = dispatch_event
-    _dispatch(event)
+        _observed_events = OBSERVED_EVENTS
+    if not isinstance(event, _observed_events):
+        return
+    observer = observer_of(var_child_runnable_config.get())
+    if observer is not None:
+        observer.on_agent_event(event)

@@ -41,7 +41,7 @@ from langgraph.errors import GraphInterrupt
 from reactgraph import outcome
 from reactgraph.events import AgentEvent, AnswerDelta, Compacted, Injected, Stalled
 from reactgraph.graph.names import ANALYZE, EXECUTE_TOOLS, LOOP_NODE_MODES, PLAN, RUN_STEP, SCHEDULE
-from reactgraph.observability import UNOBSERVED, Unobserved
+from reactgraph.observability.unobserved import UNOBSERVED, Unobserved
 from reactgraph.observability import tracing as names
 from reactgraph.observability.logs import RUN_LOGGER, log_fields
 from reactgraph.observability.metrics import RunMetrics, labelled, tool_label
@@ -217,19 +217,7 @@ context, so parallel tasks each see their own."""
 
 OBSERVED_EVENTS = (AnswerDelta, Compacted, Injected, Stalled)
 """The engine events the observer records (:meth:`RunObserver.on_agent_event`); the others
-are not looked at."""
-
-
-def dispatch_event(event: AgentEvent) -> None:
-    """Hand ``event``, emitted by a node, to the :class:`RunObserver` of the run it is emitted
-    in (found in the node's config), when it is one the observer records."""
-    if not isinstance(event, OBSERVED_EVENTS):
-        return
-    from reactgraph.observability import observer_of
-
-    observer = observer_of(var_child_runnable_config.get())
-    if observer is not None:
-        observer.on_agent_event(event)
+are not looked at (:func:`reactgraph.observability.record_event`)."""
 
 
 def _present(attributes: dict[str, Any]) -> dict[str, Any]:
