@@ -1,4 +1,4 @@
-"""Answer quality of the whole pipeline on the demo plant (issue 14, point 1).
+"""Answer quality of the whole pipeline on the demo plant (point 1).
 
 Runs a fixed set of demo questions (English and Korean) through the agent exactly as
 ``reactgraph run`` builds it (:func:`reactgraph.models.open_model`,
@@ -37,7 +37,7 @@ Usage::
     python bench/answer_quality.py --questions 8 --verbose
     python bench/answer_quality.py --kinds unknown_id no_tool --rows json
     python bench/answer_quality.py --rows native json --json-out aq.json
-    python bench/answer_quality.py --rows json --without all   # what each safeguard buys (issue 35)
+    python bench/answer_quality.py --rows json --without all   # what each safeguard buys
     python bench/answer_quality.py --rows json --local-models smollm2-135m qwen2.5-coder-0.5b
     python bench/answer_quality.py --rows json --sections multi yesno   # every part answered; yes/no in the lead
 
@@ -81,7 +81,7 @@ from pydantic import ValidationError
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from reactgraph.demo.factory import DEMO_SYSTEM_PROMPT, normalize_equipment_id
-from reactgraph.safeguards import SAFEGUARDS
+from reactgraph.policy.safeguards import SAFEGUARDS
 
 # --------------------------------------------------------------------------- questions
 
@@ -593,7 +593,7 @@ _KOREAN = re.compile("[\uac00-\ud7a3]")
 
 def clean_answer(answer: str) -> bool:
     """An answer a person reads as an answer: not empty, no code fence, no line of 8+
-    characters twice (issue 36)."""
+    characters twice."""
     lines = [line.strip() for line in answer.splitlines() if line.strip()]
     long_lines = [line for line in lines if len(line) >= 8]
     return bool(lines) and "```" not in answer and len(long_lines) == len(set(long_lines))
@@ -921,12 +921,12 @@ async def run_create_agent(graph: Any, question: str, recursion_limit: int) -> R
 ROWS = ("native", "json", "synthesis", "flagged", "permissive", "create_agent")
 """The rows: ``synthesis`` is the ``json`` agent with ``answer_from_observations=False`` (the
 model writes the answer, checked before it is shown), so what the synthesis call adds is
-measured (issue 36); ``flagged`` is the ``json`` agent with the permissive policy's
+measured; ``flagged`` is the ``json`` agent with the permissive policy's
 ``grounding`` and ``answer_from_observations`` (the model's answer streams as written, values
 no tool returned flagged under it): the settings under which ``synthesis="auto"`` lets the
 loop's answer stand, so ``--synthesis always auto`` compares the two there; ``permissive`` is the ``json`` agent with the permissive safeguard policy
-forced (:data:`reactgraph.safeguards.PERMISSIVE`), so on a small model the difference the
-strict policy makes is measured in the same run (issue 35)."""
+forced (:data:`reactgraph.policy.safeguards.PERMISSIVE`), so on a small model the difference the
+strict policy makes is measured in the same run."""
 
 
 @dataclass
@@ -1105,7 +1105,7 @@ async def main(argv: list[str] | None = None) -> int:
                         help="only the questions of these kinds (after --questions)")
     parser.add_argument("--rows", nargs="+", choices=ROWS, default=list(ROWS), help="rows to run (default: all)")
     parser.add_argument("--local-models", nargs="+", metavar="NAME",
-                        help="embedded models of the catalogue to run every row on, one after the other (issue 36: "
+                        help="embedded models of the catalogue to run every row on, one after the other ("
                              "quality, time, calls, download, memory and threads side by side; default: the configured model)")
     parser.add_argument("--without", nargs="+", default=[], metavar="SAFEGUARD",
                         help="add a row per safeguard: the json agent with that one safeguard of the strict policy "
@@ -1139,7 +1139,7 @@ async def main(argv: list[str] | None = None) -> int:
 
     from reactgraph import AgentSettings, ReActAgent
     from reactgraph.demo.agent import build_demo_agent
-    from reactgraph.safeguards import PERMISSIVE, without
+    from reactgraph.policy.safeguards import PERMISSIVE, without
     from reactgraph.demo.factory import build_factory_hub
     from reactgraph.models import open_model
 

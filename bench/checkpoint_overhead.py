@@ -26,7 +26,7 @@ process and a Postgres server on this machine (every process named ``postgres``,
 not inflate the way it inflates wall time. Last, a summary gives memory,
 SQLite and Postgres over ``none`` (durability ``sync``) at each K, with a 90 % bootstrap
 interval of each wall-time median (``overhead.median_interval``), next to the goals of
-issue 20. Nothing is asserted.
+Nothing is asserted.
 
 Run:  .venv/bin/python bench/checkpoint_overhead.py [--repeats 20] [--quick] [--ks 10 25]
 """
@@ -155,7 +155,7 @@ async def main(ks: list[int], repeats: int, postgres: str | None) -> None:
                 summary[k] = {name: (ratios[name], median_interval(round_ratios[name]), cpu[name] / cpu["none"])
                               for name in ratios}
     print("checkpointer / none, measured in this run, durability sync, wall time [90% bootstrap interval of its "
-          "median] (and CPU) (issue 20 goals: SQLite <= 1.5x, Postgres <= 2x)")
+          "median] (and CPU) (goals: SQLite <= 1.5x, Postgres <= 2x)")
     for k, ratios in summary.items():
         figures = [f"{label} {ratios[name][0]:.2f}x [{ratios[name][1][0]:.2f}-{ratios[name][1][1]:.2f}] "
                    f"(cpu {ratios[name][2]:.2f}x)"

@@ -1,4 +1,4 @@
-"""What it costs to send a tool's ``done`` event only once its result is saved (issue 15).
+"""What it costs to send a tool's ``done`` event only once its result is saved.
 
 ``ReActAgent.astream_events`` waits, before each tool's ``iteration``/``done`` event, until the
 checkpointer holds that tool's result (``reactgraph.events.graph_events``), so a client cut

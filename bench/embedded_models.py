@@ -1,4 +1,4 @@
-"""The embedded models of the catalogue side by side (issue 36): size, start, memory, speed.
+"""The embedded models of the catalogue side by side: size, start, memory, speed.
 
 For each model of :data:`reactgraph.models.EMBEDDED_MODELS` (or those named) and each thread
 count, through :class:`reactgraph.models.LocalModelServer` exactly as ``reactgraph run

@@ -1,4 +1,4 @@
-"""The two embedded llama.cpp stacks side by side (issue 22), measured in one run.
+"""The two embedded llama.cpp stacks side by side, measured in one run.
 
 For each stack — ``xllamacpp`` (llama.cpp's own server in a prebuilt wheel, the embedded
 default) and ``llama-cpp-python[server]`` (built from source, the former default) — in a

@@ -15,7 +15,7 @@ The targets take turns in every round (the order reversed every other round), so
 moment of the shared machine hits them all. Prints the median ms and MiB of each, the time
 above the floor, and reactgraph's over each peer's (medians of the rounds' ratios of the time
 above the floor). A library import is paid by every CLI command, every server worker and
-every test process; issue 20 asks for nothing done at import that can be done later.
+every test process; asks for nothing done at import that can be done later.
 
 A second table times what a fresh process does after its imports: build the agent and run
 it once (one tool call, then the answer: ``overhead.py``'s scripted model and ``add`` tool,

@@ -1,4 +1,4 @@
-"""How well and how cheaply ``reactgraph.language.detect_language`` tells the language of
+"""How well and how cheaply ``reactgraph.core.language.detect_language`` tells the language of
 short questions: five in each language of the table (a greeting, a request, a yes/no
 question, a question naming a value, a question about a period), none of them from the demo.
 
@@ -47,7 +47,7 @@ def main() -> None:
     import sys
 
     import reactgraph  # noqa: F401  (its import cost is import_time.py's)
-    from reactgraph.language import detect_language
+    from reactgraph.core.language import detect_language
 
     lazy = "py3langid" not in sys.modules and "numpy" not in sys.modules
     before = peak_mb()

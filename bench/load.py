@@ -1,4 +1,4 @@
-"""Load on the HTTP server: N concurrent runs against a model with a fixed latency (issue 20).
+"""Load on the HTTP server: N concurrent runs against a model with a fixed latency.
 
 The server (``reactgraph.server.create_app`` under uvicorn) runs in a child process; this
 process is the client. Every run is one ticket: the model is scripted off the messages it
@@ -24,7 +24,7 @@ so both see the same machine load):
   in this process without HTTP (``astream_events``, the engine alone). The ``×`` columns
   are ``http`` over ``direct`` in the same run.
 * ``http traced`` (with ``--tracing``): the ``http`` row for a server with tracing on
-  (``reactgraph.observability``, every span to OpenTelemetry's in-memory exporter, issue 40);
+  (``reactgraph.observability``, every span to OpenTelemetry's in-memory exporter);
   its ``×`` columns are over ``http`` (tracing off), and a line gives its server CPU per run
   over ``http``'s (goal <= 1.1x).
 * ``http base`` (with ``--baseline DIR``): the ``http`` row for the server of another copy
@@ -84,7 +84,7 @@ def build_app(latency: float, persistence: Any) -> Any:
     from langchain_core.utils.function_calling import convert_to_openai_tool
 
     from reactgraph import ModelAbilities, ReActAgent
-    from reactgraph.prompts import SYNTHESIS_SYSTEM
+    from reactgraph.protocol.prompts import SYNTHESIS_SYSTEM
     from reactgraph.server import ServerSettings, create_app
 
     def ticket_of(messages: Sequence[BaseMessage]) -> str:
@@ -155,7 +155,7 @@ async def serve_worker(sock: socket.socket, latency: float, checkpoints: str, re
     between workers). ``traced``: spans on, to an in-memory exporter (cleared every second)."""
     import uvicorn
 
-    from reactgraph.checkpointing import open_persistence
+    from reactgraph.persistence.checkpointing import open_persistence
 
     if traced:
         asyncio.get_running_loop().create_task(trace_in_memory())
@@ -515,7 +515,7 @@ async def main_async(args: argparse.Namespace) -> int:
         if traced:
             print(f"{'':<11}traced/http server CPU per run, per repeat: "
                   + " ".join(f"{t['server_cpu'] / h['server_cpu']:.2f}" for t, h in zip(traced, http, strict=True))
-                  + f" (median {median_row(traced)['server_cpu'] / median_row(http)['server_cpu']:.2f}; issue 40 goal "
+                  + f" (median {median_row(traced)['server_cpu'] / median_row(http)['server_cpu']:.2f}; goal "
                   "<= 1.1x)")
     scratch.cleanup()
     print("\nscale-out: Postgres checkpointer and follow-up queue, 1 vs 2 workers; ratios against 1 worker")

@@ -11,9 +11,9 @@ message handling. Peers:
 * ``lg.prebuilt``       ``langgraph.prebuilt.create_react_agent`` (deprecated, still works)
 * ``lc.create_agent``   ``langchain.agents.create_agent``
 * ``bare``              a hand-written loop: ``bind_tools().ainvoke``, ``tool.ainvoke``, repeat
-* ``reactgraph.traced`` ``reactgraph`` with tracing on (``reactgraph.observability``, issue 40):
+* ``reactgraph.traced`` ``reactgraph`` with tracing on (``reactgraph.observability``):
                         every span to OpenTelemetry's in-memory exporter; its own line at
-                        the end gives its time over ``reactgraph``'s (issue 40 goal: <= 1.1x).
+                        the end gives its time over ``reactgraph``'s (goal: <= 1.1x).
                         The other peers run with tracing off: no observer on the run at all.
 
 For K in (1, 10, 25) it times R runs of every peer (interleaved, after a warm-up, a
@@ -22,7 +22,7 @@ ms per iteration (run / K), the ratio to the bare loop, and reactgraph's time ov
 peer's (the median of the rounds' ratios, each round running every peer once). A separate pass under ``tracemalloc`` gives the median peak memory of one run
 (KiB above what was allocated before the run), and reactgraph's over the peer's. Last, a
 summary gives reactgraph / ``create_agent`` for time and memory at each K, next to the
-goals of issue 20, the time ratio with a 90 % bootstrap interval of its median (on this
+goals, the time ratio with a 90 % bootstrap interval of its median (on this
 2-core shared machine one round's ratio moves by ±10 % and more, so a median of 1.02 from
 30 rounds may be anything from about 0.97 to 1.08). With two K or more, a last line splits
 reactgraph's and ``create_agent``'s runs into the cost of one more iteration (the slope of
@@ -35,7 +35,7 @@ up, the result): ms per iteration at one K mixes the two. Nothing is asserted on
 ``traced`` (spans to the in-memory exporter, as the ``reactgraph.traced`` peer) and
 ``traced+nodes`` (``node_spans=True``). It reports the median *CPU* time of a run (this process's
 ``time.process_time``, which other processes on a shared machine move much less than wall time)
-and its ratio to ``off`` (issue 40).
+and its ratio to ``off``.
 
 Run:  .venv/bin/python bench/overhead.py [--repeats 30] [--quick] [--ks 1 10 25] [--observability]
 """
@@ -286,7 +286,7 @@ async def main(ks: list[int], repeats: int, mem_repeats: int) -> None:
         traced = [1 / ratio for ratio in ratios["reactgraph.traced"]]  # traced over untraced, round by round
         low, high = median_interval(traced)
         traced_summary.append(f"  K={k:<3} {statistics.median(traced):5.2f}x [{low:.2f}-{high:.2f}]")
-    print("reactgraph / lc.create_agent, measured in this run (issue 20 goals: time <= 1.5x at K=1, "
+    print("reactgraph / lc.create_agent, measured in this run (goals: time <= 1.5x at K=1, "
           "<= 1.0x at K=10 and 25; memory <= 1.2x); time: the median of the rounds' ratios and its 90% "
           "bootstrap interval")
     for k, round_ratios, memory_ratio in summary:
@@ -296,7 +296,7 @@ async def main(ks: list[int], repeats: int, mem_repeats: int) -> None:
               f"peak memory {memory_ratio:5.2f}x (goal <= 1.2x)")
     if len(set(ks)) >= 2:
         print_marginal(run_times, sorted(set(ks))[-2], max(ks))
-    print("reactgraph.traced / reactgraph (tracing on, in-memory exporter, over tracing off; issue 40 goal: <= 1.1x), "
+    print("reactgraph.traced / reactgraph (tracing on, in-memory exporter, over tracing off; goal: <= 1.1x), "
           "the median of the rounds' ratios and its 90% bootstrap interval")
     print("\n".join(traced_summary))
 
@@ -315,7 +315,7 @@ async def observability_costs(ks: list[int], repeats: int) -> None:
     observability.uninstrument()
     order = random.Random(0)
     print(f"{'K':>3} {'observed':<14}{'cpu ms/run':>11}{'x off':>8}{'90% interval':>16}  (median of {repeats} rounds' "
-          "ratios; issue 40 goal: traced <= 1.1x)")
+          "ratios; goal: traced <= 1.1x)")
     for k in ks:
         agent = ReActAgent(BenchModel(k=k), TOOLS, abilities=ModelAbilities(tool_call=True))
         cpu: dict[str, list[float]] = {name: [] for name in ways}
@@ -363,7 +363,7 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="smoke check: 5 repeats")
     parser.add_argument("--ks", type=int, nargs="+", default=[1, 10, 25], help="iterations per run")
     parser.add_argument("--observability", action="store_true",
-                        help="only reactgraph, off / metrics / traced / traced+nodes: CPU per run (issue 40)")
+                        help="only reactgraph, off / metrics / traced / traced+nodes: CPU per run")
     args = parser.parse_args()
     repeats = 5 if args.quick else args.repeats
     if args.observability:

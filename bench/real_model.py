@@ -1,4 +1,4 @@
-"""Native, plain JSON and schema-constrained JSON mode on the embedded model (issue 10).
+"""Native, plain JSON and schema-constrained JSON mode on the embedded model.
 
 Starts the embedded SmolLM2-135M behind ``llama_cpp.server`` and runs a fixed set of demo
 questions through the ReAct graph (loop only, no synthesis) in three modes:
@@ -13,7 +13,7 @@ narrow the hub to; selection itself is off so every mode sees the same tools). P
 mode:
 
 * ``parsed``: model turns whose reply parsed as a valid action (JSON modes: not the
-  parse-failure sentinel of :func:`reactgraph.actions.parse_action`; native mode: no tool
+  parse-failure sentinel of :func:`reactgraph.protocol.actions.parse_action`; native mode: no tool
   call with unreadable arguments);
 * ``first call ok``: runs whose first tool call names an offered tool with arguments its
   argument schema accepts;
@@ -51,7 +51,7 @@ from pydantic import ValidationError
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from reactgraph import AgentSettings, create_react_graph  # noqa: E402
-from reactgraph.actions import parse_action  # noqa: E402
+from reactgraph.protocol.actions import parse_action  # noqa: E402
 from reactgraph.demo.factory import build_factory_hub  # noqa: E402
 from reactgraph.models import LocalModelServer  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""The page's markdown renderer: time per streamed update against answer size (issue 15).
+"""The page's markdown renderer: time per streamed update against answer size.
 
 Loads ``reactgraph/server/static/markdown.js`` into headless Chromium (``$REACTGRAPH_CHROMIUM``
 or ``chromium`` on the PATH, through Playwright) and streams answers into a ``MarkdownView``

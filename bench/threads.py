@@ -1,4 +1,4 @@
-"""The embedded model's CPU threads (issue 38): generation speed by thread count, on an idle
+"""The embedded model's CPU threads: generation speed by thread count, on an idle
 machine and with another process busy on one core, to choose ``reactgraph --local-threads``'s
 default (:func:`reactgraph.models.local.default_threads`).
 

@@ -23,8 +23,8 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from reactgraph import _TOOL_SELECTION_MAX
 from reactgraph.demo.factory import build_factory_hub
 from reactgraph.nodes.select_tools import select_tool_names
-from reactgraph.prompts import DEFAULT_SYSTEM_PROMPT, json_mode_system_prompt
-from reactgraph.ranking import catalog_line
+from reactgraph.protocol.prompts import DEFAULT_SYSTEM_PROMPT, json_mode_system_prompt
+from reactgraph.tools.ranking import catalog_line
 
 QUESTIONS = ["CNC-003 상태 확인해줘", "Compare CNC-001 and CNC-003", "Which spare parts are low on stock?"]
 

@@ -6,15 +6,15 @@ The public API is what this module exports (``__all__``), plus the documented mo
 without notice. See docs/architecture.md for what lives where.
 """
 
-from reactgraph.abilities import ModelAbilities, resolve_abilities
-from reactgraph.actions import PARSE_FAILURE_SENTINEL, Action, parse_action
-from reactgraph.agent import ReActAgent
-from reactgraph.approval import Decision, DecisionError, PendingCall
-from reactgraph.artifacts import Artifact
-from reactgraph.checkpointing import Persistence, open_checkpointer, open_persistence
-from reactgraph.config import COMPACTION_HINTS, TOOL_SELECTION_MAX, TOOL_SELECTION_THRESHOLD, AgentSettings
+from reactgraph.providers.abilities import ModelAbilities, resolve_abilities
+from reactgraph.protocol.actions import PARSE_FAILURE_SENTINEL, Action, parse_action
+from reactgraph.agents.react import ReActAgent
+from reactgraph.tools.approval import Decision, DecisionError, PendingCall
+from reactgraph.tools.artifacts import Artifact
+from reactgraph.persistence.checkpointing import Persistence, open_checkpointer, open_persistence
+from reactgraph.core.config import COMPACTION_HINTS, TOOL_SELECTION_MAX, TOOL_SELECTION_THRESHOLD, AgentSettings
 from reactgraph.dag import DAGAgent, DAGResult, DAGSettings, StepOutcome, create_dag_graph
-from reactgraph.errors import (
+from reactgraph.core.errors import (
     FollowUpLimitError,
     LocalModelError,
     MCPConfigError,
@@ -29,22 +29,22 @@ from reactgraph.errors import (
     ThreadBusyError,
 )
 from reactgraph.events import AgentEvent
-from reactgraph.fallbacks import CircuitBreaker, FallbackModel
+from reactgraph.engine.fallbacks import CircuitBreaker, FallbackModel
 from reactgraph.graph.react import create_react_graph
-from reactgraph.hooks import ToolRejection
-from reactgraph.interrupts import FollowUpLimits, InMemoryInterruptQueue, InterruptQueue
-from reactgraph.jsonparse import extract_json
-from reactgraph.limits import ModelPrice, UsageLimits
-from reactgraph.mcp import MCPTools, load_mcp_tools
+from reactgraph.tools.hooks import ToolRejection
+from reactgraph.persistence.interrupts import FollowUpLimits, InMemoryInterruptQueue, InterruptQueue
+from reactgraph.protocol.jsonparse import extract_json
+from reactgraph.core.limits import ModelPrice, UsageLimits
+from reactgraph.tools.mcp import MCPTools, load_mcp_tools
 from reactgraph.models.registry import ModelRegistry, RegisteredModel
-from reactgraph.protocol import check_protocol
-from reactgraph.result import AgentResult, Step
-from reactgraph.structured import StructuredCallResult, structured_llm_call
-from reactgraph.usage import Usage
+from reactgraph.protocol.messages import check_protocol
+from reactgraph.agents.result import AgentResult, Step
+from reactgraph.protocol.structured import StructuredCallResult, structured_llm_call
+from reactgraph.core.usage import Usage
 from reactgraph.window import ContextGuard, GuardResult, TokenCounter, context_budget
 
 _TOOL_SELECTION_MAX = TOOL_SELECTION_MAX
-"""Most tools a selection keeps (:data:`reactgraph.config.TOOL_SELECTION_MAX`), under the name
+"""Most tools a selection keeps (:data:`reactgraph.core.config.TOOL_SELECTION_MAX`), under the name
 the public API has always exported."""
 
 __all__ = [

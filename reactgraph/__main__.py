@@ -1,7 +1,7 @@
-"""``python -m reactgraph`` runs the command line (see :mod:`reactgraph.cli`)."""
+"""``python -m reactgraph`` runs the command line (see :mod:`reactgraph.cli.main`)."""
 
 import sys
 
-from reactgraph.cli import main
+from reactgraph.cli.main import main
 
 sys.exit(main())

@@ -18,7 +18,7 @@ import itertools
 import json
 import math
 import re
-from collections.abc import AsyncIterator
+from collections.abc import Callable, AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Literal
@@ -26,10 +26,9 @@ from typing import Any, ClassVar, Literal
 from langgraph._internal._constants import CONFIG_KEY_CHECKPOINTER  # how a task sees its checkpointer
 from langgraph.config import get_config, get_stream_writer
 
-from reactgraph import observability
 from reactgraph.graph.names import EXECUTE_TOOLS
-from reactgraph.jsonparse import safe_json
-from reactgraph.state import StepRecord
+from reactgraph.protocol.jsonparse import safe_json
+from reactgraph.engine.state import StepRecord
 
 Channel = Literal[
     "step", "answer", "compact", "phase", "inject", "stall", "error", "done", "plan", "dag_step", "analysis",
@@ -38,7 +37,7 @@ Channel = Literal[
 """Event channels: the SPEC §8 ones, ``stall`` when the loop is stuck and the next call may
 only answer (``{iteration, reason}``, SPEC R13.1), ``error`` for a run that failed (R2.7),
 ``approval`` for a run paused on tool calls that wait for a person's decision (R13.3),
-``model_switch`` when a call is handed to a fallback model (issue 41), and DAG mode's
+``model_switch`` when a call is handed to a fallback model, and DAG mode's
 ``plan``, ``dag_step`` and ``analysis`` (SPEC R9.5; payloads in ``docs/events.md``)."""
 
 _MARK = "reactgraph_event"
@@ -63,7 +62,7 @@ def _finite(value: Any) -> Any:
 def wire_safe(json_text: str) -> str:
     """JSON text with every U+0085, U+2028, U+2029 and lone surrogate written as a
     ``\\uXXXX`` escape: the one escaping rule of every event encoder (this module's SSE
-    frames, the AG-UI endpoint's; issue 37). These characters can only stand inside JSON
+    frames, the AG-UI endpoint's). These characters can only stand inside JSON
     strings, where the escape reads back as the same string; the result is one line for
     every line-splitting client and always encodes as UTF-8.
 
@@ -78,7 +77,7 @@ def wire_safe(json_text: str) -> str:
 
 def wire_json(value: Any) -> str:
     """``value`` as one line of standard JSON that is safe on any wire (SSE ``data:``
-    lines, HTTP error bodies), whatever strings a tool or model produced (issue 15).
+    lines, HTTP error bodies), whatever strings a tool or model produced.
 
     Non-ASCII text is kept as is, except U+0085, U+2028, U+2029 and lone surrogates,
     which are written as ``\\uXXXX`` escapes (a JSON parser reads back the same string;
@@ -163,7 +162,7 @@ class AgentEvent:
         """The payload: ``tag`` members first, then each field that is not :data:`OMIT`."""
         payload: dict[str, Any] = dict(self.tag)
         names = _FIELD_NAMES.get(type(self))
-        if names is None:  # once per kind: dataclasses.fields() is slow for a per-event call (issue 20)
+        if names is None:  # once per kind: dataclasses.fields() is slow for a per-event call
             names = _FIELD_NAMES[type(self)] = tuple(item.name for item in fields(self))
         for name in names:
             value = getattr(self, name)
@@ -328,7 +327,7 @@ class AnswerReset(AgentEvent):
     ``grounding_check_first``) and written again: a front end clears it. ``ungrounded`` lists
     the values the tool results do not hold; ``factless`` is true when it passed on none of
     them; ``problems`` (only when there are some) what else made it unfit to show
-    (:func:`reactgraph.grounding.answer_problems`: ``language``, ``code_fence``, …)."""
+    (:func:`reactgraph.answer.grounding.answer_problems`: ``language``, ``code_fence``, …)."""
 
     channel: ClassVar[Channel] = "answer"
     tag: ClassVar[tuple[tuple[str, str], ...]] = (("status", "reset"),)
@@ -413,7 +412,7 @@ class RunError(AgentEvent):
     """``error`` ``{message, kind}``: the run failed (SPEC R2.7). ``kind`` is
     ``model_error`` (the model kept failing; the fallback answer and ``done`` follow),
     ``storage_error`` (the checkpointer or store failed: a database error, a value it
-    refused; the fallback answer and ``done`` follow, issue 37),
+    refused; the fallback answer and ``done`` follow),
     ``plan_error`` (DAG mode's planner gave no usable plan), ``cancelled`` (the server's
     cancel endpoint stopped the run; the stream ends) or ``server_error`` (the
     server lost its run; the stream ends)."""
@@ -426,10 +425,10 @@ class RunError(AgentEvent):
 @dataclass(frozen=True, kw_only=True)
 class ModelSwitched(AgentEvent):
     """``model_switch`` ``{previous, model, reason, call, error}``: a model call failed and
-    is handed to the next fallback model (issue 41, :mod:`reactgraph.fallbacks`).
+    is handed to the next fallback model (:mod:`reactgraph.engine.fallbacks`).
 
     Attributes:
-        previous: The model that failed (its name, :func:`~reactgraph.fallbacks.model_label`).
+        previous: The model that failed (its name, :func:`~reactgraph.engine.fallbacks.model_label`).
         model: The model that takes the call over.
         reason: ``transient`` (its retries spent on 429, 5xx, a timeout or a connection
             error), ``permanent`` (an error its profile marks permanent: context length,
@@ -474,7 +473,7 @@ class Done(AgentEvent):
         thread_id: The run's thread.
         grounding: ReAct mode: the grounding report, or ``None``.
         limit: ReAct mode, when a usage limit ended the loop: its figures.
-        model: ReAct mode, when the agent has fallback models (issue 41): the model that
+        model: ReAct mode, when the agent has fallback models: the model that
             served the loop last.
         model_usage: With ``model``: usage per model (``Usage.to_dict()`` by model name),
             every model call of the run counted under the model that answered it.
@@ -542,8 +541,8 @@ class DagStepIteration(AgentEvent):
 @dataclass(frozen=True, kw_only=True)
 class DagStepToolStarted(AgentEvent):
     """``dag_step`` ``{status: "tool_started", round, step_id, iteration, tool_name,
-    tool_args, tool_call_id}``: a step's tool call starts (its loop's
-    :class:`ToolStarted`, named by its step; issue 39: the page's and AG-UI's tool cards
+    tool_args, tool_call_id}``: a step's tool call starts (its loop's:
+    class:`ToolStarted`, named by its step; The page's and AG-UI's tool cards
     per step). ``tool_call_id`` is the step loop's own: unique within the step, not
     across steps (steps on one model may reuse a provider's ids)."""
 
@@ -626,6 +625,19 @@ def with_custom_events(graph: Any) -> Any:
     return graph.with_config(configurable={EVENTS_KEY: True})
 
 
+_recorder: Callable[[AgentEvent], None] | None = None
+"""Who hears every emitted event besides the run's stream: the observability layer sets it
+(:func:`set_recorder`) when it is imported, so this module imports nothing above it."""
+
+
+def set_recorder(recorder: Callable[[AgentEvent], None] | None) -> None:
+    """Hand every event :func:`emit` sends to ``recorder`` too (``None``: to nobody).
+    :mod:`reactgraph.observability` sets its recorder, which records an event only while
+    :func:`~reactgraph.observability.instrument` is on."""
+    global _recorder
+    _recorder = recorder
+
+
 def emit(event: AgentEvent) -> None:
     """Send an event from inside a graph node through LangGraph's custom stream (as its
     channel and payload, so the stream stays plain JSON for any consumer; :func:`as_agent_event`
@@ -635,8 +647,8 @@ def emit(event: AgentEvent) -> None:
     Outside a streaming run (plain ``invoke``) the write is dropped; outside any run it
     is a no-op as well, so nodes can call it unconditionally.
     """
-    if observability.active is not None:
-        observability.record_event(event)
+    if _recorder is not None:
+        _recorder(event)
     try:
         config = get_config()
         writer = get_stream_writer()
@@ -660,7 +672,7 @@ def tool_done_event(record: StepRecord, preview_chars: int) -> ToolDone:
     It is made from the call's step record as LangGraph streams the tool node's update,
     and :func:`graph_events` sends it once the checkpointer holds that update: a consumer
     that stops right after this event (a client disconnect, a ``kill -9``) cannot make
-    the finished tool run again on resume (issue 15, SPEC R13.5).
+    the finished tool run again on resume (SPEC R13.5).
 
     Args:
         record: A step record (``iteration``, ``tool_call_id``, ``tool_name``,
@@ -703,7 +715,7 @@ async def _result_saved(graph: Any, config: Any, tool_call_id: Any) -> None:
     remembers, is read. No checkpointer, or no ``thread_id``: returns at once.
 
     A graph compiled without a checkpointer that runs as a subgraph (a DAG step's loop) uses
-    its parent's, which LangGraph hands it in the config: that one is asked (issue 39: the
+    its parent's, which LangGraph hands it in the config: that one is asked (the
     step's tool results were reported before they were stored, and a kill right after a
     step's end ran its last tool again on resume)."""
     saver = getattr(graph, "checkpointer", None)

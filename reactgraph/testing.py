@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
@@ -29,31 +29,14 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables.config import var_child_runnable_config
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from langgraph.constants import TAG_NOSTREAM
 from pydantic import ConfigDict, Field
 
-from reactgraph.graph.names import GUARD_CONTEXT, LLM_CALL_JSON, LLM_CALL_NATIVE, SELECT_TOOLS, SYNTHESIZE
-from reactgraph.protocol import check_protocol
+from reactgraph.protocol.messages import check_protocol
+from reactgraph.engine.calls import CALL_KINDS, call_kind_of
 
 __all__ = ["CALL_KINDS", "ScriptedChatModel", "call_kind", "call_kind_of", "check_protocol", "tool_call"]
 
 Response = AIMessage | str | BaseException | Callable[[list[BaseMessage]], Any]
-
-CALL_KINDS = ("tool_loop", "selection", "synthesis", "structured", "compaction")
-"""The kinds of model call a run makes: a tool-loop iteration (SPEC §2), tool selection
-(§5), answer synthesis (§3), a structured call (``structured_llm_call`` outside selection:
-``response_format``, the DAG planner and analyzer, §4, §9) and context compaction (§6)."""
-
-_NODE_KINDS = {
-    LLM_CALL_NATIVE: "tool_loop",
-    LLM_CALL_JSON: "tool_loop",
-    SELECT_TOOLS: "selection",
-    GUARD_CONTEXT: "compaction",
-    SYNTHESIZE: "synthesis",
-}
-"""The graph nodes that make each kind of call (ReAct and DAG graphs; the DAG's steps run
-the ReAct nodes). Other nodes' calls (``structured_response``, ``plan``, ``analyze``) are
-structured calls."""
 
 
 def call_kind(run_manager: Any = None) -> str:
@@ -69,16 +52,6 @@ def call_kind(run_manager: Any = None) -> str:
     if metadata is None:
         metadata = (var_child_runnable_config.get() or {}).get("metadata")
     return call_kind_of(metadata, getattr(run_manager, "tags", None))
-
-
-def call_kind_of(metadata: Mapping[str, Any] | None, tags: Sequence[str] | None) -> str:
-    """The kind of a model call (one of :data:`CALL_KINDS`) from its run's ``metadata``
-    and ``tags`` as LangChain callbacks get them (:func:`call_kind`; the ``phase`` of
-    :mod:`reactgraph.observability`'s spans and metrics)."""
-    node = (metadata or {}).get("langgraph_node")
-    if node is not None:
-        return _NODE_KINDS.get(node, "structured")
-    return "structured" if TAG_NOSTREAM in (tags or ()) else "synthesis"
 
 
 def tool_call(name: str, args: Any, call_id: str | None = None) -> dict[str, Any]:

@@ -1,13 +1,13 @@
 """The graphs LangGraph Studio serves (``langgraph dev`` in this directory).
 
-One line per graph: :func:`reactgraph.studio_graph.studio_graph` turns a graph builder into a
+One line per graph: :func:`reactgraph.demo.studio.studio_graph` turns a graph builder into a
 LangGraph server factory that builds the graph over the demo plant's tools and the model
 from the environment (or the embedded one), with the run's configuration form
-(:class:`reactgraph.studio_graph.StudioContext`). List each here and in ``langgraph.json``.
+(:class:`reactgraph.demo.studio.StudioContext`). List each here and in ``langgraph.json``.
 """
 
 from reactgraph import ModelRegistry, create_dag_graph, create_react_graph
-from reactgraph.studio_graph import studio_graph
+from reactgraph.demo.studio import studio_graph
 
 
 def dag_graph(llm, tools, *, use_native_tools=True, abilities=None, settings=None):

@@ -1,5 +1,5 @@
 // Drives reactgraph's POST /agui with the official AG-UI client (@ag-ui/client's HttpAgent),
-// as a front end would (issue 19). Used by tests/integration/test_agui_client.py.
+// as a front end would. Used by tests/integration/test_agui_client.py.
 //
 // Usage: node agui_client.mjs '<json>' where the JSON holds
 //   clientDir  a directory whose node_modules holds @ag-ui/client

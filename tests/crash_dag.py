@@ -1,5 +1,5 @@
 """A DAG-mode server to kill and a DAG agent to resume it (used by
-tests/integration/test_dag_crash.py; issue 39, SPEC R13.5, R13.8).
+tests/integration/test_dag_crash.py; SPEC R13.5, R13.8).
 
 ``python -m tests.crash_dag --db-url URL --counter FILE [--slow SECONDS] [--analysis SECONDS]``
 serves, on a free loopback port, the app ``reactgraph serve --dag`` makes

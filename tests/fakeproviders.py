@@ -1,4 +1,4 @@
-"""Strict fake OpenAI-compatible servers, one per provider profile (issue 16).
+"""Strict fake OpenAI-compatible servers, one per provider profile.
 
 Each :class:`FakeProvider` serves ``POST /v1/chat/completions`` over real loopback HTTP
 (uvicorn, :func:`tests.serving.running_server`) and behaves like its provider family:
@@ -29,8 +29,8 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from langchain_core.tools import tool
 
-from reactgraph.prompts import SYNTHESIS_SYSTEM
-from reactgraph.structured import STRUCTURED_INSTRUCTION
+from reactgraph.protocol.prompts import SYNTHESIS_SYSTEM
+from reactgraph.protocol.structured import STRUCTURED_INSTRUCTION
 from tests.serving import running_server
 
 STATUS = {"CNC-001": "CNC-001: normal, 71% utilization", "CNC-003": "CNC-003: warning, W-1105 vibration rising"}
@@ -171,7 +171,7 @@ class FakeProvider:
         empty_final: The loop's final answer comes back with empty content.
         plan, structured, synthesis: What the model "says" (module docstring).
         fail: How the server fails from its ``fail_from``-th request on (1-based, every
-            request after too: a dead provider; issue 41): ``"503"``, ``"429"``,
+            request after too: a dead provider): ``"503"``, ``"429"``,
             ``"context"`` (a 400 "maximum context length" error), ``"reset"`` (the
             connection is cut after the response started), ``"hang"`` (the request is
             accepted and never answered), ``"stall"`` (a stream's headers are sent, then

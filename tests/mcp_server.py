@@ -1,4 +1,4 @@
-"""The project's own MCP server for the MCP tests (issue 19): a FastMCP app of the ``mcp`` SDK
+"""The project's own MCP server for the MCP tests: a FastMCP app of the ``mcp`` SDK
 served over streamable HTTP on ``127.0.0.1:PORT`` (``python -m tests.mcp_server PORT``) or over
 stdio (``python -m tests.mcp_server stdio``).
 
@@ -33,7 +33,7 @@ def build_server(port: int = 0) -> FastMCP:
     """The FastMCP app with the test tools, listening on ``port`` when run over HTTP."""
     server = FastMCP("plant-extras", host="127.0.0.1", port=port, log_level="WARNING")
 
-    @server.tool(annotations=ToolAnnotations(readOnlyHint=True))  # a read: its repeat runs (issue 35)
+    @server.tool(annotations=ToolAnnotations(readOnlyHint=True))  # a read: its repeat runs
     def machine_temperature(machine_id: str) -> str:
         """Current spindle temperature of a machine in degrees Celsius."""
         return f"{machine_id}: spindle temperature 71.5 C"

@@ -1,4 +1,4 @@
-"""npm packages for the tests that run real JavaScript programs (issue 19): installed with
+"""npm packages for the tests that run real JavaScript programs: installed with
 npm at test time into a cache directory, so CI (which reaches the npm registry and has
 node) needs no step of its own. The MCP tests run server-everything's command
 (:func:`npm_bin`); the AG-UI test imports ``@ag-ui/client`` from a script (:func:`npm_package`)."""

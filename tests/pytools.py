@@ -1,6 +1,6 @@
 """Python command-line tools the tests run in a process of their own, installed with pip at
 test time into a cache directory beside the npm packages (:mod:`tests.npm`), not into the
-project's environment: schemathesis (issue 37) needs versions of its dependencies
+project's environment: schemathesis needs versions of its dependencies
 (``jsonschema-rs``) that the ``[dev]`` extra's ``langgraph-api`` refuses, and the
 schemathesis release that fits those is broken on this Hypothesis."""
 

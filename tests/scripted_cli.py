@@ -29,8 +29,8 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 
 import reactgraph.models
 from reactgraph import ModelAbilities, check_protocol
-from reactgraph.actions import message_text
-from reactgraph.cli import main
+from reactgraph.protocol.actions import message_text
+from reactgraph.cli.main import main
 from reactgraph.models import ResolvedModel
 from reactgraph.testing import ScriptedChatModel, tool_call
 

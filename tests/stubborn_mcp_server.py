@@ -1,4 +1,4 @@
-"""A stdio "MCP server" that never starts and will not be stopped politely (issue 37): it
+"""A stdio "MCP server" that never starts and will not be stopped politely: it
 ignores SIGTERM and the end of its standard input, never answers ``initialize``, and starts a
 child of its own (in its process group) that ignores SIGTERM too. Both carry the marker given
 as the first argument on their command line, so a test finds them in ``/proc``. With

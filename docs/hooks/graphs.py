@@ -1,4 +1,4 @@
-"""mkdocs hook: draws the compiled graphs into the pages (issue 19 point 4).
+"""mkdocs hook: draws the compiled graphs into the pages (point 4).
 
 A page line ``<!-- graph: NAME -->`` becomes a ``mermaid`` block holding
 ``get_graph().draw_mermaid()`` of the graph NAME, compiled at build time with a scripted model
@@ -21,7 +21,7 @@ from langchain_core.tools import StructuredTool, tool
 from mkdocs.exceptions import PluginError
 
 from reactgraph import ModelAbilities, create_react_graph
-from reactgraph.config import TOOL_SELECTION_THRESHOLD
+from reactgraph.core.config import TOOL_SELECTION_THRESHOLD
 from reactgraph.dag import create_dag_graph
 from reactgraph.testing import ScriptedChatModel
 

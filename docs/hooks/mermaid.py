@@ -1,4 +1,4 @@
-"""mkdocs hook: the site draws its mermaid diagrams offline (issue 38 point 7).
+"""mkdocs hook: the site draws its mermaid diagrams offline (point 7).
 
 Material for MkDocs renders ``mermaid`` blocks with mermaid.js, which it loads from a CDN
 unless a ``mermaid`` object is already on the page. This hook puts one there: the pinned
@@ -30,7 +30,7 @@ from typing import Any
 
 from mkdocs.exceptions import PluginError
 
-from reactgraph._paths import data_home
+from reactgraph.core.paths import data_home
 
 VERSION = "11.12.2"
 """The mermaid release (Material 9's mermaid support expects mermaid 11)."""

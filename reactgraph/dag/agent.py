@@ -2,7 +2,7 @@
 ``astream_events`` and, with a checkpointer, ``resume``, ``aresume_events``, ``pending``,
 ``thread_status``, ``thread_snapshot`` and ``inject`` over the compiled DAG graph: the
 same surface as :class:`~reactgraph.ReActAgent` (the thread bookkeeping is
-:class:`~reactgraph.facade.AgentFacade`'s)."""
+:class:`~reactgraph.agents.facade.AgentFacade`'s)."""
 
 from __future__ import annotations
 
@@ -15,21 +15,21 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 
-from reactgraph import outcome
-from reactgraph.approval import PendingCall
-from reactgraph.config import AgentSettings
+from reactgraph.agents import outcome
+from reactgraph.tools.approval import PendingCall
+from reactgraph.core.config import AgentSettings
 from reactgraph.dag.executor import results_answer
 from reactgraph.dag.graph import create_dag_graph
 from reactgraph.dag.settings import DAGSettings
 from reactgraph.dag.state import PlanStep, StepResult
 from reactgraph.dag.synthesize import dag_synthesis_messages
 from reactgraph.events import AgentEvent
-from reactgraph.facade import AgentFacade
-from reactgraph.interrupts import FollowUpLimits, InMemoryInterruptQueue, InterruptQueue
-from reactgraph.language import detect_language, phrase
+from reactgraph.agents.facade import AgentFacade
+from reactgraph.persistence.interrupts import FollowUpLimits, InMemoryInterruptQueue, InterruptQueue
+from reactgraph.core.language import detect_language, phrase
 from reactgraph.models.registry import ModelRegistry
-from reactgraph.result import RunResult, Step
-from reactgraph.synthesis import stream_messages
+from reactgraph.agents.result import RunResult, Step
+from reactgraph.answer.synthesis import stream_messages
 
 logger = logging.getLogger(__name__)
 
@@ -81,17 +81,17 @@ class DAGResult(RunResult):
         achieved, confidence, reasoning, final_answer: The analyzer's last verdict (``False``,
             0.0, ``""``, ``None`` when no analysis ran).
         warnings: What the planner repaired in the last plan (pruned dependencies …).
-        usage, elapsed, error, thread_id, synthesis: As :class:`~reactgraph.result.RunResult`;
+        usage, elapsed, error, thread_id, synthesis: As :class:`~reactgraph.agents.result.RunResult`;
             ``usage`` sums planner, steps, analyzer (and synthesis).
         finish_reason: ``achieved``, ``not_achieved``, ``max_rounds``, ``plan_failed``,
             a run-wide usage limit (``model_call_limit``, ``tool_call_limit``,
             ``token_limit``, ``cost_limit``: see :attr:`limit`), ``waiting``  (paused on :attr:`pending`: a step's tool call waits for a person's
             decision), or ``error`` when the graph itself failed.
-        pending: As :class:`~reactgraph.result.RunResult`; each call names its plan step
+        pending: As :class:`~reactgraph.agents.result.RunResult`; each call names its plan step
             (:attr:`~reactgraph.PendingCall.step_id`).
         limit: The run-wide usage limit that ended the run (``AgentSettings.limits``,
             :mod:`reactgraph.dag.budget`) with the run's figures, as
-            :func:`reactgraph.limits.limit_reached` gives them; ``None`` when none did.
+            :func:`reactgraph.core.limits.limit_reached` gives them; ``None`` when none did.
         follow_ups: The follow-ups the run took in (:meth:`DAGAgent.inject`), oldest first.
     """
 

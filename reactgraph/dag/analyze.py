@@ -30,11 +30,11 @@ from reactgraph.dag.settings import DAGSettings
 from reactgraph.dag.state import Analysis, DAGState, PlanStep, StepResult
 from reactgraph.events import Analysis, Analyzing, emit
 from reactgraph.graph.names import PLAN, SYNTHESIZE
-from reactgraph.language import detect_language, phrase
-from reactgraph.limits import UsageLimits
+from reactgraph.core.language import detect_language, phrase
+from reactgraph.core.limits import UsageLimits
 from reactgraph.models.registry import ModelRegistry
-from reactgraph.prompts import ANALYZER_SYSTEM, ANALYZER_USER
-from reactgraph.structured import structured_llm_call
+from reactgraph.protocol.prompts import ANALYZER_SYSTEM, ANALYZER_USER
+from reactgraph.protocol.structured import structured_llm_call
 
 logger = logging.getLogger(__name__)
 

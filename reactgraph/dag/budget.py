@@ -12,7 +12,7 @@ the analyzer. Reaching one ends the run gracefully: the steps not started are re
 not run, no more planning or analysis, and the synthesis writes the answer from the
 results so far; ``finish_reason`` says which limit (``model_call_limit``,
 ``tool_call_limit``, ``token_limit``, ``cost_limit``) and ``limit`` holds the figures, as
-:func:`reactgraph.limits.limit_reached` gives them.
+:func:`reactgraph.core.limits.limit_reached` gives them.
 
 Inside a wave, the steps share what is left: each step's loop runs with the remaining
 model calls, tool calls, tokens and cost split evenly among the wave's steps (a wave sends
@@ -31,7 +31,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from reactgraph.limits import (
+from reactgraph.core.limits import (
     LIMIT_REASONS,
     UsageLimits,
     describe_limit,
@@ -40,11 +40,11 @@ from reactgraph.limits import (
     model_name_of,
     tool_calls_made,
 )
-from reactgraph.state import RESET
+from reactgraph.engine.state import RESET
 
 
 def add_counts(left: dict[str, int] | None, right: Any) -> dict[str, int]:
-    """Reducer of ``tool_runs``: counts summed by key; :data:`~reactgraph.state.RESET` empties them."""
+    """Reducer of ``tool_runs``: counts summed by key; :data:`~reactgraph.engine.state.RESET` empties them."""
     if right == RESET:
         return {}
     merged = dict(left or {})
@@ -60,7 +60,7 @@ def model_label(llm: Any) -> str:
 
 
 def _view(state: Mapping[str, Any]) -> dict[str, Any]:
-    """The run's figures in the shape :func:`~reactgraph.limits.limit_reached` reads."""
+    """The run's figures in the shape :func:`~reactgraph.core.limits.limit_reached` reads."""
     records = [{"tool_name": name, "ran": True} for name, count in (state.get("tool_runs") or {}).items()
                for _ in range(int(count))]
     return {"usage": state.get("usage") or {}, "model_usage": state.get("model_usage") or {}, "steps": records}
@@ -71,7 +71,7 @@ def run_limit(state: Mapping[str, Any], limits: UsageLimits | None) -> dict[str,
 
     Returns:
         ``{"reason", "limit", "max", "used", "tool", "figures"}`` as
-        :func:`reactgraph.limits.limit_reached`.
+        :func:`reactgraph.core.limits.limit_reached`.
     """
     if limits is None:
         return None
@@ -105,7 +105,7 @@ def wave_size(state: Mapping[str, Any], limits: UsageLimits | None, ready: int) 
 
 
 def run_limit_figures(state: Mapping[str, Any], limits: UsageLimits) -> dict[str, Any]:
-    """What the run spent so far (:func:`reactgraph.limits.figures` of the run)."""
+    """What the run spent so far (:func:`reactgraph.core.limits.figures` of the run)."""
     return figures(_view(state), limits.prices)
 
 

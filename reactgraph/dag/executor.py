@@ -50,8 +50,8 @@ from langgraph.errors import GraphBubbleUp, GraphInterrupt
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Interrupt, Send
 
-from reactgraph.approval import STEP_ID_KEY
-from reactgraph.config import AgentSettings
+from reactgraph.tools.approval import STEP_ID_KEY
+from reactgraph.core.config import AgentSettings
 from reactgraph.dag.budget import (
     is_limit,
     limit_update,
@@ -81,19 +81,19 @@ from reactgraph.events import (
 )
 from reactgraph.graph.names import ANALYZE, RUN_STEP, SYNTHESIZE
 from reactgraph.graph.react import create_react_graph
-from reactgraph.history import thread_of
-from reactgraph.language import detect_language, phrase
-from reactgraph.limits import UsageLimits, describe_limit
+from reactgraph.engine.history import thread_of
+from reactgraph.core.language import detect_language, phrase
+from reactgraph.core.limits import UsageLimits, describe_limit
 from reactgraph.models.registry import ModelRegistry, RegisteredModel
-from reactgraph.prompts import STEP_CONTEXT, STEP_DEPENDENCIES, STEP_TOOL_HINT
-from reactgraph.synthesis import RESULT_CLIP_MARK
+from reactgraph.protocol.prompts import STEP_CONTEXT, STEP_DEPENDENCIES, STEP_TOOL_HINT
+from reactgraph.answer.synthesis import RESULT_CLIP_MARK
 
 logger = logging.getLogger(__name__)
 
 
 def cut(text: str, limit: int) -> str:
     """``text`` itself when it has at most ``limit`` characters, else its first ``limit``
-    characters followed by :data:`~reactgraph.synthesis.RESULT_CLIP_MARK`."""
+    characters followed by :data:`~reactgraph.answer.synthesis.RESULT_CLIP_MARK`."""
     return text if len(text) <= limit else text[:limit] + RESULT_CLIP_MARK
 
 
@@ -120,7 +120,7 @@ def failed_result(step_id: str, error: str, *, role: str | None = None, elapsed:
 
 def named_interrupt(paused: GraphInterrupt, step_id: str) -> GraphInterrupt:
     """``paused`` with ``step_id`` added to each interrupt value that is a dict (an
-    approval request always is), under :data:`~reactgraph.approval.STEP_ID_KEY`; the
+    approval request always is), under :data:`~reactgraph.tools.approval.STEP_ID_KEY`; the
     interrupt ids stay, so a decision keyed by them resumes the step's own task."""
     items = paused.args[0] if paused.args else ()
     named = tuple(Interrupt({**item.value, STEP_ID_KEY: step_id} if isinstance(item.value, dict) else item.value, item.id)
@@ -130,7 +130,7 @@ def named_interrupt(paused: GraphInterrupt, step_id: str) -> GraphInterrupt:
 
 def results_answer(plan: Sequence[PlanStep], results: Mapping[str, StepResult], language: str | None = "en") -> str:
     """The last-resort answer: the completed steps' results joined in plan order, or a
-    note that no step succeeded (in ``language``, :func:`~reactgraph.language.phrase`)."""
+    note that no step succeeded (in ``language``, :func:`~reactgraph.core.language.phrase`)."""
     done = [results[step["id"]] for step in plan if results.get(step["id"], {}).get("status") == "completed"]
     texts = [record["result"].strip() for record in done if record["result"].strip()]
     return "\n\n".join(texts) if texts else phrase("no_step_result", language)

@@ -33,8 +33,8 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 
 from reactgraph.events import Injected, emit
-from reactgraph.history import thread_of
-from reactgraph.interrupts import InterruptQueue, format_interrupt
+from reactgraph.engine.history import thread_of
+from reactgraph.persistence.interrupts import InterruptQueue, format_interrupt
 
 CURRENT_STEP: contextvars.ContextVar[str | None] = contextvars.ContextVar("reactgraph_dag_step", default=None)
 """The plan step whose loop runs in this context (set by ``run_step`` around the loop)."""

@@ -21,9 +21,9 @@ from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from reactgraph.actions import message_text
+from reactgraph.protocol.actions import message_text
 from reactgraph.observability import observed_node
-from reactgraph.config import AgentSettings
+from reactgraph.core.config import AgentSettings
 from reactgraph.dag.analyze import Analyzer, route_analysis
 from reactgraph.dag.budget import is_limit
 from reactgraph.dag.executor import RunStep, Schedule, StepGraphs, route_schedule
@@ -33,10 +33,10 @@ from reactgraph.dag.settings import DAGSettings
 from reactgraph.dag.state import DAGState
 from reactgraph.dag.synthesize import DAGSynthesize
 from reactgraph.graph.names import ANALYZE, PLAN, RUN_STEP, SCHEDULE, START_DAG, SYNTHESIZE
-from reactgraph.interrupts import InMemoryInterruptQueue, InterruptQueue
+from reactgraph.persistence.interrupts import InMemoryInterruptQueue, InterruptQueue
 from reactgraph.models.registry import ModelRegistry
-from reactgraph.outcome import answer_shown
-from reactgraph.state import RESET, TURN_ANSWER_CHARS, InputState
+from reactgraph.agents.outcome import answer_shown
+from reactgraph.engine.state import RESET, TURN_ANSWER_CHARS, InputState
 
 GRAPH_KIND_KEY = "reactgraph_graph"
 """The checkpoint metadata key that says which graph wrote a thread's checkpoints: the DAG
@@ -146,7 +146,7 @@ def create_dag_graph(
              SYNTHESIZE: DAGSynthesize(registry, dag_settings, step_settings,
                                        {getattr(tool, "name", ""): getattr(tool, "description", "") or "" for tool in tools})}
     for node, body in nodes.items():
-        builder.add_node(node, observed_node(body, node))  # observed when the run is (issue 40)
+        builder.add_node(node, observed_node(body, node))  # observed when the run is
 
     builder.add_edge(START, START_DAG)
     builder.add_edge(START_DAG, PLAN)
@@ -159,4 +159,4 @@ def create_dag_graph(
     graph = builder.compile(checkpointer=checkpointer, name=name)
     return graph.with_config(recursion_limit=dag_settings.recursion_limit,  # type: ignore[return-value]
                              metadata={GRAPH_KIND_KEY: DAG_GRAPH},
-                             configurable=step_settings.model_deadline.as_config())  # reactgraph.deadlines
+                             configurable=step_settings.model_deadline.as_config())  # reactgraph.engine.deadlines

@@ -12,7 +12,7 @@
 - Output that cannot be read at all runs the goal as one step (SPEC R2.7), so the user
   still gets an answer; the plan's warning says so in plain words, in the goal's language
   ("The plan could not be made; answering step by step instead.",
-  :func:`~reactgraph.language.phrase`), and the parser's reason goes to the log.
+  :func:`~reactgraph.core.language.phrase`), and the parser's reason goes to the log.
 """
 
 from __future__ import annotations
@@ -29,16 +29,16 @@ from reactgraph.dag.budget import limit_update, model_label, run_limit
 from reactgraph.dag.followups import PlanDrain
 from reactgraph.dag.settings import DAGSettings
 from reactgraph.dag.state import DAGState, PlanStep
-from reactgraph.errors import PlanError
+from reactgraph.core.errors import PlanError
 from reactgraph.events import PlanMade, Planning, RunError, emit
-from reactgraph.language import detect_language, phrase
-from reactgraph.limits import UsageLimits
+from reactgraph.core.language import detect_language, phrase
+from reactgraph.core.limits import UsageLimits
 from reactgraph.models.registry import ModelRegistry
-from reactgraph.prompts import CYCLE_FEEDBACK, PLANNER_SYSTEM, PLANNER_USER, REPLAN_NOTE
-from reactgraph.ranking import catalog_line
-from reactgraph.state import RESET
-from reactgraph.structured import structured_llm_call
-from reactgraph.usage import sum_usage
+from reactgraph.protocol.prompts import CYCLE_FEEDBACK, PLANNER_SYSTEM, PLANNER_USER, REPLAN_NOTE
+from reactgraph.tools.ranking import catalog_line
+from reactgraph.engine.state import RESET
+from reactgraph.protocol.structured import structured_llm_call
+from reactgraph.core.usage import sum_usage
 
 logger = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reactgraph.config import check_at_least
+from reactgraph.core.config import check_at_least
 from reactgraph.models.registry import DEFAULT_ROLE
 
 

@@ -8,8 +8,8 @@ from typing import Annotated, Any, Literal
 from typing_extensions import NotRequired, TypedDict
 
 from reactgraph.dag.budget import add_counts
-from reactgraph.outcome import DAGFinishReason
-from reactgraph.state import RESET, InputState, StepRecord, add_model_usage, add_turns, add_usage
+from reactgraph.agents.outcome import DAGFinishReason
+from reactgraph.engine.state import RESET, InputState, StepRecord, add_model_usage, add_turns, add_usage
 
 
 class PlanStep(TypedDict):
@@ -60,14 +60,14 @@ class StepTask(TypedDict):
 
 
 def add_follow_ups(left: list[str] | None, right: Any) -> list[str]:
-    """Reducer of ``follow_ups``: appends; :data:`~reactgraph.state.RESET` empties it."""
+    """Reducer of ``follow_ups``: appends; :data:`~reactgraph.engine.state.RESET` empties it."""
     if right == RESET:
         return []
     return [*(left or []), *(right or [])]
 
 
 def merge_results(left: dict[str, StepResult] | None, right: Any) -> dict[str, StepResult]:
-    """Reducer of ``results``: parallel steps each add theirs; :data:`~reactgraph.state.RESET`
+    """Reducer of ``results``: parallel steps each add theirs; :data:`~reactgraph.engine.state.RESET`
     clears them when a new plan starts."""
     if right == RESET:
         return {}
@@ -133,5 +133,5 @@ class DAGState(InputState, total=False):
     earlier_turns: Annotated[list[dict[str, str]], add_turns]
     """The thread's earlier runs, oldest first, each ``{"question", "answer"}`` (as
     ``AgentState.earlier_turns``): the synthesis sees them, so a follow-up goal's "that machine"
-    is answered about the right thing (issue 35)."""
+    is answered about the right thing."""
     """Wall-clock start (seconds since the epoch)."""

@@ -11,17 +11,17 @@ The answer shown (the synthesis, else the answer before it) is added to the thre
 ReAct turn does: the goal, then the answer (SPEC R13.8).
 
 The answer is held to the same grounding policy and checks as a ReAct answer of the
-synthesis model (:func:`~reactgraph.safeguards.resolve_settings` of the steps' settings
+synthesis model (:func:`~reactgraph.policy.safeguards.resolve_settings` of the steps' settings
 for its abilities, SPEC R13.1). The evidence is what the steps' *tools* returned (their
 ``tool_steps``) and the goal — never a step's own words, which a small model may have made
 up. So:
 
 * ``answer_from_observations`` (the strict policy, the embedded model): no synthesis call;
   the answer is made of the steps' tool observations (:func:`dag_observation_answer`,
-  with the lead a yes/no or which/what goal gets, :func:`~reactgraph.lead.choose_lead`),
+  with the lead a yes/no or which/what goal gets, :func:`~reactgraph.answer.lead.choose_lead`),
   then what could not be found (the steps that failed or got no data);
 * ``grounding="enforce"``: the synthesis is written unseen and checked (values, facts
-  passed on, :func:`~reactgraph.grounding.answer_problems`); one that fails — an id no
+  passed on, :func:`~reactgraph.answer.grounding.answer_problems`); one that fails — an id no
   step returned — is replaced by :func:`dag_observation_answer`;
 * ``"flag"``: the synthesis streams and values no step's tool returned are named under it;
 * ``"report"``: only reported. The check goes in ``DAGState.grounding``.
@@ -35,26 +35,26 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
-from reactgraph.config import AgentSettings
+from reactgraph.core.config import AgentSettings
 from reactgraph.dag.analyze import format_results
 from reactgraph.dag.budget import model_label
 from reactgraph.dag.settings import DAGSettings
 from reactgraph.dag.state import DAGState, PlanStep, StepResult
-from reactgraph.grounding import answer_problems, check_grounding, observation_answer
-from reactgraph.language import detect_language, phrase
-from reactgraph.lead import choose_lead
+from reactgraph.answer.grounding import answer_problems, check_grounding, observation_answer
+from reactgraph.core.language import detect_language, phrase
+from reactgraph.answer.lead import choose_lead
 from reactgraph.models.registry import ModelRegistry
-from reactgraph.prompts import FLAG_NOTE, SYNTHESIS_HISTORY, SYNTHESIS_SYSTEM, SYNTHESIS_USER
-from reactgraph.safeguards import resolve_settings
-from reactgraph.synthesis import collect_answer, emit_answer, format_history, one_chunk, stream_messages
+from reactgraph.protocol.prompts import FLAG_NOTE, SYNTHESIS_HISTORY, SYNTHESIS_SYSTEM, SYNTHESIS_USER
+from reactgraph.policy.safeguards import resolve_settings
+from reactgraph.answer.synthesis import collect_answer, emit_answer, format_history, one_chunk, stream_messages
 
 
 def dag_synthesis_messages(goal: str, plan: Sequence[PlanStep], results: Mapping[str, StepResult],
                            draft: str | None, chars: int, history: str = "") -> list[BaseMessage]:
     """The synthesis prompt: the synthesizer system prompt, and the goal with the steps'
     results (each cut to ``chars``) and the analyzer's draft answer as the work log, after the
-    thread's earlier runs (``history``, :func:`~reactgraph.synthesis.format_history`) when
-    there are some (issue 35)."""
+    thread's earlier runs (``history``, :func:`~reactgraph.answer.synthesis.format_history`) when
+    there are some."""
     trace = format_results(plan, results, chars)
     if draft:
         trace += f"\n\nDraft answer from the assistant:\n{draft}"
@@ -78,10 +78,10 @@ def dag_observation_answer(goal: str, plan: Sequence[PlanStep], results: Mapping
         results: Its results by step id.
         chars: Characters kept of each observation.
         descriptions: Tool name → description (table column names).
-        lead: The sentence that answers the goal (:func:`~reactgraph.lead.choose_lead`).
+        lead: The sentence that answers the goal (:func:`~reactgraph.answer.lead.choose_lead`).
 
     Returns:
-        Markdown: :func:`~reactgraph.grounding.observation_answer` over every step's tool
+        Markdown: :func:`~reactgraph.answer.grounding.observation_answer` over every step's tool
         calls (``no_data`` when none succeeded), then ``not_found`` (the language table's
         phrases) and each step that failed or got no
         tool data (its task, and why when it failed).

@@ -14,8 +14,8 @@ from typing import Any
 
 from langchain_core.tools import BaseTool
 
-from reactgraph.agent import ReActAgent
-from reactgraph.config import AgentSettings
+from reactgraph.agents.react import ReActAgent
+from reactgraph.core.config import AgentSettings
 from reactgraph.demo.factory import DEMO_SYSTEM_PROMPT
 from reactgraph.models import ResolvedModel
 
@@ -77,7 +77,7 @@ def demo_settings(*, max_iterations: int = AgentSettings.max_iterations, synthes
     Returns:
         :class:`AgentSettings` with the demo system prompt, ``max_iterations``, ``synthesis``
         and ``approval``; the safeguard fields are left to the model's policy
-        (:mod:`reactgraph.safeguards`).
+        (:mod:`reactgraph.policy.safeguards`).
 
     Raises:
         ValueError: ``max_iterations`` below 1, or an unknown ``synthesis`` (from the
@@ -107,7 +107,7 @@ def build_demo_agent(
         json_mode: Force the JSON protocol (``--json-mode``) even for a model with native
             tool calls (SPEC R2.2).
         max_iterations: Most model calls in the tool loop (SPEC R2.6).
-        checkpointer, interrupt_queue: From :func:`reactgraph.checkpointing.open_persistence`;
+        checkpointer, interrupt_queue: From :func:`reactgraph.persistence.checkpointing.open_persistence`;
             ``None`` for none / a new in-memory queue.
         synthesis: Which call writes the answer (:func:`demo_settings`).
         approve: Tools whose every call a person approves first (``--approve``,

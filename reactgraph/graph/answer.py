@@ -1,6 +1,6 @@
 """The answer phase on its own: the ``synthesize`` node as a one-node graph, for a loop that
 ran without it (``ReActAgent.run`` then ``stream_answer``, SPEC R3.1), so the library's two
-phases give the answer a streamed run gives, under the same safeguards (issues 35, 36)."""
+phases give the answer a streamed run gives, under the same safeguards."""
 
 from __future__ import annotations
 
@@ -11,23 +11,23 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from reactgraph._engine import Engine
+from reactgraph.engine.bindings import Engine
 from reactgraph.events import EVENTS_KEY, AnswerDelta, AnswerReset, as_agent_event
 from reactgraph.graph.names import SYNTHESIZE
 from reactgraph.nodes.synthesize import Synthesize
-from reactgraph.state import AgentState
+from reactgraph.engine.state import AgentState
 
 
 def answer_graph(engine: Engine) -> CompiledStateGraph:
     """A graph of the one node :class:`Synthesize`, for the answer phase of a loop that ran
     without it (``ReActAgent.run`` then ``stream_answer``, SPEC R3.1): the same answer the
-    full graph gives, under the same safeguards (issue 35/36).
+    full graph gives, under the same safeguards.
 
     Args:
         engine: The agent's engine.
 
     Returns:
-        The compiled graph; its input is an :class:`~reactgraph.state.AgentState` of the
+        The compiled graph; its input is an :class:`~reactgraph.engine.state.AgentState` of the
         finished loop (``query``, ``steps``, ``answer``, ``draft_answer``, ``finish_reason``,
         ``earlier_turns``).
     """

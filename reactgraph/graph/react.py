@@ -17,8 +17,7 @@ Phase one is the loop between the model node and ``execute_tools``; phase two is
 ``synthesize``. The model node (:mod:`reactgraph.nodes.model_step`) drains follow-ups
 before its call and after it (R7.2: JSON mode after each assistant message; native mode
 after all tool results and after a final answer; both modes before the first model call),
-checks the iteration cap and the window, calls the model and routes, all in one superstep
-(issue 20).
+checks the iteration cap and the window, calls the model and routes, all in one superstep.
 """
 
 from __future__ import annotations
@@ -34,13 +33,13 @@ from langgraph.prebuilt import ToolNode
 from langgraph.types import Command, RetryPolicy, Send
 from typing_extensions import TypedDict
 
-from reactgraph._dualmode import dual_node
-from reactgraph._engine import Engine, split_prompt
-from reactgraph.abilities import ModelAbilities, resolve_abilities
-from reactgraph.approval import earlier_decision
-from reactgraph.config import AgentSettings
+from reactgraph.engine.dualmode import dual_node
+from reactgraph.engine.bindings import Engine, split_prompt
+from reactgraph.providers.abilities import ModelAbilities, resolve_abilities
+from reactgraph.tools.approval import earlier_decision
+from reactgraph.core.config import AgentSettings
 from reactgraph.events import with_custom_events
-from reactgraph.fallbacks import ModelScope, ServingNode, retried, unpack_fallbacks
+from reactgraph.engine.fallbacks import ModelScope, ServingNode, retried, unpack_fallbacks
 from reactgraph.graph.names import (
     EXECUTE_TOOLS,
     FALLBACK,
@@ -53,8 +52,8 @@ from reactgraph.graph.names import (
     STRUCTURED_RESPONSE,
     SYNTHESIZE,
 )
-from reactgraph.interrupts import InterruptQueue
-from reactgraph.limits import UsageLimits, over_limit_refusals
+from reactgraph.persistence.interrupts import InterruptQueue
+from reactgraph.core.limits import UsageLimits, over_limit_refusals
 from reactgraph.nodes.drain_interrupts import DrainInterrupts
 from reactgraph.nodes.execute_tools import ExecuteTools
 from reactgraph.nodes.fallback import Fallback
@@ -65,9 +64,9 @@ from reactgraph.nodes.select_tools import SelectTools
 from reactgraph.nodes.start_turn import StartTurn
 from reactgraph.nodes.structured_response import StructuredResponse
 from reactgraph.nodes.synthesize import Synthesize
-from reactgraph.state import AgentState, InputState, OutputState
-from reactgraph.synthesis import REPEAT_REFUSAL
-from reactgraph.tooling import ToolErrorPolicy
+from reactgraph.engine.state import AgentState, InputState, OutputState
+from reactgraph.answer.synthesis import REPEAT_REFUSAL
+from reactgraph.tools.runner import ToolErrorPolicy
 
 NODE_PHASES: dict[str, str] = {
     START_TURN: "tool_loop",
@@ -89,7 +88,7 @@ def _tool_sends(state: dict[str, Any], limits: UsageLimits | None = None) -> lis
     """One ``Send`` per tool call in ``state["pending_tool_calls"]`` (the model call's
     update laid over the state, :class:`~reactgraph.nodes.model_step.ModelStep`); a call
     past a tool-call limit goes with the reason it may not run (R13.3,
-    :func:`~reactgraph.limits.over_limit_refusals`)."""
+    :func:`~reactgraph.core.limits.over_limit_refusals`)."""
     steps = state.get("steps") or []
     calls = list(state.get("pending_tool_calls") or [])
     refusals = over_limit_refusals(calls, steps, limits)
@@ -108,7 +107,7 @@ def _tool_sends(state: dict[str, Any], limits: UsageLimits | None = None) -> lis
 
 def _decided_repeat(call: dict[str, Any], steps: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The payload entries of a call that repeats one a person already decided this turn
-    (:func:`~reactgraph.approval.earlier_decision`, R13.3): the call marked a repeat, with
+    (:func:`~reactgraph.tools.approval.earlier_decision`, R13.3): the call marked a repeat, with
     no error of its own (a repeat of an approved call that succeeded is not an error), and
     ``decided``: the earlier call's id, decision, observation and error, which
     ``execute_tools`` gives it without asking again or running. ``None`` for any other
@@ -176,9 +175,9 @@ def _schemas(state_schema: type | None) -> tuple[type, type, type]:
 
 
 class ModelAttributed:
-    """A node whose model calls may go through fallback chains (issue 41): the usage it
+    """A node whose model calls may go through fallback chains: the usage it
     reports is written to ``model_usage`` too, under the model that answered its last call
-    (:class:`~reactgraph.fallbacks.ModelScope`, which also starts its fallback chains at the
+    (:class:`~reactgraph.engine.fallbacks.ModelScope`, which also starts its fallback chains at the
     model serving the turn), else the model serving the turn, else the agent's model.
     ``body`` returns an update dict or a ``Command`` with one."""
 
@@ -204,7 +203,7 @@ class RoutedNode:
     conditional edge runs as a step of its own after the update is written. A run
     cancelled between the two (a client disconnect, ``aclose()`` of the event stream)
     leaves the update saved without the route, and a resume would apply the update and
-    stop with nothing left to run: an unanswered thread (issue 15, SPEC R13.5). Folding the
+    stop with nothing left to run: an unanswered thread (SPEC R13.5). Folding the
     route into the node makes the update and the route one write, saved whole or not at all.
 
     Args:
@@ -249,7 +248,7 @@ def create_react_graph(
     """Build and compile the ReAct graph.
 
     Accepts what a user of LangGraph's ``create_react_agent`` passes, where it fits the
-    two-phase design (issue 21; docs/dropin.md lists the differences).
+    two-phase design (docs/dropin.md lists the differences).
 
     Args:
         llm: Any LangChain chat model; every call of a run uses it (SPEC R2.1). A
@@ -262,13 +261,13 @@ def create_react_graph(
             or, as LangGraph's prebuilt takes it, a ``ToolNode``: its tools, its
             ``handle_tool_errors`` (unless left at LangGraph's default, or given here) and its
             ``wrap_tool_call`` / ``awrap_tool_call`` hooks around every call
-            (:func:`~reactgraph.tooling.tool_source`).
+            (:func:`~reactgraph.tools.runner.tool_source`).
             Tools run through LangGraph's ``ToolNode``: ``interrupt()``, ``Command``
             results, ``InjectedState``/``InjectedStore``/``ToolRuntime`` and
-            ``return_direct`` work as in LangGraph (see :mod:`reactgraph.tooling`).
+            ``return_direct`` work as in LangGraph (see :mod:`reactgraph.tools.runner`).
         use_native_tools: Allow native tool calling; JSON mode otherwise (SPEC R2.2).
         abilities: Explicit abilities, or a dict of some of them, merged over the model's
-            profile (see :func:`~reactgraph.abilities.resolve_abilities`).
+            profile (see :func:`~reactgraph.providers.abilities.resolve_abilities`).
         settings: :class:`~reactgraph.AgentSettings`; defaults when ``None``.
         checkpointer: Any LangGraph checkpointer, or ``None`` for none.
         interrupt_queue: Where follow-ups for running threads wait (SPEC §7); ``None``
@@ -300,8 +299,8 @@ def create_react_graph(
         handle_tool_errors: What tool exceptions become, as ``ToolNode``'s argument:
             default every exception is an ``Error: …`` observation (SPEC R2.7); ``False``
             lets them fail the run.
-        fallbacks: Fallback models, tried in order when the model fails (issue 41,
-            :mod:`reactgraph.fallbacks`): chat models, ``(model, abilities)`` pairs or
+        fallbacks: Fallback models, tried in order when the model fails (
+            :mod:`reactgraph.engine.fallbacks`): chat models, ``(model, abilities)`` pairs or
             :class:`~reactgraph.FallbackModel`\\ s; after those of a ``with_fallbacks``
             chain and of ``settings.fallbacks``.
         custom_events: Put the engine's events (SPEC §8, ``{"reactgraph_event": channel,
@@ -313,8 +312,8 @@ def create_react_graph(
     Returns:
         The compiled graph, a LangChain Runnable with sync and async entry points
         (``invoke``, ``ainvoke``, ``stream``, ``astream``, ``batch``, ``abatch``,
-        ``astream_events``; see :mod:`reactgraph._dualmode`). Input ``{"messages": [...]}``
-        as LangGraph's prebuilt agent; the output is :class:`~reactgraph.state.OutputState`:
+        ``astream_events``; see :mod:`reactgraph.engine.dualmode`). Input ``{"messages": [...]}``
+        as LangGraph's prebuilt agent; the output is :class:`~reactgraph.engine.state.OutputState`:
         ``messages``, ``query``, ``mode``, ``selected_tools``, ``answer``, ``synthesis``,
         ``steps``, ``iteration``, ``usage``, ``finish_reason``, ``error``, and
         ``structured_response`` with ``response_format``, plus the ``state_schema`` keys.
@@ -355,7 +354,7 @@ def compile_react_graph(
     interrupt_before: Any = None,
     interrupt_after: Any = None,
 ) -> CompiledStateGraph:
-    """Wire and compile the ReAct graph around a prepared :class:`~reactgraph._engine.Engine`
+    """Wire and compile the ReAct graph around a prepared :class:`~reactgraph.engine.bindings.Engine`
     (the part of :func:`create_react_graph` after the model and tools are prepared; the
     agent facade calls it so that it shares the engine with the graph's nodes). The
     arguments are those of :func:`create_react_graph`."""
@@ -366,12 +365,12 @@ def compile_react_graph(
         backoff_factor=2.0,
         max_interval=settings.retry_max_delay,
         jitter=True,
-        retry_on=lambda exc: retried(exc, engine.profile),  # the failing model's profile decides (issue 41)
+        retry_on=lambda exc: retried(exc, engine.profile),  # the failing model's profile decides
     )
     state, input_schema, output_schema = _schemas(state_schema)
     builder = StateGraph(state, context_schema=context_schema, input_schema=input_schema, output_schema=output_schema)
     drain = DrainInterrupts(engine)
-    guard = ServingGuard(engine) if engine.fallbacks else GuardContext(engine)  # each model's window (issue 41)
+    guard = ServingGuard(engine) if engine.fallbacks else GuardContext(engine)  # each model's window
 
     def sends(state: dict[str, Any]) -> list[Send]:
         return _tool_sends(state, settings.limits)
@@ -428,7 +427,7 @@ def compile_react_graph(
     # else the mode's model node. An edge, not a Command: a state written as start_turn
     # (update_state(as_node="start_turn"), a repaired thread) goes on from there as a new turn
     # would. The mode is the engine's, so the edge is static (a conditional edge copies every
-    # channel of the state to read it, issue 20).
+    # channel of the state to read it).
     builder.add_edge(START_TURN, SELECT_TOOLS if selects else model_node({"mode": engine.mode}))
     builder.add_edge(FALLBACK, SYNTHESIZE)
     if response_format is not None:
@@ -440,6 +439,6 @@ def compile_react_graph(
         checkpointer=checkpointer, store=store, name=name or "reactgraph",
         interrupt_before=map_node_names(interrupt_before), interrupt_after=map_node_names(interrupt_after),
     )
-    # The model deadline rides in the config, so every node's model calls read it (reactgraph.deadlines).
+    # The model deadline rides in the config, so every node's model calls read it (reactgraph.engine.deadlines).
     return graph.with_config(recursion_limit=settings.recursion_limit,  # type: ignore[return-value]
                              configurable=settings.model_deadline.as_config())

@@ -15,7 +15,7 @@ It picks, in order (SPEC R10.4):
    SmolLM2-135M, or another entry of the catalogue (:mod:`reactgraph.models.catalog`)
    chosen by ``local_model`` or ``$REACTGRAPH_LOCAL_MODEL``.
 
-Fallback models (issue 41) come from ``fallback_models`` / ``fallback_base_urls`` or
+Fallback models come from ``fallback_models`` / ``fallback_base_urls`` or
 ``REACTGRAPH_FALLBACK_MODELS`` / ``REACTGRAPH_FALLBACK_BASE_URLS``
 (:func:`~reactgraph.models.env.fallback_specs`); ``embedded`` names the embedded model.
 """
@@ -31,8 +31,8 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from reactgraph._paths import data_home
-from reactgraph.abilities import ModelAbilities, resolve_abilities
+from reactgraph.core.paths import data_home
+from reactgraph.providers.abilities import ModelAbilities, resolve_abilities
 from reactgraph.models.catalog import (
     DEFAULT_LOCAL_MODEL,
     EMBEDDED_MODELS,
@@ -42,7 +42,7 @@ from reactgraph.models.catalog import (
     embedded_model,
     find_gguf,
 )
-from reactgraph.fallbacks import FallbackModel
+from reactgraph.engine.fallbacks import FallbackModel
 from reactgraph.models.env import (
     DEFAULT_OPENAI_MODEL,
     EMBEDDED_FALLBACK,
@@ -52,7 +52,7 @@ from reactgraph.models.env import (
     fallback_specs,
     model_from_env,
 )
-from reactgraph.safeguards import policy_for, policy_settings
+from reactgraph.policy.safeguards import policy_for, policy_settings
 from reactgraph.models.local import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_N_CTX,
@@ -106,7 +106,7 @@ class ResolvedModel:
         overrides: only the ability fields set in the environment (see
             :func:`abilities_from_env`), e.g. ``{"context_window": 32768}``. ``abilities``
             holds them merged over the model's profile.
-        fallbacks: The fallback models configured (issue 41), in order, each with its
+        fallbacks: The fallback models configured, in order, each with its
             abilities when known (the embedded model's).
     """
 
@@ -119,11 +119,11 @@ class ResolvedModel:
 
     @property
     def safeguards(self) -> dict[str, Any]:
-        """The safeguard policy agents on this model get by default (issue 35, SPEC R13.1):
+        """The safeguard policy agents on this model get by default (SPEC R13.1):
         ``{"policy": "strict" | "permissive", <AgentSettings field>: value, ...}``, decided
-        by ``abilities.small`` alone (:func:`reactgraph.safeguards.policy_for`; unknown
+        by ``abilities.small`` alone (:func:`reactgraph.policy.safeguards.policy_for`; unknown
         abilities are not small), with ``answer_from_observations`` off for a small model that
-        writes its answers (:func:`reactgraph.safeguards.policy_settings`). ``AgentSettings``
+        writes its answers (:func:`reactgraph.policy.safeguards.policy_settings`). ``AgentSettings``
         fields set by the caller win."""
         return {"policy": policy_for(self.abilities).name, **policy_settings(self.abilities)}
 
@@ -179,7 +179,7 @@ async def open_model(
     Yields:
         :class:`ResolvedModel`. For a configured endpoint, ``abilities`` is the model's
         profile with :func:`abilities_from_env`'s overrides merged over it
-        (:func:`~reactgraph.abilities.resolve_abilities`) when any is set, else ``None``. For the
+        (:func:`~reactgraph.providers.abilities.resolve_abilities`) when any is set, else ``None``. For the
         embedded model, ``abilities`` is the server's (no native tool calls, JSON mode and
         ``json_object_schema`` schema output on, the entry's or ``local_n_ctx`` window, 512-token
         output cap, ``small`` as the entry says) updated by any override

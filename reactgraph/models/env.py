@@ -34,8 +34,8 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from reactgraph.abilities import SCHEMA_OUTPUT_KINDS
-from reactgraph.deadlines import request_timeout
+from reactgraph.providers.abilities import SCHEMA_OUTPUT_KINDS
+from reactgraph.engine.deadlines import request_timeout
 from reactgraph.providers import ENV_PROVIDER, get_profile
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ ENV_FALLBACK_MODELS = "REACTGRAPH_FALLBACK_MODELS"
 ENV_FALLBACK_BASE_URLS = "REACTGRAPH_FALLBACK_BASE_URLS"
 
 EMBEDDED_FALLBACK = "embedded"
-"""The fallback model name that means the embedded local model (issue 41)."""
+"""The fallback model name that means the embedded local model."""
 
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 """Model used when a key or base URL is configured but no model name."""
@@ -133,7 +133,7 @@ def model_from_env(
         environ: variables to read instead of ``os.environ``.
         **chat_kwargs: more ``ChatOpenAI`` arguments (``temperature``, ``timeout`` in
             seconds, ``max_tokens``...); they override the defaults (``max_retries=2``, and
-            ``timeout`` the model deadline's total: :func:`reactgraph.deadlines.request_timeout`).
+            ``timeout`` the model deadline's total: :func:`reactgraph.engine.deadlines.request_timeout`).
 
     Returns:
         ``langchain_openai.ChatOpenAI``, or ``None`` when none of the three is configured.
@@ -163,7 +163,7 @@ def model_from_env(
         "api_key": key or PLACEHOLDER_API_KEY,
         "max_retries": 2,
         # The client's own bound on a request (it also holds in synchronous runs), from the
-        # model deadline (reactgraph.deadlines): a server that never answers fails the call.
+        # model deadline (reactgraph.engine.deadlines): a server that never answers fails the call.
         "timeout": request_timeout(env),
     }
     params.update(chat_kwargs)
@@ -183,7 +183,7 @@ def fallback_specs(
     base_urls: Sequence[str] | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> list[tuple[str, str | None]]:
-    """The fallback models configured (issue 41): ``--fallback-model`` /
+    """The fallback models configured: ``--fallback-model`` /
     ``--fallback-base-url`` given as ``models`` / ``base_urls``, else
     ``REACTGRAPH_FALLBACK_MODELS`` / ``REACTGRAPH_FALLBACK_BASE_URLS`` (comma-separated;
     models given as arguments take their base URLs from the arguments only).
@@ -270,10 +270,10 @@ def abilities_from_env(environ: Mapping[str, str] | None = None) -> dict[str, bo
     ``1/0/true/false/yes/no/on/off``, any case), ``REACTGRAPH_CONTEXT_WINDOW`` and
     ``REACTGRAPH_MAX_OUTPUT_TOKENS`` (positive integers, tokens) and
     ``REACTGRAPH_SCHEMA_OUTPUT`` (``json_schema``, ``json_object_schema`` or ``none``,
-    any case: how the server takes a JSON schema constraining its output, issue 10) and
+    any case: how the server takes a JSON schema constraining its output) and
     ``REACTGRAPH_PROVIDER`` (a provider profile name, SPEC R13.2) and
-    ``REACTGRAPH_SMALL_MODEL`` (a boolean: the model gets the strict safeguards,
-    :mod:`reactgraph.safeguards`, issue 35).
+    ``REACTGRAPH_SMALL_MODEL`` (a boolean: the model gets the strict safeguards,:
+    mod:`reactgraph.policy.safeguards`).
 
     Args:
         environ: variables to read instead of ``os.environ``.

@@ -19,11 +19,11 @@ Studio, and needs no request rewriting: llama.cpp's server follows today's OpenA
 (``max_completion_tokens``, ``response_format`` ``json_schema`` and ``json_object`` with a
 ``schema``, streamed usage).
 
-What the server does with SmolLM2 (issue 22, measured): no native tool calls (the model's
+What the server does with SmolLM2 (measured): no native tool calls (the model's
 chat template has none; tools come back as plain text), so the embedded model runs JSON
 mode with every loop call constrained to the action schema (``json_object`` + ``schema``);
 token streaming with usage; one request at a time (others queue). The Qwen2.5-Coder builds
-emit no native tool calls through llama.cpp either (issue 36), so every entry runs JSON mode.
+emit no native tool calls through llama.cpp either, so every entry runs JSON mode.
 
 Example::
 
@@ -57,8 +57,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
-from reactgraph.abilities import ModelAbilities
-from reactgraph.errors import LocalModelError
+from reactgraph.providers.abilities import ModelAbilities
+from reactgraph.core.errors import LocalModelError
 from reactgraph.models.catalog import (
     DEFAULT_LOCAL_MODEL,
     EMBEDDED_MODELS,
@@ -70,7 +70,7 @@ from reactgraph.models.catalog import (
 )
 from reactgraph.providers import llamacpp
 
-if TYPE_CHECKING:  # imported where a client is made: langchain-openai takes ~0.6 s to import (issue 20)
+if TYPE_CHECKING:  # imported where a client is made: langchain-openai takes ~0.6 s to import
     from langchain_openai import ChatOpenAI
 
 __all__ = [
@@ -106,7 +106,7 @@ DEFAULT_MAX_TOKENS = 512
 """Default cap on generated tokens per completion."""
 
 def default_threads() -> int:
-    """CPU threads for the embedded model when none is given (issue 38): one less than the
+    """CPU threads for the embedded model when none is given: one less than the
     CPUs this process may run on (its affinity: a container's or ``taskset``'s limit), at
     least 1. llama.cpp's threads spin while they wait for each other, so one thread more than
     the free cores makes every token wait for a descheduled thread: measured with
@@ -292,12 +292,12 @@ class LocalModelServer:
     @property
     def abilities(self) -> ModelAbilities:
         """What the served model supports: the llama.cpp profile's defaults (JSON mode and
-        schema-constrained JSON in llama.cpp's ``json_object`` + ``schema`` shape, issue 10;
+        schema-constrained JSON in llama.cpp's ``json_object`` + ``schema`` shape, 
         :mod:`reactgraph.providers.llamacpp`), the window and the output cap; no native tool
-        calls (SmolLM2's chat template has none, issue 22; the Qwen2.5-Coder builds emit none
-        through llama.cpp, issue 36), so it runs JSON mode; ``small`` as the catalogue entry says
+        calls (SmolLM2's chat template has none, the Qwen2.5-Coder builds emit none
+        through llama.cpp), so it runs JSON mode; ``small`` as the catalogue entry says
         (:attr:`~reactgraph.models.catalog.EmbeddedModel.small`: every entry is), so agents on
-        it get the strict safeguards (:data:`reactgraph.safeguards.STRICT`), and
+        it get the strict safeguards (:data:`reactgraph.policy.safeguards.STRICT`), and
         ``writes_answers`` as the entry says (a model measured to write its answers well
         writes them, checked before they are shown)."""
         return ModelAbilities(

@@ -21,7 +21,7 @@ From the environment (:meth:`ModelRegistry.from_env`), per role ``<ROLE>`` (uppe
 ``REACTGRAPH_CONTEXT_WINDOW_<ROLE>``
 ``REACTGRAPH_MAX_OUTPUT_TOKENS_<ROLE>``
 ``REACTGRAPH_PROVIDER_<ROLE>``
-``REACTGRAPH_FALLBACK_MODELS_<ROLE>``      fallback models of that role, comma-separated (issue 41;
+``REACTGRAPH_FALLBACK_MODELS_<ROLE>``      fallback models of that role, comma-separated (
 ``REACTGRAPH_FALLBACK_BASE_URLS_<ROLE>``   none when unset; ``general`` also reads the unsuffixed
                                            variables, see :func:`~reactgraph.models.env.fallback_specs`)
 ================================  ==========================================================
@@ -41,9 +41,9 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from reactgraph.abilities import ModelAbilities, resolve_abilities
+from reactgraph.providers.abilities import ModelAbilities, resolve_abilities
 from reactgraph.providers import select_profile
-from reactgraph.fallbacks import (
+from reactgraph.engine.fallbacks import (
     ChainMember,
     CircuitBreaker,
     FallbackChain,
@@ -84,7 +84,7 @@ ENV_ROLE_MODEL_PREFIX = f"{ENV_MODEL}_"
 
 NOT_ROLE_VARIABLES = frozenset({"REACTGRAPH_MODEL_DIR"})
 """Variables that start like a role's model variable but name no role:
-``REACTGRAPH_MODEL_DIR`` is the embedded models' directory (issue 39: it made a role
+``REACTGRAPH_MODEL_DIR`` is the embedded models' directory (it made a role
 ``dir`` whose model had no endpoint, so every DAG run of the Studio graph failed)."""
 
 ENV_ROLE_BASE_URL = "REACTGRAPH_BASE_URL"
@@ -108,7 +108,7 @@ class RegisteredModel:
         llm: The chat model of the role.
         abilities: What ``llm`` can do (explicit ones merged over its profile, SPEC R2.2).
         description: One line for the planner's prompt (e.g. "a quick, cheap model ...").
-        fallbacks: The role's fallback models, in order (issue 41): the steps, the planner
+        fallbacks: The role's fallback models, in order: the steps, the planner
             and the analyzer on this role go on with them when its model fails.
     """
 
@@ -120,8 +120,8 @@ class RegisteredModel:
 
     def chained(self, call: str = "synthesis") -> Any:
         """The role's model for one call or stream that goes on with the role's fallback
-        models as the fallback policy says (:class:`~reactgraph.fallbacks.FallbackChain`;
-        a stream only before its first chunk); ``llm`` itself without fallbacks (issue 41).
+        models as the fallback policy says (:class:`~reactgraph.engine.fallbacks.FallbackChain`;
+        a stream only before its first chunk); ``llm`` itself without fallbacks.
 
         Args:
             call: What the call is, for the ``model_switch`` event.
@@ -182,7 +182,7 @@ class ModelRegistry:
             abilities: As for the constructor.
             description: What the planner is told about the role; defaults to
                 :data:`ROLE_DESCRIPTIONS`, else ``"custom role <role>"``.
-            fallbacks: The role's fallback models (issue 41): chat models, ``(model,
+            fallbacks: The role's fallback models: chat models, ``(model,
                 abilities)`` pairs or :class:`~reactgraph.FallbackModel`\\ s; a
                 ``with_fallbacks`` chain given as ``llm`` adds its fallbacks first.
 

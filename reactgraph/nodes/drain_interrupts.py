@@ -1,9 +1,9 @@
 """The drain: where follow-up messages join a running loop (SPEC §7).
 
-It is no graph node of its own (issue 20): the loop's model node
+It is no graph node of its own: the loop's model node
 (:mod:`reactgraph.nodes.model_step`) runs it before and after its model call, in the same
 superstep. It takes every follow-up queued for the run's thread (``config["configurable"]
-["thread_id"]``) from the engine's :class:`~reactgraph.interrupts.InterruptQueue` and
+["thread_id"]``) from the engine's :class:`~reactgraph.persistence.interrupts.InterruptQueue` and
 appends them as one pinned ``[USER INTERRUPT] …`` user message (R7.3), emitting one
 ``inject`` event ``{type: "inject", content}`` per follow-up.
 
@@ -32,7 +32,7 @@ The drain is also where the loop's answer is accepted (nothing more can suppress
 this point): a successful call of a ``return_direct`` tool in the iteration just run makes
 its result the answer (``finish_reason="return_direct"``, no model call follows), and an
 accepted answer whose conversation does not end with an assistant message gets one
-holding the answer (issue 21: every way the loop ends leaves an assistant message last).
+holding the answer (every way the loop ends leaves an assistant message last).
 """
 
 from __future__ import annotations
@@ -44,12 +44,12 @@ from typing import Any
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
-from reactgraph._engine import Engine
+from reactgraph.engine.bindings import Engine
 from reactgraph.events import AnswerSignalled, Injected, emit
-from reactgraph.history import thread_of
-from reactgraph.interrupts import format_interrupt
+from reactgraph.engine.history import thread_of
+from reactgraph.persistence.interrupts import format_interrupt
 from reactgraph.nodes.fallback import iteration_cap_reached
-from reactgraph.state import AgentState
+from reactgraph.engine.state import AgentState
 
 logger = logging.getLogger(__name__)
 

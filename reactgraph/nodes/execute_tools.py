@@ -1,8 +1,8 @@
-"""``execute_tools``: run one tool call (SPEC R2.5, R2.7, R2.9, §12; issue 21).
+"""``execute_tools``: run one tool call (SPEC R2.5, R2.7, R2.9, §12).
 
 The graph sends one task per tool call (``Send``), so the calls of one native response
 run concurrently and each finished result is its own checkpointed write. The call runs
-through LangGraph's ``ToolNode`` (:class:`~reactgraph.tooling.ToolRunner`), so
+through LangGraph's ``ToolNode`` (:class:`~reactgraph.tools.runner.ToolRunner`), so
 ``interrupt()`` pauses the run, a returned ``Command`` is applied, and injected arguments
 are filled, exactly as under LangGraph's prebuilt agent. Whatever else the tool does —
 raise, time out, reject its arguments, return a dict, an object or an artifact — the
@@ -20,8 +20,8 @@ from langgraph._internal._constants import CONFIG_KEY_CHECKPOINTER  # how a task
 from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command, interrupt
 
-from reactgraph._engine import Engine
-from reactgraph.approval import (
+from reactgraph.engine.bindings import Engine
+from reactgraph.tools.approval import (
     NO_CHECKPOINTER,
     STARTED_BEFORE,
     Decision,
@@ -31,16 +31,16 @@ from reactgraph.approval import (
     started_answer,
     started_decision,
 )
-from reactgraph.artifacts import Artifact
-from reactgraph.checkpointing import keep_answered_interrupt, record_answered_interrupt, wait_for_task_checkpoint
+from reactgraph.tools.artifacts import Artifact
+from reactgraph.persistence.checkpointing import keep_answered_interrupt, record_answered_interrupt, wait_for_task_checkpoint
 from reactgraph.events import ToolDone, ToolStarted, emit
-from reactgraph.hooks import run_after_tool, run_before_tool
-from reactgraph.jsonparse import safe_json
+from reactgraph.tools.hooks import run_after_tool, run_before_tool
+from reactgraph.protocol.jsonparse import safe_json
 from reactgraph.nodes.model_step import model_node
-from reactgraph.prompts import OBSERVATION, UNCHANGED_NOTE
-from reactgraph.state import ToolCallRequest
-from reactgraph.state import StepRecord
-from reactgraph.tooling import error_of, outcome_digest
+from reactgraph.protocol.prompts import OBSERVATION, UNCHANGED_NOTE
+from reactgraph.engine.state import ToolCallRequest
+from reactgraph.engine.state import StepRecord
+from reactgraph.tools.runner import error_of, outcome_digest
 
 
 def to_observation_text(value: Any) -> str:
@@ -204,7 +204,7 @@ class ExecuteTools:
             answer = answer.model_copy(update={"content": answer.content + note})
         elapsed = time.perf_counter() - started
         # The ``done`` event is made from this node's update once the checkpointer holds it
-        # (reactgraph.events.tool_done_event), never before (issue 15). A handoff to the
+        # (reactgraph.events.tool_done_event), never before. A handoff to the
         # parent graph saves no update here, so it is reported now.
         if isinstance(output, Command) and output.graph == Command.PARENT:
             emit(ToolDone(iteration=iteration, tool_name=name,
@@ -230,7 +230,7 @@ class ExecuteTools:
             "elapsed": elapsed,
             "artifact": artifact.to_dict() if artifact else None,
             "return_direct": bool(tool is not None and tool.return_direct and error is None),
-            **({"model": task["model"]} if task.get("model") else {}),  # fallback models: who asked (issue 41)
+            **({"model": task["model"]} if task.get("model") else {}),  # fallback models: who asked
         }
         if decision is not None and decision.type == "edit":
             record["requested_args"] = requested_args  # what the model asked for: a repeat of it is this call
@@ -239,7 +239,7 @@ class ExecuteTools:
         update: dict[str, Any] = {"steps": [record]}
         # Back to the model node, which drains follow-ups first (R7.2), routed here from the
         # Send payload: a conditional edge would copy every channel of the state to read
-        # ``mode`` (issue 20), and a route written with the update is saved with it.
+        # ``mode``, and a route written with the update is saved with it.
         back = model_node(task)
         if not isinstance(output, (Command, list)):
             return Command(update={**update, "messages": [message]}, goto=back)

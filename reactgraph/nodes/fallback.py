@@ -13,11 +13,11 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 
-from reactgraph._engine import Engine
-from reactgraph.language import phrase, turn_language
-from reactgraph.limits import describe_limit
-from reactgraph.state import AgentState
-from reactgraph.synthesis import summarize_steps
+from reactgraph.engine.bindings import Engine
+from reactgraph.core.language import phrase, turn_language
+from reactgraph.core.limits import describe_limit
+from reactgraph.engine.state import AgentState
+from reactgraph.answer.synthesis import summarize_steps
 
 STEPS_TO_FINISH = 9
 """Graph steps one more loop iteration may take before the run ends, counted from the
@@ -38,8 +38,8 @@ def iteration_cap_reached(state: AgentState, max_iterations: int) -> bool:
 
 class Fallback:
     """Write the step summary as the answer when the iteration cap or a usage limit
-    (R13.3, :mod:`reactgraph.limits`) is reached, as the last assistant message too
-    (issue 21: every way the loop ends leaves one). A limit's figures go to ``limit``."""
+    (R13.3, :mod:`reactgraph.core.limits`) is reached, as the last assistant message too
+    (every way the loop ends leaves one). A limit's figures go to ``limit``."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine

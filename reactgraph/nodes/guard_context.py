@@ -2,7 +2,7 @@
 
 Before each loop model call the model node asks :meth:`GuardContext.fits` whether the
 request is within the token budget with no over-long message (counting only the messages
-added since the last check, issue 20); only when it is not does the run pass through this
+added since the last check); only when it is not does the run pass through this
 node, which runs :class:`~reactgraph.window.ContextGuard` on the conversation, counting the
 system prompt and the tool schemas the call will add (the system prompt is not in state:
 the model nodes prepend it), and goes back to the model node. What the guard changes is
@@ -27,14 +27,14 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
-from reactgraph._dualmode import run_blocking
-from reactgraph._engine import RUN_NAME_COMPACTION, Engine
-from reactgraph._pinning import pinned_ids
+from reactgraph.engine.dualmode import run_blocking
+from reactgraph.engine.bindings import RUN_NAME_COMPACTION, Engine
+from reactgraph.engine.pinning import pinned_ids
 from reactgraph.events import Compacted, emit
-from reactgraph.fallbacks import ServingNode
-from reactgraph.history import thread_of
+from reactgraph.engine.fallbacks import ServingNode
+from reactgraph.engine.history import thread_of
 from reactgraph.nodes.fallback import iteration_cap_reached
-from reactgraph.state import AgentState
+from reactgraph.engine.state import AgentState
 from reactgraph.window import ContextGuard, TokenCounter, context_budget, model_name_of
 
 
@@ -141,8 +141,8 @@ class GuardContext:
 
 
 class ServingGuard(ServingNode):
-    """The ``guard_context`` node of an agent with fallback models (issue 41): the guard of
-    the model serving the turn (:class:`~reactgraph.fallbacks.ServingNode`), so each model's
+    """The ``guard_context`` node of an agent with fallback models: the guard of
+    the model serving the turn (:class:`~reactgraph.engine.fallbacks.ServingNode`), so each model's
     own window, tokenizer and compaction model decide (a small fallback model gets its
     history compacted to fit it). Same interface as :class:`GuardContext`."""
 

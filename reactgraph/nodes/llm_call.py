@@ -8,22 +8,22 @@ tool-call format naming an offered tool (``<tool_call>{...}</tool_call>``, Mistr
 when the content is not the JSON action.
 
 JSON mode (SPEC R2.3, R2.4): the system prompt carries the tools and the reply protocol;
-the content is parsed with :func:`~reactgraph.actions.parse_action`; unparseable content
+the content is parsed with :func:`~reactgraph.protocol.actions.parse_action`; unparseable content
 gets one reformat request, and a second failure makes the raw content the answer. When the
 model can take a schema (``abilities.schema_output``), each call carries the action schema
-of the offered tools (issue 10); a provider that refuses it is asked again without it in
+of the offered tools; a provider that refuses it is asked again without it in
 the same iteration, and the run stays unconstrained from then on (``schema_rejected``).
 With ``AgentSettings.json_action="tool_first"`` such a model is asked in two small
 constrained calls instead of one: the choice (a tool name or the answer, best first), then
 the tool's arguments or the answer (:meth:`LLMCallJSON._tool_first`, SPEC R13.1).
 
 Both nodes offer the tools most relevant to the question first, with the enum values it
-names first (SPEC R13.1, :mod:`reactgraph.ranking`), emit ``thinking`` start/done events
+names first (SPEC R13.1, :mod:`reactgraph.tools.ranking`), emit ``thinking`` start/done events
 and the ``answer`` signal, and return the tool calls to run under ``pending_tool_calls`` (the
 model node sends them; they are not state). A failing model call raises; the node's retry
 policy retries transient failures (SPEC R2.7).
 
-Stall detection (SPEC R13.1, issue 35): stalls are judged by progress, not by success
+Stall detection (SPEC R13.1): stalls are judged by progress, not by success
 (:func:`detect_stall`). A call with new arguments or another tool is an attempt; a model call
 that only repeats a call with the same outcome (the same observation, the same error), or
 whose repeat was refused, changes nothing. ``AgentSettings.stall_repeats`` such calls in a
@@ -37,7 +37,7 @@ Repeats (:func:`mark_repeats`): a repeated call of a tool that may change someth
 (:meth:`Engine.repeat_changes_something`) is refused; any other repeat runs, and when its
 observation is the one the same call gave last time, the model is told so.
 
-Two more rules decide when the loop answers (issues 35, 36): with
+Two more rules decide when the loop answers: with
 ``AgentSettings.answer_when_covered`` the loop answers as soon as a successful observation
 covers every value the question names (:func:`covered`) and every part of a question that
 asks several things has data (:func:`pending_parts`: until then the next call offers only the
@@ -59,22 +59,22 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
-from reactgraph._dualmode import call_model
-from reactgraph._engine import Engine
-from reactgraph.action_schema import (
+from reactgraph.engine.dualmode import call_model
+from reactgraph.engine.bindings import Engine
+from reactgraph.protocol.action_schema import (
     ANSWER_CHOICE,
     choice_schema,
     schema_response_format,
     tool_args_schema,
 )
-from reactgraph.actions import Action, message_text, parse_action
+from reactgraph.protocol.actions import Action, message_text, parse_action
 from reactgraph.events import AnswerSignalled, Stalled, ThinkingDone, ThinkingStarted, emit
-from reactgraph.grounding import extract_values, informative, observation_answer
-from reactgraph.history import thread_of
-from reactgraph.jsonparse import extract_json, safe_json
-from reactgraph.language import phrase, turn_language
-from reactgraph.loop_answer import LoopAnswer, json_text, loop_writes_answer, native_text, settle, stream_loop_call
-from reactgraph.prompts import (
+from reactgraph.answer.grounding import extract_values, informative, observation_answer
+from reactgraph.engine.history import thread_of
+from reactgraph.protocol.jsonparse import extract_json, safe_json
+from reactgraph.core.language import phrase, turn_language
+from reactgraph.answer.loop_answer import LoopAnswer, json_text, loop_writes_answer, native_text, settle, stream_loop_call
+from reactgraph.protocol.prompts import (
     ANSWER_REQUEST,
     FINAL_ONLY_REQUEST,
     REFORMAT_REQUEST,
@@ -87,12 +87,12 @@ from reactgraph.prompts import (
 )
 from reactgraph.providers.content_calls import find_content_tool_calls, recover_content_tool_calls
 from reactgraph.providers.reasoning import REASONING_KEY, separate_reasoning
-from reactgraph.state import AgentState, ToolCallRequest
-from reactgraph.state import LoopFinishReason, StepRecord
-from reactgraph.synthesis import REPEAT_REFUSAL, UNASKED_REFUSAL, summarize_steps
-from reactgraph.tooling import holds_no_data, outcome_digest
-from reactgraph.values import echoes_schema
-from reactgraph.usage import sum_usage, usage_of
+from reactgraph.engine.state import AgentState, ToolCallRequest
+from reactgraph.engine.state import LoopFinishReason, StepRecord
+from reactgraph.answer.synthesis import REPEAT_REFUSAL, UNASKED_REFUSAL, summarize_steps
+from reactgraph.tools.runner import holds_no_data, outcome_digest
+from reactgraph.tools.values import echoes_schema
+from reactgraph.core.usage import sum_usage, usage_of
 
 logger = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ def detect_stall(
     steps: list[StepRecord], iteration: int, enabled: bool = True, progress_iteration: int = 0,
     repeats: int = 1, failures: int = 2,
 ) -> str | None:
-    """Whether the tool loop is stuck, judged by progress (SPEC R13.1, issue 35).
+    """Whether the tool loop is stuck, judged by progress (SPEC R13.1).
 
     A model call *changes something* when one of its tool calls is new this turn (another
     tool, or new arguments: an attempt, even one that fails) or repeats a call with another
@@ -158,7 +158,7 @@ def detect_stall(
     called: set[int] = set()
     changed: set[int] = set()
     succeeded: set[int] = set()
-    for step in steps:  # a turn's records: at most a few per model call (read whole, issue 20)
+    for step in steps:  # a turn's records: at most a few per model call (read whole)
         asked = int(step.get("iteration") or 0)
         called.add(asked)
         if step.get("refused") == REPEAT_REFUSAL:
@@ -216,8 +216,8 @@ def _stall_check(engine: Engine, state: AgentState, iteration: int) -> str | Non
 def covered(steps: list[StepRecord], named: tuple[str, ...],
             takes: Callable[[str], Collection[str]] | None = None,
             answers: Callable[[StepRecord], bool] | None = None) -> bool:
-    """Whether the turn's successful observations cover the question (issue 36): some call
-    succeeded with data (:func:`~reactgraph.tooling.holds_no_data`: a "not found" or empty
+    """Whether the turn's successful observations cover the question: some call
+    succeeded with data (:func:`~reactgraph.tools.runner.holds_no_data`: a "not found" or empty
     result covers nothing), and every value the question names (:meth:`Engine.named_values`:
     ids, enum values, e-mails, dates) was passed in the arguments of such a call — except a
     word value (no digit: ``low``, ``fail``) that none of those calls' tools takes (``takes``:
@@ -271,7 +271,7 @@ def offered_tools(engine: Engine, state: AgentState, stalled: bool) -> tuple[lis
 
 
 def _shortcut(engine: Engine, state: AgentState, config: RunnableConfig, iteration: int) -> dict[str, Any] | None:
-    """The loop's answer without a model call, or ``None`` to call the model (issue 36):
+    """The loop's answer without a model call, or ``None`` to call the model:
 
     * ``AgentSettings.answer_when_covered`` and the last model call's tool calls made the
       observations :func:`covered` (no follow-up taken in since): ``finish_reason: "covered"``;
@@ -295,7 +295,7 @@ def _shortcut(engine: Engine, state: AgentState, config: RunnableConfig, iterati
 
 
 def needs_tool_call(engine: Engine, state: AgentState, answer: str, tools: list[Any]) -> bool:
-    """Whether a final answer must not be accepted before a tool runs (SPEC R13.1, issue 35):
+    """Whether a final answer must not be accepted before a tool runs (SPEC R13.1):
     ``AgentSettings.require_tool_data`` is on, tools are offered, none ran this turn and the
     model was not asked already; and either the question names a value a tool accepts or lists
     (an id, a line, an enum value, a date: whatever the answer says about it is the tools'
@@ -324,7 +324,7 @@ def may_need_tool_call(engine: Engine, state: AgentState, tools: list[Any]) -> b
 def loop_answer(engine: Engine, state: AgentState, config: RunnableConfig, structured: bool,
                 tools: list[Any]) -> LoopAnswer | None:
     """Where the answer of the loop call about to be made streams, under
-    ``synthesis="auto"`` when the loop writes the answer (:mod:`reactgraph.loop_answer`);
+    ``synthesis="auto"`` when the loop writes the answer (:mod:`reactgraph.answer.loop_answer`);
     ``None`` for a call made whole, as under ``"always"``."""
     if not loop_writes_answer(engine.settings, state, engine.synthesizes(config), structured):
         return None
@@ -373,7 +373,7 @@ def normalize_tool_calls(
 
 def action_from_content_call(raw: str, tools: list[Any], reasoning: str = "") -> Action | None:
     """The JSON-mode action for content that is a native tool-call format instead of the
-    JSON action (``<function=t>{...}</function>``, ``[TOOL_CALLS]...``; issue 16): its first
+    JSON action (``<function=t>{...}</function>``, ``[TOOL_CALLS]...``): its first
     readable call to one of ``tools``, or ``None``."""
     found = find_content_tool_calls(raw, {tool.name for tool in tools})
     if found is None or not found.calls:
@@ -394,13 +394,13 @@ def mark_unasked(requests: list[ToolCallRequest], engine: Engine, query: str,
       id is in ``seen`` (:meth:`Engine.seen_ids`: the user or a tool wrote it in the thread;
       the model's own text does not count). Small models otherwise call with the first id
       their schema lists and answer about the wrong machine; a schema-constrained model is
-      not offered the other ids at all (:func:`~reactgraph.action_schema.prefer_named_values`).
+      not offered the other ids at all (:func:`~reactgraph.protocol.action_schema.prefer_named_values`).
     * A call passing an identifier value no one wrote in ``messages`` of ``thread``
       (:meth:`Engine.unwritten_values`: an e-mail, an id of a pattern's or an example's shape
       that is not in the question, an earlier turn or a tool result, such as
       ``example@example.com``) gets an ``error`` naming it under the strict policy
       (``AgentSettings.refuse_unasked_ids`` on), and runs with a ``note`` for the model
-      (:data:`~reactgraph.prompts.UNWRITTEN_NOTE`) under the permissive one.
+      (:data:`~reactgraph.protocol.prompts.UNWRITTEN_NOTE`) under the permissive one.
 
     The first check is off with ``AgentSettings.refuse_unasked_ids`` (``seen`` is then ``None``).
     """
@@ -440,9 +440,9 @@ def mark_unasked(requests: list[ToolCallRequest], engine: Engine, query: str,
 
 
 def mark_schema_echoes(requests: list[ToolCallRequest], engine: Engine) -> list[ToolCallRequest]:
-    """Answer calls whose arguments repeat a JSON schema (:func:`~reactgraph.values.echoes_schema`:
+    """Answer calls whose arguments repeat a JSON schema (:func:`~reactgraph.tools.values.echoes_schema`:
     ``{"type": "object", "properties": …}`` as the arguments or as a value) with an ``error``
-    the model can act on (:data:`~reactgraph.prompts.SCHEMA_ECHO_ERROR`, with the argument
+    the model can act on (:data:`~reactgraph.protocol.prompts.SCHEMA_ECHO_ERROR`, with the argument
     names to fill) instead of running them: a small model that copied its schema is told what
     to write, and the loop does not stall on the tool's validation errors."""
     for request in requests:
@@ -465,11 +465,11 @@ def mark_repeats(requests: list[ToolCallRequest], steps: list[StepRecord], enabl
     A repeat of a call that may change something (``changes_something(request)`` true, see
     :meth:`Engine.repeat_changes_something`) that already succeeded gets an ``error`` instead
     of running again, pointing the model to the earlier result. Any other repeat runs, carrying
-    ``repeat_of`` (the iteration and :func:`~reactgraph.tooling.outcome_digest` of the call's
+    ``repeat_of`` (the iteration and :func:`~reactgraph.tools.runner.outcome_digest` of the call's
     last outcome), so the tool node can tell the model when the result did not change (issue
     35: a job's status, a queue, a clock). Nothing is marked when ``enabled`` is false
     (``AgentSettings.refuse_repeated_calls``). ``steps`` are the turn's records: at most
-    ``max_iterations`` model calls' worth, so they are read whole (issue 20).
+    ``max_iterations`` model calls' worth, so they are read whole.
     """
     if not enabled or not requests:
         return requests
@@ -535,7 +535,7 @@ class LLMCallNative:
             response = await call_model(model, messages, config)
         if not isinstance(response, AIMessage):
             response = AIMessage(content=message_text(response))
-        if self.engine.profile.content_tool_calls and tools:  # calls written in the content (issue 16)
+        if self.engine.profile.content_tool_calls and tools:  # calls written in the content
             response = recover_content_tool_calls(response, {tool.name for tool in tools}, new_call_id)
         response, requests = normalize_tool_calls(response, self.engine.call_ids(state["messages"], thread))
         if self.engine.message_name:
@@ -697,7 +697,7 @@ class LLMCallJSON:
         if action.parse_failed:  # a native call format written instead of the JSON action
             action = action_from_content_call(raw, tools, thought) or action
         # Stored without provider tool calls: in JSON mode the content is the action. The
-        # reasoning stays on it, for profiles that send it back (issue 16).
+        # reasoning stays on it, for profiles that send it back.
         kept = {REASONING_KEY: response.additional_kwargs[REASONING_KEY]} if response.additional_kwargs.get(
             REASONING_KEY) else {}
         stored = AIMessage(content=raw, id=response.id, response_metadata=response.response_metadata,

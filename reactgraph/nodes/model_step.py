@@ -1,4 +1,4 @@
-"""The model node of the tool loop: one iteration's model side in one graph step (issue 20).
+"""The model node of the tool loop: one iteration's model side in one graph step.
 
 ``llm_call_native`` and ``llm_call_json`` are each a :class:`ModelStep` around the mode's
 model call (:class:`~reactgraph.nodes.llm_call.LLMCallNative`,
@@ -19,7 +19,7 @@ task per call). What used to take pass-through nodes of its own is done here, in
    after a final answer only (never between a tool-call message and its results); a
    follow-up suppresses a pending final answer (R7.4).
 
-With fallback models (issue 41, :mod:`reactgraph.fallbacks`) the call goes to the model
+With fallback models (:mod:`reactgraph.engine.fallbacks`) the call goes to the model
 serving the turn (``model``; at the turn's start the first one whose breaker lets calls
 through). A failure the policy hands on — after the node's retries for a transient one, at
 once for a permanent one, or ``fallback_parse_failures`` unparseable JSON outputs — sends
@@ -30,7 +30,7 @@ The node returns one ``Command``: everything it changed and where the run goes n
 tool calls as ``Send``\\ s; ``synthesize``, or the end when the run skips synthesis; or this
 node again after a JSON reformat request or a suppressed answer). Update and route are
 written together, so a run cancelled between them cannot leave one without the other
-(issue 15, SPEC R13.5).
+(SPEC R13.5).
 """
 
 from __future__ import annotations
@@ -43,17 +43,17 @@ from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command, Send
 
-from reactgraph._engine import Engine
-from reactgraph._pinning import merge_pinned
-from reactgraph.bounds import storable_problem
+from reactgraph.engine.bindings import Engine
+from reactgraph.engine.pinning import merge_pinned
+from reactgraph.core.bounds import storable_problem
 from reactgraph.events import AnswerReset, emit
-from reactgraph.fallbacks import RETRY_MARK, node_attempt, switch
+from reactgraph.engine.fallbacks import RETRY_MARK, node_attempt, switch
 from reactgraph.graph.names import FALLBACK, GUARD_CONTEXT, LLM_CALL_JSON, LLM_CALL_NATIVE
 from reactgraph.nodes.drain_interrupts import DrainInterrupts
 from reactgraph.nodes.fallback import iteration_cap_reached
 from reactgraph.nodes.guard_context import GuardContext, ServingGuard
-from reactgraph.state import AgentState
-from reactgraph.usage import sum_usage
+from reactgraph.engine.state import AgentState
+from reactgraph.core.usage import sum_usage
 
 
 def model_node(state: dict[str, Any]) -> Literal["llm_call_native", "llm_call_json"]:
@@ -91,9 +91,9 @@ def apply_update(state: dict[str, Any], update: dict[str, Any]) -> dict[str, Any
 
 def bound_tool_calls(update: dict[str, Any]) -> dict[str, Any]:
     """A model call's ``update`` with every tool call whose arguments no store can keep
-    (:func:`~reactgraph.bounds.storable_problem`: nested past
-    :data:`~reactgraph.bounds.MAX_NESTING_DEPTH`, an integer past 64 bits) made harmless
-    before it is stored or sent (issue 37, SPEC R13.5): its request gets empty arguments
+    (:func:`~reactgraph.core.bounds.storable_problem`: nested past
+    :data:`~reactgraph.core.bounds.MAX_NESTING_DEPTH`, an integer past 64 bits) made harmless
+    before it is stored or sent (SPEC R13.5): its request gets empty arguments
     and the reason as its ``error`` (the model sees it as the call's observation), and
     the assistant message keeps the call with empty arguments. The model chooses the
     arguments, so a prompt injection can choose them; the run goes on instead.
@@ -123,10 +123,10 @@ class ModelStep:
 
     Args:
         engine: The shared engine.
-        calls: The mode's model call for each model of ``engine.models`` (issue 41), ``async
+        calls: The mode's model call for each model of ``engine.models``, ``async
             (state, config) -> update``; the update carries the tool calls to run under
             ``pending_tool_calls``, which this node sends to ``execute_tools`` and does not
-            write to the state (issue 20: the checkpoint holds the ``Send``\\ s until their
+            write to the state (the checkpoint holds the ``Send``\\ s until their
             tasks end).
         node: This node's name (``llm_call_native`` or ``llm_call_json``), where the run
             comes back to.
@@ -162,7 +162,7 @@ class ModelStep:
     def _after_failure(self, index: int, exc: Exception, config: RunnableConfig) -> int | None:
         """The model the failed call of model ``index`` goes to (see the module docstring),
         or ``None``: the node raises ``exc``, retried by the node's policy when its
-        :data:`~reactgraph.fallbacks.RETRY_MARK` says so."""
+        :data:`~reactgraph.engine.fallbacks.RETRY_MARK` says so."""
         serving = self.engine.models[index]
         profile = serving.profile
         transient = profile.is_transient(exc)
@@ -214,7 +214,7 @@ class ModelStep:
             if nxt is None:
                 raise
             return self._hand_over(nxt)
-        if self.engine.fallbacks:  # which model answered (issue 41)
+        if self.engine.fallbacks:  # which model answered
             serving.breaker.record_success()
             called = {**called, "model": serving.label, "model_usage": {serving.label: called.get("usage") or {}}}
         called = bound_tool_calls(called)

@@ -1,7 +1,7 @@
 """``select_tools``: pre-loop tool selection for large hubs (SPEC §5), hybrid (SPEC R13.1).
 
 When more than ``tool_selection_threshold`` (12) tools are registered, the tools are first
-ranked against the question lexically (:class:`~reactgraph.ranking.ToolRanker`, BM25). The
+ranked against the question lexically (:class:`~reactgraph.tools.ranking.ToolRanker`, BM25). The
 ``tool_selection_shortlist`` best go, best first, into one ``structured_llm_call`` that shows
 the model a compact catalog — each tool's name and the first line of its description, about
 80 characters, no parameter schemas — and asks for at most ``tool_selection_max`` (6) names
@@ -13,7 +13,7 @@ nodes and execution (a call to any other tool is an "unknown tool" observation).
 
 With ``AgentSettings.tool_selection="auto"`` the selection call is made only for a model
 marked ``small`` (measured to pay there: bench/README.md); any other model gets every tool
-(ranked per question, :meth:`~reactgraph._engine.Engine.tools_for`) in native mode when their
+(ranked per question, :meth:`~reactgraph.engine.bindings.Engine.tools_for`) in native mode when their
 schemas fit :data:`TOOLS_SHARE_OF_BUDGET` of the context budget, else the lexical ranking
 alone chooses (:func:`hybrid_selection` with no pick).
 
@@ -42,17 +42,17 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from reactgraph._engine import RUN_NAME_SELECTION, Engine
-from reactgraph.abilities import ModelAbilities
+from reactgraph.engine.bindings import RUN_NAME_SELECTION, Engine
+from reactgraph.providers.abilities import ModelAbilities
 from reactgraph.events import SelectingTools, emit
-from reactgraph.grounding import extract_values, informative
-from reactgraph.language import turn_language
-from reactgraph.parts import question_parts
-from reactgraph.prompts import SELECTION_SYSTEM, SELECTION_USER
-from reactgraph.ranking import catalog_line
-from reactgraph.state import AgentState
-from reactgraph.structured import structured_llm_call
-from reactgraph.usage import sum_usage
+from reactgraph.answer.grounding import extract_values, informative
+from reactgraph.core.language import turn_language
+from reactgraph.policy.parts import question_parts
+from reactgraph.protocol.prompts import SELECTION_SYSTEM, SELECTION_USER
+from reactgraph.tools.ranking import catalog_line
+from reactgraph.engine.state import AgentState
+from reactgraph.protocol.structured import structured_llm_call
+from reactgraph.core.usage import sum_usage
 from reactgraph.window.budget import context_budget
 from reactgraph.window.tokens import estimate_tokens
 
@@ -92,7 +92,7 @@ async def select_tool_names(
         config: RunnableConfig for the model calls.
         reformat_retries: Reformat requests per level after unparseable output
             (``AgentSettings.parse_retries``).
-        fallbacks: Fallback models (issue 41), as :func:`structured_llm_call` takes them.
+        fallbacks: Fallback models, as :func:`structured_llm_call` takes them.
 
     Returns:
         ``(names, usage)``: the valid, distinct names in the model's order, at most
@@ -172,7 +172,7 @@ def hybrid_selection(picked: list[str] | None, ranked: list[tuple[str, float]], 
 
 
 def settled_without_model(ranked: list[tuple[str, float]], limit: int) -> list[str] | None:
-    """The selection when no pick of the model can change it (issue 36: a call that adds
+    """The selection when no pick of the model can change it (a call that adds
     nothing is not made), else ``None``.
 
     With ``limit`` 1 and a clear lexical winner (it scores above 0 and strictly above every
@@ -187,12 +187,12 @@ def settled_without_model(ranked: list[tuple[str, float]], limit: int) -> list[s
 def gate_closes(ranked: Sequence[tuple[str, float]], query: str) -> bool:
     """Whether the lexical gate offers no tool to ``query``: no tool shares a word with it
     (every score of ``ranked`` is 0) and it names no value a tool could take (no id, date or
-    number other than a single digit, :func:`~reactgraph.grounding.extract_values`). The rule
+    number other than a single digit, :func:`~reactgraph.answer.grounding.extract_values`). The rule
     reads no language: a greeting in any language closes the gate, and a question in another
     language than the tools' that names a value leaves the choice to the model.
 
     Args:
-        ranked: Every tool as ``(name, score)`` (:meth:`~reactgraph.ranking.ToolRanker.rank`).
+        ranked: Every tool as ``(name, score)`` (:meth:`~reactgraph.tools.ranking.ToolRanker.rank`).
         query: The question.
 
     Returns:
@@ -257,7 +257,7 @@ class SelectTools:
 
     async def _by_part(self, parts: list[str], rank: Any, config: RunnableConfig) -> dict[str, Any]:
         """A question that asks more things than ``tool_selection_max`` tools may answer: each
-        part (:func:`~reactgraph.parts.question_parts`) gets its own choice of the limit's
+        part (:func:`~reactgraph.policy.parts.question_parts`) gets its own choice of the limit's
         number of tools, so every part gets data (the strict policy's limit is one tool).
         ``part_tools`` records each part's first tool: the loop counts the question covered
         only when each of them brought data (:func:`~reactgraph.nodes.llm_call.pending_parts`)."""

@@ -9,13 +9,13 @@ from langchain_core.messages import HumanMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
-from reactgraph._engine import Engine
-from reactgraph.actions import message_text
-from reactgraph.checkpointing import wait_for_task_checkpoint
-from reactgraph.language import detect_language
-from reactgraph.outcome import answer_shown
-from reactgraph.protocol import answer_unfinished_tool_calls
-from reactgraph.state import RESET, TURN_ANSWER_CHARS, AgentState
+from reactgraph.engine.bindings import Engine
+from reactgraph.protocol.actions import message_text
+from reactgraph.persistence.checkpointing import wait_for_task_checkpoint
+from reactgraph.core.language import detect_language
+from reactgraph.agents.outcome import answer_shown
+from reactgraph.protocol.messages import answer_unfinished_tool_calls
+from reactgraph.engine.state import RESET, TURN_ANSWER_CHARS, AgentState
 
 
 TURN_BOOKKEEPING: dict[str, Any] = {
@@ -32,7 +32,7 @@ TURN_BOOKKEEPING: dict[str, Any] = {
 """The loop's internal per-turn fields (not in the graph's output) and their value at a
 turn's start. ``start_turn`` writes one only when the state holds another value: every
 reader takes a missing field as this value, and LangGraph does work per superstep for each
-channel that holds a value (issue 20), so a first turn leaves them unwritten until the loop
+channel that holds a value, so a first turn leaves them unwritten until the loop
 sets them."""
 
 
@@ -49,7 +49,7 @@ class StartTurn:
     unanswered tool call, so the thread stays usable (SPEC R2.5).
 
     In a run whose savers hold checkpoints (durability ``"sync"`` on the savers of
-    :func:`~reactgraph.checkpointing.open_persistence`), it first waits until the checkpoint
+    :func:`~reactgraph.persistence.checkpointing.open_persistence`), it first waits until the checkpoint
     holding the turn's input is stored, so no event of the turn reaches a client before the
     question is in the thread: a process killed after its first event leaves a thread to
     resume, not an empty one (SPEC R13.5). One commit per turn; none for other checkpointers.
@@ -98,11 +98,11 @@ class StartTurn:
             "pinned": pinned,
         }
         update.update({key: reset for key, reset in TURN_BOOKKEEPING.items() if state.get(key, reset) != reset})
-        if state.get("query"):  # the turn before this one, as the user saw it (issue 35)
+        if state.get("query"):  # the turn before this one, as the user saw it
             answer = answer_shown(state.get("synthesis"), state.get("answer"))  # as the user saw it
             update["earlier_turns"] = [{"question": state["query"][:TURN_ANSWER_CHARS],
                                         "answer": answer[:TURN_ANSWER_CHARS]}]
-        if state.get("model") is not None or state.get("model_usage"):  # fallback models (issue 41): a new turn
+        if state.get("model") is not None or state.get("model_usage"):  # fallback models: a new turn
             update.update(model=None, model_usage=RESET)  # starts on the first model its breaker lets through
         repaired = answer_unfinished_tool_calls(state.get("messages", []))
         if repaired is not None:

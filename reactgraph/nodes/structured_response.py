@@ -1,4 +1,4 @@
-"""``structured_response``: the run's answer as a validated object (issue 21).
+"""``structured_response``: the run's answer as a validated object.
 
 Added to the graph when ``create_react_graph`` is given ``response_format``, after
 synthesis: one :func:`~reactgraph.structured_llm_call` on the conversation (whose last
@@ -18,9 +18,9 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.utils.function_calling import convert_to_json_schema
 from pydantic import BaseModel
 
-from reactgraph._engine import Engine
-from reactgraph.state import AgentState
-from reactgraph.structured import structured_llm_call
+from reactgraph.engine.bindings import Engine
+from reactgraph.engine.state import AgentState
+from reactgraph.protocol.structured import structured_llm_call
 
 logger = logging.getLogger(__name__)
 

@@ -7,27 +7,27 @@ off. Skipped (no events, ``synthesis`` stays ``None``) when the run's config say
 ``configurable.synthesize = False`` or the settings disable it; ``ReActAgent.run`` uses that.
 
 The synthesis sees the model's own draft answer (never a step summary), the thread's earlier
-turns within a budget (:func:`~reactgraph.synthesis.format_history`, issue 35), and a stream
-that starts repeating one line is cut there (:func:`~reactgraph.synthesis.until_repetition`,
+turns within a budget (:func:`~reactgraph.answer.synthesis.format_history`), and a stream
+that starts repeating one line is cut there (:func:`~reactgraph.answer.synthesis.until_repetition`,
 SPEC R13.1). Then, unless ``AgentSettings.grounding`` is ``"off"``, every number and id of
 the answer is checked against the trace, the question and the earlier turns
-(:func:`~reactgraph.grounding.check_grounding`; derived figures count with
+(:func:`~reactgraph.answer.grounding.check_grounding`; derived figures count with
 ``grounding_derived``) and the result stored in ``grounding``:
 
 * ``"report"``: the answer streams as written; the check is only reported.
 * ``"flag"``: the answer streams as written; values no tool returned are named in a note at
-  its end (:data:`~reactgraph.prompts.FLAG_NOTE`), so they are never shown as fact.
+  its end (:data:`~reactgraph.protocol.prompts.FLAG_NOTE`), so they are never shown as fact.
 * ``"enforce"``: with ``grounding_check_first`` (the strict policy) the answer is written in
-  full and checked *before* anything of it is sent (issue 36: a client shows the loop's
+  full and checked *before* anything of it is sent (a client shows the loop's
   ``answer`` signal — "writing the answer…" — meanwhile, and never sees a draft that is
   withdrawn); without it, it streams, and one that fails is withdrawn with an ``answer``
   ``reset`` event ``{status: "reset", ungrounded, factless}`` before the next is written. It
-  stands when it is grounded, not factless and fit to show (:func:`~reactgraph.grounding.answer_problems`: the question's language, no
+  stands when it is grounded, not factless and fit to show (:func:`~reactgraph.answer.grounding.answer_problems`: the question's language, no
   code fence, no tool call written out, no line twice — checked when successful observations
   exist to answer from instead, or when no tool ran). Otherwise, with ``grounding_reask``, it is asked for once
   more with the strict prompt; and else the answer is
-  :func:`~reactgraph.grounding.observation_answer` (when no tool ran,
-  :func:`~reactgraph.grounding.capabilities_answer`: what the agent can look up). When tools were called and every call
+  :func:`~reactgraph.answer.grounding.observation_answer` (when no tool ran,
+  :func:`~reactgraph.answer.grounding.capabilities_answer`: what the agent can look up). When tools were called and every call
   failed, no synthesis call is made: the answer is what the tools said (grounding
   ``action: "no_data"``).
 
@@ -35,17 +35,17 @@ With ``answer_from_observations`` (the strict policy), a turn where some tool ca
 makes no synthesis call at all: the answer is the observation answer (grounding
 ``action: "observations"``), led — for a yes/no or which/what question — by the sentence the
 engine writes from the model's constrained choice of verdict and deciding lines
-(:func:`~reactgraph.lead.choose_lead`: one small call whose enums are the observations' lines).
+(:func:`~reactgraph.answer.lead.choose_lead`: one small call whose enums are the observations' lines).
 
 Under ``AgentSettings.synthesis="auto"`` a loop answer that streamed already
-(``answer_streamed``, :mod:`reactgraph.loop_answer`) is ended here without a model call:
+(``answer_streamed``, :mod:`reactgraph.answer.loop_answer`) is ended here without a model call:
 the ``flag`` note, ``answer`` ``done``, the grounding report; one unfit to show
-(:func:`~reactgraph.grounding.answer_problems`) is withdrawn with a ``reset`` event and
+(:func:`~reactgraph.answer.grounding.answer_problems`) is withdrawn with a ``reset`` event and
 written by the synthesis call instead. ``answer_source`` says which call wrote the answer
 (``loop``, ``synthesis``, ``observations``).
 
 A run ended by a ``return_direct`` tool makes no model call: the tool's result is sent as
-the answer, as it is (issue 21).
+the answer, as it is.
 """
 
 from __future__ import annotations
@@ -54,21 +54,21 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from reactgraph._engine import Engine
+from reactgraph.engine.bindings import Engine
 from reactgraph.events import OMIT, AnswerDelta, AnswerDone, AnswerReset, emit
-from reactgraph.grounding import (
+from reactgraph.answer.grounding import (
     GroundingReport,
     answer_problems,
     capabilities_answer,
     check_grounding,
     observation_answer,
 )
-from reactgraph.history import thread_of
-from reactgraph.language import phrase, turn_language
-from reactgraph.lead import choose_lead
-from reactgraph.prompts import FLAG_NOTE
-from reactgraph.state import AgentState
-from reactgraph.synthesis import (
+from reactgraph.engine.history import thread_of
+from reactgraph.core.language import phrase, turn_language
+from reactgraph.answer.lead import choose_lead
+from reactgraph.protocol.prompts import FLAG_NOTE
+from reactgraph.engine.state import AgentState
+from reactgraph.answer.synthesis import (
     collect_answer,
     emit_answer,
     format_history,
@@ -76,7 +76,7 @@ from reactgraph.synthesis import (
     stream_synthesis,
     until_repetition,
 )
-from reactgraph.usage import sum_usage
+from reactgraph.core.usage import sum_usage
 
 
 class Synthesize:
@@ -180,7 +180,7 @@ class Synthesize:
 
     def _end_loop_answer(self, state: AgentState) -> dict[str, Any] | None:
         """The end of the loop's streamed answer (``synthesis="auto"``): unless it is unfit
-        to show (:func:`~reactgraph.grounding.answer_problems`; then it is withdrawn with an
+        to show (:func:`~reactgraph.answer.grounding.answer_problems`; then it is withdrawn with an
         ``answer`` ``reset`` event and ``None`` returned, so synthesis writes the answer),
         the ``flag`` note, ``answer`` ``done`` and the grounding report, without a model call."""
         settings = self.engine.settings
@@ -205,7 +205,7 @@ class Synthesize:
         """The answer written by the synthesis call, or made of the observations (see the
         module docstring)."""
         settings = self.engine.settings
-        if state.get("finish_reason") == "return_direct":  # the tool's result is the answer (issue 21)
+        if state.get("finish_reason") == "return_direct":  # the tool's result is the answer
             return {"synthesis": await emit_answer(one_chunk(state.get("answer") or ""), "")}
         usage: dict[str, int] = {}
         history = format_history(state.get("earlier_turns") or [])

@@ -1,4 +1,4 @@
-"""See what runs do in production (issue 40): OpenTelemetry traces following the GenAI
+"""See what runs do in production: OpenTelemetry traces following the GenAI
 semantic conventions, Prometheus metrics and structured log lines. ``docs/observability.md``
 shows the span tree, every metric and the log fields.
 
@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.runnables.config import var_child_runnable_config
 
 from reactgraph.observability.unobserved import UNOBSERVED, Unobserved
+
+from reactgraph import events
 
 if TYPE_CHECKING:
     from reactgraph.events import AgentEvent
@@ -223,7 +225,7 @@ def observer_of(config: Mapping[str, Any] | None) -> RunObserver | None:
 
 
 def model_call(runnable: Any, model_input: Any, config: Mapping[str, Any] | None) -> ModelCall:
-    """The hook around one model call the engine makes (``reactgraph._dualmode.call_model``
+    """The hook around one model call the engine makes (``reactgraph.engine.dualmode.call_model``
     and ``stream_model``, each model of a fallback chain)::
 
         with observability.model_call(model, messages, config) as call:
@@ -304,3 +306,13 @@ def record_event(event: AgentEvent) -> None:
     observer = observer_of(var_child_runnable_config.get())
     if observer is not None:
         observer.on_agent_event(event)
+
+
+def _record_if_observed(event: AgentEvent) -> None:
+    """The recorder :mod:`reactgraph.events` calls for each emitted event: recorded while
+    :func:`instrument` is on, dropped otherwise."""
+    if active is not None:
+        record_event(event)
+
+
+events.set_recorder(_record_if_observed)

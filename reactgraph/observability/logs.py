@@ -1,4 +1,4 @@
-"""Structured log lines (issue 40): one per HTTP request and one per run end, with the
+"""Structured log lines: one per HTTP request and one per run end, with the
 thread id, run id, finish reason, model calls, tokens and seconds, and the trace and span
 ids when tracing is on, so a log line leads to its trace.
 

@@ -1,5 +1,5 @@
 """Prometheus metrics of runs, model calls, tool calls, checkpoints and HTTP requests
-(issue 40; the list with labels and example queries is in ``docs/observability.md``).
+(the list with labels and example queries is in ``docs/observability.md``).
 
 The metrics live in ``prometheus_client``'s default registry, made once per process by
 :func:`run_metrics` (``prometheus-client`` is part of the ``[server]`` extra). Several
@@ -162,7 +162,7 @@ def tool_label(name: str) -> str:
 def labelled(family: Any, *values: str) -> Any:
     """``family.labels(*values)`` (values in the order of its label names), remembered: a
     run records a few samples per model and tool call, and ``labels()`` validates and locks
-    each time (issue 40: the cost of metrics per run)."""
+    each time (the cost of metrics per run)."""
     key = (id(family), values)
     child = _children.get(key)
     if child is None:

@@ -1,4 +1,4 @@
-"""The run observer (issue 40): spans, metrics and the run's log line of one run, made from
+"""The run observer: spans, metrics and the run's log line of one run, made from
 the engine's own code, not from LangChain's callbacks.
 
 One :class:`RunObserver` per run. The run's start and end reach it as a LangChain callback
@@ -13,7 +13,7 @@ through hooks in the engine, which find it in the node's config (``configurable`
   ``node_spans`` every node get their span there;
 - each model call runs through :func:`model_call` (``call_model``, ``stream_model`` and each
   model of a fallback chain): its ``chat`` span, usage and finish reason, its phase from the
-  node that makes it (:func:`reactgraph.testing.call_kind_of`);
+  node that makes it (:func:`reactgraph.engine.calls.call_kind_of`);
 - the engine's events (:func:`reactgraph.events.emit`) reach :meth:`RunObserver.on_agent_event`.
 
 Beside it any other callback handler (LangSmith's tracer, a user's) sees the run as before.
@@ -38,17 +38,17 @@ from langchain_core.runnables import RunnableBinding
 from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.errors import GraphInterrupt
 
-from reactgraph import outcome
+from reactgraph.agents import outcome
 from reactgraph.events import AgentEvent, AnswerDelta, Compacted, Injected, Stalled
 from reactgraph.graph.names import ANALYZE, EXECUTE_TOOLS, LOOP_NODE_MODES, PLAN, RUN_STEP, SCHEDULE
 from reactgraph.observability.unobserved import UNOBSERVED, Unobserved
 from reactgraph.observability import tracing as names
 from reactgraph.observability.logs import RUN_LOGGER, log_fields
 from reactgraph.observability.metrics import RunMetrics, labelled, tool_label
-from reactgraph.outcome import cancelled
-from reactgraph.state import StepRecord
-from reactgraph.usage import reported_tokens
-from reactgraph.testing import call_kind_of
+from reactgraph.agents.outcome import cancelled
+from reactgraph.engine.state import StepRecord
+from reactgraph.core.usage import reported_tokens
+from reactgraph.engine.calls import call_kind_of
 
 try:  # the [otel] extra: spans; without it only metrics and log lines are recorded
     from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
@@ -116,7 +116,7 @@ class _Leaf:
     and made whole with the run's end: one ``start_span`` with every attribute at the noted
     start time, then ``end`` at the noted end time. Made together, a run's leaves cost
     OpenTelemetry's SDK about half the CPU that spans made one by one between the run's
-    other work cost (bench/README, issue 40); the run's own span, which every leaf's
+    other work cost (bench/README); the run's own span, which every leaf's
     parent chain ends in, is exported with its end in either case."""
 
     name: str
@@ -320,7 +320,7 @@ class ModelCall:
 
 
 class RunObserver(BaseCallbackHandler):
-    """Spans, metrics and the ``run_end`` log line of one run (issue 40).
+    """Spans, metrics and the ``run_end`` log line of one run.
 
     :func:`~reactgraph.observability.observe` gives one to each run of the agents while
     :func:`~reactgraph.observability.instrument` is on; the engine's hooks find it in the
@@ -336,7 +336,7 @@ class RunObserver(BaseCallbackHandler):
         thread_id: The run's thread (``gen_ai.conversation.id``, the log line's ``thread_id``).
         failure_reason: The finish reason of a run that raised (ReAct: ``model_error``,
             as its result says); one its checkpointer, store or follow-up queue raised ends
-            with ``storage_error`` (:func:`reactgraph.checkpointing.is_storage_failure`).
+            with ``storage_error`` (:func:`reactgraph.persistence.checkpointing.is_storage_failure`).
         request: The server request driving the run, filled at its end.
     """
 

@@ -1,4 +1,4 @@
-"""OpenTelemetry set-up for reactgraph's spans (issue 40): the GenAI semantic-convention
+"""OpenTelemetry set-up for reactgraph's spans: the GenAI semantic-convention
 attribute names the spans use, whether content is recorded, and a tracer provider made the
 standard way from the ``OTEL_*`` environment variables.
 

@@ -1,5 +1,5 @@
 """Provider profiles: each OpenAI-compatible family's abilities and quirks in one place
-(SPEC R13.2, issue 16).
+(SPEC R13.2).
 
 One small module per family holds its :class:`ProviderProfile`:
 

@@ -35,7 +35,7 @@ _origin: dict[type, tuple[type, ProviderProfile]] = {}
 def _openai_client_base() -> type | None:
     """``BaseChatOpenAI`` when langchain-openai is loaded, else ``None``. A model of that
     family cannot exist before its module is imported, so a process that never imported it
-    has nothing to adapt and does not pay for the import (about a second, issue 20)."""
+    has nothing to adapt and does not pay for the import (about a second)."""
     return getattr(sys.modules.get("langchain_openai.chat_models.base"), "BaseChatOpenAI", None)
 
 

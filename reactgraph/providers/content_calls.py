@@ -1,4 +1,4 @@
-"""Tool calls a model wrote in its content instead of ``tool_calls`` (SPEC R13.2, issue 16).
+"""Tool calls a model wrote in its content instead of ``tool_calls`` (SPEC R13.2).
 
 Local servers (Ollama, vLLM without a tool parser, LM Studio, llama.cpp) often answer a
 native-mode request with empty ``tool_calls`` and the call written in the text, in the
@@ -34,7 +34,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 
-from reactgraph.jsonparse import extract_json
+from reactgraph.protocol.jsonparse import extract_json
 
 RECOVERED_KEY = "content_tool_calls"
 """``response_metadata`` key of a message whose tool calls were read from its content; the
@@ -310,7 +310,7 @@ def find_content_tool_calls(text: str | None, tool_names: Collection[str]) -> Co
 
 
 def recover_content_tool_calls(message: AIMessage, tool_names: Collection[str], new_id: Any) -> AIMessage:
-    """``message`` with the tool calls written in its content made real (issue 16).
+    """``message`` with the tool calls written in its content made real.
 
     A message that already has tool calls (valid or invalid), or whose content holds no
     call to an offered tool, is returned unchanged. Otherwise the copy has the calls as

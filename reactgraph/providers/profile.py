@@ -1,7 +1,7 @@
 """What one provider family needs: ability defaults, request adaptations, response repairs.
 
 A :class:`ProviderProfile` is plain data; each family's module in :mod:`reactgraph.providers`
-holds one. The engine asks the profile, never names a provider (SPEC R13.2, issue 16).
+holds one. The engine asks the profile, never names a provider (SPEC R13.2).
 """
 
 from __future__ import annotations
@@ -11,18 +11,18 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from reactgraph.errors import RETRY_LATER_STATUSES, http_failure, is_transient_error
+from reactgraph.core.errors import RETRY_LATER_STATUSES, http_failure, is_transient_error
 
 DEFAULT_RETRY_STATUSES = RETRY_LATER_STATUSES
 """HTTP statuses below 500 worth retrying: request timeout, conflict, rate limit."""
 
 DEFAULT_PERMANENT_STATUSES = frozenset({404})
-"""Statuses after which a model is given up for the run (issue 41): no such model."""
+"""Statuses after which a model is given up for the run: no such model."""
 
 DEFAULT_PERMANENT_MARKERS = ("context length", "context_length", "maximum context", "context window",
                              "too many tokens", "model not found", "model_not_found", "does not exist",
                              "no such model")
-"""Words of a 4xx error message that mark it permanent for the model (issue 41)."""
+"""Words of a 4xx error message that mark it permanent for the model."""
 
 ABILITY_DEFAULT_KEYS = ("tool_call", "json_mode", "schema_output")
 """The ``ModelAbilities`` fields a profile may give defaults for."""
@@ -55,7 +55,7 @@ class ProviderProfile:
             mean the server refuses a schema ``response_format`` (older llama.cpp
             servers answer ``json_schema`` with 500).
         permanent_statuses: Statuses that mean this model cannot serve the run at all
-            (404: no such model), so a fallback model takes over without retries (issue 41).
+            (404: no such model), so a fallback model takes over without retries.
         permanent_markers: Words of a 4xx error's message that mean the same for one
             request shape the model will keep refusing (the context length exceeded, a
             model that does not exist); compared in lower case.
@@ -160,7 +160,7 @@ class ProviderProfile:
 
     def refuses_schema(self, exc: BaseException) -> bool:
         """Whether a failed schema-constrained request means the server refuses schema
-        ``response_format`` requests (issue 10): a 4xx other than 408, 409 and 429, or
+        ``response_format`` requests: a 4xx other than 408, 409 and 429, or
         one of :attr:`schema_refusal_statuses`. Timeouts, rate limits, connection errors
         and a reply cut off at the output cap are not refusals."""
         failure = http_failure(exc)
@@ -168,7 +168,7 @@ class ProviderProfile:
 
     def is_permanent(self, exc: BaseException) -> bool:
         """Whether a failed model call means this model cannot serve the request however
-        often it is asked (issue 41): a status of :attr:`permanent_statuses`, or a 4xx
+        often it is asked: a status of :attr:`permanent_statuses`, or a 4xx
         whose message holds one of :attr:`permanent_markers` (400 "maximum context length
         exceeded", 404 "model not found"). Retrying it is pointless; a fallback model may
         still serve it."""
@@ -182,7 +182,7 @@ class ProviderProfile:
 
     def falls_back(self, exc: BaseException) -> bool:
         """Whether a failed model call hands the request to the next fallback model once
-        this model's retries are spent (issue 41): a transient failure
+        this model's retries are spent: a transient failure
         (:meth:`is_transient`) or a permanent one (:meth:`is_permanent`). A request the
         model refuses for its shape (a schema, a bad argument) does not: the engine
         already asks again without what was refused."""

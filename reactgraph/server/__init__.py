@@ -6,12 +6,12 @@ embedding in another ASGI deployment); ``reactgraph serve`` runs it under uvicor
 demo plant's tools, the configured model and the SQLite checkpointer.
 """
 
-from reactgraph.server.app import (
+from reactgraph.server.app import create_app
+from reactgraph.server.runs import (
     API_KEY_ENV,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_MESSAGE_CHARS,
     ServerSettings,
-    create_app,
     stream_events,
 )
 from reactgraph.server.owners import API_KEYS_ENV, DEFAULT_PRINCIPAL, parse_api_keys

@@ -1,4 +1,4 @@
-"""The AG-UI protocol on the server (issue 19): ``POST /agui`` takes an AG-UI
+"""The AG-UI protocol on the server: ``POST /agui`` takes an AG-UI
 ``RunAgentInput`` and streams the run as AG-UI events, for front ends that speak AG-UI
 (CopilotKit, ``@ag-ui/client``) instead of the SSE protocol of SPEC §8.
 
@@ -18,7 +18,7 @@ events, one run at a time; :func:`add_agui_route` adds the endpoint to an app ma
 - ``phase``, ``compact``, ``inject``, ``stall``, ``approval``, an answer ``reset`` and DAG
   mode's events: ``CUSTOM`` events named by their SSE channel (``answer_reset`` for the
   reset) whose value is the SPEC §8 payload;
-- DAG mode (issue 39) besides: each round's planning and analysis and each plan step as a
+- DAG mode besides: each round's planning and analysis and each plan step as a
   step (``STEP_STARTED`` / ``STEP_FINISHED`` named ``planning:<round>``,
   ``analyzing:<round>``, ``step:<round>:<step id>``; steps that run in parallel are open
   together), and each step's tool calls as tool call events whose parent message is its step.
@@ -81,7 +81,7 @@ from reactgraph.events import (
     wire_json,
     wire_safe,
 )
-from reactgraph.server.app import (
+from reactgraph.server.runs import (
     CANCELLED,
     ERRORS,
     MESSAGE_ERRORS,
@@ -118,7 +118,7 @@ def _text(content: Any) -> str:
 
 def question_of(run_input: RunAgentInput) -> str:
     """The question of a run: the text of the last ``user`` message of ``run_input.messages``
-    that holds text (:data:`~reactgraph.server.app.NOT_BLANK_PATTERN`; earlier turns are the
+    that holds text (:data:`~reactgraph.server.runs.NOT_BLANK_PATTERN`; earlier turns are the
     thread's own history, kept by the checkpointer). The request schema states the same
     rule (:data:`QUESTION_SCHEMA`).
 
@@ -151,17 +151,17 @@ QUESTION_SCHEMA: dict[str, Any] = {"anyOf": [
     {"required": ["resume"], "properties": {"resume": {"type": "array", "minItems": 1}}},
     {"required": ["messages"], "properties": {"messages": {"contains": USER_TEXT_SCHEMA}}},
 ]}
-"""What ``POST /agui`` needs besides a ``RunAgentInput``, in its OpenAPI schema (issue 37: the
+"""What ``POST /agui`` needs besides a ``RunAgentInput``, in its OpenAPI schema (the
 schema allowed a body without a question, which the server refuses): ``resume`` entries, or a
 user message that holds text (:func:`question_of`)."""
 
 
 def mode_of(run_input: RunAgentInput) -> Mode | None:
-    """The mode a run asks for: ``forwardedProps.mode`` (``"react"`` or ``"dag"``; issue 39),
+    """The mode a run asks for: ``forwardedProps.mode`` (``"react"`` or ``"dag"``),
     ``None`` (the server's default) when it names none.
 
     Raises:
-        HTTPException: 422 for a ``mode`` that is not one of :data:`~reactgraph.server.app.MODES`.
+        HTTPException: 422 for a ``mode`` that is not one of :data:`~reactgraph.server.runs.MODES`.
     """
     props = run_input.forwarded_props
     mode = props.get("mode") if isinstance(props, dict) else None
@@ -200,7 +200,7 @@ class AguiEncoding:
     Stateful: it opens the run before the first event, tracks the open step, tool calls and
     text message, and closes them before the run's terminal event (``RUN_FINISHED`` or
     ``RUN_ERROR``, after which nothing is written). :meth:`events` gives the AG-UI event
-    objects of one typed event, :meth:`frame` their encoded form (the :class:`~reactgraph.server.app.StreamEncoding`
+    objects of one typed event, :meth:`frame` their encoded form (the :class:`~reactgraph.server.runs.StreamEncoding`
     of :func:`~reactgraph.server.stream_events`).
 
     Args:
@@ -251,7 +251,7 @@ class AguiEncoding:
                 out.append(ToolCallResultEvent(message_id=f"{event.tool_call_id}:result", tool_call_id=event.tool_call_id,
                                                content=event.observation or event.error or "", role="tool"))
             case AnswerSignalled():  # the loop has its answer: the synthesis that follows is the message,
-                out += self._close_step()  # shown as a step while it is written (and checked, issue 36)
+                out += self._close_step()  # shown as a step while it is written (and checked)
                 self.step = "writing_answer"
                 out.append(StepStartedEvent(step_name=self.step))
             case AnswerStarted():
@@ -302,7 +302,7 @@ class AguiEncoding:
     def _encode(self, event: BaseEvent) -> str:
         """``EventEncoder.encode`` with the escaping of every event encoder
         (:func:`~reactgraph.events.wire_safe`: U+0085, U+2028, U+2029 escaped, so a
-        line-splitting client reads every ``data:`` line whole; issue 37); a payload it
+        line-splitting client reads every ``data:`` line whole); a payload it
         cannot write as UTF-8 (a lone surrogate a tool returned) goes through
         :func:`~reactgraph.events.wire_json` instead."""
         try:
@@ -327,7 +327,7 @@ class AguiEncoding:
                 ToolCallEndEvent(tool_call_id=call_id)]
 
     def _dag_events(self, event: AgentEvent) -> list[BaseEvent]:
-        """DAG mode's events (issue 39): planning, analysis and each plan step as AG-UI
+        """DAG mode's events: planning, analysis and each plan step as AG-UI
         steps, a step's tool calls as tool call events under its step, and the SPEC §8
         payloads of the phases, the plan, the steps and the analysis as ``CUSTOM`` events."""
         custom = CustomEvent(name=event.channel, value=event.data)
@@ -404,8 +404,8 @@ class AguiEncoding:
 
 class AguiRunInput(RunAgentInput):
     """An AG-UI ``RunAgentInput`` as ``POST /agui`` takes it: ``threadId`` and ``runId``
-    are ids as ``/threads/{thread_id}`` takes them (:data:`~reactgraph.server.app.IdText`,
-    the same pattern; issue 37: ``"abc\\n"`` made a thread no path could reach, and a
+    are ids as ``/threads/{thread_id}`` takes them (:data:`~reactgraph.server.runs.IdText`,
+    the same pattern; ``"abc\\n"`` made a thread no path could reach, and a
     megabyte ``runId`` was repeated in every event). Its schema also asks for a question or
 ``resume`` entries (:data:`QUESTION_SCHEMA`)."""
 

@@ -1,4 +1,4 @@
-"""What a request must pass before the app reads its body (issue 15, SPEC R13.5).
+"""What a request must pass before the app reads its body (SPEC R13.5).
 
 :class:`RequestGate` is an ASGI middleware in front of the whole app. For each HTTP
 request, in this order and before any byte of the body is read:
@@ -18,10 +18,10 @@ request, in this order and before any byte of the body is read:
    the body already read, so no endpoint can read more.
 4. **Time**: a body that stops arriving (a client that sent part of it and waits) gets 408
    once no byte of it came for ``body_timeout`` seconds, and its connection is closed
-   (issue 37: 200 stalled requests stayed open); a body dripped slowly, a byte now and
+   (200 stalled requests stayed open); a body dripped slowly, a byte now and
    then, gets the same 408 once reading it took ``body_deadline`` seconds in all.
-5. **Depth**: a body that nests more than :data:`~reactgraph.bounds.MAX_NESTING_DEPTH`
-   levels of JSON arrays and objects gets 422 before it is parsed (issue 37: the bound on
+5. **Depth**: a body that nests more than :data:`~reactgraph.core.bounds.MAX_NESTING_DEPTH`
+   levels of JSON arrays and objects gets 422 before it is parsed (the bound on
    everything that enters from a client; a parser would recurse into it).
 
 Every refusal, here and in the app, is one JSON body ``{"detail": ...}`` made by
@@ -40,7 +40,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from reactgraph.bounds import MAX_NESTING_DEPTH, json_text_too_deep
+from reactgraph.core.bounds import MAX_NESTING_DEPTH, json_text_too_deep
 from reactgraph.events import wire_json
 from reactgraph.server.owners import DEFAULT_PRINCIPAL, checked_principal
 

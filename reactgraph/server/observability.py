@@ -1,4 +1,4 @@
-"""The server's part of observability (issue 40): ``GET /metrics`` in Prometheus' text
+"""The server's part of observability: ``GET /metrics`` in Prometheus' text
 format, the HTTP metrics and one ``request`` log line per request.
 
 :func:`add_observability` (called by :func:`~reactgraph.server.create_app`) puts

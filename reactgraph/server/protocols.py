@@ -1,4 +1,4 @@
-"""uvicorn's HTTP/1.1 protocols with a bound on the time a request's head may take (issue 37,
+"""uvicorn's HTTP/1.1 protocols with a bound on the time a request's head may take (
 SPEC R13.5).
 
 uvicorn bounds the time a connection may stay idle between two requests (``timeout_keep_alive``)

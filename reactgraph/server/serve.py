@@ -16,13 +16,13 @@ from typing import Any
 import uvicorn
 from fastapi import FastAPI
 
-from reactgraph.agent import ReActAgent
+from reactgraph.agents.react import ReActAgent
 from reactgraph.dag import DAGAgent, DAGSettings
-from reactgraph.checkpointing import open_persistence
-from reactgraph.config import AgentSettings
-from reactgraph.mcp import MCPTools, load_mcp_tools
+from reactgraph.persistence.checkpointing import open_persistence
+from reactgraph.core.config import AgentSettings
+from reactgraph.tools.mcp import MCPTools, load_mcp_tools
 from reactgraph.observability.logs import LogFormat, uvicorn_log_config
-from reactgraph.server.app import ServerSettings
+from reactgraph.server.runs import ServerSettings
 from reactgraph.server.protocols import http_protocol
 
 
@@ -37,7 +37,7 @@ class DemoAgent:
         checkpoints: Where threads are kept: a SQLite file path, a Postgres URL or ``"memory"``.
         mcp: The MCP servers' tools in the agent (:class:`reactgraph.MCPTools`, with each
             server's outcome), ``None`` without an MCP configuration.
-        dag_agent: The DAG-mode agent (SPEC §9, issue 39) over the same model, tools,
+        dag_agent: The DAG-mode agent (SPEC §9) over the same model, tools,
             checkpointer and interrupt queue, as ``reactgraph run --dag`` builds it.
     """
 
@@ -71,13 +71,13 @@ async def open_demo_agent(
 
     The model is resolved as for ``reactgraph run`` (arguments, then the environment, then
     the embedded local model; :func:`reactgraph.models.open_model`); checkpoints go where
-    :func:`reactgraph.checkpointing.open_persistence` puts them (``checkpoints``, then
+    :func:`reactgraph.persistence.checkpointing.open_persistence` puts them (``checkpoints``, then
     ``$REACTGRAPH_DATABASE_URL``, then ``checkpoints.db`` in the data directory), so a
     thread survives a server restart. With a Postgres URL the follow-up queue and run
     bookkeeping live in the same database, so several server processes serve the same
     threads (SPEC R7.5). With ``mcp``, the MCP servers of that client configuration are
     connectors of the hub beside the plant's (SPEC R5.4, R13.4): their sessions stay open
-    for the block, i.e. the server's life (:func:`reactgraph.mcp.load_mcp_tools`).
+    for the block, i.e. the server's life (:func:`reactgraph.tools.mcp.load_mcp_tools`).
 
     Args:
         model, base_url, api_key: Endpoint settings of the model (``None``: environment).
@@ -89,7 +89,7 @@ async def open_demo_agent(
         local_model, local_threads: The embedded model's catalogue name and CPU threads, used
             when no model is configured (``None``: ``$REACTGRAPH_LOCAL_MODEL`` /
             ``$REACTGRAPH_LOCAL_THREADS``, else the defaults; :func:`reactgraph.models.open_model`).
-        fallback_models, fallback_base_urls: Fallback models (issue 41; ``None``: the
+        fallback_models, fallback_base_urls: Fallback models (``None``: the
             environment), as :func:`reactgraph.models.open_model` takes them.
         max_rounds: The DAG agent's plan/run/analyze rounds at most (SPEC R9.4).
         synthesis: Which call writes the answer, ``"always"`` or ``"auto"``
@@ -112,7 +112,7 @@ async def open_demo_agent(
         reactgraph.MCPConfigError: The MCP configuration is malformed.
         ImportError: ``mcp`` given without the ``[mcp]`` extra.
     """
-    from reactgraph.cli_dag import build_dag_agent
+    from reactgraph.cli.dag import build_dag_agent
     from reactgraph.demo.agent import approval_rules, build_demo_agent, demo_settings
     from reactgraph.demo.factory import build_factory_hub
     from reactgraph.models import open_model
@@ -143,7 +143,7 @@ async def open_demo_agent(
 
 class SigtermStop:
     """SIGTERM stops ``reactgraph serve`` the way Ctrl-C does, closing what it opened (MCP
-    servers, the model) on the way out (issue 37).
+    servers, the model) on the way out.
 
     Python ends at once on SIGTERM (its default action) and closes nothing: an MCP server
     still starting, or one given up after its start timeout whose stopping was under way,
@@ -195,7 +195,7 @@ class SigtermStop:
 
 
 def tune_gc() -> None:
-    """Set up the garbage collector for serving many concurrent runs (issue 20).
+    """Set up the garbage collector for serving many concurrent runs.
 
     Collects once, then freezes what is alive (the imported modules, the compiled graph, the
     tools: about 190,000 objects that live as long as the process), so later collections never
@@ -215,8 +215,7 @@ async def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8000, sock: s
     """Serve ``app`` with uvicorn in the running event loop until the process is told to
     stop (Ctrl-C / SIGTERM), then return. The process's garbage collector is set up for
     serving first (:func:`tune_gc`). A request's head must arrive within the app's
-    ``ServerSettings.head_timeout`` (:func:`reactgraph.server.protocols.http_protocol`;
-    issue 37).
+    ``ServerSettings.head_timeout`` (:func:`reactgraph.server.protocols.http_protocol`;).
 
     Args:
         app: Usually from :func:`reactgraph.server.create_app`.
@@ -225,7 +224,7 @@ async def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8000, sock: s
         sock: A socket already listening (a worker of ``serve --workers``,
             :mod:`reactgraph.server.workers`); ``host`` and ``port`` then only name it.
         log_format: uvicorn's own lines (start-up, access, errors) as text or as JSON lines
-            (:func:`reactgraph.observability.logs.uvicorn_log_config`; issue 40).
+            (:func:`reactgraph.observability.logs.uvicorn_log_config`).
         stop: The process's :class:`SigtermStop`, told of the uvicorn server before it starts.
 
     Raises:

@@ -1,5 +1,4 @@
-"""Several server processes on one listening socket: ``reactgraph serve --workers N``
-(issue 20).
+"""Several server processes on one listening socket: ``reactgraph serve --workers N``.
 
 One process runs one event loop, so it uses one core; :func:`run_workers` forks ``N``
 worker processes that accept connections on one port (each on a socket of its own on
@@ -29,8 +28,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from reactgraph.checkpointing import checkpoint_target, is_postgres_url
-from reactgraph.errors import WorkersError
+from reactgraph.persistence.checkpointing import checkpoint_target, is_postgres_url
+from reactgraph.core.errors import WorkersError
 from reactgraph.observability.metrics import worker_exited
 
 logger = logging.getLogger(__name__)

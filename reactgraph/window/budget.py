@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from reactgraph.abilities import ModelAbilities
-from reactgraph.config import AgentSettings
+from reactgraph.providers.abilities import ModelAbilities
+from reactgraph.core.config import AgentSettings
 
 MIN_BUDGET = 4_000
 """The budget is never below this many tokens (SPEC R6.3)."""

@@ -30,12 +30,12 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.constants import TAG_NOSTREAM
 
-from reactgraph._dualmode import call_model
-from reactgraph._pinning import is_pinned
-from reactgraph.actions import message_text
-from reactgraph.config import COMPACTION_HINTS
-from reactgraph.prompts import COMPACTION_HINT_PROMPTS, COMPACTION_SYSTEM, COMPACTION_USER
-from reactgraph.usage import sum_usage, usage_of
+from reactgraph.engine.dualmode import call_model
+from reactgraph.engine.pinning import is_pinned
+from reactgraph.protocol.actions import message_text
+from reactgraph.core.config import COMPACTION_HINTS
+from reactgraph.protocol.prompts import COMPACTION_HINT_PROMPTS, COMPACTION_SYSTEM, COMPACTION_USER
+from reactgraph.core.usage import sum_usage, usage_of
 from reactgraph.window.tokens import (
     MESSAGE_OVERHEAD_TOKENS,
     REQUEST_OVERHEAD_TOKENS,
@@ -177,7 +177,7 @@ class ContextGuard:
         counter: The :class:`TokenCounter`; a new one for ``llm``'s model when ``None``.
         max_message_chars: Characters one message's text may have before it is cut to at
             most that many (default 50,000; at least 100).
-        hint: The compaction prompt, one of :data:`~reactgraph.config.COMPACTION_HINTS`
+        hint: The compaction prompt, one of :data:`~reactgraph.core.config.COMPACTION_HINTS`
             (``react_iteration``, ``planner_input``, ``step_dependency``, ``general``).
         keep_recent_messages: Recent messages LLM compaction keeps verbatim when they fit
             (whole tool-call groups, so a group may take it past this number).
@@ -237,7 +237,7 @@ class ContextGuard:
         ``max_message_chars`` and the request within the budget (SPEC R6.1). The loop asks
         this before every model call and runs the guard only when it says no.
 
-        Counting is incremental (issue 20): a bound on the token total of the conversation
+        Counting is incremental: a bound on the token total of the conversation
         under ``key`` (the run's thread and first message) is remembered with its last
         message's id, so a conversation that only grew since the last check looks at its
         new messages only; any other change (a compaction, a different conversation) looks

@@ -16,8 +16,8 @@ from typing import Any
 import tiktoken
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from reactgraph.actions import message_text
-from reactgraph.language import detect_language, language_name
+from reactgraph.protocol.actions import message_text
+from reactgraph.core.language import detect_language, language_name
 
 logger = logging.getLogger(__name__)
 
@@ -220,7 +220,7 @@ class TokenCounter:
         return text, extra, blocks
 
     def upper_bound(self, message: BaseMessage) -> int:
-        """At least :meth:`count_message`, without tokenizing (issue 20): a token covers at
+        """At least :meth:`count_message`, without tokenizing: a token covers at
         least one UTF-8 byte, and :func:`estimate_tokens` counts at most one per byte, so the
         bytes of the message's texts bound its tokens."""
         text, extra, blocks = self._parts(message)
@@ -250,6 +250,6 @@ class TokenCounter:
 
 def conversation_language(texts: Iterable[str]) -> str | None:
     """The English name of the language of ``texts`` (``"Korean"``, ``"Spanish"``), by the
-    engine's one rule (:func:`reactgraph.language.detect_language`); ``None`` when it cannot
+    engine's one rule (:func:`reactgraph.core.language.detect_language`); ``None`` when it cannot
     be told."""
     return language_name(detect_language("\n".join(texts)))

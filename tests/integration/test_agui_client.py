@@ -1,4 +1,4 @@
-"""``POST /agui`` driven by the official AG-UI client (issue 19): ``@ag-ui/client``'s
+"""``POST /agui`` driven by the official AG-UI client: ``@ag-ui/client``'s
 ``HttpAgent`` from npm, under node, against a real uvicorn server (tests/agui_client.mjs).
 
 A scripted model (reactgraph.testing) makes two parallel tool calls and the synthesis
@@ -95,7 +95,7 @@ async def test_a_run_with_two_parallel_tool_calls_and_a_streamed_answer(client_d
         "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END",
         "TOOL_CALL_RESULT", "TOOL_CALL_RESULT",
         "STEP_STARTED", "STEP_FINISHED",  # the second model call answers
-        "STEP_STARTED", "STEP_FINISHED",  # the answer is written (issue 36)
+        "STEP_STARTED", "STEP_FINISHED",  # the answer is written
         "TEXT_MESSAGE_START", *["TEXT_MESSAGE_CONTENT"] * (kinds.count("TEXT_MESSAGE_CONTENT")), "TEXT_MESSAGE_END",
         "RUN_FINISHED",
     ]

@@ -1,4 +1,4 @@
-"""Property-based API tests generated from the server's own OpenAPI schema (issue 15,
+"""Property-based API tests generated from the server's own OpenAPI schema (
 SPEC R13.5): for every operation, path parameters and JSON bodies are drawn from the
 schema (``hypothesis-jsonschema``) and mixed with hostile ones (any JSON, non-standard
 numbers, lone surrogates, line separators, bytes that are not UTF-8, junk headers), sent

@@ -1,4 +1,4 @@
-"""Big request bodies do not stall a real ``reactgraph serve`` (issue 37, SPEC R13.5): a 21 MB
+"""Big request bodies do not stall a real ``reactgraph serve`` (SPEC R13.5): a 21 MB
 AG-UI body stalled every other request for 1.6 s while it was parsed on the event loop. A body
 is parsed there (JSON parsing and pydantic hold the GIL: a worker thread would stall it all the
 same), so its size is what bounds the stall: ``max_body_bytes`` may not pass
@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from reactgraph.server import ServerSettings
-from reactgraph.server.app import MAX_BODY_BYTES_CEILING
+from reactgraph.server.runs import MAX_BODY_BYTES_CEILING
 from tests.serving import serve_process
 
 pytestmark = pytest.mark.integration

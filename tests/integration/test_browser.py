@@ -1,4 +1,4 @@
-"""The web page in headless Chromium (issue 6, SPEC §8): Debian's ``chromium`` driven by
+"""The web page in headless Chromium (SPEC §8): Debian's ``chromium`` driven by
 Playwright's Python API against a real uvicorn server. One test asks the demo question on
 the embedded model and saves a screenshot; the others use scripted models so that what
 the page must show (tool cards, compaction divider, follow-up as an interrupt, footer,
@@ -20,8 +20,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from playwright.async_api import Browser, Page, async_playwright
 
 from reactgraph import ModelAbilities, ReActAgent
-from reactgraph._paths import data_home
-from reactgraph.checkpointing import open_checkpointer
+from reactgraph.core.paths import data_home
+from reactgraph.persistence.checkpointing import open_checkpointer
 from reactgraph.models import ResolvedModel
 from reactgraph.demo.agent import build_demo_agent
 from reactgraph.demo.factory import DEMO_QUESTION, build_factory_hub
@@ -96,7 +96,7 @@ async def test_the_demo_question_on_the_embedded_model(local_server, tmp_path):
             assert await cards.count() >= 1
             assert await page.locator("details.tool-card .tool-name").first.inner_text()
             assert await page.locator('details.tool-card[data-status="running"]').count() == 0  # every card finished
-            assert await page.locator(".answer").count() == 1  # one answer, never a withdrawn draft (issue 36)
+            assert await page.locator(".answer").count() == 1  # one answer, never a withdrawn draft
             assert await page.locator(".reasoning").count() == 0  # the small model's loop text is not shown
             answer = (await page.locator(".answer .answer-body").inner_text()).strip()
             for fact in ("warning", "1.2 mm/s", "W-1105"):  # CNC-003's state, vibration and alarm, from the tool
@@ -201,7 +201,7 @@ async def test_the_markdown_renderer_formats_and_stays_safe():
         assert await page.evaluate("window.pwned === undefined")
 
 
-# ------------------------------------------------------------------ hostile answers (issue 15)
+# ------------------------------------------------------------------ hostile answers
 
 SCHEMES = ["javascript:alert(1)", "JaVaScRiPt:alert(1)", "vbscript:msgbox(1)", "VBScript:msgbox(1)",
            "data:text/html,<script>alert(1)</script>", "DATA:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==",

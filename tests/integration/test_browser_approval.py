@@ -1,4 +1,4 @@
-"""Approve / edit / reject on the page's tool cards (issue 18, SPEC R13.3), in headless
+"""Approve / edit / reject on the page's tool cards (SPEC R13.3), in headless
 Chromium against a real uvicorn server, with a scripted model and the demo plant's real
 ``create_work_order`` (approval required by default)."""
 

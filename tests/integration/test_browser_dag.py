@@ -1,4 +1,4 @@
-"""DAG mode on the page (issue 39), in headless Chromium against a real uvicorn server with
+"""DAG mode on the page, in headless Chromium against a real uvicorn server with
 scripted models: the mode picker asks for a DAG run, the plan is drawn as a graph of steps
 with arrows from their dependencies, and each step's box shows its state while the run goes
 (pending, running, completed, failed), with its tool cards in its section; a reload draws
@@ -127,7 +127,7 @@ async def test_the_plan_view_shows_each_steps_state_during_a_run_and_after_a_rel
 
 
 async def test_a_dag_steps_call_waiting_for_approval_is_decided_on_its_card():
-    """Issue 39: a step's call that needs approval pauses the DAG run; the page marks its step
+    """a step's call that needs approval pauses the DAG run; the page marks its step
     *awaiting approval* and puts Approve / Edit / Reject on the call's card in the step's
     section (also after a reload); approving it continues the same run to its answer."""
     orders: list[str] = []

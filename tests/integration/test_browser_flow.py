@@ -1,4 +1,4 @@
-"""The page as a newcomer uses it (issue 38), in headless Chromium against a real uvicorn
+"""The page as a newcomer uses it, in headless Chromium against a real uvicorn
 server with scripted models: approval never asks twice, "New conversation" while a call
 waits and coming back to decide it, Stop and Resume, the timer while the model thinks, the
 finish reason in the footer, a 390 px phone screen, and no request leaving the host."""

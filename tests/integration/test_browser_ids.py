@@ -1,4 +1,4 @@
-"""Tool call ids on the page (issue 37 point 8), in headless Chromium against a real
+"""Tool call ids on the page (point 8), in headless Chromium against a real
 uvicorn server: a provider chooses the ids, and ``__proto__``, ``constructor``,
 ``toString`` or ``hasOwnProperty`` as keys of plain objects broke the stream ("the
 stream broke off: TypeError") or merged cards — in the stream, and in the thread drawn

@@ -21,9 +21,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from reactgraph import AgentSettings, DAGAgent, ModelAbilities, ModelRegistry, ReActAgent
 from reactgraph.server import ServerSettings, create_app
-from reactgraph.outcome import FINISH_REASONS
+from reactgraph.agents.outcome import FINISH_REASONS
 from reactgraph.testing import ScriptedChatModel, tool_call
-from reactgraph.wording import POLICY_WORDS
+from reactgraph.agents.wording import POLICY_WORDS
 from tests.integration.test_browser import artifact_path, ask, browser_page
 from tests.serving import running_server
 

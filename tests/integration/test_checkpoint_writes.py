@@ -1,4 +1,4 @@
-"""A task's writes ride along with the checkpoint that follows them (issue 20, SPEC §10):
+"""A task's writes ride along with the checkpoint that follows them (SPEC §10):
 one commit per superstep on SQLite and Postgres, with nothing lost on the way — writes no
 checkpoint follows are stored within ``WRITE_HOLD_SECONDS``, read back at once by the
 process that made them, and stored when the persistence closes. ``open_persistence`` is
@@ -19,8 +19,9 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.base import ERROR, empty_checkpoint
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from reactgraph import ModelAbilities, ReActAgent, checkpointing, open_persistence
-from reactgraph.checkpointing import WRITE_HOLD_SECONDS
+from reactgraph import ModelAbilities, ReActAgent, open_persistence
+from reactgraph.persistence import checkpointing
+from reactgraph.persistence.checkpointing import WRITE_HOLD_SECONDS
 from reactgraph.testing import ScriptedChatModel, tool_call
 
 pytestmark = pytest.mark.integration
@@ -77,7 +78,7 @@ async def test_a_run_commits_each_iteration_once_with_its_checkpoints_and_writes
 
 
 async def test_no_tool_starts_before_another_process_reads_the_call_that_started_it(checkpoint_url, monkeypatch):
-    """The promise of durability ``"sync"`` with checkpoints held (issue 20, SPEC §10): when a
+    """The promise of durability ``"sync"`` with checkpoints held (SPEC §10): when a
     tool starts, the checkpoint it resumes from — the model's tool calls — is committed, so a
     process that resumes after a crash runs the same calls, not a model's new answer."""
     monkeypatch.setattr(checkpointing, "WRITE_HOLD_SECONDS", 30.0)
@@ -244,7 +245,7 @@ async def test_held_writes_of_one_task_keep_the_stock_savers_rules(checkpoint_ur
 
 
 async def test_a_tools_done_event_comes_once_another_process_reads_its_result(checkpoint_url, tools):
-    """Issue 15's guarantee with writes held (issue 20): each tool's ``done`` event comes once
+    """'s guarantee with writes held: each tool's ``done`` event comes once
     its result is committed — another process reads it then — and the wait reads no
     checkpoint back (the saver answers from memory)."""
     thread = f"fold-{uuid.uuid4().hex}"
@@ -324,7 +325,7 @@ async def _stock_saver(url: str):
 
 
 async def test_a_thread_written_with_langgraphs_versions_goes_on_with_short_ones(checkpoint_url, tools):
-    """Issue 20: these savers write channel versions of 19 characters, LangGraph's of about
+    """these savers write channel versions of 19 characters, LangGraph's of about
     50 (every checkpoint lists a version per channel). A thread LangGraph's saver wrote goes
     on here — a second turn runs its tool and answers, the trace and the history read
     back — and the checkpoints written here carry only short versions, each greater than
@@ -370,7 +371,7 @@ def _same(left, right) -> bool:
 
 
 async def test_every_channel_value_reads_back_as_stored(checkpoint_url):
-    """Issue 20: the Postgres saver keeps values that ``jsonb`` stores exactly in the
+    """the Postgres saver keeps values that ``jsonb`` stores exactly in the
     checkpoint itself (no blob row for the turn's ``usage`` at every model step) and the
     rest in blobs — NUL in a string and NaN included, which failed the whole store of
     LangGraph's saver, and floats ``jsonb`` would turn into ints."""

@@ -1,4 +1,4 @@
-"""``reactgraph run`` asks a person about tool calls that need approval (issue 18, SPEC
+"""``reactgraph run`` asks a person about tool calls that need approval (SPEC
 R13.3): driven through a pseudo-terminal, with the demo plant's real ``create_work_order``
 (approval required by default) and a SQLite checkpoint file; ``--approve-all`` for scripts."""
 
@@ -128,7 +128,7 @@ def test_reject_on_the_terminal_tells_the_agent_and_writes_nothing(tmp_path):
 
 
 def test_a_rejected_call_asked_again_is_not_put_to_the_person_twice(tmp_path):
-    """Issue 38: the model repeats the rejected call; the terminal asks once, shows the call
+    """the model repeats the rejected call; the terminal asks once, shows the call
     as rejected (never as started with ▶) and the repeat as answered by that rejection, and
     prints no footer for the pause."""
     script = {"responses": [SCRIPT["responses"][0], {"tool_calls": [["create_work_order", ORDER, "w1"]]},

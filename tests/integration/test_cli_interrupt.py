@@ -1,4 +1,4 @@
-"""Ctrl-C during ``reactgraph run`` (issue 38): the command stops with status 130 and says
+"""Ctrl-C during ``reactgraph run``: the command stops with status 130 and says
 how to go on — ``reactgraph resume ID`` finishes the run, which then does."""
 
 from __future__ import annotations

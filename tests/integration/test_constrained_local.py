@@ -1,4 +1,4 @@
-"""Constrained JSON mode on the real embedded model (issue 10): every loop reply is a
+"""Constrained JSON mode on the real embedded model: every loop reply is a
 parseable action naming an offered tool, because the server is given the action schema."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from reactgraph import AgentSettings, ReActAgent
-from reactgraph.actions import parse_action
+from reactgraph.protocol.actions import parse_action
 from reactgraph.demo.factory import build_factory_hub
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
@@ -23,7 +23,7 @@ async def test_constrained_json_mode_writes_only_valid_actions(local_server, tmp
     result = await agent.run("What is the current status of INJ-002?")
     assistant = [m for m in result.messages if isinstance(m, AIMessage)]
     # A loop that ends without the model's own answer — at the cap, or once the observation covers
-    # the question (the small model's policy, issue 36) — closes with one more assistant message.
+    # the question (the small model's policy) — closes with one more assistant message.
     closing = 1 if result.finish_reason in ("max_iterations", "covered") else 0
     assert len(assistant) == result.iterations + closing and result.iterations >= 1
     replies = assistant[: result.iterations]

@@ -1,4 +1,4 @@
-"""Crash and cut at every event boundary (issue 15, SPEC R13.5, §1 "a run interrupted by a
+"""Crash and cut at every event boundary (SPEC R13.5, §1 "a run interrupted by a
 crash resumes"): a run with parallel tools (native mode) or one tool per iteration (JSON
 mode) is stopped right after its k-th event, for every k, by
 

@@ -1,4 +1,4 @@
-"""``kill -9`` of a server running a DAG-mode run (issue 39, SPEC R13.5, R13.8), on SQLite
+"""``kill -9`` of a server running a DAG-mode run (SPEC R13.5, R13.8), on SQLite
 and Postgres: the server process (``tests/crash_dag.py``: the app ``reactgraph serve --dag``
 makes, over scripted models and counting tools) is killed during round 1 — while a step's
 tool runs, or between the first wave of steps and the next — or during the analysis. One

@@ -1,4 +1,4 @@
-"""DAG mode end to end on the real embedded model over HTTP (issue 9): the planner, step
+"""DAG mode end to end on the real embedded model over HTTP: the planner, step
 loops, analyzer and synthesis all talk to SmolLM2 through llama.cpp. Kept short (two
 tools, one iteration per step, one round, a short synthesis on a custom ``writer`` role):
 CI time matters and the model is tiny."""

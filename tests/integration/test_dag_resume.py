@@ -1,4 +1,4 @@
-"""DAG runs killed with ``SIGKILL`` and resumed in another process (issue 39, SPEC §10,
+"""DAG runs killed with ``SIGKILL`` and resumed in another process (SPEC §10,
 R13.5, R13.8), on SQLite and Postgres: during round 1 (step ``a`` done, step ``b`` in its
 second tool call, step ``c`` not started) and during the analysis. After one resume the run
 answers, no finished tool ran twice (the tools count their runs) and no step's result is lost.

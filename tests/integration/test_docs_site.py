@@ -1,4 +1,4 @@
-"""The documentation site offline (issue 38 point 7): built with ``mkdocs build --strict``,
+"""The documentation site offline (point 7): built with ``mkdocs build --strict``,
 served from this machine and opened in headless Chromium with every request to another
 host refused, each mermaid drawing of the graph page renders (an SVG with the compiled
 graph's nodes) and no request tries to leave the host."""

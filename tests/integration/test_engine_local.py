@@ -1,4 +1,4 @@
-"""The engine end to end on the real embedded model over HTTP (issue 2)."""
+"""The engine end to end on the real embedded model over HTTP."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def hub(tmp_path_factory):
 
 
 def _agent(server, hub, *, native: bool) -> ReActAgent:
-    """The embedded model has no native tool calls (issue 22); ``native`` claims them anyway,
+    """The embedded model has no native tool calls; ``native`` claims them anyway,
     so native mode runs against a server that answers tool requests with text."""
     settings = AgentSettings(max_iterations=3, system_prompt=DEMO_SYSTEM_PROMPT, tool_timeout=30)
     abilities = dataclasses.replace(server.abilities, tool_call=True) if native else server.abilities
@@ -57,7 +57,7 @@ async def test_run_returns_a_valid_trace_and_stream_answer_streams(local_server,
     assert result.usage.model_calls >= result.iterations >= 1  # plus tool selection and any compaction
     for step in result.steps:
         assert isinstance(step.observation, str) and step.observation
-    # The embedded model's strict policy checks the answer before any of it is shown (issue 36):
+    # The embedded model's strict policy checks the answer before any of it is shown:
     # stream_answer gives the answer that stands, whole.
     checked = [chunk async for chunk in agent.stream_answer(QUESTIONS[0], result)]
     assert len(checked) == 1 and checked[0].strip()
@@ -85,4 +85,4 @@ async def test_the_demo_question_is_answered_with_the_machines_facts(local_serve
         assert fact in done["answer"], (fact, done["answer"])
     assert done["grounding"]["ungrounded"] == []
     assert not any(e.channel == "answer" and e.data.get("status") == "reset" for e in events)  # no withdrawn draft
-    assert done["usage"]["model_calls"] <= 3 and "```" not in done["answer"]  # issue 36
+    assert done["usage"]["model_calls"] <= 3 and "```" not in done["answer"]

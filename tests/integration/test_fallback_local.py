@@ -1,4 +1,4 @@
-"""The embedded model as the last fallback of a hosted model (issue 41), as a user sets it up:
+"""The embedded model as the last fallback of a hosted model, as a user sets it up:
 ``REACTGRAPH_FALLBACK_MODELS=embedded`` with a hosted endpoint that fails (a strict fake
 OpenAI server answering 503), the demo agent ``reactgraph serve`` builds, its page in a real
 Chromium. The run answers offline on the embedded model; the page shows the switch and, in

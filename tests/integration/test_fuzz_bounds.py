@@ -1,4 +1,4 @@
-"""Fuzzing what a model, a client and a config can put into the engine (issue 37): tool
+"""Fuzzing what a model, a client and a config can put into the engine: tool
 arguments, approval edits, AG-UI inputs and MCP configs drawn with deep nesting, lone
 surrogates and line separators, against a real uvicorn server on a real SQLite or Postgres
 checkpointer. Every request answers below 500 within the client's timeout (a hang fails
@@ -27,7 +27,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.tools import tool
 
 from reactgraph import AgentSettings, MCPConfigError, ModelAbilities, ReActAgent, open_persistence
-from reactgraph.mcp import parse_mcp_config
+from reactgraph.tools.mcp import parse_mcp_config
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.conftest import require_postgres_url

@@ -1,4 +1,4 @@
-"""A request's head has a time bound on a real ``reactgraph serve`` (issue 37, SPEC R13.5):
+"""A request's head has a time bound on a real ``reactgraph serve`` (SPEC R13.5):
 200 connections that sent part of a head, or nothing, stayed open more than 30 s. With
 ``--head-timeout 1`` every such connection is closed within the bound, one that sent part of a
 head with a 408 answer, one that dribbles its head a byte at a time as well, while complete

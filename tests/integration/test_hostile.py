@@ -1,4 +1,4 @@
-"""Hostile inputs against a real uvicorn server (issue 15, SPEC R13.5): bodies refused
+"""Hostile inputs against a real uvicorn server (SPEC R13.5): bodies refused
 before they are read (key first, then size), one JSON error path that never answers 5xx,
 strings no tool output can use to break the SSE wire, the Host check of an unauthenticated
 server, follow-up limits, and the demo database's read-only connection."""
@@ -26,7 +26,7 @@ from reactgraph import (
     open_persistence,
 )
 from reactgraph.demo.factory import connect_readonly, ensure_database
-from reactgraph.interrupts import format_interrupt
+from reactgraph.persistence.interrupts import format_interrupt
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.server.gate import host_name
 from reactgraph.testing import ScriptedChatModel, tool_call
@@ -269,7 +269,7 @@ def test_the_read_only_demo_connection_cannot_attach_a_file_to_write_there(tmp_p
 
 
 async def test_a_body_that_stops_arriving_gets_408_and_its_connection_closed():
-    """Issue 37: stalled partial requests stayed open (> 30 s for 200 of them)."""
+    """stalled partial requests stayed open (> 30 s for 200 of them)."""
     agent = agent_with(["unused"])
     async with running_server(create_app(agent, ServerSettings(api_key="", body_timeout=0.5))) as url:
         head = post_head(url, "/threads/t/runs", 100)

@@ -25,7 +25,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, Sys
 from langchain_core.tools import tool
 from pydantic import Field
 
-from reactgraph.abilities import ModelAbilities
+from reactgraph.providers.abilities import ModelAbilities
 from reactgraph.models import (
     DEFAULT_LOCAL_MODEL,
     EMBEDDED_MODELS,
@@ -140,7 +140,7 @@ def get_machine(equipment_id: Annotated[str, Field(pattern=r"^[A-Z]{2,5}-\d{3}$"
 def test_tools_bound_come_back_as_text_and_the_server_survives_patterns(server: LocalModelServer) -> None:
     """SmolLM2's chat template has no tool support: with tools bound (a regex ``pattern`` in
     their schema included) the reply is plain text, which is why the embedded profile runs
-    JSON mode (issue 22)."""
+    JSON mode."""
     llm = server.chat_model(max_tokens=32).bind_tools([get_machine, get_weather], tool_choice="required")
     reply = llm.invoke([SYSTEM, HumanMessage("Status of CNC-003?")])
     assert isinstance(reply, AIMessage)
@@ -242,7 +242,7 @@ async def test_open_model_starts_and_stops_the_embedded_model() -> None:
 
 @pytest.mark.asyncio
 async def test_with_nothing_chosen_the_default_catalogue_model_starts_on_the_threads_asked_for() -> None:
-    """Issue 36.4: the catalogue leaves the default as it was; the thread count reaches llama.cpp."""
+    """.4: the catalogue leaves the default as it was; the thread count reaches llama.cpp."""
     async with open_model(environ={"REACTGRAPH_LOCAL_THREADS": "1"}, local_n_ctx=2048) as resolved:
         server = resolved.server
         assert server is not None and server.embedded is EMBEDDED_MODELS[DEFAULT_LOCAL_MODEL]

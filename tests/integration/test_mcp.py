@@ -1,4 +1,4 @@
-"""MCP servers as connectors of the hub, against real servers (issue 19, SPEC R5.4, R13.4, R2.7).
+"""MCP servers as connectors of the hub, against real servers (SPEC R5.4, R13.4, R2.7).
 
 Two real MCP servers: ``@modelcontextprotocol/server-everything`` from npm (nobody here wrote
 it) over stdio, installed with npm at test time, and the project's own FastMCP server
@@ -27,7 +27,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent, load_mcp_tools
 from reactgraph.testing import ScriptedChatModel, tool_call
-from reactgraph.tooling import has_side_effects
+from reactgraph.tools.runner import has_side_effects
 from tests.npm import npm_bin, npm_cache_dir
 from tests.processes import REPO
 
@@ -321,7 +321,7 @@ async def test_the_examples_of_docs_mcp_run(tmp_path, monkeypatch, capsys):
     """docs/mcp.md's configurations (Claude Desktop's ``mcpServers`` and VS Code's ``servers``)
     parse as documented, and its library example runs as written (a scripted model as ``llm``,
     the project's server over stdio in ``mcp.json``) and prints what its ``# → …`` comments show."""
-    from reactgraph.mcp import parse_mcp_config
+    from reactgraph.tools.mcp import parse_mcp_config
     from tests.unit.test_docs import fenced_blocks, printed, shown_outputs
 
     claude, vscode = doc_blocks("json")

@@ -1,4 +1,4 @@
-"""No stdio MCP server outlives what started it (issue 37): a server that ignores SIGTERM (and
+"""No stdio MCP server outlives what started it: a server that ignores SIGTERM (and
 the end of its input) and has a child of its own, given up after its start timeout or still
 starting, is ended with its whole process group (SIGTERM, then SIGKILL after a grace period)
 when the tools' block closes, promptly, and when ``reactgraph serve`` is stopped with SIGTERM
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from reactgraph.mcp import KILL_GRACE_SECONDS, load_mcp_tools
+from reactgraph.tools.mcp import KILL_GRACE_SECONDS, load_mcp_tools
 from tests.integration.test_mcp import processes_with
 from tests.processes import REPO
 

@@ -1,4 +1,4 @@
-"""``reactgraph serve --workers 2 --otel --log-format json`` on Postgres (issue 40): 20
+"""``reactgraph serve --workers 2 --otel --log-format json`` on Postgres: 20
 concurrent runs, ``/metrics`` scraped during and after them (Prometheus' parser; the two
 workers' counts added up in multiprocess mode, whichever worker answers), the spans exported
 over OTLP/HTTP to a receiver in the test that decodes the protobuf, and the JSON log lines
@@ -143,7 +143,7 @@ def start_serve(postgres_url: str, tmp_path, port: int, receiver: Receiver) -> t
 
 async def test_every_line_serve_prints_under_log_format_json_is_json(tmp_path):
     """uvicorn's start-up, access and shutdown lines, reactgraph's own start-up lines and the
-    request and run_end lines: one JSON object each, on stdout and stderr alike (issue 40)."""
+    request and run_end lines: one JSON object each, on stdout and stderr alike."""
     port = free_port()
     serve, started = start_json_serve(tmp_path, port, ["--checkpoints", str(tmp_path / "threads.db")], {})
     try:

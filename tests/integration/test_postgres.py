@@ -1,4 +1,4 @@
-"""Runs shared between processes through Postgres (issue 7 point 4, SPEC R7.5): run
+"""Runs shared between processes through Postgres (point 4, SPEC R7.5): run
 bookkeeping and follow-ups in ``PostgresInterruptQueue``, and an inject from one process
 reaching a run going in another.
 
@@ -18,8 +18,8 @@ import pytest
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
 from reactgraph import ModelAbilities, NoActiveRunError, ReActAgent, ThreadBusyError, open_persistence
-from reactgraph.checkpointing import DATABASE_URL_ENV
-from reactgraph.postgres import PostgresInterruptQueue, psycopg_conninfo, thread_lock_key
+from reactgraph.persistence.checkpointing import DATABASE_URL_ENV
+from reactgraph.persistence.postgres import PostgresInterruptQueue, psycopg_conninfo, thread_lock_key
 from reactgraph.testing import ScriptedChatModel
 from tests import crash_run
 from tests.processes import REPO, helper, wait_for_saved_result
@@ -72,7 +72,7 @@ async def test_one_run_per_thread_and_follow_ups_across_processes(postgres_url):
 
 
 async def test_one_process_runs_more_threads_than_postgres_has_connections(postgres_url):
-    """Issue 20: the locks of a process's running threads share one connection, so 150 runs at
+    """the locks of a process's running threads share one connection, so 150 runs at
     once (over the 100 sessions of a default Postgres) take their locks, and free them."""
     threads = [f"pg-many-{i}-{uuid.uuid4().hex}" for i in range(150)]
     async with open_persistence(postgres_url) as one, open_persistence(postgres_url) as two:
@@ -160,7 +160,7 @@ async def _listening(queue: PostgresInterruptQueue) -> None:
 
 
 async def test_a_running_thread_reads_its_follow_ups_only_after_a_put_was_heard(postgres_url):
-    """Issue 20: a run asks for follow-ups at every model step; the table is read the first
+    """a run asks for follow-ups at every model step; the table is read the first
     time and then only after the listening connection hears a put for the thread."""
     thread = f"pg-{uuid.uuid4().hex}"
     async with open_persistence(postgres_url) as one, open_persistence(postgres_url) as two:
@@ -204,7 +204,7 @@ async def test_follow_ups_still_arrive_when_the_listening_connection_dies(postgr
 
 async def test_processes_opening_a_fresh_database_at_once_all_set_it_up(postgres_url):
     """``serve --workers N`` on a fresh database: N processes create the tables at once
-    (issue 37 point 3: "duplicate key … pg_type_typname_nsp_index", "deadlock detected").
+    (point 3: "duplicate key … pg_type_typname_nsp_index", "deadlock detected").
     A schema of its own stands for the fresh database; five rounds of four at once."""
     import psycopg
 

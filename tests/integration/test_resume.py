@@ -1,6 +1,6 @@
 """Checkpointed runs: crash and resume from another process, resume after model failure,
 conversation continuity, default persistence, and runs shared between processes through
-Postgres (issue 7; SPEC §1 "a run interrupted by a crash resumes", R2.7, R7.5).
+Postgres (SPEC §1 "a run interrupted by a crash resumes", R2.7, R7.5).
 
 Runs that must die or run elsewhere use ``tests/crash_run.py`` in a subprocess. The
 Postgres cases need ``$REACTGRAPH_TEST_DATABASE_URL`` (see ``tests/conftest.py``).
@@ -31,8 +31,8 @@ from reactgraph import (
     check_protocol,
     open_persistence,
 )
-from reactgraph.checkpointing import DATABASE_URL_ENV
-from reactgraph.protocol import UNFINISHED_TOOL_RESULT
+from reactgraph.persistence.checkpointing import DATABASE_URL_ENV
+from reactgraph.protocol.messages import UNFINISHED_TOOL_RESULT
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests import crash_run
 from tests.processes import REPO, calls, helper, wait_for_saved_result
@@ -121,7 +121,7 @@ async def test_sigkill_during_tool_fan_out_then_resume_in_a_new_process(checkpoi
 
 
 async def test_sigkill_while_an_approved_call_runs_never_asks_again_nor_runs_it_twice(checkpoint_url, tmp_path):
-    """Issue 37 point 5: the approved call's answer is stored before it runs, so the thread
+    """point 5: the approved call's answer is stored before it runs, so the thread
     of a process killed meanwhile is interrupted, not waiting on that call again; its
     resume tells the model the call started and was not run again."""
     thread = f"approved-crash-{uuid.uuid4().hex}"

@@ -1,4 +1,4 @@
-"""schemathesis over the server's own ``/openapi.json`` (issue 37, SPEC R13.5): its generated
+"""schemathesis over the server's own ``/openapi.json`` (SPEC R13.5): its generated
 requests (examples, coverage and fuzzing phases; positive and negative data) against a real
 uvicorn server, with every check schemathesis has, find no schema-conformance failure: every
 answer's status, content type, headers and body (each event of a stream included) match the

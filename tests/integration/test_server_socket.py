@@ -13,7 +13,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
-from reactgraph.protocol import UNFINISHED_TOOL_RESULT
+from reactgraph.protocol.messages import UNFINISHED_TOOL_RESULT
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.helpers import HookedModel
 from tests.server_cases import (

@@ -1,5 +1,5 @@
 """What a model, a tool or a client puts in a thread, against real SQLite and Postgres
-checkpointers (issue 37 points 1 and 2, SPEC R13.5): tool arguments nested past the bound
+checkpointers (points 1 and 2, SPEC R13.5): tool arguments nested past the bound
 become an error observation instead of a run that hangs; a save the checkpointer cannot
 serialize ends the run instead of leaving it waiting; lone surrogates in a question or an
 answer never reach a store, so the thread stays readable and usable."""
@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import tool
 
 from reactgraph import ReActAgent, open_persistence
-from reactgraph.bounds import MAX_NESTING_DEPTH
+from reactgraph.core.bounds import MAX_NESTING_DEPTH
 from reactgraph.events import Done, RunError, ToolDone
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.testing import ScriptedChatModel, tool_call
@@ -121,7 +121,7 @@ class StuckModel(ScriptedChatModel):
 
 
 async def test_model_calls_cut_by_a_disconnect_count_toward_the_turns_limit(checkpoint_url):
-    """Issue 37 point 9: ``model_calls=3``, and a disconnect/resume loop made 5 calls."""
+    """point 9: ``model_calls=3``, and a disconnect/resume loop made 5 calls."""
     from reactgraph import AgentSettings, UsageLimits
     from reactgraph.events import ThinkingStarted
 

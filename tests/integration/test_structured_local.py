@@ -1,4 +1,4 @@
-"""structured_llm_call and tool selection on the real embedded model (issue 3)."""
+"""structured_llm_call and tool selection on the real embedded model."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ async def test_demo_hub_run_with_selection_completes(local_server, tmp_path):
     hub = build_factory_hub(tmp_path / "factory.db")
     assert len(hub) > 12
     # three tools to keep: with the small model's one, a clear lexical winner settles the
-    # selection without a call (issue 36), and this test is about the call
+    # selection without a call, and this test is about the call
     agent = ReActAgent(local_server.chat_model(), hub, abilities=local_server.abilities,
                        settings=AgentSettings(max_iterations=3, system_prompt=DEMO_SYSTEM_PROMPT, tool_timeout=30,
                                               tool_selection_max=3))
@@ -60,7 +60,7 @@ class MachineState(BaseModel):
 
 
 async def test_response_format_on_the_embedded_model_returns_a_validated_object(local_server, tmp_path):
-    """Issue 21: ``response_format`` goes through ``structured_llm_call`` (SPEC §4), so even
+    """``response_format`` goes through ``structured_llm_call`` (SPEC §4), so even
     the embedded model returns an object that passed the pydantic model's validation."""
     agent = ReActAgent(local_server.chat_model(), build_factory_hub(tmp_path / "factory.db"),
                        abilities=local_server.abilities, response_format=MachineState,

@@ -199,7 +199,7 @@ async def test_studio_server_runs_inspects_and_forks_a_demo_run(studio_server):
 
 
 async def test_a_tool_interrupt_is_resumed_through_langgraph_sdk(tmp_path):
-    """Issue 21: ``interrupt()`` inside a tool pauses a run served by ``langgraph dev``;
+    """``interrupt()`` inside a tool pauses a run served by ``langgraph dev``;
     Studio's path (langgraph-sdk) shows the interrupt and resumes it with
     ``Command(resume=...)``. The graph is ``studio_approval/graph.py`` (a scripted model)."""
     with langgraph_dev(APPROVAL_DIR, tmp_path) as (url, trap, log_path):
@@ -225,7 +225,7 @@ async def test_a_tool_interrupt_is_resumed_through_langgraph_sdk(tmp_path):
 
 
 async def test_an_approval_policy_interrupt_is_shown_and_resumed_through_langgraph_sdk(tmp_path):
-    """Issue 18: a call the agent's approval policy holds pauses a ``langgraph dev`` run
+    """a call the agent's approval policy holds pauses a ``langgraph dev`` run
     as a LangGraph interrupt whose value is the approval request; Studio's path
     (langgraph-sdk) resumes it with an edit decision, and the call runs with the edited
     arguments."""
@@ -252,7 +252,7 @@ async def test_an_approval_policy_interrupt_is_shown_and_resumed_through_langgra
 
 
 async def test_the_dag_graph_loads_and_finishes_a_run_through_langgraph_sdk(studio_server):
-    """Issue 39: ``studio/langgraph.json`` registers the DAG graph (``dag``) beside the ReAct
+    """``studio/langgraph.json`` registers the DAG graph (``dag``) beside the ReAct
     one; ``langgraph dev`` serves it: its configuration form and drawing, and a run on the
     embedded model streamed to its end through langgraph-sdk (plan, steps, analysis and the
     synthesized answer, each step's loop checkpointed under the thread)."""

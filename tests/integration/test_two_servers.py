@@ -1,4 +1,4 @@
-"""Two server processes on one Postgres (issue 7, "what it must show"; SPEC R7.5): a run
+"""Two server processes on one Postgres ("what it must show"; SPEC R7.5): a run
 started on one is injected into and read from the other; a run interrupted on one (its
 process killed) is resumed on the other.
 

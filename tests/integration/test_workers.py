@@ -1,4 +1,4 @@
-"""``reactgraph serve --workers 2`` on Postgres (issue 20, SPEC R7.5): two worker processes
+"""``reactgraph serve --workers 2`` on Postgres (SPEC R7.5): two worker processes
 accept from one port, and a thread's run, its follow-up, its state and its resume work
 whichever worker takes each request.
 

@@ -1,4 +1,4 @@
-"""Constrained decoding (issue 10): the action schema, the request shape per provider kind,
+"""Constrained decoding: the action schema, the request shape per provider kind,
 the ability, and the fallback when a provider refuses the schema."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from langchain_core.messages import HumanMessage
 from langchain_openai import ChatOpenAI
 
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent, resolve_abilities, structured_llm_call
-from reactgraph.action_schema import (
+from reactgraph.protocol.action_schema import (
     ACTION_SCHEMA_NAME,
     action_response_format,
     action_schema,
@@ -18,7 +18,7 @@ from reactgraph.action_schema import (
     strict_json_schema,
     tool_args_schema,
 )
-from reactgraph.actions import parse_action
+from reactgraph.protocol.actions import parse_action
 from reactgraph.demo.factory import build_factory_hub
 from reactgraph.demo.factory.db import EQUIPMENT
 from reactgraph.models.env import abilities_from_env

@@ -1,4 +1,4 @@
-"""The AG-UI adapter (issue 19): the mapping of typed events to AG-UI events
+"""The AG-UI adapter: the mapping of typed events to AG-UI events
 (:class:`reactgraph.server.agui.AguiEncoding`) and ``POST /agui``'s refusals, in process
 (the real client over a socket is tests/integration/test_agui_client.py)."""
 
@@ -18,7 +18,7 @@ from reactgraph import AgentSettings, ReActAgent
 from reactgraph import events as ev
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.server.agui import AguiEncoding
-from reactgraph.server.app import THREAD_ID_PATTERN
+from reactgraph.server.runs import THREAD_ID_PATTERN
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.helpers import NATIVE
 
@@ -60,7 +60,7 @@ def test_a_run_maps_to_steps_tool_calls_a_text_message_and_run_finished():
         "RUN_STARTED", "CUSTOM", "STEP_STARTED", "STEP_FINISHED",
         "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END",
         "TOOL_CALL_RESULT", "TOOL_CALL_RESULT", "CUSTOM", "CUSTOM", "CUSTOM", "STEP_STARTED", "STEP_FINISHED",
-        "STEP_STARTED", "STEP_FINISHED",  # writing the answer (issue 36: progress while it is written and checked)
+        "STEP_STARTED", "STEP_FINISHED",  # writing the answer (progress while it is written and checked)
         "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "RUN_FINISHED",
     ]
     assert [fields["stepName"] for kind, fields in out if kind == "STEP_STARTED"][-1] == "writing_answer"
@@ -142,7 +142,7 @@ def dag_tool(status: str, step_id: str, call_id: str, **fields: Any) -> ev.Agent
 
 
 def test_a_dag_run_maps_planning_analysis_and_parallel_steps_to_steps_with_their_tool_calls():
-    """Issue 39: DAG mode's plan and steps are AG-UI steps; two steps run at once (both open),
+    """DAG mode's plan and steps are AG-UI steps; two steps run at once (both open),
     each step's tool calls hang under it, with ids unique across steps (both loops said c1)."""
     plan = ev.PlanMade(round=1, steps=[{"id": "a", "task": "A", "dependencies": [], "tool_hint": None, "model_hint": None},
                                        {"id": "b", "task": "B", "dependencies": [], "tool_hint": None, "model_hint": None},
@@ -231,7 +231,7 @@ async def post(app, body: Any, headers: dict[str, str] | None = None) -> httpx.R
     (run_input(messages="hello"), 422, None),
     (run_input(messages=[{"id": "u1", "role": "wizard", "content": "x"}]), 422, None),
     (run_input(thread_id="a b/c"), 422, None),
-    (run_input(thread_id="abc\n"), 422, None),  # Python's re.match took it; no path can name it (issue 37)
+    (run_input(thread_id="abc\n"), 422, None),  # Python's re.match took it; no path can name it
     (run_input(thread_id="t" * 129), 422, None),
     ({**run_input(), "runId": "r" * 129}, 422, None),  # repeated in every event: bounded like an id
     ({**run_input(), "runId": "r1\u2028"}, 422, None),
@@ -300,7 +300,7 @@ async def test_the_openapi_document_lists_the_endpoint():
 
 def test_line_separators_are_escaped_in_every_frame_like_on_the_runs_stream():
     """U+2028, U+2029 and U+0085 end a line for line-splitting clients (httpx ``iter_lines``,
-    ``httpx-sse``): the AG-UI frames escape them as the SPEC §8 frames do (issue 37)."""
+    ``httpx-sse``): the AG-UI frames escape them as the SPEC §8 frames do."""
     odd = "a\u2028b\u2029c\u0085d"
     encoding = AguiEncoding("t1", "r1")
     text = "".join(encoding.frame(event) for event in [

@@ -1,6 +1,6 @@
 """The scoring rules of bench/answer_quality.py, on hand-made traces (no model).
 
-The bench is the measure of issue 14; these tests keep its rules from changing silently.
+The bench is the measure; these tests keep its rules from changing silently.
 """
 
 from __future__ import annotations
@@ -145,9 +145,9 @@ def test_table_has_ratios_vs_create_agent_and_n_a_for_a_zero_base():
 
 
 def test_answers_are_scored_for_shape_language_and_tool_free_figures():
-    """Issue 36's columns: a code fence or a line twice is not a clean answer; a Korean
+    """'s columns: a code fence or a line twice is not a clean answer; a Korean
     question wants a Korean first line; an answer to a data question with no tool call is
-    counted (issue 35)."""
+    counted."""
     assert aq.clean_answer("**CNC-003**: warning\n- vibration 1.2 mm/s")
     assert not aq.clean_answer("Here:\n```\nState: warning\n```")
     assert not aq.clean_answer("The answer is: warning.\nThe answer is: warning.")

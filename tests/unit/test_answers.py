@@ -1,8 +1,8 @@
-"""What a user sees of an answer (issue 36) and which calls a run makes for it: the answer made
+"""What a user sees of an answer and which calls a run makes for it: the answer made
 of observations, the checks that withdraw an answer before it is shown (grounding: the check
 itself, and its report, re-ask and fall back on runs of a small model), a synthesis cut
 where it starts to loop, the calls the small model's policy skips, and the per-tool
-side-effect declarations (issue 35)."""
+side-effect declarations."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from langchain_core.tools import StructuredTool
 from pydantic import BaseModel
 
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent
-from reactgraph.grounding import (
+from reactgraph.answer.grounding import (
     answer_problems,
     capabilities_answer,
     check_grounding,
@@ -24,10 +24,10 @@ from reactgraph.grounding import (
     row_header,
 )
 from reactgraph.models import ResolvedModel
-from reactgraph.safeguards import PERMISSIVE, STRICT, SAFEGUARD_FIELDS, policy_for, resolve_settings
-from reactgraph.synthesis import looping_tail, until_repetition
+from reactgraph.policy.safeguards import PERMISSIVE, STRICT, SAFEGUARD_FIELDS, policy_for, resolve_settings
+from reactgraph.answer.synthesis import looping_tail, until_repetition
 from reactgraph.testing import ScriptedChatModel, tool_call
-from reactgraph.tooling import has_side_effects
+from reactgraph.tools.runner import has_side_effects
 from tests.helpers import SMALL_NATIVE, SMALL_SCHEMA, call_json, final, plant_tools
 
 STATUS = """Equipment ID: CNC-003
@@ -261,9 +261,9 @@ async def test_a_stalled_loop_with_synthesis_makes_no_answer_only_call():
 
 
 def test_each_safeguard_can_be_turned_off_alone_for_the_bench():
-    """``bench/answer_quality.py --without NAME`` rows (issue 35): every policy field belongs to
+    """``bench/answer_quality.py --without NAME`` rows: every policy field belongs to
     exactly one named safeguard, and turning one off changes only its fields."""
-    from reactgraph.safeguards import SAFEGUARDS, without
+    from reactgraph.policy.safeguards import SAFEGUARDS, without
 
     fields = [field for group in SAFEGUARDS.values() for field in group]
     assert sorted(fields) == sorted(SAFEGUARD_FIELDS)
@@ -278,7 +278,7 @@ def test_each_safeguard_can_be_turned_off_alone_for_the_bench():
 async def test_stream_answer_after_run_gives_the_answer_a_streamed_run_gives():
     """``run`` then ``stream_answer`` (SPEC R3.1, the library's two phases) goes through the same
     answer phase as ``astream_events``: the strict policy's answer made of observations, and a
-    capable model's made-up figure flagged under its answer (issues 35, 36)."""
+    capable model's made-up figure flagged under its answer."""
     loop_call = json.dumps({"type": "tool_call", "reasoning": "look", "tool_name": "get_equipment_status",
                             "tool_args": {"equipment_id": "CNC-003"}})
     model = ScriptedChatModel(responses=[loop_call], repeat_last=True, synthesis="1. Get_equipment_status({...})")
@@ -297,7 +297,7 @@ async def test_stream_answer_after_run_gives_the_answer_a_streamed_run_gives():
 
 
 def test_a_word_filter_no_called_tool_takes_does_not_keep_the_question_open():
-    """``covered`` (issue 36): ids and dates the question names must be passed; a word value
+    """``covered``: ids and dates the question names must be passed; a word value
     (``low``) only when a tool that ran could take it."""
     from reactgraph.nodes.llm_call import covered
 
@@ -383,7 +383,7 @@ async def test_report_mode_reports_and_keeps_the_answer():
 
 async def test_enforce_reasks_once_with_the_strict_prompt():
     """With ``grounding_reask`` the answer is asked for once more — and the client sees only
-    the answer that stands, never the withdrawn draft (issue 36)."""
+    the answer that stands, never the withdrawn draft."""
     def synthesis(messages):
         strict = "do not write them" in messages[-1].content
         return "CNC-003: 48.7 °C, alarm W-1105." if strict else "CNC-003 runs at 93.4 %."
@@ -424,7 +424,7 @@ async def test_enforce_answers_an_unknown_id_with_what_the_tool_said():
 
 
 def test_the_synthesis_input_leaves_out_repeats_and_keeps_other_refusals():
-    from reactgraph.synthesis import REPEAT_REFUSAL, format_trace
+    from reactgraph.answer.synthesis import REPEAT_REFUSAL, format_trace
 
     ok = {"tool_name": "machine_status", "tool_args": {"machine_id": "CNC-003"}, "error": None, "observation": "48.7 °C"}
     repeat = {**ok, "error": "repeated call", "observation": "", "refused": REPEAT_REFUSAL}

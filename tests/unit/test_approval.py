@@ -1,4 +1,4 @@
-"""Human approval of tool calls (issue 18, SPEC R13.3): a call that needs approval pauses
+"""Human approval of tool calls (SPEC R13.3): a call that needs approval pauses
 the run with LangGraph's ``interrupt()``; decisions approve, edit or reject it; the pause
 is checkpointed and survives a restart; in a parallel batch only that call waits."""
 
@@ -24,8 +24,8 @@ from reactgraph import (
     create_react_graph,
     open_persistence,
 )
-from reactgraph import checkpointing
-from reactgraph.approval import NO_CHECKPOINTER
+from reactgraph.persistence import checkpointing
+from reactgraph.tools.approval import NO_CHECKPOINTER
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.helpers import JSON_MODE, NATIVE_TOOLS_ONLY
 
@@ -124,7 +124,7 @@ class CountingSaver(InMemorySaver):
 
 async def test_a_finished_run_reads_no_checkpoint_back_and_a_paused_one_reports_its_calls():
     """Whether a run paused is read back from the checkpoint only when the stream showed an
-    interrupt or the run stopped before its end (issue 20: the read cost a finished run more
+    interrupt or the run stopped before its end (the read cost a finished run more
     than a checkpoint write)."""
     saver = CountingSaver()
     plant = Plant()
@@ -225,7 +225,7 @@ async def test_bad_decisions_are_refused_before_anything_runs():
         await agent.resume("t", {"c1": {"type": "edit"}})
     with pytest.raises(DecisionError, match="type is one of"):
         await agent.resume("t", {"c1": {"type": "maybe"}})
-    # issue 37: one call decided twice, arguments JSON cannot hold or nested past the bound
+    # One call decided twice, arguments JSON cannot hold or nested past the bound
     [pending] = await agent.pending("t")
     with pytest.raises(DecisionError, match="two decisions for call 'c1'"):
         await agent.resume("t", {"c1": "approve", pending.interrupt_id: "reject"})

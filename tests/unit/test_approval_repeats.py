@@ -1,4 +1,4 @@
-"""Approval never asks twice (issue 38, SPEC R13.3): a model that repeats a call a person
+"""Approval never asks twice (SPEC R13.3): a model that repeats a call a person
 already decided in this turn gets that decision's outcome — the earlier result of an
 approved or edited call, the same rejection of a rejected one — without a second pause
 and without running anything again, in native and JSON mode."""

@@ -1,9 +1,9 @@
-"""The layering rules of docs/architecture.md, checked on the source (issue 17), and a
+"""The layering rules of docs/architecture.md, checked on the source, and a
 snapshot of each compiled graph's shape.
 
 - No module outside ``reactgraph/nodes/`` and ``reactgraph/graph/`` imports from
   ``reactgraph.nodes``: helpers several nodes use live below the nodes.
-- Node code does its I/O through :mod:`reactgraph._dualmode` (its module docstring states
+- Node code does its I/O through :mod:`reactgraph.engine.dualmode` (its module docstring states
   the rule): a node that awaited ``ainvoke``/``astream`` or an ``asyncio`` primitive itself
   would hang or fail a synchronous ``invoke`` run.
 """
@@ -26,7 +26,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "reactgraph"
 SNAPSHOT = Path(__file__).parent / "data" / "graph_shapes.json"
 
 NODE_CODE = ["nodes", "window", "dag/plan.py", "dag/analyze.py", "dag/executor.py", "dag/synthesize.py",
-             "structured.py", "synthesis.py"]
+             "protocol/structured.py", "answer/synthesis.py"]
 """Code that runs inside graph nodes, so under both entry points (SPEC R10.1)."""
 
 ASYNC_APIS = {"ainvoke", "astream", "abatch", "agenerate", "astream_events", "atransform", "acall", "arun"}
@@ -120,15 +120,15 @@ def test_the_compiled_graphs_keep_their_shape():
 
 
 def test_every_public_exception_lives_in_errors_under_one_base():
-    """Every exception class exported by ``reactgraph`` is defined in ``reactgraph.errors`` and
-    derives from ``ReactGraphError`` (issue 17)."""
+    """Every exception class exported by ``reactgraph`` is defined in ``reactgraph.core.errors`` and
+    derives from ``ReactGraphError``."""
     import reactgraph
-    from reactgraph.errors import ReactGraphError
+    from reactgraph.core.errors import ReactGraphError
 
     exported = [getattr(reactgraph, name) for name in reactgraph.__all__]
     exceptions = [obj for obj in exported if isinstance(obj, type) and issubclass(obj, BaseException)]
     assert len(exceptions) >= 10
-    assert [e.__name__ for e in exceptions if e.__module__ != "reactgraph.errors"] == []
+    assert [e.__name__ for e in exceptions if e.__module__ != "reactgraph.core.errors"] == []
     assert [e.__name__ for e in exceptions if not issubclass(e, ReactGraphError)] == []
     defined_elsewhere = [
         f"{path.relative_to(PACKAGE)}:{node.name}"
@@ -138,27 +138,27 @@ def test_every_public_exception_lives_in_errors_under_one_base():
         and any(isinstance(base, ast.Name) and base.id in {"Exception", "ValueError", "RuntimeError", "LookupError",
                                                              "ReactGraphError"} for base in node.bases)
     ]
-    assert defined_elsewhere == ["cli.py:SetupError", "cli.py:RunFailed"]  # the CLI's own exit paths, not API
+    assert defined_elsewhere == ["cli/main.py:SetupError", "cli/main.py:RunFailed"]  # the CLI's own exit paths, not API
 
 
 PROVIDER_PACKAGES = ("langchain_openai", "openai", "llama_cpp", "huggingface_hub")
 """Clients of one provider or of the embedded model: imported where a model is made, not by
-``import reactgraph`` (langchain-openai alone took ~0.6 s of a 2.7 s import, issue 20)."""
+``import reactgraph`` (langchain-openai alone took ~0.6 s of a 2.7 s import)."""
 
 
 def test_importing_the_library_and_the_cli_loads_no_provider_client():
     """``import reactgraph`` and the CLI's module leave the provider clients unimported, so a
-    library import, ``reactgraph --help`` and a server start do not pay for them (issue 20;
+    library import, ``reactgraph --help`` and a server start do not pay for them (
     ``bench/import_time.py`` measures the time)."""
-    probe = ("import sys, reactgraph, reactgraph.cli; "
+    probe = ("import sys, reactgraph, reactgraph.cli.main; "
              f"print(sorted(set({PROVIDER_PACKAGES!r}) & {{name.split('.')[0] for name in sys.modules}}))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip() == "[]", done.stdout
 
 
-DOMAIN_FREE_EXEMPT = ("demo", "language.py")
+DOMAIN_FREE_EXEMPT = ("demo", "core/language.py")
 """Where knowledge of the demo plant or of one language may live: the demo itself and the
-one language table (``reactgraph/language.py``)."""
+one language table (``reactgraph/core/language.py``)."""
 
 
 def demo_knowledge() -> re.Pattern[str]:
@@ -195,3 +195,112 @@ def test_the_domain_scan_finds_what_it_looks_for():
     pattern = demo_knowledge()
     assert pattern.search('ranked = rank("CNC-003 상태")') and pattern.search("call get_equipment_status now")
     assert not pattern.search("AB/100 | ISO-8601 | get_status_of_orders | v2")
+
+
+# --- relayout: packages, circles, documented paths ---
+
+
+ENGINE_FORBIDDEN = ("reactgraph.demo", "reactgraph.server", "reactgraph.cli", "reactgraph.testing")
+"""What the engine never imports: the surfaces and the test helpers."""
+
+SURFACES = ("demo", "server", "cli", "testing.py", "__init__.py", "__main__.py")
+"""Top-level entries of ``reactgraph/`` that may import the surfaces (they are surfaces)."""
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def import_arrows() -> dict[str, set[str]]:
+    """module -> the reactgraph modules it imports. Every import statement counts: at module
+    level, inside functions and under ``TYPE_CHECKING`` (a lazy import is still a dependency).
+    A shim left at a moved module's old path (it only re-exports the new home) is no module."""
+    files = {module_name(p): p for p in modules() if not is_shim(p)}
+    arrows: dict[str, set[str]] = {name: set() for name in files}
+    for name, path in files.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(parts + ([node.module] if node.module else []))
+                targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in files else base for alias in node.names]
+            for target in targets:
+                while target not in files and "." in target:
+                    target = target.rsplit(".", 1)[0]
+                if target in files and target != name:
+                    arrows[name].add(target)
+    return arrows
+
+
+def is_shim(path: Path) -> bool:
+    return path.parent == PACKAGE and "sys.modules[__name__] = _moved" in path.read_text()
+
+
+def import_circles(arrows: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in arrows[node]:
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                other = stack.pop()
+                group.append(other)
+                if other == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(arrows):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_circles():
+    circles = import_circles(import_arrows())
+    assert circles == [], "modules that import each other (every import counts, lazy ones too): " + "; ".join(
+        " <-> ".join(group) for group in circles)
+
+
+def test_the_engine_never_imports_the_surfaces_or_the_test_helpers():
+    offenders = []
+    for path in modules():
+        if path.relative_to(PACKAGE).parts[0] in SURFACES or is_shim(path):
+            continue
+        for name in imported_modules(ast.parse(path.read_text())):
+            if any(name == forbidden or name.startswith(forbidden + ".") for forbidden in ENGINE_FORBIDDEN):
+                offenders.append(f"{path.relative_to(PACKAGE)} imports {name}")
+    assert offenders == []
+
+
+def test_every_path_docs_architecture_names_exists():
+    """A file or folder named in backquotes in docs/architecture.md exists: the page is read
+    against the code. Paths are taken from ``reactgraph/`` unless they begin with one of the
+    repository's top-level folders."""
+    root = PACKAGE.parent
+    text = (root / "docs" / "architecture.md").read_text()
+    missing = []
+    for found in re.findall(r"`([\w./-]+(?:\.py|\.md|\.json|/))`", text):
+        if not any((base / found).exists() for base in (root, PACKAGE, root / "docs", root / "tests" / "unit")):
+            missing.append(found)
+    assert missing == []

@@ -1,4 +1,4 @@
-"""The nesting bound and the store's text rule (issue 37, ``reactgraph.bounds``)."""
+"""The nesting bound and the store's text rule (``reactgraph.core.bounds``)."""
 
 from __future__ import annotations
 
@@ -6,14 +6,14 @@ import json
 
 import pytest
 
-from reactgraph.bounds import (
+from reactgraph.core.bounds import (
     MAX_NESTING_DEPTH,
     json_text_too_deep,
     nesting_depth,
     storable_problem,
     store_safe,
 )
-from reactgraph.checkpointing import json_bytes
+from reactgraph.persistence.checkpointing import json_bytes
 
 
 def nested(depth: int) -> object:

@@ -1,4 +1,4 @@
-"""Capable-model scenarios (issue 35): scripted as strong models behave in real traces, on the
+"""Capable-model scenarios: scripted as strong models behave in real traces, on the
 default settings of a model that is not marked small (the permissive safeguard policy). Each
 ends with the model's own final answer and the right tools run the right number of times.
 
@@ -20,7 +20,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import BaseModel, Field
 
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent
-from reactgraph.prompts import TOOL_REQUIRED_REQUEST
+from reactgraph.protocol.prompts import TOOL_REQUIRED_REQUEST
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.helpers import JSON_SCHEMA, NATIVE
 

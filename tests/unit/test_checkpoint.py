@@ -14,9 +14,10 @@ from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from reactgraph import AgentSettings, ModelAbilities, ReActAgent, checkpointing, open_persistence
+from reactgraph import AgentSettings, ModelAbilities, ReActAgent, open_persistence
+from reactgraph.persistence import checkpointing
 from reactgraph.events import RunError
-from reactgraph.interrupts import InMemoryInterruptQueue
+from reactgraph.persistence.interrupts import InMemoryInterruptQueue
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.helpers import as_dict
@@ -59,7 +60,7 @@ async def _largest_checkpoint(saver, thread_id: str) -> int:
 
 
 async def test_a_checkpoint_does_not_grow_with_the_trace_and_the_trace_reads_back(tools, tmp_path):
-    """Issue 20: ``steps`` is a ``DeltaChannel`` like ``messages``: a checkpoint stores the
+    """``steps`` is a ``DeltaChannel`` like ``messages``: a checkpoint stores the
     step records written since the last one, so a run of 24 tool calls stores checkpoints no
     larger than a run of 4 (each re-stored the whole trace before: about 150 bytes more per
     tool call, in every checkpoint); reading the thread replays the records — the whole
@@ -95,7 +96,7 @@ async def test_a_checkpoint_does_not_grow_with_the_trace_and_the_trace_reads_bac
 
 
 async def test_the_write_ahead_log_is_copied_into_the_database_on_a_worker_thread(tools, tmp_path, monkeypatch):
-    """Issue 20: the saver's commits on the event loop's thread never copy SQLite's
+    """the saver's commits on the event loop's thread never copy SQLite's
     write-ahead log into the database file (that copy, with its fsyncs, held the loop for
     milliseconds in one commit of a hundred); a worker thread does it every
     ``WAL_CHECKPOINT_COMMITS`` commits, so the file itself — read while ignoring the log —
@@ -129,7 +130,7 @@ async def test_the_write_ahead_log_is_copied_into_the_database_on_a_worker_threa
 
 
 def test_postgres_parameters_are_the_json_that_json_dumps_writes():
-    """``json_bytes`` (orjson, issue 20) writes the same JSON values ``json.dumps`` writes for
+    """``json_bytes`` (orjson) writes the same JSON values ``json.dumps`` writes for
     what a checkpoint document and its metadata hold, and falls back to ``json.dumps`` for
     what orjson refuses instead of failing the store."""
     import json
@@ -142,7 +143,7 @@ def test_postgres_parameters_are_the_json_that_json_dumps_writes():
     ]
     for value in values:
         assert json.loads(checkpointing.json_bytes(value)) == json.loads(json.dumps(value))
-    # a lone surrogate: orjson refuses it and jsonb refuses its escape; stored as the serializer stores it (issue 37)
+    # a lone surrogate: orjson refuses it and jsonb refuses its escape; stored as the serializer stores it
     assert json.loads(checkpointing.json_bytes({"surrogate": "a\ud800", "big": 2**70})) == {"surrogate": "a?", "big": 2**70}
     assert isinstance(checkpointing.json_bytes({"a": 1}), bytes)
     # orjson's UTF-8, not json.dumps's \u escapes: the fast encoder is the one in use
@@ -167,7 +168,7 @@ class FailingSaver(InMemorySaver):
 
 @pytest.mark.parametrize("after", [0, 2, 4], ids=["first-put", "after-the-model-call", "after-the-tool"])
 async def test_a_checkpointer_that_fails_during_a_run_ends_it_with_storage_error_not_model_error(after):
-    """Issue 37: a run whose checkpointer failed ended with an error labelled as a model
+    """a run whose checkpointer failed ended with an error labelled as a model
     failure. Now its kind is ``storage_error`` on every surface: the ``error`` event, ``done``'s
     finish reason, the result, the /runs stream and AG-UI's RUN_ERROR; the model was fine."""
     def failing_agent() -> ReActAgent:
@@ -206,7 +207,7 @@ class FailingQueue(InMemoryInterruptQueue):
 
 async def test_a_follow_up_queue_that_fails_during_a_run_ends_it_with_storage_error():
     """The follow-up queue keeps a thread's state as the checkpointer does: its failure in a
-    run is a ``storage_error``, not a model failure (issue 37's caveat)."""
+    run is a ``storage_error``, not a model failure ('s caveat)."""
     script = [AIMessage(content="", tool_calls=[tool_call("as_dict", {"x": 3}, "c1")]), "x is 3."]
     agent = ReActAgent(ScriptedChatModel(responses=script, repeat_last=True), [as_dict],
                        abilities=ModelAbilities(tool_call=True), checkpointer=InMemorySaver(),

@@ -1,4 +1,4 @@
-"""The command line a newcomer meets (issue 38): ``--version``, bare ``reactgraph`` printing
+"""The command line a newcomer meets: ``--version``, bare ``reactgraph`` printing
 its help, one name per option in every command (the former ``--db-url`` kept as a hidden
 alias of ``--checkpoints``), ``serve --help`` telling the model's key from the server's, and
 ``--local-threads`` for the embedded model (default: :func:`default_threads`)."""
@@ -13,7 +13,7 @@ import pytest
 import reactgraph.demo.factory
 import reactgraph.models
 from reactgraph import ModelAbilities
-from reactgraph.cli import _parser, main
+from reactgraph.cli.main import _parser, main
 from reactgraph.models import ResolvedModel
 from reactgraph.models.catalog import ENV_LOCAL_THREADS
 from reactgraph.models.local import LocalModelServer, default_threads
@@ -97,11 +97,11 @@ def test_the_default_thread_count_leaves_a_core_free_and_the_environment_overrid
 
 
 async def test_the_answer_is_rendered_as_markdown_on_a_terminal_and_kept_raw_in_a_pipe():
-    """What a person sees of an observation answer (issue 36): on a terminal its list and table
+    """What a person sees of an observation answer: on a terminal its list and table
     are drawn, not shown as ``**`` and ``|---|``; piped, the text is passed on as written."""
     from rich.console import Console
 
-    from reactgraph.cli import _print_events
+    from reactgraph.cli.main import _print_events
     from reactgraph.events import AnswerDelta, AnswerDone, AnswerStarted
 
     answer = ("CNC-003에 대해 도구가 조회한 결과입니다.\n\n- **State**: warning\n\n"

@@ -1,4 +1,4 @@
-"""``reactgraph run --thread/--db-url`` and ``reactgraph resume`` (issue 7, SPEC R10.3),
+"""``reactgraph run --thread/--db-url`` and ``reactgraph resume`` (SPEC R10.3),
 with a scripted model in place of the configured one and the unit tools in place of the
 demo hub (no model server, no tool selection)."""
 
@@ -10,10 +10,10 @@ import pytest
 from langchain_core.messages import AIMessage
 
 import reactgraph.demo.factory
-import reactgraph.mcp
+import reactgraph.tools.mcp
 import reactgraph.models
 from reactgraph import ModelAbilities
-from reactgraph.cli import main
+from reactgraph.cli.main import main
 from reactgraph.models import ResolvedModel
 from reactgraph.testing import ScriptedChatModel, tool_call
 
@@ -74,7 +74,7 @@ def test_resume_of_an_unknown_thread_is_a_one_line_error(cli_model, tmp_path, ca
 def mcp_opened(monkeypatch, tmp_path):
     """A ``--mcp`` file of two servers, and the list of configurations ``load_mcp_tools`` was
     asked to open (it opens nothing: it yields no tools)."""
-    from reactgraph.mcp import MCPTools
+    from reactgraph.tools.mcp import MCPTools
 
     opened: list[object] = []
 
@@ -83,7 +83,7 @@ def mcp_opened(monkeypatch, tmp_path):
         opened.append(config)
         yield MCPTools([], {}, {})
 
-    monkeypatch.setattr(reactgraph.mcp, "load_mcp_tools", no_servers)
+    monkeypatch.setattr(reactgraph.tools.mcp, "load_mcp_tools", no_servers)
     config = tmp_path / "mcp.json"
     config.write_text('{"servers": {"files": {"type": "stdio", "command": "npx"}, "web": {"url": "http://127.0.0.1:9/mcp"}}}')
     return str(config), opened

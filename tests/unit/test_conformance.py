@@ -1,4 +1,4 @@
-"""Provider conformance (issue 16, SPEC R13.2): reactgraph driven through ``ChatOpenAI``, as
+"""Provider conformance (SPEC R13.2): reactgraph driven through ``ChatOpenAI``, as
 users drive it, against a strict fake server of every provider family (real HTTP over
 loopback, :mod:`tests.fakeproviders`). Each server first proves it is strict; then the whole
 loop in both modes, parallel tools, the synthesis stream and ``structured_llm_call`` at each

@@ -1,4 +1,4 @@
-"""Tool calls written in the content (issue 16, SPEC R13.2): every format, one call, several
+"""Tool calls written in the content (SPEC R13.2): every format, one call, several
 calls, a mention that is not a call, an unknown tool, malformed JSON inside the wrapper; and
 the native-mode loop running what a scripted model wrote that way."""
 

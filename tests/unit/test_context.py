@@ -27,9 +27,9 @@ from reactgraph import (
     create_react_graph,
     resolve_abilities,
 )
-from reactgraph._engine import Engine
+from reactgraph.engine.bindings import Engine
 from reactgraph.nodes.guard_context import GuardContext
-from reactgraph.prompts import COMPACTION_HINT_PROMPTS, SYNTHESIS_SYSTEM
+from reactgraph.protocol.prompts import COMPACTION_HINT_PROMPTS, SYNTHESIS_SYSTEM
 from reactgraph.testing import ScriptedChatModel, tool_call
 from reactgraph.window import (
     DROPPED_NOTE,
@@ -263,7 +263,7 @@ async def test_queries_are_pinned_by_id_in_checkpointed_state_and_left_as_sent(t
     humans = [m for m in state["messages"] if isinstance(m, HumanMessage)]
     assert [m.content for m in humans] == ["first question", "second question"]
     assert state["pinned"] == [m.id for m in humans]  # SPEC R6.2, kept across runs
-    assert all(m.additional_kwargs == {} for m in humans)  # issue 21: the messages are as sent
+    assert all(m.additional_kwargs == {} for m in humans)  # The messages are as sent
 
 
 # ----------------------------------------------------------------------------- offline
@@ -307,7 +307,7 @@ def test_char_estimate_is_the_last_resort(monkeypatch):
     assert counter.count_text("상태확인") == 4
 
 
-# The window check before each model call (issue 20) ----------------------------------------
+# The window check before each model call ----------------------------------------
 
 
 class CountingCounter(TokenCounter):
@@ -341,7 +341,7 @@ def test_far_below_the_budget_the_window_check_tokenizes_nothing():
 
 async def test_a_run_far_below_the_budget_never_loads_the_tokenizer(monkeypatch):
     """The encoding (~0.2 s to load, maybe a download) is loaded only once the byte bound of
-    a request comes near the budget (issue 20); a run that goes over still gets guarded."""
+    a request comes near the budget; a run that goes over still gets guarded."""
     loads = []
     real_load = TokenCounter.load
 

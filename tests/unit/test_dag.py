@@ -1,4 +1,4 @@
-"""DAG mode (SPEC §9, issue 9) on scripted models, one per registry role.
+"""DAG mode (SPEC §9) on scripted models, one per registry role.
 
 Planner, analyzer and synthesis run on the ``general`` model; the models here have no
 tool calling and no JSON mode, so structured calls use plain text (level 3) and the
@@ -19,8 +19,8 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from reactgraph import AgentSettings, DAGAgent, DAGSettings, ModelRegistry, create_dag_graph
 from reactgraph.dag.analyze import ANALYZER_SYSTEM, analysis_from_text, parse_analysis
 from reactgraph.dag.plan import PLANNER_SYSTEM, find_cycle, parse_plan
-from reactgraph.language import detect_language, phrase
-from reactgraph.prompts import SYNTHESIS_SYSTEM
+from reactgraph.core.language import detect_language, phrase
+from reactgraph.protocol.prompts import SYNTHESIS_SYSTEM
 from reactgraph.testing import ScriptedChatModel
 
 SETTINGS = AgentSettings(max_iterations=3, tool_timeout=1, retry_initial_delay=0.01, retry_max_delay=0.02)
@@ -397,7 +397,7 @@ async def test_cli_prints_every_dag_event(tools):
 
     from rich.console import Console
 
-    from reactgraph.cli_dag import print_dag_event
+    from reactgraph.cli.dag import print_dag_event
 
     def one_tool_then_answer(messages):
         if len(messages) == 2:  # system prompt and the step context: call a tool first
@@ -461,7 +461,7 @@ async def test_closing_the_event_stream_cancels_the_running_step(tools):
 
 
 async def test_a_follow_up_goals_synthesis_sees_the_threads_earlier_run(tools):
-    """Issue 35: DAG mode's synthesis, like ReAct mode's, is shown the thread's earlier runs, so a
+    """DAG mode's synthesis, like ReAct mode's, is shown the thread's earlier runs, so a
     follow-up goal that says "that machine" is answered about the right one."""
     from langgraph.checkpoint.memory import InMemorySaver
 

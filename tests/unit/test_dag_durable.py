@@ -1,4 +1,4 @@
-"""DAG runs keep the guarantees of ReAct runs (issue 39, SPEC §10, R13.3, R13.8): checkpointed
+"""DAG runs keep the guarantees of ReAct runs (SPEC §10, R13.3, R13.8): checkpointed
 and resumed after a crash without running a finished step or tool call again, approval of a
 step's tool call, follow-ups that reach the plan and the steps they name, run-wide usage limits.
 
@@ -22,7 +22,7 @@ from langchain_core.tools import tool
 from reactgraph import AgentSettings, DAGAgent, DAGSettings, Decision, ModelRegistry, UsageLimits, open_persistence
 from reactgraph.dag.followups import names_step
 from reactgraph.dag.graph import is_dag_thread
-from reactgraph.errors import NothingToResumeError
+from reactgraph.core.errors import NothingToResumeError
 from reactgraph.testing import ScriptedChatModel
 
 from .test_dag import general_model, kind, plan, step, step_reply, verdict
@@ -484,7 +484,7 @@ def cli_dag(monkeypatch):
 
 
 async def test_the_cli_resumes_a_dag_thread_in_dag_mode(cli_dag, tmp_path, capsys):
-    from reactgraph.cli import main
+    from reactgraph.cli.main import main
 
     plant, db = Plant(), str(tmp_path / "checkpoints.db")
     first = general_model([DIAMOND], [], steps=plant_steps)
@@ -508,7 +508,7 @@ async def test_the_cli_resumes_a_dag_thread_in_dag_mode(cli_dag, tmp_path, capsy
 
 
 async def test_the_cli_asks_for_a_dag_steps_approval_and_names_the_step(cli_dag, tmp_path, capsys):
-    from reactgraph.cli import main
+    from reactgraph.cli.main import main
 
     orders = Orders()
     cli_dag["tools"] = orders.tools

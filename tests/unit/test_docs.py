@@ -1,4 +1,4 @@
-"""The documentation (issue 19 point 4): README.md and the pages under docs/.
+"""The documentation (point 4): README.md and the pages under docs/.
 
 - Every fenced ``python`` block of README.md and docs/*.md runs, in page order, against the
   scripted models of :mod:`reactgraph.testing` (offline, in well under a second each). The
@@ -282,7 +282,7 @@ def reactgraph_arguments(words: list[str]) -> list[str] | None:
 def test_every_reactgraph_command_in_the_docs_parses():
     """Each ``reactgraph`` command line of a shell block is accepted by the CLI's parser, and
     each ``make`` target exists, so the docs cannot name an option or target that is gone."""
-    from reactgraph.cli import _parser
+    from reactgraph.cli.main import _parser
 
     targets = set(re.findall(r"^([a-z][\w-]*):", (ROOT / "Makefile").read_text(), re.MULTILINE))
     checked = 0
@@ -307,7 +307,7 @@ def test_every_reactgraph_command_in_the_docs_parses():
 
 def test_the_shell_check_can_fail():
     """An option the CLI does not have is refused by the parser the check above uses."""
-    from reactgraph.cli import _parser
+    from reactgraph.cli.main import _parser
 
     assert reactgraph_arguments(shell_commands("$ .venv/bin/reactgraph run --no-such-option q", console=True)[0]) is not None
     with pytest.raises(SystemExit):
@@ -330,7 +330,7 @@ def synopsis_options(source: str) -> dict[str, set[str]]:
 def test_every_option_of_the_usage_synopses_exists():
     """The synopses of ``reactgraph run``, ``resume`` and ``serve`` name only options their
     subcommand has (and all three are documented)."""
-    from reactgraph.cli import _parser
+    from reactgraph.cli.main import _parser
 
     subcommands = next(a for a in _parser()._actions if a.dest == "command").choices
     documented: set[str] = set()
@@ -406,7 +406,7 @@ def external_loads(site: Path) -> list[tuple[str, str]]:
 
 
 def test_the_site_loads_nothing_from_other_hosts(site, tmp_path):
-    """Issue 38: the site works offline — no script, stylesheet, font or image from another
+    """the site works offline — no script, stylesheet, font or image from another
     host (mermaid.js is bundled by docs/hooks/mermaid.py, which Material then uses instead of
     its CDN copy) — and the check fails on a page that has one."""
     assert external_loads(site) == []

@@ -1,4 +1,4 @@
-"""Drop-in parity with LangGraph's prebuilt agent (issue 21).
+"""Drop-in parity with LangGraph's prebuilt agent.
 
 Each scenario runs against ``langgraph.prebuilt.create_react_agent`` (which proves the
 scenario is written right) and against ``create_react_graph`` with the same scripted model
@@ -467,7 +467,7 @@ book.metadata = {"side_effects": True}
 
 @pytest.mark.parametrize("kind", KINDS)
 async def test_difference_a_repeat_is_marked_unchanged_and_one_with_side_effects_is_refused(kind):
-    """Issue 35: a repeated read runs again (the model is told the result did not change);
+    """a repeated read runs again (the model is told the result did not change);
     a repeated call of a tool that declares side effects is refused, not run twice."""
     model = ScriptedChatModel(responses=[calls(("add", {"a": 1, "b": 2}, "c1")), calls(("add", {"a": 1, "b": 2}, "c2")),
                                          calls(("book", {"slot": "9:00"}, "c3")), calls(("book", {"slot": "9:00"}, "c4")),

@@ -1,4 +1,4 @@
-"""Fallback models against the strict fake providers (issue 41): a primary that starts
+"""Fallback models against the strict fake providers: a primary that starts
 failing (503, 429, a cut connection, a 400 context-length error) at the 1st, 2nd or 3rd call
 of a run; the run finishes on the fallback, whose strict server accepts every request it
 gets (so the converted history is protocol-valid), in native→native, native→JSON and

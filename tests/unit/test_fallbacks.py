@@ -1,4 +1,4 @@
-"""Fallback models with scripted models (issue 41): ``with_fallbacks`` chains, the policy,
+"""Fallback models with scripted models: ``with_fallbacks`` chains, the policy,
 the conversion of the history between loop modes, synthesis (only before its first token),
 compaction, tool selection and ``structured_llm_call``, unparseable JSON outputs, the
 circuit breaker, records and sync runs. Every message list a scripted model is sent is
@@ -25,7 +25,7 @@ from reactgraph import (
     create_react_graph,
     structured_llm_call,
 )
-from reactgraph.deadlines import (
+from reactgraph.engine.deadlines import (
     DEFAULT_FIRST_TOKEN_TIMEOUT,
     DEFAULT_MODEL_TIMEOUT,
     MODEL_FIRST_TOKEN_TIMEOUT_ENV,
@@ -33,9 +33,9 @@ from reactgraph.deadlines import (
     ModelDeadline,
     stream_within_deadline,
 )
-from reactgraph.fallbacks import unpack_fallbacks
+from reactgraph.engine.fallbacks import unpack_fallbacks
 from reactgraph.models.env import model_from_env
-from reactgraph.protocol import in_mode_form
+from reactgraph.protocol.messages import in_mode_form
 from reactgraph.providers import get_profile
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.helpers import NATIVE_TOOLS_ONLY, PROMPTED, SMALL, log_calls, read_log
@@ -337,7 +337,7 @@ def test_bad_fallback_settings_are_refused():
 
 
 def test_fallback_models_come_from_the_command_line_or_the_environment():
-    from reactgraph.cli import _parser
+    from reactgraph.cli.main import _parser
     from reactgraph.models.env import fallback_specs
 
     args = _parser().parse_args(["serve", "--fallback-model", "llama3.1:8b", "--fallback-base-url",
@@ -392,7 +392,7 @@ async def test_the_server_streams_the_switch_and_shows_each_models_breaker():
 
 
 def test_each_fallback_gets_its_own_safeguard_policy():
-    from reactgraph.safeguards import PERMISSIVE, STRICT
+    from reactgraph.policy.safeguards import PERMISSIVE, STRICT
 
     agent = ReActAgent(ScriptedChatModel(responses=["x"]), [get_status], abilities=NATIVE_TOOLS_ONLY,
                        settings=AgentSettings(grounding="report"),
@@ -461,7 +461,7 @@ async def test_a_fallback_with_a_smaller_window_gets_the_history_compacted_to_fi
 
 
 async def test_the_answer_of_a_run_a_small_fallback_served_is_checked_under_its_policy():
-    from reactgraph.safeguards import STRICT
+    from reactgraph.policy.safeguards import STRICT
 
     backup = ScriptedChatModel(responses=[status_call("b1"), "CNC-001: normal, 71% utilization."],
                                synthesis="CNC-001 is normal at 71% utilization.")
@@ -475,7 +475,7 @@ async def test_the_answer_of_a_run_a_small_fallback_served_is_checked_under_its_
 async def test_the_command_line_prints_the_switch_and_the_serving_model():
     from rich.console import Console
 
-    from reactgraph.cli import _print_events
+    from reactgraph.cli.main import _print_events
     from reactgraph.events import Done, ModelSwitched
 
     async def events():

@@ -25,7 +25,7 @@ from langgraph.graph import START, MessagesState, StateGraph
 from pydantic import BaseModel
 
 from reactgraph import AgentSettings, create_react_graph
-from reactgraph._engine import (
+from reactgraph.engine.bindings import (
     RUN_NAME_COMPACTION,
     RUN_NAME_JSON,
     RUN_NAME_NATIVE,

@@ -1,5 +1,5 @@
-"""The loop reads the history incrementally (issue 20: no O(history) scan per iteration):
-:class:`reactgraph.history.HistoryFold` folds in only what a list gained since it was last
+"""The loop reads the history incrementally (no O(history) scan per iteration):
+:class:`reactgraph.engine.history.HistoryFold` folds in only what a list gained since it was last
 shown, and folds anew any list that is not a grown copy of the last one."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent
-from reactgraph.history import HistoryFold, add_call_ids
+from reactgraph.engine.history import HistoryFold, add_call_ids
 from reactgraph.testing import ScriptedChatModel, tool_call
 
 MACHINES = [f"M-{n:03d}" for n in range(1, 31)]

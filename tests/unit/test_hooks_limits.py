@@ -1,4 +1,4 @@
-"""Tool hooks and usage limits (issue 18, SPEC R13.3): ``before_tool`` / ``after_tool``
+"""Tool hooks and usage limits (SPEC R13.3): ``before_tool`` / ``after_tool``
 around every call (block, rewrite arguments, rewrite the result, raise), and each usage
 limit ending the loop with the step summary, synthesis and ``finish_reason`` naming it."""
 

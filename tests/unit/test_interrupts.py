@@ -27,7 +27,7 @@ from reactgraph import (
     ThreadBusyError,
     create_react_graph,
 )
-from reactgraph.interrupts import INTERRUPT_PREFIX, format_interrupt
+from reactgraph.persistence.interrupts import INTERRUPT_PREFIX, format_interrupt
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.helpers import NATIVE, GatedScan, HookedModel, wait_until
 
@@ -476,7 +476,7 @@ async def test_fifty_concurrent_runs_keep_their_follow_ups_apart(mode):
 
 
 async def test_a_follow_up_taken_before_a_failed_model_call_reaches_its_retry(tools, fast_settings):
-    """The model node drains before its call in the same step (issue 20): when the call fails
+    """The model node drains before its call in the same step: when the call fails
     and the step is retried, the follow-up it took is queued again, not lost."""
     model = HookedModel(responses=[AIMessage("", tool_calls=[tool_call("get_status", {"equipment_id": "CNC-003"}, "c1")]),
                                    ConnectionError("endpoint blinked"), "CNC-003 and CNC-001 are fine."])

@@ -12,11 +12,11 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import StructuredTool
 
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent
-from reactgraph.grounding import answer_problems, capabilities_answer, observation_answer
-from reactgraph.language import LANGUAGES, NEUTRAL, PHRASES, detect_language, language_name, phrase
+from reactgraph.answer.grounding import answer_problems, capabilities_answer, observation_answer
+from reactgraph.core.language import LANGUAGES, NEUTRAL, PHRASES, detect_language, language_name, phrase
 from reactgraph.nodes.select_tools import gate_closes
-from reactgraph.ranking import ToolRanker, tokenize
-from reactgraph.synthesis import summarize_steps
+from reactgraph.tools.ranking import ToolRanker, tokenize
+from reactgraph.answer.synthesis import summarize_steps
 from reactgraph.testing import ScriptedChatModel
 from tests.helpers import SMALL_SCHEMA
 
@@ -210,7 +210,7 @@ async def test_a_greeting_gets_no_tool_in_any_language():
 
 def test_a_limit_and_an_empty_plan_are_told_in_the_goals_language():
     from reactgraph.dag.executor import results_answer
-    from reactgraph.limits import describe_limit
+    from reactgraph.core.limits import describe_limit
 
     reached = {"limit": "tool_calls", "max": 2, "used": 2}
     assert describe_limit(reached) == "I stopped because the run reached its limit of 2 tool calls (used 2)."

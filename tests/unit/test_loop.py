@@ -9,8 +9,8 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from reactgraph import PARSE_FAILURE_SENTINEL, AgentSettings, ReActAgent, check_protocol
-from reactgraph.artifacts import ARTIFACT_NOTE
-from reactgraph.prompts import REFORMAT_REQUEST
+from reactgraph.tools.artifacts import ARTIFACT_NOTE
+from reactgraph.protocol.prompts import REFORMAT_REQUEST
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.helpers import NATIVE
 
@@ -116,7 +116,7 @@ async def test_garbage_twice_makes_the_raw_content_the_answer(tools):
 
 @pytest.mark.parametrize("retries", [0, 1, 3])
 async def test_parse_retries_sets_how_many_reformat_requests_come_before_the_raw_content(tools, retries):
-    """The one bad-output policy (issue 17): ``parse_retries`` reformat requests, then the
+    """The one bad-output policy: ``parse_retries`` reformat requests, then the
     raw content is the answer (SPEC R2.4 with the default 1)."""
     replies = [f"garbage {i}" for i in range(retries + 1)]
     model = ScriptedChatModel(responses=list(replies))
@@ -344,7 +344,7 @@ async def test_a_thread_continues_the_conversation(tools):
 
 @pytest.mark.parametrize("native", [True, False])
 async def test_a_repeated_call_runs_and_the_model_is_told_it_did_not_change(tools, native):
-    """Issue 35: a repeat of a tool without declared side effects runs; when its observation
+    """a repeat of a tool without declared side effects runs; when its observation
     is the same as last time, the model's next input says so, and the step is marked."""
     if native:
         same = AIMessage(content="", tool_calls=[tool_call("get_status", {"equipment_id": "A"})])

@@ -1,4 +1,4 @@
-"""``make demo`` (issue 38): its ``.venv`` holds the server extra, so the README's whole tour
+"""``make demo``: its ``.venv`` holds the server extra, so the README's whole tour
 (the demo question, then ``.venv/bin/reactgraph serve``) runs in it, and the package is
 installed again only when ``pyproject.toml`` changes. Checked with GNU make's dry run
 (``make -n``) on a stand-in ``.venv``, so nothing is installed."""

@@ -1,4 +1,4 @@
-"""MCP connectors without a server (issue 19, SPEC R5.4, R13.4, R2.7, R2.9): the configuration,
+"""MCP connectors without a server (SPEC R5.4, R13.4, R2.7, R2.9): the configuration,
 unique tool names, the mapping of MCP results to observations and artifacts, and an MCP tool
 whose server answers an error or is gone, inside a run. The real servers are in
 tests/integration/test_mcp.py."""
@@ -23,7 +23,7 @@ from mcp.types import (
 )
 
 from reactgraph import MCPConfigError, ModelAbilities, ReActAgent
-from reactgraph.mcp import MCPServer, MCPTool, map_tool_result, parse_mcp_config, unique_tool_names
+from reactgraph.tools.mcp import MCPServer, MCPTool, map_tool_result, parse_mcp_config, unique_tool_names
 from reactgraph.testing import ScriptedChatModel, tool_call
 
 # --- configuration --------------------------------------------------------------------------
@@ -138,7 +138,7 @@ def test_an_unreadable_or_non_json_file_is_a_configuration_error(tmp_path):
 
 
 def test_a_configuration_nested_past_the_bound_is_one_configuration_error(tmp_path):
-    """Issue 37: ~3,000 levels printed a RecursionError traceback."""
+    """~3,000 levels printed a RecursionError traceback."""
     deep = tmp_path / "deep.json"
     deep.write_text('{"mcpServers": {"x": {"command": "srv", "args": ' + "[" * 3000 + "]" * 3000 + "}}}")
     with pytest.raises(MCPConfigError, match="nests more than 64 levels deep"):
@@ -151,11 +151,11 @@ def test_a_configuration_nested_past_the_bound_is_one_configuration_error(tmp_pa
 
 
 async def test_a_failure_line_never_shows_a_secret_from_the_environment(monkeypatch, caplog):
-    """Issue 37: a secret put in a ``url`` through ``${env:VAR}`` was printed in the failure
+    """a secret put in a ``url`` through ``${env:VAR}`` was printed in the failure
     line and the log."""
     from fastapi import FastAPI
 
-    from reactgraph.mcp import load_mcp_tools
+    from reactgraph.tools.mcp import load_mcp_tools
     from tests.serving import running_server
 
     monkeypatch.setenv("MCP_TOKEN", "tok-4f9a2c71")
@@ -321,7 +321,7 @@ async def test_a_server_that_never_started_is_unavailable_not_a_crash():
 
 
 def test_how_a_server_process_ended_is_said_in_words():
-    from reactgraph.mcp import exit_reason
+    from reactgraph.tools.mcp import exit_reason
 
     assert exit_reason(-9) == "the server process was killed by SIGKILL"
     assert exit_reason(-15) == "the server process was killed by SIGTERM"

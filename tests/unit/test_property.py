@@ -26,7 +26,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_core.tools import tool
 
 from reactgraph import AgentResult, AgentSettings, Artifact, ModelAbilities, ReActAgent, check_protocol, parse_action
-from reactgraph.prompts import REFORMAT_REQUEST
+from reactgraph.protocol.prompts import REFORMAT_REQUEST
 from reactgraph.testing import ScriptedChatModel
 
 MAX_ITERATIONS = 6

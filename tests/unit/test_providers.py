@@ -1,4 +1,4 @@
-"""Provider profiles (issue 16, SPEC R13.2): how one is chosen, the abilities it gives, its
+"""Provider profiles (SPEC R13.2): how one is chosen, the abilities it gives, its
 request adaptations and response repairs, reasoning replay over real HTTP."""
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""Secrets kept out of printed lines (issue 37, ``reactgraph.redaction``)."""
+"""Secrets kept out of printed lines (``reactgraph.core.redaction``)."""
 
 from __future__ import annotations
 
-from reactgraph.redaction import redact, url_secrets
+from reactgraph.core.redaction import redact, url_secrets
 
 
 def test_url_credentials_are_masked_wherever_a_url_stands_in_a_line():

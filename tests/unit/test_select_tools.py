@@ -10,8 +10,8 @@ from langchain_core.tools import StructuredTool
 
 from reactgraph import _TOOL_SELECTION_MAX, TOOL_SELECTION_THRESHOLD, AgentSettings, ModelAbilities, ReActAgent
 from reactgraph.nodes.select_tools import settled_without_model
-from reactgraph.ranking import catalog_line
-from reactgraph.safeguards import resolve_settings
+from reactgraph.tools.ranking import catalog_line
+from reactgraph.policy.safeguards import resolve_settings
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.helpers import NATIVE
 
@@ -123,10 +123,10 @@ def test_catalog_line_is_compact():
 def test_a_long_lived_agent_keeps_its_per_query_caches_bounded():
     """Every distinct question may rank the tools in another order and name other values; the
     engine caches a bound model, a JSON prompt, an action schema and the ranking per such key.
-    A server answering many questions keeps the most recent CACHE_SIZE of each, not all
-    (issue 20), and still serves a recent entry from the cache."""
-    from reactgraph._engine import CACHE_SIZE, Engine
-    from reactgraph.abilities import resolve_abilities
+    A server answering many questions keeps the most recent CACHE_SIZE of each, not all,
+and still serves a recent entry from the cache."""
+    from reactgraph.engine.bindings import CACHE_SIZE, Engine
+    from reactgraph.providers.abilities import resolve_abilities
 
     model = ScriptedChatModel()
     tools = make_tools(3)
@@ -154,7 +154,7 @@ def test_words_are_stemmed_alike_from_many_threads_at_once():
 
     import snowballstemmer
 
-    from reactgraph.ranking import stem, tokenize
+    from reactgraph.tools.ranking import stem, tokenize
 
     reference = snowballstemmer.stemmer("english")
     suffixes = ["ing", "ed", "s", "ation", "ness", "ly", "ful", "ies"]
@@ -177,7 +177,7 @@ def test_words_are_stemmed_alike_from_many_threads_at_once():
 
 
 async def test_a_selection_settled_by_a_clear_lexical_winner_makes_no_call():
-    """Issue 36: with one tool to keep and a clear lexical winner, the model's pick cannot change
+    """with one tool to keep and a clear lexical winner, the model's pick cannot change
     the selection (the winner is always kept), so no selection call is made; a tie still asks."""
     tools = make_tools(12) + [StructuredTool.from_function(lambda machine_id: f"{machine_id}: warning",
                                                            name="equipment_status",

@@ -1,4 +1,4 @@
-"""The HTTP server (issue 6, SPEC §8, §7, R3.2) through httpx's ASGI transport: the SSE
+"""The HTTP server (SPEC §8, §7, R3.2) through httpx's ASGI transport: the SSE
 protocol, the error statuses, authentication, early-closed streams, threads across restarts,
 the OpenAPI schema and the page's files (the tests that need a real socket are in
 ``tests/integration/test_server_socket.py``). Models are scripted; every message list they are sent
@@ -16,9 +16,9 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
 from reactgraph import NoActiveRunError, ReActAgent
-from reactgraph.checkpointing import open_checkpointer
-from reactgraph.cli import _parser, _server_settings, main
-from reactgraph.protocol import UNFINISHED_TOOL_RESULT, answer_unfinished_tool_calls
+from reactgraph.persistence.checkpointing import open_checkpointer
+from reactgraph.cli.main import _parser, _server_settings, main
+from reactgraph.protocol.messages import UNFINISHED_TOOL_RESULT, answer_unfinished_tool_calls
 from reactgraph.server import DEFAULT_MAX_BODY_BYTES, ServerSettings
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.server_cases import (
@@ -40,7 +40,7 @@ async def test_synthesis_failure_falls_back_to_the_loops_answer():
     events = parse_sse(response.text)
     answer = [d for channel, d in events if channel == "answer"]
     # The loop's answer stands in for the failed synthesis; no tool returned its figure, so the
-    # default (flag) names it under the answer (issue 35).
+    # default (flag) names it under the answer.
     assert answer == [{"status": "start"}, {"status": "delta", "content": "CNC-003: normal, 71.5°C"},
                       {"status": "delta", "content": "\n\n> ⚠ Not found in any tool result: 71.5."}, {"status": "done"}]
     assert events[-1][0] == "done" and events[-1][1]["answer"].startswith("CNC-003: normal, 71.5°C\n\n> ⚠")
@@ -264,7 +264,7 @@ async def test_the_openapi_schema_documents_every_endpoint():
     assert parameter["name"] == "thread_id" and parameter["in"] == "path" and parameter["schema"]["pattern"]
     message = schema["components"]["schemas"]["MessageRequest"]
     assert message["required"] == ["message"] and message["properties"]["message"]["minLength"] == 1
-    run = schema["components"]["schemas"]["RunRequest"]  # issue 39: the mode a run asks for
+    run = schema["components"]["schemas"]["RunRequest"]  # The mode a run asks for
     assert run["required"] == ["message"] and run["additionalProperties"] is False
     assert run["properties"]["mode"]["anyOf"][0] == {"type": "string", "enum": ["react"]}  # no DAG agent here
     assert "SPEC §9" in run["properties"]["mode"]["description"]
@@ -276,7 +276,7 @@ def schema_validator(openapi: dict[str, Any], schema: dict[str, Any]) -> jsonsch
 
 
 async def test_the_openapi_schema_allows_exactly_the_bodies_and_headers_the_server_takes():
-    """Issue 37: the schema allowed a message of white space (``"\\f"``), an AG-UI body without a
+    """the schema allowed a message of white space (``"\\f"``), an AG-UI body without a
     question or with messages without their ``role``, and asked a keyless server's clients
     for an ``Authorization`` header; the server refused the bodies and ignored the header."""
     async with asgi_client(app_for(ScriptedChatModel(responses=[]), [get_status])) as client:
@@ -308,7 +308,7 @@ async def test_the_openapi_schema_allows_exactly_the_bodies_and_headers_the_serv
 
 
 async def test_the_event_streams_schema_describes_every_event_sent():
-    """Issue 37: the schema said ``string`` for the streams; each event is an object (OpenAPI
+    """the schema said ``string`` for the streams; each event is an object (OpenAPI
     3.1: the schema of ``text/event-stream`` describes one event), named by its channel on
     ``/runs`` and ``message`` (no ``event:`` line) on ``/agui``."""
     model = ScriptedChatModel(responses=[AIMessage(content="", tool_calls=[tool_call("get_status", {"machine": "CNC-003"})]),
@@ -366,7 +366,7 @@ def test_serve_command_options():
     assert lan.allowed_hosts == ("localhost", "127.0.0.1", "::1", "192.168.1.5") and lan.max_body_bytes == 9000
     named = _parser().parse_args(["serve", "--host", "0.0.0.0", "--allowed-host", "plant.example", "--allowed-host", "*"])
     assert _server_settings(named).allowed_hosts == ("plant.example", "*")
-    assert settings.default_mode == "react" and args.max_rounds == 3  # issue 39: both modes served, react by default
+    assert settings.default_mode == "react" and args.max_rounds == 3  # Both modes served, react by default
     dag = _parser().parse_args(["serve", "--dag", "--max-rounds", "2"])
     assert _server_settings(dag).default_mode == "dag" and dag.max_rounds == 2
 
@@ -397,7 +397,7 @@ async def test_resume_endpoint_finishes_a_run_whose_model_kept_failing():
 
 
 def test_a_serving_process_freezes_its_startup_heap():
-    """``tune_gc`` (issue 20), in a process of its own: what is alive when serving starts is
+    """``tune_gc``, in a process of its own: what is alive when serving starts is
     frozen out of every later collection."""
     import subprocess
     import sys

@@ -1,4 +1,4 @@
-"""Approval over HTTP (issue 18, SPEC R13.3): the ``approval`` SSE event, ``GET
+"""Approval over HTTP (SPEC R13.3): the ``approval`` SSE event, ``GET
 /threads/{id}`` showing what waits, ``POST /threads/{id}/approvals`` streaming the rest of
 the run, and its 404/409/422 answers. A real uvicorn server, SSE parsed from the wire."""
 
@@ -133,7 +133,7 @@ async def test_approvals_on_unknown_or_idle_threads_get_404_and_409():
 
 
 async def test_one_call_decided_twice_or_edited_with_what_json_cannot_hold_gets_422():
-    """Issue 37: a call named by its tool call id and by its interrupt id in one body (the
+    """a call named by its tool call id and by its interrupt id in one body (the
     later one used to win), edited arguments holding NaN, an infinity or 1e999 (the event
     showed null, the tool got inf), and arguments nested past the bound."""
     model = ScriptedChatModel(responses=[batch(), "ok"])

@@ -1,4 +1,4 @@
-"""Stopping a run (issue 38): ``POST /threads/{id}/cancel`` stops the run going on the
+"""Stopping a run: ``POST /threads/{id}/cancel`` stops the run going on the
 thread, its stream ends with ``error`` ``{kind: "cancelled"}``, and the thread is left
 resumable: ``POST .../resume`` finishes it. A real uvicorn server, SSE read from the wire."""
 

@@ -1,4 +1,4 @@
-"""DAG mode served (issue 39, SPEC §9, §8): ``POST /threads/{id}/runs`` with ``mode: "dag"``,
+"""DAG mode served (SPEC §9, §8): ``POST /threads/{id}/runs`` with ``mode: "dag"``,
 the server's default mode, a thread that keeps the mode of its first run, ``/healthz``'s
 modes and AG-UI's ``forwardedProps.mode``, through httpx's ASGI transport. The models are
 scripted (the planner, steps and analyzer replies of tests/unit/test_dag.py)."""
@@ -103,7 +103,7 @@ async def test_dag_mode_on_a_server_without_a_dag_agent_is_422_and_its_health_li
         schema = (await client.get("/openapi.json")).json()
     assert response.status_code == 422 and "runs no DAG mode" in response.json()["detail"]
     assert health["modes"] == ["react"] and health["default_mode"] == "react"
-    # the schema allows no body the server refuses (issue 37): its modes are the served ones
+    # the schema allows no body the server refuses: its modes are the served ones
     assert schema["components"]["schemas"]["RunRequest"]["properties"]["mode"]["anyOf"][0]["enum"] == ["react"]
     async with asgi_client(dag_app()[0]) as client:
         schema = (await client.get("/openapi.json")).json()
@@ -181,7 +181,7 @@ async def test_a_dag_thread_reads_back_with_its_plan_step_outcomes_and_earlier_t
 
 
 async def test_an_approval_round_trip_in_a_dag_run_through_the_server():
-    """Issue 39: a step's call that needs approval pauses the DAG run (its stream ends with
+    """a step's call that needs approval pauses the DAG run (its stream ends with
     ``approval``, the call naming its step); ``GET`` shows it waiting; ``/approvals`` with the
     decision streams the rest of the same run, the approved call running once and the
     parallel step that had finished not running again."""
@@ -246,7 +246,7 @@ async def test_an_approval_round_trip_in_a_dag_run_through_the_server():
 
 
 async def test_a_follow_up_sent_to_a_running_dag_run_reaches_its_next_round():
-    """Issue 39: ``/inject`` during a DAG run (one queue for both modes) is taken in at the
+    """``/inject`` during a DAG run (one queue for both modes) is taken in at the
     plan level (an ``inject`` event) and the next round is planned with it."""
     gate = GatedScan()
 

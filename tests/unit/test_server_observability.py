@@ -1,4 +1,4 @@
-"""The server's observability (issue 40): ``GET /metrics`` read with Prometheus' parser
+"""The server's observability: ``GET /metrics`` read with Prometheus' parser
 during and after 20 concurrent runs on a real uvicorn server, its authentication, and the
 ``request`` / ``run_end`` log lines with the same ids."""
 
@@ -19,7 +19,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from prometheus_client.parser import text_string_to_metric_families
 
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent, observability
-from reactgraph.cli import _parser, _server_settings
+from reactgraph.cli.main import _parser, _server_settings
 from reactgraph.observability.logs import JsonFormatter, LogConsole, text_formatter, text_value, uvicorn_log_config
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.testing import ScriptedChatModel, tool_call
@@ -189,7 +189,7 @@ async def test_serve_options_set_the_metrics_and_no_metrics_means_no_route_and_n
 def test_uvicorn_access_records_and_serve_lines_become_json_lines(caplog):
     """Under ``serve --log-format json`` uvicorn's records go through :class:`JsonFormatter`
     (its access lines with their fields) and what ``serve`` prints is a ``reactgraph.serve``
-    record without its terminal markup (issue 40; the integration test reads a real server)."""
+    record without its terminal markup (the integration test reads a real server)."""
     config = uvicorn_log_config("json")
     assert config["disable_existing_loggers"] is False  # reactgraph's loggers keep working
     factory = config["formatters"]["json"]["()"]
@@ -241,6 +241,6 @@ async def test_a_forged_path_makes_exactly_one_log_line_without_a_raw_control_ch
 def test_text_values_are_quoted_when_they_could_end_a_field_and_messages_are_escaped():
     assert [text_value(v) for v in ("plain", 42, "", "a b", "k=v", 'say "hi"', "日本語", "é\u2028")] == [
         "plain", "42", '""', '"a b"', '"k=v"', '"say \\"hi\\""', "日本語", '"é\\u2028"']
-    record = logging.LogRecord("reactgraph.mcp", logging.WARNING, __file__, 1, "tool %s failed: %s",
+    record = logging.LogRecord("reactgraph.tools.mcp", logging.WARNING, __file__, 1, "tool %s failed: %s",
                                ("lecture", "bad\r\nINFO forged\x9b31m"), None)
-    assert text_formatter().format(record) == "reactgraph.mcp: tool lecture failed: bad\\r\\nINFO forged\\x9b31m"
+    assert text_formatter().format(record) == "reactgraph.tools.mcp: tool lecture failed: bad\\r\\nINFO forged\\x9b31m"

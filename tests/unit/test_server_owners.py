@@ -16,8 +16,8 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 
 from reactgraph import AgentSettings, ReActAgent
-from reactgraph.checkpointing import open_persistence
-from reactgraph.cli import _parser, _server_settings
+from reactgraph.persistence.checkpointing import open_persistence
+from reactgraph.cli.main import _parser, _server_settings
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.server.owners import API_KEYS_ENV, DEFAULT_PRINCIPAL, OWNERS_TABLE, parse_api_keys
 from reactgraph.testing import ScriptedChatModel, tool_call

@@ -1,4 +1,4 @@
-"""Issue 20 in the unit suite: the SSE path writes the events already queued in one write
+"""in the unit suite: the SSE path writes the events already queued in one write
 with the bytes unchanged, keeps an idle stream alive with pings, and ``reactgraph serve
 --workers`` refuses checkpointers the workers could not share. (Several workers on
 Postgres: ``tests/integration/test_workers.py``; the speed: ``bench/load.py``.)"""
@@ -15,11 +15,11 @@ import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 
-from reactgraph.checkpointing import DATABASE_URL_ENV
-from reactgraph.cli import main
+from reactgraph.persistence.checkpointing import DATABASE_URL_ENV
+from reactgraph.cli.main import main
 from reactgraph.events import AgentEvent, AnswerDelta, AnswerDone, AnswerStarted, ThinkingDone, ThinkingStarted
 from reactgraph.server import ServerSettings, stream_events
-from reactgraph.errors import WorkersError
+from reactgraph.core.errors import WorkersError
 from reactgraph.server.workers import _own_socket, check_shared, listening_socket, worker_socket
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.server_cases import app_for, asgi_client, get_status

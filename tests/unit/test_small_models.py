@@ -1,4 +1,4 @@
-"""Right answers from small models (SPEC R13.1, issue 14): relevance-ranked offering, hybrid
+"""Right answers from small models (SPEC R13.1): relevance-ranked offering, hybrid
 tool selection, stall detection, the ids a question asks about (grounded synthesis is tested
 with the other answer checks, in test_answers.py). Scripted models record what the engine
 sends, so each test checks the order, the binding or the prompt a model really received."""
@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent
 from reactgraph.nodes.llm_call import detect_stall
 from reactgraph.nodes.select_tools import hybrid_selection
-from reactgraph.ranking import ToolRanker, named_values, tokenize, unlisted_values
+from reactgraph.tools.ranking import ToolRanker, named_values, tokenize, unlisted_values
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.helpers import MACHINES, SMALL_NATIVE, SMALL_SCHEMA, call_json, final, make_tool, plant_tools
 
@@ -39,7 +39,7 @@ def test_ranker_uses_descriptions_and_declared_korean_keywords():
 
 
 def test_a_tool_that_takes_the_named_id_ranks_above_one_whose_words_match_more():
-    # Issue 36: "INJ-002에 쓸 수 있는 예비 부품 재고" named a machine, and a part search (no machine
+    # "INJ-002에 쓸 수 있는 예비 부품 재고" named a machine, and a part search (no machine
     # argument) won on its Korean keywords; the tool that takes the machine must come first.
     class PartQuery(BaseModel):
         query: str = Field(description="part number or name words")
@@ -163,7 +163,7 @@ def test_hybrid_selection_rules():
 
 
 def test_detect_stall_rules():
-    """Issue 35: stalls are judged by progress. A new call (even one that fails) is an attempt;
+    """stalls are judged by progress. A new call (even one that fails) is an attempt;
     the same call with the same outcome, or a refused repeat, changes nothing."""
     def step(iteration, args, *, error=None, observation="ok", refused=None):
         return {"iteration": iteration, "tool_name": "t", "tool_args": args, "error": error,
@@ -186,7 +186,7 @@ def test_detect_stall_rules():
 
 async def test_native_stall_asks_for_the_answer_with_no_tools_bound():
     """Without synthesis, a stalled loop asks once for the answer only; with synthesis it goes
-    straight to it (the answer-only call's text would never reach synthesis, issue 36)."""
+    straight to it (the answer-only call's text would never reach synthesis)."""
     call = AIMessage(content="", tool_calls=[tool_call("machine_status", {"machine_id": "CNC-003"})])
     model = ScriptedChatModel(responses=[call, call, "CNC-003 is at 48.7 °C."])
     agent = ReActAgent(model, plant_tools(), abilities=SMALL_NATIVE,
@@ -274,11 +274,11 @@ async def test_named_optionals_only_offers_the_optional_arguments_the_question_n
 
 
 async def test_a_call_with_an_id_the_question_does_not_ask_about_is_refused_with_the_asked_one():
-    """The embedded model's failure (issue 20 note): asked about CNC-003, it called for the
+    """The embedded model's failure (note): asked about CNC-003, it called for the
     first machine its schema listed. The call is not run; the model is told which id the
     question names, calls again with it and answers from its result; the synthesis input
     leaves the refused call out."""
-    from reactgraph.synthesis import format_trace
+    from reactgraph.answer.synthesis import format_trace
 
     model = ScriptedChatModel(responses=[
         AIMessage("", tool_calls=[tool_call("machine_status", {"machine_id": "CNC-001"}, "a")]),

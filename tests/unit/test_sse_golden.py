@@ -1,4 +1,4 @@
-"""The SSE wire format of one scripted run, byte for byte (SPEC §8, issue 17): tool
+"""The SSE wire format of one scripted run, byte for byte (SPEC §8): tool
 selection, a tool call, a failing tool, an artifact, compactions and the streamed
 synthesis; and a JSON-mode run with an unparseable reply. Recorded before the issue-17 redesign; a refactor must not change one byte of
 it. The newer kinds (stall, answer reset, inject, approval, error, DAG mode's phase, plan,
@@ -107,8 +107,8 @@ async def newer_kinds_run() -> bytes:
     """The event kinds added after SPEC §8's table, each from a scripted run on one server:
     ``stall`` and the grounding ``answer`` ``reset`` (R13.1), ``inject`` (§7), ``approval``
     with the approved rest of the run (R13.3), and ``error`` with the fallback answer of a
-    model that keeps failing (R2.7). Recorded from the code before the typed-event refactor
-    (issue 19)."""
+    model that keeps failing (R2.7). Recorded from the code before the typed-event refactor.
+"""
     call = calls(("read_log", {"machine": "CNC-001"}, "k1"))
     agent_holder: list[ReActAgent] = []
 
@@ -150,7 +150,7 @@ async def newer_kinds_run() -> bytes:
 
 
 async def fallback_run() -> bytes:
-    """A run whose model fails and whose fallback model answers (issue 41): the
+    """A run whose model fails and whose fallback model answers: the
     ``model_switch`` event, the fallback's steps and ``done`` with ``model`` and
     ``model_usage``."""
     from reactgraph import FallbackModel

@@ -22,7 +22,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 
 from reactgraph import AgentSettings, DAGAgent, ReActAgent, open_persistence
-from reactgraph.approval import STARTED_BEFORE
+from reactgraph.tools.approval import STARTED_BEFORE
 from reactgraph.events import DagStepToolStarted, ToolStarted
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.helpers import NATIVE_TOOLS_ONLY

@@ -131,7 +131,7 @@ async def test_a_raising_regex_fallback_is_a_failed_attempt():
 @pytest.mark.parametrize("retries, calls", [(0, 1), (1, 2), (2, 3)])
 async def test_reformat_retries_sets_the_calls_of_a_text_level(retries, calls):
     """Plain text only: one call plus ``reformat_retries`` reformat requests, each with the
-    shared reformat prompt (issue 17's one bad-output policy)."""
+    shared reformat prompt ('s one bad-output policy)."""
     model = ScriptedChatModel(responses=["no json here"], repeat_last=True)
     result = await structured_llm_call(model, ASK, SCHEMA, abilities=PROMPTED, default_value=None, reformat_retries=retries)
     assert result.value is None and result.calls == calls

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from reactgraph import ModelAbilities, create_react_graph
-from reactgraph import studio_graph as studio_module
+from reactgraph.demo import studio as studio_module
 from reactgraph.demo.factory import DEMO_SYSTEM_PROMPT
-from reactgraph.studio_graph import STUDIO_MAX_ITERATIONS, StudioContext, context_from_config, studio_graph
+from reactgraph.demo.studio import STUDIO_MAX_ITERATIONS, StudioContext, context_from_config, studio_graph
 
 STUDIO_DIR = Path(__file__).resolve().parents[2] / "studio"
 
@@ -79,7 +79,7 @@ def test_schema_reads_do_not_start_the_embedded_model(monkeypatch):
     calls = []
     asyncio.run(studio_graph(recording_builder(calls))({"configurable": {"__is_for_execution__": False}}))
     assert embedded._server is not None and not embedded._server.running
-    abilities = calls[0][2]["abilities"]  # the embedded model's: JSON mode with the action schema (issue 22)
+    abilities = calls[0][2]["abilities"]  # the embedded model's: JSON mode with the action schema
     assert isinstance(abilities, ModelAbilities) and not abilities.tool_call
     assert abilities.schema_output == "json_object_schema"
 

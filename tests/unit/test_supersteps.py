@@ -1,4 +1,4 @@
-"""How many LangGraph supersteps a run takes (issue 20): one loop iteration is two, the model
+"""How many LangGraph supersteps a run takes: one loop iteration is two, the model
 node and the tool calls, in every mode and with every feature on. The supersteps are read
 from the thread's checkpoints (each checkpoint's ``next`` is the tasks of the superstep that
 follows it), so a node added to the loop, or a pass-through step, changes these lists."""
@@ -142,7 +142,7 @@ async def written_channels(agent: ReActAgent, thread_id: str) -> list[tuple[str,
 async def test_an_iteration_writes_only_what_it_changes():
     """Per iteration the model step writes the message, the iteration and the usage, and each
     tool task its message and step record: the tool calls go out as ``Send``s and are not
-    state, so no checkpoint stores them twice (issue 20: every channel written is a row and
+    state, so no checkpoint stores them twice (every channel written is a row and
     a version more in each checkpoint)."""
     model = ScriptedChatModel(responses=[native_calls("a", "b"), native_calls("c"), "done"])
     agent = ReActAgent(model, [get_status], abilities=NATIVE_TOOLS_ONLY, checkpointer=InMemorySaver())

@@ -1,4 +1,4 @@
-"""Sync and async runs of the same scripted scenarios (SPEC R10.1, :mod:`reactgraph._dualmode`).
+"""Sync and async runs of the same scripted scenarios (SPEC R10.1, :mod:`reactgraph.engine.dualmode`).
 
 Each scenario runs twice through the compiled graph: with ``stream`` (sync) and with
 ``astream`` (async), both with ``stream_mode=["custom", "values"]``. The two runs must give
@@ -18,9 +18,9 @@ from langchain_core.tools import StructuredTool, tool
 from langgraph.config import get_config
 
 from reactgraph import AgentSettings, InMemoryInterruptQueue, create_react_graph
-from reactgraph._dualmode import SyncRunError, run_sync
+from reactgraph.engine.dualmode import SyncRunError, run_sync
 from reactgraph.events import EVENTS_KEY, as_agent_event
-from reactgraph.prompts import REFORMAT_REQUEST
+from reactgraph.protocol.prompts import REFORMAT_REQUEST
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.helpers import JSON_MODE, NATIVE, SMALL, log_calls, read_log
 

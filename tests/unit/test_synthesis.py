@@ -5,7 +5,7 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, SystemMessage
 
 from reactgraph import ReActAgent
-from reactgraph.synthesis import RESULT_CLIP_MARK
+from reactgraph.answer.synthesis import RESULT_CLIP_MARK
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.helpers import NATIVE_TOOLS_ONLY
 
@@ -120,7 +120,7 @@ async def test_a_streamed_answer_reports_the_usage_of_all_its_chunks():
     from langchain_core.language_models import BaseChatModel
     from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 
-    from reactgraph.synthesis import stream_messages
+    from reactgraph.answer.synthesis import stream_messages
 
     class UsageStreamer(BaseChatModel):
         @property

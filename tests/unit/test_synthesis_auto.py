@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent
 from reactgraph.demo.agent import SYNTHESIS_ENV, demo_settings
-from reactgraph.loop_answer import LoopAnswer, json_answer_so_far
+from reactgraph.answer.loop_answer import LoopAnswer, json_answer_so_far
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.helpers import NATIVE_TOOLS_ONLY
 
@@ -122,7 +122,7 @@ async def test_text_beside_a_tool_call_is_never_shown_and_the_loop_goes_on():
 
 
 def test_a_streamed_text_that_turns_into_a_tool_call_is_reset(monkeypatch):
-    import reactgraph.loop_answer as module
+    import reactgraph.answer.loop_answer as module
 
     sent: list = []
     monkeypatch.setattr(module, "emit", sent.append)
@@ -137,7 +137,7 @@ def test_a_streamed_text_that_turns_into_a_tool_call_is_reset(monkeypatch):
 
 
 def test_a_reply_that_may_be_a_call_written_in_the_text_is_held_until_it_ends(monkeypatch):
-    import reactgraph.loop_answer as module
+    import reactgraph.answer.loop_answer as module
 
     sent: list = []
     monkeypatch.setattr(module, "emit", sent.append)
@@ -220,7 +220,7 @@ async def test_answers_made_of_observations_say_so():
 
 
 async def test_a_long_trace_gets_the_synthesis_call():
-    from reactgraph.config import AUTO_SYNTHESIS_STEPS
+    from reactgraph.core.config import AUTO_SYNTHESIS_STEPS
 
     calls = [AIMessage("", tool_calls=[tool_call("lookup_hotel", {"city": city}, f"c{i}")])
              for i, city in enumerate(["Graz", "Linz", "Wels", "Enns", "Ybbs"][:AUTO_SYNTHESIS_STEPS])]

@@ -1,4 +1,4 @@
-"""reactgraph.testing (issue 17): the scripted model tells the kinds of call apart by how
+"""reactgraph.testing: the scripted model tells the kinds of call apart by how
 the engine makes them, so ``by_kind`` replies reach the right calls whatever the prompts say."""
 
 from __future__ import annotations

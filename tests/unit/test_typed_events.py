@@ -1,4 +1,4 @@
-"""Typed events (issue 19, SPEC §8): one class per event kind in reactgraph.events, one
+"""Typed events (SPEC §8): one class per event kind in reactgraph.events, one
 serializer to the SSE wire format, and the payloads read back into the same types. The
 wire bytes themselves are held by test_sse_golden.py."""
 
@@ -82,7 +82,7 @@ async def test_the_agent_streams_typed_events():
 
 
 async def test_a_tools_done_waits_only_until_a_plain_checkpointer_holds_its_result(monkeypatch):
-    """Issue 15's wait before a tool's ``done`` event, on a checkpointer that is not one of
+    """'s wait before a tool's ``done`` event, on a checkpointer that is not one of
     ``open_persistence`` (read, not answered from memory): once the step's own checkpoint
     is made, the result is a pending write of the checkpoint before it (``steps`` is a
     DeltaChannel, so the newest checkpoint does not carry it) and the wait ends at once —

@@ -16,14 +16,14 @@ from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field
 
 from reactgraph import AgentSettings, ReActAgent
-from reactgraph.action_schema import offered_args_schema, tool_args_schema, value_schema
-from reactgraph.grounding import check_grounding, observation_answer
-from reactgraph.language import detect_language, phrase
+from reactgraph.protocol.action_schema import offered_args_schema, tool_args_schema, value_schema
+from reactgraph.answer.grounding import check_grounding, observation_answer
+from reactgraph.core.language import detect_language, phrase
 from reactgraph.nodes.llm_call import covered
-from reactgraph.ranking import ToolRanker, stem
+from reactgraph.tools.ranking import ToolRanker, stem
 from reactgraph.testing import ScriptedChatModel, tool_call
-from reactgraph.tooling import holds_no_data
-from reactgraph.values import ValueReader, description_examples, echoes_schema, find_dates, number_readings, value_tokens
+from reactgraph.tools.runner import holds_no_data
+from reactgraph.tools.values import ValueReader, description_examples, echoes_schema, find_dates, number_readings, value_tokens
 from tests.helpers import NATIVE, SMALL_NATIVE
 
 STRICT = SMALL_NATIVE  # the strict safeguards
@@ -316,7 +316,7 @@ def test_ids_of_other_shapes_are_checked_whole():
 
 
 def test_the_lead_names_the_value_asked_about_in_any_notation_and_the_work_log_says_nothing_was_found():
-    from reactgraph.synthesis import format_trace
+    from reactgraph.answer.synthesis import format_trace
 
     miss = {"tool_name": "get_ticket", "tool_args": {"number": 999999, "since": "2026-03-05"}, "error": None,
             "observation": "Ticket 999999 not found."}

@@ -13,9 +13,9 @@ import pytest
 from langchain_core.tools import StructuredTool
 
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent
-from reactgraph.lead import lead_sentence, question_kind
-from reactgraph.parts import clauses, question_parts
-from reactgraph.ranking import ToolRanker
+from reactgraph.answer.lead import lead_sentence, question_kind
+from reactgraph.policy.parts import clauses, question_parts
+from reactgraph.tools.ranking import ToolRanker
 from reactgraph.testing import ScriptedChatModel
 from tests.helpers import SMALL_SCHEMA
 
@@ -201,7 +201,7 @@ def test_the_lead_sentence_is_written_by_the_engine():
 
 def test_a_small_model_that_writes_its_answers_keeps_every_check_but_writes():
     from reactgraph.models.catalog import EMBEDDED_MODELS
-    from reactgraph.safeguards import STRICT, policy_settings, resolve_settings
+    from reactgraph.policy.safeguards import STRICT, policy_settings, resolve_settings
 
     writer = ModelAbilities(small=True, writes_answers=True)
     settings = resolve_settings(AgentSettings(), writer)
@@ -225,7 +225,7 @@ async def test_a_writing_small_models_answer_is_shown_when_it_passes_the_checks(
 
 
 def test_the_lines_offered_for_the_lead_put_what_was_asked_about_first():
-    from reactgraph.lead import by_relevance
+    from reactgraph.answer.lead import by_relevance
 
     lines = ["Availability: 96.2%", "Performance: 97.6%", "OEE: 81.2%", "Shifts: 17"]
     assert by_relevance("What is the OEE of line B?", lines)[0] == "OEE: 81.2%"
@@ -234,7 +234,7 @@ def test_the_lines_offered_for_the_lead_put_what_was_asked_about_first():
 
 
 def test_a_yes_the_chosen_lines_do_not_say_is_not_stated():
-    from reactgraph.lead import affirmed
+    from reactgraph.answer.lead import affirmed
 
     assert affirmed("Is order ORD-7 shipped?", ["State: shipped"])
     assert not affirmed("Is order ORD-7 shipped?", ["Order: ORD-7", "Carrier: Northwind"])

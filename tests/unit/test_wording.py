@@ -1,4 +1,4 @@
-"""Plain words for a run's codes (reactgraph/wording.py and the page's table), the command
+"""Plain words for a run's codes (reactgraph/agents/wording.py and the page's table), the command
 line's banner and footer, and approval turned on from the command line or the environment."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from langchain_core.tools import tool
 
-from reactgraph.cli import banner_line, footer_line
+from reactgraph.cli.main import banner_line, footer_line
 from reactgraph.demo.agent import approval_rules, approve_names
 from reactgraph.events import Done
-from reactgraph.outcome import FINISH_REASONS
-from reactgraph.wording import ANSWER_SOURCE_WORDS, FINISH_WORDS, finish_words, policy_words, protocol_words, verdict_words
+from reactgraph.agents.outcome import FINISH_REASONS
+from reactgraph.agents.wording import ANSWER_SOURCE_WORDS, FINISH_WORDS, finish_words, policy_words, protocol_words, verdict_words
 
 APP_JS = Path(__file__).resolve().parents[2] / "reactgraph" / "server" / "static" / "app.js"
 

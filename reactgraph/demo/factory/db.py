@@ -30,7 +30,7 @@ import sqlite3
 from datetime import date, timedelta
 from pathlib import Path
 
-from reactgraph._paths import data_home
+from reactgraph.core.paths import data_home
 
 REFERENCE_DATE = date(2026, 1, 29)
 DATA_START = date(2026, 1, 16)
@@ -170,7 +170,7 @@ _METRICS = ("utilization", "temperature", "vibration")
 
 def default_db_path() -> Path:
     """Return the default database location: ``factory.db`` under
-    :func:`reactgraph._paths.data_home` (``$REACTGRAPH_HOME``, else the XDG data directory)."""
+    :func:`reactgraph.core.paths.data_home` (``$REACTGRAPH_HOME``, else the XDG data directory)."""
     return data_home() / "factory.db"
 
 
@@ -179,7 +179,7 @@ def connect_readonly(path: str | Path) -> sqlite3.Connection:
 
     Any write through the connection raises ``sqlite3.OperationalError``, and so does
     ``ATTACH`` (the connection may attach no database: an attached file would be opened
-    read-write, issue 15); a missing file raises ``sqlite3.OperationalError`` too (call
+    read-write); a missing file raises ``sqlite3.OperationalError`` too (call
     :func:`ensure_database` first). The connection may be used across threads
     (``check_same_thread=False``) but callers should not share one concurrently.
     """

@@ -9,7 +9,7 @@ connectors (see :data:`CONNECTORS`): query tools, and one that changes the plant
   and alarm codes, line names, machine kinds; dates carry ``format: date``
   besides their pattern, because llama.cpp grammars cannot use regex patterns).
   A model whose output is constrained to these schemas can only name a machine
-  that exists (issue 10). Sloppy equipment ids / line names / alarm codes are
+  that exists. Sloppy equipment ids / line names / alarm codes are
   normalized *before* validation (``cnc003``, ``CNC 003``, ``cnc-3`` ->
   ``CNC-003``; ``a``/``line-a`` -> ``Line A``). Malformed input (an unknown
   equipment id, a date that is not ``YYYY-MM-DD``) makes ``tool.invoke`` raise
@@ -873,7 +873,7 @@ def build_factory_hub(db_path: str | Path | None = None) -> list[BaseTool]:
     (:data:`KEYWORDS`). The query tools read through read-only connections; the
     :data:`WRITE_TOOLS` write through a connection of their own and carry
     ``metadata["approval"] = "always"``; every tool declares ``metadata["side_effects"]``
-    (only the write tools have any: a repeated read runs again, issue 35).
+    (only the write tools have any: a repeated read runs again).
     """
     db = ensure_database(db_path)
     return [

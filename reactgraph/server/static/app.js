@@ -14,7 +14,7 @@
 // stream continues the same turn. Conversations are listed in the header (kept in this
 // browser); opening one reads it back with GET /threads/{id}, a paused one with its
 // waiting calls to decide. The open conversation's id is the address's #fragment.
-// DAG mode (issue 39; the mode picker shows when the server serves it, set to its default):
+// DAG mode (the mode picker shows when the server serves it, set to its default):
 // the `plan` event is drawn as a small graph (an SVG box per step, arrows from each
 // dependency) whose boxes light up as `dag_step` events say the step is running, completed
 // or failed; under it each step has its section with its tool cards and result, and each
@@ -22,7 +22,7 @@
 "use strict";
 
 (function () {
-  // The footer's model part (issue 41): the model that served the run, and the calls each
+  // The footer's model part: the model that served the run, and the calls each
   // model answered when more than one did; "" for an agent without fallback models.
   function servedBy(done) {
     if (!done.model) return "";

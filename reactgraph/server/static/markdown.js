@@ -1,6 +1,6 @@
 // A small, safe markdown renderer for the streamed answer (SPEC §8: the answer is markdown).
 //
-// Safety (issue 15): the renderer builds DOM nodes; the model's text only ever becomes text
+// Safety: the renderer builds DOM nodes; the model's text only ever becomes text
 // nodes, and the one attribute it can reach, a link's href, is set from the URL the browser's
 // own parser makes of it (control characters, case and whitespace normalized first), kept
 // only when its scheme is http, https or mailto. No HTML string from the model is parsed.

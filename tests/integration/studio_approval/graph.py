@@ -1,6 +1,6 @@
 """ReAct graphs that pause for a person, served by ``langgraph dev`` in ``test_studio.py``.
-``graph``: the tool asks with its own ``interrupt()`` (issue 21). ``policy_graph``: the
-agent's approval policy asks before a plain tool runs (issue 18, SPEC R13.3). A scripted
+``graph``: the tool asks with its own ``interrupt()``. ``policy_graph``: the
+agent's approval policy asks before a plain tool runs (SPEC R13.3). A scripted
 model calls the tool once, then answers; the server supplies the checkpointer."""
 
 from langchain_core.messages import AIMessage

@@ -1,0 +1,1 @@
+"""The facades: the shared AgentFacade, the ReAct agent, what every run's result has."""

@@ -1,0 +1,1 @@
+"""The answer: synthesis prompts and streaming, grounding checks, answers built from observations."""

@@ -1,0 +1,1 @@
+"""What the nodes of one graph share: the Engine (model bindings, settings, prompts per turn), the sync/async bridge, the graph state, the history fold, fallback models, pinned messages, the kinds of model call."""

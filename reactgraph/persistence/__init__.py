@@ -1,0 +1,1 @@
+"""Checkpoints: opening savers, write batching, the Postgres saver, the durability protocol, follow-up queues."""

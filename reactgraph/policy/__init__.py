@@ -1,0 +1,1 @@
+"""The tool loop's safeguards: refusals, stalls, coverage, the facts read from a question."""

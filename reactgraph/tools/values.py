@@ -1,0 +1,723 @@
+"""Argument values: which parts of a text are values a tool takes, read from the tools' own
+schemas (SPEC R13.11).
+
+One notion serves every check that asks "which value does this question (or answer, or tool
+result) name?": the ranking of tools by the identifiers they take, the values listed first in
+the offered schemas, ``refuse_unasked_ids``, the ids the user or a tool wrote (``seen``),
+``covered``, ``require_tool_data`` and the grounding of answers.
+
+What an argument takes is read from its JSON schema (:class:`ArgumentValues`):
+
+* ``enum`` — its values, matched by words (letter case, accents and width folded, Latin
+  words by stem: "failed" names ``fail``); an enum of several words that differ only in
+  their last ones (``Line A``, ``Line B``) is matched by those last words after a word in
+  another script ("ライン B" names ``Line B``) — nothing else is translated, so a value the
+  question writes in another language ("高" for ``high``) is not matched and never replaced;
+* ``format`` — ``email``, ``uuid``, ``uri``/``url``, ``date`` and ``date-time`` (an argument
+  named ``email``, ``staff_email``… takes an e-mail address without saying so);
+* ``pattern`` — the schema's regular expression, searched as a whole token;
+* ``examples``/``example`` and the description's own examples ("like AB/123", "e.g.
+  2024-01-31", "for example 481516") — a value of the same shape (letters and digits in the
+  same places, the same separators) is a value of that argument;
+* ``type`` ``integer``/``number`` with examples — a whole number of the examples' digits.
+
+:meth:`ValueReader.find` returns every value of a text as one whole :class:`Found` (a SKU
+``AB/100`` is not ``100``; an e-mail address, a UUID, a quoted name are one value each) in
+normal form: a date in the text's own notation (``2026年3月5日``, ``5. März 2026``,
+``05/03/2026``) becomes ISO ``2026-03-05`` (a date without a year ``--03-05``), an enum value
+is spelled as the enum spells it.
+
+:func:`value_tokens` finds the values any text holds whatever the schemas (ids of letters and
+digits joined by ``-``, ``/``, ``#``, ``_`` or ``.``, e-mail addresses, UUIDs, dates in the
+notations above, numbers with every reading of their separators: ``1.234,5`` is ``1234.5``,
+``1,250`` is ``1250`` or ``1.25``): what grounding compares.
+
+The date and month words of :data:`DATE_MARKERS` and :data:`MONTH_NAMES` are notation, not
+prose: they read a date a question or an answer writes, in the scripts and languages listed.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+Kind = str
+"""What made a :class:`Found` a value: ``enum``, ``date``, ``email``, ``uuid``, ``uri``,
+``pattern``, ``example``, ``quoted`` (a quoted name), ``id`` or ``number`` (generic shapes)."""
+
+IDENTIFIER_KINDS = frozenset({"email", "uuid", "uri", "pattern", "example", "id"})
+"""Kinds whose values name one record (who, which ticket, which item): a call passing one that
+no one wrote is refused or marked (``AgentSettings.refuse_unasked_ids``)."""
+
+
+def fold(text: str) -> str:
+    """``text`` for comparing: Unicode-compatibility normalised (full-width letters and digits
+    become plain ones), case-folded, accents removed (``Müller`` -> ``muller``)."""
+    decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text).casefold())
+    return "".join(char for char in decomposed if not unicodedata.combining(char))
+
+
+# -- generic shapes ---------------------------------------------------------------------------
+
+_EMAIL = r"[A-Za-z0-9._%+\-]{1,64}@[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63}){0,8}\.[A-Za-z]{2,24}"
+_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+_URI = r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{0,15}://[^\s<>\"'`)\]]+"
+# letters and digits joined by separators, with a digit somewhere: PO-103, AB/100, PO#77, INV_2024-001
+_ID = r"[A-Za-z][A-Za-z0-9]{0,23}(?:[-/#_.][A-Za-z0-9]{1,24}){1,8}"
+_NUMBER = r"\d+(?:[.,]\d+)*"
+
+EMAIL = re.compile(rf"(?<![\w.%+\-]){_EMAIL}(?![\w\-])")
+"""An e-mail address."""
+UUID = re.compile(rf"(?<![0-9A-Za-z\-]){_UUID}(?![0-9A-Za-z\-])")
+"""A UUID in its 8-4-4-4-12 hex form."""
+URI = re.compile(_URI)
+"""An absolute URI (``https://…``)."""
+
+DATE_MARKERS: Mapping[str, tuple[str, str, str]] = {
+    "cjk": ("\u5e74", "\u6708", "\u65e5"),  # year, month, day in Chinese and Japanese writing
+    "hangul": ("\ub144", "\uc6d4", "\uc77c"),  # year, month, day in Hangul
+}
+"""The year, month and day markers of dates written ``2026年3月5日``, per script."""
+
+MONTH_NAMES: Mapping[str, int] = {
+    name: number
+    for number, names in enumerate([
+        "january jan januar janvier enero janeiro gennaio",
+        "february feb februar fevrier febrero fevereiro febbraio",
+        "march mar marz mars marzo marco",
+        "april apr avril abril aprile",
+        "may mai mayo maio maggio",
+        "june jun juni juin junio junho giugno",
+        "july jul juli juillet julio julho luglio",
+        "august aug august aout agosto",
+        "september sep sept septembre septiembre setembro settembre",
+        "october oct oktober octobre octubre outubro ottobre okt",
+        "november nov novembre noviembre novembro",
+        "december dec dezember decembre diciembre dezembro dicembre dez",
+    ], start=1)
+    for name in names.split()
+}
+"""Month names (accents folded, :func:`fold`) in English, German, French, Spanish, Portuguese
+and Italian, with their common abbreviations → month number."""
+
+_ISO_DATE = r"(\d{4})-(\d{2})-(\d{2})(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+\-]\d{2}:?\d{2})?)?"
+_MARKED = "|".join(
+    rf"(?:(\d{{4}})\s*{year}\s*)?(\d{{1,2}})\s*{month}\s*(\d{{1,2}})\s*{day}"
+    for year, month, day in DATE_MARKERS.values()
+)
+_MONTH_WORD = r"(?<![^\W\d_])([^\W\d_]{3,10})\.?"
+_DATE_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    ("iso", re.compile(rf"(?<![\d\-]){_ISO_DATE}(?![\d])")),
+    ("ymd", re.compile(r"(?<![\d.\-/])(\d{4})[/.](\d{1,2})[/.](\d{1,2})(?![\d])")),
+    ("marked", re.compile(_MARKED)),
+    ("dmy_word", re.compile(rf"(?<!\d)(\d{{1,2}})(?:\.|st|nd|rd|th|er|º)?\s+(?:de\s+)?{_MONTH_WORD}\s+(?:de\s+)?(\d{{4}})(?!\d)",
+                            re.IGNORECASE)),
+    ("mdy_word", re.compile(rf"{_MONTH_WORD}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})(?!\d)", re.IGNORECASE)),
+    ("numeric", re.compile(r"(?<![\d.\-/])(\d{1,2})([/.\-])(\d{1,2})\2(\d{4})(?![\d])")),
+]
+
+
+def _iso(year: int | None, month: int, day: int) -> str | None:
+    if not (1 <= month <= 12 and 1 <= day <= 31):
+        return None
+    return f"{year:04d}-{month:02d}-{day:02d}" if year else f"--{month:02d}-{day:02d}"
+
+
+def find_dates(text: str, *, day_first: bool = True) -> list[tuple[int, int, str]]:
+    """The dates ``text`` writes, in any notation of :data:`_DATE_PATTERNS`, as
+    ``(start, end, iso)``.
+
+    Args:
+        text: Any text.
+        day_first: How to read a numeric date whose day and month could be either
+            (``05/03/2026``): day first (the notation of most languages) by default; a part
+            over 12 decides by itself.
+
+    Returns:
+        Non-overlapping spans in text order: ISO dates (a time after one is part of it, the
+        date kept), ``2026/3/5``, ``2026年3月5日``/``3月5日`` (``--03-05`` without a year),
+        ``5. März 2026``, ``5 de marzo de 2026``, ``March 5, 2026``, ``05/03/2026``,
+        ``05.03.2026``.
+    """
+    spans: list[tuple[int, int, str]] = []
+    for kind, pattern in _DATE_PATTERNS:
+        for match in pattern.finditer(text):
+            if any(start < match.end() and match.start() < end for start, end, _ in spans):
+                continue
+            groups = match.groups()
+            iso: str | None = None
+            if kind in ("iso", "ymd"):
+                iso = _iso(int(groups[0]), int(groups[1]), int(groups[2]))
+            elif kind == "marked":
+                for index in range(0, len(groups), 3):
+                    if groups[index + 1]:
+                        year = groups[index]
+                        iso = _iso(int(year) if year else None, int(groups[index + 1]), int(groups[index + 2]))
+                        break
+            elif kind == "dmy_word":
+                month = MONTH_NAMES.get(fold(groups[1]))
+                iso = _iso(int(groups[2]), month, int(groups[0])) if month else None
+            elif kind == "mdy_word":
+                month = MONTH_NAMES.get(fold(groups[0]))
+                iso = _iso(int(groups[2]), month, int(groups[1])) if month else None
+            else:
+                first, second, year = int(groups[0]), int(groups[2]), int(groups[3])
+                if first > 12 or (day_first and second <= 12):
+                    iso = _iso(year, second, first)
+                else:
+                    iso = _iso(year, first, second)
+            if iso:
+                spans.append((match.start(), match.end(), iso))
+    return sorted(spans)
+
+
+def number_readings(text: str) -> list[str]:
+    """Every reading of a written number, in normal form (no thousands separators, no
+    trailing zeros, ``.`` as the decimal point), the likeliest first.
+
+    ``1,250.50`` -> ``["1250.5"]``; ``1.234,5`` -> ``["1234.5"]``; ``1,250`` ->
+    ``["1250", "1.25"]`` (a thousands separator in English, a decimal comma elsewhere);
+    ``1.250`` -> ``["1.25", "1250"]``; ``48,70`` -> ``["48.7"]``; ``007`` -> ``["7"]``.
+    """
+    commas, dots = text.count(","), text.count(".")
+    readings: list[str] = []
+    if commas and dots:  # the last separator is the decimal one
+        decimal = "," if text.rfind(",") > text.rfind(".") else "."
+        other = "." if decimal == "," else ","
+        readings.append(text.replace(other, "").replace(decimal, "."))
+    elif commas or dots:
+        separator = "," if commas else "."
+        parts = text.split(separator)
+        grouped = all(len(part) == 3 for part in parts[1:]) and 1 <= len(parts[0]) <= 3
+        as_thousands = "".join(parts)
+        as_decimal = "".join(parts[:-1]) + "." + parts[-1] if len(parts) == 2 else None
+        if grouped and (separator == "," or len(parts) > 2):
+            readings.append(as_thousands)
+            if as_decimal:
+                readings.append(as_decimal)
+        elif grouped:
+            readings.extend([value for value in (as_decimal, as_thousands) if value])
+        elif as_decimal:
+            readings.append(as_decimal)
+        else:
+            readings.append(as_thousands)
+    else:
+        readings.append(text)
+    return list(dict.fromkeys(normal_number(reading) for reading in readings))
+
+
+def normal_number(plain: str) -> str:
+    if "." in plain:
+        plain = plain.rstrip("0").rstrip(".")
+    plain = plain.lstrip("0") or "0"
+    return "0" + plain if plain.startswith(".") else plain
+
+
+@dataclass(frozen=True)
+class Token:
+    """One value :func:`value_tokens` found.
+
+    Attributes:
+        value: Its normal form: an id upper-cased, an e-mail address or UUID lower-cased, a
+            date in ISO form, a number's likeliest reading.
+        kind: ``date``, ``email``, ``uuid``, ``uri``, ``id`` or ``number``.
+        readings: Every normal form it may stand for (a number's other readings).
+        start: Where it starts in the text.
+        end: Where it ends.
+    """
+
+    value: str
+    kind: Kind
+    readings: tuple[str, ...]
+    start: int
+    end: int
+
+
+_GENERIC = re.compile(
+    rf"(?P<email>{EMAIL.pattern})|(?P<uuid>{UUID.pattern})|(?P<uri>{_URI})"
+    rf"|(?P<id>(?<![A-Za-z0-9_.]){_ID}(?![A-Za-z0-9_]))|(?P<number>(?<![A-Za-z0-9_.,]){_NUMBER})(?![0-9])"
+)
+
+
+def value_tokens(text: str) -> list[Token]:
+    """The values of ``text`` whatever the tools' schemas (module docstring): e-mail
+    addresses, UUIDs, URIs, dates (:func:`find_dates`), ids (letters and digits joined by a
+    separator, with at least one digit: ``PO-103``, ``AB/100``) and numbers
+    (:func:`number_readings`), each one whole value, in text order."""
+    dates = find_dates(text)
+    tokens = [Token(iso, "date", (iso,), start, end) for start, end, iso in dates]
+    for match in _GENERIC.finditer(text):
+        if any(start < match.end() and match.start() < end for start, end, _ in dates):
+            continue
+        kind = match.lastgroup or "number"
+        written = match.group(0)
+        if kind == "id":
+            if not any(char.isdigit() for char in written):
+                continue
+            written = written.rstrip(".")
+            value = written.upper()
+            readings: tuple[str, ...] = (value,)
+        elif kind == "number":
+            written = written.rstrip(".,")
+            readings = tuple(number_readings(written))
+            value = readings[0]
+        else:
+            value = written.lower() if kind in ("email", "uuid") else written
+            readings = (value,)
+        tokens.append(Token(value, kind, readings, match.start(), match.start() + len(written)))
+    return sorted(tokens, key=lambda token: token.start)
+
+
+def without_values(text: str, replacement: str = " ") -> str:
+    """``text`` with each of its values (:func:`value_tokens`: ids, e-mail addresses, dates,
+    numbers) replaced by ``replacement``: its words alone (ids and figures are no one's
+    language and no search word)."""
+    for token in reversed(value_tokens(text)):
+        text = text[: token.start] + replacement + text[token.end :]
+    return text
+
+
+# -- values by schema -------------------------------------------------------------------------
+
+
+def shape_of(value: str) -> str | None:
+    """The shape of an identifier: every letter ``a``, every digit ``9``, other characters
+    kept (``"AB/100"`` -> ``"aa/999"``); ``None`` for a value without a digit."""
+    if not any(char.isdigit() for char in value):
+        return None
+    return "".join("9" if char.isdigit() else "a" if char.isalpha() else char for char in value)
+
+
+def _shape_pattern(shape: str) -> str:
+    return "".join("[A-Za-z]" if char == "a" else r"\d" if char == "9" else re.escape(char) for char in shape)
+
+
+_EXAMPLE_LEAD = re.compile(
+    r"(?:\be\.\s?g\.|\beg\.|\bi\.\s?e\.|\bfor (?:example|instance)|\bsuch as|\blike|\bexamples?|\bformat|\bz\.\s?b\."
+    r"|\bp\.\s?ej\.|\bpar exemple|\bpor ejemplo|\bbeispielsweise|\bz\.B\.)\s*[:,]?\s*",
+    re.IGNORECASE,
+)
+_EXAMPLE_ITEM = re.compile(r"""["'`\u201c\u2018]([^"'`\u201d\u2019]{1,60})["'`\u201d\u2019]|([^\s,;()\[\]]+)""")
+
+
+def description_examples(description: str) -> list[str]:
+    """The example values a description gives ("a SKU like AB/123", "e.g. 2024-01-31",
+    "for example `481516`, `481517`"): the quoted text or the token after each example
+    phrase, and the ones listed after it with ``,`` or ``or``; only examples with a digit or
+    an ``@`` (a word example says nothing about a value's shape)."""
+    found: list[str] = []
+    for lead in _EXAMPLE_LEAD.finditer(description):
+        position = lead.end()
+        for _ in range(4):
+            item = _EXAMPLE_ITEM.match(description, position)
+            if item is None:
+                break
+            text = (item.group(1) or item.group(2) or "").rstrip(".:")
+            if not (any(char.isdigit() for char in text) or "@" in text):
+                break
+            found.append(text)
+            rest = re.match(r"\s*(?:,|\bor\b|/)\s*", description[item.end():])
+            if rest is None:
+                break
+            position = item.end() + rest.end()
+    return list(dict.fromkeys(found))
+
+
+def _compiled(pattern: Any) -> re.Pattern[str] | None:
+    """A schema ``pattern`` to search as a whole token, or ``None`` when Python cannot read
+    it or it matches plain words too (``^\\S+$``: it says nothing about a value)."""
+    if not isinstance(pattern, str) or not pattern:
+        return None
+    body = re.sub(r"^\^|(?<!\\)\$$", "", pattern.replace(r"\A", "").replace(r"\Z", "").replace(r"\z", ""))
+    try:
+        compiled = re.compile(rf"(?<![\w/@.\-])(?:{body})(?![\w/@\-])")
+    except re.error:
+        return None
+    if any(compiled.fullmatch(sample) for sample in ("", "hello", "Hello world", "a")):
+        return None
+    return compiled
+
+
+_LATIN_WORD = r"[0-9A-Za-z\u00c0-\u024f]+"
+_WORD = re.compile(rf"{_LATIN_WORD}|[^\W_0-9A-Za-z\u00c0-\u024f]+")
+
+
+def _words(text: str) -> list[tuple[str, int, int]]:
+    """The words of ``text`` with their spans: runs of Latin letters and digits, and runs of
+    letters of other scripts, apart ("Bの" is ``b`` and ``の``), folded (:func:`fold`)."""
+    return [(fold(match.group(0)), match.start(), match.end()) for match in _WORD.finditer(text)]
+
+
+def _latin(word: str) -> bool:
+    return all(char.isascii() for char in word)
+
+
+@dataclass(frozen=True)
+class Found:
+    """One value a text names.
+
+    Attributes:
+        text: The text as written (``2026年3月5日``, ``ab/100``).
+        value: Its normal form for the argument it fits (``2026-03-05``, ``AB/100``, the
+            enum's own spelling).
+        kind: What made it a value (:data:`Kind`).
+        start: Where it starts in the text.
+    """
+
+    text: str
+    value: str
+    kind: Kind
+    start: int
+
+    @property
+    def identifier(self) -> bool:
+        """Whether it names one record: an id-like enum value (with a digit), or an e-mail
+        address, UUID, URI, or a value of a pattern's or an example's shape."""
+        return self.kind in IDENTIFIER_KINDS or (self.kind == "enum" and shape_of(self.value) is not None)
+
+
+@dataclass(frozen=True)
+class ArgumentValues:
+    """What one argument of one tool takes, read from its schema (module docstring).
+
+    Attributes:
+        tool: The tool's name.
+        argument: The argument's name (a dotted path for a nested one).
+        kind: The JSON-schema type (``string``, ``integer``…), ``""`` when none.
+        format: The schema's ``format``, ``""`` when none.
+        enum: Its string enum values.
+        pattern: Its ``pattern``, compiled (:func:`_compiled`), or ``None``.
+        shapes: The :func:`shape_of` of its examples and of its id-like enum values.
+        default: Its string ``default``, ``None`` when none (a call passing it chose nothing).
+    """
+
+    tool: str
+    argument: str
+    kind: str = ""
+    format: str = ""
+    enum: tuple[str, ...] = ()
+    pattern: re.Pattern[str] | None = None
+    shapes: frozenset[str] = field(default_factory=frozenset)
+    default: str | None = None
+
+    @property
+    def identifier(self) -> bool:
+        """Whether its values name one record (an e-mail, a UUID, a pattern's or an
+        example's shape, an enum of ids) — what ``refuse_unasked_ids`` guards. A date
+        argument never does: a model rightly computes a day the question names in words."""
+        if self.format in ("date", "date-time"):  # a day is computed ("last week"), not looked up
+            return False
+        return (self.format in ("email", "uuid", "uri", "url") or self.pattern is not None or bool(self.shapes)
+                or any(shape_of(value) for value in self.enum))
+
+    @property
+    def free(self) -> bool:
+        """Whether it takes any text (a string without enum, format, pattern or example): a
+        quoted name is its value."""
+        return self.kind in ("string", "") and not (self.enum or self.format or self.pattern or self.shapes)
+
+    def fits(self, value: str) -> bool:
+        """Whether ``value`` (a normal form of :class:`Found`) is one this argument takes."""
+        if self.enum and value in self.enum:
+            return True
+        if self.format == "email":
+            return bool(EMAIL.fullmatch(value))
+        if self.format == "uuid":
+            return bool(UUID.fullmatch(value))
+        if self.format in ("uri", "url"):
+            return bool(URI.fullmatch(value))
+        if self.format in ("date", "date-time"):
+            return bool(re.fullmatch(r"\d{4}-\d{2}-\d{2}|--\d{2}-\d{2}", value))
+        if self.pattern is not None and self.pattern.fullmatch(value):
+            return True
+        return any(re.fullmatch(_shape_pattern(shape), value, re.IGNORECASE) for shape in self.shapes)
+
+
+def _leaves(schema: Any, path: str, defs: Mapping[str, Any]) -> Iterable[tuple[str, dict[str, Any]]]:
+    if not isinstance(schema, dict):
+        return
+    if "$ref" in schema and isinstance(schema["$ref"], str):
+        schema = {**defs.get(schema["$ref"].rsplit("/", 1)[-1], {}), **{k: v for k, v in schema.items() if k != "$ref"}}
+    properties = schema.get("properties")
+    if isinstance(properties, dict):
+        for name, item in properties.items():
+            yield from _leaves(item, f"{path}.{name}" if path else name, defs)
+        return
+    if isinstance(schema.get("items"), dict):
+        yield from _leaves({**schema["items"], "description": schema["items"].get("description")
+                            or schema.get("description")}, path, defs)
+        return
+    branches = [branch for key in ("anyOf", "oneOf", "allOf") for branch in schema.get(key) or ()
+                if isinstance(branch, dict) and branch.get("type") != "null"]
+    if branches:
+        merged: dict[str, Any] = {key: value for key, value in schema.items() if key not in ("anyOf", "oneOf", "allOf")}
+        for branch in branches:
+            for key, value in branch.items():
+                merged.setdefault(key, value)
+        yield from _leaves(merged, path, defs)
+        return
+    if path:
+        yield path, schema
+
+
+_EMAIL_NAME = re.compile(r"(?:^|_)e_?mail(?:_|$)|^mail$", re.IGNORECASE)
+
+MIN_EXAMPLE = 3
+"""Fewest characters of an example whose shape makes a value (``AB1``); a shorter one ("like
+5") is a count, not an id."""
+
+MIN_NUMBER_EXAMPLE = 4
+"""Fewest digits of a number argument's example whose shape makes a value (a ticket number
+``481516``, not a ``limit`` of ``10``)."""
+
+
+def argument_values(tool_name: str, schema: Mapping[str, Any]) -> list[ArgumentValues]:
+    """What each argument of a tool takes (:class:`ArgumentValues`).
+
+    Args:
+        tool_name: The tool's name.
+        schema: Its argument JSON schema (``{"type": "object", "properties": …}``).
+
+    Returns:
+        One :class:`ArgumentValues` per leaf argument (nested objects give dotted names,
+        arrays their items' schema), in schema order.
+    """
+    defs = {**(schema.get("$defs") or {}), **(schema.get("definitions") or {})}
+    out: list[ArgumentValues] = []
+    for path, leaf in _leaves(dict(schema), "", defs):
+        kind = leaf.get("type") if isinstance(leaf.get("type"), str) else ""
+        enum = tuple(value for value in leaf.get("enum") or () if isinstance(value, str))
+        examples = [str(value) for value in [*(leaf.get("examples") or []), leaf.get("example")]
+                    if isinstance(value, (str, int)) and not isinstance(value, bool)]
+        examples += description_examples(str(leaf.get("description") or ""))
+        fmt = str(leaf.get("format") or "")
+        if not fmt and kind in ("string", "") and _EMAIL_NAME.search(path.rsplit(".", 1)[-1]):
+            fmt = "email"  # an argument named for an e-mail address takes one
+        shapes: set[str] = set()
+        for example in examples:
+            if EMAIL.fullmatch(example):
+                fmt = fmt or "email"
+            elif UUID.fullmatch(example):
+                fmt = fmt or "uuid"
+            elif find_dates(example) and find_dates(example)[0][:2] == (0, len(example)):
+                fmt = fmt or "date"
+            elif (shape := shape_of(example)) is not None and len(shape) >= (
+                    MIN_NUMBER_EXAMPLE if kind in ("integer", "number") else MIN_EXAMPLE):
+                shapes.add(shape)
+        shapes.update(shape for value in enum if (shape := shape_of(value)) is not None)
+        default = leaf.get("default") if isinstance(leaf.get("default"), str) else None
+        out.append(ArgumentValues(tool_name, path, kind, fmt, enum, _compiled(leaf.get("pattern")), frozenset(shapes),
+                                  default))
+    return out
+
+
+_QUOTED = re.compile(
+    r"(?<![\w])(?:\"([^\"\n]{1,80})\"|\u201c([^\u201d\n]{1,80})\u201d|\u201e([^\u201c\u201d\n]{1,80})[\u201c\u201d]"
+    r"|\u00ab\s?([^\u00bb\n]{1,80}?)\s?\u00bb|\u300c([^\u300d\n]{1,80})\u300d|\u300e([^\u300f\n]{1,80})\u300f"
+    r"|\u2018([^\u2019\n]{1,80})\u2019)"
+)
+
+
+class ValueReader:
+    """Finds the values a text names for a set of tools (module docstring).
+
+    Args:
+        schemas: Tool name → argument JSON schema, in registration order.
+        stem: Reduces a lower-cased Latin word to its stem, so an enum value is named by
+            any form of its words ("failed" names ``fail``; the ranking passes
+            :func:`reactgraph.tools.ranking.stem`); ``None`` compares words as written (folded).
+
+    Example::
+
+        reader = ValueReader({"get_product": {"type": "object", "properties": {"sku": {
+            "type": "string", "description": "The SKU, like AB/123"}}}})
+        [found.value for found in reader.find("Is ab/100 in stock?")]   # ["AB/100"]
+    """
+
+    def __init__(self, schemas: Mapping[str, Mapping[str, Any]], stem: Callable[[str], str] | None = None) -> None:
+        self._stem = stem
+        self.arguments: dict[str, list[ArgumentValues]] = {name: argument_values(name, schema)
+                                                           for name, schema in schemas.items()}
+        every = [argument for arguments in self.arguments.values() for argument in arguments]
+        self._enums = list(dict.fromkeys(value for argument in every for value in argument.enum))
+        self._enum_words = {value: [self._stemmed(word) for word, _, _ in _words(value)] for value in self._enums}
+        self._enum_groups = [argument.enum for argument in every if len(argument.enum) >= 2]
+        self._shapes = {shape: [argument for argument in every if shape in argument.shapes]
+                        for argument in every for shape in argument.shapes}
+        self._patterns = [argument for argument in every if argument.pattern is not None]
+        self._formats = {argument.format for argument in every}
+        self._free = any(argument.free for argument in every)
+        self._identifier_arguments = [argument for argument in every if argument.identifier]
+        self._cache: dict[str, list[Found]] = {}
+
+    def find(self, text: str) -> list[Found]:
+        """Every value of ``text`` that some tool takes, each one whole :class:`Found` (the
+        longest reading wins where two overlap), in text order; cached per text."""
+        if text in self._cache:
+            return self._cache[text]
+        candidates: list[Found] = [*self._enum_values(text)]
+        if self._formats & {"date", "date-time"}:
+            candidates += [Found(text[start:end], iso, "date", start) for start, end, iso in find_dates(text)]
+        if "email" in self._formats:
+            candidates += [Found(m.group(0), m.group(0), "email", m.start()) for m in EMAIL.finditer(text)]
+        if "uuid" in self._formats:
+            candidates += [Found(m.group(0), m.group(0).lower(), "uuid", m.start()) for m in UUID.finditer(text)]
+        if self._formats & {"uri", "url"}:
+            candidates += [Found(m.group(0), m.group(0).rstrip(".,;"), "uri", m.start()) for m in URI.finditer(text)]
+        for argument in self._patterns:
+            assert argument.pattern is not None
+            candidates += [Found(m.group(0), m.group(0), "pattern", m.start()) for m in argument.pattern.finditer(text)
+                           if m.group(0)]
+        for shape, arguments in self._shapes.items():
+            spelled = [value for argument in arguments for value in argument.enum if shape_of(value) == shape]
+            upper = bool(spelled) and all(value == value.upper() for value in spelled)
+            lower = bool(spelled) and all(value == value.lower() for value in spelled)
+            kind = "enum" if spelled else "example"
+            for m in re.finditer(rf"(?<![A-Za-z0-9]){_shape_pattern(shape)}(?![A-Za-z0-9])", text, re.IGNORECASE):
+                written = m.group(0)
+                value = written.upper() if upper or not spelled else written.lower() if lower else written
+                candidates.append(Found(written, value, kind if value in spelled else "example" if not spelled else "id",
+                                        m.start()))
+        if self._free:
+            for m in _QUOTED.finditer(text):
+                inner = next(group for group in m.groups() if group is not None).strip()
+                if inner:
+                    candidates.append(Found(m.group(0), inner, "quoted", m.start()))
+        chosen: list[Found] = []
+        taken: list[tuple[int, int, str]] = []
+        for found in sorted(candidates, key=lambda item: (-len(item.text), item.start)):
+            end = found.start + len(found.text)
+            if any(start < end and found.start < stop and not (kind == found.kind == "enum")
+                   for start, stop, kind in taken):
+                continue
+            if any(item.value == found.value for item in chosen):
+                continue
+            chosen.append(found)
+            taken.append((found.start, end, found.kind))
+        result = sorted(chosen, key=lambda item: item.start)
+        if len(self._cache) > 4096:
+            self._cache.clear()
+        self._cache[text] = result
+        return result
+
+    def _enum_values(self, text: str) -> list[Found]:
+        words = _words(text)
+        stems = [self._stemmed(word) for word, _, _ in words]
+        found: list[Found] = []
+        for value, needle in self._enum_words.items():
+            if not needle:
+                continue
+            for index in range(len(stems) - len(needle) + 1):
+                if stems[index : index + len(needle)] == needle:
+                    start, end = words[index][1], words[index + len(needle) - 1][2]
+                    found.append(Found(text[start:end], value, "enum", start))
+                    break
+        # An enum whose values share their first words ("Line A", "Line B") is matched by its
+        # last words after a word in another script ("ライン B"): a transliterated shared part.
+        for group in self._enum_groups:
+            split = [self._enum_words[value] for value in group]
+            shared = 0
+            while all(len(words_) > shared + 1 for words_ in split) and len({tuple(w[: shared + 1]) for w in split}) == 1:
+                shared += 1
+            if not shared:
+                continue
+            tails = [tuple(words_[shared:]) for words_ in split]
+            for value, tail in zip(group, tails, strict=True):
+                if tails.count(tail) != 1:
+                    continue
+                for index in range(1, len(stems) - len(tail) + 1):
+                    if tuple(stems[index : index + len(tail)]) == tail and not _latin(words[index - 1][0]) \
+                            and words[index][1] - words[index - 1][2] <= 1:
+                        start, end = words[index - 1][1], words[index + len(tail) - 1][2]
+                        found.append(Found(text[start:end], value, "enum", start))
+                        break
+        return found
+
+    def _stemmed(self, word: str) -> str:
+        return self._stem(word) if self._stem is not None and word.isascii() and word.isalpha() else word
+
+    def named(self, text: str) -> list[str]:
+        """The normal forms of :meth:`find`, in text order."""
+        return [found.value for found in self.find(text)]
+
+    def takes(self, tool_name: str, value: str) -> bool:
+        """Whether some argument of ``tool_name`` takes ``value``."""
+        return any(argument.fits(value) for argument in self.arguments.get(tool_name, ()))
+
+    def identifier_arguments(self, tool_name: str) -> list[ArgumentValues]:
+        """The arguments of ``tool_name`` whose values name one record
+        (:attr:`ArgumentValues.identifier`)."""
+        return [argument for argument in self.arguments.get(tool_name, ()) if argument.identifier]
+
+    def written(self, text: str) -> set[str]:
+        """Every normal form ``text`` writes a value in — :meth:`find`'s values and the
+        generic tokens' readings (:func:`value_tokens`), folded (:func:`fold`) — for
+        telling whether someone wrote a value a call passes (:func:`written_in`)."""
+        out = {fold(found.value) for found in self.find(text)}
+        out.update(fold(reading) for token in value_tokens(text) for reading in token.readings)
+        return out
+
+
+def argument_leaves(args: Any, path: str = "") -> Iterable[tuple[str, Any]]:
+    """The leaf values of a call's arguments with their dotted paths (list items under
+    their list's path), as :func:`argument_values` names the arguments."""
+    if isinstance(args, dict):
+        for name, value in args.items():
+            yield from argument_leaves(value, f"{path}.{name}" if path else str(name))
+    elif isinstance(args, (list, tuple)):
+        for item in args:
+            yield from argument_leaves(item, path)
+    else:
+        yield path, args
+
+
+def written_in(value: Any, written: set[str], text: str = "") -> bool:
+    """Whether a call's argument ``value`` was written: its folded form, or any of its
+    readings (a date as ISO, a number), is among ``written`` (:meth:`ValueReader.written`),
+    or it is a substring of ``text`` (folded)."""
+    candidate = fold(str(value)).strip()
+    if not candidate:
+        return True
+    if candidate in written or (text and candidate in fold(text)):
+        return True
+    return any(fold(reading) in written for token in value_tokens(str(value)) for reading in token.readings
+               if token.end - token.start == len(str(value).strip()))
+
+
+_SCHEMA_WORDS = frozenset({"type", "properties", "required", "additionalProperties", "$schema", "items", "enum",
+                           "anyOf", "oneOf", "title", "description", "format", "pattern", "default", "examples"})
+_SCHEMA_TYPES = frozenset({"object", "string", "integer", "number", "boolean", "array"})
+
+
+def _schema_like(node: Any) -> bool:
+    """A JSON schema node: a ``type`` beside ``properties``/``required``/``enum``/``items``/
+    ``anyOf``, or a schema type name with nothing but schema keywords beside it."""
+    if not isinstance(node, dict) or "type" not in node:
+        return False
+    if set(node) & {"properties", "required", "enum", "items", "anyOf"}:
+        return True
+    return node.get("type") in _SCHEMA_TYPES and set(node) <= _SCHEMA_WORDS
+
+
+def echoes_schema(args: Any, schema: Mapping[str, Any]) -> bool:
+    """Whether a call's arguments repeat a JSON schema instead of giving values
+    (``{"type": "object", "properties": {…}}`` as the arguments, or as the value of an
+    argument that does not take an object): a small model copying what it was shown.
+
+    Args:
+        args: The call's arguments.
+        schema: The tool's argument schema.
+
+    Returns:
+        True when the arguments, or one of their values, is a schema.
+    """
+    if not isinstance(args, dict):
+        return False
+    properties = schema.get("properties") or {}
+    if set(args) - set(properties) and _schema_like(args):
+        return True
+    return any(_schema_like(value) for name, value in args.items()
+               if not (isinstance(properties.get(name), dict) and properties[name].get("type") == "object"))
