@@ -29,7 +29,7 @@ from reactgraph import AgentSettings, DAGAgent, open_persistence
 from reactgraph.dag.analyze import ANALYZER_SYSTEM
 from reactgraph.testing import ScriptedChatModel
 from tests import crash_run
-from tests.unit.test_dag import kind, plan, step, verdict
+from tests.unit.dag.test_dag import kind, plan, step, verdict
 
 GOAL = "Check CNC-001, CNC-002 and CNC-003, then compare them."
 SYNTHESIS = "CNC-001, CNC-002 and CNC-003 are normal."

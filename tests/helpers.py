@@ -6,6 +6,8 @@ where no event exists."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import asyncio
 import inspect
 import json
@@ -212,3 +214,10 @@ async def wait_until(condition: Any, what: str, timeout: float = 10.0, every: fl
         if time.monotonic() > deadline:
             raise AssertionError(f"{what}: not within {timeout} s")
         await asyncio.sleep(every)
+
+
+REPO = Path(__file__).resolve().parents[1]
+"""The repository's root: test files reach the package, docs and benches through it,
+whichever folder of ``tests/`` they sit in."""
+UNIT_DATA = REPO / "tests" / "unit" / "data"
+"""The unit tests' stored data (graph shapes, SSE golden files)."""

@@ -3,7 +3,7 @@ plain words, while the codes themselves (``finish_reason``, the safeguard policy
 tool-call protocol) stay in the API, the events and the page's details view.
 
 The web page carries the same table (``FINISH_WORDS`` in ``reactgraph/server/static/app.js``);
-``tests/unit/test_wording.py`` checks that both name every finish reason of
+``tests/unit/answer/test_wording.py`` checks that both name every finish reason of
 :data:`reactgraph.agents.outcome.FinishReason`.
 """
 

@@ -19,7 +19,7 @@ from tests.helpers import GatedScan
 from tests.integration.test_browser import artifact_path, ask, browser_page
 from tests.server_cases import NATIVE, get_status
 from tests.serving import running_server
-from tests.unit.test_dag import general_model, kind, plan, step, step_reply, verdict
+from tests.unit.dag.test_dag import general_model, kind, plan, step, step_reply, verdict
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 

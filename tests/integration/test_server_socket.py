@@ -1,7 +1,7 @@
 """The HTTP server over a real uvicorn server on a loopback socket (SPEC §8, §7, R3.2): the
 full event sequence with a follow-up injected over HTTP mid-run, one run per thread, and
 client disconnects cancelling the run. The rest of the server is tested in
-``tests/unit/test_server.py`` through the ASGI transport."""
+``tests/unit/server/test_server.py`` through the ASGI transport."""
 
 from __future__ import annotations
 

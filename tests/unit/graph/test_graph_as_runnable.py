@@ -12,7 +12,6 @@ import subprocess
 import sys
 import threading
 import warnings
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,7 +32,7 @@ from reactgraph.engine.bindings import (
     RUN_NAME_SYNTHESIS,
 )
 from reactgraph.testing import ScriptedChatModel, tool_call
-from tests.helpers import NATIVE, SMALL, log_calls, read_log
+from tests.helpers import NATIVE, REPO, SMALL, log_calls, read_log
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -340,7 +339,7 @@ def test_langsmith_tracing_by_environment_variables_alone():
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeLangSmith)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    repo = str(Path(__file__).resolve().parents[2])
+    repo = str(REPO)
     env = {**os.environ, "LANGSMITH_TRACING": "true", "LANGSMITH_API_KEY": "lsv2_test_key",
            "LANGSMITH_ENDPOINT": f"http://127.0.0.1:{server.server_port}", "NO_PROXY": "127.0.0.1",
            "PYTHONPATH": os.pathsep.join(filter(None, [repo, os.environ.get("PYTHONPATH")]))}

@@ -491,7 +491,7 @@ def build(case: Case) -> tuple[ReActAgent, ScriptedChatModel]:
         retry_initial_delay=0.001,
         retry_max_delay=0.005,
         # These properties are about the loop: a window no script can fill keeps context
-        # compaction (its own model calls) out of them; tests/unit/test_context*.py cover it.
+        # compaction (its own model calls) out of them; tests/unit/window/test_context*.py cover it.
         context_window=1_000_000,
     )
     if case.mode == "native":

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from pathlib import Path
 
 import pytest
 
 from reactgraph.demo.factory import build_factory_hub
+from tests.helpers import REPO
 
-_PATH = Path(__file__).resolve().parents[2] / "bench" / "answer_quality.py"
+_PATH = REPO / "bench" / "answer_quality.py"
 _SPEC = importlib.util.spec_from_file_location("bench_answer_quality", _PATH)
 aq = importlib.util.module_from_spec(_SPEC)
 sys.modules[_SPEC.name] = aq

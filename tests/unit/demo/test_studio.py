@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 
 import pytest
 
@@ -13,8 +12,9 @@ from reactgraph import ModelAbilities, create_react_graph
 from reactgraph.demo import studio as studio_module
 from reactgraph.demo.factory import DEMO_SYSTEM_PROMPT
 from reactgraph.demo.studio import STUDIO_MAX_ITERATIONS, StudioContext, context_from_config, studio_graph
+from tests.helpers import REPO
 
-STUDIO_DIR = Path(__file__).resolve().parents[2] / "studio"
+STUDIO_DIR = REPO / "studio"
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from langchain_core.tools import StructuredTool
 from reactgraph import AgentSettings, DAGAgent, ModelAbilities, ModelRegistry, create_dag_graph
 from reactgraph.dag.synthesize import dag_observation_answer
 from reactgraph.testing import ScriptedChatModel
-from tests.unit.test_dag import kind, plan, step, verdict
+from tests.unit.dag.test_dag import kind, plan, step, verdict
 
 ORDER = "Order: ORD-7\nState: shipped\nCarrier: Northwind"
 INVENTED = "ORD-7 was shipped by Northwind; ORD-99 is late too."

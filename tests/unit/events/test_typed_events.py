@@ -5,7 +5,6 @@ wire bytes themselves are held by test_sse_golden.py."""
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import pytest
 from langchain_core.messages import AIMessage
@@ -15,8 +14,9 @@ from reactgraph import ModelAbilities, ReActAgent
 from reactgraph import events as ev
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.serving import parse_sse
+from tests.helpers import UNIT_DATA
 
-DATA = Path(__file__).parent / "data"
+DATA = UNIT_DATA
 RECORDED = ["scripted_run.sse", "scripted_json_run.sse", "scripted_newer_kinds.sse", "scripted_dag_run.sse",
             "scripted_fallback_run.sse"]
 

@@ -494,7 +494,7 @@ async def test_the_command_line_prints_the_switch_and_the_serving_model():
 
 
 def test_ag_ui_clients_get_the_switch_as_a_custom_event():
-    from tests.unit.test_agui import mapped
+    from tests.unit.server.test_agui import mapped
 
     from reactgraph.events import ModelSwitched
 

@@ -1,7 +1,7 @@
 """DAG mode served (SPEC §9, §8): ``POST /threads/{id}/runs`` with ``mode: "dag"``,
 the server's default mode, a thread that keeps the mode of its first run, ``/healthz``'s
 modes and AG-UI's ``forwardedProps.mode``, through httpx's ASGI transport. The models are
-scripted (the planner, steps and analyzer replies of tests/unit/test_dag.py)."""
+scripted (the planner, steps and analyzer replies of tests/unit/dag/test_dag.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from reactgraph.testing import ScriptedChatModel
 from tests.helpers import GatedScan
 from tests.serving import parse_sse
 from tests.server_cases import NATIVE, asgi_client, get_status
-from tests.unit.test_dag import SETTINGS, general_model, kind, plan, step, step_reply, verdict
+from tests.unit.dag.test_dag import SETTINGS, general_model, kind, plan, step, step_reply, verdict
 
 GOAL = "Compare CNC-001 and CNC-003"
 

@@ -14,7 +14,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from reactgraph import AgentSettings, Decision, ReActAgent
 from reactgraph.events import ToolDone
 from reactgraph.testing import ScriptedChatModel
-from tests.unit.test_approval import Plant, action, calls, final
+from tests.unit.tools.test_approval import Plant, action, calls, final
 from tests.helpers import JSON_MODE, NATIVE_TOOLS_ONLY
 
 ORIGINAL = {"line": "Line A", "minutes": 90}

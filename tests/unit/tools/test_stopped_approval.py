@@ -27,7 +27,7 @@ from reactgraph.events import DagStepToolStarted, ToolStarted
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.helpers import NATIVE_TOOLS_ONLY
 
-from .test_dag import general_model, kind, plan, step, step_reply, verdict
+from tests.unit.dag.test_dag import general_model, kind, plan, step, step_reply, verdict
 
 SETTINGS = AgentSettings(max_iterations=4, tool_timeout=60, retry_initial_delay=0.01, retry_max_delay=0.02)
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import ast
 import asyncio
 import json
-from pathlib import Path
 
 import pytest
 from langchain_core.messages import AIMessage
@@ -25,12 +24,12 @@ from reactgraph.agents.outcome import FINISH_REASONS, answer_shown, cancelled, f
 from reactgraph.agents.result import Step
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.testing import ScriptedChatModel, tool_call
-from tests.helpers import NATIVE_TOOLS_ONLY
+from tests.helpers import NATIVE_TOOLS_ONLY, REPO
 from tests.server_cases import asgi_client
 from tests.serving import parse_sse
-from tests.unit.test_synthesis_auto import lookup_train
+from tests.unit.answer.test_synthesis_auto import lookup_train
 
-PACKAGE = Path(__file__).resolve().parents[2] / "reactgraph"
+PACKAGE = REPO / "reactgraph"
 FINISH_NAMES = {"finish_reason", "finish", "failure_reason"}
 """Names a finish reason is written to or read from in the engine's code."""
 

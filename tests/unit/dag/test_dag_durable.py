@@ -25,7 +25,7 @@ from reactgraph.dag.graph import is_dag_thread
 from reactgraph.core.errors import NothingToResumeError
 from reactgraph.testing import ScriptedChatModel
 
-from .test_dag import general_model, kind, plan, step, step_reply, verdict
+from tests.unit.dag.test_dag import general_model, kind, plan, step, step_reply, verdict
 
 SETTINGS = AgentSettings(max_iterations=6, tool_timeout=30, retry_initial_delay=0.01, retry_max_delay=0.02)
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from pathlib import Path
+from tests.helpers import REPO
 
-_BENCH = Path(__file__).resolve().parents[2] / "bench"
+_BENCH = REPO / "bench"
 
 
 def _load(name: str):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 
 import httpx
 import pytest
@@ -20,9 +19,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from reactgraph import AgentSettings, Artifact, ModelAbilities, ReActAgent
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.testing import ScriptedChatModel, tool_call
-from tests.helpers import NATIVE, HookedModel
+from tests.helpers import NATIVE, UNIT_DATA, HookedModel
 
-DATA = Path(__file__).parent / "data"
+DATA = UNIT_DATA
 SMALL = ModelAbilities(tool_call=True, json_mode=True, context_window=9_000, max_output_tokens=1_000)
 CLOCK = re.compile(rb'"(elapsed|iter_elapsed)": [0-9.e-]+')
 RANDOM_ID = re.compile(rb'"call_[0-9a-f]{24}"')

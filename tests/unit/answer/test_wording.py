@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 from langchain_core.tools import tool
@@ -15,8 +14,9 @@ from reactgraph.demo.agent import approval_rules, approve_names
 from reactgraph.events import Done
 from reactgraph.agents.outcome import FINISH_REASONS
 from reactgraph.agents.wording import ANSWER_SOURCE_WORDS, FINISH_WORDS, finish_words, policy_words, protocol_words, verdict_words
+from tests.helpers import REPO
 
-APP_JS = Path(__file__).resolve().parents[2] / "reactgraph" / "server" / "static" / "app.js"
+APP_JS = REPO / "reactgraph" / "server" / "static" / "app.js"
 
 
 def page_table(name: str) -> dict[str, str]:

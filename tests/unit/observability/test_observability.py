@@ -36,7 +36,7 @@ from reactgraph.observability.observer import TRACE_METADATA
 from reactgraph.observability.metrics import exposition
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.helpers import NATIVE_TOOLS_ONLY, HookedModel, log_calls, read_log
-from tests.unit.test_dag import general_model, plan, step, verdict
+from tests.unit.dag.test_dag import general_model, plan, step, verdict
 
 USAGE = {"input_tokens": 10, "output_tokens": 3, "total_tokens": 13}
 CONTENT_KEYS = {"gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.call.arguments",
@@ -431,7 +431,7 @@ async def test_each_model_a_fallback_chain_tries_is_its_own_chat_span(spans):
     """A synthesis whose first model fails before its first token and whose fallback
     answers: two ``chat`` spans of the synthesis phase, the failed one an error (
 's fallback chains)."""
-    from tests.unit.test_fallbacks import Unavailable
+    from tests.unit.engine.test_fallbacks import Unavailable
 
     before = metric_samples()
     primary = ScriptedChatModel(responses=["CNC-001 is normal."], synthesis=Unavailable(503))
@@ -482,7 +482,7 @@ async def test_observe_on_a_graph_run_directly_keeps_the_users_callbacks_on_ever
 async def test_a_run_whose_checkpointer_fails_ends_its_span_and_metrics_with_storage_error(spans):
     """The span and the metrics say why the run ended as its result does: a saver that
     fails is ``storage_error``, not the agent's ``model_error``."""
-    from tests.unit.test_checkpoint import FailingSaver
+    from tests.unit.persistence.test_checkpoint import FailingSaver
 
     before = metric_samples()
     model = ScriptedChatModel(responses=[status_calls("CNC-001"), "CNC-001 is normal."], repeat_last=True)

@@ -1,0 +1,1 @@
+"""Unit tests of the answer: synthesis, grounding checks, answers built from observations."""

@@ -1,0 +1,1 @@
+"""Unit tests of the exceptions, usage and limits, settings, bounds, redaction."""

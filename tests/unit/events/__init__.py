@@ -1,0 +1,1 @@
+"""Unit tests of typed events and their SSE wire format."""

@@ -1,0 +1,1 @@
+"""Unit tests of the compiled graph as a Runnable, its supersteps."""

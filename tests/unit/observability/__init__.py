@@ -1,0 +1,1 @@
+"""Unit tests of spans, metrics and run log lines."""

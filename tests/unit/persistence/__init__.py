@@ -1,0 +1,1 @@
+"""Unit tests of checkpoints and follow-up queues."""

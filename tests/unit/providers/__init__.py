@@ -1,0 +1,1 @@
+"""Unit tests of provider profiles and conformance against fake providers."""

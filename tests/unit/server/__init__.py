@@ -1,0 +1,1 @@
+"""Unit tests of the HTTP server and AG-UI."""

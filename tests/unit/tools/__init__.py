@@ -1,0 +1,1 @@
+"""Unit tests of running tools: approval, hooks and usage limits, MCP connectors."""
