@@ -118,7 +118,8 @@ def check(response: httpx.Response) -> None:
 
 OPERATIONS = [("/threads/{thread_id}/runs", "post"), ("/threads/{thread_id}/inject", "post"),
               ("/threads/{thread_id}/resume", "post"), ("/threads/{thread_id}/approvals", "post"),
-              ("/threads/{thread_id}/cancel", "post"), ("/threads/{thread_id}", "get")]
+              ("/threads/{thread_id}/cancel", "post"), ("/threads/{thread_id}", "get"),
+              ("/threads/{thread_id}", "delete")]
 
 
 def test_the_schema_has_exactly_the_operations_exercised_here(server):

@@ -35,7 +35,7 @@ async def test_the_embedded_model_answers_when_the_hosted_model_is_down(tmp_path
                 footer = page.locator(".answer .footer")
                 await footer.wait_for(timeout=600_000)
                 await page.screenshot(path=str(artifact_path("browser-fallback.png")), full_page=True)
-                assert f"model {LOCAL_MODEL_NAME}" in await footer.inner_text()
+                assert f"answered by {LOCAL_MODEL_NAME}" in await footer.inner_text()
                 switch = await page.locator(".model-switch").first.inner_text()
                 assert switch == f"gpt-4o-mini failed (transient): loop goes on with {LOCAL_MODEL_NAME}"
                 answer = (await page.locator(".answer .answer-body").inner_text()).strip()
