@@ -281,16 +281,16 @@ def decided_verdict(question: str, steps: Iterable[dict[str, Any]]) -> tuple[str
     The rules, in order (the *subject* is the ids the question names; its lines are those of
     a call made for it, or lines naming it; with no id, every line):
 
-    1. *Comparison* ("above"/"below" words: "over", "hotter than", "넘었어"): a figure and a
+    1. *Comparison* ("above"/"below" words: "over", "hotter than", "über"): a figure and a
        limit the tools returned for the same quantity (same unit; a limit is the figure after
        a ``limit`` word) decide it; else a subject line saying its limit is passed
        ("EXCEEDED") says yes; else a list of other things whose limits are passed, without
        the subject, says no.
-    2. *Presence* ("any", "있어", "hay"): a subject ``key: value`` whose key shares a word
+    2. *Presence* ("any", "hay", "gibt es"): a subject ``key: value`` whose key shares a word
        with the question and whose value says none ("Active alarms: none") says no, another
        value yes; a result that holds nothing ("0 open orders", "No ...") says no; a line
        holding a state the question asks or two of its words in a row ("out of stock") says yes.
-    3. *State* ("Is P-2 stopped?", "가동 중이야?"): a subject cell stating a state of the same
+    3. *State* ("Is P-2 stopped?", "¿Está detenida P-2?"): a subject cell stating a state of the same
        meaning says yes, a ``key: value`` cell stating another state says no; a subject line
        listed under a first line naming the asked state says yes; a list of other things in
        the asked state, without the subject, says no.
