@@ -126,7 +126,8 @@ def affirmed(question: str, facts: Sequence[str]) -> bool:
 
 _IDENTIFIER = re.compile(r"(?<![A-Za-z0-9-])[A-Za-z]{1,6}-\d+(?:-\d+)*(?![A-Za-z0-9-])")
 _UNSPACED_WORD = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7a3]")
-_FIGURE = re.compile(r"(?<![\w.\-:])[-+]?(\d+(?:\.\d+)?)\s?(%|°\s?[CF]|[A-Za-zµ]+(?:/[A-Za-z]+)?)(?![\w])")
+_UNIT = r"%|°\s?[CF]|[A-Za-zµ]+\d?(?:/[A-Za-z]+\d?)?"
+_FIGURE = re.compile(rf"(?<![\w.\-:])[-+]?(\d+(?:\.\d+)?)\s?({_UNIT})(?![\w])")
 _LETTERS = re.compile(r"[^\W\d_]{3,}")
 
 
@@ -182,8 +183,10 @@ class _Observation:
         self.lines = [line.strip() for line in text.splitlines() if line.strip() and len(line.strip()) <= LEAD_LINE_CHARS]
         called_for = _compact(str(step.get("tool_args") or ""))
         self.about = not subjects or any(subject in called_for for subject in subjects)
-        self.subject_lines = self.lines if self.about else [
-            line for line in self.lines if any(subject in _compact(line) for subject in subjects)]
+        naming = [line for line in self.lines if any(subject in _compact(line) for subject in subjects)]
+        # a call made for the subject: its lines, but not those about another thing it was made for
+        self.subject_lines = [line for line in self.lines if line in naming or not _IDENTIFIER.search(line)] \
+            if self.about and naming else self.lines if self.about else naming
         self.says_none = self.empty or bool(self.lines) and _none_first(self.lines[0])
 
 
@@ -205,24 +208,61 @@ def _limit_position(line: str) -> int | None:
     return min(positions) if positions else None
 
 
+def _same_word(one: str, other: str) -> bool:
+    """Whether two words name the same quantity: one starts the other ("vib", "vibration";
+    "temp", "temperature") or they share their first five letters ("vibrating", "vibration")."""
+    shorter, longer = sorted((one.lower(), other.lower()), key=len)
+    return len(shorter) >= 3 and (longer.startswith(shorter) or len(shorter) >= 5 and longer[:5] == shorter[:5])
+
+
+_LIMIT_NUMBER = re.compile(rf"\s*:?\s*[-+]?(\d+(?:\.\d+)?)\s?({_UNIT})?")
+
+
+_NAMED_FIGURE = rf"(?:[^\W\d_]+:?\s+)?[-+]?\d+(?:\.\d+)?\s?(?:{_UNIT})"
+_LIMIT_LIST = re.compile(rf"\s*:?\s*{_NAMED_FIGURE}(?:\s*,\s*{_NAMED_FIGURE})*")
+
+
+def _inline_pairs(line: str) -> list[tuple[float, float, str]]:
+    """The figures of ``line`` each followed by its limit: ``(figure, limit, quantity word)``
+    for "vibration 1.2 mm/s vs limit 0.5 mm/s" and "temp 48.7°C (limit 60.0)": the number right
+    after a ``limit`` word is the limit (in the figure's unit when it names none), the last
+    figure with a unit before that word is what it limits."""
+    lowered = line.lower()
+    found = sorted({(match.start(), match.end()) for words in VERDICT_WORDS["limit"].values() for word in words
+                    for match in re.finditer(rf"(?<![\w-]){re.escape(word)}(?![\w-])", lowered)})
+    pairs = []
+    taken = 0  # where the last pair ended: a figure limits only once
+    for start, end in found:
+        number = _LIMIT_NUMBER.match(line, end)
+        before = [figure for figure in _figures(line[:start]) if figure[3] >= taken]
+        if not number or not before:
+            continue
+        figure, unit, quantity, _ = before[-1]
+        limit_unit = re.sub(r"\s", "", number.group(2) or "").lower()
+        if limit_unit and limit_unit != unit:
+            continue
+        pairs.append((figure, float(number.group(1)), quantity))
+        taken = number.end()
+    return pairs
+
+
 def _compared(question: str, direction: str, lines: Sequence[str]) -> tuple[str, list[str]] | None:
     """The verdict of a comparison question from a figure and the limit a tool returned for
     the same quantity (same unit): ``(verdict, [figure line, limit line])``, or ``None``."""
-    asked = set(tokenize(question, detect_language(question)))
+    asked = re.findall(r"[^\W\d_]{3,}", question.lower())
     pairs: list[tuple[float, float, str, list[str]]] = []  # figure, limit, quantity, lines
     figures_by_line = [(line, _figures(line)) for line in lines if _limit_position(line) is None]
     for line in lines:
         start = _limit_position(line)
         if start is None:
             continue
-        figures = _figures(line)
-        limits = [figure for figure in figures if figure[3] >= start]
-        values = [figure for figure in figures if figure[3] < start]
+        inline = _inline_pairs(line)
+        if inline:
+            pairs.extend((figure, limit, quantity, [line]) for figure, limit, quantity in inline)
+            continue
+        listed = _LIMIT_LIST.match(line, start)  # "limits: vibration 0.5 mm/s, temperature 60.0°C"
+        limits = [figure for figure in _figures(line) if listed and start <= figure[3] < listed.end()]
         for number, unit, quantity, _ in limits:
-            same_line = [value for value in values if value[1] == unit]
-            if same_line:
-                pairs.append((same_line[-1][0], number, same_line[-1][2], [line]))
-                continue
             same_unit = [(other, value) for other, found in figures_by_line for value in found if value[1] == unit]
             alone = sum(1 for limit in limits if limit[1] == unit) == 1  # the line's one limit in this unit
             elsewhere = [(other, value) for other, value in same_unit if value[2] == quantity] or (
@@ -232,7 +272,7 @@ def _compared(question: str, direction: str, lines: Sequence[str]) -> tuple[str,
                 pairs.append((value[0], number, quantity, [other, line]))
     if not pairs:
         return None
-    named = [pair for pair in pairs if pair[2] and set(tokenize(pair[2])) & asked]
+    named = [pair for pair in pairs if pair[2] and any(_same_word(pair[2], word) for word in asked)]
     chosen = named or pairs
     verdicts = {("yes" if (figure > limit if direction == "above" else figure < limit) else "no")
                 for figure, limit, _, _ in chosen}

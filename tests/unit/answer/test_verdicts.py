@@ -105,6 +105,25 @@ def test_what_the_data_does_not_decide_is_left_to_the_choice(question, observati
     assert decided_verdict(question, [{**step(observation, **args), "error": "timeout"}]) is None
 
 
+PUMPS = ("P-1 | pressure 5.1 bar (max 6.0) | flow 90 m3/h (max 120)\n"
+         "P-2 | pressure 6.8 bar (max 6.0) | flow 100 m3/h (max 120)\n"
+         "Highest pressure relative to max: P-2 (113% of max)")
+
+
+@pytest.mark.parametrize("question, verdict, line", [
+    ("Is P-2's pressure above the max?", "yes", 1),
+    ("Is the pressure of P-1 over its maximum?", "no", 0),
+    ("Is the flow of P-2 above its max?", "no", 1),
+    ("P-1 압력이 최대치를 넘었어?", "no", 0),  # both of P-1's figures are under their limits
+])
+def test_a_comparison_of_several_things_reads_the_subjects_own_line(question, verdict, line):
+    """A call made for two pumps: the other pump's figures and the summary line (a share of
+    the limit, no limit) decide nothing; a limit without a unit takes its figure's."""
+    assert decided_verdict(question, [step(PUMPS, pump_ids=["P-1", "P-2"])]) == (verdict, [PUMPS.splitlines()[line]])
+    # P-2's figures disagree (pressure over, flow under) and the question names neither in their words
+    assert decided_verdict("Ist P-2 über dem Maximum?", [step(PUMPS, pump_ids=["P-1", "P-2"])]) is None
+
+
 def test_a_value_asked_by_name_is_compared_with_the_line():
     order = "Order: ORD-7\nState: shipped\nCarrier: Northwind"
     assert decided_verdict("Is order ORD-7 shipped?", [step(order, order_id="ORD-7")]) == ("yes", ["State: shipped"])
