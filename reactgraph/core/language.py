@@ -694,6 +694,13 @@ Korean, Japanese and Chinese ones wherever they are written (those scripts join 
 without spaces). A joining word only proposes a cut (:mod:`reactgraph.policy.parts`)."""
 
 
+PART_SUFFIXES: tuple[str, ...] = ("이랑", "랑", "하고", "고", "과", "와")
+"""Endings that join two requests at the end of a word (Korean: "X이랑 Y", "X과 Y",
+"알려주고, …"), in the table's languages: a word ending in one, then a space (or a comma),
+proposes a cut after it (:func:`reactgraph.policy.parts.clauses`); the clause after it
+stands as a part only when it asks about something."""
+
+
 def phrase(key: str, language: str | None, **values: Any) -> str:
     """The engine's sentence ``key`` in ``language``, filled with ``values``.
 

@@ -61,6 +61,12 @@ def call(name: str, args: dict) -> str:
                                                                  "und wie viel Lager ist da?"]),
     ("ORD-7 状态如何？还有库存吗？", ["ORD-7 状态如何？", "还有库存吗？"]),
     ("Compare ORD-7 and ORD-9", ["Compare ORD-7", "and ORD-9"]),
+    # a word ending that joins two requests: after it, not inside a short word that ends so
+    ("ORD-7 배송 상태랑 재고 알려줘", ["ORD-7 배송 상태랑", "재고 알려줘"]),
+    ("SKU-12 재고 알려주고, 배송 상태도 보여줘", ["SKU-12 재고 알려주고", "배송 상태도 보여줘"]),
+    ("입고 목록과 출고 목록을 보여줘", ["입고 목록과", "출고 목록을 보여줘"]),
+    ("검사 결과 보여줘", ["검사 결과 보여줘"]),
+    ("ORD-7와 ORD-9 비교해줘", ["ORD-7와 ORD-9 비교해줘"]),
 ])
 def test_clauses_are_cut_where_a_new_request_may_start(question, expected):
     assert clauses(question) == expected
