@@ -25,7 +25,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
 from reactgraph.core.language import (
-    QUESTION_WORDS, SCRIPT_LANGUAGES, STATE_MEANINGS, VERDICT_WORDS, detect_language, phrase,
+    QUESTION_WORDS, SCRIPT_LANGUAGES, STATE_FAMILIES, STATE_MEANINGS, VERDICT_WORDS, detect_language, phrase,
 )
 from reactgraph.protocol.prompts import LEAD_CHOICE_SYSTEM, LEAD_CHOICE_USER
 from reactgraph.protocol.structured import structured_llm_call
@@ -331,7 +331,9 @@ def decided_verdict(question: str, steps: Iterable[dict[str, Any]]) -> tuple[str
        value yes; a result that holds nothing ("0 open orders", "No ...") says no; a line
        holding a state the question asks or two of its words in a row ("out of stock") says yes.
     3. *State* ("Is P-2 stopped?", "¿Está detenida P-2?"): a subject cell stating a state of the same
-       meaning says yes, a ``key: value`` cell stating another state says no; a subject line
+       meaning says yes, a ``key: value`` cell stating another state of its family
+       (:data:`~reactgraph.core.language.STATE_FAMILIES`: running is not stopped, but may be
+       overdue) says no; a subject line
        listed under a first line naming the asked state says yes; a list of other things in
        the asked state, without the subject, says no.
     4. *A value asked by name* (:func:`_stated_value`): "Is ORD-7 shipped?" over "State:
@@ -382,9 +384,10 @@ def decided_verdict(question: str, steps: Iterable[dict[str, Any]]) -> tuple[str
         for seen in observations:
             if seen.subject_lines and seen.lines and asked & _meanings(seen.lines[0], passed):
                 return "yes", [seen.lines[0], seen.subject_lines[0]][:LEAD_FACTS]
-        for line in subject_lines:
+        rivals = {meaning for family in STATE_FAMILIES if asked & set(family) for meaning in family} - asked
+        for line in subject_lines:  # a state of the asked one's family, not the asked one
             stated = [_meanings(_opening(value)) for key, value in _cells(line) if key]
-            if any(meanings and not meanings & asked for meanings in stated):
+            if any(meanings & rivals and not meanings & asked for meanings in stated):
                 return "no", [line]
     if not direction:
         named = _stated_value(question, subject_lines)

@@ -680,8 +680,14 @@ same meaning agree, of another state meaning disagree, in whatever languages eac
 that says there is nothing. Words of Latin and Cyrillic languages match whole words; Korean,
 Japanese and Chinese ones wherever they are written."""
 
-STATE_MEANINGS: tuple[str, ...] = ("running", "stopped", "warning", "active", "closed", "overdue")
-"""The meanings of :data:`VERDICT_WORDS` that name a state: a thing is in one of them."""
+STATE_FAMILIES: tuple[tuple[str, ...], ...] = (("running", "stopped", "warning"), ("active", "closed"), ("overdue",))
+"""The meanings of :data:`VERDICT_WORDS` that name a state, in families: a thing is in one
+state of a family at a time (a running machine is not stopped), but states of two families
+go together (a running machine may be overdue), so only a state of the asked one's family
+says no."""
+
+STATE_MEANINGS: tuple[str, ...] = tuple(meaning for family in STATE_FAMILIES for meaning in family)
+"""Every state meaning of :data:`STATE_FAMILIES`."""
 
 PART_JOINERS: tuple[str, ...] = (
     "and also", "and", "also", "as well as", "plus", "y", "además", "e", "também", "anche", "et", "aussi",

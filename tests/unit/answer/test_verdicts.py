@@ -99,6 +99,8 @@ def test_a_list_decides_whether_the_subject_is_in_the_asked_state(question, obse
     ("Is pump P-2 above its pressure limit?", PUMP, {"pump_id": "P-2"}),  # no limit was returned
     ("P-2 펌프가 보험에 들어 있어?", PUMP, {"pump_id": "P-2"}),
     ("Is SKU-12 stocked in Berlin?", STOCK, {"item_id": "SKU-12"}),
+    ("Is pump P-2 overdue for service?", PUMP, {"pump_id": "P-2"}),  # stopped says nothing of a schedule
+    ("P-2 정비 기한이 지났어?", PUMP, {"pump_id": "P-2"}),
 ])
 def test_what_the_data_does_not_decide_is_left_to_the_choice(question, observation, args):
     assert decided_verdict(question, [step(observation, **args)]) is None
