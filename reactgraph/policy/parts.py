@@ -8,7 +8,7 @@ parts that ask different things, without knowing the domain or needing the langu
    at ``;``, and before a joining word (the language table's
    :data:`~reactgraph.core.language.PART_JOINERS`: "and", "also", "y", "und", "et", ...), with
    the comma before it, and after a word ending in a joining ending
-   (:data:`~reactgraph.core.language.PART_SUFFIXES`, "X이랑 Y").
+   (:data:`~reactgraph.core.language.PART_SUFFIXES`: a Korean noun joined by its particle).
 2. *Parts*: a clause stands as a part of its own only when it asks about something: it has
    at least :data:`PART_MIN_WORDS` search word(s) besides ids and figures, and some tool
    shares a word with it (the caller's ranking). Any other clause ("P-9" of "compare
@@ -41,7 +41,7 @@ _CUT = re.compile(
     r"|,?\s*(?<![\w-])(?=(?:" + "|".join(re.escape(word) for word in sorted(_SPACED, key=len, reverse=True))
     + r")\s)"
     r"|[,、，]?\s*(?=(?:" + "|".join(re.escape(word) for word in sorted(_UNSPACED, key=len, reverse=True)) + r"))"
-    # an ending after two letters of the word ("목록과", not a short word that ends so by chance)
+    # an ending after two letters of the word (a short word may end so by chance)
     r"|(?:" + "|".join(rf"(?<=[^\W\d_]{{2}}{re.escape(ending)})" for ending in PART_SUFFIXES) + r")[,、，]?\s+",
     re.IGNORECASE,
 )
