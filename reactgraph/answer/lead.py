@@ -116,10 +116,16 @@ def affirmed(question: str, facts: Sequence[str]) -> bool:
     by "State: normal" or "Name: Pump 2": a small model's "yes" without such a line is not
     stated (measured: SmolLM2-135M answers "yes" whatever the lines say). A question in a
     script the lines are not written in (a Korean question, English tool output) cannot be
-    checked this way and counts as affirmed."""
+    checked word by word: when it asks a state or a comparison of the language table
+    (:data:`~reactgraph.core.language.VERDICT_WORDS`: "running", "over the limit"), a fact
+    must state that meaning in some language ("State: running", "EXCEEDED"); else it counts
+    as affirmed."""
     language = detect_language(question)
     if language in SCRIPT_LANGUAGES and detect_language(" ".join(facts)) != language:
-        return True  # a script the lines are not in: no word of it can be looked for in them
+        asked = {"exceeded"} if _said(question, "above") else _meanings(question)
+        if not asked:
+            return True  # no word of the question can be looked for in the lines
+        return any(asked & _meanings(_value(fact), ["exceeded", *STATE_MEANINGS]) for fact in facts)
     asked = set(tokenize(re.sub(r"[A-Za-z]{1,6}-\d+(?:-\d+)*|\d+(?:\.\d+)?", " ", question), language))
     return any(asked & set(tokenize(_value(fact), language)) for fact in facts)
 

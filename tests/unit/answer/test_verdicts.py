@@ -12,7 +12,7 @@ import pytest
 from langchain_core.tools import StructuredTool
 
 from reactgraph import ReActAgent
-from reactgraph.answer.lead import decided_verdict
+from reactgraph.answer.lead import affirmed, decided_verdict
 from reactgraph.testing import ScriptedChatModel
 from tests.helpers import SMALL_SCHEMA, call_json
 
@@ -164,3 +164,22 @@ async def test_a_decided_verdict_leads_the_answer_without_a_model_call(question,
     assert done["answer"].splitlines()[0] == lead
     assert model.kinds == ["tool_loop"]
     assert done["grounding"]["ungrounded"] == []
+
+
+def test_a_models_yes_to_a_question_in_another_script_needs_a_line_of_the_asked_meaning():
+    """A Korean question over English lines cannot be checked word by word; when it asks a
+    state or a comparison of the language table, a chosen line must state that meaning."""
+    assert not affirmed("P-2 펌프가 지금 가동 중이야?", ["2026-03-01 | pressure 5.1 bar"])
+    assert affirmed("P-2 펌프가 지금 가동 중이야?", ["Mode: running on the backup motor"])
+    assert not affirmed("P-2 압력이 한계를 넘었어?", ["Pump: P-2", "Pressure: 4.2 bar"])
+    assert affirmed("P-2 압력이 한계를 넘었어?", ["P-2 | pressure 6.8 bar | EXCEEDED"])
+    assert affirmed("P-2 펌프 보험 들었어?", ["Insurer: Acme"])  # no meaning of the table: the model's word stands
+
+
+async def test_a_yes_over_lines_that_do_not_say_it_becomes_the_data_does_not_say_in_the_questions_language():
+    model = ScriptedChatModel(responses=[call_json("pump_status", {"pump_id": "P-2"})],
+                              by_kind={"synthesis": [json.dumps({"facts": ["Pressure: 4.2 bar"], "verdict": "yes"})]})
+    agent = ReActAgent(model, pump_tools(), abilities=SMALL_SCHEMA)
+    done = [event async for event in agent.astream_events("P-2 압력이 최대치를 넘었어?")][-1].data
+    assert done["answer"].splitlines()[0] == "데이터로는 알 수 없습니다."
+    assert model.kinds == ["tool_loop", "synthesis"]
