@@ -573,6 +573,122 @@ that open a yes/no question (its first word), ``which`` the question words of a 
 question (anywhere). A Korean, Japanese or Chinese question is yes/no when it ends in a
 question mark (or か / 吗) and has none of its language's question words."""
 
+VERDICT_WORDS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
+    "above": {
+        "en": ("above", "over", "exceed", "exceeds", "exceeded", "exceeding", "higher", "more", "greater", "hotter",
+               "beyond"),
+        "ko": ("넘", "초과", "이상", "높", "상회"), "ja": ("超え", "超過", "以上", "高い", "上回"),
+        "zh": ("超过", "超出", "高于", "以上", "大于"),
+        "es": ("supera", "superado", "excede", "encima", "más", "mayor"),
+        "de": ("über", "überschritten", "überschreitet", "höher", "mehr", "größer"),
+        "fr": ("dessus", "dépasse", "dépassé", "supérieur", "plus"),
+        "pt": ("acima", "excede", "excedeu", "ultrapassa", "mais", "maior"),
+        "it": ("sopra", "supera", "superato", "più", "maggiore"),
+        "ru": ("выше", "больше", "превышает", "превышен", "превысил"),
+        "vi": ("vượt", "trên", "cao hơn", "hơn"), "id": ("melebihi", "di atas", "lebih"),
+    },
+    "below": {
+        "en": ("below", "under", "less", "lower", "fewer", "smaller", "colder"),
+        "ko": ("미만", "이하", "낮", "밑", "하회"), "ja": ("未満", "以下", "低い", "下回"),
+        "zh": ("低于", "以下", "小于", "不足"),
+        "es": ("debajo", "menos", "menor", "inferior"), "de": ("unter", "unterhalb", "niedriger", "weniger"),
+        "fr": ("dessous", "moins", "inférieur"), "pt": ("abaixo", "menos", "menor"),
+        "it": ("sotto", "meno", "minore"), "ru": ("ниже", "меньше"), "vi": ("dưới", "thấp hơn"),
+        "id": ("di bawah", "kurang"),
+    },
+    "limit": {
+        "en": ("limit", "limits", "threshold", "thresholds", "max", "maximum", "min", "minimum", "target"),
+        "ko": ("한계", "한도", "임계", "기준", "최대", "최소", "목표"), "ja": ("限界", "上限", "下限", "閾値", "しきい値", "基準"),
+        "zh": ("限值", "上限", "下限", "阈值", "极限", "标准"),
+        "es": ("límite", "límites", "umbral", "máximo", "mínimo"), "de": ("grenze", "grenzwert", "schwelle", "maximum", "minimum"),
+        "fr": ("limite", "limites", "seuil", "maximum", "minimum"), "pt": ("limite", "limites", "máximo", "mínimo"),
+        "it": ("limite", "limiti", "soglia", "massimo", "minimo"), "ru": ("предел", "лимит", "порог", "максимум", "минимум"),
+        "vi": ("giới hạn", "ngưỡng", "tối đa", "tối thiểu"), "id": ("batas", "ambang", "maksimum", "minimum"),
+    },
+    "exceeded": {
+        "en": ("exceeded", "exceeds", "over limit", "above limit", "out of range", "violated"),
+        "ko": ("초과", "넘었", "넘음"), "ja": ("超過",), "zh": ("超限", "超标", "超出"),
+        "es": ("excedido", "superado"), "de": ("überschritten",), "fr": ("dépassé", "dépassement"),
+        "pt": ("excedido", "ultrapassado"), "it": ("superato",), "ru": ("превышен", "превышение"),
+        "vi": ("vượt ngưỡng", "vượt giới hạn"), "id": ("terlampaui", "melebihi batas"),
+    },
+    "running": {
+        "en": ("running", "operating", "online", "normal", "working", "up"),
+        "ko": ("가동", "작동", "운전", "정상", "돌아가"), "ja": ("稼働", "運転", "正常"), "zh": ("运行", "正常", "运转"),
+        "es": ("funcionando", "operando", "normal", "en marcha"), "de": ("läuft", "laufend", "betrieb", "normal"),
+        "fr": ("marche", "fonctionne", "normal"), "pt": ("funcionando", "operando", "normal"),
+        "it": ("funzione", "funzionando", "normale"), "ru": ("работает", "норма"), "vi": ("hoạt động", "bình thường"),
+        "id": ("berjalan", "beroperasi", "normal"),
+    },
+    "stopped": {
+        "en": ("stopped", "down", "offline", "idle", "tripped", "halted", "off"),
+        "ko": ("정지", "멈춤", "멈췄", "중지", "꺼져"), "ja": ("停止",), "zh": ("停止", "停机"),
+        "es": ("detenido", "detenida", "parado", "parada", "apagado", "apagada"), "de": ("gestoppt", "angehalten", "aus"),
+        "fr": ("arrêté", "arrêtée", "éteint"), "pt": ("parado", "desligado"), "it": ("fermo", "spento"),
+        "ru": ("остановлен", "стоит"), "vi": ("dừng", "ngừng"), "id": ("berhenti", "mati"),
+    },
+    "warning": {
+        "en": ("warning", "fault", "faulty", "alarm", "error", "critical"),
+        "ko": ("경고", "고장", "오류"), "ja": ("警告", "故障", "異常"), "zh": ("警告", "故障", "异常"),
+        "es": ("advertencia", "falla", "avería"), "de": ("warnung", "störung", "fehler"),
+        "fr": ("avertissement", "panne", "défaut"), "pt": ("alerta", "falha", "avaria"),
+        "it": ("avviso", "guasto", "errore"), "ru": ("предупреждение", "неисправность", "авария"),
+        "vi": ("cảnh báo", "lỗi"), "id": ("peringatan", "rusak", "gangguan"),
+    },
+    "active": {
+        "en": ("active", "open", "ongoing", "unresolved"),
+        "ko": ("활성", "진행 중", "미해결", "열려"), "ja": ("有効", "未解決", "発生中"), "zh": ("活动", "未解决", "激活"),
+        "es": ("activo", "activa", "abierto"), "de": ("aktiv", "offen"), "fr": ("actif", "active", "ouvert"),
+        "pt": ("ativo", "ativa", "aberto"), "it": ("attivo", "attiva", "aperto"), "ru": ("активен", "активна", "открыт"),
+        "vi": ("đang hoạt động", "chưa xử lý"), "id": ("aktif", "terbuka"),
+    },
+    "closed": {
+        "en": ("closed", "resolved", "cleared", "inactive", "done", "completed"),
+        "ko": ("해제", "해결", "종료", "완료"), "ja": ("解除", "解決", "完了"), "zh": ("解除", "已解决", "关闭", "完成"),
+        "es": ("cerrado", "resuelto"), "de": ("geschlossen", "behoben", "erledigt"), "fr": ("fermé", "résolu"),
+        "pt": ("fechado", "resolvido"), "it": ("chiuso", "risolto"), "ru": ("закрыт", "решён"),
+        "vi": ("đã đóng", "đã xử lý"), "id": ("ditutup", "selesai"),
+    },
+    "overdue": {
+        "en": ("overdue", "late", "past due", "expired"),
+        "ko": ("지났", "지난", "밀린", "연체", "경과"), "ja": ("期限切れ", "遅れ"), "zh": ("逾期", "过期", "超期"),
+        "es": ("vencido", "atrasado"), "de": ("überfällig", "verspätet"), "fr": ("en retard", "échu"),
+        "pt": ("atrasado", "vencido"), "it": ("scaduto", "in ritardo"), "ru": ("просрочен", "просрочено"),
+        "vi": ("quá hạn",), "id": ("terlambat", "jatuh tempo"),
+    },
+    "presence": {
+        "en": ("any", "anything", "there"), "ko": ("있어", "있나", "있니", "있습니까", "있을까"), "ja": ("ある", "あります", "いる"),
+        "zh": ("有没有", "有"), "es": ("hay", "algún", "alguna", "algunos"), "de": ("gibt", "irgendwelche"),
+        "fr": ("y a-t-il", "des"), "pt": ("há", "algum", "alguma"), "it": ("ci sono", "c'è", "qualche"),
+        "ru": ("есть", "какие-нибудь"), "vi": ("có", "nào"), "id": ("ada",),
+    },
+    "none": {
+        "en": ("none", "no", "empty", "nothing", "0"), "ko": ("없음", "없습니다", "없다", "0"), "ja": ("なし", "ありません", "0"),
+        "zh": ("无", "没有", "0"), "es": ("ninguno", "ninguna", "no", "0"), "de": ("keine", "kein", "0"),
+        "fr": ("aucun", "aucune", "0"), "pt": ("nenhum", "nenhuma", "0"), "it": ("nessuno", "nessuna", "0"),
+        "ru": ("нет", "0"), "vi": ("không có", "0"), "id": ("tidak ada", "0"),
+    },
+}
+"""Words that decide a yes/no question without a model
+(:func:`reactgraph.answer.lead.decided_verdict`), per meaning and language: ``above`` /
+``below`` the comparison a question asks ("hotter than", "넘었어"), ``limit`` the words that
+name a limit in a tool's line ("limit 75.0°C", "limits: vibration 0.5 mm/s"), ``exceeded`` a
+line's word that a limit is passed, the *state* meanings (``running``, ``stopped``,
+``warning``, ``active``, ``closed``, ``overdue``: a question's word and a line's value of the
+same meaning agree, of another state meaning disagree, in whatever languages each is written),
+``presence`` the words of a question asking whether there is something, ``none`` a value
+that says there is nothing. Words of Latin and Cyrillic languages match whole words; Korean,
+Japanese and Chinese ones wherever they are written."""
+
+STATE_FAMILIES: tuple[tuple[str, ...], ...] = (("running", "stopped", "warning"), ("active", "closed"), ("overdue",))
+"""The meanings of :data:`VERDICT_WORDS` that name a state, in families: a thing is in one
+state of a family at a time (a running machine is not stopped), but states of two families
+go together (a running machine may be overdue), so only a state of the asked one's family
+says no."""
+
+STATE_MEANINGS: tuple[str, ...] = tuple(meaning for family in STATE_FAMILIES for meaning in family)
+"""Every state meaning of :data:`STATE_FAMILIES`."""
+
 PART_JOINERS: tuple[str, ...] = (
     "and also", "and", "also", "as well as", "plus", "y", "además", "e", "também", "anche", "et", "aussi",
     "und", "auch", "sowie", "и", "а также", "và", "dan",
@@ -582,6 +698,13 @@ PART_JOINERS: tuple[str, ...] = (
 (:func:`reactgraph.policy.parts.clauses`): Latin and Cyrillic ones count only as whole words; the
 Korean, Japanese and Chinese ones wherever they are written (those scripts join words
 without spaces). A joining word only proposes a cut (:mod:`reactgraph.policy.parts`)."""
+
+
+PART_SUFFIXES: tuple[str, ...] = ("이랑", "랑", "하고", "고", "과", "와")
+"""Endings that join two requests at the end of a word (Korean: "X이랑 Y", "X과 Y",
+"알려주고, …"), in the table's languages: a word ending in one, then a space (or a comma),
+proposes a cut after it (:func:`reactgraph.policy.parts.clauses`); the clause after it
+stands as a part only when it asks about something."""
 
 
 def phrase(key: str, language: str | None, **values: Any) -> str:

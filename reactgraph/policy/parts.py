@@ -7,7 +7,8 @@ parts that ask different things, without knowing the domain or needing the langu
 1. *Clauses* (:func:`clauses`): the text is cut after a question mark followed by more text,
    at ``;``, and before a joining word (the language table's
    :data:`~reactgraph.core.language.PART_JOINERS`: "and", "also", "y", "und", "et", ...), with
-   the comma before it.
+   the comma before it, and after a word ending in a joining ending
+   (:data:`~reactgraph.core.language.PART_SUFFIXES`: a Korean noun joined by its particle).
 2. *Parts*: a clause stands as a part of its own only when it asks about something: it has
    at least :data:`PART_MIN_WORDS` search word(s) besides ids and figures, and some tool
    shares a word with it (the caller's ranking). Any other clause ("P-9" of "compare
@@ -24,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from reactgraph.core.language import PART_JOINERS
+from reactgraph.core.language import PART_JOINERS, PART_SUFFIXES
 from reactgraph.tools.ranking import tokenize
 from reactgraph.tools.values import without_values
 
@@ -39,7 +40,9 @@ _CUT = re.compile(
     r"|\s*[;；]\s*"
     r"|,?\s*(?<![\w-])(?=(?:" + "|".join(re.escape(word) for word in sorted(_SPACED, key=len, reverse=True))
     + r")\s)"
-    r"|[,、，]?\s*(?=(?:" + "|".join(re.escape(word) for word in sorted(_UNSPACED, key=len, reverse=True)) + r"))",
+    r"|[,、，]?\s*(?=(?:" + "|".join(re.escape(word) for word in sorted(_UNSPACED, key=len, reverse=True)) + r"))"
+    # an ending after two letters of the word (a short word may end so by chance)
+    r"|(?:" + "|".join(rf"(?<=[^\W\d_]{{2}}{re.escape(ending)})" for ending in PART_SUFFIXES) + r")[,、，]?\s+",
     re.IGNORECASE,
 )
 

@@ -61,6 +61,12 @@ def call(name: str, args: dict) -> str:
                                                                  "und wie viel Lager ist da?"]),
     ("ORD-7 状态如何？还有库存吗？", ["ORD-7 状态如何？", "还有库存吗？"]),
     ("Compare ORD-7 and ORD-9", ["Compare ORD-7", "and ORD-9"]),
+    # a word ending that joins two requests: after it, not inside a short word that ends so
+    ("ORD-7 배송 상태랑 재고 알려줘", ["ORD-7 배송 상태랑", "재고 알려줘"]),
+    ("SKU-12 재고 알려주고, 배송 상태도 보여줘", ["SKU-12 재고 알려주고", "배송 상태도 보여줘"]),
+    ("입고 목록과 출고 목록을 보여줘", ["입고 목록과", "출고 목록을 보여줘"]),
+    ("검사 결과 보여줘", ["검사 결과 보여줘"]),
+    ("ORD-7와 ORD-9 비교해줘", ["ORD-7와 ORD-9 비교해줘"]),
 ])
 def test_clauses_are_cut_where_a_new_request_may_start(question, expected):
     assert clauses(question) == expected
@@ -146,14 +152,14 @@ def lead_choice(verdict: str | None, facts: list[str]) -> str:
 
 
 @pytest.mark.parametrize("question, verdict, lead", [
-    ("Is order ORD-7 shipped?", "yes", "Yes. State: shipped."),
     ("Is order ORD-7 still in the warehouse?", "no", "No. State: shipped."),
     ("ORD-7 주문이 배송됐어?", "yes", "네. State: shipped."),
     ("Is order ORD-7 insured?", "unknown", "The data does not say."),
 ])
 async def test_a_yes_no_question_gets_its_verdict_first(question, verdict, lead):
-    """The model only chooses (the schema's enums are the observation's lines); the engine
-    writes the sentence in the question's language, and the lines follow it."""
+    """Where the lines do not decide it by themselves (tests/unit/answer/test_verdicts.py), the
+    model only chooses (the schema's enums are the observation's lines); the engine writes
+    the sentence in the question's language, and the lines follow it."""
     model = ScriptedChatModel(responses=[call("order_status", {"order_id": "ORD-7"})],
                               by_kind={"synthesis": [lead_choice(verdict, ["State: shipped"])]})
     done = await answered(model, question)
@@ -163,6 +169,14 @@ async def test_a_yes_no_question_gets_its_verdict_first(question, verdict, lead)
     schema = model.call_kwargs[1]["response_format"]["schema"]  # the embedded model decodes under it
     assert schema["properties"]["facts"]["items"]["enum"] == ORDER.splitlines()
     assert schema["properties"]["verdict"]["enum"] == ["yes", "no", "unknown"]
+
+
+async def test_a_verdict_the_lines_decide_needs_no_choice():
+    model = ScriptedChatModel(responses=[call("order_status", {"order_id": "ORD-7"})],
+                              by_kind={"synthesis": [lead_choice("no", ["Carrier: Northwind"])]})
+    done = await answered(model, "Is order ORD-7 shipped?")
+    assert done["answer"].splitlines()[0] == "Yes. State: shipped."
+    assert model.kinds == ["tool_loop"]
 
 
 async def test_a_which_question_names_what_was_asked_for_first():
@@ -181,7 +195,7 @@ async def test_a_which_question_names_what_was_asked_for_first():
 async def test_a_choice_that_names_nothing_the_tools_returned_leaves_the_engines_lead(choice):
     model = ScriptedChatModel(responses=[call("order_status", {"order_id": "ORD-7"})],
                               by_kind={"synthesis": [choice, choice, choice]})
-    answer = (await answered(model, "Is order ORD-7 shipped?"))["answer"]
+    answer = (await answered(model, "Has order ORD-7 left the warehouse?"))["answer"]
     first = answer.splitlines()[0]
     if choice.startswith("{") and "delivered" in choice:
         assert first == "The data does not say."  # a verdict without a line of the data is no verdict
