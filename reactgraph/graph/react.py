@@ -4,7 +4,8 @@
 
     START → start_turn → [select_tools →] llm_call_native | llm_call_json   (the mode's model node, R2.2;
                                                                           select_tools with more tools than
-                                                                          tool_selection_threshold)
+                                                                          tool_selection_threshold, or any
+                                                                          tools under the lexical gate)
 
     model node ─┬→ execute_tools ×N (Send) → model node        one iteration: two supersteps
                 ├→ model node (JSON reformat retry; an answer suppressed by a follow-up)
@@ -382,7 +383,10 @@ def compile_react_graph(
         enabled = (config.get("configurable") or {}).get("synthesize", settings.synthesize)
         return SYNTHESIZE if enabled or response_format is not None else END
 
-    selects = settings.tool_selection and len(engine.tools) > settings.tool_selection_threshold
+    # A few tools get no selection call, but under the lexical gate (the strict policy) the
+    # node still closes the gate and lets the values a question names choose the tools.
+    selects = settings.tool_selection and bool(engine.tools) and (
+        len(engine.tools) > settings.tool_selection_threshold or bool(settings.lexical_gate))
     structured = response_format is not None  # its object is written from the synthesized answer
 
     nodes = {
