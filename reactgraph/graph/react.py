@@ -65,7 +65,7 @@ from reactgraph.nodes.select_tools import SelectTools
 from reactgraph.nodes.start_turn import StartTurn
 from reactgraph.nodes.structured_response import StructuredResponse
 from reactgraph.nodes.synthesize import Synthesize
-from reactgraph.engine.state import AgentState, InputState, OutputState
+from reactgraph.engine.state import AgentState, InputState, OutputState, selection_in_force
 from reactgraph.answer.synthesis import REPEAT_REFUSAL
 from reactgraph.tools.runner import ToolErrorPolicy
 
@@ -97,7 +97,7 @@ def _tool_sends(state: dict[str, Any], limits: UsageLimits | None = None) -> lis
     for call, refusal in zip(calls, refusals):
         payload = {"call": call if refusal is None else {**call, "error": refusal, "refused": "limit"},
                    "iteration": state.get("iteration", 0), "mode": state.get("mode", "native"),
-                   "selected_tools": state.get("selected_tools"),
+                   "selected_tools": selection_in_force(state),
                    **({"model": state["model"]} if state.get("model") else {})}
         decided = _decided_repeat(call, steps)
         if decided is not None:

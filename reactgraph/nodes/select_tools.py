@@ -27,7 +27,8 @@ every tool when none shares one).
 Under the lexical gate (the strict policy) a hub of at most ``tool_selection_threshold`` tools
 gets no selection call, but the gate still closes, and when the question names values that
 only some tools take by their schemas (an e-mail, a UUID, a SKU of a tool's pattern, a date,
-an enum word: :func:`tools_taking_values`) only those tools are offered: a small model given
+an enum word: :func:`tools_taking_values`) only those tools are offered, else a clear lexical
+winner alone when the selection keeps one tool (:func:`settled_without_model`): a small model given
 every tool picks by the order it sees them, and a question in another language than the
 tools' shares no word with any of them. Under ``require_tool_data`` the first loop call is
 then required to call one of them (an answer before would be refused and asked again).
@@ -261,11 +262,13 @@ class SelectTools:
             return {"selected_tools": []}  # nothing of the question is any tool's: answer directly
         if few:  # no selection call; the values the question names may still single tools out
             chosen = tools_taking_values(self.engine.values, ranked, query)
-            if not chosen:
-                return {}
+            if not chosen:  # else a clear lexical winner, as the selection would keep it
+                settled = settled_without_model(ranked, settings.tool_selection_max)
+                return {"selected_tools": settled} if settled else {}
             # Whatever an answer says about a value a tool takes is that tool's data
             # (``require_tool_data``): the first loop call is asked for a call at once.
-            return {"selected_tools": chosen, **({"tool_required": True} if settings.require_tool_data else {})}
+            return {"selected_tools": chosen, "chosen_by_values": True,
+                    **({"tool_required": True} if settings.require_tool_data else {})}
         rank = lambda text: self.engine.ranker.rank(text, language)  # noqa: E731
         parts = question_parts(query, rank)
         if len(parts) > settings.tool_selection_max:

@@ -201,11 +201,12 @@ def offered_args_schema(tool: BaseTool, named: Sequence[str] = (), *, named_opti
 
 
 def pin_named_values(schema: dict[str, Any], written: dict[str, Any], named: Sequence[str]) -> dict[str, Any]:
-    """A copy of the object ``schema`` in which every top-level string argument without an
-    enum that takes some of the ``named`` values (:meth:`reactgraph.tools.values.ArgumentValues.fits`:
-    its ``format``, ``pattern`` or examples' shape, read from ``written``, the tool's
-    :func:`value_schema`) is offered only those values, as an enum (its ``format`` and
-    ``pattern`` dropped: the enum says more). A free-text argument, an enum argument and a
+    """A copy of the object ``schema`` in which every top-level argument that takes some of
+    the ``named`` values is offered only those: an enum of words the named values among it
+    ("email" of ``vpn, email, wiki``; an enum of ids is :func:`prefer_named_values`'), a string argument without an enum those that
+    fit it (:meth:`reactgraph.tools.values.ArgumentValues.fits`: its ``format``, ``pattern``
+    or examples' shape, read from ``written``, the tool's :func:`value_schema`), as an enum
+    (its ``format`` and ``pattern`` dropped: the enum says more). A free-text argument and a
     date without a year (``--03-05``: the tool needs a whole date) are left as they are.
 
     Args:
@@ -220,7 +221,14 @@ def pin_named_values(schema: dict[str, Any], written: dict[str, Any], named: Seq
     own = written.get("properties") or {}
     pinned: dict[str, Any] = {}
     for name, item in properties.items():
-        if not isinstance(item, dict) or "enum" in item or item.get("type") != "string":
+        if isinstance(item, dict) and isinstance(item.get("enum"), list):
+            if any(isinstance(value, str) and shape_of(value) for value in item["enum"]):
+                continue  # an enum of ids: prefer_named_values offers the ids asked about and those seen
+            listed = [value for value in dict.fromkeys(named) if value in item["enum"]]
+            if listed and len(listed) < len(item["enum"]):
+                pinned[name] = {**item, "enum": listed}
+            continue
+        if not isinstance(item, dict) or item.get("type") != "string":
             continue
         arguments = argument_values("", {"properties": {name: own.get(name, item)}})
         values = [value for value in dict.fromkeys(named)

@@ -12,7 +12,7 @@ from typing import Literal
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field
 
-from reactgraph import ReActAgent
+from reactgraph import AgentSettings, ReActAgent
 from reactgraph.nodes.select_tools import tools_taking_values
 from reactgraph.testing import ScriptedChatModel
 from reactgraph.tools.ranking import ToolRanker
@@ -96,11 +96,23 @@ async def test_a_question_naming_no_value_and_sharing_no_word_gets_no_tool():
     assert result.steps == []
 
 
-async def test_a_question_sharing_words_but_naming_no_value_is_offered_every_tool():
+async def test_a_question_naming_no_value_gets_its_clear_lexical_winner_and_may_still_be_answered():
     model = ScriptedChatModel(responses=[json.dumps({"type": "final_answer", "reasoning": "", "answer": "ok"})],
                               repeat_last=True)
     await ReActAgent(model, library(), abilities=SMALL_SCHEMA).run("Find books by Le Guin")
     schema = model.call_kwargs[0]["response_format"]["schema"]
-    names = [branch["properties"]["tool_name"]["enum"][0] for branch in schema["anyOf"]
-             if "tool_name" in branch["properties"]]
-    assert sorted(names) == ["branch_hours", "loan_status", "member_loans", "search_catalogue"]
+    assert [branch["properties"]["type"]["enum"] for branch in schema["anyOf"]] == [["tool_call"], ["final_answer"]]
+    assert schema["anyOf"][0]["properties"]["tool_name"]["enum"] == ["search_catalogue"]
+
+
+async def test_the_tools_the_values_chose_hold_for_the_first_call_only():
+    model = ScriptedChatModel(responses=[
+        json.dumps({"type": "tool_call", "reasoning": "", "tool_name": "loan_status", "tool_args": {"barcode": "LB-48213"}}),
+        json.dumps({"type": "final_answer", "reasoning": "", "answer": "2026-12-19"}),
+    ])
+    await ReActAgent(model, library(), abilities=SMALL_SCHEMA,
+                     settings=AgentSettings(answer_when_covered=False)).run("Wann ist LB-48213 fällig?")
+    later = model.call_kwargs[1]["response_format"]["schema"]["anyOf"]
+    assert sorted(branch["properties"]["tool_name"]["enum"][0] for branch in later
+                  if "tool_name" in branch["properties"]) == ["branch_hours", "loan_status", "member_loans",
+                                                              "search_catalogue"]
