@@ -3,13 +3,10 @@ policy refuses the call with a reason; the permissive one runs it and tells the 
 
 from __future__ import annotations
 
-import json
-
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field
 
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent
-from reactgraph.protocol.action_schema import pin_named_values, tool_args_schema, value_schema
 from reactgraph.testing import ScriptedChatModel
 from tests.helpers import SMALL_SCHEMA, call_json, final
 
@@ -57,14 +54,3 @@ async def test_a_capable_model_may_run_it_and_is_told_no_one_wrote_it():
     assert ran == ["Search the recipe book by name"] and not result.steps[0].error
     sent = [message for message in model.calls[1] if getattr(message, "type", "") == "tool"]
     assert "Search the recipe book by name" in sent[0].content.split("\n\n")[-1]
-
-
-def test_an_argument_is_pinned_to_the_values_the_question_names():
-    tool = kitchen([])[1]
-    pinned = pin_named_values(tool_args_schema(tool), value_schema(tool), ["RZ-0977", "dessert"])
-    assert pinned["properties"]["code"]["enum"] == ["RZ-0977"] and "pattern" not in pinned["properties"]["code"]
-    assert pinned["properties"]["course"]["enum"] == ["dessert"]
-    untouched = pin_named_values(tool_args_schema(tool), value_schema(tool), ["--03-05", "Pisto"])
-    assert untouched == tool_args_schema(tool)  # a date without a year, a word no argument takes
-    assert json.dumps(pin_named_values(tool_args_schema(kitchen([])[0]), value_schema(kitchen([])[0]), ["RZ-0977"])) \
-        == json.dumps(tool_args_schema(kitchen([])[0]))  # free text is never pinned
