@@ -458,11 +458,13 @@ NOT_FOUND_CUES: tuple[str, ...] = (
 """How an answer says that nothing was found, in the bench's languages."""
 
 _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
-_UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
+# ASCII boundaries: a value beside Hangul or CJK ("UUID에", "关于AB/100的") is still whole.
+_UUID = re.compile(r"(?<![0-9A-Za-z-])[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+                   r"(?![0-9A-Za-z-])")
 _DATE = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
 _TIME = re.compile(r"(?<!\d)(\d{1,2}):(\d{2})(?!\d)")
-_MIXED = re.compile(r"(?<![\w/])(?=[A-Za-z0-9/-]*\d)(?=[A-Za-z0-9/-]*[A-Za-z])[A-Za-z0-9]+(?:[/-][A-Za-z0-9]+)+|"
-                    r"(?<![\w/])(?=[A-Za-z]*\d)[A-Za-z]{2,}\d+\b")
+_MIXED = re.compile(r"(?<![A-Za-z0-9_/])(?=[A-Za-z0-9/-]*\d)(?=[A-Za-z0-9/-]*[A-Za-z])[A-Za-z0-9]+(?:[/-][A-Za-z0-9]+)+|"
+                    r"(?<![A-Za-z0-9_/])(?=[A-Za-z]*\d)[A-Za-z]{2,}\d+(?![A-Za-z0-9_])")
 _NUMBER = re.compile(r"(?<![\d.])\d+(?:[.,]\d+)?(?![\d])")
 _LIST_NUMBER = re.compile(r"^(\s*(?:[-*]\s*)?)\d{1,2}[.)](?=\s)", re.MULTILINE)
 

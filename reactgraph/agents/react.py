@@ -20,6 +20,7 @@ from langgraph.prebuilt import ToolNode
 
 from reactgraph.agents import outcome
 from reactgraph.engine.bindings import Engine, split_prompt
+from reactgraph.engine.state import selection_in_force
 from reactgraph.providers.abilities import ModelAbilities, resolve_abilities
 from reactgraph.tools.approval import PendingCall
 from reactgraph.persistence.checkpointing import STORAGE_ERROR
@@ -164,7 +165,7 @@ class ReActAgent(AgentFacade[AgentResult]):
                 answer = summarize_steps(steps, phrase("storage_failed", language, error=error_text), language)
             else:
                 answer = summarize_steps(steps, phrase("model_failed", language, error=error_text), language)
-        system = SystemMessage(self.engine.loop_system_prompt(state.get("selected_tools"), state.get("query", ""),
+        system = SystemMessage(self.engine.loop_system_prompt(selection_in_force(state), state.get("query", ""),
                                                               state.get("messages", []), thread_id))
         return AgentResult(
             answer=answer,

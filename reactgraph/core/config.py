@@ -211,7 +211,10 @@ class AgentSettings:
             :class:`~reactgraph.tools.ranking.ToolRanker`) and names no value a tool could take (an
             id, a date, a number) is offered no tools and no selection call is made: the model
             answers directly (SPEC R5.3, R13.1). One that names a value (a question in another
-            language than the tools') goes to the selection call: the model chooses. For small models,
+            language than the tools') goes to the selection call: the model chooses. The gate
+            holds for any number of tools; with at most ``tool_selection_threshold`` of them
+            (no selection call) a question naming values that only some tools take by their
+            schemas is offered only those (:func:`reactgraph.nodes.select_tools.tools_taking_values`). For small models,
             which otherwise call some tool for a greeting; off by default, since a big
             model picks well from words the catalog does not contain.
         grounding_min_facts: *Safeguard* (strict: 2, permissive: 1). The facts of the tools' successful observations (ids, dates,

@@ -49,7 +49,7 @@ from reactgraph.providers import GENERIC, ProviderProfile, adapt_model, select_p
 from reactgraph.tools.ranking import ToolRanker, enum_values
 from reactgraph.policy.safeguards import resolve_settings
 from reactgraph.tools.runner import ToolErrorPolicy, ToolRunner, has_side_effects, prepare_tools, tool_source
-from reactgraph.tools.values import ValueReader, argument_leaves, written_in
+from reactgraph.tools.values import ValueReader, argument_leaves, echoes_tool, fold, written_in
 
 
 RUN_NAME_SELECTION = f"tool_loop/{SELECT_TOOLS}"
@@ -530,14 +530,29 @@ class Engine:
         one of its enum values and that neither the user nor a tool wrote in ``messages`` (the
         question, earlier turns, tool results; the model's own text does not count).
 
+        A text argument whose value repeats the tool's own name or description
+        (:func:`~reactgraph.tools.values.echoes_tool`: ``"query": "search_products"``) is unwritten
+        too, unless the user wrote it.
+
         Returns:
             ``(argument, value)`` pairs, in argument order; ``[]`` when every value was written.
         """
+        out: list[tuple[str, str]] = []
+        tool = self.tools.get(tool_name)
+        if tool is not None:
+            schema = tool_args_schema(tool)
+            said: str | None = None
+            for path, value in argument_leaves(args):
+                if echoes_tool(value, tool.name, tool.description or "", schema):
+                    if said is None:
+                        said = fold(" ".join(message_text(message) for message in messages
+                                             if isinstance(message, HumanMessage)))
+                    if fold(str(value)).strip(" .:;!?") not in said:
+                        out.append((path, str(value)))
         arguments = {argument.argument: argument for argument in self.values.identifier_arguments(tool_name)}
         if not arguments:
-            return []
+            return out
         written: set[str] | None = None
-        out: list[tuple[str, str]] = []
         for path, value in argument_leaves(args):
             argument = arguments.get(path)
             if argument is None or value is None or isinstance(value, bool) or str(value) in argument.enum:
@@ -575,12 +590,14 @@ class Engine:
     def offered_args(self, tool: BaseTool, named: Sequence[str], seen: Sequence[str] | None = None) -> dict[str, Any]:
         """``tool``'s argument schema as offered this turn (see
         :func:`~reactgraph.protocol.action_schema.offered_args_schema`, ``AgentSettings.optional_args``;
-        ``seen`` from :meth:`seen_ids`)."""
+        ``seen`` from :meth:`seen_ids`; under ``AgentSettings.refuse_unasked_ids`` an argument
+        taking values the question names is offered only those, ``pin_named``)."""
         named_only = self.settings.optional_args == "named"
         if self.stable_prompt and not named_only and seen is None:  # enums as declared: one prefix,
             listed = set(self._enum_values)  # but an id no enum lists (CNC-009) is still put into its enum
             named = tuple(value for value in named if value not in listed)
-        return offered_args_schema(tool, named, named_optionals_only=named_only, seen=seen)
+        return offered_args_schema(tool, named, named_optionals_only=named_only, seen=seen,
+                                   pin_named=bool(self.settings.refuse_unasked_ids))
 
     def native_model(self, tools: Sequence[BaseTool], named: Sequence[str] = (), *, final_only: bool = False,
                      seen: Sequence[str] | None = None, tool_required: bool = False) -> Runnable:
@@ -697,7 +714,7 @@ in the request shape of ``abilities.schema_output``; ``None`` when the
                           lambda: action_response_format(
                               self.abilities.schema_output, tools, max_output_tokens=self.abilities.max_output_tokens,
                               named=named, named_optionals_only=self.settings.optional_args == "named", seen=seen,
-                              tools_only=tools_only))
+                              tools_only=tools_only, pin_named=bool(self.settings.refuse_unasked_ids)))
 
     def synthesizes(self, config: RunnableConfig) -> bool:
         """Whether this run streams an answer synthesis after the loop: the run's

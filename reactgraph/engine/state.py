@@ -199,6 +199,11 @@ the next loop call requires one, and it is asked only once a turn."""
     """The tool chosen for each part of a question that asks several things
     (:func:`~reactgraph.policy.parts.question_parts`), when selection chose per part; the loop
     counts the question covered only when each brought data. ``None``: one part."""
+    chosen_by_values: bool
+    """``selected_tools`` holds the tools the question's values chose
+    (:func:`~reactgraph.nodes.select_tools.tools_taking_values`): they are offered for the
+    turn's first call only; once a tool ran, every tool is (a result may name the value
+    another tool takes: a job id to poll, an order to look up)."""
     draft_answer: str | None
     """The model's own final answer, when it gave one (``None`` when the loop ended at the
     cap, on a model error, with raw content, or empty): the only draft synthesis sees."""
@@ -272,3 +277,13 @@ class OutputState(TypedDict, total=False):
     model_usage: Annotated[dict[str, dict[str, int]], add_model_usage]
     iteration: int
     structured_response: Any
+
+
+def selection_in_force(state: Any) -> list[str] | None:
+    """The tool names a loop call of ``state`` may offer and run: the turn's ``selected_tools``
+    (``None``: every tool), except that the tools the question's values chose
+    (``chosen_by_values``) hold for the turn's first call only: once a tool ran, every tool
+    may run (a result may name the value another tool takes)."""
+    if state.get("chosen_by_values") and state.get("steps"):
+        return None
+    return state.get("selected_tools")

@@ -4,7 +4,8 @@
 
     START → start_turn → [select_tools →] llm_call_native | llm_call_json   (the mode's model node, R2.2;
                                                                           select_tools with more tools than
-                                                                          tool_selection_threshold)
+                                                                          tool_selection_threshold, or any
+                                                                          tools under the lexical gate)
 
     model node ─┬→ execute_tools ×N (Send) → model node        one iteration: two supersteps
                 ├→ model node (JSON reformat retry; an answer suppressed by a follow-up)
@@ -64,7 +65,7 @@ from reactgraph.nodes.select_tools import SelectTools
 from reactgraph.nodes.start_turn import StartTurn
 from reactgraph.nodes.structured_response import StructuredResponse
 from reactgraph.nodes.synthesize import Synthesize
-from reactgraph.engine.state import AgentState, InputState, OutputState
+from reactgraph.engine.state import AgentState, InputState, OutputState, selection_in_force
 from reactgraph.answer.synthesis import REPEAT_REFUSAL
 from reactgraph.tools.runner import ToolErrorPolicy
 
@@ -96,7 +97,7 @@ def _tool_sends(state: dict[str, Any], limits: UsageLimits | None = None) -> lis
     for call, refusal in zip(calls, refusals):
         payload = {"call": call if refusal is None else {**call, "error": refusal, "refused": "limit"},
                    "iteration": state.get("iteration", 0), "mode": state.get("mode", "native"),
-                   "selected_tools": state.get("selected_tools"),
+                   "selected_tools": selection_in_force(state),
                    **({"model": state["model"]} if state.get("model") else {})}
         decided = _decided_repeat(call, steps)
         if decided is not None:
@@ -382,7 +383,10 @@ def compile_react_graph(
         enabled = (config.get("configurable") or {}).get("synthesize", settings.synthesize)
         return SYNTHESIZE if enabled or response_format is not None else END
 
-    selects = settings.tool_selection and len(engine.tools) > settings.tool_selection_threshold
+    # A few tools get no selection call, but under the lexical gate (the strict policy) the
+    # node still closes the gate and lets the values a question names choose the tools.
+    selects = settings.tool_selection and bool(engine.tools) and (
+        len(engine.tools) > settings.tool_selection_threshold or bool(settings.lexical_gate))
     structured = response_format is not None  # its object is written from the synthesized answer
 
     nodes = {

@@ -34,7 +34,7 @@ from reactgraph.events import Compacted, emit
 from reactgraph.engine.fallbacks import ServingNode
 from reactgraph.engine.history import thread_of
 from reactgraph.nodes.fallback import iteration_cap_reached
-from reactgraph.engine.state import AgentState
+from reactgraph.engine.state import AgentState, selection_in_force
 from reactgraph.window import ContextGuard, TokenCounter, context_budget, model_name_of
 
 
@@ -108,7 +108,7 @@ class GuardContext:
         """
         messages = state.get("messages") or []
         key = _tally_key(messages, config) if messages else None
-        selected = state.get("selected_tools")
+        selected = selection_in_force(state)
         if not self.guard.counter.loaded and self.guard.fits(
                 messages, overhead_tokens=self.overhead_tokens(selected, exact=False), key=key, exact=False):
             return True  # far below the budget: the tokenizer is not loaded until a run comes near it

@@ -88,7 +88,7 @@ from reactgraph.protocol.prompts import (
 from reactgraph.providers.content_calls import find_content_tool_calls, recover_content_tool_calls
 from reactgraph.providers.reasoning import REASONING_KEY, separate_reasoning
 from reactgraph.engine.state import AgentState, ToolCallRequest
-from reactgraph.engine.state import LoopFinishReason, StepRecord
+from reactgraph.engine.state import LoopFinishReason, StepRecord, selection_in_force
 from reactgraph.answer.synthesis import REPEAT_REFUSAL, UNASKED_REFUSAL, summarize_steps
 from reactgraph.tools.runner import holds_no_data, outcome_digest
 from reactgraph.tools.values import echoes_schema
@@ -258,8 +258,9 @@ def offered_tools(engine: Engine, state: AgentState, stalled: bool) -> tuple[lis
     * none when the loop is stalled (answer only);
     * once some tool ran, the tools of the parts still without data (:func:`pending_parts`),
       a call required: every part of the question gets its data;
-    * else the turn's selected tools, a call required when the model was asked for one
-      (``tool_required``) and none ran yet.
+    * else the turn's selected tools (every tool once some tool ran when the question's
+      values chose them, ``chosen_by_values``), a call required when the model was asked
+      for one (``tool_required``) and none ran yet.
     """
     if stalled:
         return [], False
@@ -267,7 +268,7 @@ def offered_tools(engine: Engine, state: AgentState, stalled: bool) -> tuple[lis
     pending = pending_parts(state) if state.get("steps") else []
     if pending:
         return engine.tools_for(pending, query), True
-    return engine.tools_for(state.get("selected_tools"), query), bool(state.get("tool_required")) and not state.get("steps")
+    return engine.tools_for(selection_in_force(state), query), bool(state.get("tool_required")) and not state.get("steps")
 
 
 def _shortcut(engine: Engine, state: AgentState, config: RunnableConfig, iteration: int) -> dict[str, Any] | None:

@@ -24,6 +24,15 @@ value (an id, a number, a date: "注文4411の状況は？" to English tools) is
 words: the model chooses among all the tools (the shortlist is ranked by words, so it is
 every tool when none shares one).
 
+Under the lexical gate (the strict policy) a hub of at most ``tool_selection_threshold`` tools
+gets no selection call, but the gate still closes, and when the question names values that
+only some tools take by their schemas (an e-mail, a UUID, a SKU of a tool's pattern, a date,
+an enum word: :func:`tools_taking_values`) only those tools are offered, else a clear lexical
+winner alone when the selection keeps one tool (:func:`settled_without_model`): a small model given
+every tool picks by the order it sees them, and a question in another language than the
+tools' shares no word with any of them. Under ``require_tool_data`` the first loop call is
+then required to call one of them (an answer before would be refused and asked again).
+
 Selection never fails a run (R5.3): when the model's pick is empty, unparseable or the call
 failed, the lexical top ``tool_selection_max`` tools are kept — every tool only when no tool
 shares a word with the question.
@@ -50,6 +59,7 @@ from reactgraph.core.language import turn_language
 from reactgraph.policy.parts import question_parts
 from reactgraph.protocol.prompts import SELECTION_SYSTEM, SELECTION_USER
 from reactgraph.tools.ranking import catalog_line
+from reactgraph.tools.values import ValueReader
 from reactgraph.engine.state import AgentState
 from reactgraph.protocol.structured import structured_llm_call
 from reactgraph.core.usage import sum_usage
@@ -203,6 +213,34 @@ def gate_closes(ranked: Sequence[tuple[str, float]], query: str) -> bool:
     return not any(informative(value) for value in extract_values(query))
 
 
+def tools_taking_values(values: ValueReader, ranked: Sequence[tuple[str, float]], query: str) -> list[str] | None:
+    """The tools chosen by the values ``query`` names, read from the tools' own schemas
+    (:meth:`~reactgraph.tools.values.ValueReader.find`: a format, pattern, enum or examples'
+    shape), whatever language the question is written in: the tools that take the most of its
+    identifiers (an e-mail, a UUID, a SKU: :attr:`~reactgraph.tools.values.Found.identifier`),
+    else of its other values (an enum word, a date), in ``ranked`` order. A quoted name
+    chooses nothing (any free-text argument takes one).
+
+    Args:
+        values: What the tools' arguments take.
+        ranked: Every tool as ``(name, score)``, best first.
+        query: The question.
+
+    Returns:
+        The names, best first, when the values single out some of the tools but not all;
+        ``None`` when they choose nothing (no value, or every tool takes as many).
+    """
+    names = [name for name, _ in ranked]
+    found = [item for item in values.find(query) if item.kind != "quoted"]
+    for group in ([item for item in found if item.identifier], [item for item in found if not item.identifier]):
+        counts = {name: sum(values.takes(name, item.value) for item in group) for name in names}
+        best = max(counts.values(), default=0)
+        if best:
+            chosen = [name for name in names if counts[name] == best]
+            return chosen if len(chosen) < len(names) else None
+    return None
+
+
 class SelectTools:
     """Choose the tools of this turn (see the module docstring). Emits the ``phase`` event
     ``{phase: "selecting_tools", total_tools}`` when it runs a selection call; none is made
@@ -214,13 +252,23 @@ class SelectTools:
     async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         settings = self.engine.settings
         tools = list(self.engine.tools.values())
-        if not settings.tool_selection or len(tools) <= settings.tool_selection_threshold:
+        few = len(tools) <= settings.tool_selection_threshold
+        if not settings.tool_selection or (few and not settings.lexical_gate):
             return {}
         query = state.get("query", "")
         language = turn_language(state)
         ranked = self.engine.ranker.rank(query, language)
         if settings.lexical_gate and gate_closes(ranked, query):
             return {"selected_tools": []}  # nothing of the question is any tool's: answer directly
+        if few:  # no selection call; the values the question names may still single tools out
+            chosen = tools_taking_values(self.engine.values, ranked, query)
+            if not chosen:  # else a clear lexical winner, as the selection would keep it
+                settled = settled_without_model(ranked, settings.tool_selection_max)
+                return {"selected_tools": settled} if settled else {}
+            # Whatever an answer says about a value a tool takes is that tool's data
+            # (``require_tool_data``): the first loop call is asked for a call at once.
+            return {"selected_tools": chosen, "chosen_by_values": True,
+                    **({"tool_required": True} if settings.require_tool_data else {})}
         rank = lambda text: self.engine.ranker.rank(text, language)  # noqa: E731
         parts = question_parts(query, rank)
         if len(parts) > settings.tool_selection_max:

@@ -162,7 +162,7 @@ def _takes_named(name: str, item: Any, named: Sequence[str]) -> bool:
 
 
 def offered_args_schema(tool: BaseTool, named: Sequence[str] = (), *, named_optionals_only: bool = False,
-                        seen: Sequence[str] | None = None) -> dict[str, Any]:
+                        seen: Sequence[str] | None = None, pin_named: bool = False) -> dict[str, Any]:
     """The argument schema a model is offered for ``tool`` (SPEC R13.1).
 
     Args:
@@ -176,11 +176,19 @@ def offered_args_schema(tool: BaseTool, named: Sequence[str] = (), *, named_opti
             argument, a value of its format, pattern or examples); the tool
             then runs with its default. A small model otherwise fills every optional
             filter with the first value it sees (``AgentSettings.optional_args``).
+        pin_named: Offer a string argument without an enum that takes some of the ``named``
+            values by its schema (a ``format``, ``pattern`` or examples' shape: an e-mail, a
+            UUID, a SKU, a date the question writes) only those values (:func:`pin_named_values`),
+            so a schema-constrained model passes the value the question names, whole and in
+            the argument's form, or calls another tool (``AgentSettings.refuse_unasked_ids``:
+            a value no one wrote would be refused anyway).
 
     Returns:
         :func:`tool_args_schema` of ``tool`` with those changes.
     """
     schema = prefer_named_values(tool_args_schema(tool), named, seen)
+    if pin_named and named:
+        schema = pin_named_values(schema, value_schema(tool), named)
     if not named_optionals_only:
         return schema
     required = set(schema.get("required") or ())
@@ -192,6 +200,45 @@ def offered_args_schema(tool: BaseTool, named: Sequence[str] = (), *, named_opti
     return {**schema, "properties": properties}
 
 
+def pin_named_values(schema: dict[str, Any], written: dict[str, Any], named: Sequence[str]) -> dict[str, Any]:
+    """A copy of the object ``schema`` in which every top-level argument that takes some of
+    the ``named`` values is offered only those: an enum of words the named values among it
+    ("email" of ``vpn, email, wiki``; an enum of ids is :func:`prefer_named_values`'), a string argument without an enum those that
+    fit it (:meth:`reactgraph.tools.values.ArgumentValues.fits`: its ``format``, ``pattern``
+    or examples' shape, read from ``written``, the tool's :func:`value_schema`), as an enum
+    (its ``format`` and ``pattern`` dropped: the enum says more). A free-text argument and a
+    date without a year (``--03-05``: the tool needs a whole date) are left as they are.
+
+    Args:
+        schema: The offered argument schema (``{"type": "object", "properties": …}``).
+        written: The tool's :func:`value_schema` (which keeps ``format``, ``pattern``, ``examples``).
+        named: The values the question names, in normal form.
+
+    Returns:
+        The new schema (``schema`` itself when no argument takes a named value).
+    """
+    properties = schema.get("properties") or {}
+    own = written.get("properties") or {}
+    pinned: dict[str, Any] = {}
+    for name, item in properties.items():
+        if isinstance(item, dict) and isinstance(item.get("enum"), list):
+            if any(isinstance(value, str) and shape_of(value) for value in item["enum"]):
+                continue  # an enum of ids: prefer_named_values offers the ids asked about and those seen
+            listed = [value for value in dict.fromkeys(named) if value in item["enum"]]
+            if listed and len(listed) < len(item["enum"]):
+                pinned[name] = {**item, "enum": listed}
+            continue
+        if not isinstance(item, dict) or item.get("type") != "string":
+            continue
+        arguments = argument_values("", {"properties": {name: own.get(name, item)}})
+        values = [value for value in dict.fromkeys(named)
+                  if not value.startswith("--") and any(argument.fits(value) for argument in arguments)]
+        if values:
+            pinned[name] = {**{key: value for key, value in item.items() if key not in ("format", "pattern")},
+                            "enum": values}
+    return {**schema, "properties": {**properties, **pinned}} if pinned else schema
+
+
 def _string_const(value: str) -> dict[str, Any]:
     return {"type": "string", "enum": [value]}
 
@@ -199,6 +246,7 @@ def _string_const(value: str) -> dict[str, Any]:
 def action_schema(
     tools: Sequence[BaseTool], *, max_text_chars: int | None = None, named: Sequence[str] = (),
     named_optionals_only: bool = False, seen: Sequence[str] | None = None, tools_only: bool = False,
+    pin_named: bool = False,
 ) -> dict[str, Any]:
     """The JSON schema of one JSON-mode action for ``tools`` (SPEC R2.3).
 
@@ -213,8 +261,9 @@ def action_schema(
         max_text_chars: When set, ``reasoning`` may hold at most a third of it and
             ``answer`` the rest (``maxLength``, characters), so a constrained reply ends
             before the provider's output cap cuts it off; ``None`` leaves them unbounded.
-        tools_only: Leave the ``final_answer`` branch out (a tool call is required, issue
-            35); ignored when ``tools`` is empty.
+        tools_only: Leave the ``final_answer`` branch out (a tool call is required);
+            ignored when ``tools`` is empty.
+        pin_named: Offer an argument that takes named values only those (:func:`offered_args_schema`).
 
     Returns:
         ``{"anyOf": [branch, ...]}``: for each tool, an object with exactly ``type``
@@ -235,7 +284,8 @@ def action_schema(
                 "type": _string_const("tool_call"),
                 "reasoning": reasoning,
                 "tool_name": _string_const(tool.name),
-                "tool_args": offered_args_schema(tool, named, named_optionals_only=named_optionals_only, seen=seen),
+                "tool_args": offered_args_schema(tool, named, named_optionals_only=named_optionals_only, seen=seen,
+                                                 pin_named=pin_named),
             },
             "required": ["type", "reasoning", "tool_name", "tool_args"],
             "additionalProperties": False,
@@ -345,6 +395,7 @@ def schema_response_format(kind: SchemaOutput, schema: dict[str, Any], *, name: 
 def action_response_format(
     kind: SchemaOutput, tools: Sequence[BaseTool], *, max_output_tokens: int | None = None, named: Sequence[str] = (),
     named_optionals_only: bool = False, seen: Sequence[str] | None = None, tools_only: bool = False,
+    pin_named: bool = False,
 ) -> dict[str, Any] | None:
     """The ``response_format`` of a JSON-mode loop call offering ``tools``.
 
@@ -352,7 +403,7 @@ def action_response_format(
         kind: The provider's request shape (``ModelAbilities.schema_output``).
         tools: The tools offered this turn, most relevant first; none leaves only the
             ``final_answer`` branch (what a stalled loop is sent, SPEC R13.1).
-        named, named_optionals_only, seen, tools_only: See :func:`action_schema`.
+        named, named_optionals_only, seen, tools_only, pin_named: See :func:`action_schema`.
         max_output_tokens: The model's output cap (tokens), when known. For
             ``"json_object_schema"`` it bounds the free text to three quarters of it in
             characters (:func:`action_schema`'s ``max_text_chars``; a token is at least one
@@ -372,7 +423,8 @@ def action_response_format(
         return None
     bounded = kind == "json_object_schema" and max_output_tokens is not None
     schema = action_schema(tools, max_text_chars=max_output_tokens * 3 // 4 if bounded else None, named=named,
-                           named_optionals_only=named_optionals_only, seen=seen, tools_only=tools_only)
+                           named_optionals_only=named_optionals_only, seen=seen, tools_only=tools_only,
+                           pin_named=pin_named)
     if kind == "json_schema":
         schema = {
             "type": "object",

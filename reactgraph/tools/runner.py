@@ -44,6 +44,7 @@ from langgraph.types import Command
 
 from reactgraph.engine.dualmode import in_sync_run, is_async_only, run_in_daemon_thread
 from reactgraph.tools.artifacts import Artifact
+from reactgraph.tools.values import value_tokens
 
 ToolErrorPolicy = bool | str | Callable[..., str] | type[Exception] | tuple[type[Exception], ...]
 """What ``handle_tool_errors`` accepts: the values of LangGraph's ``ToolNode``."""
@@ -132,6 +133,7 @@ _NOTHING_FOUND = re.compile(
     r"|unknown\s+(?!error\b)\w+)",
     re.IGNORECASE,
 )
+_NONE_FOR = re.compile(r"(?:no|0|zero)\s+[^\W\d_]+\b", re.IGNORECASE)
 NOTHING_FOUND_MAX_CHARS = 400
 """Longest observation :func:`holds_no_data` reads as a "nothing found" reply: a longer one
 holds data beside its miss."""
@@ -145,7 +147,9 @@ def holds_no_data(observation: Any) -> bool:
     SKUs: …", "user not found"). Such a result does not cover the question
     (``answer_when_covered``): the model may call again with a corrected argument, and an
     answer made of it says that nothing was found. A result that states an absence as a
-    finding ("No alarms between 2026-01-01 and 2026-01-07") holds data.
+    finding ("No alarms between 2026-01-01 and 2026-01-07") holds data; a one-line reply that
+    says there is none for exactly one value, not a bare number ("No visits booked on 2026-12-10.", "No tickets
+    assigned to a.b@example.org.", "0 articles match 'lamp'.") holds none.
 
     Args:
         observation: The observation text (or any object; ``None`` is empty).
@@ -157,7 +161,19 @@ def holds_no_data(observation: Any) -> bool:
     if text.casefold() in _EMPTY_RESULTS:
         return True
     lines = [line for line in text.splitlines() if line.strip()]
-    return len(text) <= NOTHING_FOUND_MAX_CHARS and len(lines) <= 3 and bool(_NOTHING_FOUND.search(lines[0]))
+    if len(text) > NOTHING_FOUND_MAX_CHARS or len(lines) > 3:
+        return False
+    if _NOTHING_FOUND.search(lines[0]):
+        return True
+    # "No visits booked on 2026-12-10." / "0 articles match 'lamp'.": none for the one value
+    # asked (an id, an e-mail, a date, a quoted text); an absence over a span ("No orders were
+    # late between A and B") or under a condition ("No parts below 10%.") is a finding.
+    lead = _NONE_FOR.match(lines[0]) if len(lines) == 1 else None
+    if lead is None:
+        return False
+    tokens = [token for token in value_tokens(lines[0]) if token.start >= lead.end()]
+    quoted = re.findall(r"'[^'\n]{1,80}'|\"[^\"\n]{1,80}\"", lines[0])
+    return len(tokens) + len(quoted) == 1 and (bool(quoted) or tokens[0].kind != "number")
 
 
 SIDE_EFFECTS_KEY = "side_effects"

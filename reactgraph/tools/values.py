@@ -721,3 +721,33 @@ def echoes_schema(args: Any, schema: Mapping[str, Any]) -> bool:
         return True
     return any(_schema_like(value) for name, value in args.items()
                if not (isinstance(properties.get(name), dict) and properties[name].get("type") == "object"))
+
+
+def _own_texts(tool_name: str, description: str, schema: Mapping[str, Any]) -> set[str]:
+    texts = {tool_name, tool_name.replace("_", " "), *((description or "").strip().splitlines()[:1])}
+    for name, item in (schema.get("properties") or {}).items():
+        texts.update({str(name), str(name).replace("_", " ")})
+        if isinstance(item, dict) and isinstance(item.get("description"), str):
+            texts.add(item["description"])
+    return {fold(text).strip(" .:;!?") for text in texts if text.strip()}
+
+
+def echoes_tool(value: Any, tool_name: str, description: str, schema: Mapping[str, Any]) -> bool:
+    """Whether a call's argument ``value`` repeats the tool's own words instead of a value:
+    its name (``search_products`` or ``search products``), the first line of its description,
+    an argument's name or description — what a small model copies into a free-text argument
+    ("query": "search_products") when the question shares no word with the tool.
+
+    Args:
+        value: One argument value of the call.
+        tool_name: The tool's name.
+        description: The tool's description.
+        schema: Its argument JSON schema.
+
+    Returns:
+        True when ``value`` (a string, letter case, accents and end punctuation folded) is one
+        of those texts.
+    """
+    if not isinstance(value, str) or not value.strip():
+        return False
+    return fold(value).strip(" .:;!?") in _own_texts(tool_name, description, schema)

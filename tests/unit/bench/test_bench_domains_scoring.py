@@ -54,6 +54,14 @@ def test_values_keep_a_slash_sku_an_email_a_uuid_and_a_date_whole():
     assert found["number"] == {"24.9", "482913"}
 
 
+def test_a_value_beside_hangul_or_cjk_letters_is_still_whole():
+    uuid = "8b2e4d10-7c3a-4f5b-b6e1-2a9d0c5f7e32"
+    assert dm.values_of(f"{uuid}에 대해")["uuid"] == {uuid}
+    found = dm.values_of(f"以下是关于{uuid}的结果，商品KT/310的库存")
+    assert found["uuid"] == {uuid} and found["code"] == {"KT/310"} and found["number"] == set()
+    assert dm.invented_values(f"관于{uuid}에", [f"Ticket {uuid}"]) == []
+
+
 def test_invented_values_and_facts_in_another_notation():
     sources = ["商品KT/310の在庫は？", "KT/310 | Cast iron pan 28 cm | kitchen | 45.50 EUR | 7 in stock | 2026-11-28"]
     assert dm.invented_values("KT/310の在庫は7個、価格は45.5ユーロです。2026年11月28日", sources) == []

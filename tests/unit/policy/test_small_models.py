@@ -99,8 +99,9 @@ async def test_native_binding_puts_the_relevant_tool_and_the_named_id_first():
 
 
 async def test_action_schema_branches_and_enums_follow_the_question():
-    model = ScriptedChatModel(responses=[final("fine")])
-    await ReActAgent(model, plant_tools(), abilities=SMALL_SCHEMA).run("Show the repair history of PRS-001")
+    model = ScriptedChatModel(responses=[final("fine")])  # every tool offered (no selection): ranked
+    await ReActAgent(model, plant_tools(), abilities=SMALL_SCHEMA, settings=AgentSettings(tool_selection=False)).run(
+        "Show the repair history of PRS-001")
     schema = model.call_kwargs[0]["response_format"]["schema"]
     branch_names = [b["properties"]["tool_name"]["enum"][0] for b in schema["anyOf"][:-1]]
     assert branch_names[0] == "maintenance_log"
@@ -110,7 +111,8 @@ async def test_action_schema_branches_and_enums_follow_the_question():
     prompt = model.calls[0][0].content
     assert prompt.index("- maintenance_log") < prompt.index("- list_machines")
     model = ScriptedChatModel(responses=[final("fine")])
-    await ReActAgent(model, plant_tools(), abilities=SMALL_SCHEMA, settings=AgentSettings(refuse_unasked_ids=False)).run(
+    await ReActAgent(model, plant_tools(), abilities=SMALL_SCHEMA,
+                     settings=AgentSettings(refuse_unasked_ids=False, tool_selection=False)).run(
         "Show the repair history of PRS-001")
     schema = model.call_kwargs[0]["response_format"]["schema"]
     first_args = schema["anyOf"][0]["properties"]["tool_args"]["properties"]["machine_id"]["enum"]

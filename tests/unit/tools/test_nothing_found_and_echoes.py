@@ -1,0 +1,44 @@
+"""What a tool result holds and what a call's text argument repeats, on non-demo tools."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.tools import StructuredTool
+from pydantic import BaseModel, Field
+
+from reactgraph.protocol.action_schema import tool_args_schema
+from reactgraph.tools.runner import holds_no_data
+from reactgraph.tools.values import echoes_tool
+
+
+@pytest.mark.parametrize(("observation", "empty"), [
+    ("No rooms booked on 2027-02-14.", True),  # none for the one date asked
+    ("No loans for ines.moreau@biblio.example.fr.", True),
+    ("0 titles match 'Solaris'.", True),
+    ("No rooms booked between 2027-02-14 and 2027-02-20.", False),  # an absence over a span is a finding
+    ("No members above 3 overdue items.", False),  # under a condition: a finding
+    ("No overdue loans.", False),
+    ("Room 2.14 | 09:30 | booked by ines.moreau@biblio.example.fr", False),
+    ("No loans for ines.moreau@biblio.example.fr.\nLast loan returned 2026-10-01.", False),
+])
+def test_a_one_line_none_for_one_value_holds_no_data(observation, empty):
+    assert holds_no_data(observation) is empty
+
+
+class _Search(BaseModel):
+    query: str = Field(description="Words of the title or author.")
+
+
+def search_catalogue(query: str) -> str:
+    """Find books by title or author."""
+    return query
+
+
+def test_a_text_argument_repeating_the_tools_own_words_is_an_echo():
+    tool = StructuredTool.from_function(search_catalogue, args_schema=_Search)
+    schema = tool_args_schema(tool)
+    for value in ("search_catalogue", "Search Catalogue", "find books by title or author.", "query",
+                  "Words of the title or author"):
+        assert echoes_tool(value, tool.name, tool.description, schema), value
+    for value in ("Le Guin", "catalogue", "", None, 3):
+        assert not echoes_tool(value, tool.name, tool.description, schema), value
