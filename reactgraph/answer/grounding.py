@@ -438,7 +438,13 @@ def observation_answer(question: str, steps: Iterable[dict[str, Any]], result_ch
         return lead
     answer_lead, lead = lead, (phrase("report_lead", language, subject=subject) if subject
                                else phrase("report_lead_plain", language))
-    text = "\n".join([*([answer_lead, ""] if answer_lead else []), lead, "", *body]).strip()
+    if answer_lead and language and detect_language(answer_lead) not in (None, language):
+        # a lead made of the tools' own lines in another language than the question's (English
+        # data, a Japanese question) comes after the engine's sentence: the answer opens in the
+        # reader's language, and the named line still stands before the rest of the data
+        text = "\n".join([lead, "", answer_lead, "", *body]).strip()
+    else:
+        text = "\n".join([*([answer_lead, ""] if answer_lead else []), lead, "", *body]).strip()
     return re.sub(r"\n{3,}", "\n\n", text)
 
 

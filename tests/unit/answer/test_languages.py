@@ -113,6 +113,17 @@ def test_the_lead_of_an_observation_answer_is_in_the_questions_language(language
     assert "language" not in answer_problems(text, question, ["stock_level"])
 
 
+@pytest.mark.parametrize("language", ["ja", "de", "en"])
+def test_a_lead_of_data_lines_in_another_language_follows_the_engines_sentence(language):
+    question, engine_lead = LEADS[language]
+    named = "Warehouse: Lyon · On hand: 4 units left in the main store."
+    lines = observation_answer(question, [ok("stock_level", {"sku": "AB/100"}, STOCK)], lead=named).splitlines()
+    if language == "en":  # the named line is in the reader's language: it answers first
+        assert lines[:3] == [named, "", engine_lead]
+    else:  # English data, another reader: the answer opens in the reader's language
+        assert lines[:3] == [engine_lead, "", named]
+
+
 def test_an_unknown_language_gets_the_neutral_lead_and_the_turns_language_wins():
     steps = [ok("stock_level", {"sku": "AB/100"}, STOCK)]
     assert observation_answer("Hoeveel AB/100 hebben we nog op voorraad?", steps).startswith("→ AB/100\n")
