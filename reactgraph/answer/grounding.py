@@ -438,10 +438,13 @@ def observation_answer(question: str, steps: Iterable[dict[str, Any]], result_ch
         return lead
     answer_lead, lead = lead, (phrase("report_lead", language, subject=subject) if subject
                                else phrase("report_lead_plain", language))
-    if answer_lead and language and detect_language(answer_lead) not in (None, language):
-        # a lead made of the tools' own lines in another language than the question's (English
-        # data, a Japanese question) comes after the engine's sentence: the answer opens in the
-        # reader's language, and the named line still stands before the rest of the data
+    verdicts = tuple(phrase(f"verdict_{verdict}", language, facts="").strip() for verdict in ("yes", "no", "unknown"))
+    if answer_lead and language and not answer_lead.startswith(verdicts) \
+            and detect_language(answer_lead) not in (None, language):
+        # a lead made of the tools' own lines alone, in another language than the question's
+        # (English data, a Japanese question), comes after the engine's sentence: the answer
+        # opens in the reader's language, and the named line still stands before the rest of
+        # the data. A verdict ("はい。…") already opens in the reader's language.
         text = "\n".join([lead, "", answer_lead, "", *body]).strip()
     else:
         text = "\n".join([*([answer_lead, ""] if answer_lead else []), lead, "", *body]).strip()
