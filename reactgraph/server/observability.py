@@ -25,6 +25,7 @@ from reactgraph.observability.logs import REQUEST_LOGGER, log_fields
 from reactgraph.observability.metrics import exposition, labelled, run_metrics
 from reactgraph.observability.observer import RequestInfo
 from reactgraph.server.gate import ASGIApp, Receive, Scope, Send
+from reactgraph.server.routers import app_routes
 
 METRICS_PATH = "/metrics"
 """Where the metrics are served."""
@@ -97,7 +98,7 @@ class RequestObserver:
     def _route(self, scope: Scope) -> str:
         route = scope.get("route")
         if route is None:
-            for candidate in self.routes():
+            for candidate in app_routes(self.routes()):
                 if candidate.matches(scope)[0] is Match.FULL:
                     route = candidate
                     break
