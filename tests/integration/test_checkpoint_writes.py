@@ -20,8 +20,8 @@ from langgraph.checkpoint.base import ERROR, empty_checkpoint
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from reactgraph import ModelAbilities, ReActAgent, open_persistence
-from reactgraph.persistence import checkpointing
-from reactgraph.persistence.checkpointing import WRITE_HOLD_SECONDS
+from reactgraph.persistence import folding
+from reactgraph.persistence.folding import WRITE_HOLD_SECONDS
 from reactgraph.testing import ScriptedChatModel, tool_call
 
 pytestmark = pytest.mark.integration
@@ -43,7 +43,7 @@ async def test_a_run_commits_each_iteration_once_with_its_checkpoints_and_writes
     both steps' writes — one store per loop iteration, every one with checkpoints; the
     last checkpoint is committed before the run returns. (The hold is made long here so
     that a slow moment of the machine cannot store anything alone.)"""
-    monkeypatch.setattr(checkpointing, "WRITE_HOLD_SECONDS", 30.0)
+    monkeypatch.setattr(folding, "WRITE_HOLD_SECONDS", 30.0)
     thread = f"fold-{uuid.uuid4().hex}"
     async with open_persistence(checkpoint_url) as persistence:
         saver = persistence.checkpointer
@@ -81,7 +81,7 @@ async def test_no_tool_starts_before_another_process_reads_the_call_that_started
     """The promise of durability ``"sync"`` with checkpoints held (SPEC §10): when a
     tool starts, the checkpoint it resumes from — the model's tool calls — is committed, so a
     process that resumes after a crash runs the same calls, not a model's new answer."""
-    monkeypatch.setattr(checkpointing, "WRITE_HOLD_SECONDS", 30.0)
+    monkeypatch.setattr(folding, "WRITE_HOLD_SECONDS", 30.0)
     thread = f"fold-{uuid.uuid4().hex}"
     seen: list[tuple[tuple[str, ...], list[str]]] = []
     async with open_persistence(checkpoint_url) as one, open_persistence(checkpoint_url) as two:
@@ -108,11 +108,11 @@ async def test_a_task_waiting_for_its_checkpoint_gets_it_committed_or_the_failur
     handed to the saver yet is committed as soon as it comes; a failed commit raises to the
     waiting task and the checkpoint stays held for the next commit; a checkpoint another
     process stored is found in the database."""
-    monkeypatch.setattr(checkpointing, "WRITE_HOLD_SECONDS", 30.0)
-    monkeypatch.setattr(checkpointing, "STORED_POLL_SECONDS", 0.05)
+    monkeypatch.setattr(folding, "WRITE_HOLD_SECONDS", 30.0)
+    monkeypatch.setattr(folding, "STORED_POLL_SECONDS", 0.05)
     thread = f"fold-{uuid.uuid4().hex}"
     base = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
-    holding = {"configurable": {**base["configurable"], checkpointing.TASKS_WAIT_FOR_CHECKPOINT: True}}
+    holding = {"configurable": {**base["configurable"], folding.TASKS_WAIT_FOR_CHECKPOINT: True}}
     async with open_persistence(checkpoint_url) as one, open_persistence(checkpoint_url) as two:
         saver = one.checkpointer
         first = empty_checkpoint()
@@ -152,9 +152,9 @@ async def test_a_read_of_the_thread_waits_for_its_store_in_progress(checkpoint_u
     """Read-your-writes with a store in flight: what a store took is no longer held, so a
     read of the thread in the same process waits for that store to end rather than read the
     database before it (the server's thread view read a running thread as unknown)."""
-    monkeypatch.setattr(checkpointing, "WRITE_HOLD_SECONDS", 30.0)
+    monkeypatch.setattr(folding, "WRITE_HOLD_SECONDS", 30.0)
     thread = f"fold-{uuid.uuid4().hex}"
-    config = {"configurable": {"thread_id": thread, "checkpoint_ns": "", checkpointing.TASKS_WAIT_FOR_CHECKPOINT: True}}
+    config = {"configurable": {"thread_id": thread, "checkpoint_ns": "", folding.TASKS_WAIT_FOR_CHECKPOINT: True}}
     async with open_persistence(checkpoint_url) as one:
         saver = one.checkpointer
         checkpoint = empty_checkpoint()
@@ -184,7 +184,7 @@ async def test_a_stream_closed_early_frees_its_thread_with_what_it_saved_committ
     ends the run; the thread is freed only once what the run handed the saver is committed,
     so another process reads the thread at once (the hold is 30 s here: only that wait can
     have committed it)."""
-    monkeypatch.setattr(checkpointing, "WRITE_HOLD_SECONDS", 30.0)
+    monkeypatch.setattr(folding, "WRITE_HOLD_SECONDS", 30.0)
     thread = f"fold-{uuid.uuid4().hex}"
     llm = ScriptedChatModel(responses=[AIMessage("", tool_calls=[tool_call("hangs", {"x": 1}, "call-hangs")]), "never"])
     async with open_persistence(checkpoint_url) as one, open_persistence(checkpoint_url) as two:
@@ -281,7 +281,7 @@ async def test_a_cancelled_run_frees_its_thread_only_with_its_results_committed(
     last saves to the saver and ends; the agent waits until they are committed, so another
     process reads the finished tool's result as soon as the thread is free — here the hold
     is 30 s, so only that wait can have committed it."""
-    monkeypatch.setattr(checkpointing, "WRITE_HOLD_SECONDS", 30.0)
+    monkeypatch.setattr(folding, "WRITE_HOLD_SECONDS", 30.0)
     thread = f"fold-{uuid.uuid4().hex}"
     calls = [tool_call("get_status", {"equipment_id": "CNC-001"}, "call-fast"), tool_call("hangs", {"x": 1}, "call-hangs")]
     llm = ScriptedChatModel(responses=[AIMessage("", tool_calls=calls), "never reached"])

@@ -15,7 +15,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent, open_persistence
-from reactgraph.persistence import checkpointing
+from reactgraph.persistence import checkpointing, savers
 from reactgraph.events import RunError
 from reactgraph.persistence.interrupts import InMemoryInterruptQueue
 from reactgraph.server import ServerSettings, create_app
@@ -101,15 +101,15 @@ async def test_the_write_ahead_log_is_copied_into_the_database_on_a_worker_threa
     milliseconds in one commit of a hundred); a worker thread does it every
     ``WAL_CHECKPOINT_COMMITS`` commits, so the file itself — read while ignoring the log —
     has the run's checkpoints."""
-    monkeypatch.setattr(checkpointing, "WAL_CHECKPOINT_COMMITS", 3)
+    monkeypatch.setattr(savers, "WAL_CHECKPOINT_COMMITS", 3)
     copied_on: list[str] = []
-    copy = checkpointing._WalCheckpointer._copy
+    copy = savers.WalCheckpointer._copy
 
     def recording_copy(self):
         copied_on.append(threading.current_thread().name)
         copy(self)
 
-    monkeypatch.setattr(checkpointing._WalCheckpointer, "_copy", recording_copy)
+    monkeypatch.setattr(savers.WalCheckpointer, "_copy", recording_copy)
     script = [*(AIMessage("", tool_calls=[tool_call("as_dict", {"x": n}, f"c{n}")]) for n in range(8)), "Done."]
     path = tmp_path / "checkpoints.db"
     async with open_persistence(path) as persistence:

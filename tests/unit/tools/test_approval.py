@@ -24,7 +24,7 @@ from reactgraph import (
     create_react_graph,
     open_persistence,
 )
-from reactgraph.persistence import checkpointing
+from reactgraph.persistence import folding
 from reactgraph.tools.approval import NO_CHECKPOINTER
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.helpers import JSON_MODE, NATIVE_TOOLS_ONLY
@@ -275,7 +275,7 @@ async def test_a_pause_survives_a_restart_and_no_tool_runs_twice(checkpoint_url,
     pauses, the second (new checkpointer connection) takes the decision. The approved
     call runs from the checkpoint the second process read, known as stored there: it
     does not wait to find it in the database (the wait's poll is made an hour here)."""
-    monkeypatch.setattr(checkpointing, "STORED_POLL_SECONDS", 3600.0)
+    monkeypatch.setattr(folding, "STORED_POLL_SECONDS", 3600.0)
     plant = Plant()
     thread = f"restart-{uuid.uuid4().hex[:8]}"
     first_model = ScriptedChatModel(responses=[calls(("read_status", {"equipment_id": "CNC-001"}, "r1"),
