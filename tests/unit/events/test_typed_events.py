@@ -12,6 +12,7 @@ from langchain_core.tools import tool
 
 from reactgraph import ModelAbilities, ReActAgent
 from reactgraph import events as ev
+from reactgraph.events import stream, types
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.serving import parse_sse
 from tests.helpers import UNIT_DATA
@@ -30,12 +31,12 @@ def test_every_recorded_event_reads_back_as_its_kind_and_writes_the_same_bytes()
             assert event.data == data and list(event.data) == list(data)  # members and their order
             assert ev.to_sse(event) == f"event: {channel}\ndata: {ev.wire_json(data)}\n\n"
             seen.add(type(event))
-    kinds = {kind for kinds in ev._KINDS.values() for kind in kinds}
+    kinds = {kind for kinds in types._KINDS.values() for kind in kinds}
     assert kinds - seen == set()  # the recordings hold every kind
 
 
 def test_one_class_per_kind_each_named_by_channel_and_tag():
-    keys = [(kind.channel, kind.tag) for kinds in ev._KINDS.values() for kind in kinds]
+    keys = [(kind.channel, kind.tag) for kinds in types._KINDS.values() for kind in kinds]
     assert len(keys) == len(set(keys)) == 26
     assert ev.ToolStarted.tag == (("type", "iteration"), ("status", "start"))
     assert isinstance(ev.SelectingTools(total_tools=3), ev.Phase) and ev.Planning(round=1).phase == "planning"
@@ -107,8 +108,8 @@ async def test_a_tools_done_waits_only_until_a_plain_checkpointer_holds_its_resu
     assert not any(channel == "steps" for _task, channel, _value in newest.pending_writes)  # the step was applied
     loop = asyncio.get_running_loop()
     started = loop.time()
-    await ev._result_saved(agent.graph, config, "c1")
+    await stream._result_saved(agent.graph, config, "c1")
     assert loop.time() - started < 0.25
     started = loop.time()
-    await ev._result_saved(agent.graph, config, "never-made")
+    await stream._result_saved(agent.graph, config, "never-made")
     assert loop.time() - started >= 0.5
