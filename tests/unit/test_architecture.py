@@ -312,7 +312,7 @@ past it a module is several concerns, split by concern."""
 
 OVER_THE_BOUND = {
     "cli/main.py", "engine/bindings.py", "nodes/llm_call.py", "observability/observer.py",
-    "tools/mcp.py", "tools/values.py", "core/language.py",
+    "tools/values.py", "core/language.py",
 }
 """Modules not yet split, each still over :data:`MODULE_LINES`; the set only shrinks (a module
 split below the bound must leave it, and no other module may join it)."""
