@@ -311,7 +311,7 @@ MODULE_LINES = 600
 past it a module is several concerns, split by concern."""
 
 OVER_THE_BOUND = {
-    "cli/main.py", "engine/bindings.py", "nodes/llm_call.py", "observability/observer.py",
+    "engine/bindings.py", "nodes/llm_call.py", "observability/observer.py",
     "tools/values.py", "core/language.py",
 }
 """Modules not yet split, each still over :data:`MODULE_LINES`; the set only shrinks (a module

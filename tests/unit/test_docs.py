@@ -282,7 +282,7 @@ def reactgraph_arguments(words: list[str]) -> list[str] | None:
 def test_every_reactgraph_command_in_the_docs_parses():
     """Each ``reactgraph`` command line of a shell block is accepted by the CLI's parser, and
     each ``make`` target exists, so the docs cannot name an option or target that is gone."""
-    from reactgraph.cli.main import _parser
+    from reactgraph.cli.options import build_parser
 
     targets = set(re.findall(r"^([a-z][\w-]*):", (ROOT / "Makefile").read_text(), re.MULTILINE))
     checked = 0
@@ -294,7 +294,7 @@ def test_every_reactgraph_command_in_the_docs_parses():
                 arguments = reactgraph_arguments(words)
                 if arguments is not None:
                     try:
-                        _parser().parse_args(arguments)
+                        build_parser().parse_args(arguments)
                     except SystemExit:
                         pytest.fail(f"{page.name}:{block.line}: `{shlex.join(words)}` is refused by the CLI")
                     checked += 1
@@ -307,11 +307,11 @@ def test_every_reactgraph_command_in_the_docs_parses():
 
 def test_the_shell_check_can_fail():
     """An option the CLI does not have is refused by the parser the check above uses."""
-    from reactgraph.cli.main import _parser
+    from reactgraph.cli.options import build_parser
 
     assert reactgraph_arguments(shell_commands("$ .venv/bin/reactgraph run --no-such-option q", console=True)[0]) is not None
     with pytest.raises(SystemExit):
-        _parser().parse_args(["run", "--no-such-option", "q"])
+        build_parser().parse_args(["run", "--no-such-option", "q"])
 
 
 def synopsis_options(source: str) -> dict[str, set[str]]:
@@ -330,9 +330,9 @@ def synopsis_options(source: str) -> dict[str, set[str]]:
 def test_every_option_of_the_usage_synopses_exists():
     """The synopses of ``reactgraph run``, ``resume`` and ``serve`` name only options their
     subcommand has (and all three are documented)."""
-    from reactgraph.cli.main import _parser
+    from reactgraph.cli.options import build_parser
 
-    subcommands = next(a for a in _parser()._actions if a.dest == "command").choices
+    subcommands = next(a for a in build_parser()._actions if a.dest == "command").choices
     documented: set[str] = set()
     for page in PAGES:
         for block in fenced_blocks(page.read_text()):

@@ -9,7 +9,7 @@ import re
 import pytest
 from langchain_core.tools import tool
 
-from reactgraph.cli.main import banner_line, footer_line
+from reactgraph.cli.view import banner_line, footer_line
 from reactgraph.demo.agent import approval_rules, approve_names
 from reactgraph.events import Done
 from reactgraph.agents.outcome import FINISH_REASONS

@@ -13,7 +13,8 @@ import pytest
 import reactgraph.demo.factory
 import reactgraph.models
 from reactgraph import ModelAbilities
-from reactgraph.cli.main import _parser, main
+from reactgraph.cli.main import main
+from reactgraph.cli.options import build_parser
 from reactgraph.models import ResolvedModel
 from reactgraph.models.catalog import ENV_LOCAL_THREADS
 from reactgraph.models.local import LocalModelServer, default_threads
@@ -34,7 +35,7 @@ def test_version_and_bare_command(capsys):
 
 def options(command: str) -> set[str]:
     """The option strings ``reactgraph COMMAND --help`` shows."""
-    subparsers = next(action for action in _parser()._actions if action.dest == "command")
+    subparsers = next(action for action in build_parser()._actions if action.dest == "command")
     parser = subparsers.choices[command]
     return {string for action in parser._actions if action.help != "==SUPPRESS=="
             for string in action.option_strings}
@@ -46,7 +47,7 @@ def test_every_command_names_its_shared_options_alike():
     for command in ("run", "resume", "serve"):
         assert shared <= options(command), command
         assert "--db-url" not in options(command)  # a hidden alias, not shown
-    parser = _parser()
+    parser = build_parser()
     for command in (["run", "q"], ["resume", "t"], ["serve"]):
         old = parser.parse_args([*command, "--db-url", "x.db"])
         new = parser.parse_args([*command, "--checkpoints", "x.db"])
@@ -101,7 +102,7 @@ async def test_the_answer_is_rendered_as_markdown_on_a_terminal_and_kept_raw_in_
     are drawn, not shown as ``**`` and ``|---|``; piped, the text is passed on as written."""
     from rich.console import Console
 
-    from reactgraph.cli.main import _print_events
+    from reactgraph.cli.view import print_events
     from reactgraph.events import AnswerDelta, AnswerDone, AnswerStarted
 
     answer = ("CNC-003에 대해 도구가 조회한 결과입니다.\n\n- **State**: warning\n\n"
@@ -114,10 +115,10 @@ async def test_the_answer_is_rendered_as_markdown_on_a_terminal_and_kept_raw_in_
         yield AnswerDone()
 
     terminal = Console(record=True, width=80, force_terminal=True)
-    await _print_events(terminal, events())
+    await print_events(terminal, events())
     shown = terminal.export_text()
     assert "State: warning" in shown and "**" not in shown and "|---|" not in shown
     assert "CNC-003" in shown and "warning" in shown and "─" in shown  # the table is drawn
     pipe = Console(record=True, width=80, force_terminal=False)
-    await _print_events(pipe, events())
+    await print_events(pipe, events())
     assert answer.strip() in pipe.export_text()

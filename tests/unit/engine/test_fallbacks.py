@@ -337,14 +337,14 @@ def test_bad_fallback_settings_are_refused():
 
 
 def test_fallback_models_come_from_the_command_line_or_the_environment():
-    from reactgraph.cli.main import _parser
+    from reactgraph.cli.options import build_parser
     from reactgraph.models.env import fallback_specs
 
-    args = _parser().parse_args(["serve", "--fallback-model", "llama3.1:8b", "--fallback-base-url",
+    args = build_parser().parse_args(["serve", "--fallback-model", "llama3.1:8b", "--fallback-base-url",
                                  "http://localhost:11434/v1", "--fallback-model", "embedded"])
     assert fallback_specs(args.fallback_models, args.fallback_base_urls, {}) == [
         ("llama3.1:8b", "http://localhost:11434/v1"), ("embedded", None)]
-    run = _parser().parse_args(["run", "q?", "--fallback-model", "gpt-4o"])
+    run = build_parser().parse_args(["run", "q?", "--fallback-model", "gpt-4o"])
     assert run.fallback_models == ["gpt-4o"] and run.fallback_base_urls is None
     env = {"REACTGRAPH_FALLBACK_MODELS": "gpt-4o-mini, qwen", "REACTGRAPH_FALLBACK_BASE_URLS": ",http://vllm:8000/v1"}
     assert fallback_specs(None, None, env) == [("gpt-4o-mini", None), ("qwen", "http://vllm:8000/v1")]
@@ -475,7 +475,7 @@ async def test_the_answer_of_a_run_a_small_fallback_served_is_checked_under_its_
 async def test_the_command_line_prints_the_switch_and_the_serving_model():
     from rich.console import Console
 
-    from reactgraph.cli.main import _print_events
+    from reactgraph.cli.view import print_events
     from reactgraph.events import Done, ModelSwitched
 
     async def events():
@@ -486,7 +486,7 @@ async def test_the_command_line_prints_the_switch_and_the_serving_model():
                    thread_id="t", model="SmolLM2-135M-Instruct", model_usage={})
 
     console = Console(record=True, width=200)
-    await _print_events(console, events())
+    await print_events(console, events())
     text = console.export_text()
     assert "gpt-4o-mini failed (transient): the loop call goes on with SmolLM2-135M-Instruct" in text
     assert "Answered in 0.1 s · 1 step · 2 tokens (1 in, 1 out) in 2 model calls · " \

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 import reactgraph.models
-from reactgraph.cli.main import _parser, main
+from reactgraph.cli.main import main
+from reactgraph.cli.options import build_parser
 from reactgraph.models import (
     DEFAULT_LOCAL_MODEL,
     EMBEDDED_MODELS,
@@ -303,7 +304,7 @@ def test_run_passes_the_local_model_and_threads_to_open_model(opened) -> None:
 async def test_serve_passes_the_local_model_and_threads_to_open_model(opened) -> None:
     from reactgraph.server import open_demo_agent
 
-    args = _parser().parse_args(["serve", "--local-model", "qwen2.5-coder-0.5b", "--local-threads", "2"])
+    args = build_parser().parse_args(["serve", "--local-model", "qwen2.5-coder-0.5b", "--local-threads", "2"])
     assert (args.local_model, args.local_threads) == ("qwen2.5-coder-0.5b", 2)
     async with open_demo_agent(checkpoints="memory", local_model=args.local_model, local_threads=args.local_threads):
         pass

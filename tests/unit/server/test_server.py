@@ -17,7 +17,8 @@ from langchain_core.tools import tool
 
 from reactgraph import NoActiveRunError, ReActAgent
 from reactgraph.persistence.checkpointing import open_checkpointer
-from reactgraph.cli.main import _parser, _server_settings, main
+from reactgraph.cli.main import _server_settings, main
+from reactgraph.cli.options import build_parser
 from reactgraph.protocol.messages import UNFINISHED_TOOL_RESULT, answer_unfinished_tool_calls
 from reactgraph.server import DEFAULT_MAX_BODY_BYTES, ServerSettings
 from reactgraph.testing import ScriptedChatModel, tool_call
@@ -353,21 +354,21 @@ def test_serve_refuses_bad_settings_with_exit_status_2(capsys):
 
 
 def test_serve_command_options():
-    args = _parser().parse_args(["serve"])
+    args = build_parser().parse_args(["serve"])
     assert (args.host, args.port, args.checkpoints, args.max_message_chars) == ("127.0.0.1", 8000, None, None)
-    args = _parser().parse_args(["serve", "--host", "0.0.0.0", "--port", "9001", "--checkpoints", "memory",
+    args = build_parser().parse_args(["serve", "--host", "0.0.0.0", "--port", "9001", "--checkpoints", "memory",
                                  "--max-message-chars", "500", "--max-iterations", "4", "--json-mode"])
     assert (args.host, args.port, args.checkpoints, args.max_message_chars, args.max_iterations, args.json_mode) == (
         "0.0.0.0", 9001, "memory", 500, 4, True)
     settings = _server_settings(args)
     assert (settings.max_message_chars, settings.max_body_bytes) == (500, DEFAULT_MAX_BODY_BYTES)
     assert settings.allowed_hosts == ("localhost", "127.0.0.1", "::1")  # a wildcard address names no host
-    lan = _server_settings(_parser().parse_args(["serve", "--host", "192.168.1.5", "--max-body-bytes", "9000"]))
+    lan = _server_settings(build_parser().parse_args(["serve", "--host", "192.168.1.5", "--max-body-bytes", "9000"]))
     assert lan.allowed_hosts == ("localhost", "127.0.0.1", "::1", "192.168.1.5") and lan.max_body_bytes == 9000
-    named = _parser().parse_args(["serve", "--host", "0.0.0.0", "--allowed-host", "plant.example", "--allowed-host", "*"])
+    named = build_parser().parse_args(["serve", "--host", "0.0.0.0", "--allowed-host", "plant.example", "--allowed-host", "*"])
     assert _server_settings(named).allowed_hosts == ("plant.example", "*")
     assert settings.default_mode == "react" and args.max_rounds == 3  # Both modes served, react by default
-    dag = _parser().parse_args(["serve", "--dag", "--max-rounds", "2"])
+    dag = build_parser().parse_args(["serve", "--dag", "--max-rounds", "2"])
     assert _server_settings(dag).default_mode == "dag" and dag.max_rounds == 2
 
 

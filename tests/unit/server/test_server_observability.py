@@ -19,7 +19,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from prometheus_client.parser import text_string_to_metric_families
 
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent, observability
-from reactgraph.cli.main import _parser, _server_settings
+from reactgraph.cli.main import _server_settings
+from reactgraph.cli.options import build_parser
 from reactgraph.observability.logs import JsonFormatter, LogConsole, text_formatter, text_value, uvicorn_log_config
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.testing import ScriptedChatModel, tool_call
@@ -174,11 +175,11 @@ async def test_a_follow_up_refused_by_the_queue_limits_is_counted():
 
 
 async def test_serve_options_set_the_metrics_and_no_metrics_means_no_route_and_no_observer():
-    defaults = _server_settings(_parser().parse_args(["serve"]))
+    defaults = _server_settings(build_parser().parse_args(["serve"]))
     assert (defaults.metrics, defaults.public_metrics) == (True, False)
-    chosen = _server_settings(_parser().parse_args(["serve", "--public-metrics"]))
+    chosen = _server_settings(build_parser().parse_args(["serve", "--public-metrics"]))
     assert chosen.public_metrics is True
-    off = _server_settings(_parser().parse_args(["serve", "--no-metrics"]))
+    off = _server_settings(build_parser().parse_args(["serve", "--no-metrics"]))
     assert off.metrics is False
     agent = ReActAgent(ScriptedChatModel(responses=["fine"]), [], abilities=ModelAbilities(tool_call=True))
     async with running_server(create_app(agent, off)) as base, httpx.AsyncClient(base_url=base) as http:

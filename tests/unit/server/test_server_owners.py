@@ -17,7 +17,8 @@ from langchain_core.tools import tool
 
 from reactgraph import AgentSettings, ReActAgent
 from reactgraph.persistence.checkpointing import open_persistence
-from reactgraph.cli.main import _parser, _server_settings
+from reactgraph.cli.main import _server_settings
+from reactgraph.cli.options import build_parser
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.server.owners import API_KEYS_ENV, DEFAULT_PRINCIPAL, OWNERS_TABLE, parse_api_keys
 from reactgraph.testing import ScriptedChatModel, tool_call
@@ -238,7 +239,7 @@ def test_api_keys_parse_from_a_list_or_a_file_and_bad_entries_are_refused(tmp_pa
             parse_api_keys(bad)
     with pytest.raises(ValueError):
         ServerSettings(api_keys={"k": "not valid!"})
-    served = _server_settings(_parser().parse_args(["serve", "--client-keys", "k1=ana,k2=bo"]))
+    served = _server_settings(build_parser().parse_args(["serve", "--client-keys", "k1=ana,k2=bo"]))
     assert served.resolved_api_keys() == {"k1": "ana", "k2": "bo"}
 
 
