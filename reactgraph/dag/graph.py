@@ -22,7 +22,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from reactgraph.protocol.actions import message_text
-from reactgraph.observability import observed_node
+from reactgraph.engine.dualmode import observed_node
 from reactgraph.core.config import AgentSettings
 from reactgraph.dag.analyze import Analyzer, route_analysis
 from reactgraph.dag.budget import is_limit

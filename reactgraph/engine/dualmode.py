@@ -120,6 +120,12 @@ def dual_node(body: Callable[..., Awaitable[Any]], name: str) -> RunnableCallabl
     return RunnableCallable(sync_entry, async_entry, name=name, trace=False)
 
 
+observed_node = observability.observed_node
+"""The node wrapper of a graph whose nodes are async only (the DAG graph's): its node runs
+through :func:`reactgraph.observability.run_node` as :func:`dual_node`'s do, so graphs take
+both wrappers from here, below the observer."""
+
+
 def _own_deadlines(runnable: Runnable) -> bool:
     """Whether ``runnable`` gives each of its models' calls a deadline itself (a fallback
     chain: one deadline over the chain would leave the next model the first one's rest)."""
