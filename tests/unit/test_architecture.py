@@ -6,6 +6,8 @@ snapshot of each compiled graph's shape.
 - Node code does its I/O through :mod:`reactgraph.engine.dualmode` (its module docstring states
   the rule): a node that awaited ``ainvoke``/``astream`` or an ``asyncio`` primitive itself
   would hang or fail a synchronous ``invoke`` run.
+- No module outside ``reactgraph/demo/`` is over 600 lines (those not yet split are named,
+  and the list only shrinks), and ``create_app`` wires routers in under 80 lines.
 """
 
 from __future__ import annotations
