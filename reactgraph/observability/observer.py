@@ -22,9 +22,7 @@ Nothing of it changes what a run does.
 
 from __future__ import annotations
 
-import json
 import time
-import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -32,9 +30,7 @@ from typing import Any
 from uuid import UUID, uuid4
 
 from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
-from langchain_core.runnables import RunnableBinding
 from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.errors import GraphInterrupt
 
@@ -44,17 +40,30 @@ from reactgraph.graph.names import ANALYZE, EXECUTE_TOOLS, LOOP_NODE_MODES, PLAN
 from reactgraph.observability.unobserved import UNOBSERVED, Unobserved
 from reactgraph.observability import tracing as names
 from reactgraph.observability.logs import RUN_LOGGER, log_fields
-from reactgraph.observability.metrics import RunMetrics, labelled, tool_label
+from reactgraph.observability.metrics import labelled, tool_label
+from reactgraph.observability.records import (
+    TRACE_METADATA,
+    Instrumentation,
+    RequestInfo,
+    content_json,
+    cut_content,
+    format_span_context,
+    message_parts,
+    model_params,
+    parse_span_context,
+    present,
+    step_record,
+)
 from reactgraph.agents.outcome import cancelled
 from reactgraph.engine.state import StepRecord
 from reactgraph.core.usage import reported_tokens
 from reactgraph.engine.calls import call_kind_of
 
 try:  # the [otel] extra: spans; without it only metrics and log lines are recorded
-    from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
+    from opentelemetry.trace import Link, SpanKind, Status, StatusCode
     from opentelemetry.trace import set_span_in_context as _in_context
 except ImportError:  # pragma: no cover - the unit suite installs the extra
-    Link = SpanContext = SpanKind = Status = StatusCode = TraceFlags = _in_context = None
+    Link = SpanKind = Status = StatusCode = _in_context = None
 
 ROUND_NODES = frozenset({PLAN, SCHEDULE, RUN_STEP, ANALYZE})
 """The DAG nodes of one plan round; the next top-level node of another kind ends the round.
@@ -62,52 +71,10 @@ Each run of the planner (``PLAN``) opens a ``plan_round`` span that holds the ro
 as children; a ``RUN_STEP`` task is a ``dag_step`` span, an ``EXECUTE_TOOLS`` task an
 ``execute_tool`` span."""
 
-CONTENT_CHARS = 8_000
-"""Most characters of one content attribute (messages, arguments, results) when content is
-recorded."""
-
-TRACE_METADATA = "reactgraph_trace"
-"""The key, in a run's config ``metadata`` and so in the metadata of every checkpoint the run
-writes (LangGraph's savers copy it there), of the run's ``invoke_agent`` span context as
-``<trace id, 32 hex>-<span id, 16 hex>``. A run that resumes the thread, in this process or
-another, reads it from the checkpoint it resumes and links its own span to it."""
 
 _approvals_waiting: set[tuple[str | None, str]] = set()
 """``(thread id, tool call id)`` of the calls this process saw pause for a decision, so a
 paused run resumed without that decision does not count its call twice."""
-
-
-@dataclass(frozen=True)
-class Instrumentation:
-    """What is observed (:func:`reactgraph.observability.instrument` sets one for the process).
-
-    Attributes:
-        tracer: The OpenTelemetry tracer spans are made with; ``None``: no spans.
-        capture_content: Spans record messages, tool arguments and results.
-        metrics: The Prometheus metric families; ``None``: no metrics.
-        node_spans: A span for every graph node's task (the run's path through the graph,
-            node by node); otherwise only tool calls, DAG plan rounds and steps have one
-            besides the run and its model calls, whose spans say their node.
-    """
-
-    tracer: Any = None
-    capture_content: bool = False
-    metrics: RunMetrics | None = None
-    node_spans: bool = False
-
-
-@dataclass
-class RequestInfo:
-    """What the server's request log line takes from the run its request drove: set by the
-    middleware in a context variable, filled by the run's observer at the run's end."""
-
-    request_id: str
-    run_id: str | None = None
-    finish_reason: str | None = None
-    model_calls: int | None = None
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    trace_id: str | None = None
 
 
 @dataclass
@@ -158,57 +125,6 @@ class _RunState:
     paused: bool = False
 
 
-def _cut(text: str) -> str:
-    return text if len(text) <= CONTENT_CHARS else text[:CONTENT_CHARS] + "…"
-
-
-def _json(value: Any) -> str:
-    return _cut(json.dumps(value, ensure_ascii=False, default=str))
-
-
-def _message_parts(message: BaseMessage) -> dict[str, Any]:
-    """A message in the GenAI conventions' message shape: ``{role, parts}``."""
-    role = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}.get(message.type, message.type)
-    parts: list[dict[str, Any]] = []
-    text = message.text if isinstance(message.text, str) else str(message.content)
-    if text:
-        kind = "tool_call_response" if role == "tool" else "text"
-        parts.append({"type": kind, "content": text} if kind == "text"
-                     else {"type": kind, "id": getattr(message, "tool_call_id", None), "response": text})
-    for call in getattr(message, "tool_calls", None) or []:
-        parts.append({"type": "tool_call", "id": call.get("id"), "name": call.get("name"), "arguments": call.get("args")})
-    return {"role": role, "parts": parts}
-
-
-def _step_record(outputs: Any) -> StepRecord | None:
-    """The step record in what ``execute_tools`` returned (a ``Command``, or a list)."""
-    for item in outputs if isinstance(outputs, list) else [outputs]:
-        update = getattr(item, "update", None)
-        if isinstance(update, dict) and update.get("steps"):
-            record = update["steps"][0]
-            return record if isinstance(record, dict) else None
-    return None
-
-
-def format_span_context(context: Any) -> str:
-    """A span context as :data:`TRACE_METADATA` writes it: ``<trace id>-<span id>`` in hex."""
-    return f"{context.trace_id:032x}-{context.span_id:016x}"
-
-
-def parse_span_context(text: Any) -> Any:
-    """The (remote, sampled) span context :func:`format_span_context` wrote, ``None`` for
-    anything else (no value, another shape, zero ids, no OpenTelemetry)."""
-    if SpanContext is None or not isinstance(text, str) or len(text) != 49 or text[32] != "-":
-        return None
-    try:
-        trace_id, span_id = int(text[:32], 16), int(text[33:], 16)
-    except ValueError:
-        return None
-    if not trace_id or not span_id:
-        return None
-    return SpanContext(trace_id, span_id, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED))
-
-
 _TASK_SPAN: ContextVar[tuple[RunObserver, Any] | None] = ContextVar("reactgraph_task_span", default=None)
 """The observer and span of the node task running in this context (a tool call, a DAG step,
 a node with ``node_spans``): model calls, events and nested nodes (a step's subgraph) made
@@ -218,51 +134,6 @@ context, so parallel tasks each see their own."""
 OBSERVED_EVENTS = (AnswerDelta, Compacted, Injected, Stalled)
 """The engine events the observer records (:meth:`RunObserver.on_agent_event`); the others
 are not looked at (:func:`reactgraph.observability.record_event`)."""
-
-
-def _present(attributes: dict[str, Any]) -> dict[str, Any]:
-    """``attributes`` without the ``None`` values (OpenTelemetry takes none)."""
-    return {key: value for key, value in attributes.items() if value is not None}
-
-
-_MODEL_PARAMS: dict[int, tuple[Callable[[], Any], dict[str, Any]]] = {}
-""":func:`_model_params` by the model runnable's ``id``, with a weak reference to the
-runnable (a new object at a reused id is read afresh, and the cache keeps no model alive);
-cleared when it holds :data:`_MODEL_PARAMS_KEPT`."""
-
-_MODEL_PARAMS_KEPT = 256
-
-
-def _model_params(runnable: Any) -> dict[str, Any]:
-    """LangChain's ``ls_*`` parameters (provider, model name, temperature, max tokens) of
-    the chat model under ``runnable`` (through ``bind``/``bind_tools`` bindings, with their
-    keyword arguments), ``{}`` when there is no chat model under it. Read once per runnable:
-    a model's parameters do not change between its calls."""
-    known = _MODEL_PARAMS.get(id(runnable))
-    if known is not None and known[0]() is runnable:
-        return known[1]
-    bound: dict[str, Any] = {}
-    model = runnable
-    while isinstance(model, RunnableBinding):
-        bound = {**model.kwargs, **bound}
-        model = model.bound
-    params: dict[str, Any] = {}
-    if isinstance(model, BaseChatModel):
-        try:
-            params = model._get_ls_params(**bound)
-        except Exception:  # a model whose parameters cannot be read is still traced, unnamed
-            params = {}
-        if not params.get("ls_model_name"):
-            params["ls_model_name"] = getattr(model, "model_name", None) or getattr(model, "model", None) \
-                or model._llm_type
-    try:
-        reference: Callable[[], Any] = weakref.ref(runnable)
-    except TypeError:  # an object that takes no weak reference is read at each call
-        return params
-    if len(_MODEL_PARAMS) >= _MODEL_PARAMS_KEPT:
-        _MODEL_PARAMS.clear()
-    _MODEL_PARAMS[id(runnable)] = (reference, params)
-    return params
 
 
 class ModelCall:
@@ -459,7 +330,7 @@ class RunObserver(BaseCallbackHandler):
             error_type = error_type or type(error).__name__
             error = f"{type(error).__name__}: {error}"
         span.set_attribute(names.ERROR_TYPE, error_type or "error")
-        span.set_status(Status(StatusCode.ERROR, _cut(str(error))[:500]))
+        span.set_status(Status(StatusCode.ERROR, cut_content(str(error))[:500]))
 
     # the run: reported by the agents, or LangChain callbacks of the graph's root run -------
 
@@ -519,7 +390,7 @@ class RunObserver(BaseCallbackHandler):
         attributes: dict[str, Any] = {names.AGENT_NAME: name, "reactgraph.run.id": str(run_id),
                                       "reactgraph.run.kind": kind}
         if self.instrumentation.capture_content and kind == "start":
-            attributes[names.INPUT_MESSAGES] = _json([_message_parts(message) for message in inputs["messages"]
+            attributes[names.INPUT_MESSAGES] = content_json([message_parts(message) for message in inputs["messages"]
                                                       if isinstance(message, BaseMessage)])
         span, self._opened = self._opened, None
         if span is None:  # no open_span: a graph run given run_callbacks, or this handler's next run
@@ -556,7 +427,7 @@ class RunObserver(BaseCallbackHandler):
             if "iteration" in outputs:
                 ending["reactgraph.iterations"] = int(outputs.get("iteration") or 0)
             if self.instrumentation.capture_content and isinstance(outputs.get("answer"), str):
-                ending[names.OUTPUT_MESSAGES] = _json([{"role": "assistant", "parts": [
+                ending[names.OUTPUT_MESSAGES] = content_json([{"role": "assistant", "parts": [
                     {"type": "text", "content": outcome.answer_shown(outputs.get("synthesis"), outputs["answer"])}]}])
             span.set_attributes(ending)
             if error is not None and outcome.is_failure(finish, self.failure_reason):
@@ -629,7 +500,7 @@ class RunObserver(BaseCallbackHandler):
             if token is not None:
                 _TASK_SPAN.reset(token)
         if tool is not None:
-            self._tool_ended(state, tool, _step_record(outputs))
+            self._tool_ended(state, tool, step_record(outputs))
         if span is not None:
             self._end_span(state, span)
         return outputs
@@ -653,19 +524,19 @@ class RunObserver(BaseCallbackHandler):
             if task_input.get("iteration") is not None:
                 attributes["reactgraph.iteration"] = task_input["iteration"]
             if self.instrumentation.capture_content:
-                attributes[names.TOOL_ARGUMENTS] = _json(task_input["call"].get("args"))
+                attributes[names.TOOL_ARGUMENTS] = content_json(task_input["call"].get("args"))
             tool.leaf = self._leaf(state, f"execute_tool {tool.name}", parent, attributes)
             return None  # nothing inside a tool call is observed under it: its span is a leaf
         if name == RUN_STEP and isinstance(task_input, dict) and isinstance(task_input.get("step"), dict):
             step = task_input["step"]
-            attributes = _present({"reactgraph.dag.step_id": step.get("id"), "reactgraph.dag.round": task_input.get("round"),
+            attributes = present({"reactgraph.dag.step_id": step.get("id"), "reactgraph.dag.round": task_input.get("round"),
                                    "reactgraph.dag.dependencies": [str(dep) for dep in step.get("dependencies") or []]})
             if self.instrumentation.capture_content:
-                attributes["reactgraph.dag.task"] = _cut(str(step.get("task")))
+                attributes["reactgraph.dag.task"] = cut_content(str(step.get("task")))
             return self._start_span(state, f"dag_step {step.get('id')}", parent, attributes)
         if self.instrumentation.node_spans:
             config = var_child_runnable_config.get() or {}
-            return self._start_span(state, name, parent, _present({
+            return self._start_span(state, name, parent, present({
                 "langgraph.node": name, "langgraph.step": (config.get("metadata") or {}).get("langgraph_step")}))
         return None
 
@@ -705,7 +576,7 @@ class RunObserver(BaseCallbackHandler):
         if approval is not None:
             ending["reactgraph.tool.approval"] = approval
         if self.instrumentation.capture_content and "observation" in record:
-            ending[names.TOOL_RESULT] = _cut(str(record["observation"]))
+            ending[names.TOOL_RESULT] = cut_content(str(record["observation"]))
         self._end_leaf(tool.leaf, ending, str(error) if error else None, "tool_error")
 
     # model calls (the engine's hook: reactgraph.observability.model_call) ------------------
@@ -732,7 +603,7 @@ class RunObserver(BaseCallbackHandler):
         call = ModelCall(self, call_kind_of(metadata, config.get("tags")))
         if self.instrumentation.tracer is None:
             return call
-        params = _model_params(runnable)
+        params = model_params(runnable)
         model = params.get("ls_model_name")
         attributes: dict[str, Any] = {names.OPERATION: "chat", "reactgraph.phase": call.phase}
         for key, value in ((names.PROVIDER, params.get("ls_provider")), (names.REQUEST_MODEL, model),
@@ -742,7 +613,7 @@ class RunObserver(BaseCallbackHandler):
             if value is not None:
                 attributes[key] = value
         if self.instrumentation.capture_content and isinstance(model_input, list):
-            attributes[names.INPUT_MESSAGES] = _json([_message_parts(message) for message in model_input
+            attributes[names.INPUT_MESSAGES] = content_json([message_parts(message) for message in model_input
                                                       if isinstance(message, BaseMessage)])
         call.leaf = self._leaf(state, f"chat {model}" if model else "chat", self._parent(state), attributes,
                                SpanKind.CLIENT)
@@ -775,7 +646,7 @@ class RunObserver(BaseCallbackHandler):
             ending[names.RESPONSE_ID] = reported["id"]
         message = call.message if call.message is not None else call.chunks
         if self.instrumentation.capture_content and isinstance(message, BaseMessage):
-            ending[names.OUTPUT_MESSAGES] = _json([_message_parts(message)])
+            ending[names.OUTPUT_MESSAGES] = content_json([message_parts(message)])
         self._end_leaf(call.leaf, ending)
 
     def _chat_failed(self, call: ModelCall, error: BaseException) -> None:
@@ -831,7 +702,7 @@ class RunObserver(BaseCallbackHandler):
         elif isinstance(event, Injected):
             attributes = {"reactgraph.follow_up.chars": len(event.content)}
             if self.instrumentation.capture_content:
-                attributes["reactgraph.follow_up.content"] = _cut(event.content)
+                attributes["reactgraph.follow_up.content"] = cut_content(event.content)
             span.add_event("follow_up", attributes)
         else:
             span.add_event("stall", {"reactgraph.iteration": event.iteration, "reactgraph.stall.reason": event.reason})

@@ -576,11 +576,11 @@ def test_the_model_parameters_cache_keeps_no_model_alive():
     import gc
     import weakref
 
-    from reactgraph.observability.observer import _model_params
+    from reactgraph.observability.records import model_params
 
     model = ScriptedChatModel(responses=["x"])
     bound = model.bind_tools([get_status])
-    assert _model_params(bound)["ls_model_name"] and _model_params(bound) is _model_params(bound)
+    assert model_params(bound)["ls_model_name"] and model_params(bound) is model_params(bound)
     gone = weakref.ref(model)
     del model, bound
     gc.collect()
