@@ -158,9 +158,10 @@ def test_importing_the_library_and_the_cli_loads_no_provider_client():
     assert done.stdout.strip() == "[]", done.stdout
 
 
-DOMAIN_FREE_EXEMPT = ("demo", "core/language.py")
+DOMAIN_FREE_EXEMPT = ("demo", "core/language.py", "core/phrases.py")
 """Where knowledge of the demo plant or of one language may live: the demo itself and the
-one language table (``reactgraph/core/language.py``)."""
+language tables (``reactgraph/core/language.py``: the words detection and question parts use;
+``reactgraph/core/phrases.py``: the sentences the engine writes)."""
 
 
 def demo_knowledge() -> re.Pattern[str]:
@@ -314,7 +315,7 @@ past it a module is several concerns, split by concern."""
 
 OVER_THE_BOUND = {
     "engine/bindings.py", "nodes/llm_call.py", "observability/observer.py",
-    "tools/values.py", "core/language.py",
+    "tools/values.py",
 }
 """Modules not yet split, each still over :data:`MODULE_LINES`; the set only shrinks (a module
 split below the bound must leave it, and no other module may join it)."""
