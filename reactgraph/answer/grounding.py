@@ -35,7 +35,8 @@ from reactgraph.protocol.jsonparse import safe_json
 from reactgraph.core.language import SCRIPT_LANGUAGES, detect_language, phrase
 from reactgraph.engine.state import StepRecord
 from reactgraph.tools.runner import holds_no_data
-from reactgraph.tools.values import Token, normal_number, value_tokens
+from reactgraph.tools.notation import normal_number
+from reactgraph.tools.values import Token, value_tokens
 
 _LIST_MARKER = re.compile(r"^\s*(?:#+\s*)?\d+[.)]\s", re.MULTILINE)
 

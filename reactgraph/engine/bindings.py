@@ -49,7 +49,9 @@ from reactgraph.providers import GENERIC, ProviderProfile, adapt_model, select_p
 from reactgraph.tools.ranking import ToolRanker, enum_values
 from reactgraph.policy.safeguards import resolve_settings
 from reactgraph.tools.runner import ToolErrorPolicy, ToolRunner, has_side_effects, prepare_tools, tool_source
-from reactgraph.tools.values import ValueReader, argument_leaves, echoes_tool, fold, written_in
+from reactgraph.tools.echoes import echoes_tool
+from reactgraph.tools.notation import fold
+from reactgraph.tools.values import ValueReader, argument_leaves, written_in
 
 
 RUN_NAME_SELECTION = f"tool_loop/{SELECT_TOOLS}"
@@ -531,7 +533,7 @@ class Engine:
         question, earlier turns, tool results; the model's own text does not count).
 
         A text argument whose value repeats the tool's own name or description
-        (:func:`~reactgraph.tools.values.echoes_tool`: ``"query": "search_products"``) is unwritten
+        (:func:`~reactgraph.tools.echoes.echoes_tool`: ``"query": "search_products"``) is unwritten
         too, unless the user wrote it.
 
         Returns:

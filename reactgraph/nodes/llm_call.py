@@ -91,7 +91,7 @@ from reactgraph.engine.state import AgentState, ToolCallRequest
 from reactgraph.engine.state import LoopFinishReason, StepRecord, selection_in_force
 from reactgraph.answer.synthesis import REPEAT_REFUSAL, UNASKED_REFUSAL, summarize_steps
 from reactgraph.tools.runner import holds_no_data, outcome_digest
-from reactgraph.tools.values import echoes_schema
+from reactgraph.tools.echoes import echoes_schema
 from reactgraph.core.usage import sum_usage, usage_of
 
 logger = logging.getLogger(__name__)
@@ -441,7 +441,7 @@ def mark_unasked(requests: list[ToolCallRequest], engine: Engine, query: str,
 
 
 def mark_schema_echoes(requests: list[ToolCallRequest], engine: Engine) -> list[ToolCallRequest]:
-    """Answer calls whose arguments repeat a JSON schema (:func:`~reactgraph.tools.values.echoes_schema`:
+    """Answer calls whose arguments repeat a JSON schema (:func:`~reactgraph.tools.echoes.echoes_schema`:
     ``{"type": "object", "properties": …}`` as the arguments or as a value) with an ``error``
     the model can act on (:data:`~reactgraph.protocol.prompts.SCHEMA_ECHO_ERROR`, with the argument
     names to fill) instead of running them: a small model that copied its schema is told what

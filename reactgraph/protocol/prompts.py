@@ -85,7 +85,7 @@ SCHEMA_ECHO_ERROR = (
     "the values themselves, as a JSON object like {example}."
 )
 """The error a call gets instead of running when its arguments are a JSON schema
-(``{"type": "object", "properties": …}``, :func:`reactgraph.tools.values.echoes_schema`): the model
+(``{"type": "object", "properties": …}``, :func:`reactgraph.tools.echoes.echoes_schema`): the model
 can act on it instead of repeating the echo until the loop stalls."""
 
 TOOL_ARGS_REQUEST = "Write the arguments of {tool_name} for the user's request as a JSON object."

@@ -32,17 +32,22 @@ digits joined by ``-``, ``/``, ``#``, ``_`` or ``.``, e-mail addresses, UUIDs, d
 notations above, numbers with every reading of their separators: ``1.234,5`` is ``1234.5``,
 ``1,250`` is ``1250`` or ``1.25``): what grounding compares.
 
-The date and month words of :data:`DATE_MARKERS` and :data:`MONTH_NAMES` are notation, not
-prose: they read a date a question or an answer writes, in the scripts and languages listed.
+How dates, numbers and folded text are written lives in :mod:`reactgraph.tools.notation`;
+whether a call's arguments echo a schema or the tool's own words, in
+:mod:`reactgraph.tools.echoes` (both re-exported here).
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from reactgraph.tools.echoes import echoes_schema, echoes_tool  # noqa: F401 (re-exported)
+from reactgraph.tools.notation import (  # noqa: F401 (re-exported)
+    DATE_MARKERS, MONTH_NAMES, find_dates, fold, normal_number, number_readings,
+)
 
 Kind = str
 """What made a :class:`Found` a value: ``enum``, ``date``, ``email``, ``uuid``, ``uri``,
@@ -51,13 +56,6 @@ Kind = str
 IDENTIFIER_KINDS = frozenset({"email", "uuid", "uri", "pattern", "example", "id"})
 """Kinds whose values name one record (who, which ticket, which item): a call passing one that
 no one wrote is refused or marked (``AgentSettings.refuse_unasked_ids``)."""
-
-
-def fold(text: str) -> str:
-    """``text`` for comparing: Unicode-compatibility normalised (full-width letters and digits
-    become plain ones), case-folded, accents removed (``Müller`` -> ``muller``)."""
-    decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text).casefold())
-    return "".join(char for char in decomposed if not unicodedata.combining(char))
 
 
 # -- generic shapes ---------------------------------------------------------------------------
@@ -75,145 +73,6 @@ UUID = re.compile(rf"(?<![0-9A-Za-z\-]){_UUID}(?![0-9A-Za-z\-])")
 """A UUID in its 8-4-4-4-12 hex form."""
 URI = re.compile(_URI)
 """An absolute URI (``https://…``)."""
-
-DATE_MARKERS: Mapping[str, tuple[str, str, str]] = {
-    "cjk": ("\u5e74", "\u6708", "\u65e5"),  # year, month, day in Chinese and Japanese writing
-    "hangul": ("\ub144", "\uc6d4", "\uc77c"),  # year, month, day in Hangul
-}
-"""The year, month and day markers of dates written ``2026年3月5日``, per script."""
-
-MONTH_NAMES: Mapping[str, int] = {
-    name: number
-    for number, names in enumerate([
-        "january jan januar janvier enero janeiro gennaio",
-        "february feb februar fevrier febrero fevereiro febbraio",
-        "march mar marz mars marzo marco",
-        "april apr avril abril aprile",
-        "may mai mayo maio maggio",
-        "june jun juni juin junio junho giugno",
-        "july jul juli juillet julio julho luglio",
-        "august aug august aout agosto",
-        "september sep sept septembre septiembre setembro settembre",
-        "october oct oktober octobre octubre outubro ottobre okt",
-        "november nov novembre noviembre novembro",
-        "december dec dezember decembre diciembre dezembro dicembre dez",
-    ], start=1)
-    for name in names.split()
-}
-"""Month names (accents folded, :func:`fold`) in English, German, French, Spanish, Portuguese
-and Italian, with their common abbreviations → month number."""
-
-_ISO_DATE = r"(\d{4})-(\d{2})-(\d{2})(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+\-]\d{2}:?\d{2})?)?"
-_MARKED = "|".join(
-    rf"(?:(\d{{4}})\s*{year}\s*)?(\d{{1,2}})\s*{month}\s*(\d{{1,2}})\s*{day}"
-    for year, month, day in DATE_MARKERS.values()
-)
-_MONTH_WORD = r"(?<![^\W\d_])([^\W\d_]{3,10})\.?"
-_DATE_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("iso", re.compile(rf"(?<![\d\-]){_ISO_DATE}(?![\d])")),
-    ("ymd", re.compile(r"(?<![\d.\-/])(\d{4})[/.](\d{1,2})[/.](\d{1,2})(?![\d])")),
-    ("marked", re.compile(_MARKED)),
-    ("dmy_word", re.compile(rf"(?<!\d)(\d{{1,2}})(?:\.|st|nd|rd|th|er|º)?\s+(?:de\s+)?{_MONTH_WORD}\s+(?:de\s+)?(\d{{4}})(?!\d)",
-                            re.IGNORECASE)),
-    ("mdy_word", re.compile(rf"{_MONTH_WORD}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})(?!\d)", re.IGNORECASE)),
-    ("numeric", re.compile(r"(?<![\d.\-/])(\d{1,2})([/.\-])(\d{1,2})\2(\d{4})(?![\d])")),
-]
-
-
-def _iso(year: int | None, month: int, day: int) -> str | None:
-    if not (1 <= month <= 12 and 1 <= day <= 31):
-        return None
-    return f"{year:04d}-{month:02d}-{day:02d}" if year else f"--{month:02d}-{day:02d}"
-
-
-def find_dates(text: str, *, day_first: bool = True) -> list[tuple[int, int, str]]:
-    """The dates ``text`` writes, in any notation of :data:`_DATE_PATTERNS`, as
-    ``(start, end, iso)``.
-
-    Args:
-        text: Any text.
-        day_first: How to read a numeric date whose day and month could be either
-            (``05/03/2026``): day first (the notation of most languages) by default; a part
-            over 12 decides by itself.
-
-    Returns:
-        Non-overlapping spans in text order: ISO dates (a time after one is part of it, the
-        date kept), ``2026/3/5``, ``2026年3月5日``/``3月5日`` (``--03-05`` without a year),
-        ``5. März 2026``, ``5 de marzo de 2026``, ``March 5, 2026``, ``05/03/2026``,
-        ``05.03.2026``.
-    """
-    spans: list[tuple[int, int, str]] = []
-    for kind, pattern in _DATE_PATTERNS:
-        for match in pattern.finditer(text):
-            if any(start < match.end() and match.start() < end for start, end, _ in spans):
-                continue
-            groups = match.groups()
-            iso: str | None = None
-            if kind in ("iso", "ymd"):
-                iso = _iso(int(groups[0]), int(groups[1]), int(groups[2]))
-            elif kind == "marked":
-                for index in range(0, len(groups), 3):
-                    if groups[index + 1]:
-                        year = groups[index]
-                        iso = _iso(int(year) if year else None, int(groups[index + 1]), int(groups[index + 2]))
-                        break
-            elif kind == "dmy_word":
-                month = MONTH_NAMES.get(fold(groups[1]))
-                iso = _iso(int(groups[2]), month, int(groups[0])) if month else None
-            elif kind == "mdy_word":
-                month = MONTH_NAMES.get(fold(groups[0]))
-                iso = _iso(int(groups[2]), month, int(groups[1])) if month else None
-            else:
-                first, second, year = int(groups[0]), int(groups[2]), int(groups[3])
-                if first > 12 or (day_first and second <= 12):
-                    iso = _iso(year, second, first)
-                else:
-                    iso = _iso(year, first, second)
-            if iso:
-                spans.append((match.start(), match.end(), iso))
-    return sorted(spans)
-
-
-def number_readings(text: str) -> list[str]:
-    """Every reading of a written number, in normal form (no thousands separators, no
-    trailing zeros, ``.`` as the decimal point), the likeliest first.
-
-    ``1,250.50`` -> ``["1250.5"]``; ``1.234,5`` -> ``["1234.5"]``; ``1,250`` ->
-    ``["1250", "1.25"]`` (a thousands separator in English, a decimal comma elsewhere);
-    ``1.250`` -> ``["1.25", "1250"]``; ``48,70`` -> ``["48.7"]``; ``007`` -> ``["7"]``.
-    """
-    commas, dots = text.count(","), text.count(".")
-    readings: list[str] = []
-    if commas and dots:  # the last separator is the decimal one
-        decimal = "," if text.rfind(",") > text.rfind(".") else "."
-        other = "." if decimal == "," else ","
-        readings.append(text.replace(other, "").replace(decimal, "."))
-    elif commas or dots:
-        separator = "," if commas else "."
-        parts = text.split(separator)
-        grouped = all(len(part) == 3 for part in parts[1:]) and 1 <= len(parts[0]) <= 3
-        as_thousands = "".join(parts)
-        as_decimal = "".join(parts[:-1]) + "." + parts[-1] if len(parts) == 2 else None
-        if grouped and (separator == "," or len(parts) > 2):
-            readings.append(as_thousands)
-            if as_decimal:
-                readings.append(as_decimal)
-        elif grouped:
-            readings.extend([value for value in (as_decimal, as_thousands) if value])
-        elif as_decimal:
-            readings.append(as_decimal)
-        else:
-            readings.append(as_thousands)
-    else:
-        readings.append(text)
-    return list(dict.fromkeys(normal_number(reading) for reading in readings))
-
-
-def normal_number(plain: str) -> str:
-    if "." in plain:
-        plain = plain.rstrip("0").rstrip(".")
-    plain = plain.lstrip("0") or "0"
-    return "0" + plain if plain.startswith(".") else plain
 
 
 @dataclass(frozen=True)
@@ -687,67 +546,3 @@ def written_in(value: Any, written: set[str], text: str = "") -> bool:
                if token.end - token.start == len(str(value).strip()))
 
 
-_SCHEMA_WORDS = frozenset({"type", "properties", "required", "additionalProperties", "$schema", "items", "enum",
-                           "anyOf", "oneOf", "title", "description", "format", "pattern", "default", "examples"})
-_SCHEMA_TYPES = frozenset({"object", "string", "integer", "number", "boolean", "array"})
-
-
-def _schema_like(node: Any) -> bool:
-    """A JSON schema node: a ``type`` beside ``properties``/``required``/``enum``/``items``/
-    ``anyOf``, or a schema type name with nothing but schema keywords beside it."""
-    if not isinstance(node, dict) or "type" not in node:
-        return False
-    if set(node) & {"properties", "required", "enum", "items", "anyOf"}:
-        return True
-    return node.get("type") in _SCHEMA_TYPES and set(node) <= _SCHEMA_WORDS
-
-
-def echoes_schema(args: Any, schema: Mapping[str, Any]) -> bool:
-    """Whether a call's arguments repeat a JSON schema instead of giving values
-    (``{"type": "object", "properties": {…}}`` as the arguments, or as the value of an
-    argument that does not take an object): a small model copying what it was shown.
-
-    Args:
-        args: The call's arguments.
-        schema: The tool's argument schema.
-
-    Returns:
-        True when the arguments, or one of their values, is a schema.
-    """
-    if not isinstance(args, dict):
-        return False
-    properties = schema.get("properties") or {}
-    if set(args) - set(properties) and _schema_like(args):
-        return True
-    return any(_schema_like(value) for name, value in args.items()
-               if not (isinstance(properties.get(name), dict) and properties[name].get("type") == "object"))
-
-
-def _own_texts(tool_name: str, description: str, schema: Mapping[str, Any]) -> set[str]:
-    texts = {tool_name, tool_name.replace("_", " "), *((description or "").strip().splitlines()[:1])}
-    for name, item in (schema.get("properties") or {}).items():
-        texts.update({str(name), str(name).replace("_", " ")})
-        if isinstance(item, dict) and isinstance(item.get("description"), str):
-            texts.add(item["description"])
-    return {fold(text).strip(" .:;!?") for text in texts if text.strip()}
-
-
-def echoes_tool(value: Any, tool_name: str, description: str, schema: Mapping[str, Any]) -> bool:
-    """Whether a call's argument ``value`` repeats the tool's own words instead of a value:
-    its name (``search_products`` or ``search products``), the first line of its description,
-    an argument's name or description — what a small model copies into a free-text argument
-    ("query": "search_products") when the question shares no word with the tool.
-
-    Args:
-        value: One argument value of the call.
-        tool_name: The tool's name.
-        description: The tool's description.
-        schema: Its argument JSON schema.
-
-    Returns:
-        True when ``value`` (a string, letter case, accents and end punctuation folded) is one
-        of those texts.
-    """
-    if not isinstance(value, str) or not value.strip():
-        return False
-    return fold(value).strip(" .:;!?") in _own_texts(tool_name, description, schema)
