@@ -113,7 +113,7 @@ def prefer_named_values(schema: Any, named: Sequence[str], seen: Sequence[str] |
     With ``seen`` (ids the user or a tool wrote in the thread; ``AgentSettings.refuse_unasked_ids``),
     an enum of identifiers (values with a :func:`value_shape`) of which the question names
     some offers only those, the ``seen`` ones and its values that are no identifiers: what
-    a call may pass without being refused (``reactgraph.nodes.llm_call.mark_unasked``), so a
+    a call may pass without being refused (``reactgraph.nodes.call_checks.mark_unasked``), so a
     constrained model cannot pick another machine at all."""
     if not named:
         return schema

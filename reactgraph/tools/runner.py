@@ -195,7 +195,7 @@ def has_side_effects(tool: BaseTool | None) -> bool | None:
 
     Returns:
         ``True`` / ``False`` as declared, ``None`` when the tool declares nothing (the
-        caller decides; :func:`reactgraph.nodes.llm_call.mark_repeats` runs an undeclared
+        caller decides; :func:`reactgraph.nodes.call_checks.mark_repeats` runs an undeclared
         tool's repeat unless the call needs approval).
     """
     metadata = (getattr(tool, "metadata", None) or {}) if tool is not None else {}
