@@ -314,7 +314,7 @@ MODULE_LINES = 600
 past it a module is several concerns, split by concern."""
 
 OVER_THE_BOUND = {
-    "engine/bindings.py", "observability/observer.py",
+    "engine/bindings.py",
 }
 """Modules not yet split, each still over :data:`MODULE_LINES`; the set only shrinks (a module
 split below the bound must leave it, and no other module may join it)."""
