@@ -1,0 +1,203 @@
+"""What a question names and who wrote which value, as the engine works it out for the
+nodes: the per-query caches (:func:`remembered`, :data:`CACHE_SIZE`), the tools ranked and the
+values named for a question, the ids an argument lists, the values the user or a tool wrote,
+whether a call answers the question, the values of a call no one wrote, the ids a call may
+pass, and a tool's argument schema as offered this turn — the methods
+:class:`~reactgraph.engine.bindings.Engine` inherits (:class:`QueryValues`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.tools import BaseTool
+
+from reactgraph.protocol.action_schema import enum_strings, offered_args_schema, tool_args_schema, value_shape
+from reactgraph.protocol.actions import message_text
+from reactgraph.tools.echoes import echoes_tool
+from reactgraph.tools.notation import fold
+from reactgraph.tools.values import argument_leaves, written_in
+
+
+CACHE_SIZE = 256
+"""Entries each of the engine's per-query caches keeps (the most recent ones): a server
+answering many different questions would otherwise keep a bound model, a prompt and a schema
+for every ranking of the tools it ever offered."""
+
+
+def remembered(cache: dict[Any, Any], key: Any, make: Callable[[], Any]) -> Any:
+    """``cache[key]``, made by ``make()`` the first time; the oldest entries are dropped
+    beyond :data:`CACHE_SIZE`."""
+    if key in cache:
+        return cache[key]
+    value = cache[key] = make()
+    while len(cache) > CACHE_SIZE:
+        cache.pop(next(iter(cache)), None)
+    return value
+
+
+class QueryValues:
+    """The value methods of :class:`~reactgraph.engine.bindings.Engine` (SPEC R13.1, R13.11,
+    R13.12). The engine gives the attributes they read: ``settings``, ``tools``, ``ranker``,
+    ``values``, ``stable_prompt`` and its caches (``_per_query``, ``_argument_ids``,
+    ``_id_values``, ``_enum_values``, ``_written_ids``)."""
+
+    def _query_facts(self, query: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """Every tool's name ranked for ``query`` and the values it names, worked out once per
+        query (each loop call of a turn asks again), for the most recent
+        :data:`CACHE_SIZE` queries."""
+
+        def work_out() -> tuple[tuple[str, ...], tuple[str, ...]]:
+            ranked = tuple(name for name, _ in self.ranker.rank(query))
+            return ranked, tuple(self.values.named(query))
+
+        return remembered(self._per_query, query, work_out)
+
+    def argument_ids(self, tool_name: str) -> dict[str, frozenset[str]]:
+        """The arguments of tool ``tool_name`` whose schema lists identifiers (string enum
+        values with a digit, :func:`~reactgraph.protocol.action_schema.value_shape`: machine ids,
+        order numbers), each with those values; ``{}`` for an unknown tool. Worked out once
+        per tool."""
+        if tool_name not in self._argument_ids:
+            tool = self.tools.get(tool_name)
+            properties = (tool_args_schema(tool).get("properties") or {}) if tool is not None else {}
+            self._argument_ids[tool_name] = {
+                name: ids for name, schema in properties.items()
+                if (ids := frozenset(value for value in enum_strings(schema) if value_shape(value) is not None))
+            }
+        return self._argument_ids[tool_name]
+
+    def tool_values(self, tool_name: str) -> frozenset[str]:
+        """Every string enum value of ``tool_name``'s arguments (empty for an unknown tool):
+        the values a call of it can pass."""
+        tool = self.tools.get(tool_name)
+        return frozenset(enum_strings(tool_args_schema(tool))) if tool is not None else frozenset()
+
+    def named_values(self, query: str) -> tuple[str, ...]:
+        """The values ``query`` names, in its order, each one whole value in the normal form
+        its argument takes (:meth:`~reactgraph.tools.values.ValueReader.find`: enum values, ids of
+        an enum's shape it lacks, e-mail addresses, UUIDs, dates as ISO, values of a pattern's
+        or an example's shape, quoted names) (SPEC R13.1, R13.11)."""
+        return self._query_facts(query)[1]
+
+    def written_values(self, messages: Sequence[BaseMessage], thread: Any = None) -> set[str]:
+        """What the user or a tool wrote in ``messages`` of ``thread``: the id enum values
+        as spelled, and every value in folded normal form (:meth:`~reactgraph.tools.values.ValueReader.written`),
+        read incrementally (:class:`~reactgraph.engine.history.HistoryFold`). Read it, do not change it."""
+        return self._written_ids(messages, thread)
+
+    def answers_question(self, step: dict[str, Any], query: str, messages: Sequence[BaseMessage],
+                         thread: Any = None, steps: Sequence[dict[str, Any]] = ()) -> bool:
+        """Whether a call (a step record) may stand as the answer to ``query`` (SPEC R13.12):
+        every enum value it passes is one the question names (:meth:`named_values`), its
+        argument's default, or one written before this turn by the user or a tool (the
+        ``messages`` before the turn's question) or by another call's result this turn (one of
+        ``steps``; a call's own result or a repeat's, which may echo its arguments, does not count). A call
+        that passes another ("high" for a question that writes "高", the first line of an enum
+        for a question about a SKU) answers another question: it neither covers the question
+        nor is shown as its answer."""
+        arguments = {argument.argument: argument for argument in self.values.arguments.get(
+            str(step.get("tool_name") or ""), ())}
+        named = self.named_values(query)
+        written: set[str] | None = None
+        for path, value in argument_leaves(step.get("tool_args")):
+            argument = arguments.get(path)
+            if argument is None or not isinstance(value, str) or value not in argument.enum:
+                continue
+            if value in named or value == argument.default:
+                continue
+            if written is None:
+                asked = max((index for index, message in enumerate(messages)
+                             if isinstance(message, HumanMessage) and message_text(message) == query), default=0)
+                written = set(self.written_values(messages[:asked])) if asked else set()
+                for other in steps:  # another call: not this one, nor a repeat of it
+                    if not other.get("error") and (other.get("tool_name"), other.get("tool_args")) != (
+                            step.get("tool_name"), step.get("tool_args")):
+                        written |= self.values.written(str(other.get("observation") or ""))
+            if not written_in(value, written):
+                return False
+        return True
+
+    def answering_steps(self, steps: Sequence[dict[str, Any]], query: str, messages: Sequence[BaseMessage],
+                        thread: Any = None) -> list[dict[str, Any]]:
+        """The ``steps`` whose calls :meth:`answers_question` ``query``, in order: what an
+        answer made of observations may show."""
+        return [step for step in steps if self.answers_question(step, query, messages, thread, steps)]
+
+    def unwritten_values(self, tool_name: str, args: Any, messages: Sequence[BaseMessage],
+                         thread: Any = None) -> list[tuple[str, str]]:
+        """The values of a call that no one wrote (SPEC R13.1): for every argument of
+        ``tool_name`` that names one record (:attr:`~reactgraph.tools.values.ArgumentValues.identifier`:
+        an e-mail, a UUID, a value of a pattern's or an example's shape), a value that is not
+        one of its enum values and that neither the user nor a tool wrote in ``messages`` (the
+        question, earlier turns, tool results; the model's own text does not count).
+
+        A text argument whose value repeats the tool's own name or description
+        (:func:`~reactgraph.tools.echoes.echoes_tool`: ``"query": "search_products"``) is unwritten
+        too, unless the user wrote it.
+
+        Returns:
+            ``(argument, value)`` pairs, in argument order; ``[]`` when every value was written.
+        """
+        out: list[tuple[str, str]] = []
+        tool = self.tools.get(tool_name)
+        if tool is not None:
+            schema = tool_args_schema(tool)
+            said: str | None = None
+            for path, value in argument_leaves(args):
+                if echoes_tool(value, tool.name, tool.description or "", schema):
+                    if said is None:
+                        said = fold(" ".join(message_text(message) for message in messages
+                                             if isinstance(message, HumanMessage)))
+                    if fold(str(value)).strip(" .:;!?") not in said:
+                        out.append((path, str(value)))
+        arguments = {argument.argument: argument for argument in self.values.identifier_arguments(tool_name)}
+        if not arguments:
+            return out
+        written: set[str] | None = None
+        for path, value in argument_leaves(args):
+            argument = arguments.get(path)
+            if argument is None or value is None or isinstance(value, bool) or str(value) in argument.enum:
+                continue
+            if written is None:
+                written = self.written_values(messages, thread)
+            if not written_in(value, written):
+                out.append((path, str(value)))
+        return out
+
+    def seen_ids(self, query: str, messages: Sequence[BaseMessage], thread: Any = None) -> tuple[str, ...] | None:
+        """The ids a call may pass besides those ``query`` names, when the question names
+        some (``AgentSettings.refuse_unasked_ids``, SPEC R13.1): every identifier an argument
+        lists (an enum value with a digit) that the user or a tool wrote in ``messages`` —
+        not the model. ``None`` when the check is off or the question names no such id:
+        then any value may be passed. Reads the history only in that case.
+
+        Args:
+            query: The turn's question.
+            messages: The thread's conversation.
+            thread: The run's thread id: the messages are read incrementally
+                (:class:`~reactgraph.engine.history.HistoryFold`).
+
+        Returns:
+            The ids, in the order of the tools' enums, or ``None``.
+        """
+        if not self.settings.refuse_unasked_ids:
+            return None
+        named = set(self.named_values(query))
+        if named.isdisjoint(self._id_values):
+            return None
+        written = self._written_ids(messages, thread)
+        return tuple(value for value in self._id_values if value not in named and value in written)
+
+    def offered_args(self, tool: BaseTool, named: Sequence[str], seen: Sequence[str] | None = None) -> dict[str, Any]:
+        """``tool``'s argument schema as offered this turn (see
+        :func:`~reactgraph.protocol.action_schema.offered_args_schema`, ``AgentSettings.optional_args``;
+        ``seen`` from :meth:`seen_ids`; under ``AgentSettings.refuse_unasked_ids`` an argument
+        taking values the question names is offered only those, ``pin_named``)."""
+        named_only = self.settings.optional_args == "named"
+        if self.stable_prompt and not named_only and seen is None:  # enums as declared: one prefix,
+            listed = set(self._enum_values)  # but an id no enum lists (CNC-009) is still put into its enum
+            named = tuple(value for value in named if value not in listed)
+        return offered_args_schema(tool, named, named_optionals_only=named_only, seen=seen,
+                                   pin_named=bool(self.settings.refuse_unasked_ids))
