@@ -56,7 +56,7 @@ from reactgraph.agents.outcome import cancelled
 from reactgraph.engine.state import StepRecord
 from reactgraph.core.usage import reported_tokens
 from reactgraph.engine.calls import call_kind_of
-from reactgraph.observability.spans import _TASK_SPAN, SpanBookkeeping, _RunState, _Tool
+from reactgraph.observability.spans import TASK_SPAN, SpanBookkeeping, RunState, ToolSpan
 
 try:  # the [otel] extra: spans; without it only metrics and log lines are recorded
     from opentelemetry.trace import Link, SpanKind
@@ -170,7 +170,7 @@ class RunObserver(SpanBookkeeping, BaseCallbackHandler):
         self.thread_id = thread_id
         self.failure_reason = failure_reason
         self.request = request
-        self.state: _RunState | None = None
+        self.state: RunState | None = None
         self._opened: Any = None
         self.run_id: UUID = uuid4()
         """The run's id (``reactgraph.run.id``, the log line's ``run_id``): given to LangGraph
@@ -254,7 +254,7 @@ class RunObserver(SpanBookkeeping, BaseCallbackHandler):
     def _run_started(self, run_id: UUID, name: str, inputs: Any, kind: str | None = None) -> None:
         kind = kind or ("start" if isinstance(inputs, dict) and inputs.get("messages") else "resume")
         self.run_id = run_id
-        self.state = state = _RunState(run_id, time.perf_counter(), kind)
+        self.state = state = RunState(run_id, time.perf_counter(), kind)
         metrics = self.instrumentation.metrics
         if metrics is not None:
             labelled(metrics.runs_started, kind).inc()
@@ -274,7 +274,7 @@ class RunObserver(SpanBookkeeping, BaseCallbackHandler):
         state.attributes = attributes  # set with the run's end, in one call
         state.span = span
 
-    def _run_ended(self, state: _RunState, outputs: dict[str, Any], error: BaseException | None) -> None:
+    def _run_ended(self, state: RunState, outputs: dict[str, Any], error: BaseException | None) -> None:
         seconds = time.perf_counter() - state.started
         waiting = isinstance(error, GraphInterrupt) or (error is None and (state.paused or "__interrupt__" in outputs))
         finish = outcome.finish_reason(outputs.get("finish_reason"), error=None if waiting else error, waiting=waiting,
@@ -345,9 +345,9 @@ class RunObserver(SpanBookkeeping, BaseCallbackHandler):
         tool = None
         if name == EXECUTE_TOOLS and isinstance(task_input, dict) and isinstance(task_input.get("call"), dict):
             call = task_input["call"]
-            tool = _Tool(str(call.get("name") or "unknown"), str(call.get("id") or ""))
+            tool = ToolSpan(str(call.get("name") or "unknown"), str(call.get("id") or ""))
         span = self._node_span(state, name, task_input, tool) if self.instrumentation.tracer is not None else None
-        token = _TASK_SPAN.set((self, span)) if span is not None else None
+        token = TASK_SPAN.set((self, span)) if span is not None else None
         try:
             outputs = await body()
         except BaseException as error:
@@ -372,14 +372,14 @@ class RunObserver(SpanBookkeeping, BaseCallbackHandler):
             raise
         finally:
             if token is not None:
-                _TASK_SPAN.reset(token)
+                TASK_SPAN.reset(token)
         if tool is not None:
             self._tool_ended(state, tool, step_record(outputs))
         if span is not None:
             self._end_span(state, span)
         return outputs
 
-    def _node_span(self, state: _RunState, name: str, task_input: Any, tool: _Tool | None) -> Any:
+    def _node_span(self, state: RunState, name: str, task_input: Any, tool: ToolSpan | None) -> Any:
         """The span a node's task opens (``None``: its calls go to the span above it), after
         closing or opening the DAG plan round the node ends or starts."""
         inside = self._task_span()
@@ -416,7 +416,7 @@ class RunObserver(SpanBookkeeping, BaseCallbackHandler):
 
     # tools --------------------------------------------------------------------------------
 
-    def _tool_waiting(self, tool: _Tool) -> None:
+    def _tool_waiting(self, tool: ToolSpan) -> None:
         if tool.leaf is not None:
             tool.leaf.attributes["reactgraph.tool.approval"] = "waiting"
         key = (self.thread_id, tool.call_id)
@@ -425,14 +425,14 @@ class RunObserver(SpanBookkeeping, BaseCallbackHandler):
             if self.instrumentation.metrics is not None:
                 self.instrumentation.metrics.approvals_waiting.inc()
 
-    def _tool_cancelled(self, tool: _Tool) -> None:
+    def _tool_cancelled(self, tool: ToolSpan) -> None:
         """A tool call stopped because its run was cancelled: outcome ``cancelled``, no error."""
         if self.instrumentation.metrics is not None:
             labelled(self.instrumentation.metrics.tool_calls, tool_label(tool.name), "cancelled").inc()
         if tool.leaf is not None:
             self._end_leaf(tool.leaf, {"reactgraph.tool.outcome": "cancelled"})
 
-    def _tool_ended(self, state: _RunState, tool: _Tool, record: StepRecord | None) -> None:
+    def _tool_ended(self, state: RunState, tool: ToolSpan, record: StepRecord | None) -> None:
         record = record or {}
         approval, error = record.get("approval"), record.get("error")
         outcome = "rejected" if approval == "rejected" else "error" if error else "ok"

@@ -1,5 +1,5 @@
-"""The span bookkeeping of the run observer: one run's state (``_RunState``), the leaf spans of its model and tool calls noted while they run and made with
-the run's end (``_Leaf``), the node task's span in the running context (``_TASK_SPAN``), and
+"""The span bookkeeping of the run observer: one run's state (``RunState``), the leaf spans of its model and tool calls noted while they run and made with
+the run's end (``_Leaf``), the node task's span in the running context (``TASK_SPAN``), and
 the span methods :class:`~reactgraph.observability.observer.RunObserver` inherits
 (:class:`SpanBookkeeping`)."""
 
@@ -42,14 +42,14 @@ class _Leaf:
 
 
 @dataclass
-class _Tool:
+class ToolSpan:
     name: str
     call_id: str
     leaf: _Leaf | None = None
 
 
 @dataclass
-class _RunState:
+class RunState:
     """The bookkeeping of one graph run (cleared at its end)."""
 
     run_id: UUID
@@ -70,7 +70,7 @@ class _RunState:
     paused: bool = False
 
 
-_TASK_SPAN: ContextVar[tuple[SpanBookkeeping, Any] | None] = ContextVar("reactgraph_task_span", default=None)
+TASK_SPAN: ContextVar[tuple[SpanBookkeeping, Any] | None] = ContextVar("reactgraph_task_span", default=None)
 """The observer and span of the node task running in this context (a tool call, a DAG step,
 a node with ``node_spans``): model calls, events and nested nodes (a step's subgraph) made
 inside it go under that span. Each node task of LangGraph runs in its own copy of the
@@ -85,7 +85,7 @@ class SpanBookkeeping:
     instrumentation: Any
 
     @staticmethod
-    def _context(state: _RunState, parent: Any) -> Any:
+    def _context(state: RunState, parent: Any) -> Any:
         """The context whose current span is ``parent`` (the run span's is made once)."""
         if parent is not state.span:
             return _in_context(parent)
@@ -93,7 +93,7 @@ class SpanBookkeeping:
             state.context = _in_context(parent)
         return state.context
 
-    def _start_span(self, state: _RunState, name: str, parent: Any, attributes: dict[str, Any]) -> Any:
+    def _start_span(self, state: RunState, name: str, parent: Any, attributes: dict[str, Any]) -> Any:
         """A span under ``parent`` (a span of this run) that holds others (a DAG plan round
         or step, a node's task), kept open in ``state`` until it ends; ``attributes`` hold
         no ``None``."""
@@ -103,11 +103,11 @@ class SpanBookkeeping:
         return span
 
     @staticmethod
-    def _end_span(state: _RunState, span: Any) -> None:
+    def _end_span(state: RunState, span: Any) -> None:
         state.open.pop(id(span), None)
         span.end()
 
-    def _leaf(self, state: _RunState, name: str, parent: Any, attributes: dict[str, Any], kind: Any = None) -> _Leaf:
+    def _leaf(self, state: RunState, name: str, parent: Any, attributes: dict[str, Any], kind: Any = None) -> _Leaf:
         """A leaf span starting now under ``parent``, made with the run's end."""
         leaf = _Leaf(name, self._context(state, parent), attributes, kind or SpanKind.INTERNAL)
         state.leaves.append(leaf)
@@ -122,7 +122,7 @@ class SpanBookkeeping:
             leaf.attributes.update(ending)
         leaf.error, leaf.error_type = error, error_type
 
-    def _make_leaves(self, state: _RunState) -> None:
+    def _make_leaves(self, state: RunState) -> None:
         """Make the run's leaf spans (a call the run was cut in ends now)."""
         tracer = self.instrumentation.tracer
         for leaf in state.leaves:
@@ -135,10 +135,10 @@ class SpanBookkeeping:
 
     def _task_span(self) -> Any:
         """The span of the node task this code runs in, when it is one of this run's."""
-        current = _TASK_SPAN.get()
+        current = TASK_SPAN.get()
         return current[1] if current is not None and current[0] is self else None
 
-    def _parent(self, state: _RunState) -> Any:
+    def _parent(self, state: RunState) -> Any:
         """Where a span or event made here goes: the node task's span, else the open plan
         round's (DAG mode), else the run's."""
         return self._task_span() or state.round_span or state.span

@@ -333,3 +333,16 @@ def test_create_app_body_is_under_80_lines():
     factory = next(node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "create_app")
     body = factory.body[1:] if ast.get_docstring(factory) else factory.body
     assert body[-1].end_lineno - body[0].lineno + 1 < 80
+
+
+def test_no_module_imports_another_modules_private_names():
+    """A name with a leading underscore is its module's own: a module that needs it from
+    elsewhere gets it public in its home (or moves it there), never reaches in."""
+    offenders = []
+    for path in modules():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("reactgraph"):
+                offenders += [f"{path.relative_to(PACKAGE)}: {node.module}.{alias.name}" for alias in node.names
+                              if alias.name.startswith("_") and not alias.name.startswith("__")
+                              and not (PACKAGE / Path(*node.module.split(".")[1:]) / f"{alias.name}.py").exists()]
+    assert offenders == []
