@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reactgraph.protocol.jsonparse import safe_json
+from reactgraph.protocol.prompts import PROMPT_HEADINGS
 from reactgraph.core.language import SCRIPT_LANGUAGES, detect_language, phrase
 from reactgraph.engine.state import StepRecord
 from reactgraph.tools.runner import holds_no_data
@@ -246,7 +247,9 @@ def answer_problems(answer: str, question: str, tool_names: Iterable[str] = ()) 
         :func:`~reactgraph.core.language.detect_language`; for a question in a script that names its
         language — Korean, Japanese, Chinese, Russian… — a first line whose language cannot be
         told counts as another); ``"code_fence"``; ``"tool_call"`` (a call written out, ``name({...``, or a
-        tool's name); ``"repeated_line"`` (a line of 8+ characters twice). ``[]`` when none.
+        tool's name); ``"repeated_line"`` (a line of 8+ characters twice); ``"prompt_echo"`` (a line that is a
+        heading of the synthesis prompt, :data:`~reactgraph.protocol.prompts.PROMPT_HEADINGS`:
+        the prompt written back). ``[]`` when none.
     """
     lines = [line.strip() for line in answer.splitlines() if line.strip()]
     if not lines:
@@ -265,6 +268,8 @@ def answer_problems(answer: str, question: str, tool_names: Iterable[str] = ()) 
     counted = [line for line in lines if len(line) >= _REPEATED_LINE_MIN_CHARS]
     if len(counted) != len(set(counted)):
         problems.append("repeated_line")
+    if any(line in PROMPT_HEADINGS for line in lines):
+        problems.append("prompt_echo")
     return problems
 
 

@@ -219,6 +219,17 @@ async def test_a_greeting_gets_no_tool_in_any_language():
         assert [branch["properties"]["type"]["enum"] for branch in schema.get("anyOf", [schema])] == [["final_answer"]]
 
 
+async def test_a_greeting_answered_with_the_prompt_written_back_is_not_shown():
+    echo = "你好！\n\nWork log:\n(no tools were called)\n\nDraft answer from the assistant:\nYou are done!"
+    model = ScriptedChatModel(responses=[json.dumps({"type": "final_answer", "reasoning": "r", "answer": "你好"})],
+                              synthesis=echo)
+    agent = ReActAgent(model, help_desk(), abilities=SMALL_SCHEMA)
+    result = await agent.run("你好！")
+    shown = "".join([piece async for piece in agent.stream_answer("你好！", result)])
+    assert "Work log" not in shown and "Draft answer" not in shown
+    assert "prompt_echo" in answer_problems(echo, "你好！")
+
+
 def test_a_limit_and_an_empty_plan_are_told_in_the_goals_language():
     from reactgraph.dag.executor import results_answer
     from reactgraph.core.limits import describe_limit
