@@ -169,8 +169,11 @@ class PacedModel(BaseChatModel):
     def _output_seconds(self, reply: AIMessage) -> float:
         return (reply.usage_metadata or {}).get("output_tokens", 0) / self.tokens_per_s
 
-    def _generate(self, *args: Any, **kwargs: Any) -> ChatResult:
-        raise NotImplementedError("async only")
+    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
+                  **kwargs: Any) -> ChatResult:
+        reply = self._reply(messages, kwargs)
+        time.sleep(self.first_token_s + self._output_seconds(reply))
+        return ChatResult(generations=[ChatGeneration(message=reply)])
 
     async def _agenerate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
                          **kwargs: Any) -> ChatResult:
