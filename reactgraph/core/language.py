@@ -305,6 +305,32 @@ Korean, Japanese and Chinese ones wherever they are written (those scripts join 
 without spaces). A joining word only proposes a cut (:mod:`reactgraph.policy.parts`)."""
 
 
+NOT_FOUND_WORDS: Mapping[str, tuple[str, ...]] = {
+    "ko": ("찾을 수 없", "찾지 못", "존재하지 않", "없는 번호", "결과 없음", "결과가 없", "알 수 없는", "등록되지 않은"),
+    "ja": ("見つかりません", "見つからない", "存在しません", "存在しない", "該当なし", "不明な", "登録されていない"),
+    "zh": ("未找到", "找不到", "没有找到", "不存在", "无结果", "没有结果", "未知的", "查无"),
+    "es": ("no encontrado", "no encontrada", "no se encontró", "no se encontraron", "no existe", "sin resultados",
+           "ningún resultado", "desconocido", "desconocida"),
+    "de": ("nicht gefunden", "nicht vorhanden", "existiert nicht", "keine treffer", "kein treffer", "keine ergebnisse",
+           "unbekannt", "unbekannter", "unbekannte", "unbekanntes"),
+    "fr": ("introuvable", "non trouvé", "non trouvée", "pas trouvé", "aucun résultat", "n'existe pas", "inconnu",
+           "inconnue"),
+    "pt": ("não encontrado", "não encontrada", "não foi encontrado", "não existe", "nenhum resultado", "desconhecido",
+           "desconhecida"),
+    "it": ("non trovato", "non trovata", "non esiste", "nessun risultato", "sconosciuto", "sconosciuta"),
+    "ru": ("не найден", "не найдена", "не найдено", "не найдены", "не существует", "нет результатов", "неизвестный",
+           "неизвестная", "неизвестное", "неизвестен"),
+    "vi": ("không tìm thấy", "không tồn tại", "không có kết quả", "không xác định"),
+    "id": ("tidak ditemukan", "tidak ada hasil", "tidak dikenal", "tidak diketahui"),
+}
+"""What a tool writes when the value it was given matches nothing ("not found", "does not
+exist", "unknown", "no results"), in the table's languages other than English (English replies
+are read by a finer rule, :func:`reactgraph.tools.runner.holds_no_data`). Latin and Cyrillic
+phrases match whole words, accents folded; Korean, Japanese and Chinese ones wherever they are
+written. Words that only say there is none ("keine Alarme", "재고 없음") are not here: an
+absence is often the finding itself."""
+
+
 PART_SUFFIXES: tuple[str, ...] = ("이랑", "랑", "하고", "고", "과", "와")
 """Endings that join two requests at the end of a word (Korean: "X이랑 Y", "X과 Y",
 "알려주고, …"), in the table's languages: a word ending in one, then a space (or a comma),

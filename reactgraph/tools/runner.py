@@ -42,8 +42,10 @@ from langgraph.prebuilt.tool_node import ToolCallRequest, ToolInvocationError
 from langgraph.prebuilt.tool_node import _default_handle_tool_errors as LANGGRAPH_DEFAULT_ERRORS
 from langgraph.types import Command
 
+from reactgraph.core.language import NOT_FOUND_WORDS
 from reactgraph.engine.dualmode import in_sync_run, is_async_only, run_in_daemon_thread
 from reactgraph.tools.artifacts import Artifact
+from reactgraph.tools.notation import fold
 from reactgraph.tools.values import value_tokens
 
 ToolErrorPolicy = bool | str | Callable[..., str] | type[Exception] | tuple[type[Exception], ...]
@@ -133,6 +135,10 @@ _NOTHING_FOUND = re.compile(
     r"|unknown\s+(?!error\b)\w+)",
     re.IGNORECASE,
 )
+_WORD_CUES = [cue for cues in NOT_FOUND_WORDS.values() for cue in cues if re.search(r"[A-Za-z\u00c0-\u024f\u0400-\u04ff]", cue)]
+_NOT_FOUND_WORDS = re.compile("|".join(rf"(?<!\w){re.escape(fold(cue))}(?!\w)" for cue in _WORD_CUES))
+_NOT_FOUND_WRITTEN = re.compile("|".join(  # scripts that join words without spaces: wherever written
+    re.escape(cue) for cues in NOT_FOUND_WORDS.values() for cue in cues if cue not in _WORD_CUES))
 _NONE_FOR = re.compile(r"(?:no|0|zero)\s+[^\W\d_]+\b", re.IGNORECASE)
 NOTHING_FOUND_MAX_CHARS = 400
 """Longest observation :func:`holds_no_data` reads as a "nothing found" reply: a longer one
@@ -144,7 +150,8 @@ def holds_no_data(observation: Any) -> bool:
     empty (``""``, ``[]``, ``{}``, ``null``), or it is short (at most
     :data:`NOTHING_FOUND_MAX_CHARS`, three lines) and its first line only says the value
     was not found or is unknown ("No ticket 104233 found.", "Unknown SKU 'AB/999'. Valid
-    SKUs: …", "user not found"). Such a result does not cover the question
+    SKUs: …", "user not found", or the same in another language of
+    :data:`reactgraph.core.language.NOT_FOUND_WORDS`: "Artikel nicht gefunden", "該当なし"). Such a result does not cover the question
     (``answer_when_covered``): the model may call again with a corrected argument, and an
     answer made of it says that nothing was found. A result that states an absence as a
     finding ("No alarms between 2026-01-01 and 2026-01-07") holds data; a one-line reply that
@@ -163,7 +170,8 @@ def holds_no_data(observation: Any) -> bool:
     lines = [line for line in text.splitlines() if line.strip()]
     if len(text) > NOTHING_FOUND_MAX_CHARS or len(lines) > 3:
         return False
-    if _NOTHING_FOUND.search(lines[0]):
+    if (_NOTHING_FOUND.search(lines[0]) or _NOT_FOUND_WORDS.search(fold(lines[0]))
+            or _NOT_FOUND_WRITTEN.search(lines[0])):
         return True
     # "No visits booked on 2026-12-10." / "0 articles match 'lamp'.": none for the one value
     # asked (an id, an e-mail, a date, a quoted text); an absence over a span ("No orders were

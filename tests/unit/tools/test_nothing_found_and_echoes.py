@@ -25,6 +25,24 @@ def test_a_one_line_none_for_one_value_holds_no_data(observation, empty):
     assert holds_no_data(observation) is empty
 
 
+@pytest.mark.parametrize(("observation", "empty"), [
+    ("Titel 978-3-16 nicht gefunden.", True),
+    ("Livre introuvable : 978-3-16", True),
+    ("Libro desconocido: 978-3-16. Libros válidos: 978-0-14, 978-0-15", True),
+    ("会員 A-7731 は見つかりません。", True),
+    ("未找到会员 A-7731", True),
+    ("회원 A-7731을 찾을 수 없습니다.", True),
+    ("Читатель A-7731 не найден.", True),
+    ("Không tìm thấy bạn đọc A-7731.", True),
+    ("Anggota tidak ditemukan: A-7731", True),
+    ("Keine Ausleihen zwischen 2027-02-14 und 2027-02-20.", False),  # an absence over a span is a finding
+    ("대출 가능 도서 없음", False),  # "none available" is the finding itself
+    ("Ausleihe 4411: zurückgegeben am 2027-02-14, unbekanntermaßen beschädigt", False),  # no cue as a whole word
+])
+def test_a_not_found_reply_in_another_language_holds_no_data(observation, empty):
+    assert holds_no_data(observation) is empty
+
+
 class _Search(BaseModel):
     query: str = Field(description="Words of the title or author.")
 
