@@ -187,6 +187,7 @@ class Engine(QueryValues):
     _action_formats: dict[tuple[Any, ...], dict[str, Any] | None] = field(default_factory=dict, repr=False)
     _per_query: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict, repr=False)
     _argument_ids: dict[str, dict[str, frozenset[str]]] = field(default_factory=dict, repr=False)
+    _args_schemas: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
     call_ids: HistoryFold[set[str], BaseMessage] = field(
         default_factory=lambda: HistoryFold(set, add_call_ids), repr=False)
 

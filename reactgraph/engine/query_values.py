@@ -41,7 +41,19 @@ class QueryValues:
     """The value methods of :class:`~reactgraph.engine.bindings.Engine` (SPEC R13.1, R13.11,
     R13.12). The engine gives the attributes they read: ``settings``, ``tools``, ``ranker``,
     ``values``, ``stable_prompt`` and its caches (``_per_query``, ``_argument_ids``,
-    ``_id_values``, ``_enum_values``, ``_written_ids``)."""
+    ``_args_schemas``, ``_id_values``, ``_enum_values``, ``_written_ids``)."""
+
+    def args_schema(self, tool_name: str) -> dict[str, Any]:
+        """Tool ``tool_name``'s argument schema (:func:`~reactgraph.protocol.action_schema.tool_args_schema`),
+        worked out once per tool: the loop's checks read it for every call, and LangChain's
+        conversion walks the tool's argument model each time. ``{}`` for an unknown tool.
+        Shared between calls: read it, do not change it."""
+        schema = self._args_schemas.get(tool_name)
+        if schema is None:
+            tool = self.tools.get(tool_name)
+            schema = tool_args_schema(tool) if tool is not None else {}
+            self._args_schemas[tool_name] = schema
+        return schema
 
     def _query_facts(self, query: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """Every tool's name ranked for ``query`` and the values it names, worked out once per
@@ -60,8 +72,7 @@ class QueryValues:
         order numbers), each with those values; ``{}`` for an unknown tool. Worked out once
         per tool."""
         if tool_name not in self._argument_ids:
-            tool = self.tools.get(tool_name)
-            properties = (tool_args_schema(tool).get("properties") or {}) if tool is not None else {}
+            properties = self.args_schema(tool_name).get("properties") or {}
             self._argument_ids[tool_name] = {
                 name: ids for name, schema in properties.items()
                 if (ids := frozenset(value for value in enum_strings(schema) if value_shape(value) is not None))
@@ -71,8 +82,7 @@ class QueryValues:
     def tool_values(self, tool_name: str) -> frozenset[str]:
         """Every string enum value of ``tool_name``'s arguments (empty for an unknown tool):
         the values a call of it can pass."""
-        tool = self.tools.get(tool_name)
-        return frozenset(enum_strings(tool_args_schema(tool))) if tool is not None else frozenset()
+        return frozenset(enum_strings(self.args_schema(tool_name)))
 
     def named_values(self, query: str) -> tuple[str, ...]:
         """The values ``query`` names, in its order, each one whole value in the normal form
@@ -143,7 +153,7 @@ class QueryValues:
         out: list[tuple[str, str]] = []
         tool = self.tools.get(tool_name)
         if tool is not None:
-            schema = tool_args_schema(tool)
+            schema = self.args_schema(tool_name)
             said: str | None = None
             for path, value in argument_leaves(args):
                 if echoes_tool(value, tool.name, tool.description or "", schema):

@@ -14,7 +14,6 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage
 
 from reactgraph.engine.bindings import Engine
-from reactgraph.protocol.action_schema import tool_args_schema
 from reactgraph.protocol.actions import Action
 from reactgraph.protocol.jsonparse import safe_json
 from reactgraph.protocol.prompts import SCHEMA_ECHO_ERROR, UNWRITTEN_NOTE, UNWRITTEN_REFUSAL
@@ -148,7 +147,7 @@ def mark_schema_echoes(requests: list[ToolCallRequest], engine: Engine) -> list[
         tool = engine.tools.get(request.get("name") or "")
         if request.get("error") or tool is None:
             continue
-        schema = tool_args_schema(tool)
+        schema = engine.args_schema(tool.name)
         if echoes_schema(request.get("args"), schema):
             properties = list(schema.get("properties") or {})
             required = [name for name in schema.get("required") or () if name in properties] or properties[:1]
