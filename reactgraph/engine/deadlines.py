@@ -22,6 +22,7 @@ own request timeout (``reactgraph serve`` and :func:`~reactgraph.open_model` set
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import os
 from collections.abc import AsyncIterator, Awaitable, Mapping
@@ -115,8 +116,15 @@ def deadline_of(config: Any) -> ModelDeadline:
     or the default one."""
     carried = ((config or {}).get("configurable") or {}).get(DEADLINE_KEY)
     if isinstance(carried, (tuple, list)) and len(carried) == 2:
-        return ModelDeadline(float(carried[0]), float(carried[1]))
+        return _carried_deadline(float(carried[0]), float(carried[1]))
     return resolve_deadline()
+
+
+@functools.lru_cache(maxsize=64)
+def _carried_deadline(total: float, first_token: float) -> ModelDeadline:
+    """The (immutable) deadline of a carried pair, made and checked once per pair: every
+    model call of a run reads the same one."""
+    return ModelDeadline(total, first_token)
 
 
 def request_timeout(environ: Mapping[str, str] | None = None) -> float | None:

@@ -129,7 +129,7 @@ both wrappers from here, below the observer."""
 def _own_deadlines(runnable: Runnable) -> bool:
     """Whether ``runnable`` gives each of its models' calls a deadline itself (a fallback
     chain: one deadline over the chain would leave the next model the first one's rest)."""
-    return bool(getattr(runnable, "observes_calls", False))
+    return observability.observes_own_calls(runnable)
 
 
 async def call_model(runnable: Runnable, input: Any, config: RunnableConfig | None = None) -> Any:

@@ -231,8 +231,11 @@ def pending_parts(state: AgentState) -> list[str]:
     """The tools of a question's parts (``part_tools``, chosen per part by selection) that
     have not brought data this turn: a part without data keeps the question uncovered, and
     the next loop call offers only these tools and requires one (:func:`offered_tools`)."""
+    parts = state.get("part_tools")
+    if not parts:  # one part (the usual question): nothing to read the turn's steps for
+        return []
     done = {step.get("tool_name") for step in state.get("steps", []) if not step.get("error")}
-    return [name for name in state.get("part_tools") or () if name not in done]
+    return [name for name in parts if name not in done]
 
 
 def offered_tools(engine: Engine, state: AgentState, stalled: bool) -> tuple[list[Any], bool]:

@@ -21,6 +21,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from langchain_core.runnables import RunnableBinding
 from langchain_core.runnables.config import var_child_runnable_config
 
 from reactgraph.observability.unobserved import UNOBSERVED, Unobserved
@@ -32,7 +33,8 @@ if TYPE_CHECKING:
     from reactgraph.observability.observer import Instrumentation, ModelCall, RequestInfo, RunObserver
 
 __all__ = ["OBSERVER_KEY", "UNOBSERVED", "Unobserved", "active", "current_request", "enable_metrics", "instrument",
-           "model_call", "observe", "observed_node", "observer_of", "record_event", "run_node", "run_callbacks", "uninstrument"]
+           "model_call", "observe", "observed_node", "observer_of", "observes_own_calls", "record_event", "run_node",
+           "run_callbacks", "uninstrument"]
 
 active: Instrumentation | None = None
 """What the process observes (:func:`instrument`), ``None`` when nothing is."""
@@ -224,6 +226,17 @@ def observer_of(config: Mapping[str, Any] | None) -> RunObserver | None:
     return None
 
 
+def observes_own_calls(runnable: Any) -> bool:
+    """Whether ``runnable`` observes (and bounds) each of its models' calls itself: a class
+    that says ``observes_calls = True`` (a fallback chain), also under ``with_config``/``bind``
+    (a ``RunnableBinding`` answers for what it binds). Read from the class, not the instance:
+    a missing attribute of a pydantic model (every chat model and binding) costs a raised and
+    caught ``AttributeError``, and the loop asks once per model call."""
+    while isinstance(runnable, RunnableBinding):
+        runnable = runnable.bound
+    return bool(getattr(type(runnable), "observes_calls", False))
+
+
 def model_call(runnable: Any, model_input: Any, config: Mapping[str, Any] | None) -> ModelCall:
     """The hook around one model call the engine makes (``reactgraph.engine.dualmode.call_model``
     and ``stream_model``, each model of a fallback chain)::
@@ -233,7 +246,7 @@ def model_call(runnable: Any, model_input: Any, config: Mapping[str, Any] | None
 
     Args:
         runnable: The model runnable called; one that observes its own calls (a fallback
-            chain, ``observes_calls = True``) is not observed here.
+            chain, ``observes_calls = True``: :func:`observes_own_calls`) is not observed here.
         model_input: Its input (a message list).
         config: The config of the node making the call.
 
@@ -243,7 +256,7 @@ def model_call(runnable: Any, model_input: Any, config: Mapping[str, Any] | None
         no observer watches the run.
     """
     observer = observer_of(config)
-    if observer is None or getattr(runnable, "observes_calls", False):
+    if observer is None or observes_own_calls(runnable):
         return UNOBSERVED  # type: ignore[return-value]
     return observer.model_call(runnable, model_input, config)  # type: ignore[arg-type]
 
