@@ -24,7 +24,7 @@ model node sends them; they are not state). A failing model call raises; the nod
 policy retries transient failures (SPEC R2.7).
 
 Stall detection (SPEC R13.1): stalls are judged by progress, not by success
-(:func:`detect_stall`). A call with new arguments or another tool is an attempt; a model call
+(:func:`~reactgraph.nodes.stall.detect_stall`, :mod:`reactgraph.nodes.stall`). A call with new arguments or another tool is an attempt; a model call
 that only repeats a call with the same outcome (the same observation, the same error), or
 whose repeat was refused, changes nothing. ``AgentSettings.stall_repeats`` such calls in a
 row, or ``stall_failures`` calls in a row without a new successful observation, make a stall:
@@ -62,9 +62,9 @@ from reactgraph.engine.dualmode import call_model
 from reactgraph.engine.bindings import Engine
 from reactgraph.protocol.action_schema import ANSWER_CHOICE, choice_schema, schema_response_format
 from reactgraph.protocol.actions import message_text, parse_action
-from reactgraph.events import AnswerSignalled, Stalled, ThinkingDone, ThinkingStarted, emit
+from reactgraph.events import AnswerSignalled, ThinkingDone, ThinkingStarted, emit
 from reactgraph.answer.grounding import extract_values, informative, observation_answer
-from reactgraph.engine.history import thread_of
+from reactgraph.engine.history import HistoryFold, thread_of
 from reactgraph.protocol.jsonparse import extract_json, safe_json
 from reactgraph.core.language import phrase, turn_language
 from reactgraph.answer.loop_answer import LoopAnswer, json_text, loop_writes_answer, native_text, settle, stream_loop_call
@@ -75,9 +75,12 @@ from reactgraph.providers.content_calls import recover_content_tool_calls
 from reactgraph.providers.reasoning import REASONING_KEY, separate_reasoning
 from reactgraph.engine.state import AgentState, ToolCallRequest
 from reactgraph.engine.state import LoopFinishReason, StepRecord, selection_in_force
-from reactgraph.answer.synthesis import REPEAT_REFUSAL, summarize_steps
+from reactgraph.answer.synthesis import summarize_steps
 from reactgraph.tools.runner import holds_no_data
 from reactgraph.core.usage import sum_usage, usage_of
+from reactgraph.nodes.stall import (  # noqa: F401 (detect_stall re-exported: its home before)
+    StepOutcomes, brought_observation, detect_stall, stall_check, step_outcomes_fold,
+)
 from reactgraph.nodes.call_checks import (
     action_from_content_call, mark_repeats, mark_schema_echoes, mark_unasked, new_call_id, normalize_tool_calls,
 )
@@ -104,96 +107,6 @@ def _final_update(engine: Engine, state: AgentState, text: str, reason: LoopFini
     if not signalled:
         emit(AnswerSignalled())
     return {"pending_final": text, "answer": text, "finish_reason": reason, "draft_answer": draft}
-
-
-def detect_stall(
-    steps: list[StepRecord], iteration: int, enabled: bool = True, progress_iteration: int = 0,
-    repeats: int = 1, failures: int = 2,
-) -> str | None:
-    """Whether the tool loop is stuck, judged by progress (SPEC R13.1).
-
-    A model call *changes something* when one of its tool calls is new this turn (another
-    tool, or new arguments: an attempt, even one that fails) or repeats a call with another
-    outcome than the last time (a job's status that moved on). It *changes nothing* when every
-    call it made repeats one with the same outcome (the same observation, the same error) or
-    was refused as a repeat. Model calls that made no tool call (a reformat request) are not
-    counted either way for ``repeats``.
-
-    Args:
-        steps: The turn's step records (each with the ``iteration`` that asked for it), in
-            the order they were recorded (iterations never decrease).
-        iteration: Model calls made so far in this turn.
-        enabled: ``AgentSettings.stall_detection``.
-        progress_iteration: The model call after which a follow-up was taken in (it counts
-            as progress); 0 for none.
-        repeats: ``AgentSettings.stall_repeats``: model calls in a row that change nothing.
-        failures: ``AgentSettings.stall_failures``: model calls in a row without a new
-            successful observation.
-
-    Returns:
-        ``"repeated_call"`` after ``repeats`` model calls in a row that changed nothing;
-        ``"no_progress"`` after ``failures`` in a row without a new successful observation;
-        ``None`` while the loop makes progress (or detection is off).
-    """
-    if not enabled or iteration < 1:
-        return None
-    last_outcome: dict[str, tuple[str, str]] = {}
-    called: set[int] = set()
-    changed: set[int] = set()
-    succeeded: set[int] = set()
-    for step in steps:  # a turn's records: at most a few per model call (read whole)
-        asked = int(step.get("iteration") or 0)
-        called.add(asked)
-        if step.get("refused") == REPEAT_REFUSAL:
-            continue
-        key = f"{step.get('tool_name')}\x00{safe_json(step.get('tool_args'))}"
-        outcome = (str(step.get("error") or ""), "" if step.get("error") else str(step.get("observation") or ""))
-        if last_outcome.get(key) != outcome:
-            changed.add(asked)
-            if not step.get("error"):
-                succeeded.add(asked)
-        last_outcome[key] = outcome
-    unchanged_run = no_success_run = 0
-    counting_unchanged = counting_failures = True
-    for asked in range(iteration, progress_iteration, -1):
-        if counting_unchanged and asked in called:
-            if asked in changed:
-                counting_unchanged = False
-            else:
-                unchanged_run += 1
-        if counting_failures:
-            if asked in succeeded:
-                counting_failures = False
-            else:
-                no_success_run += 1
-        if not (counting_unchanged or counting_failures):
-            break
-    if unchanged_run >= repeats:
-        return "repeated_call"
-    return "no_progress" if no_success_run >= failures else None
-
-
-def brought_observation(steps: list[StepRecord], iteration: int) -> bool:
-    """Whether a tool call asked for by model call ``iteration`` succeeded (read from the end
-    of the turn's step records, which are in iteration order)."""
-    for step in reversed(steps):
-        asked = int(step.get("iteration") or 0)
-        if asked < iteration:
-            return False
-        if asked == iteration and not step.get("error"):
-            return True
-    return False
-
-
-def _stall_check(engine: Engine, state: AgentState, iteration: int) -> str | None:
-    """The stall reason for the call about to be made (emitting the ``stall`` event once
-    per turn), or ``None``."""
-    settings = engine.settings
-    reason = detect_stall(state.get("steps", []), iteration - 1, settings.stall_detection,
-                          state.get("progress_iteration", 0), settings.stall_repeats, settings.stall_failures)
-    if reason is not None:
-        emit(Stalled(iteration=iteration, reason=reason))
-    return reason
 
 
 def covered(steps: list[StepRecord], named: tuple[str, ...],
@@ -257,7 +170,8 @@ def offered_tools(engine: Engine, state: AgentState, stalled: bool) -> tuple[lis
     return engine.tools_for(selection_in_force(state), query), bool(state.get("tool_required")) and not state.get("steps")
 
 
-def _shortcut(engine: Engine, state: AgentState, config: RunnableConfig, iteration: int) -> dict[str, Any] | None:
+def _shortcut(engine: Engine, state: AgentState, config: RunnableConfig, iteration: int,
+              fold: HistoryFold[StepOutcomes, StepRecord] | None = None) -> dict[str, Any] | None:
     """The loop's answer without a model call, or ``None`` to call the model:
 
     * ``AgentSettings.answer_when_covered`` and the last model call's tool calls made the
@@ -276,7 +190,7 @@ def _shortcut(engine: Engine, state: AgentState, config: RunnableConfig, iterati
     if engine.settings.answer_when_covered and fresh and not pending_parts(state) and covered(
             steps, engine.named_values(query), engine.tool_values, answers):
         return {**_final_update(engine, state, "", "covered"), "pending_tool_calls": []}
-    if engine.synthesizes(config) and _stall_check(engine, state, iteration):
+    if engine.synthesizes(config) and stall_check(engine, state, iteration, fold, thread_of(config)):
         return {**_final_update(engine, state, "", "stalled"), "pending_tool_calls": []}
     return None
 
@@ -325,13 +239,14 @@ class LLMCallNative:
     def __init__(self, engine: Engine, structured: bool = False) -> None:
         self.engine = engine
         self.structured = structured
+        self.outcomes = step_outcomes_fold()
 
     async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         iteration = state.get("iteration", 0) + 1
-        shortcut = _shortcut(self.engine, state, config, iteration)
+        shortcut = _shortcut(self.engine, state, config, iteration, self.outcomes)
         if shortcut is not None:
             return shortcut
-        stalled = _stall_check(self.engine, state, iteration)
+        stalled = stall_check(self.engine, state, iteration, self.outcomes, thread_of(config))
         emit(ThinkingStarted(iteration=iteration))
         query = state.get("query", "")
         tools, forced = offered_tools(self.engine, state, bool(stalled))
@@ -395,6 +310,7 @@ class LLMCallJSON:
     def __init__(self, engine: Engine, structured: bool = False) -> None:
         self.engine = engine
         self.structured = structured
+        self.outcomes = step_outcomes_fold()
 
     @staticmethod
     async def _call(model: Any, messages: list[BaseMessage], config: RunnableConfig,
@@ -479,10 +395,10 @@ class LLMCallJSON:
 
     async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         iteration = state.get("iteration", 0) + 1
-        shortcut = _shortcut(self.engine, state, config, iteration)
+        shortcut = _shortcut(self.engine, state, config, iteration, self.outcomes)
         if shortcut is not None:
             return shortcut
-        stalled = _stall_check(self.engine, state, iteration)
+        stalled = stall_check(self.engine, state, iteration, self.outcomes, thread_of(config))
         emit(ThinkingStarted(iteration=iteration))
         query = state.get("query", "")
         named = self.engine.named_values(query)

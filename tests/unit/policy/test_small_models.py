@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent
 from reactgraph.nodes.llm_call import detect_stall
+from reactgraph.nodes.stall import StepOutcomes, step_outcomes_fold
 from reactgraph.nodes.select_tools import hybrid_selection
 from reactgraph.tools.ranking import ToolRanker, named_values, tokenize, unlisted_values
 from reactgraph.testing import ScriptedChatModel, tool_call
@@ -356,3 +357,28 @@ async def test_a_constrained_model_is_offered_the_ids_asked_about_and_those_a_to
 
     assert offered(0) == ["CNC-003"]
     assert offered(1) == ["CNC-003", "CNC-001", "PRS-001"]
+
+
+def test_the_folded_step_outcomes_judge_as_the_whole_turn_read_at_once():
+    """A loop node folds a turn's step records in as they grow (one fold per node): at every
+    call of a run, and for a list that is no grown copy (a new turn, records read back from a
+    checkpoint), its judgement is the one of reading every record."""
+    def step(iteration, tool, args, *, error=None, observation="ok", refused=None):
+        return {"iteration": iteration, "tool_name": tool, "tool_args": args, "error": error,
+                "observation": "" if error else observation, "refused": refused}
+
+    script = [step(1, "lookup", {"order": "B-7"}), step(2, "lookup", {"order": "B-7"}),
+              step(3, "wetter", {"stadt": "Köln"}, error="timeout"), step(3, "wetter", {"stadt": "Köln"}, error="timeout"),
+              step(4, "天気", {"都市": "東京"}, refused="repeat", error="repeated"),
+              step(5, "lookup", {"order": "B-7"}, observation="shipped"), step(6, "wetter", {"stadt": "Bonn"})]
+    fold = step_outcomes_fold()
+    grown: list = []
+    for record in script:
+        grown = [*grown, record]  # the steps reducer makes a new list of the same records
+        for repeats, failures, progress in ((1, 2, 0), (2, 3, 0), (1, 2, 2)):
+            assert detect_stall(grown, record["iteration"], True, progress, repeats, failures,
+                                outcomes=fold(grown, "thread-1")) == detect_stall(grown, record["iteration"], True,
+                                                                                  progress, repeats, failures)
+    fresh = [dict(record) for record in script[:3]]  # equal records, new objects: read from their start
+    assert fold(fresh, "thread-1").called == StepOutcomes.of(fresh).called == {1, 2, 3}
+    assert detect_stall(fresh, 3, outcomes=fold(fresh, "thread-1")) == detect_stall(fresh, 3) == "no_progress"
