@@ -64,11 +64,10 @@ def emit(event: AgentEvent) -> None:
         _recorder(event)
     try:
         config = get_config()
-        writer = get_stream_writer()
     except RuntimeError:  # not inside a runnable context
         return
-    if (config.get("configurable") or {}).get(EVENTS_KEY):
-        writer({_MARK: event.channel, "data": event.data})
+    if (config.get("configurable") or {}).get(EVENTS_KEY):  # the writer looked up only for a run that reads it
+        get_stream_writer()({_MARK: event.channel, "data": event.data})
 
 
 INTERRUPT_KEY = "__interrupt__"
