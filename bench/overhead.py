@@ -30,6 +30,11 @@ the median run time between the two largest K, its ratio with a bootstrap interv
 the rest of a run (what a run costs whatever its K: the entry supersteps, the channels set
 up, the result): ms per iteration at one K mixes the two. Nothing is asserted on times.
 
+``--cpu`` times every run with ``time.process_time`` (this process's CPU time) instead of
+``time.perf_counter``: on a machine shared with other work, wall time moves with everyone
+else's load (one round's ratio by ±30 % and more), CPU time much less; the models and the tool
+never sleep, so a run's CPU time is its framework's work.
+
 ``--observability`` times only reactgraph's runs, observed four ways, round by round: ``off``
 (nothing observed), ``metrics`` (the Prometheus metrics ``reactgraph serve`` records),
 ``traced`` (spans to the in-memory exporter, as the ``reactgraph.traced`` peer) and
@@ -37,7 +42,7 @@ up, the result): ms per iteration at one K mixes the two. Nothing is asserted on
 ``time.process_time``, which other processes on a shared machine move much less than wall time)
 and its ratio to ``off``.
 
-Run:  .venv/bin/python bench/overhead.py [--repeats 30] [--quick] [--ks 1 10 25] [--observability]
+Run:  .venv/bin/python bench/overhead.py [--repeats 30] [--quick] [--ks 1 10 25] [--cpu] [--observability]
 """
 
 from __future__ import annotations
@@ -188,11 +193,12 @@ async def check(name: str, runner: Runner, k: int) -> None:
         raise RuntimeError(f"{name} ran {seen} tool calls, expected {k}")
 
 
-async def time_peers(peers: dict[str, Runner], k: int,
-                     repeats: int) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
-    """Wall seconds of each peer's timed runs, and reactgraph's time over each peer's in
-    each round: the peers take turns, and a round's runs follow each other, so a slow spell
-    of the shared machine hits both sides of a ratio alike."""
+async def time_peers(peers: dict[str, Runner], k: int, repeats: int,
+                     clock: Callable[[], float] = time.perf_counter) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Seconds of each peer's timed runs by ``clock`` (wall time, or ``time.process_time``
+    with ``--cpu``), and reactgraph's time over each peer's in each round: the peers take
+    turns, and a round's runs follow each other, so a slow spell of the shared machine hits
+    both sides of a ratio alike."""
     for name, runner in peers.items():
         for _ in range(2):
             await check(name, runner, k)
@@ -200,9 +206,9 @@ async def time_peers(peers: dict[str, Runner], k: int,
     for _ in range(repeats):
         for name, runner in peers.items():
             gc.collect()
-            started = time.perf_counter()
+            started = clock()
             await runner()
-            samples[name].append(time.perf_counter() - started)
+            samples[name].append(clock() - started)
     ratios = {name: [ours / theirs for ours, theirs in zip(samples["reactgraph"], values, strict=True)]
               for name, values in samples.items()}
     return samples, ratios
@@ -256,14 +262,15 @@ async def peak_memory(peers: dict[str, Runner], repeats: int) -> dict[str, float
     return {name: statistics.median(values) for name, values in peaks.items()}
 
 
-async def main(ks: list[int], repeats: int, mem_repeats: int) -> None:
+async def main(ks: list[int], repeats: int, mem_repeats: int, cpu: bool = False) -> None:
     import langchain
     import langchain_core
     import langgraph.version
 
     print(f"python {sys.version.split()[0]}, langgraph {langgraph.version.__version__}, "
           f"langchain {langchain.__version__}, langchain-core {langchain_core.__version__}; "
-          f"repeats {repeats}, memory repeats {mem_repeats}")
+          f"repeats {repeats}, memory repeats {mem_repeats}; "
+          f"{'CPU time (process_time)' if cpu else 'wall time (perf_counter)'}")
     header = (f"{'peer':<17}{'K':>3}{'ms/run':>10}{'ms/iter':>9}{'x bare':>8}"
               f"{'rg/peer':>9}{'peak KiB':>10}{'x bare':>8}{'rg mem/peer':>12}")
     print(header)
@@ -273,7 +280,7 @@ async def main(ks: list[int], repeats: int, mem_repeats: int) -> None:
     run_times: dict[int, dict[str, list[float]]] = {}
     for k in ks:
         peers = make_peers(k)
-        run_times[k], ratios = await time_peers(peers, k, repeats)
+        run_times[k], ratios = await time_peers(peers, k, repeats, time.process_time if cpu else time.perf_counter)
         times = {name: statistics.median(values) for name, values in run_times[k].items()}
         peaks = await peak_memory(peers, mem_repeats)
         for name in peers:
@@ -362,6 +369,8 @@ if __name__ == "__main__":
     parser.add_argument("--repeats", type=int, default=30, help="timed runs per peer and K (default 30)")
     parser.add_argument("--quick", action="store_true", help="smoke check: 5 repeats")
     parser.add_argument("--ks", type=int, nargs="+", default=[1, 10, 25], help="iterations per run")
+    parser.add_argument("--cpu", action="store_true",
+                        help="time runs in this process's CPU time, not wall time (a shared machine)")
     parser.add_argument("--observability", action="store_true",
                         help="only reactgraph, off / metrics / traced / traced+nodes: CPU per run")
     args = parser.parse_args()
@@ -369,4 +378,4 @@ if __name__ == "__main__":
     if args.observability:
         asyncio.run(observability_costs(args.ks, repeats))
     else:
-        asyncio.run(main(args.ks, repeats, mem_repeats=min(repeats, 5)))
+        asyncio.run(main(args.ks, repeats, mem_repeats=min(repeats, 5), cpu=args.cpu))
