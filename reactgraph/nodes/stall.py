@@ -17,21 +17,41 @@ from reactgraph.events import Stalled, emit
 from reactgraph.protocol.jsonparse import safe_json
 
 
+_CALLED, _CHANGED, _SUCCEEDED = 1, 2, 4  # StepOutcomes' flags of a model call
+
+
 class StepOutcomes:
     """What :func:`detect_stall` reads of a turn's step records, one record at a time (a
     :class:`~reactgraph.engine.history.HistoryFold` step, :meth:`add`): the model calls that
-    asked for a tool call (``called``), those that changed something (``changed``) and those
-    that brought a new successful observation (``succeeded``), and each call's last outcome.
-    Folded in as the steps grow, a turn's check reads each record once instead of every
-    record (and its arguments as JSON) before every model call."""
+    asked for a tool call (:attr:`called`), those that changed something (:attr:`changed`) and
+    those that brought a new successful observation (:attr:`succeeded`), and each call's last
+    outcome. Folded in as the steps grow, a turn's check reads each record once instead of
+    every record (and its arguments as JSON) before every model call. Kept small (one flags
+    entry per model call, an outcome that shares the record's text): a run holds it to its end."""
 
-    __slots__ = ("last_outcome", "called", "changed", "succeeded")
+    __slots__ = ("last_outcome", "flags")
 
     def __init__(self) -> None:
-        self.last_outcome: dict[str, tuple[str, str]] = {}
-        self.called: set[int] = set()
-        self.changed: set[int] = set()
-        self.succeeded: set[int] = set()
+        self.last_outcome: dict[str, str | tuple[str]] = {}  # the error as a 1-tuple, else the observation
+        self.flags: dict[int, int] = {}
+
+    def _having(self, flag: int) -> set[int]:
+        return {asked for asked, flags in self.flags.items() if flags & flag}
+
+    @property
+    def called(self) -> set[int]:
+        """The model calls (their iterations) that asked for a tool call."""
+        return self._having(_CALLED)
+
+    @property
+    def changed(self) -> set[int]:
+        """The model calls with a call new this turn or with another outcome than last time."""
+        return self._having(_CHANGED)
+
+    @property
+    def succeeded(self) -> set[int]:
+        """The model calls that brought a new successful observation."""
+        return self._having(_SUCCEEDED)
 
     @classmethod
     def of(cls, steps: list[StepRecord]) -> StepOutcomes:
@@ -44,16 +64,15 @@ class StepOutcomes:
     def add(self, step: StepRecord) -> None:
         """Fold in the next step record (records come in the order they were recorded)."""
         asked = int(step.get("iteration") or 0)
-        self.called.add(asked)
-        if step.get("refused") == REPEAT_REFUSAL:
-            return
-        key = f"{step.get('tool_name')}\x00{safe_json(step.get('tool_args'))}"
-        outcome = (str(step.get("error") or ""), "" if step.get("error") else str(step.get("observation") or ""))
-        if self.last_outcome.get(key) != outcome:
-            self.changed.add(asked)
-            if not step.get("error"):
-                self.succeeded.add(asked)
-        self.last_outcome[key] = outcome
+        flags = self.flags.get(asked, 0) | _CALLED
+        if step.get("refused") != REPEAT_REFUSAL:
+            key = f"{step.get('tool_name')}\x00{safe_json(step.get('tool_args'))}"
+            error = str(step.get("error") or "")
+            outcome = (error,) if error else ("" if step.get("error") else str(step.get("observation") or ""))
+            if self.last_outcome.get(key) != outcome:
+                flags |= _CHANGED | (0 if step.get("error") else _SUCCEEDED)
+            self.last_outcome[key] = outcome
+        self.flags[asked] = flags
 
 
 def detect_stall(
@@ -89,17 +108,17 @@ def detect_stall(
     if not enabled or iteration < 1:
         return None
     facts = outcomes if outcomes is not None else StepOutcomes.of(steps)
-    called, changed, succeeded = facts.called, facts.changed, facts.succeeded
     unchanged_run = no_success_run = 0
     counting_unchanged = counting_failures = True
     for asked in range(iteration, progress_iteration, -1):
-        if counting_unchanged and asked in called:
-            if asked in changed:
+        flags = facts.flags.get(asked, 0)
+        if counting_unchanged and flags & _CALLED:
+            if flags & _CHANGED:
                 counting_unchanged = False
             else:
                 unchanged_run += 1
         if counting_failures:
-            if asked in succeeded:
+            if flags & _SUCCEEDED:
                 counting_failures = False
             else:
                 no_success_run += 1
@@ -122,10 +141,15 @@ def brought_observation(steps: list[StepRecord], iteration: int) -> bool:
     return False
 
 
+_KEPT = 64
+"""Step lists a loop node keeps its :class:`StepOutcomes` for (the most recently checked): a
+run's turn that comes back after others is read again from its first record."""
+
+
 def step_outcomes_fold() -> HistoryFold[StepOutcomes, StepRecord]:
     """A loop node's fold of the turn's step records into :class:`StepOutcomes` (one
     accumulator per run's step list, as many as the engine's history folds keep)."""
-    return HistoryFold(StepOutcomes, StepOutcomes.add)
+    return HistoryFold(StepOutcomes, StepOutcomes.add, max_lists=_KEPT)
 
 
 def stall_check(engine: Engine, state: AgentState, iteration: int,
