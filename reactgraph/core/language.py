@@ -338,3 +338,31 @@ proposes a cut after it (:func:`reactgraph.policy.parts.clauses`); the clause af
 stands as a part only when it asks about something."""
 
 
+
+BACK_REFERENCES: Mapping[str, tuple[str, ...]] = {
+    "en": ("it", "its", "it's", "itself", "they", "them", "their", "that one", "the same one"),
+    "es": ("su", "sus", "él", "ella", "ello", "la misma", "el mismo"),
+    "de": ("sein", "seine", "seinen", "seinem", "seiner", "ihre", "ihren", "ihrem", "ihrer", "dessen", "deren"),
+    "fr": ("il", "elle", "son", "sa", "ses", "leur", "leurs", "celui-ci", "celle-ci"),
+    "pt": ("ele", "ela", "seu", "sua", "seus", "suas", "dele", "dela"),
+    "it": ("esso", "essa", "suo", "sua", "suoi", "sue", "lui"),
+    "ru": ("он", "она", "оно", "его", "её", "ее", "их", "него", "неё", "нее"),
+    "vi": ("nó", "của nó"),
+    "id": ("itu", "tersebut"),
+    "ko": ("그", "그것", "그거", "이것", "해당", "거기"),
+    "ja": ("その", "それ", "これ", "この"),
+    "zh": ("它", "这台", "那台", "这个", "那个"),
+}
+"""Words by which a request refers back to what an earlier request of the same question
+named ("… CMP-002, and do we have spare parts for *it*?", "그 부품", "その部品", "它的"), by
+language (:func:`reactgraph.policy.parts.part_values`; a question whose language cannot be told
+reads every language's): Latin and Cyrillic ones count
+only as whole words, the Korean ones as whole words or, of two letters or more, at the start of
+one (a particle may follow: "그것의"); the Japanese and Chinese ones wherever they are written
+(those scripts join words without spaces)."""
+
+UNSAID_REFERENCE_LANGUAGES: frozenset[str] = frozenset({"ko", "ja", "zh"})
+"""Languages in which a request leaves unsaid what it is about when it is what the sentence
+was already about ("RBT-001 상태 알려주고, 정비 이력도 보여줘": the maintenance history of RBT-001):
+there a part of a question that names no value of its own takes the previous part's values
+without a word that refers back (:func:`reactgraph.policy.parts.part_values`)."""

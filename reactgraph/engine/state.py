@@ -199,6 +199,11 @@ the next loop call requires one, and it is asked only once a turn."""
     """The tool chosen for each part of a question that asks several things
     (:func:`~reactgraph.policy.parts.question_parts`), when selection chose per part; the loop
     counts the question covered only when each brought data. ``None``: one part."""
+    part_values: list[list[str]] | None
+    """The values each part of ``part_tools`` is about, in the same order
+    (:func:`~reactgraph.policy.parts.part_values`: those it names, or the previous part's when
+    it refers back): that part's call is offered these (:func:`~reactgraph.nodes.llm_call.current_part`).
+    ``None`` with ``part_tools``."""
     chosen_by_values: bool
     """``selected_tools`` holds the tools the question's values chose
     (:func:`~reactgraph.nodes.select_tools.tools_taking_values`): they are offered for the

@@ -40,8 +40,9 @@ observation is the one the same call gave last time, the model is told so.
 Two more rules decide when the loop answers: with
 ``AgentSettings.answer_when_covered`` the loop answers as soon as a successful observation
 covers every value the question names (:func:`covered`) and every part of a question that
-asks several things has data (:func:`pending_parts`: until then the next call offers only the
-tools of the parts without data and requires a call); and an answer given before any
+asks several things has data (:func:`pending_parts`: until then each call offers the tool of
+the first part without data, with that part's own values, and requires a call:
+:func:`current_part`); and an answer given before any
 tool ran this turn to a question that names a value a tool takes, or one that states figures
 or ids to a question about what the tools hold, is not accepted: the model is asked once more
 with a tool call required (:func:`needs_tool_call`; native mode:
@@ -143,7 +144,7 @@ def covered(steps: list[StepRecord], named: tuple[str, ...],
 def pending_parts(state: AgentState) -> list[str]:
     """The tools of a question's parts (``part_tools``, chosen per part by selection) that
     have not brought data this turn: a part without data keeps the question uncovered, and
-    the next loop call offers only these tools and requires one (:func:`offered_tools`)."""
+    the next loop call offers the first of them and requires a call (:func:`offered_tools`)."""
     parts = state.get("part_tools")
     if not parts:  # one part (the usual question): nothing to read the turn's steps for
         return []
@@ -151,23 +152,43 @@ def pending_parts(state: AgentState) -> list[str]:
     return [name for name in parts if name not in done]
 
 
-def offered_tools(engine: Engine, state: AgentState, stalled: bool) -> tuple[list[Any], bool]:
-    """The tools a loop call offers and whether it requires a call of one of them:
+def current_part(state: AgentState) -> tuple[str, tuple[str, ...]] | None:
+    """The part of a question of several parts that the next loop call answers: the first
+    whose tool (``part_tools``) has not brought data, as ``(tool name, the values that part is
+    about)`` (``part_values``: those it names, or the previous part's when it refers back;
+    empty when it is about none); ``None`` when the question has one part or every part has
+    data."""
+    pending = pending_parts(state)
+    if not pending:
+        return None
+    tools = list(state.get("part_tools") or ())
+    values = list(state.get("part_values") or ())
+    index = tools.index(pending[0])
+    return pending[0], tuple(values[index]) if index < len(values) else ()
+
+
+def offered_tools(engine: Engine, state: AgentState, stalled: bool) -> tuple[list[Any], bool, tuple[str, ...]]:
+    """The tools a loop call offers, whether it requires a call of one of them, and the values
+    their arguments are offered first (and, under ``refuse_unasked_ids``, only):
 
     * none when the loop is stalled (answer only);
-    * once some tool ran, the tools of the parts still without data (:func:`pending_parts`),
-      a call required: every part of the question gets its data;
+    * for a question of several parts, the tool of the first part still without data
+      (:func:`current_part`), a call required, with that part's values (the question's when
+      the part is about none): every part of the question gets its own data, each call the
+      values of its own part;
     * else the turn's selected tools (every tool once some tool ran when the question's
       values chose them, ``chosen_by_values``), a call required when the model was asked
-      for one (``tool_required``) and none ran yet.
+      for one (``tool_required``) and none ran yet, with the question's values.
     """
-    if stalled:
-        return [], False
     query = state.get("query", "")
-    pending = pending_parts(state) if state.get("steps") else []
-    if pending:
-        return engine.tools_for(pending, query), True
-    return engine.tools_for(selection_in_force(state), query), bool(state.get("tool_required")) and not state.get("steps")
+    named = engine.named_values(query)
+    if stalled:
+        return [], False, named
+    part = current_part(state)
+    if part is not None:
+        return engine.tools_for([part[0]], query), True, part[1] or named
+    return (engine.tools_for(selection_in_force(state), query),
+            bool(state.get("tool_required")) and not state.get("steps"), named)
 
 
 def _shortcut(engine: Engine, state: AgentState, config: RunnableConfig, iteration: int,
@@ -249,14 +270,13 @@ class LLMCallNative:
         stalled = stall_check(self.engine, state, iteration, self.outcomes, thread_of(config))
         emit(ThinkingStarted(iteration=iteration))
         query = state.get("query", "")
-        tools, forced = offered_tools(self.engine, state, bool(stalled))
+        tools, forced, named = offered_tools(self.engine, state, bool(stalled))
         messages = await self.engine.loop_input(state, config)
         if stalled:
             messages.append(HumanMessage(FINAL_ONLY_REQUEST))
         thread = thread_of(config)
         seen = self.engine.seen_ids(query, state["messages"], thread)
-        model = self.engine.native_model(tools, self.engine.named_values(query), final_only=bool(stalled), seen=seen,
-                                         tool_required=forced)
+        model = self.engine.native_model(tools, named, final_only=bool(stalled), seen=seen, tool_required=forced)
         answer = None if stalled or forced else loop_answer(self.engine, state, config, self.structured, tools)
         try:
             response = await (call_model(model, messages, config) if answer is None
@@ -267,7 +287,7 @@ class LLMCallNative:
             # A provider that refuses the forced choice (llama.cpp answers 400 to some values) is
             # asked again without it: the request message still asks for a tool call.
             logger.warning("the forced tool call was refused, asking without forcing it: %s", exc)
-            model = self.engine.native_model(tools, self.engine.named_values(query), seen=seen)
+            model = self.engine.native_model(tools, named, seen=seen)
             response = await call_model(model, messages, config)
         if not isinstance(response, AIMessage):
             response = AIMessage(content=message_text(response))
@@ -401,10 +421,9 @@ class LLMCallJSON:
         stalled = stall_check(self.engine, state, iteration, self.outcomes, thread_of(config))
         emit(ThinkingStarted(iteration=iteration))
         query = state.get("query", "")
-        named = self.engine.named_values(query)
         thread = thread_of(config)
         seen = self.engine.seen_ids(query, state["messages"], thread)
-        tools, forced = offered_tools(self.engine, state, bool(stalled))
+        tools, forced, named = offered_tools(self.engine, state, bool(stalled))
         messages = await self.engine.loop_input(
             state, config, lambda base: self.engine.json_system_prompt(tools, base, named, seen)
         )

@@ -56,7 +56,7 @@ from reactgraph.providers.abilities import ModelAbilities
 from reactgraph.events import SelectingTools, emit
 from reactgraph.answer.grounding import extract_values, informative
 from reactgraph.core.language import turn_language
-from reactgraph.policy.parts import question_parts
+from reactgraph.policy.parts import part_values, question_parts
 from reactgraph.protocol.prompts import SELECTION_SYSTEM, SELECTION_USER
 from reactgraph.tools.ranking import catalog_line
 from reactgraph.tools.values import ValueReader
@@ -272,7 +272,7 @@ class SelectTools:
         rank = lambda text: self.engine.ranker.rank(text, language)  # noqa: E731
         parts = question_parts(query, rank)
         if len(parts) > settings.tool_selection_max:
-            return await self._by_part(parts, rank, config)
+            return await self._by_part(parts, rank, config, language)
         settled = settled_without_model(ranked, settings.tool_selection_max)
         if settled is not None:
             return {"selected_tools": settled}
@@ -303,24 +303,32 @@ class SelectTools:
         )
         return hybrid_selection(names, ranked, limit), usage
 
-    async def _by_part(self, parts: list[str], rank: Any, config: RunnableConfig) -> dict[str, Any]:
+    async def _by_part(self, parts: list[str], rank: Any, config: RunnableConfig,
+                       language: str | None = None) -> dict[str, Any]:
         """A question that asks more things than ``tool_selection_max`` tools may answer: each
         part (:func:`~reactgraph.policy.parts.question_parts`) gets its own choice of the limit's
-        number of tools, so every part gets data (the strict policy's limit is one tool).
-        ``part_tools`` records each part's first tool: the loop counts the question covered
-        only when each of them brought data (:func:`~reactgraph.nodes.llm_call.pending_parts`)."""
+        number of tools, ranked on the part's own words and values (a part that refers back
+        to the one before is ranked with that part's values too:
+        :func:`~reactgraph.policy.parts.part_values`), so every part gets data (the strict
+        policy's limit is one tool). ``part_tools`` records each part's first tool and
+        ``part_values`` the values that part is about: the loop calls each part's tool with
+        its own values and counts the question covered only when each of them brought data
+        (:func:`~reactgraph.nodes.llm_call.pending_parts`)."""
         usage: dict[str, int] = {}
         chosen: list[str] = []
-        firsts: list[str] = []
-        for part in parts:
-            names, part_usage = await self._choose(part, rank(part),
-                                                   self.engine.settings.tool_selection_max, config)
+        firsts: dict[str, list[str]] = {}  # each part's first tool → the values of its parts
+        for part, values in zip(parts, part_values(parts, self.engine.named_values, language), strict=True):
+            inherited = [value for value in values if value not in self.engine.named_values(part)]
+            text = " ".join([part, *inherited])
+            names, part_usage = await self._choose(text, rank(text), self.engine.settings.tool_selection_max, config)
             usage = sum_usage(usage, part_usage) if part_usage else usage
             if names:
                 chosen.extend(names)
-                firsts.append(names[0])
-        chosen, firsts = list(dict.fromkeys(chosen)), list(dict.fromkeys(firsts))
+                merged = firsts.setdefault(names[0], [])
+                merged.extend(value for value in values if value not in merged)
+        chosen = list(dict.fromkeys(chosen))
         update: dict[str, Any] = {"selected_tools": chosen or None, **({"usage": usage} if usage else {})}
         if len(firsts) > 1:
-            update["part_tools"] = firsts
+            update["part_tools"] = list(firsts)
+            update["part_values"] = list(firsts.values())
         return update

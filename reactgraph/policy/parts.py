@@ -15,9 +15,17 @@ parts that ask different things, without knowing the domain or needing the langu
    P-1 and P-9") is joined back to the part before it. Parts whose tools turn out
    to be the same are merged by the caller (one tool answers both).
 
-Which tool answers each part is chosen by :mod:`reactgraph.nodes.select_tools`; the loop
-counts the question covered only when every part's tool brought data
-(:func:`reactgraph.nodes.llm_call.pending_parts`).
+3. *Values* (:func:`part_values`): each part's values are the ones it names itself; a part
+   that names none takes the previous part's when it refers back to it ("…, and do we have
+   spare parts for *it*?": the language table's
+   :data:`~reactgraph.core.language.BACK_REFERENCES`), and in a language that leaves that
+   unsaid (:data:`~reactgraph.core.language.UNSAID_REFERENCE_LANGUAGES`: "RBT-001 상태
+   알려주고, 정비 이력도 보여줘") without such a word.
+
+Which tool answers each part is chosen by :mod:`reactgraph.nodes.select_tools`, ranked on the
+part's own words and values; the loop calls each part's tool with that part's values
+(:func:`reactgraph.nodes.llm_call.current_part`) and counts the question covered only when
+every part's tool brought data (:func:`reactgraph.nodes.llm_call.pending_parts`).
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from reactgraph.core.language import PART_JOINERS, PART_SUFFIXES
+from reactgraph.core.language import BACK_REFERENCES, PART_JOINERS, PART_SUFFIXES, UNSAID_REFERENCE_LANGUAGES
 from reactgraph.tools.ranking import tokenize
 from reactgraph.tools.values import without_values
 
@@ -96,3 +104,60 @@ def question_parts(question: str, rank: Callable[[str], Sequence[tuple[str, floa
             return [question]
         parts[-1] = f"{parts[-1]} {leading}"
     return parts or [question]
+
+
+_UNSPACED_SCRIPT = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
+_HANGUL = re.compile(r"[\uac00-\ud7a3]")
+
+
+def _reference_pattern(words: Sequence[str]) -> re.Pattern[str]:
+    """One pattern for back-reference ``words``: kana and Han ones anywhere, Hangul ones as
+    whole words (of two letters or more also at the start of one), any other as whole words."""
+    alternatives = []
+    for word in sorted(set(words), key=len, reverse=True):
+        escaped = re.escape(word)
+        if _UNSPACED_SCRIPT.search(word):
+            alternatives.append(escaped)
+        elif _HANGUL.search(word):
+            alternatives.append(rf"(?<!\w){escaped}" + (r"(?!\w)" if len(word) < 2 else ""))
+        else:
+            alternatives.append(rf"(?<![\w'-]){escaped}(?![\w'-])")
+    return re.compile("|".join(alternatives), re.IGNORECASE)
+
+
+_REFERENCES = {code: _reference_pattern(words) for code, words in BACK_REFERENCES.items()}
+_ANY_REFERENCE = _reference_pattern([word for words in BACK_REFERENCES.values() for word in words])
+
+
+def refers_back(text: str, language: str | None) -> bool:
+    """Whether ``text`` (a part of a question) refers back to what an earlier part named: it
+    holds one of the language table's :data:`~reactgraph.core.language.BACK_REFERENCES` of
+    ``language`` (every language's when it is ``None`` or not in the table)."""
+    return bool(_REFERENCES.get(language or "", _ANY_REFERENCE).search(text))
+
+
+def part_values(parts: Sequence[str], named: Callable[[str], Sequence[str]],
+                language: str | None) -> list[tuple[str, ...]]:
+    """The values each of ``parts`` is about (step 3 of the module docstring): those it names
+    itself (``named``: text → the values it names, as
+    :meth:`~reactgraph.engine.query_values.QueryValues.named_values`); for a part that names
+    none, the previous part's values when it refers back (:func:`refers_back`) or is written in
+    a language that leaves the reference unsaid
+    (:data:`~reactgraph.core.language.UNSAID_REFERENCE_LANGUAGES`); else none.
+
+    Args:
+        parts: The question's parts (:func:`question_parts`), in order.
+        named: Text → the values it names.
+        language: The question's language code, ``None`` when it cannot be told.
+
+    Returns:
+        One tuple of values per part, in order (empty: the part names nothing and inherits
+        nothing).
+    """
+    out: list[tuple[str, ...]] = []
+    for index, part in enumerate(parts):
+        own = tuple(named(part))
+        if not own and index and out[-1] and (language in UNSAID_REFERENCE_LANGUAGES or refers_back(part, language)):
+            own = out[-1]
+        out.append(own)
+    return out

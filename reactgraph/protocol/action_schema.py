@@ -175,7 +175,10 @@ def offered_args_schema(tool: BaseTool, named: Sequence[str] = (), *, named_opti
             value for it (:func:`_takes_named`: one of its enum values, a date for a date
             argument, a value of its format, pattern or examples); the tool
             then runs with its default. A small model otherwise fills every optional
-            filter with the first value it sees (``AgentSettings.optional_args``).
+            filter with the first value it sees (``AgentSettings.optional_args``). An
+            optional argument that is the only one of the tool to take a named value is
+            offered as required, its ``null`` branch dropped (:func:`fill_named`): the filter
+            the question names a value for is filled, not left out.
         pin_named: Offer a string argument without an enum that takes some of the ``named``
             values by its schema (a ``format``, ``pattern`` or examples' shape: an e-mail, a
             UUID, a SKU, a date the question writes) only those values (:func:`pin_named_values`),
@@ -197,7 +200,46 @@ def offered_args_schema(tool: BaseTool, named: Sequence[str] = (), *, named_opti
         name: item for name, item in (schema.get("properties") or {}).items()
         if name in required or _takes_named(name, written.get(name, item), named)
     }
-    return {**schema, "properties": properties}
+    return fill_named({**schema, "properties": properties}, written, named)
+
+
+def fill_named(schema: dict[str, Any], written: dict[str, Any], named: Sequence[str]) -> dict[str, Any]:
+    """A copy of the object ``schema`` in which every optional argument that is the only one
+    to take some named value (:func:`_takes_named`, read from ``written``, the tool's
+    :func:`value_schema` properties) is required, its ``null`` branch and default dropped: a
+    question that names the machine of an alarm history or the result of the inspections it
+    lists gets that filter filled. A value two arguments take (a date for ``start_date`` and
+    ``end_date``) fills neither: which one it is for is the model's to say.
+
+    Args:
+        schema: The offered argument schema (``{"type": "object", "properties": …}``).
+        written: The tool's :func:`value_schema` properties.
+        named: The values the question (or the part of it the call answers) names.
+
+    Returns:
+        The new schema (``schema`` itself when nothing is filled).
+    """
+    properties = schema.get("properties") or {}
+    required = list(schema.get("required") or ())
+    takers: dict[str, list[str]] = {}
+    for name, item in properties.items():
+        for value in named:
+            if _takes_named(name, written.get(name, item), [value]):
+                takers.setdefault(value, []).append(name)
+    filled = [name for name in properties if name not in required
+              and any(names == [name] for names in takers.values())]
+    if not filled:
+        return schema
+    changed = dict(properties)
+    for name in filled:
+        item = {key: value for key, value in properties[name].items() if key != "default"}
+        branches = item.get("anyOf")
+        if isinstance(branches, list):
+            kept = [branch for branch in branches if not (isinstance(branch, dict) and branch.get("type") == "null")]
+            item.pop("anyOf")
+            item = {**kept[0], **item} if len(kept) == 1 and isinstance(kept[0], dict) else {**item, "anyOf": kept}
+        changed[name] = item
+    return {**schema, "properties": changed, "required": [*required, *filled]}
 
 
 def pin_named_values(schema: dict[str, Any], written: dict[str, Any], named: Sequence[str]) -> dict[str, Any]:
