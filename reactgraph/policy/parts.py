@@ -16,7 +16,7 @@ parts that ask different things, without knowing the domain or needing the langu
    to be the same are merged by the caller (one tool answers both).
 
 3. *Values* (:func:`part_values`): each part's values are the ones it names itself; a part
-   that names none takes the previous part's when it refers back to it ("…, and do we have
+   that names no record (an id, a date) takes the previous part's too when it refers back to it ("…, and do we have
    spare parts for *it*?": the language table's
    :data:`~reactgraph.core.language.BACK_REFERENCES`), and in a language that leaves that
    unsaid (:data:`~reactgraph.core.language.UNSAID_REFERENCE_LANGUAGES`: "RBT-001 상태
@@ -136,14 +136,21 @@ def refers_back(text: str, language: str | None) -> bool:
     return bool(_REFERENCES.get(language or "", _ANY_REFERENCE).search(text))
 
 
+def _names_record(value: str) -> bool:
+    """Whether a named value singles out a record (an id, a date: it holds a digit) rather
+    than filtering by a word (``low``, ``unpaid``)."""
+    return any(char.isdigit() for char in value)
+
+
 def part_values(parts: Sequence[str], named: Callable[[str], Sequence[str]],
                 language: str | None) -> list[tuple[str, ...]]:
     """The values each of ``parts`` is about (step 3 of the module docstring): those it names
     itself (``named``: text → the values it names, as
-    :meth:`~reactgraph.engine.query_values.QueryValues.named_values`); for a part that names
-    none, the previous part's values when it refers back (:func:`refers_back`) or is written in
-    a language that leaves the reference unsaid
-    (:data:`~reactgraph.core.language.UNSAID_REFERENCE_LANGUAGES`); else none.
+    :meth:`~reactgraph.engine.query_values.QueryValues.named_values`), and, for a part that
+    names no record of its own (no value with a digit: an id, a date; a word such as
+    ``unpaid`` only filters), the previous part's values too when it refers back
+    (:func:`refers_back`) or is written in a language that leaves the reference unsaid
+    (:data:`~reactgraph.core.language.UNSAID_REFERENCE_LANGUAGES`).
 
     Args:
         parts: The question's parts (:func:`question_parts`), in order.
@@ -151,13 +158,14 @@ def part_values(parts: Sequence[str], named: Callable[[str], Sequence[str]],
         language: The question's language code, ``None`` when it cannot be told.
 
     Returns:
-        One tuple of values per part, in order (empty: the part names nothing and inherits
-        nothing).
+        One tuple of values per part, in order: its own first, then those it takes from the
+        part before (empty: the part names nothing and takes nothing).
     """
     out: list[tuple[str, ...]] = []
     for index, part in enumerate(parts):
         own = tuple(named(part))
-        if not own and index and out[-1] and (language in UNSAID_REFERENCE_LANGUAGES or refers_back(part, language)):
-            own = out[-1]
+        if (index and out[-1] and not any(_names_record(value) for value in own)
+                and (language in UNSAID_REFERENCE_LANGUAGES or refers_back(part, language))):
+            own = (*own, *(value for value in out[-1] if value not in own))
         out.append(own)
     return out

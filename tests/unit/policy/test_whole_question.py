@@ -8,13 +8,14 @@ observations' own lines and written by the engine."""
 from __future__ import annotations
 
 import json
+from typing import Literal
 
 import pytest
 from langchain_core.tools import StructuredTool
 
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent
 from reactgraph.answer.lead import lead_sentence, question_kind
-from reactgraph.policy.parts import clauses, question_parts
+from reactgraph.policy.parts import clauses, part_values, question_parts, refers_back
 from reactgraph.tools.ranking import ToolRanker
 from reactgraph.testing import ScriptedChatModel
 from tests.helpers import SMALL_SCHEMA
@@ -260,3 +261,108 @@ async def test_a_small_models_unfounded_yes_becomes_the_data_does_not_say():
                               by_kind={"synthesis": [lead_choice("yes", ["Carrier: Northwind"])]})
     done = await answered(model, "Is order ORD-7 delayed?")
     assert done["answer"].splitlines()[0] == "The data does not say."
+
+
+# each part's own values ---------------------------------------------------------------------
+
+
+def named_ids(text: str) -> list[str]:
+    """The ids a text names (a stand-in for the engine's value reader)."""
+    import re
+    return re.findall(r"\b[A-Z]{3}-\d+\b", text)
+
+
+@pytest.mark.parametrize("parts, language, expected", [
+    # a part that refers back takes the previous part's values
+    (["What is the state of order ORD-7", "and what is on its invoice?"], "en", [("ORD-7",), ("ORD-7",)]),
+    (["¿Cuál es el estado del pedido ORD-7", "y cuál es su factura?"], "es", [("ORD-7",), ("ORD-7",)]),
+    (["ORD-7 の状態は？", "その請求書も見せて"], "ja", [("ORD-7",), ("ORD-7",)]),
+    (["ORD-7 状态如何？", "它的发票呢？"], "zh", [("ORD-7",), ("ORD-7",)]),
+    # Korean leaves it unsaid: a part without values of its own takes the previous part's
+    (["ORD-7 주문 상태 알려주고", "송장도 보여줘"], "ko", [("ORD-7",), ("ORD-7",)]),
+    # one that names its own keeps them; one that neither names nor refers back gets none
+    (["What is the state of ORD-7", "and the invoice of ORD-9?"], "en", [("ORD-7",), ("ORD-9",)]),
+    (["What is the state of ORD-7", "and the list of late orders?"], "en", [("ORD-7",), ()]),
+    (["¿Cuál es el estado del pedido ORD-7", "y la lista de pedidos retrasados?"], "es", [("ORD-7",), ()]),
+    # "its" is no word inside another ("itself" is; "item" is not)
+    (["State of ORD-7", "and the item list?"], "en", [("ORD-7",), ()]),
+    # the first part has no previous one
+    (["and what is on its invoice?", "ORD-7 state"], "en", [(), ("ORD-7",)]),
+])
+def test_each_part_gets_its_own_values_or_those_it_refers_back_to(parts, language, expected):
+    assert part_values(parts, named_ids, language) == expected
+
+
+def test_a_back_reference_is_read_in_the_questions_language():
+    assert refers_back("and its invoice?", "en") and refers_back("y su factura", "es")
+    assert not refers_back("¿Cuáles son los pedidos?", "es")  # "son" is French for "its", not Spanish
+    assert refers_back("et son état ?", "fr")
+    assert refers_back("그 주문의 송장", "ko") and refers_back("그것의 송장", "ko")
+    assert not refers_back("그리고 송장도", "ko")  # "and", not "that"
+    assert refers_back("and its invoice?", None)  # a language that cannot be told: every language's words
+
+
+def billing_tools() -> list[StructuredTool]:
+    """Two tools that take the same kind of id, an optional filter, and enough others that
+    selection runs."""
+    def order_status(order_id: Literal["ORD-7", "ORD-9"]) -> str:
+        return f"Order: {order_id}\nState: shipped"
+
+    def order_invoice(order_id: Literal["ORD-7", "ORD-9"], status: Literal["paid", "unpaid"] | None = None) -> str:
+        return f"Invoice of {order_id}: 120.50 EUR, {status or 'paid'}"
+
+    tools = [
+        StructuredTool.from_function(order_status, name="order_status",
+                                     description="Status of one customer order: state and carrier.",
+                                     metadata={"keywords": ["estado", "pedido", "상태"]}),
+        StructuredTool.from_function(order_invoice, name="order_invoice",
+                                     description="Invoice of one customer order: amount and payment status.",
+                                     metadata={"keywords": ["factura", "pedido", "송장", "請求書", "发票"]}),
+    ]
+    for topic in ["payroll", "holiday", "parking", "canteen", "badge", "printer", "travel", "expense", "laptop",
+                  "training", "newsletter", "library"]:
+        tools.append(StructuredTool.from_function(lambda query="": "nothing", name=f"{topic}_info",
+                                                  description=f"Office {topic} information."))
+    return tools
+
+
+def offered_schema(model: ScriptedChatModel, index: int) -> str:
+    """The action schema a JSON-mode loop call was constrained to, as text."""
+    return json.dumps(model.call_kwargs[index].get("response_format") or {}, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("question", [
+    "What is the state of order ORD-7, and what is the invoice of order ORD-9?",
+    "¿Cuál es el estado del pedido ORD-7, y cuál es la factura del pedido ORD-9?",
+])
+async def test_each_parts_call_is_offered_that_parts_own_values(question):
+    """Strict policy: the first call answers the first part with its id, the second the second
+    part with its own — not the first id the question names."""
+    model = ScriptedChatModel(responses=[call("order_status", {"order_id": "ORD-7"}),
+                                         call("order_invoice", {"order_id": "ORD-9"})])
+    result = await ReActAgent(model, billing_tools(), abilities=SMALL_SCHEMA).run(question)
+    assert [step.tool_name for step in result.steps] == ["order_status", "order_invoice"]
+    first, second = offered_schema(model, 0), offered_schema(model, 1)
+    assert '"order_status"' in first and '"order_invoice"' not in first and '["ORD-7"]' in first
+    assert '"order_invoice"' in second and '"order_status"' not in second and '["ORD-9"]' in second
+    assert result.finish_reason == "covered"
+
+
+@pytest.mark.parametrize("question", [
+    "What is the state of order ORD-9, and is its invoice unpaid?",
+    "ORD-9 주문 상태 알려주고, unpaid 송장도 보여줘",
+])
+async def test_a_part_that_refers_back_is_called_with_the_previous_parts_value(question):
+    """"its" (or, in Korean, nothing at all) points at ORD-9: the invoice part is ranked and
+    offered with it, and the filter it names (``unpaid``) is filled, not left out."""
+    model = ScriptedChatModel(responses=[call("order_status", {"order_id": "ORD-9"}),
+                                         call("order_invoice", {"order_id": "ORD-9", "status": "unpaid"})])
+    result = await ReActAgent(model, billing_tools(), abilities=SMALL_SCHEMA).run(question)
+    assert [step.tool_name for step in result.steps] == ["order_status", "order_invoice"]
+    second = json.loads(offered_schema(model, 1))
+    text = json.dumps(second)
+    assert '["ORD-9"]' in text and "ORD-7" not in text
+    branch = next(item for item in second["json_schema"]["schema"]["anyOf"]
+                  if "order_invoice" in json.dumps(item)) if "json_schema" in second else None
+    if branch is not None:
+        assert "status" in branch["properties"]["tool_args"]["required"]
