@@ -93,6 +93,10 @@ class DAGResult(RunResult):
             :mod:`reactgraph.dag.budget`) with the run's figures, as
             :func:`reactgraph.core.limits.limit_reached` gives them; ``None`` when none did.
         follow_ups: The follow-ups the run took in (:meth:`DAGAgent.inject`), oldest first.
+        grounding: The grounding check of the answer shown against what the steps' tools
+            returned, as :attr:`~reactgraph.AgentResult.grounding` (``mode``, ``checked``,
+            ``ungrounded``, ``action``; ``withdrawn`` when an answer was replaced); ``None``
+            when none ran (``run``, which does not synthesize, or grounding off).
     """
 
     steps: list[StepOutcome] = field(default_factory=list)
@@ -104,6 +108,7 @@ class DAGResult(RunResult):
     warnings: list[str] = field(default_factory=list)
     limit: dict[str, Any] | None = None
     follow_ups: list[str] = field(default_factory=list)
+    grounding: dict[str, Any] | None = None
 
     @property
     def iterations(self) -> int:
@@ -111,7 +116,8 @@ class DAGResult(RunResult):
         return sum(step.iterations for step in self.steps)
 
     def _done_extras(self) -> dict[str, Any]:
-        extras: dict[str, Any] = {"rounds": self.rounds, "achieved": self.achieved, "confidence": self.confidence}
+        extras: dict[str, Any] = {"rounds": self.rounds, "achieved": self.achieved, "confidence": self.confidence,
+                                  "grounding": self.grounding}
         if self.limit:
             extras["limit"] = self.limit
         return extras
@@ -206,7 +212,8 @@ class DAGAgent(AgentFacade[DAGResult]):
             achieved=bool(analysis.get("achieved", False)), confidence=float(analysis.get("confidence", 0.0)),
             reasoning=str(analysis.get("reasoning", "")), final_answer=analysis.get("final_answer"),
             warnings=list(state.get("plan_warnings") or []), limit=state.get("limit"),
-            follow_ups=list(state.get("follow_ups") or []), finish_reason=finish, error=error, pending=list(pending or []),
+            follow_ups=list(state.get("follow_ups") or []), grounding=state.get("grounding"),
+            finish_reason=finish, error=error, pending=list(pending or []),
             **self._run_fields(state, started, thread_id),
         )
 
@@ -257,7 +264,7 @@ class DAGAgent(AgentFacade[DAGResult]):
             pending}`` when a step's tool call waits for a decision (each pending call with
             its ``step_id``; ``done`` then has ``finish_reason: "waiting"``), and last
             ``done`` ``{answer, iterations, usage, elapsed, finish_reason, thread_id, rounds,
-            achieved, confidence}`` (and ``limit`` when a run-wide usage limit ended the
+            achieved, confidence, grounding}`` (and ``limit`` when a run-wide usage limit ended the
             run). See the events table of docs/sse.md.
 
         Raises:

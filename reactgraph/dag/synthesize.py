@@ -124,12 +124,12 @@ class DAGSynthesize:
 
     async def __call__(self, state: DAGState, config: RunnableConfig) -> dict[str, Any]:
         answer = state.get("answer") or ""
-        if not (config.get("configurable") or {}).get("synthesize", True):
-            return {"messages": [AIMessage(answer)]}
+        if not (config.get("configurable") or {}).get("synthesize", True):  # no answer checked: none recorded
+            return {"messages": [AIMessage(answer)], "grounding": None}
         results = state.get("results") or {}
         if not results:  # the planner failed before any step ran: its message is the answer
             text = await emit_answer(one_chunk(answer), answer)
-            return {"synthesis": text, "messages": [AIMessage(text)]}
+            return {"synthesis": text, "messages": [AIMessage(text)], "grounding": None}
         entry = self.models.resolve(self.settings.synthesis_role)
         policy = resolve_settings(self.step_settings, entry.abilities)
         goal, plan = state.get("goal", ""), state.get("plan") or []
@@ -148,9 +148,7 @@ class DAGSynthesize:
                                           descriptions=self.descriptions, lead=lead)
 
         def done(text: str, grounding: dict[str, Any] | None) -> dict[str, Any]:
-            update: dict[str, Any] = {"synthesis": text, "messages": [AIMessage(text)]}
-            if grounding is not None:
-                update["grounding"] = grounding
+            update: dict[str, Any] = {"synthesis": text, "messages": [AIMessage(text)], "grounding": grounding}
             if usage:
                 update.update(usage=usage, model_usage={model: usage})
             return update

@@ -101,3 +101,49 @@ def test_an_answer_with_no_tool_data_says_so():
     text = dag_observation_answer("What is ORD-7's state?", [step("a", "look up order ORD-7")], results)
     assert text == ("No tool returned data that answers this question.\n\n"
                     "What could not be found:\n- look up order ORD-7 (timed out)")
+
+
+# the embedded model's strict policy when its synthesis writes the answer ----------------------
+
+WRITER = ModelAbilities(json_mode=True, small=True, writes_answers=True)
+"""A small model whose own answers are written by synthesis and checked under ``enforce``
+(the strict policy with ``answer_from_observations`` off)."""
+
+
+@pytest.mark.parametrize("goal, synthesis, invented, not_found", [
+    ("Compare order ORD-7 with the courier's phone", INVENTED, "ORD-99", "What could not be found:"),
+    ("Compare order ORD-7 with the courier's phone", "ORD-7 was shipped by Northwind for 48.20 EUR.", "48.20",
+     "What could not be found:"),
+    ("ORD-7 주문과 배송 기사 연락처를 비교해줘", "ORD-7은 Northwind로 배송되었고 ORD-99도 늦었습니다.", "ORD-99",
+     "찾지 못한 내용:"),
+])
+async def test_a_small_models_dag_synthesis_that_invents_a_value_is_never_shown(goal, synthesis, invented, not_found):
+    """Strict policy, synthesis written by the model: an answer stating an id or a figure no
+    step's tool returned is withdrawn before it is sent and replaced by the steps'
+    observations and what could not be found; ``done`` carries the check as ReAct's does."""
+    model = dag_model(STEPS, synthesis=synthesis)
+    registry = ModelRegistry(model, abilities=WRITER)
+    done, events = await done_of(DAGAgent(registry, TOOLS, settings=AgentSettings(**FAST)), goal)
+    assert "synthesis" in [kind(messages) for messages in model.calls]  # the model wrote one
+    shown = "".join(event.data.get("content", "") for event in events if event.channel == "answer")
+    assert invented not in shown and invented not in done["answer"]
+    assert "Northwind" in done["answer"] and not_found + "\n- find the courier's phone number" in done["answer"]
+    grounding = done["grounding"]
+    assert grounding["mode"] == "enforce" and grounding["action"] == "fallback"
+    assert any(value in invented for value in grounding["withdrawn"]) and grounding["ungrounded"] == []
+
+
+async def test_a_small_models_grounded_dag_synthesis_stands_and_done_says_it_was_kept():
+    model = dag_model(STEPS, synthesis="ORD-7 was shipped by Northwind. The courier's phone was not found.")
+    done, _ = await done_of(DAGAgent(ModelRegistry(model, abilities=WRITER), TOOLS, settings=AgentSettings(**FAST)),
+                            "Compare order ORD-7 with the courier's phone")
+    assert done["answer"] == "ORD-7 was shipped by Northwind. The courier's phone was not found."
+    assert done["grounding"]["action"] == "kept" and done["grounding"]["ungrounded"] == []
+
+
+async def test_a_run_without_synthesis_records_no_check():
+    """``run`` does not synthesize: no answer was checked, so none is recorded — not the
+    check of an earlier run on the same thread."""
+    agent = DAGAgent(ModelRegistry(dag_model(STEPS), abilities=WRITER), TOOLS, settings=AgentSettings(**FAST))
+    result = await agent.run("Compare order ORD-7 with the courier's phone")
+    assert result.grounding is None
