@@ -304,3 +304,80 @@ async def test_the_streamed_answer_renders_incrementally_like_the_whole():
           return heading === box.querySelector("h1") && box.contains(heading);
         }""", source)
         assert kept  # a finished block is not rendered again
+
+
+# ------------------------------------------------------------------------------ DAG mode
+
+PLAIN_WORDS_ONLY = ("**", "|---|", "## ", "level 1", "level 2", "level 3", "no JSON object", "JSONDecodeError",
+                    "Traceback", "parse_plan")
+"""What a DAG view never shows: raw Markdown marks and the structured-output parser's words."""
+
+
+def scripted_dag_model():
+    """A DAG run over a bench question, as a small model writes it: Markdown in the plan's
+    tasks, the steps' answers, the analyzer's reasoning and the synthesis; for any other goal,
+    a planner reply that is no plan at all."""
+    import json as _json
+
+    from tests.unit.dag.test_dag import kind
+
+    def reply(messages):
+        role = kind(messages)
+        said = " ".join(str(message.content) for message in messages)
+        if role == "planner":
+            if "spare parts for it" not in said:
+                return "Sure! First I will look, then I will answer. **Step 1**: look."
+            return _json.dumps({"steps": [
+                {"id": "a", "task": "**Check** the status of CMP-002", "dependencies": []},
+                {"id": "b", "task": "## Find spare parts for CMP-002", "dependencies": ["a"]}]})
+        if role == "analyzer":
+            return _json.dumps({"achieved": True, "confidence": 0.9, "reasoning": "**Both** parts have data.",
+                                "final_answer": "CMP-002 is running; parts are in stock."})
+        if len(messages) == 2:  # a step's first loop call: its tool
+            tool, = [name for step_id, name in (("a", "get_equipment_status"), ("b", "find_parts_for_equipment"))
+                     if role == f"step:{step_id}"] or ["get_equipment_status"]
+            return _json.dumps({"type": "tool_call", "reasoning": "", "tool_name": tool,
+                                "tool_args": {"equipment_id": "CMP-002"}})
+        answer = ("## Status\n\n**CMP-002** is checked." if role == "step:a"
+                  else "| part | stock |\n|---|---|\n| filter | **ok** |")
+        return _json.dumps({"type": "final_answer", "reasoning": "", "answer": answer})
+
+    return ScriptedChatModel(responses=[reply], repeat_last=True,
+                             synthesis="## CMP-002\n\n| check | result |\n|---|---|\n| status | **see above** |")
+
+
+async def test_the_dag_view_shows_plain_words_over_a_bench_question(tmp_path):
+    """DAG mode on the page over a bench question (scripted models, the demo plant's tools):
+    the plan's boxes and step titles, the steps' results, the analysis line and the answer show
+    no raw Markdown, and a planner reply that is no plan is said in plain words, without the
+    parser's jargon; the screenshot shows what a user sees."""
+    from reactgraph import AgentSettings, DAGAgent
+
+    hub = build_factory_hub(tmp_path / "factory.db")
+    saver = InMemorySaver()
+    react = ReActAgent(ScriptedChatModel(responses=["unused"], repeat_last=True), hub,
+                       abilities=ModelAbilities(tool_call=True), checkpointer=saver)
+    settings = AgentSettings(max_iterations=3, tool_timeout=5, retry_initial_delay=0.01, retry_max_delay=0.02)
+    dag = DAGAgent(scripted_dag_model(), hub, settings=settings, checkpointer=saver, interrupt_queue=react.interrupts)
+    app = create_app(react, ServerSettings(api_key="", default_mode="dag"), dag_agent=dag)
+    async with running_server(app) as url, browser_page(url) as page:
+        await page.locator("#mode").wait_for(state="visible")
+        await ask(page, "What's wrong with air compressor CMP-002, and do we have spare parts for it in stock?")
+        await page.locator(".answer .footer").wait_for(timeout=60_000)
+        assert await page.locator(".plan-node").count() == 2
+        assert await page.locator('.dag-step[data-state="completed"]').count() == 2
+        assert await page.locator(".dag-step .step-result table").count() == 1  # the step's table, rendered
+        assert await page.locator(".answer .answer-body table").count() == 1
+        await ask(page, "Tell me about the plant")  # the planner's reply is no plan
+        await page.locator(".answer .footer").nth(1).wait_for(timeout=60_000)
+        screenshot = artifact_path("browser-dag.png")
+        await page.screenshot(path=str(screenshot), full_page=True)
+        print(f"\nscreenshot: {screenshot}")
+        shown = " ".join([await page.locator(selector).nth(index).inner_text()
+                          for selector in (".plan", ".analysis", ".answer .answer-body")
+                          for index in range(await page.locator(selector).count())])
+        svg_text = " ".join(await page.locator(".plan-node text, .plan-node title").all_text_contents())
+        for mark in PLAIN_WORDS_ONLY:
+            assert mark not in shown and mark not in svg_text, (mark, shown, svg_text)
+        warnings = await page.locator(".plan-warning").all_inner_texts()
+        assert len(warnings) == 1 and "plan" in warnings[0].lower()  # said in plain words

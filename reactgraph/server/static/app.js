@@ -712,7 +712,10 @@
   // from each dependency; under it a section per step for its tool cards and result.
   function drawPlan(turn, plan) {
     const W = 168, H = 56, GAP_X = 22, GAP_Y = 38, PAD = 8;
-    const steps = plan.steps || [];
+    // A task is read as plain words: a small model's planner may write "**Check** …".
+    const steps = (plan.steps || []).map(function (step) {
+      return Object.assign({}, step, { task: window.markdownText(step.task) });
+    });
     const depth = layers(steps);
     const rows = [];
     steps.forEach(function (step) {
@@ -775,7 +778,9 @@
       node.addEventListener("click", function () { section.scrollIntoView({ block: "nearest" }); });
       turn.steps.set(step.id, { node: node, section: section });
     });
-    (plan.warnings || []).forEach(function (warning) { box.appendChild(el("div", "plan-warning", "! " + warning)); });
+    (plan.warnings || []).forEach(function (warning) {
+      box.appendChild(el("div", "plan-warning", "! " + window.markdownText(warning)));
+    });
     box.appendChild(sections);
     transcript.scrollTop = transcript.scrollHeight;
   }
@@ -819,7 +824,8 @@
       const line = add(el("div", "analysis", "Check after round " + data.round + ": " +
         (data.achieved ? "the goal looks reached (" + sure + ")" : "the goal is not reached yet (" + sure + ")") +
         (data.replan ? ", so the agent plans again." : ".") +
-        (data.reasoning && data.reasoning !== (data.achieved ? "achieved" : "not achieved") ? " " + data.reasoning : "")));
+        (data.reasoning && data.reasoning !== (data.achieved ? "achieved" : "not achieved")
+          ? " " + window.markdownText(data.reasoning) : "")));
       line.title = "achieved: " + data.achieved + " · confidence: " + confidence.toFixed(2) + " · replan: " + Boolean(data.replan);
     } else if (data.status === "started") {
       stepState(turn, data.step_id, "running");

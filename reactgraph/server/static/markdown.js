@@ -277,6 +277,18 @@
     return holder.innerHTML;
   }
 
+  // The words of `source` without its Markdown marks, for a line shown as plain text (a plan
+  // step's task, the analysis line, a warning): rendered as for an answer, then read back as
+  // text, a space between blocks and table cells, runs of spaces made one.
+  function markdownText(source) {
+    const holder = document.createElement("div");
+    appendBlocks(holder, String(source || ""));
+    holder.querySelectorAll("p, li, th, td, h1, h2, h3, h4, h5, h6, pre, blockquote, br").forEach(function (node) {
+      node.after(document.createTextNode(" "));
+    });
+    return holder.textContent.replace(/\s+/g, " ").trim();
+  }
+
   // A growing answer rendered into `container`: update(text) with the whole text so far
   // (each call's text extends the last one). Blocks closed by a blank line outside a fence
   // are rendered once and kept; the open last block is rendered again on each update.
@@ -327,6 +339,7 @@
   };
 
   global.renderMarkdown = renderMarkdown;
+  global.markdownText = markdownText;
   global.MarkdownView = MarkdownView;
   global.escapeHtml = escapeHtml;
 })(window);
