@@ -14,7 +14,11 @@ synthesis are all measured. Rows, in one process, on the same model object and t
 * ``create_agent``: ``langchain.agents.create_agent`` on the same model object, the same
   tools and the demo system prompt, ``recursion_limit = 2 * max_iterations + 1`` (a model
   step and a tool step per iteration, plus the answering model step); a run that raises
-  (``GraphRecursionError``, a context overflow, a provider error) counts as not answered.
+  (``GraphRecursionError``, a context overflow, a provider error) counts as not answered;
+* ``dag`` (only when named): :class:`reactgraph.DAGAgent` on the same model, tools and demo
+  settings (the JSON protocol in its steps, one planning round), consumed through its
+  ``astream_events``: every step's tool calls are the run's calls, so ``0 ungrounded``
+  counts DAG answers stating a value or id no step returned.
 
 Ground truth is computed at run time: each question names the tool call(s) that answer it;
 the bench calls those tools itself on the plant database and extracts the key facts (ids,
@@ -827,7 +831,14 @@ async def run_reactgraph(agent: Any, row: str, question: str) -> RunRecord:
     try:
         async for event in agent.astream_events(question, thread_id=uuid.uuid4().hex):
             data = event.data
-            if event.channel == "step" and data.get("type") == "iteration":
+            if event.channel == "dag_step" and data.get("status") in ("tool_started", "tool"):
+                key = f"{data.get('step_id')}:{data.get('tool_call_id')}"  # a step loop's ids are its own
+                if data.get("status") == "tool_started":
+                    calls[key] = Call(str(data.get("tool_name") or ""), data.get("tool_args"))
+                elif key in calls:
+                    calls[key].observation = "" if data.get("error") else str(data.get("observation") or "")
+                    calls[key].error = data.get("error")
+            elif event.channel == "step" and data.get("type") == "iteration":
                 key = str(data.get("tool_call_id"))
                 if data.get("status") == "start":
                     calls[key] = Call(str(data.get("tool_name") or ""), data.get("tool_args"))
@@ -918,7 +929,7 @@ async def run_create_agent(graph: Any, question: str, recursion_limit: int) -> R
 
 # --------------------------------------------------------------------------- report
 
-ROWS = ("native", "json", "synthesis", "flagged", "permissive", "create_agent")
+ROWS = ("native", "json", "synthesis", "flagged", "permissive", "create_agent", "dag")
 """The rows: ``synthesis`` is the ``json`` agent with ``answer_from_observations=False`` (the
 model writes the answer, checked before it is shown), so what the synthesis call adds is
 measured; ``flagged`` is the ``json`` agent with the permissive policy's
@@ -926,7 +937,11 @@ measured; ``flagged`` is the ``json`` agent with the permissive policy's
 no tool returned flagged under it): the settings under which ``synthesis="auto"`` lets the
 loop's answer stand, so ``--synthesis always auto`` compares the two there; ``permissive`` is the ``json`` agent with the permissive safeguard policy
 forced (:data:`reactgraph.policy.safeguards.PERMISSIVE`), so on a small model the difference the
-strict policy makes is measured in the same run."""
+strict policy makes is measured in the same run; ``dag`` is DAG mode on the demo settings (run
+only when named: it is not one of the default rows)."""
+
+DEFAULT_ROWS = tuple(row for row in ROWS if row != "dag")
+"""The rows run when ``--rows`` is not given."""
 
 
 @dataclass
@@ -1103,7 +1118,8 @@ async def main(argv: list[str] | None = None) -> int:
                              "table rows (default: all)")
     parser.add_argument("--kinds", nargs="+", choices=("tool", "unknown_id", "no_tool"),
                         help="only the questions of these kinds (after --questions)")
-    parser.add_argument("--rows", nargs="+", choices=ROWS, default=list(ROWS), help="rows to run (default: all)")
+    parser.add_argument("--rows", nargs="+", choices=ROWS, default=list(DEFAULT_ROWS),
+                        help="rows to run (default: all but dag)")
     parser.add_argument("--local-models", nargs="+", metavar="NAME",
                         help="embedded models of the catalogue to run every row on, one after the other ("
                              "quality, time, calls, download, memory and threads side by side; default: the configured model)")
@@ -1138,7 +1154,8 @@ async def main(argv: list[str] | None = None) -> int:
     from langchain.agents import create_agent
 
     from reactgraph import AgentSettings, ReActAgent
-    from reactgraph.demo.agent import build_demo_agent
+    from reactgraph import DAGAgent, DAGSettings, ModelRegistry
+    from reactgraph.demo.agent import build_demo_agent, demo_settings
     from reactgraph.policy.safeguards import PERMISSIVE, without
     from reactgraph.demo.factory import build_factory_hub
     from reactgraph.models import open_model
@@ -1161,6 +1178,11 @@ async def main(argv: list[str] | None = None) -> int:
                 for label, (row, mode) in row_modes.items():
                     if row == "create_agent":
                         agents[label] = create_agent(resolved.llm, hub, system_prompt=DEMO_SYSTEM_PROMPT)
+                    elif row == "dag":
+                        agents[label] = DAGAgent(
+                            ModelRegistry(resolved.llm, abilities=resolved.abilities, fallbacks=resolved.fallbacks),
+                            hub, use_native_tools=False, dag_settings=DAGSettings(max_rounds=1),
+                            settings=demo_settings(max_iterations=args.max_iterations, synthesis=mode))
                     elif row in ("permissive", "synthesis", "flagged") or row.startswith("without "):
                         forced = (dict(PERMISSIVE.settings) if row == "permissive"
                                   else {"answer_from_observations": False} if row == "synthesis"
@@ -1176,7 +1198,8 @@ async def main(argv: list[str] | None = None) -> int:
                                                          max_iterations=args.max_iterations, synthesis=mode)
                     for name in args.sections if split else ["single"]:
                         key = label + suffix + (f" · {name}" if split else "")
-                        summaries[key] = RowSummary(key, "-" if row == "create_agent" else agents[label].mode)
+                        summaries[key] = RowSummary(key, "-" if row == "create_agent" else "dag" if row == "dag"
+                                                    else agents[label].mode)
                 print(f"model: {resolved.description} · {len(questions)} questions · {len(hub)} tools · "
                       f"max_iterations={args.max_iterations} · rows: {', '.join(row_names)}", file=sys.stderr, flush=True)
                 if "native" in agents and agents["native"].mode == "json":
