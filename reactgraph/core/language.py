@@ -363,6 +363,6 @@ one (a particle may follow: "그것의"); the Japanese and Chinese ones wherever
 
 UNSAID_REFERENCE_LANGUAGES: frozenset[str] = frozenset({"ko", "ja", "zh"})
 """Languages in which a request leaves unsaid what it is about when it is what the sentence
-was already about ("RBT-001 상태 알려주고, 정비 이력도 보여줘": the maintenance history of RBT-001):
+was already about ("ORD-7 상태 알려주고, 배송 이력도 보여줘": the delivery history of ORD-7):
 there a part of a question that names no value of its own takes the previous part's values
 without a word that refers back (:func:`reactgraph.policy.parts.part_values`)."""

@@ -19,8 +19,8 @@ parts that ask different things, without knowing the domain or needing the langu
    that names no record (an id, a date) takes the previous part's too when it refers back to it ("…, and do we have
    spare parts for *it*?": the language table's
    :data:`~reactgraph.core.language.BACK_REFERENCES`), and in a language that leaves that
-   unsaid (:data:`~reactgraph.core.language.UNSAID_REFERENCE_LANGUAGES`: "RBT-001 상태
-   알려주고, 정비 이력도 보여줘") without such a word.
+   unsaid (:data:`~reactgraph.core.language.UNSAID_REFERENCE_LANGUAGES`: Korean, Japanese,
+   Chinese) without such a word.
 
 Which tool answers each part is chosen by :mod:`reactgraph.nodes.select_tools`, ranked on the
 part's own words and values; the loop calls each part's tool with that part's values
