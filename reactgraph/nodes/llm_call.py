@@ -61,7 +61,7 @@ from langchain_core.runnables import RunnableConfig
 
 from reactgraph.engine.dualmode import call_model
 from reactgraph.engine.bindings import Engine
-from reactgraph.protocol.action_schema import ANSWER_CHOICE, choice_schema, schema_response_format
+from reactgraph.protocol.action_schema import ANSWER_CHOICE, choice_schema, schema_response_format, tool_args_schema
 from reactgraph.protocol.actions import message_text, parse_action
 from reactgraph.events import AnswerSignalled, ThinkingDone, ThinkingStarted, emit
 from reactgraph.answer.grounding import extract_values, informative, observation_answer
@@ -167,15 +167,26 @@ def current_part(state: AgentState) -> tuple[str, tuple[str, ...]] | None:
     return pending[0], tuple(values[index]) if index < len(values) else ()
 
 
+def required_values(engine: Engine, tool_name: str, named: tuple[str, ...]) -> tuple[str, ...]:
+    """The values of ``named`` that a required argument of ``tool_name`` takes (its schema's
+    ``required``, :meth:`~reactgraph.tools.values.ArgumentValues.fits`), in order: what a call
+    for a part of a question that names no value of its own may be offered first."""
+    tool = engine.tools.get(tool_name)
+    required = set(tool_args_schema(tool).get("required") or ()) if tool is not None else set()
+    arguments = [argument for argument in engine.values.arguments.get(tool_name, ()) if argument.argument in required]
+    return tuple(value for value in named if any(argument.fits(value) for argument in arguments))
+
+
 def offered_tools(engine: Engine, state: AgentState, stalled: bool) -> tuple[list[Any], bool, tuple[str, ...]]:
     """The tools a loop call offers, whether it requires a call of one of them, and the values
     their arguments are offered first (and, under ``refuse_unasked_ids``, only):
 
     * none when the loop is stalled (answer only);
     * for a question of several parts, the tool of the first part still without data
-      (:func:`current_part`), a call required, with that part's values (the question's when
-      the part is about none): every part of the question gets its own data, each call the
-      values of its own part;
+      (:func:`current_part`), a call required, with that part's values (when the part is about
+      none, the question's values its tool cannot go without: :func:`required_values`, so no
+      other part's value fills an optional filter): every part of the question gets its own
+      data, each call the values of its own part;
     * else the turn's selected tools (every tool once some tool ran when the question's
       values chose them, ``chosen_by_values``), a call required when the model was asked
       for one (``tool_required``) and none ran yet, with the question's values.
@@ -186,7 +197,8 @@ def offered_tools(engine: Engine, state: AgentState, stalled: bool) -> tuple[lis
         return [], False, named
     part = current_part(state)
     if part is not None:
-        return engine.tools_for([part[0]], query), True, part[1] or named
+        name, values = part
+        return engine.tools_for([name], query), True, values or required_values(engine, name, named)
     return (engine.tools_for(selection_in_force(state), query),
             bool(state.get("tool_required")) and not state.get("steps"), named)
 

@@ -311,7 +311,12 @@ def billing_tools() -> list[StructuredTool]:
     def order_invoice(order_id: Literal["ORD-7", "ORD-9"], status: Literal["paid", "unpaid"] | None = None) -> str:
         return f"Invoice of {order_id}: 120.50 EUR, {status or 'paid'}"
 
+    def late_orders(order_id: Literal["ORD-7", "ORD-9"] | None = None) -> str:
+        return "ORD-7: 3 days late"
+
     tools = [
+        StructuredTool.from_function(late_orders, name="late_orders",
+                                     description="List the customer orders that are late, with days late."),
         StructuredTool.from_function(order_status, name="order_status",
                                      description="Status of one customer order: state and carrier.",
                                      metadata={"keywords": ["estado", "pedido", "상태"]}),
@@ -366,3 +371,15 @@ async def test_a_part_that_refers_back_is_called_with_the_previous_parts_value(q
                   if "order_invoice" in json.dumps(item)) if "json_schema" in second else None
     if branch is not None:
         assert "status" in branch["properties"]["tool_args"]["required"]
+
+
+async def test_a_part_about_nothing_in_particular_gets_no_other_parts_value_as_a_filter():
+    """"Which orders are late" names no order: its call is not offered (nor filled with) the
+    id the other part names; the other part's call is."""
+    model = ScriptedChatModel(responses=[call("late_orders", {}), call("order_invoice", {"order_id": "ORD-9"})])
+    result = await ReActAgent(model, billing_tools(), abilities=SMALL_SCHEMA).run(
+        "Which orders are late, and what is the invoice of order ORD-9?")
+    assert [step.tool_name for step in result.steps] == ["late_orders", "order_invoice"]
+    first = offered_schema(model, 0)
+    assert '"late_orders"' in first and "order_id" not in first
+    assert '"enum": ["ORD-9"' in offered_schema(model, 1)  # its own first (ORD-7, which a tool wrote, may follow)
