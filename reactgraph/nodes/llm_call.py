@@ -82,6 +82,7 @@ from reactgraph.core.usage import sum_usage, usage_of
 from reactgraph.nodes.stall import (  # noqa: F401 (detect_stall re-exported: its home before)
     StepOutcomes, brought_observation, detect_stall, stall_check, step_outcomes_fold,
 )
+from reactgraph.policy.parts import names_record
 from reactgraph.nodes.call_checks import (
     action_from_content_call, mark_repeats, mark_schema_echoes, mark_unasked, new_call_id, normalize_tool_calls,
 )
@@ -165,6 +166,18 @@ def current_part(state: AgentState) -> tuple[str, tuple[str, ...]] | None:
     values = list(state.get("part_values") or ())
     index = tools.index(pending[0])
     return pending[0], tuple(values[index]) if index < len(values) else ()
+
+
+def part_seen(state: AgentState, seen: tuple[str, ...] | None) -> tuple[str, ...] | None:
+    """The ids besides its own values a loop call may pass (``seen``, from
+    :meth:`~reactgraph.engine.query_values.QueryValues.seen_ids`): none when the call answers a
+    part of the question that names a record of its own (or takes the previous part's:
+    :func:`current_part`, :func:`~reactgraph.policy.parts.names_record`) — "are CNC-3's parts
+    low?" is about CNC-3, not about a machine an earlier call's result listed; else ``seen``."""
+    part = current_part(state)
+    if seen is not None and part is not None and any(names_record(value) for value in part[1]):
+        return ()
+    return seen
 
 
 def required_values(engine: Engine, tool_name: str, named: tuple[str, ...]) -> tuple[str, ...]:
@@ -287,7 +300,7 @@ class LLMCallNative:
         if stalled:
             messages.append(HumanMessage(FINAL_ONLY_REQUEST))
         thread = thread_of(config)
-        seen = self.engine.seen_ids(query, state["messages"], thread)
+        seen = part_seen(state, self.engine.seen_ids(query, state["messages"], thread))
         model = self.engine.native_model(tools, named, final_only=bool(stalled), seen=seen, tool_required=forced)
         answer = None if stalled or forced else loop_answer(self.engine, state, config, self.structured, tools)
         try:
@@ -434,7 +447,7 @@ class LLMCallJSON:
         emit(ThinkingStarted(iteration=iteration))
         query = state.get("query", "")
         thread = thread_of(config)
-        seen = self.engine.seen_ids(query, state["messages"], thread)
+        seen = part_seen(state, self.engine.seen_ids(query, state["messages"], thread))
         tools, forced, named = offered_tools(self.engine, state, bool(stalled))
         messages = await self.engine.loop_input(
             state, config, lambda base: self.engine.json_system_prompt(tools, base, named, seen)

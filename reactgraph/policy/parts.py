@@ -136,7 +136,7 @@ def refers_back(text: str, language: str | None) -> bool:
     return bool(_REFERENCES.get(language or "", _ANY_REFERENCE).search(text))
 
 
-def _names_record(value: str) -> bool:
+def names_record(value: str) -> bool:
     """Whether a named value singles out a record (an id, a date: it holds a digit) rather
     than filtering by a word (``low``, ``unpaid``)."""
     return any(char.isdigit() for char in value)
@@ -164,7 +164,7 @@ def part_values(parts: Sequence[str], named: Callable[[str], Sequence[str]],
     out: list[tuple[str, ...]] = []
     for index, part in enumerate(parts):
         own = tuple(named(part))
-        if (index and out[-1] and not any(_names_record(value) for value in own)
+        if (index and out[-1] and not any(names_record(value) for value in own)
                 and (language in UNSAID_REFERENCE_LANGUAGES or refers_back(part, language))):
             own = (*own, *(value for value in out[-1] if value not in own))
         out.append(own)
