@@ -8,7 +8,9 @@
   the ``plan`` event).
 - A cycle (found by a depth-first topological sort) is rejected: the planner is told the
   cycle and asked once more; a second cyclic plan ends the run with a clear failure
-  (``finish_reason="plan_failed"``, an ``error`` event of kind ``plan_error``).
+  (``finish_reason="plan_failed"``, an ``error`` event of kind ``plan_error`` whose message,
+  also the answer, is the language table's ``plan_cycle`` sentence in the goal's language; the
+  cycle itself goes to the log).
 - Output that cannot be read at all runs the goal as one step (SPEC R2.7), so the user
   still gets an answer; the plan's warning says so in plain words, in the goal's language
   ("The plan could not be made; answering step by step instead.",
@@ -228,7 +230,10 @@ class Planner:
                 return self._accept(round_number, steps, warnings, usage)
             logger.warning("the plan has a dependency cycle %s; asking the planner again", " → ".join(cycle))
             messages = [*messages, AIMessage(result.raw), HumanMessage(CYCLE_FEEDBACK.format(cycle=" → ".join(cycle)))]
-        message = f"the planner returned a plan with a dependency cycle twice ({' → '.join(cycle or [])}); no step was run"
+        # Said in plain words, in the goal's language; the cycle itself is for the log.
+        logger.warning("the planner returned a plan with a dependency cycle twice (%s); no step was run",
+                       " → ".join(cycle or []))
+        message = phrase("plan_cycle", detect_language(goal))
         emit(RunError(message=message, kind="plan_error"))
         return {"round": round_number, "finish_reason": "plan_failed", "error": message, "usage": usage,
                 "answer": state.get("answer") or message}

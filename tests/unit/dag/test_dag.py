@@ -181,12 +181,13 @@ async def test_a_second_cycle_fails_clearly_without_running_a_step(tools):
     events = await collect(agent)
     assert calls_by_kind(general) == ["planner", "planner"]  # no step, no analyzer, no synthesis call
     errors = of(events, "error")
-    assert errors == [{"message": "the planner returned a plan with a dependency cycle twice (a → a); no step was run",
-                       "kind": "plan_error"}]
+    # in plain words, in the goal's language (the cycle itself goes to the log)
+    assert errors == [{"message": phrase("plan_cycle", detect_language("Compare CNC-001 and CNC-003")), "kind": "plan_error"}]
+    assert "cycle" not in errors[0]["message"] and "→" not in errors[0]["message"]
     assert of(events, "answer", status="delta") == [{"status": "delta", "content": errors[0]["message"]}]
     assert events[-1].data["finish_reason"] == "plan_failed" and events[-1].data["answer"] == errors[0]["message"]
     result = await DAGAgent(general_model([cyclic, cyclic], []), tools, settings=SETTINGS).run("goal")
-    assert result.finish_reason == "plan_failed" and result.steps == [] and "cycle" in result.error
+    assert result.finish_reason == "plan_failed" and result.steps == [] and result.error == phrase("plan_cycle", detect_language("goal"))
 
 
 async def test_a_dangling_dependency_is_pruned_with_a_warning(tools, caplog):
