@@ -61,7 +61,7 @@ from langchain_core.runnables import RunnableConfig
 
 from reactgraph.engine.dualmode import call_model
 from reactgraph.engine.bindings import Engine
-from reactgraph.protocol.action_schema import ANSWER_CHOICE, choice_schema, schema_response_format, tool_args_schema
+from reactgraph.protocol.action_schema import ANSWER_CHOICE, choice_schema, schema_response_format
 from reactgraph.protocol.actions import message_text, parse_action
 from reactgraph.events import AnswerSignalled, ThinkingDone, ThinkingStarted, emit
 from reactgraph.answer.grounding import extract_values, informative, observation_answer
@@ -184,8 +184,7 @@ def required_values(engine: Engine, tool_name: str, named: tuple[str, ...]) -> t
     """The values of ``named`` that a required argument of ``tool_name`` takes (its schema's
     ``required``, :meth:`~reactgraph.tools.values.ArgumentValues.fits`), in order: what a call
     for a part of a question that names no value of its own may be offered first."""
-    tool = engine.tools.get(tool_name)
-    required = set(tool_args_schema(tool).get("required") or ()) if tool is not None else set()
+    required = set(engine.args_schema(tool_name).get("required") or ())
     arguments = [argument for argument in engine.values.arguments.get(tool_name, ()) if argument.argument in required]
     return tuple(value for value in named if any(argument.fits(value) for argument in arguments))
 
