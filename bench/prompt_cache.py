@@ -24,6 +24,7 @@ Usage::
     python bench/prompt_cache.py --questions 6
     python bench/prompt_cache.py --local-model smollm2-135m --policies strict --questions 3 --verbose
     python bench/prompt_cache.py --questions 8 --synthesis auto --json-out pc.json
+    python bench/prompt_cache.py --policies permissive --tool-selection off   # every tool: one prefix
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import answer_quality as aq  # noqa: E402  (the plant questions, the runner and the scoring)
 
-from reactgraph.protocol.prompts import SELECTION_USER, SYNTHESIS_USER  # noqa: E402
+from reactgraph.protocol.prompts import SELECTION_SYSTEM, SYNTHESIS_USER  # noqa: E402
 
 # --------------------------------------------------------------------------- recording
 
@@ -76,17 +77,17 @@ class CallTiming:
 
 
 def call_kind(body: bytes) -> str:
-    """``sel``, ``syn`` or ``loop`` for a chat-completions request body (by the prompt
-    templates' fixed openings of the last user message; ``loop`` when it cannot be read)."""
+    """``sel``, ``syn`` or ``loop`` for a chat-completions request body: by the fixed opening
+    of the selection's system prompt and the synthesis's user message (any message of the
+    request); ``loop`` for any other call or a body that cannot be read."""
     try:
         messages = json.loads(body).get("messages") or []
     except (ValueError, AttributeError):
         return "loop"
-    users = [m.get("content") for m in messages if isinstance(m, dict) and m.get("role") == "user"]
-    last = users[-1] if users and isinstance(users[-1], str) else ""
-    if last.startswith(SELECTION_USER.split("{", 1)[0]):
+    texts = [m.get("content") for m in messages if isinstance(m, dict) and isinstance(m.get("content"), str)]
+    if any(text.startswith(SELECTION_SYSTEM.split("{", 1)[0]) for text in texts):
         return "sel"
-    if last.startswith(SYNTHESIS_USER.split("{", 1)[0]) and "Work log:" in last:
+    if any(text.startswith(SYNTHESIS_USER.split("{", 1)[0]) and "Work log:" in text for text in texts):
         return "syn"
     return "loop"
 
@@ -126,13 +127,14 @@ class TimingsRecorder:
                                      int(timings.get("predicted_n") or 0), float(timings.get("prompt_ms") or 0.0),
                                      float(timings.get("predicted_ms") or 0.0)))
 
-    def async_transport(self) -> httpx.AsyncBaseTransport:
-        """An async transport (loopback, no proxy) that records every response's timings."""
-        return _AsyncRecording(httpx.AsyncHTTPTransport(), self)
+    def async_transport(self, inner: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncBaseTransport:
+        """An async transport that sends through ``inner`` (default: plain HTTP, no proxy) and
+        records every response's timings."""
+        return _AsyncRecording(inner or httpx.AsyncHTTPTransport(), self)
 
-    def sync_transport(self) -> httpx.BaseTransport:
+    def sync_transport(self, inner: httpx.BaseTransport | None = None) -> httpx.BaseTransport:
         """The synchronous counterpart of :meth:`async_transport`."""
-        return _SyncRecording(httpx.HTTPTransport(), self)
+        return _SyncRecording(inner or httpx.HTTPTransport(), self)
 
 
 class _AsyncTee(httpx.AsyncByteStream):
@@ -242,14 +244,20 @@ def summary(costs: list[QuestionCost]) -> dict[str, Any]:
     }
 
 
+TOOL_SELECTION = {"on": True, "auto": "auto", "off": False}
+"""``--tool-selection`` → ``AgentSettings.tool_selection``."""
+
+
 async def run_policy(llm: Any, abilities: Any, hub: list[Any], policy: str, questions: list[aq.Question],
-                     recorder: TimingsRecorder, synthesis: str, max_iterations: int, verbose: bool) -> list[QuestionCost]:
+                     recorder: TimingsRecorder, synthesis: str | None, tool_selection: str, max_iterations: int,
+                     verbose: bool) -> list[QuestionCost]:
     """Run ``questions`` in order through the demo agent under ``policy`` and read each one's calls."""
     from reactgraph import ReActAgent
     from reactgraph.demo.agent import demo_settings
 
-    agent = ReActAgent(llm, hub, use_native_tools=False, abilities=abilities,
-                       settings=demo_settings(max_iterations=max_iterations, synthesis=synthesis))
+    settings = dataclasses.replace(demo_settings(max_iterations=max_iterations, synthesis=synthesis),
+                                   tool_selection=TOOL_SELECTION[tool_selection])
+    agent = ReActAgent(llm, hub, use_native_tools=False, abilities=abilities, settings=settings)
     tools = {tool.name: tool for tool in hub}
     costs = []
     for number, question in enumerate(questions, 1):
@@ -305,6 +313,9 @@ async def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--policies", nargs="+", choices=("strict", "permissive"), default=["strict", "permissive"])
     parser.add_argument("--synthesis", choices=("always", "auto"), default=None,
                         help="AgentSettings.synthesis (default: the demo's, $REACTGRAPH_SYNTHESIS or the setting's)")
+    parser.add_argument("--tool-selection", choices=tuple(TOOL_SELECTION), default="on",
+                        help="AgentSettings.tool_selection: on (True, the default), auto, or off (every tool offered: "
+                             "the permissive policy's stable prompt)")
     parser.add_argument("--max-iterations", type=int, default=6)
     parser.add_argument("--json-out", help="write every call's timings and the totals to this JSON file")
     parser.add_argument("--verbose", action="store_true", help="print each run's tools, finish reason and answer")
@@ -324,16 +335,19 @@ async def main(argv: list[str] | None = None) -> int:
             llm = server.chat_model(http_client=httpx.Client(transport=recorder.sync_transport()),
                                     http_async_client=httpx.AsyncClient(transport=recorder.async_transport()))
             print(f"model: {server.description} · {server.n_threads} thread(s) · {len(questions)} questions · "
-                  f"{len(hub)} tools", file=sys.stderr, flush=True)
+                  f"{len(hub)} tools · tool_selection {args.tool_selection} · synthesis {args.synthesis or 'default'}",
+                  file=sys.stderr, flush=True)
             for policy in args.policies:
                 abilities = server.abilities if policy == "strict" else dataclasses.replace(server.abilities, small=False)
                 results[policy] = await run_policy(llm, abilities, hub, policy, questions, recorder, args.synthesis,
-                                                   args.max_iterations, args.verbose)
+                                                   args.tool_selection, args.max_iterations, args.verbose)
             description = server.description
-    print(f"\n{description}, {args.threads} thread(s), {len(questions)} questions, {date.today().isoformat()}\n")
+    print(f"\n{description}, {args.threads} thread(s), {len(questions)} questions, tool_selection "
+          f"{args.tool_selection}, synthesis {args.synthesis or 'default'}, {date.today().isoformat()}\n")
     print(table(results))
     if args.json_out:
         payload = {"model": description, "threads": args.threads, "date": date.today().isoformat(),
+                   "tool_selection": args.tool_selection, "synthesis": args.synthesis,
                    "totals": {policy: summary(costs) for policy, costs in results.items()},
                    "questions": [{**asdict(c), "prompt_n": c.prompt_n, "cache_n": c.cache_n}
                                  for costs in results.values() for c in costs]}

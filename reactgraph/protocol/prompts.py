@@ -16,16 +16,20 @@ DEFAULT_SYSTEM_PROMPT = (
     "When you have what you need, give the final answer."
 )
 
-JSON_PROTOCOL = """You can call these tools:
-
-{tools}
-
-Reply with exactly ONE JSON object and nothing else, in one of these two forms:
-{{"type": "tool_call", "reasoning": "<why this tool>", "tool_name": "<a tool name above>", "tool_args": {{<arguments matching its schema>}}}}
+JSON_PROTOCOL = """Reply with exactly ONE JSON object and nothing else, in one of these two forms:
+{{"type": "tool_call", "reasoning": "<why this tool>", "tool_name": "<a tool name below>", "tool_args": {{<arguments matching its schema>}}}}
 {{"type": "final_answer", "reasoning": "<why you are done>", "answer": "<the answer to the user>"}}
 
 Call one tool per reply. After each tool call you receive its observation in the next message.
-Give the final answer as soon as the observations answer the question."""
+Give the final answer as soon as the observations answer the question.
+
+You can call these tools:
+
+{tools}"""
+"""The JSON-mode reply protocol, then the tools (SPEC R2.3). The protocol's text is the same
+for every question and comes first: a small model's tools are ranked for the question
+(SPEC R13.1), so everything after them differs per question, and llama.cpp's or a provider's
+prefix cache serves only what comes before the first difference."""
 
 REFORMAT_TEMPLATE = "Your previous response could not be parsed as valid JSON{reason}. Reply again with {expected}"
 """The one request to reformat unparseable model output (SPEC R2.4, R4.3, R4.4), sent by the
@@ -147,8 +151,9 @@ SYNTHESIS_STRICT_AVOID = "An earlier answer wrote values that are not in the wor
 def json_mode_system_prompt(
     base: str, tools: Sequence[BaseTool], arguments: Sequence[dict[str, Any]] | None = None
 ) -> str:
-    """The JSON-mode system prompt (SPEC R2.3): ``base`` instructions, then every tool's
-    name, description and argument JSON schema (in the given order), then the reply protocol.
+    """The JSON-mode system prompt (SPEC R2.3): ``base`` instructions, then the reply protocol,
+    then every tool's name, description and argument JSON schema (in the given order): what
+    differs per question comes last (:data:`JSON_PROTOCOL`).
 
     Args:
         base: The domain instructions.
