@@ -26,6 +26,7 @@ list or a table — which is grounded by construction.
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -249,7 +250,9 @@ def answer_problems(answer: str, question: str, tool_names: Iterable[str] = ()) 
         told counts as another); ``"code_fence"``; ``"tool_call"`` (a call written out, ``name({...``, or a
         tool's name); ``"repeated_line"`` (a line of 8+ characters twice); ``"prompt_echo"`` (a line that is a
         heading of the synthesis prompt, :data:`~reactgraph.protocol.prompts.PROMPT_HEADINGS`:
-        the prompt written back). ``[]`` when none.
+        the prompt written back); ``"raw_data"`` (the whole answer is one JSON object or array:
+        a tool's figures handed on as data, not said to the asker — a JSON-mode model may put
+        them in its ``answer`` field). ``[]`` when none.
     """
     lines = [line.strip() for line in answer.splitlines() if line.strip()]
     if not lines:
@@ -270,7 +273,19 @@ def answer_problems(answer: str, question: str, tool_names: Iterable[str] = ()) 
         problems.append("repeated_line")
     if any(line in PROMPT_HEADINGS for line in lines):
         problems.append("prompt_echo")
+    if _is_json_container(answer.strip()):
+        problems.append("raw_data")
     return problems
+
+
+def _is_json_container(text: str) -> bool:
+    """Whether ``text`` is one JSON object or array, and nothing else."""
+    if not text or text[0] not in "{[" or text[-1] not in "}]":
+        return False
+    try:
+        return isinstance(json.loads(text), (dict, list))
+    except ValueError:
+        return False
 
 
 _ROW_SEPARATOR = " | "

@@ -133,6 +133,10 @@ def test_answer_problems_find_what_a_person_would_not_call_an_answer():
     assert answer_problems("CNC-003 is in warning.", "CNC-003 상태 확인해줘", tools) == ["language"]
     assert answer_problems("CNC-003은 경고 상태입니다.", "CNC-003 상태 확인해줘", tools) == []
     assert answer_problems("  ", "q", tools) == ["empty"]
+    assert "raw_data" in answer_problems('{"availability": 96.2, "oee": 92.7}', "OEE of line B?", tools)
+    assert "raw_data" in answer_problems('[{"part": "P-1102", "stock": 2}]', "Low stock?", tools)
+    assert answer_problems("Set {mode} to [auto], then restart.", "How do I restart?", tools) == []
+    assert answer_problems("{not json}", "q", tools) == []
 
 
 def test_derived_figures_count_only_when_allowed():

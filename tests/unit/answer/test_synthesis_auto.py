@@ -261,3 +261,19 @@ def test_a_synchronous_run_streams_the_loop_answer_too():
     final = chunks[-1][1]
     assert model.apis == ["stream", "stream"] and final["answer_source"] == "loop"
     assert final["synthesis"] == "In Graz sind 3 Zimmer frei."
+
+
+async def test_a_json_mode_answer_that_is_a_json_object_is_withdrawn_and_synthesized():
+    """A JSON-mode model may hand a tool's figures on as an object in its ``answer`` field
+    (measured on Qwen2.5-Coder-1.5B); that is data, not an answer: synthesis writes it."""
+    figures = {"availability": 96.2, "oee": 92.7}
+    model = ScriptedChatModel(
+        responses=[json.dumps({"type": "tool_call", "reasoning": "", "tool_name": "lookup_hotel",
+                               "tool_args": {"city": "Lyon"}}),
+                   json.dumps({"type": "final_answer", "reasoning": "", "answer": json.dumps(figures)})],
+        synthesis="Lyon: 3 rooms free.")
+    events = await run(model, abilities=ModelAbilities(json_mode=True), query="How many rooms are free in Lyon?")
+    assert model.kinds == ["tool_loop", "tool_loop", "synthesis"]
+    resets = [e for e in events if e.channel == "answer" and e.data["status"] == "reset"]
+    assert [e.data["problems"] for e in resets] == [["raw_data"]]
+    assert events[-1].data["answer"] == "Lyon: 3 rooms free." and events[-1].data["answer_source"] == "synthesis"
