@@ -43,6 +43,7 @@ Usage::
     python bench/answer_quality.py --rows native json --json-out aq.json
     python bench/answer_quality.py --rows json --without all   # what each safeguard buys
     python bench/answer_quality.py --rows json --local-models smollm2-135m qwen2.5-coder-0.5b
+    python bench/answer_quality.py --rows native --synthesis always auto --local-endpoint qwen2.5-coder-1.5b
     python bench/answer_quality.py --rows json --sections multi yesno   # every part answered; yes/no in the lead
 
 Sections (``--sections``, default all, each with its own table rows): ``single`` (the questions
@@ -61,6 +62,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import re
 import statistics
 import sys
@@ -68,7 +70,8 @@ import tempfile
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from datetime import date
@@ -1083,6 +1086,28 @@ def _print_verbose(record: RunRecord) -> None:
 # --------------------------------------------------------------------------- main
 
 
+@asynccontextmanager
+async def local_endpoint(name: str) -> AsyncIterator[Any]:
+    """A catalogue model served by the embedded llama.cpp server (1 thread) and opened as an
+    endpoint (:func:`reactgraph.models.open_model` with its URL, the ``llamacpp`` provider profile,
+    its window and output cap): the abilities say nothing of ``small``, so agents on it get the
+    permissive policy, as on a capable model.
+
+    Yields:
+        The :class:`~reactgraph.models.ResolvedModel`; the server stops when the block exits.
+    """
+    from reactgraph.models import open_model
+    from reactgraph.models.env import ENV_CONTEXT_WINDOW, ENV_MAX_OUTPUT_TOKENS, ENV_PROVIDER
+    from reactgraph.models.local import LocalModelServer
+
+    async with LocalModelServer(model=name, n_threads=1) as server:
+        environ = {**os.environ, ENV_PROVIDER: "llamacpp", ENV_CONTEXT_WINDOW: str(server.n_ctx),
+                   ENV_MAX_OUTPUT_TOKENS: str(server.max_tokens)}
+        async with open_model(model=server.model_name, base_url=server.base_url, api_key="not-needed",
+                              environ=environ) as resolved:
+            yield resolved
+
+
 def model_line(resolved: Any) -> str:
     """One line about a model the rows ran on: its description, and for the embedded model its
     catalogue download size, the server's resident memory (MB, with its children) and CPU threads."""
@@ -1123,6 +1148,10 @@ async def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--local-models", nargs="+", metavar="NAME",
                         help="embedded models of the catalogue to run every row on, one after the other ("
                              "quality, time, calls, download, memory and threads side by side; default: the configured model)")
+    parser.add_argument("--local-endpoint", metavar="NAME",
+                        help="serve this catalogue model with the embedded llama.cpp server (1 thread) and run every "
+                             "row on it as an endpoint: not marked small, so under the permissive policy, as a capable "
+                             "model would be")
     parser.add_argument("--without", nargs="+", default=[], metavar="SAFEGUARD",
                         help="add a row per safeguard: the json agent with that one safeguard of the strict policy "
                              "turned off (set to the permissive value); names: "
@@ -1137,6 +1166,8 @@ async def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.max_iterations < 1 or args.questions < 1:
         parser.error("--questions and --max-iterations must be at least 1")
+    if args.local_endpoint and args.local_models:
+        parser.error("--local-endpoint and --local-models exclude each other")
     ablated = list(SAFEGUARDS) if args.without == ["all"] else list(dict.fromkeys(args.without))
     unknown = [name for name in ablated if name not in SAFEGUARDS]
     if unknown:
@@ -1172,7 +1203,8 @@ async def main(argv: list[str] | None = None) -> int:
         tools = {tool.name: tool for tool in hub}
         truths = {q.text: ground_truth(q, tools) for q in questions}
         for local_model in models:  # one model at a time: each has the cores to itself
-            async with open_model(local_model=local_model) as resolved:
+            opened = local_endpoint(args.local_endpoint) if args.local_endpoint else open_model(local_model=local_model)
+            async with opened as resolved:
                 suffix = f" · {local_model}" if len(models) > 1 else ""
                 agents: dict[str, Any] = {}
                 for label, (row, mode) in row_modes.items():
