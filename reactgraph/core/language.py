@@ -140,6 +140,31 @@ def detect_language(text: str) -> str | None:
     return code if probability >= DETECTION_MIN_PROBABILITY else None
 
 
+@functools.lru_cache(maxsize=64)
+def common_words(language: str | None) -> frozenset[str]:
+    """The common words of ``language`` (its stop words: "find", "get", "show", "year" in
+    English; "の", "これ" in Japanese), case-folded, from the
+    ``stopwordsiso`` lists (58 languages; none of this package's own).
+
+    The lexical gate (:func:`reactgraph.nodes.select_tools.gate_closes`) does not count a word
+    of these as the question sharing a subject with a tool: a question that shares only "find"
+    with a tool's "Find information about…" is not about that tool.
+
+    Args:
+        language: An ISO 639-1 code, or ``None``.
+
+    Returns:
+        The folded words; empty for ``None`` or a language the lists lack.
+    """
+    if not language:
+        return frozenset()
+    import stopwordsiso  # loaded on first use: a JSON file of a few hundred kilobytes
+
+    if not stopwordsiso.has_lang(language):
+        return frozenset()
+    return frozenset(word.strip().casefold() for word in stopwordsiso.stopwords(language) if word.strip())
+
+
 def turn_language(state: Mapping[str, Any]) -> str | None:
     """The language of a turn: the ``language`` its state holds (``start_turn`` detects it
     once), else :func:`detect_language` of its ``query`` (a state from before the field)."""

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -54,12 +55,12 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from reactgraph.engine.bindings import RUN_NAME_SELECTION, Engine
 from reactgraph.providers.abilities import ModelAbilities
 from reactgraph.events import SelectingTools, emit
-from reactgraph.answer.grounding import extract_values, informative
+from reactgraph.answer.grounding import informative
 from reactgraph.core.language import turn_language
 from reactgraph.policy.parts import part_values, question_parts
 from reactgraph.protocol.prompts import SELECTION_SYSTEM, SELECTION_USER
-from reactgraph.tools.ranking import catalog_line
-from reactgraph.tools.values import ValueReader
+from reactgraph.tools.ranking import ToolRanker, catalog_line
+from reactgraph.tools.values import ValueReader, value_tokens
 from reactgraph.engine.state import AgentState
 from reactgraph.protocol.structured import structured_llm_call
 from reactgraph.core.usage import sum_usage
@@ -194,23 +195,56 @@ def settled_without_model(ranked: list[tuple[str, float]], limit: int) -> list[s
     return None
 
 
-def gate_closes(ranked: Sequence[tuple[str, float]], query: str) -> bool:
-    """Whether the lexical gate offers no tool to ``query``: no tool shares a word with it
-    (every score of ``ranked`` is 0) and it names no value a tool could take (no id, date or
-    number other than a single digit, :func:`~reactgraph.answer.grounding.extract_values`). The rule
-    reads no language: a greeting in any language closes the gate, and a question in another
-    language than the tools' that names a value leaves the choice to the model.
+YEAR = re.compile(r"[12]\d{3}")
+"""A bare number read as a year (1000–2999): it says when, not how much, so by itself it
+chooses no tool that takes numbers ("Who won the world cup in 2014?")."""
+
+
+def gate_closes(ranker: ToolRanker, query: str, language: str | None = None) -> bool:
+    """Whether the lexical gate offers no tool to ``query`` (SPEC R13.1): nothing of the
+    question is any tool's. The gate stays open when the question
+
+    * names a value some tool's schema takes (:meth:`~reactgraph.tools.values.ValueReader.find`:
+      an enum word, an e-mail, a UUID, a date for a date argument, a value of a pattern's or an
+      example's shape; a quoted name when a tool takes free text), or an id, e-mail address or
+      UUID whatever the schemas;
+    * shares a word that can name its subject with a tool
+      (:meth:`~reactgraph.tools.ranking.ToolRanker.shared_subjects`: not one of the common words
+      of its language or the tools', unless the tool's name or keywords carry it): "Find a
+      picnic spot in Miami" does not open it for "Find information about local fauna";
+    * names a number (not a single digit) that words cannot place: the question is in none of
+      the tools' languages (or its language is unknown), so its words cannot match theirs
+      ("注文4411の状況は？" to English tools: the model chooses); or some tool takes a number
+      (an ``integer``/``number`` argument) and it is not a bare year (:data:`YEAR`). A date
+      counts the same way as such a number.
+
+    The rule reads no language of its own: the common words come from the language lists
+    (:func:`~reactgraph.core.language.common_words`); a greeting in any language closes the gate.
 
     Args:
-        ranked: Every tool as ``(name, score)`` (:meth:`~reactgraph.tools.ranking.ToolRanker.rank`).
+        ranker: The agent's ranker (its tools' documents, languages and values).
         query: The question.
+        language: The question's language (``None``: unknown).
 
     Returns:
         True when the question is to be answered without tools.
     """
-    if any(score > 0 for _, score in ranked):
+    values = ranker.values
+    for found in values.find(query):
+        if found.kind == "quoted" or any(values.takes(name, found.value) for name in ranker.names):
+            return False
+    if any(ranker.shared_subjects(query, language).values()):
         return False
-    return not any(informative(value) for value in extract_values(query))
+    unplaced = language is None or language not in ranker.languages
+    numbers = any(values.takes_numbers(name) for name in ranker.names)
+    for token in value_tokens(query):
+        if not informative(token.value):
+            continue
+        if token.kind in ("id", "email", "uuid", "uri") or unplaced:
+            return False
+        if numbers and not YEAR.fullmatch(token.value):
+            return False
+    return True
 
 
 def tools_taking_values(values: ValueReader, ranked: Sequence[tuple[str, float]], query: str) -> list[str] | None:
@@ -258,7 +292,7 @@ class SelectTools:
         query = state.get("query", "")
         language = turn_language(state)
         ranked = self.engine.ranker.rank(query, language)
-        if settings.lexical_gate and gate_closes(ranked, query):
+        if settings.lexical_gate and gate_closes(self.engine.ranker, query, language):
             return {"selected_tools": []}  # nothing of the question is any tool's: answer directly
         if few:  # no selection call; the values the question names may still single tools out
             chosen = tools_taking_values(self.engine.values, ranked, query)

@@ -46,7 +46,7 @@ import snowballstemmer
 from langchain_core.tools import BaseTool
 
 from reactgraph.protocol.action_schema import enum_strings, tool_args_schema, value_schema
-from reactgraph.core.language import STEMMERS, detect_language
+from reactgraph.core.language import STEMMERS, common_words, detect_language
 from reactgraph.tools.values import ValueReader
 
 KEYWORDS_KEY = "keywords"
@@ -133,6 +133,40 @@ def tokenize(text: str, language: str | None = None) -> list[str]:
     return tokens
 
 
+@functools.lru_cache(maxsize=64)
+def _common(language: str | None) -> frozenset[str]:
+    """:func:`~reactgraph.core.language.common_words` of ``language``, folded as :func:`tokenize` folds."""
+    return frozenset(_fold(word) for word in common_words(language))
+
+
+def specific_tokens(text: str, language: str | None, languages: Iterable[str] = ()) -> set[str]:
+    """The tokens of ``text`` (:func:`tokenize`, stemmed in ``language`` and in each of
+    ``languages``) left when its common words are left out: a word written in the common-word
+    list of any of those languages (:func:`~reactgraph.core.language.common_words`, compared
+    as written, not by stem: "probability" is not "probably"), a Han, kana or Hangul bigram
+    that is one, and a one-letter Latin word (the ``s`` of "what's").
+
+    Args:
+        text: A question.
+        language: Its language (``None``: unknown).
+        languages: The tools' languages (:attr:`ToolRanker.languages`).
+
+    Returns:
+        The tokens that may name a subject.
+    """
+    every = list(dict.fromkeys([language, *languages]))
+    common = frozenset().union(*(_common(code) for code in every if code))
+    kept: list[str] = []
+    for word, cjk in _words(text):
+        if cjk:
+            kept.extend(pair for pair in ([word] if len(word) == 1 else [word[i : i + 2] for i in range(len(word) - 1)])
+                        if pair not in common)
+        elif not (_fold(word) in common or (len(word) == 1 and word.isascii() and word.isalpha())):
+            kept.append(word)
+    text = " ".join(kept)
+    return {token for code in every for token in tokenize(text, code or None)}
+
+
 def _argument_text(schema: Any) -> Iterable[str]:
     if isinstance(schema, dict):
         for name, item in (schema.get("properties") or {}).items():
@@ -179,6 +213,11 @@ class ToolRanker:
         self.languages: list[str] = list(dict.fromkeys(detect_language(document) or "en" for document in documents))
         """The languages the tools are described in, the most used first (["en"] for most toolsets)."""
         self._docs = [Counter(tokenize(document)) for document in documents]
+        # What a tool is about beyond its description: its name's words after the first (the
+        # first most often says what it does: get_, find_, calculate_) and its declared keywords.
+        # A common word ("order" of get_order_status) counts as shared only when it is one of these.
+        self._subjects = [set(tokenize(" ".join(re.findall(r"[^\W_]+", tool.name)[1:]))) | set(
+            tokenize(" ".join(str(word) for word in (tool.metadata or {}).get(KEYWORDS_KEY) or ()))) for tool in tools]
         # What each tool's arguments take (enum ids, formats, patterns, examples' shapes),
         # for the identifier tier of :meth:`scores`.
         self.values = ValueReader({tool.name: value_schema(tool) for tool in tools}, stem)
@@ -221,6 +260,27 @@ class ToolRanker:
             for name in self.names:
                 result[name] += tier * sum(self.values.takes(name, value) for value in identifiers)
         return result
+
+    def shared_subjects(self, query: str, language: str | None = None) -> dict[str, set[str]]:
+        """The words of ``query`` each tool's document shares that can name what the question
+        is about: tokens other than common words (:func:`specific_tokens`), and common words
+        that are the tool's name words after the first or its declared keywords ("order" for
+        ``get_order_status``, never the leading "get"). "Find a picnic spot" shares nothing
+        with a tool described as "Find information about local fauna".
+
+        Args:
+            query: The question.
+            language: Its language (as for :meth:`scores`).
+
+        Returns:
+            ``{name: tokens}`` for every tool, in registration order (empty sets for none).
+        """
+        specific = specific_tokens(query, language, self.languages)
+        every = set(tokenize(query, language))
+        for tools_language in self.languages:
+            every.update(tokenize(query, tools_language))
+        return {name: {term for term in every if term in doc and (term in specific or term in subject)}
+                for name, doc, subject in zip(self.names, self._docs, self._subjects, strict=True)}
 
     def rank(self, query: str, language: str | None = None) -> list[tuple[str, float]]:
         """Every tool as ``(name, score)``, best first; ties keep registration order

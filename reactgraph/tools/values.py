@@ -506,6 +506,11 @@ class ValueReader:
         """Whether some argument of ``tool_name`` takes ``value``."""
         return any(argument.fits(value) for argument in self.arguments.get(tool_name, ()))
 
+    def takes_numbers(self, tool_name: str) -> bool:
+        """Whether some argument of ``tool_name`` is typed ``integer`` or ``number`` (so a
+        number the question names may be its value)."""
+        return any(argument.kind in ("integer", "number") for argument in self.arguments.get(tool_name, ()))
+
     def identifier_arguments(self, tool_name: str) -> list[ArgumentValues]:
         """The arguments of ``tool_name`` whose values name one record
         (:attr:`ArgumentValues.identifier`)."""

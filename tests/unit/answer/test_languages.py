@@ -187,11 +187,13 @@ def test_a_question_ranks_tools_in_its_own_script_and_across_languages():
 
 
 def test_the_gate_closes_for_a_greeting_in_any_language_and_opens_for_a_value():
-    nothing = [("order_status", 0.0), ("open_tickets", 0.0)]
+    ranker = ToolRanker([shop_tool("order_status", "The shipping status of a customer's order."),
+                         shop_tool("open_tickets", "The help desk tickets a customer has open.")])
     for greeting in ("Bonjour !", "こんにちは", "Guten Morgen, danke!", "안녕하세요", "Thanks a lot"):
-        assert gate_closes(nothing, greeting)
-    assert not gate_closes(nothing, "注文4411の状況は？")  # a value: the model chooses
-    assert not gate_closes([("order_status", 1.2), ("open_tickets", 0.0)], "Bonjour !")
+        assert gate_closes(ranker, greeting, detect_language(greeting))
+    question = "注文4411の状況は？"
+    assert not gate_closes(ranker, question, detect_language(question))  # a value words cannot place: the model chooses
+    assert not gate_closes(ranker, "Status of my order?", "en")
 
 
 def help_desk(count: int = 14) -> list[StructuredTool]:
