@@ -213,11 +213,13 @@ class ToolRanker:
         self.languages: list[str] = list(dict.fromkeys(detect_language(document) or "en" for document in documents))
         """The languages the tools are described in, the most used first (["en"] for most toolsets)."""
         self._docs = [Counter(tokenize(document)) for document in documents]
-        # What a tool is about beyond its description: its name's words after the first (the
-        # first most often says what it does: get_, find_, calculate_) and its declared keywords.
-        # A common word ("order" of get_order_status) counts as shared only when it is one of these.
-        self._subjects = [set(tokenize(" ".join(re.findall(r"[^\W_]+", tool.name)[1:]))) | set(
-            tokenize(" ".join(str(word) for word in (tool.metadata or {}).get(KEYWORDS_KEY) or ()))) for tool in tools]
+        # What a tool says it is about: the words its name and its description both carry, and
+        # its declared keywords. A common word ("order" of get_order_status, "Tell where an order
+        # stands") counts as shared only when it is one of these.
+        self._subjects = [
+            (set(tokenize(tool.name.replace("_", " "))) & set(tokenize(tool.description or "")))
+            | set(tokenize(" ".join(str(word) for word in (tool.metadata or {}).get(KEYWORDS_KEY) or ())))
+            for tool in tools]
         # What each tool's arguments take (enum ids, formats, patterns, examples' shapes),
         # for the identifier tier of :meth:`scores`.
         self.values = ValueReader({tool.name: value_schema(tool) for tool in tools}, stem)
@@ -264,9 +266,9 @@ class ToolRanker:
     def shared_subjects(self, query: str, language: str | None = None) -> dict[str, set[str]]:
         """The words of ``query`` each tool's document shares that can name what the question
         is about: tokens other than common words (:func:`specific_tokens`), and common words
-        that are the tool's name words after the first or its declared keywords ("order" for
-        ``get_order_status``, never the leading "get"). "Find a picnic spot" shares nothing
-        with a tool described as "Find information about local fauna".
+        that both the tool's name and its description carry, or its declared keywords ("order"
+        for ``get_order_status``, "Tell where an order stands"). "Find a picnic spot" shares
+        nothing with ``local_fauna``, "Find information about the local fauna".
 
         Args:
             query: The question.
