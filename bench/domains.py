@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import re
 import statistics
@@ -564,10 +565,10 @@ _WORD = re.compile(r"[^\W\d_]+")
 
 
 def engine_lines(answer: str, observations: Sequence[str]) -> list[str]:
-    """The answer's lines that someone wrote for the reader, not the tools' data: prose lines
-    (not table rows, with some letters left once values are removed) of which fewer than 80 %
-    of the words occur in the observations (a tool's own line, reformatted with `` · `` or
-    bullets, is data)."""
+    """The answer's lines that someone wrote for the reader, not the tools' own text: prose
+    lines (not table rows, with some letters left once values are removed) of which fewer than
+    80 % of the words occur in ``observations`` (the tools' results, and their descriptions:
+    a tool's own line, reformatted with `` · `` or bullets, is data)."""
     seen = {w.lower() for text in observations for w in _WORD.findall(text)}
     out = []
     for line in answer.splitlines():
@@ -621,6 +622,13 @@ def _same_arg(have: Any, want: Any) -> bool:
     return have == want
 
 
+@functools.lru_cache(maxsize=4)
+def tool_descriptions(domain: str) -> list[str]:
+    """The descriptions of ``domain``'s tools: the tools' own text, like their results (an
+    answer listing what the agent can look up quotes them; the engine does not translate them)."""
+    return [tool.description for tool in build_domain_tools(domain)]
+
+
 def score_domain_run(question: DomainQuestion, calls: Sequence[aq.Call], answer: str,
                      finish_reason: str | None) -> DomainScore:
     """Score one run of the domain bench.
@@ -638,7 +646,8 @@ def score_domain_run(question: DomainQuestion, calls: Sequence[aq.Call], answer:
                                  for c in calls]
     invented = invented_values(answer, sources)
     lead_lang = detect_language(lead_line(answer))
-    written = engine_lines(answer, [c.observation + "\n" + (c.error or "") for c in calls])
+    written = engine_lines(answer, [c.observation + "\n" + (c.error or "") for c in calls]
+                           + tool_descriptions(question.domain))
     langs = [detect_language(line) for line in written]
     shape = {"lead_language": lead_lang == question.lang,
              "answer_language": bool(langs) and all(lang == question.lang for lang in langs),

@@ -160,3 +160,12 @@ def test_the_answer_language_is_judged_on_the_lines_written_for_the_reader_not_o
     assert not dm.score_domain_run(q, [call], note, "covered").answer_language  # an English note of the engine
     only_data = "- KT/412 · Chef knife 21 cm · kitchen · 89.00 EUR · 3 in stock"
     assert not dm.score_domain_run(q, [call], only_data, "covered").answer_language  # nothing written for the reader
+
+
+def test_the_tools_descriptions_quoted_in_an_answer_are_the_tools_text_not_the_engines():
+    q = next(q for q in dm.QUESTIONS if q.text == "안녕하세요, 좋은 하루 보내세요!")
+    listed = "\n".join(f"- {line.splitlines()[0]}" for line in dm.tool_descriptions("helpdesk"))
+    answer = "이 질문에 답할 데이터는 없지만, 다음 내용은 도구로 조회해 드릴 수 있습니다:\n\n" + listed
+    assert dm.score_domain_run(q, [], answer, "final_answer").answer_language
+    english = "I have no data on that, but I can look up these:\n\n" + listed
+    assert not dm.score_domain_run(q, [], english, "final_answer").answer_language  # the engine's own line
