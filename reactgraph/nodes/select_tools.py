@@ -18,11 +18,11 @@ schemas fit :data:`TOOLS_SHARE_OF_BUDGET` of the context budget, else the lexica
 alone chooses (:func:`hybrid_selection` with no pick).
 
 The lexical gate (``AgentSettings.lexical_gate``, :func:`gate_closes`) offers no tool to a
-question that shares no word with any tool and names no value a tool could take (a greeting,
-a question no tool serves, in any language). A question that shares no word but names a
-value (an id, a number, a date: "注文4411の状況は？" to English tools) is not decided by
-words: the model chooses among all the tools (the shortlist is ranked by words, so it is
-every tool when none shares one).
+question that shares no word with any tool but the common words of its language and names no
+value a tool could take (a greeting, a question no tool serves, in any language; a bare year).
+A question that shares no word but names a value words cannot place (an id, a number, a date:
+"注文4411の状況は？" to English tools) is not decided by words: the model chooses among all
+the tools (the shortlist is ranked by words, so it is every tool when none shares one).
 
 Under the lexical gate (the strict policy) a hub of at most ``tool_selection_threshold`` tools
 gets no selection call, but the gate still closes, and when the question names values that
