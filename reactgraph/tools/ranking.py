@@ -93,13 +93,18 @@ def _fold(word: str) -> str:
     return "".join(char for char in unicodedata.normalize("NFKD", word) if not unicodedata.combining(char))
 
 
+_CLITIC = re.compile(r"(?<=[^\W\d_])['\u2019](?:s|t|d|ll|re|ve|m)\b|\b(?:[ldcjmnst]|qu)['\u2019](?=[^\W\d_])")
+
+
 def _words(text: str) -> list[tuple[str, bool]]:
     """The words of ``text`` as ``(word, cjk)``: NFKC-normalised and case-folded, runs of
     letters and digits split where Han, kana or Hangul start or end (``注文4411の状況`` →
     ``注文``, ``4411``, ``の状況``); accents are kept (the stemmers know them) and folded by
-    the callers."""
+    the callers. A clitic joined by an apostrophe is not a word of its own: ``what's`` is
+    ``what``, ``l'état`` is ``état`` (a lone ``s`` would match every tool that says "status")."""
     out: list[tuple[str, bool]] = []
-    for run in _WORD.findall(unicodedata.normalize("NFKC", text).casefold()):
+    text = _CLITIC.sub("", unicodedata.normalize("NFKC", text).casefold())
+    for run in _WORD.findall(text):
         for index, part in enumerate(_CJK_RUN.split(run)):
             if part:
                 out.append((part, bool(index % 2)))

@@ -194,3 +194,25 @@ async def test_a_selection_settled_by_a_clear_lexical_winner_makes_no_call():
     assert settled_without_model([("a", 2.0), ("b", 1.0)], 1) == ["a"]
     assert settled_without_model([("a", 2.0), ("b", 1.0)], 2) is None
     assert settled_without_model([("a", 0.0), ("b", 0.0)], 1) is None
+
+
+def test_a_clitic_joined_by_an_apostrophe_is_no_search_word():
+    """"What's" must not give an ``s`` token that every tool saying "status" or "sensors"
+    shares; French elisions keep the word after them."""
+    from reactgraph.tools.ranking import ToolRanker, tokenize
+
+    assert tokenize("What's wrong with the pump, and don't you know it's late?", "en") == [
+        "wrong", "pump", "don", "know", "late"]
+    assert tokenize("Quel est l’état de la commande d'hier ?", "fr")[:3] == ["quel", "est", "etat"]
+    assert tokenize("O'Brien's tickets", "en") == ["o", "brien", "ticket"]
+
+    def pump_sensors(pump: str) -> str:
+        """Readings of a pump's sensors over the last days."""
+        return pump
+
+    def pump_faults(pump: str) -> str:
+        """What is wrong with a pump: its faults."""
+        return pump
+
+    ranker = ToolRanker([StructuredTool.from_function(pump_sensors), StructuredTool.from_function(pump_faults)])
+    assert ranker.rank("What's wrong with pump 7?", "en")[0][0] == "pump_faults"
