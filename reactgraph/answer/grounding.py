@@ -15,8 +15,10 @@ rounded — is grounded only with ``derived=True`` (``AgentSettings.grounding_de
 capable models, off for small ones, which write such numbers by chance).
 
 :func:`answer_problems` finds what makes an answer unfit to show whatever its values: not in
-the question's language, a code fence, a tool call written out, a line twice (enforce mode
-withdraws such an answer before it is shown).
+the question's language, a code fence, a tool call written out, a line twice, the whole answer
+one JSON value, an answer that begins mid-sentence (enforce mode withdraws such an answer
+before it is shown; under ``synthesis="auto"`` the loop's answer is withdrawn and the
+synthesis call writes it).
 
 :func:`observation_answer` is enforce mode's last resort: an answer made of the successful
 observations themselves — a lead sentence naming what was asked about, then the facts as a
@@ -252,7 +254,9 @@ def answer_problems(answer: str, question: str, tool_names: Iterable[str] = ()) 
         heading of the synthesis prompt, :data:`~reactgraph.protocol.prompts.PROMPT_HEADINGS`:
         the prompt written back); ``"raw_data"`` (the whole answer is one JSON object or array:
         a tool's figures handed on as data, not said to the asker — a JSON-mode model may put
-        them in its ``answer`` field). ``[]`` when none.
+        them in its ``answer`` field); ``"fragment"`` (the answer begins mid-sentence,
+        :func:`begins_mid_sentence`: a JSON-mode model may put the end of a sentence it began
+        in its ``reasoning`` field in its ``answer`` field). ``[]`` when none.
     """
     lines = [line.strip() for line in answer.splitlines() if line.strip()]
     if not lines:
@@ -275,7 +279,46 @@ def answer_problems(answer: str, question: str, tool_names: Iterable[str] = ()) 
         problems.append("prompt_echo")
     if _is_json_container(answer.strip()):
         problems.append("raw_data")
+    if begins_mid_sentence(lines[0]):
+        problems.append("fragment")
     return problems
+
+
+_OPENING_MARKS = "#>*_~ \t\"'([\u201c\u2018\u201e\u00ab\u2039\u00bf\u00a1\u300c"
+_LIST_ITEM = re.compile(r"^\s*(?:[-+*]|\d+[.)])\s")
+_WORD_END = ".,;:!?\u2026)]\"'\u201d\u2019\u00bb\u203a"
+_VALUE_MARKS = frozenset("@/\\._:#=()<>[]{}")
+
+
+def begins_mid_sentence(line: str) -> bool:
+    """Whether ``line``, an answer's first line, is the end of a sentence rather than a whole one.
+
+    The rule, for any language whose script has letter case: after leading Markdown marks
+    (heading, quote, emphasis) and opening quotes or brackets, the line begins with a
+    lowercase letter that would be capitalised at the start of a sentence (``str.islower`` and
+    a title case of its own: Latin, Cyrillic, Greek, Armenian…; Georgian Mkhedruli, whose
+    sentences begin in lowercase, and scripts without case — CJK, Hangul, Arabic, Hebrew,
+    Devanagari… — never count). A first word that is a value written in lowercase is no
+    fragment: a code span, an e-mail address, a URL or path, an id (a digit, ``_``, ``.``,
+    ``/`` or another mark inside the word), or a name with a capital after its first letter
+    (``iPhone``, ``pH``). A list item (``- ``, ``1. ``) is no sentence and never counts.
+
+    Args:
+        line: The answer's first non-blank line.
+
+    Returns:
+        ``True`` for a line such as ``is rising.``, ``und steigt weiter.`` or ``растёт.``.
+    """
+    if _LIST_ITEM.match(line):
+        return False
+    text = line.lstrip(_OPENING_MARKS)
+    if not text or text[0] == "`":
+        return False
+    first = text[0]
+    if not first.islower() or first.title() == first:
+        return False
+    word = text.split(maxsplit=1)[0].rstrip(_WORD_END)
+    return not any(char.isdigit() or char.isupper() or char in _VALUE_MARKS for char in word)
 
 
 def _is_json_container(text: str) -> bool:

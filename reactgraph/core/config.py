@@ -122,8 +122,10 @@ class AgentSettings:
             none shares a word with the question).
         synthesize: Whether the graph runs the streaming answer-synthesis node after
             the loop. ``ReActAgent.run`` always skips it; ``astream_events`` always runs it.
-        synthesis: Which call writes the streamed answer, one of :data:`SYNTHESIS_MODES`.
-            ``"always"`` (the default): the loop's answer is never shown; one more streamed
+        synthesis: Which call writes the streamed answer, one of :data:`SYNTHESIS_MODES`,
+            or ``None`` (the default): the model's safeguard policy's
+            (:data:`reactgraph.policy.safeguards.POLICY_DEFAULTS`: ``"always"`` for a model
+            marked ``small``, ``"auto"`` for any other). ``"always"``: the loop's answer is never shown; one more streamed
             call writes the answer from the whole trace (SPEC §3). ``"auto"``: the loop's own
             final answer is the answer, streamed as it is decoded (native mode: a model call
             that carries no tool call; JSON mode: the ``answer`` field of a ``final_answer``
@@ -277,7 +279,7 @@ class AgentSettings:
     tool_selection_max: int | None = None
     tool_selection_shortlist: int = 12
     synthesize: bool = True
-    synthesis: str = "always"
+    synthesis: str | None = None
     max_message_chars: int = 50_000
     context_window: int | None = None
     max_output_tokens: int | None = None
@@ -330,7 +332,7 @@ class AgentSettings:
             raise ValueError(f"optional_args must be one of {', '.join(OPTIONAL_ARGS)}, got {self.optional_args!r}")
         if self.tool_selection not in (True, False, "auto"):
             raise ValueError(f"tool_selection must be True, False or 'auto', got {self.tool_selection!r}")
-        if self.synthesis not in SYNTHESIS_MODES:
+        if self.synthesis is not None and self.synthesis not in SYNTHESIS_MODES:
             raise ValueError(f"synthesis must be one of {', '.join(SYNTHESIS_MODES)}, got {self.synthesis!r}")
         if self.grounding is not None and self.grounding not in GROUNDING_MODES:
             raise ValueError(f"grounding must be one of {', '.join(GROUNDING_MODES)}, got {self.grounding!r}")

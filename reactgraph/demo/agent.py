@@ -70,7 +70,7 @@ def demo_settings(*, max_iterations: int = AgentSettings.max_iterations, synthes
     Args:
         max_iterations: Most model calls in the tool loop (SPEC R2.6).
         synthesis: :attr:`AgentSettings.synthesis` (``"always"`` or ``"auto"``); ``None``:
-            ``$REACTGRAPH_SYNTHESIS``, else the setting's default.
+            ``$REACTGRAPH_SYNTHESIS``, else the setting's default (``None``: the model's policy decides).
         approval: Approval rules by tool name (:func:`approval_rules`; ``None``: the tools'
             own metadata decides).
 

@@ -15,6 +15,10 @@ by the embedded model's profile, by ``ModelAbilities(small=True)`` or by
 Every :class:`~reactgraph.AgentSettings` field a policy covers defaults to ``None``, meaning
 "the model's policy decides"; a value set by the caller always wins
 (:func:`resolve_settings`). The table of what each costs and buys is in ``docs/safeguards.md``.
+
+A policy also carries the default of one setting that is no safeguard, because what it
+costs and buys was measured per policy: ``synthesis`` (:data:`POLICY_DEFAULTS`; which call
+writes the answer, ``docs/costs.md``).
 """
 
 from __future__ import annotations
@@ -139,6 +143,21 @@ def policy_for(abilities: ModelAbilities | None) -> SafeguardPolicy:
     return STRICT if abilities is not None and abilities.small else PERMISSIVE
 
 
+POLICY_DEFAULTS: MappingProxyType = MappingProxyType({
+    "strict": MappingProxyType({"synthesis": "always"}),
+    "permissive": MappingProxyType({"synthesis": "auto"}),
+})
+"""Policy name → the defaults of settings that are no safeguard but whose best value was
+measured per policy (``None`` in :class:`~reactgraph.AgentSettings` = the model's policy's):
+
+* ``synthesis``: ``"always"`` under :data:`STRICT`, where ``grounding="enforce"`` and
+  ``answer_from_observations`` make the synthesis node write (or build) every answer anyway;
+  ``"auto"`` under :data:`PERMISSIVE`: the loop's own answer stands, so a question costs the
+  calls ``create_agent``'s does (bench/calls.py), and on Qwen2.5-Coder-1.5B served as an
+  endpoint its answers were as right as the synthesis call's with 3.6 model calls a question
+  instead of 5.0 (bench/README.md, ``answer_quality.py``)."""
+
+
 def policy_settings(abilities: ModelAbilities | None) -> dict[str, Any]:
     """The safeguard values a model gets by default: its :func:`policy_for`'s settings, with
     ``answer_from_observations`` off for a small model that writes its answers
@@ -156,7 +175,8 @@ def policy_settings(abilities: ModelAbilities | None) -> dict[str, Any]:
 
 
 def resolve_settings(settings: Any, abilities: ModelAbilities | None) -> Any:
-    """``settings`` with every safeguard field left ``None`` filled from the model's policy.
+    """``settings`` with every safeguard field, and every field of :data:`POLICY_DEFAULTS`,
+    left ``None`` filled from the model's policy.
 
     Args:
         settings: An :class:`~reactgraph.AgentSettings`.
@@ -166,5 +186,6 @@ def resolve_settings(settings: Any, abilities: ModelAbilities | None) -> Any:
         A new ``AgentSettings`` (``settings`` itself when nothing was left to the policy),
         filled from :func:`policy_settings`. Values the caller set are kept as they are.
     """
-    filled = {name: value for name, value in policy_settings(abilities).items() if getattr(settings, name) is None}
+    defaults = {**policy_settings(abilities), **POLICY_DEFAULTS[policy_for(abilities).name]}
+    filled = {name: value for name, value in defaults.items() if getattr(settings, name) is None}
     return dataclasses.replace(settings, **filled) if filled else settings

@@ -93,8 +93,8 @@ async def open_demo_agent(
             environment), as :func:`reactgraph.models.open_model` takes them.
         max_rounds: The DAG agent's plan/run/analyze rounds at most (SPEC R9.4).
         synthesis: Which call writes the answer, ``"always"`` or ``"auto"``
-            (``AgentSettings.synthesis``; ``None``: ``$REACTGRAPH_SYNTHESIS``, else
-            ``"always"``).
+            (``AgentSettings.synthesis``; ``None``: ``$REACTGRAPH_SYNTHESIS``, else the
+            model's policy's, :data:`reactgraph.policy.safeguards.POLICY_DEFAULTS`).
         approve: Tools whose every call a person approves first, in both agents (``serve
             --approve``; :func:`reactgraph.demo.agent.approve_names`).
 

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent
 from reactgraph.answer.grounding import (
     answer_problems,
+    begins_mid_sentence,
     capabilities_answer,
     check_grounding,
     derivable,
@@ -137,6 +138,42 @@ def test_answer_problems_find_what_a_person_would_not_call_an_answer():
     assert "raw_data" in answer_problems('[{"part": "P-1102", "stock": 2}]', "Low stock?", tools)
     assert answer_problems("Set {mode} to [auto], then restart.", "How do I restart?", tools) == []
     assert answer_problems("{not json}", "q", tools) == []
+
+
+@pytest.mark.parametrize(("answer", "question"), [
+    ("is rising.", "Is the water level of the Rhine at Köln rising?"),
+    ("und steigt weiter.", "Steigt der Pegel des Rheins in Köln?"),
+    ("растёт.", "Уровень воды в Неве растёт?"),
+    ("ανεβαίνει ακόμα.", "Ανεβαίνει η στάθμη του νερού;"),
+    ("**est en hausse.**", "Le niveau de la Seine monte-t-il ?"),
+    ("> ¿sigue subiendo?", "¿Sube el nivel del Ebro?"),
+])
+def test_an_answer_that_begins_mid_sentence_is_a_fragment_in_any_cased_script(answer, question):
+    """A JSON-mode model may finish in ``answer`` a sentence it began in ``reasoning``: the
+    answer then starts with a lowercase letter of a script that capitalises sentences."""
+    assert answer_problems(answer, question, ["river_gauge"]) == ["fragment"]
+    assert begins_mid_sentence(answer)
+
+
+@pytest.mark.parametrize(("answer", "question"), [
+    ("Yes, it is still rising: 4.2 m at Köln.", "Is the Rhine at Köln rising?"),
+    ("42 orders are still open.", "How many orders are open?"),
+    ("iPhone 15 is in stock in Graz.", "Is the iPhone 15 in stock in Graz?"),
+    ("pH 7.2 at the inlet.", "What is the pH at the inlet?"),
+    ("a.b@example.org has 3 open orders.", "Open orders of a.b@example.org?"),
+    ("https://status.example.org reports no outage.", "Any outage?"),
+    ("ab12-x is the ticket's id.", "Which ticket id?"),
+    ("`rsync -a` copies the folder.", "How do I copy the folder?"),
+    ("- level: 4.2 m\n- trend: rising", "Rhine level at Köln?"),
+    ("温度は上昇中です。", "温度は上昇していますか？"),
+    ("수위가 계속 오르고 있습니다.", "수위가 오르고 있나요?"),
+    ("المستوى يرتفع.", "هل يرتفع المستوى؟"),
+    ("წყლის დონე იზრდება.", "იზრდება წყლის დონე?"),
+])
+def test_a_lowercase_value_or_a_caseless_script_is_no_fragment(answer, question):
+    """Values written in lowercase (ids, addresses, code, ``iPhone``), list items, scripts
+    without case and Georgian (whose sentences begin in lowercase) are whole answers."""
+    assert "fragment" not in answer_problems(answer, question, ["river_gauge"])
 
 
 def test_derived_figures_count_only_when_allowed():

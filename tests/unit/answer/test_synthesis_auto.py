@@ -79,7 +79,7 @@ async def test_a_one_tool_question_takes_two_model_calls():
 async def test_always_keeps_the_synthesis_call_and_done_as_it_was():
     model = ScriptedChatModel(responses=[AIMessage("", tool_calls=[tool_call("lookup_train", {"number": "ICE 578"}, "c1")]),
                                          "ICE 578: 08:15."], synthesis="ICE 578 departs at 08:15 from platform 4.")
-    events = await run(model, settings=AgentSettings(), query="When does ICE 578 leave?")
+    events = await run(model, settings=AgentSettings(synthesis="always"), query="When does ICE 578 leave?")
     assert model.kinds == ["tool_loop", "tool_loop", "synthesis"]
     assert "tool_loop" in model.kinds and model.apis[:2] == ["agenerate", "agenerate"]
     assert "answer_source" not in events[-1].data
@@ -244,7 +244,30 @@ def test_the_setting_is_checked_and_read_from_the_environment(monkeypatch):
     assert demo_settings().synthesis == "auto"
     assert demo_settings(synthesis="always").synthesis == "always"
     monkeypatch.delenv(SYNTHESIS_ENV)
-    assert demo_settings().synthesis == "always"
+    assert demo_settings().synthesis is None  # the model's policy decides
+
+
+@pytest.mark.parametrize(("abilities", "expected"), [
+    (NATIVE_TOOLS_ONLY, "auto"),  # a capable model: the permissive policy
+    (ModelAbilities(tool_call=True, small=True), "always"),  # a small model: the strict policy
+])
+def test_the_policy_decides_synthesis_unless_the_caller_sets_it(abilities, expected):
+    agent = ReActAgent(ScriptedChatModel(responses=["Hallo!"]), TOOLS, abilities=abilities)
+    assert AgentSettings().synthesis is None and agent.engine.settings.synthesis == expected
+    for chosen in ("always", "auto"):
+        set_by_caller = ReActAgent(ScriptedChatModel(responses=["Hallo!"]), TOOLS, abilities=abilities,
+                                   settings=AgentSettings(synthesis=chosen))
+        assert set_by_caller.engine.settings.synthesis == chosen
+
+
+async def test_a_capable_model_writes_its_own_answer_by_default():
+    model = ScriptedChatModel(responses=[AIMessage("", tool_calls=[tool_call("lookup_hotel", {"city": "Porto"}, "c1")]),
+                                         "Há 3 quartos livres no Porto."],
+                              synthesis=AssertionError("no synthesis under the permissive default"))
+    events = await run(model, settings=AgentSettings(), query="Quantos quartos livres há no Porto?")
+    assert model.kinds == ["tool_loop", "tool_loop"]
+    assert events[-1].data["answer"] == "Há 3 quartos livres no Porto."
+    assert events[-1].data["answer_source"] == "loop" and events[-1].data["usage"]["model_calls"] == 2
 
 
 def test_a_synchronous_run_streams_the_loop_answer_too():
@@ -277,3 +300,21 @@ async def test_a_json_mode_answer_that_is_a_json_object_is_withdrawn_and_synthes
     resets = [e for e in events if e.channel == "answer" and e.data["status"] == "reset"]
     assert [e.data["problems"] for e in resets] == [["raw_data"]]
     assert events[-1].data["answer"] == "Lyon: 3 rooms free." and events[-1].data["answer_source"] == "synthesis"
+
+
+async def test_a_json_mode_answer_that_begins_mid_sentence_is_withdrawn_and_synthesized():
+    """A JSON-mode model may begin its sentence in ``reasoning`` and end it in ``answer``
+    (measured on Qwen2.5-Coder-1.5B: ``is rising.``); a fragment is no answer: synthesis
+    writes it, in the question's language."""
+    model = ScriptedChatModel(
+        responses=[json.dumps({"type": "tool_call", "reasoning": "", "tool_name": "lookup_train",
+                               "tool_args": {"number": "ICE 578"}}),
+                   json.dumps({"type": "final_answer", "reasoning": "Der ICE 578 fährt um 08:15",
+                               "answer": "und zwar von Gleis 4."})],
+        synthesis="Der ICE 578 fährt um 08:15 von Gleis 4.")
+    events = await run(model, abilities=ModelAbilities(json_mode=True), query="Wann fährt der ICE 578?")
+    assert model.kinds == ["tool_loop", "tool_loop", "synthesis"]
+    resets = [e for e in events if e.channel == "answer" and e.data["status"] == "reset"]
+    assert [e.data["problems"] for e in resets] == [["fragment"]]
+    assert events[-1].data["answer"] == "Der ICE 578 fährt um 08:15 von Gleis 4."
+    assert events[-1].data["answer_source"] == "synthesis"
