@@ -38,11 +38,13 @@ KINDS = ["prebuilt", "reactgraph"]
 
 
 def build(kind: str, model: Any, tools: list[Any], **kwargs: Any) -> Any:
-    """The same agent, built by LangGraph's prebuilt factory or by reactgraph."""
+    """The same agent, built by LangGraph's prebuilt factory or by reactgraph (reactgraph's
+    with its two phases, ``synthesis="always"``: these tests compare the seed's calls)."""
     if kind == "prebuilt":
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return create_react_agent(model, tools, **kwargs)
+    kwargs.setdefault("settings", AgentSettings(synthesis="always"))
     return create_react_graph(model, tools, abilities=NATIVE_TOOLS_ONLY, **kwargs)
 
 
@@ -562,7 +564,8 @@ async def test_json_mode_interrupt_and_command_work_as_in_native_mode():
 
 def test_a_sync_run_pauses_on_interrupt_and_resumes():
     model = ScriptedChatModel(responses=[calls(("approve_transfer", {"amount": 7}, "c1")), "sent"])
-    graph = create_react_graph(model, [approve_transfer], abilities=NATIVE_TOOLS_ONLY, checkpointer=InMemorySaver())
+    graph = create_react_graph(model, [approve_transfer], abilities=NATIVE_TOOLS_ONLY, checkpointer=InMemorySaver(),
+                               settings=AgentSettings(synthesis="always"))
     paused = graph.invoke({"messages": [HumanMessage("send 7")]}, thread("s"))
     assert paused["__interrupt__"][0].value == {"question": "transfer 7?"}
     state = graph.invoke(Command(resume="yes"), thread("s"))

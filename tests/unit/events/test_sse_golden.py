@@ -22,6 +22,8 @@ from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.helpers import NATIVE, UNIT_DATA, HookedModel
 
 DATA = UNIT_DATA
+# Every scenario sets ``synthesis="always"``: the bytes were recorded with the seed's two phases,
+# before a capable model's policy defaulted to ``"auto"``.
 SMALL = ModelAbilities(tool_call=True, json_mode=True, context_window=9_000, max_output_tokens=1_000)
 CLOCK = re.compile(rb'"(elapsed|iter_elapsed)": [0-9.e-]+')
 RANDOM_ID = re.compile(rb'"call_[0-9a-f]{24}"')
@@ -77,7 +79,7 @@ async def native_run() -> bytes:
     ], synthesis="**CNC-001** shows W-1105; CNC-003 could not be read.")
     summarizer = ScriptedChatModel(responses=["summary: CNC-001/2 logs show W-1105."], repeat_last=True)
     agent = ReActAgent(model, [read_log, broken, report, *fillers(12)], abilities=SMALL, compaction_llm=summarizer,
-                       checkpointer=InMemorySaver(), settings=AgentSettings(max_iterations=8))
+                       checkpointer=InMemorySaver(), settings=AgentSettings(max_iterations=8, synthesis="always"))
     return await post(agent, "CNC-001, CNC-002, CNC-003 로그 확인해줘")
 
 
@@ -89,7 +91,7 @@ async def json_run() -> bytes:
         '```json\n{"type": "final_answer", "reasoning": "done", "answer": "CNC-001 shows W-1105."}\n```',
     ], synthesis="CNC-001 shows **W-1105**.")
     agent = ReActAgent(model, [read_log, broken], abilities=ModelAbilities(tool_call=False, json_mode=False),
-                       checkpointer=InMemorySaver(), settings=AgentSettings(max_iterations=8))
+                       checkpointer=InMemorySaver(), settings=AgentSettings(max_iterations=8, synthesis="always"))
     return await post(agent, "CNC-001 로그?")
 
 
@@ -126,7 +128,7 @@ async def newer_kinds_run() -> bytes:
     ], synthesis=synthesis)
     agent = ReActAgent(model, [read_log, create_order], abilities=NATIVE, checkpointer=InMemorySaver(),
                        settings=AgentSettings(max_iterations=6, retry_initial_delay=0.01, retry_max_delay=0.02,
-                                              model_attempts=3, grounding="enforce", stall_repeats=1,
+                                              synthesis="always", model_attempts=3, grounding="enforce", stall_repeats=1,
                                               approval={"create_order": "always"}))
     agent_holder.append(agent)
     app = create_app(agent, ServerSettings(api_key=""))
@@ -157,7 +159,7 @@ async def fallback_run() -> bytes:
     primary = ScriptedChatModel(responses=[ConnectionError("model endpoint down")], repeat_last=True)
     backup = ScriptedChatModel(responses=[calls(("read_log", {"machine": "CNC-001"}, "f1")), "CNC-001 shows W-1105."],
                                synthesis="CNC-001 shows **W-1105**.")
-    agent = ReActAgent(primary, [read_log], abilities=NATIVE, settings=AgentSettings(model_attempts=1),
+    agent = ReActAgent(primary, [read_log], abilities=NATIVE, settings=AgentSettings(model_attempts=1, synthesis="always"),
                        fallbacks=[FallbackModel(backup, NATIVE, name="backup")])
     text = "".join([event.to_sse() async for event in agent.astream_events("CNC-001 log?", thread_id="fallback")])
     return CLOCK.sub(rb'"\1": 0', text.encode())

@@ -10,7 +10,7 @@ import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 
-from reactgraph import ModelAbilities, ReActAgent
+from reactgraph import AgentSettings, ModelAbilities, ReActAgent
 from reactgraph import events as ev
 from reactgraph.events import stream, types
 from reactgraph.testing import ScriptedChatModel, tool_call
@@ -71,7 +71,8 @@ async def test_the_agent_streams_typed_events():
         """Echo the text."""
         return text
 
-    agent = ReActAgent(model, [echo], abilities=ModelAbilities(tool_call=True, json_mode=True))
+    agent = ReActAgent(model, [echo], abilities=ModelAbilities(tool_call=True, json_mode=True),
+                       settings=AgentSettings(synthesis="always"))  # the two phases' events
     events = [event async for event in agent.astream_events("say hi")]
     assert [type(event) for event in events] == [
         ev.ThinkingStarted, ev.ThinkingDone, ev.ToolStarted, ev.ToolDone, ev.ThinkingStarted, ev.ThinkingDone,

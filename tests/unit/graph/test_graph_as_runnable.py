@@ -41,6 +41,10 @@ from langchain.agents import create_agent
 
 pytestmark = pytest.mark.filterwarnings("ignore:create_react_agent has been moved")
 
+TWO_PHASES = AgentSettings(synthesis="always")
+"""The seed's two phases (a loop, then a synthesis call), whatever the model's policy: these
+tests check both phases' nodes, calls and messages."""
+
 
 
 def two_step_model(**kwargs: Any) -> ScriptedChatModel:
@@ -66,21 +70,21 @@ def check_run(state: dict[str, Any]) -> None:
 
 
 def test_invoke(tools):
-    check_run(create_react_graph(two_step_model(), tools, abilities=NATIVE).invoke(question()))
+    check_run(create_react_graph(two_step_model(), tools, abilities=NATIVE, settings=TWO_PHASES).invoke(question()))
 
 
 async def test_ainvoke(tools):
-    check_run(await create_react_graph(two_step_model(), tools, abilities=NATIVE).ainvoke(question()))
+    check_run(await create_react_graph(two_step_model(), tools, abilities=NATIVE, settings=TWO_PHASES).ainvoke(question()))
 
 
 def test_stream_updates_name_the_nodes_of_both_phases(tools):
-    graph = create_react_graph(two_step_model(), tools, abilities=NATIVE)
+    graph = create_react_graph(two_step_model(), tools, abilities=NATIVE, settings=TWO_PHASES)
     nodes = [node for update in graph.stream(question(), stream_mode="updates") for node in update]
     assert nodes == ["start_turn", "llm_call_native", "execute_tools", "llm_call_native", "synthesize"]
 
 
 async def test_astream_messages_carries_only_synthesis_tokens(tools):
-    graph = create_react_graph(two_step_model(), tools, abilities=NATIVE)
+    graph = create_react_graph(two_step_model(), tools, abilities=NATIVE, settings=TWO_PHASES)
     tokens = [(meta["langgraph_node"], chunk.content)
               async for chunk, meta in graph.astream(question(), stream_mode="messages") if isinstance(chunk, AIMessageChunk)]
     assert {node for node, _ in tokens} == {"synthesize"}
@@ -88,14 +92,14 @@ async def test_astream_messages_carries_only_synthesis_tokens(tools):
 
 
 def test_stream_messages_sync_matches(tools):
-    graph = create_react_graph(two_step_model(), tools, abilities=NATIVE)
+    graph = create_react_graph(two_step_model(), tools, abilities=NATIVE, settings=TWO_PHASES)
     tokens = [chunk.content for chunk, meta in graph.stream(question(), stream_mode="messages")
               if isinstance(chunk, AIMessageChunk) and chunk.content]
     assert tokens == ["A ", "runs ", "normally."]
 
 
 async def test_astream_events(tools):
-    graph = create_react_graph(two_step_model(), tools, abilities=NATIVE)
+    graph = create_react_graph(two_step_model(), tools, abilities=NATIVE, settings=TWO_PHASES)
     streamed, output = [], None
     async for event in graph.astream_events(question(), version="v2"):
         if event["event"] == "on_chat_model_stream" and event["metadata"].get("langgraph_node") == "synthesize":
@@ -112,10 +116,10 @@ def test_batch_and_abatch(tools):
     def model(answer: str) -> ScriptedChatModel:
         return ScriptedChatModel(responses=[answer], repeat_last=True)
 
-    graph_a = create_react_graph(model("one"), tools, abilities=NATIVE)
+    graph_a = create_react_graph(model("one"), tools, abilities=NATIVE, settings=TWO_PHASES)
     outputs = graph_a.batch([question("a"), question("b")], {"configurable": {"synthesize": False}})
     assert len(outputs) == 2 and {o["synthesis"] for o in outputs} == {None}
-    graph_b = create_react_graph(ScriptedChatModel(responses=["x", "y"]), tools, abilities=NATIVE)
+    graph_b = create_react_graph(ScriptedChatModel(responses=["x", "y"]), tools, abilities=NATIVE, settings=TWO_PHASES)
     outputs = asyncio.run(graph_b.abatch([question("a"), question("b")]))
     assert sorted(o["answer"] for o in outputs) == ["x", "y"]
     assert [o["synthesis"] for o in outputs] == ["Synthesized answer."] * 2
@@ -125,10 +129,10 @@ def test_batch_and_abatch(tools):
 
 
 def test_inside_an_lcel_chain(tools):
-    graph = create_react_graph(two_step_model(), tools, abilities=NATIVE)
+    graph = create_react_graph(two_step_model(), tools, abilities=NATIVE, settings=TWO_PHASES)
     chain = RunnableLambda(lambda text: {"messages": [HumanMessage(text)]}) | graph | RunnableLambda(lambda s: s["synthesis"])
     assert chain.invoke("How is A?") == "A runs normally."
-    graph_async = create_react_graph(two_step_model(), tools, abilities=NATIVE)
+    graph_async = create_react_graph(two_step_model(), tools, abilities=NATIVE, settings=TWO_PHASES)
     chain_async = RunnableLambda(lambda text: {"messages": [HumanMessage(text)]}) | graph_async | (lambda s: s["answer"])
     assert asyncio.run(chain_async.ainvoke("How is A?")) == "A is normal."
 
@@ -142,7 +146,7 @@ class Ticket(MessagesState):
 
 
 def test_as_a_subgraph_of_a_users_graph(tools):
-    agent = create_react_graph(two_step_model(), tools, abilities=NATIVE)
+    agent = create_react_graph(two_step_model(), tools, abilities=NATIVE, settings=TWO_PHASES)
     builder = StateGraph(Ticket)
     builder.add_node("triage", lambda state: {"priority": "high" if "A" in state["messages"][-1].content else "low"})
     builder.add_node("agent", agent)  # the compiled graph itself is the node: shared keys flow in and out
@@ -159,7 +163,7 @@ def test_as_a_subgraph_of_a_users_graph(tools):
 
 
 async def test_as_a_node_function_of_a_users_graph(tools):
-    agent = create_react_graph(two_step_model(), tools, abilities=NATIVE)
+    agent = create_react_graph(two_step_model(), tools, abilities=NATIVE, settings=TWO_PHASES)
 
     class Report(MessagesState):
         report: str
@@ -181,7 +185,7 @@ class Ask(BaseModel):
 
 def plant_expert_tool(inner_model: ScriptedChatModel, tools) -> StructuredTool:
     """Our graph wrapped with ``as_tool``: question in, synthesized answer out."""
-    agent = create_react_graph(inner_model, tools, abilities=NATIVE)
+    agent = create_react_graph(inner_model, tools, abilities=NATIVE, settings=TWO_PHASES)
     chain = RunnableLambda(lambda args: {"messages": [HumanMessage(args["question"])]}) | agent | (lambda s: s["synthesis"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # as_tool is marked beta in langchain-core
@@ -201,7 +205,7 @@ def test_as_a_tool_of_another_agent(tools, outer_kind):
     if outer_kind == "prebuilt":
         state = create_react_agent(outer_model, [expert]).invoke(question("Ask the expert about A"))
     else:
-        outer = create_react_graph(outer_model, [expert], abilities=NATIVE)
+        outer = create_react_graph(outer_model, [expert], abilities=NATIVE, settings=TWO_PHASES)
         run = outer.invoke if outer_kind == "reactgraph-sync" else (lambda x: asyncio.run(outer.ainvoke(x)))
         state = run(question("Ask the expert about A"))
         assert state["synthesis"] == "A runs normally, says the expert."
@@ -251,7 +255,7 @@ def test_drop_in_for_the_prebuilt_react_agent(tools, name, peer):
     prebuilt_model = ScriptedChatModel(responses=list(SCRIPTS[name]))
     ours_model = ScriptedChatModel(responses=list(SCRIPTS[name]), synthesis="Synthesized.")
     theirs = PEERS[peer](prebuilt_model, tools).invoke(question("status?"))
-    ours = create_react_graph(ours_model, tools, abilities=NATIVE).invoke(question("status?"))
+    ours = create_react_graph(ours_model, tools, abilities=NATIVE, settings=TWO_PHASES).invoke(question("status?"))
     assert shape(ours["messages"]) == shape(theirs["messages"])
     assert ours["messages"][-1].content == theirs["messages"][-1].content == SCRIPTS[name][-1].content
     statuses = [(m.tool_call_id, m.status) for m in ours["messages"] if isinstance(m, ToolMessage)]
@@ -284,7 +288,7 @@ def test_model_calls_are_named_by_phase_and_node(mode):
             for i in range(13)]
     recorder = RunNames()
     config = {"callbacks": [recorder]}
-    graph = create_react_graph(ScriptedChatModel(responses=selection_then_answer()), many, abilities=NATIVE)
+    graph = create_react_graph(ScriptedChatModel(responses=selection_then_answer()), many, abilities=NATIVE, settings=TWO_PHASES)
     graph.invoke(question(), config) if mode == "sync" else asyncio.run(graph.ainvoke(question(), config))
     assert recorder.names == [(RUN_NAME_SELECTION, "select_tools"), (RUN_NAME_NATIVE, "llm_call_native"),
                               (RUN_NAME_SYNTHESIS, "synthesize")]
@@ -307,13 +311,14 @@ def test_model_calls_are_named_by_phase_and_node(mode):
 TRACED_RUN = """
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tracers.langchain import wait_for_all_tracers
-from reactgraph import create_react_graph
+from reactgraph import AgentSettings, create_react_graph
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.helpers import get_status
 
 model = ScriptedChatModel(responses=[AIMessage(content="", tool_calls=[tool_call("get_status", {"equipment_id": "A"}, "c1")]),
                                      "A is normal."], synthesis="A runs normally.")
-create_react_graph(model, [get_status], abilities={"tool_call": True}).invoke({"messages": [HumanMessage("How is A?")]})
+create_react_graph(model, [get_status], abilities={"tool_call": True},
+                   settings=AgentSettings(synthesis="always")).invoke({"messages": [HumanMessage("How is A?")]})
 wait_for_all_tracers()
 """
 
