@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import StructuredTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from reactgraph import ModelAbilities, ReActAgent
+from reactgraph import AgentSettings, ModelAbilities, ReActAgent
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.helpers import NATIVE, get_status
@@ -50,8 +50,11 @@ def selection(names: list[str]) -> AIMessage:
 
 def app_for(model: ScriptedChatModel, tools: list, *, abilities: ModelAbilities = NATIVE,
             settings: ServerSettings | None = None, **agent_kwargs: Any):
+    """A server app for a :class:`ReActAgent` of ``model`` with the seed's two phases
+    (``synthesis="always"``, whatever the model's policy): the cases check the synthesis call's
+    events."""
     agent_kwargs.setdefault("checkpointer", InMemorySaver())
-    agent = ReActAgent(model, tools, abilities=abilities, **agent_kwargs)
+    agent = ReActAgent(model, tools, abilities=abilities, settings=AgentSettings(synthesis="always"), **agent_kwargs)
     return create_app(agent, settings or ServerSettings(api_key=""))
 
 

@@ -43,7 +43,7 @@ def test_run_checkpoints_to_sqlite_and_resume_finishes_an_interrupted_run(cli_mo
     assert "resume with: reactgraph resume cli-1" in err
 
     cli_model["model"] = ScriptedChatModel(responses=["CNC-003 is normal."], synthesis="CNC-003 runs normally.")
-    assert main(["resume", "cli-1", "--db-url", db_url]) == 0
+    assert main(["resume", "cli-1", "--db-url", db_url, "--synthesis", "always"]) == 0
     out, _ = capsys.readouterr()
     assert "resuming thread cli-1" in out and "CNC-003 runs normally." in out
     assert "get_status" not in out  # the tool result from before the failure was kept

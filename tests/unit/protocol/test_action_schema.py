@@ -205,10 +205,10 @@ def test_a_synchronous_run_sends_the_action_schema_too(tools):
     """graph.invoke (no event loop) takes the constrained path through the sync model API."""
     from langchain_core.messages import HumanMessage
 
-    from reactgraph import create_react_graph
+    from reactgraph import AgentSettings, create_react_graph
 
     model = ScriptedChatModel(responses=[call_json("get_status", {"equipment_id": "CNC-003"}), final("normal")])
-    graph = create_react_graph(model, tools, abilities=LLAMA)
+    graph = create_react_graph(model, tools, abilities=LLAMA, settings=AgentSettings(synthesis="always"))
     state = graph.invoke({"messages": [HumanMessage("status of CNC-003?")]})
     assert state["answer"] == "normal" and [s["tool_name"] for s in state["steps"]] == ["get_status"]
     expected = action_response_format("json_object_schema", tools)

@@ -208,9 +208,10 @@ def create_order(machine_id: str) -> str:
 
 
 def app_for(responses: list[Any], *, key: str = "", **settings: Any):
+    """An AG-UI app whose agent has the seed's two phases unless ``settings`` say otherwise."""
     model = ScriptedChatModel(responses=responses, synthesis="Done.")
     agent = ReActAgent(model, [create_order], abilities=NATIVE, checkpointer=InMemorySaver(),
-                       settings=AgentSettings(**settings))
+                       settings=AgentSettings(**{"synthesis": "always", **settings}))
     return create_app(agent, ServerSettings(api_key=key, max_message_chars=50)), model
 
 

@@ -41,7 +41,7 @@ def batch() -> AIMessage:
 
 def server_app(model: ScriptedChatModel):
     agent = ReActAgent(model, [create_order, read_status], abilities=NATIVE, checkpointer=InMemorySaver(),
-                       settings=AgentSettings(approval={"create_order": "always"}))
+                       settings=AgentSettings(approval={"create_order": "always"}, synthesis="always"))
     return create_app(agent, ServerSettings(api_key=""))
 
 

@@ -37,7 +37,8 @@ async def test_cancel_stops_the_run_and_leaves_the_thread_resumable():
     call = tool_call("slow_check", {"equipment_id": "CNC-003"}, "c1")
     model = ScriptedChatModel(responses=[AIMessage("", tool_calls=[call]), "CNC-003 is normal."],
                               synthesis="CNC-003 is **normal**.")
-    agent = ReActAgent(model, [slow_check], abilities=ModelAbilities(tool_call=True), checkpointer=InMemorySaver())
+    agent = ReActAgent(model, [slow_check], abilities=ModelAbilities(tool_call=True), checkpointer=InMemorySaver(),
+                       settings=AgentSettings(synthesis="always"))
     async with running_server(create_app(agent, ServerSettings(api_key=""))) as base, \
             httpx.AsyncClient(base_url=base, timeout=30) as client:
         assert (await client.post("/threads/t1/cancel")).status_code == 409  # nothing runs yet

@@ -82,7 +82,8 @@ def metrics_only():
 async def test_metrics_during_and_after_twenty_concurrent_runs_add_up(caplog):
     gate = Gate()
     model = ScriptedChatModel(responses=[reply], repeat_last=True, synthesis="All scanned.")
-    agent = ReActAgent(model, [gate.tool], abilities=ModelAbilities(tool_call=True), checkpointer=InMemorySaver())
+    agent = ReActAgent(model, [gate.tool], abilities=ModelAbilities(tool_call=True), checkpointer=InMemorySaver(),
+                       settings=AgentSettings(synthesis="always"))
     app = create_app(agent, ServerSettings(api_key=""))
     caplog.set_level(logging.INFO, logger="reactgraph.runs")
     caplog.set_level(logging.INFO, logger="reactgraph.requests")
