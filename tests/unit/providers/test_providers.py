@@ -183,15 +183,20 @@ async def test_openai_profile_run_sends_no_reasoning_back():
     assert any(m.additional_kwargs.get(REASONING_KEY) for m in result.messages if isinstance(m, AIMessage))
 
 
-async def test_reasoning_is_never_in_the_answer_stream():
+@pytest.mark.parametrize(("synthesis", "answer"), [("always", "Only the answer."), ("auto", "The answer.")])
+async def test_reasoning_is_never_in_the_answer_stream(synthesis, answer):
+    """Whichever call writes the answer — a synthesis call, or the loop's own (``auto``, the
+    default of a model not marked small) — its reasoning is never streamed as the answer."""
     server = fake_provider("deepseek", plan=["The answer."], synthesis="Only the answer.")
     async with server.serving() as url:
-        agent = ReActAgent(_client(url, "deepseek-reasoner"), [lookup], settings=AgentSettings(model_attempts=1))
+        agent = ReActAgent(_client(url, "deepseek-reasoner"), [lookup],
+                           settings=AgentSettings(model_attempts=1, synthesis=synthesis))
         events = [e async for e in agent.astream_events("q")]
     deltas = [e.data["content"] for e in events if e.channel == "answer" and e.data.get("status") == "delta"]
-    assert "".join(deltas) == "Only the answer." and not any("thinking" in d for d in deltas)
-    synthesis = [b for b in server.requests if b.get("stream")]
-    assert synthesis and synthesis[0]["messages"][0]["role"] == "system"
+    assert "".join(deltas) == answer and not any("thinking" in d for d in deltas)
+    if synthesis == "always":
+        requests = [b for b in server.requests if b.get("stream")]
+        assert requests and requests[0]["messages"][0]["role"] == "system"
 
 
 async def test_a_transient_status_is_retried_per_profile():

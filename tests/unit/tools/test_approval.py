@@ -64,7 +64,8 @@ def final(text: str) -> str:
     return json.dumps({"type": "final_answer", "reasoning": "done", "answer": text})
 
 
-ALWAYS = AgentSettings(approval={"stop_line": "always"})
+ALWAYS = AgentSettings(approval={"stop_line": "always"}, synthesis="always")
+"""Every ``stop_line`` call approved first; the answer written by a synthesis call (the two phases)."""
 
 
 def scripted(mode: str, first: tuple[str, dict[str, Any], str], answer: str) -> ScriptedChatModel:

@@ -286,7 +286,8 @@ async def test_model_calls_cut_by_a_disconnect_count_against_the_limit_after_res
     async with open_persistence(checkpoint_url) as store:
         agent = ReActAgent(model, [read_status], abilities=NATIVE_TOOLS_ONLY, checkpointer=store.checkpointer,
                            interrupt_queue=store.interrupt_queue,
-                           settings=AgentSettings(limits=UsageLimits(model_calls=3), stall_detection=False))
+                           settings=AgentSettings(limits=UsageLimits(model_calls=3), stall_detection=False,
+                                                  synthesis="always"))
         thread = f"cut-limits-{id(model)}"
         await cut_during_a_model_call(agent.astream_events("Lis tout, s'il te plaît", thread_id=thread), model)
         assert await agent.thread_status(thread) == "interrupted"
