@@ -39,6 +39,8 @@ from tests.helpers import NATIVE_TOOLS_ONLY, HookedModel, log_calls, read_log
 from tests.unit.dag.test_dag import general_model, plan, step, verdict
 
 USAGE = {"input_tokens": 10, "output_tokens": 3, "total_tokens": 13}
+TWO_PHASES = AgentSettings(synthesis="always")
+"""The loop, then a synthesis call, whatever the model's policy: the spans of both phases."""
 CONTENT_KEYS = {"gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.call.arguments",
                 "gen_ai.tool.call.result", "reactgraph.follow_up.content", "reactgraph.dag.task"}
 
@@ -105,7 +107,7 @@ async def test_a_native_run_is_one_trace_of_genai_spans_with_parallel_tools_and_
     before = metric_samples()
     model = ScriptedChatModel(responses=[status_calls("CNC-001", "CNC-404"), "CNC-001 is normal."],
                               synthesis="**CNC-001** is normal.")
-    agent = ReActAgent(model, [get_status], abilities=NATIVE_TOOLS_ONLY)
+    agent = ReActAgent(model, [get_status], abilities=NATIVE_TOOLS_ONLY, settings=TWO_PHASES)
     with caplog.at_level(logging.INFO, logger="reactgraph.runs"):
         events = [event async for event in agent.astream_events("CNC-001 and CNC-404?", thread_id="t-native")]
     tree = Tree(spans)
@@ -286,7 +288,8 @@ async def test_compaction_and_a_follow_up_are_events_on_their_nodes_spans(spans)
     summarizer = ScriptedChatModel(responses=["Earlier: logs of the first machines were read."], repeat_last=True)
     model = HookedModel(responses=[*log_calls(4), "done"], synthesis="Done.")
     agent = ReActAgent(model, [read_log], compaction_llm=summarizer,
-                       abilities=ModelAbilities(tool_call=True, context_window=9_000, max_output_tokens=1_000))
+                       abilities=ModelAbilities(tool_call=True, context_window=9_000, max_output_tokens=1_000),
+                       settings=TWO_PHASES)
     model.hooks[1] = lambda: agent.inject("t-compact", "also list the alarm codes")
     events = [event async for event in agent.astream_events("read the logs", thread_id="t-compact")]
     assert [event for event in events if event.channel == "compact"]
@@ -391,7 +394,7 @@ async def test_a_users_callbacks_see_the_run_beside_the_observer_on_a_graph_run_
             seen.append((kwargs.get("name"), (metadata or {}).get("phase"), (metadata or {}).get("langgraph_node")))
 
     model = ScriptedChatModel(responses=[status_calls("CNC-001"), "CNC-001 is normal."], synthesis="Normal.")
-    graph = create_react_graph(model, [get_status], abilities=NATIVE_TOOLS_ONLY)
+    graph = create_react_graph(model, [get_status], abilities=NATIVE_TOOLS_ONLY, settings=TWO_PHASES)
     config = {"callbacks": [Recorder(), *observability.run_callbacks("t-graph")],
               "configurable": {"thread_id": "t-graph", "synthesize": True}}
     await graph.ainvoke({"messages": [HumanMessage("CNC-001?")]}, config)
@@ -436,7 +439,7 @@ async def test_each_model_a_fallback_chain_tries_is_its_own_chat_span(spans):
     before = metric_samples()
     primary = ScriptedChatModel(responses=["CNC-001 is normal."], synthesis=Unavailable(503))
     backup = ScriptedChatModel(responses=["unused"], synthesis="**CNC-001** is normal.")
-    agent = ReActAgent(primary, [get_status], abilities=NATIVE_TOOLS_ONLY, fallbacks=[FallbackModel(backup, NATIVE_TOOLS_ONLY, name="backup")])
+    agent = ReActAgent(primary, [get_status], abilities=NATIVE_TOOLS_ONLY, settings=TWO_PHASES, fallbacks=[FallbackModel(backup, NATIVE_TOOLS_ONLY, name="backup")])
     events = [event async for event in agent.astream_events("CNC-001?", thread_id="t-fallback")]
     assert events[-1].data["answer"] == "**CNC-001** is normal."
     tree = Tree(spans)
@@ -463,7 +466,7 @@ async def test_observe_on_a_graph_run_directly_keeps_the_users_callbacks_on_ever
                 nodes.append(kwargs.get("name"))
 
     model = ScriptedChatModel(responses=[status_calls("CNC-001"), "CNC-001 is normal."], synthesis="Normal.")
-    graph = create_react_graph(model, [get_status], abilities=NATIVE_TOOLS_ONLY)
+    graph = create_react_graph(model, [get_status], abilities=NATIVE_TOOLS_ONLY, settings=TWO_PHASES)
     config = {"callbacks": [Recorder()], "configurable": {"thread_id": "t-observe", "synthesize": True}}
     observer = observability.observe(config, "t-observe")
     assert observer is not None and config["callbacks"].inheritable_handlers == config["callbacks"].handlers[:1]

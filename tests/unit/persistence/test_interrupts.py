@@ -35,6 +35,9 @@ MODES = ["native", "json"]
 
 
 def agent_for(mode: str, model: ScriptedChatModel, tools: list, **kwargs: Any) -> ReActAgent:
+    """An agent in ``mode`` with the seed's two phases unless ``settings`` are given: these
+    tests check what the loop and the synthesis call each see of a follow-up."""
+    kwargs.setdefault("settings", AgentSettings(synthesis="always"))
     agent = ReActAgent(model, tools, abilities=NATIVE, use_native_tools=mode == "native", **kwargs)
     assert agent.mode == mode
     return agent
@@ -403,7 +406,8 @@ async def test_follow_up_survives_compaction(mode):
     model = HookedModel(responses=[*(calls_tool(mode, "read_log", {"machine": f"CNC-00{i}"}, f"c{i}") for i in range(1, 5)),
                                    answers(mode, "done")], synthesis="Done.")
     agent = ReActAgent(model, [read_log], use_native_tools=mode == "native", compaction_llm=summarizer,
-                       abilities=ModelAbilities(tool_call=True, context_window=9_000, max_output_tokens=1_000))
+                       abilities=ModelAbilities(tool_call=True, context_window=9_000, max_output_tokens=1_000),
+                       settings=AgentSettings(synthesis="always"))
     model.hooks[1] = lambda: agent.inject("t", "also list the alarm codes")
     events = [e async for e in agent.astream_events("read the logs", thread_id="t")]
     assert [e for e in events if e.channel == "compact"] and summarizer.calls
