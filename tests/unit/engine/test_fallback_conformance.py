@@ -23,7 +23,8 @@ from tests.serving import parse_sse
 CNC1 = {"equipment_id": "CNC-001"}
 PLAN = [[("get_equipment_status", CNC1)], [("list_alarms", {})], "CNC-001 runs normally; W-1105 is active."]
 SYNTHESIS = "**CNC-001** is normal; alarm W-1105 on CNC-003."
-SETTINGS = AgentSettings(model_attempts=2, retry_initial_delay=0.01, retry_max_delay=0.02)
+SETTINGS = AgentSettings(model_attempts=2, retry_initial_delay=0.01, retry_max_delay=0.02, synthesis="always")
+"""The loop, then a synthesis call (whatever the models' policy): a fallback is checked in both phases."""
 
 # (primary abilities, fallback abilities): the loop mode each model runs in
 MODES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
@@ -118,7 +119,7 @@ async def test_a_primary_that_never_answers_hands_over_at_its_deadline_and_its_b
     primary = fake_provider("openai", plan=PLAN, synthesis=SYNTHESIS, fail="hang")
     backup = fake_provider("vllm", plan=PLAN, synthesis=SYNTHESIS)
     settings = AgentSettings(model_attempts=2, model_timeout=0.5, retry_initial_delay=0.01, retry_max_delay=0.02,
-                             breaker_failures=2, breaker_cooldown=30.0)
+                             breaker_failures=2, breaker_cooldown=30.0, synthesis="always")
     async with primary.serving() as primary_url, backup.serving() as backup_url:
         agent = ReActAgent(_client(primary_url, "gpt-4o-mini"), PLANT_TOOLS, abilities={"provider": "openai"},
                            settings=settings, fallbacks=[_client(backup_url, "Qwen/Qwen3-8B")])
@@ -156,7 +157,7 @@ async def test_a_synthesis_stream_without_a_first_token_hands_over_at_the_first_
     primary = fake_provider("openai", plan=PLAN, synthesis=SYNTHESIS, fail="stall", fail_from=4)  # 3 loop calls
     backup = fake_provider("vllm", plan=PLAN, synthesis="Die Anlage läuft; Alarm W-1105.")
     settings = AgentSettings(model_first_token_timeout=0.5, model_timeout=600, retry_initial_delay=0.01,
-                             retry_max_delay=0.02)
+                             retry_max_delay=0.02, synthesis="always")
     async with primary.serving() as primary_url, backup.serving() as backup_url:
         agent = ReActAgent(_client(primary_url, "gpt-4o-mini"), PLANT_TOOLS, abilities={"provider": "openai"},
                            settings=settings, fallbacks=[_client(backup_url, "Qwen/Qwen3-8B")])

@@ -40,7 +40,7 @@ from reactgraph.providers import get_profile
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.helpers import NATIVE_TOOLS_ONLY, PROMPTED, SMALL, log_calls, read_log
 
-FAST = AgentSettings(model_attempts=2, retry_initial_delay=0.01, retry_max_delay=0.02)
+FAST = AgentSettings(model_attempts=2, retry_initial_delay=0.01, retry_max_delay=0.02, synthesis="always")
 
 
 class Unavailable(Exception):
@@ -229,7 +229,8 @@ async def test_unparseable_json_outputs_hand_the_loop_over_when_asked():
 async def test_synthesis_falls_back_before_its_first_token():
     primary = ScriptedChatModel(responses=["CNC-001 is normal."], synthesis=Unavailable(503))
     backup = ScriptedChatModel(responses=["unused"], synthesis="**CNC-001** is normal.")
-    agent = ReActAgent(primary, [get_status], abilities=NATIVE_TOOLS_ONLY, fallbacks=[FallbackModel(backup, NATIVE_TOOLS_ONLY, name="backup")])
+    agent = ReActAgent(primary, [get_status], abilities=NATIVE_TOOLS_ONLY, settings=AgentSettings(synthesis="always"),
+                       fallbacks=[FallbackModel(backup, NATIVE_TOOLS_ONLY, name="backup")])
     events = await events_of(agent)
     assert [(e.data["call"], e.data["model"]) for e in events if e.channel == "model_switch"] == [("synthesis", "backup")]
     done = events[-1].data
@@ -240,7 +241,8 @@ async def test_synthesis_falls_back_before_its_first_token():
 async def test_synthesis_that_breaks_after_its_first_token_ends_as_before():
     primary = ScriptedChatModel(responses=["CNC-001 is normal."], synthesis="one two FAIL_MIDWAY four")
     backup = ScriptedChatModel(responses=["unused"], synthesis="never sent")
-    agent = ReActAgent(primary, [get_status], abilities=NATIVE_TOOLS_ONLY, fallbacks=[FallbackModel(backup, NATIVE_TOOLS_ONLY)])
+    agent = ReActAgent(primary, [get_status], abilities=NATIVE_TOOLS_ONLY, settings=AgentSettings(synthesis="always"),
+                       fallbacks=[FallbackModel(backup, NATIVE_TOOLS_ONLY)])
     events = await events_of(agent)
     assert backup.calls == [] and not [e for e in events if e.channel == "model_switch"]
     assert events[-1].data["answer"] == "one two \n\nCNC-001 is normal."  # the loop's answer after a blank line (R3.2)
@@ -401,6 +403,7 @@ def test_each_fallback_gets_its_own_safeguard_policy():
     assert capable.settings.optional_args == PERMISSIVE.settings["optional_args"]
     assert small.settings.optional_args == STRICT.settings["optional_args"] != PERMISSIVE.settings["optional_args"]
     assert capable.settings.grounding == small.settings.grounding == "report"  # what the caller set wins for both
+    assert (capable.settings.synthesis, small.settings.synthesis) == ("auto", "always")  # each policy's default
 
 
 # ------------------------------------------------------------------ DAG roles
@@ -572,7 +575,7 @@ async def test_a_hanging_loop_call_is_retried_then_handed_to_the_fallback():
     backup = ScriptedChatModel(responses=[status_call(), "CNC-001 läuft."], synthesis="CNC-001 läuft normal.")
     agent = ReActAgent(primary, [get_status], abilities=NATIVE_TOOLS_ONLY, fallbacks=[(backup, NATIVE_TOOLS_ONLY)],
                        settings=AgentSettings(model_attempts=2, model_timeout=0.2, retry_initial_delay=0.01,
-                                              retry_max_delay=0.02))
+                                              retry_max_delay=0.02, synthesis="always"))
     events = await asyncio.wait_for(events_of(agent), 30)
     [switch] = [e.data for e in events if e.channel == "model_switch"]
     assert switch["reason"] == "transient" and switch["error"].startswith("ModelTimeoutError")

@@ -60,7 +60,9 @@ def without_timing(events):
 
 def both_modes(make_model, tools, messages, **graph_kwargs):
     """Run the scenario in both modes on fresh models; check they agree; return the async
-    run's (events, state, model)."""
+    run's (events, state, model). The graph has the seed's two phases (``synthesis="always"``)
+    unless ``graph_kwargs`` set ``settings``."""
+    graph_kwargs.setdefault("settings", AgentSettings(synthesis="always"))
     runs = {}
     for mode in ("sync", "async"):
         model = make_model()
@@ -158,12 +160,12 @@ def test_tool_selection_and_compaction_run_sync():
 def test_sync_invoke_and_batch_use_only_sync_model_calls(tools):
     model = ScriptedChatModel(responses=[AIMessage(content="", tool_calls=[tool_call("get_status", {"equipment_id": "A"}, "c1")]),
                                          "A is fine."], synthesis="A is fine indeed.")
-    graph = create_react_graph(model, tools, abilities=NATIVE)
+    graph = create_react_graph(model, tools, abilities=NATIVE, settings=AgentSettings(synthesis="always"))
     state = graph.invoke({"messages": [HumanMessage("q")]})
     assert state["synthesis"] == "A is fine indeed." and state["steps"][0]["observation"] == "A: normal"
     assert model.apis == ["generate", "generate", "stream"]
     batch_model = ScriptedChatModel(responses=["first", "second"])
-    outputs = create_react_graph(batch_model, tools, abilities=NATIVE).batch(
+    outputs = create_react_graph(batch_model, tools, abilities=NATIVE, settings=AgentSettings(synthesis="always")).batch(
         [{"messages": [HumanMessage("a")]}, {"messages": [HumanMessage("b")]}], {"configurable": {"synthesize": False}},
     )
     assert sorted(out["answer"] for out in outputs) == ["first", "second"]
