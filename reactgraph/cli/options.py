@@ -66,8 +66,8 @@ def _add_agent_options(command: argparse.ArgumentParser) -> None:
     agent.add_argument("--synthesis", choices=SYNTHESIS_MODES, default=None,
                        help="which call writes the answer: 'always' a synthesis call after the loop, 'auto' the "
                             "loop's own final answer, streamed, unless synthesis adds something "
-                            "(default: $REACTGRAPH_SYNTHESIS, else the model's policy: always for a small model, auto "
-                            "for any other)")
+                            "(default: $REACTGRAPH_SYNTHESIS, else the policy decides: strict (a small model) always, "
+                            "permissive (any other) auto)")
     agent.add_argument("--max-rounds", type=int, default=3,
                        help="DAG runs: plan/run/analyze rounds at most (default: %(default)s)")
     agent.add_argument("--db", help="demo plant database file (default: under $REACTGRAPH_HOME or ~/.local/share/reactgraph)")

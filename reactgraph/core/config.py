@@ -123,16 +123,18 @@ class AgentSettings:
         synthesize: Whether the graph runs the streaming answer-synthesis node after
             the loop. ``ReActAgent.run`` always skips it; ``astream_events`` always runs it.
         synthesis: Which call writes the streamed answer, one of :data:`SYNTHESIS_MODES`,
-            or ``None`` (the default): the model's safeguard policy's
-            (:data:`reactgraph.policy.safeguards.POLICY_DEFAULTS`: ``"always"`` for a model
-            marked ``small``, ``"auto"`` for any other). ``"always"``: the loop's answer is never shown; one more streamed
+            or ``None`` (the default): the policy decides
+            (:data:`reactgraph.policy.safeguards.POLICY_DEFAULTS`: strict — a model marked
+            ``small`` — ``"always"``, permissive — any other — ``"auto"``; measured in
+            ``docs/costs.md``). ``"always"``: the loop's answer is never shown; one more streamed
             call writes the answer from the whole trace (SPEC §3). ``"auto"``: the loop's own
             final answer is the answer, streamed as it is decoded (native mode: a model call
             that carries no tool call; JSON mode: the ``answer`` field of a ``final_answer``
             action), and the synthesis call runs only where it adds something: after a stall
             or the iteration cap, with a ``response_format``, under ``grounding="enforce"``
             or ``answer_from_observations``, when the loop's answer fails
-            :func:`~reactgraph.answer.grounding.answer_problems` (it is withdrawn with an ``answer``
+            :func:`~reactgraph.answer.grounding.answer_problems` — another language, a JSON
+            value as the whole answer, an answer that begins mid-sentence… (it is withdrawn with an ``answer``
             ``reset`` event first), or after :data:`AUTO_SYNTHESIS_STEPS` tool calls or more.
             ``done`` and ``AgentResult.answer_source`` say which call wrote the answer.
         max_message_chars: Characters one message may have before the context guard cuts

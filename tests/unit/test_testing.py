@@ -6,7 +6,7 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage
 from langchain_core.tools import StructuredTool
 
-from reactgraph import AgentResult, ModelAbilities, ReActAgent, structured_llm_call
+from reactgraph import AgentResult, AgentSettings, ModelAbilities, ReActAgent, structured_llm_call
 from reactgraph.testing import ScriptedChatModel, tool_call
 
 
@@ -23,7 +23,8 @@ async def test_each_kind_of_call_gets_its_own_replies():
         responses=[AIMessage("", tool_calls=[tool_call("connector_03", {"machine": "CNC-003"}, "c1")]), "CNC-003: ok"],
         synthesis="CNC-003 is ok.",
     )
-    agent = ReActAgent(model, hub(13), abilities=ModelAbilities(tool_call=True))
+    agent = ReActAgent(model, hub(13), abilities=ModelAbilities(tool_call=True),
+                       settings=AgentSettings(synthesis="always"))  # a synthesis call too
     events = [event async for event in agent.astream_events("CNC-003 connector 3?")]
     assert model.kinds == ["selection", "tool_loop", "tool_loop", "synthesis"]
     assert events[-1].data["answer"] == "CNC-003 is ok."
