@@ -110,7 +110,8 @@ def build_agent(counter: str, slow_seconds: float, mode: str, checkpointer: Any,
     ``approve`` names a tool whose calls wait for approval."""
     move = next_move if mode == "native" else json_move
     model = ScriptedChatModel(responses=[move], repeat_last=True, synthesis=SYNTHESIS)
-    settings = AgentSettings(tool_timeout=120, approval={approve: "always"} if approve else {})
+    settings = AgentSettings(tool_timeout=120, approval={approve: "always"} if approve else {},
+                             synthesis="always")  # the answer written by a synthesis call (SYNTHESIS)
     return ReActAgent(model, build_tools(counter, slow_seconds), use_native_tools=mode == "native",
                       abilities=ModelAbilities(tool_call=True), settings=settings,
                       checkpointer=checkpointer, interrupt_queue=interrupt_queue)

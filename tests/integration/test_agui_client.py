@@ -56,7 +56,7 @@ def client_dir(tmp_path_factory) -> Path:
 def agent_with(responses: list[Any], synthesis: str, **settings: Any) -> ReActAgent:
     model = ScriptedChatModel(responses=responses, synthesis=synthesis)
     return ReActAgent(model, [machine_status, create_order], abilities=NATIVE, checkpointer=InMemorySaver(),
-                      settings=AgentSettings(**settings))
+                      settings=AgentSettings(**{"synthesis": "always", **settings}))  # the two phases
 
 
 def two_calls() -> AIMessage:

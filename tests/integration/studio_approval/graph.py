@@ -23,7 +23,8 @@ model = ScriptedChatModel(
                "CNC-003 is stopped."],
     synthesis="CNC-003 has been stopped.",
 )
-graph = create_react_graph(model, [stop_machine], abilities=ModelAbilities(tool_call=True))
+graph = create_react_graph(model, [stop_machine], abilities=ModelAbilities(tool_call=True),
+                           settings=AgentSettings(synthesis="always"))  # a synthesis call writes the answer
 
 
 @tool
@@ -39,4 +40,4 @@ policy_model = ScriptedChatModel(
     synthesis="Work order created for CNC-003.",
 )
 policy_graph = create_react_graph(policy_model, [create_work_order], abilities=ModelAbilities(tool_call=True),
-                                  settings=AgentSettings(approval={"create_work_order": "always"}))
+                                  settings=AgentSettings(approval={"create_work_order": "always"}, synthesis="always"))
