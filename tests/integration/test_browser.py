@@ -19,7 +19,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from playwright.async_api import Browser, Page, async_playwright
 
-from reactgraph import ModelAbilities, ReActAgent
+from reactgraph import AgentSettings, ModelAbilities, ReActAgent
 from reactgraph.core.paths import data_home
 from reactgraph.persistence.checkpointing import open_checkpointer
 from reactgraph.models import ResolvedModel
@@ -128,7 +128,8 @@ async def test_the_page_shows_cards_a_compaction_divider_a_follow_up_and_the_foo
     )
     summarizer = ScriptedChatModel(responses=["Summary: CNC-001 and CNC-003 inspected."], repeat_last=True)
     abilities = ModelAbilities(tool_call=True, context_window=11_000, max_output_tokens=1_000)
-    agent = ReActAgent(model, [inspect_machine], abilities=abilities, compaction_llm=summarizer, checkpointer=InMemorySaver())
+    agent = ReActAgent(model, [inspect_machine], abilities=abilities, compaction_llm=summarizer, checkpointer=InMemorySaver(),
+                       settings=AgentSettings(synthesis="always"))  # the synthesis call writes the answer
     async with running_server(create_app(agent, ServerSettings(api_key=""))) as url, browser_page(url) as page:
         await ask(page, "Check CNC-001 and CNC-003")
         await page.locator("details.tool-card").nth(1).wait_for()
@@ -166,7 +167,8 @@ async def test_the_page_shows_cards_a_compaction_divider_a_follow_up_and_the_foo
 
 async def test_the_page_shows_refusals_and_asks_for_the_api_key():
     model = ScriptedChatModel(responses=["CNC-003 is normal."], synthesis="CNC-003 is *normal*.")
-    agent = ReActAgent(model, [], abilities=ModelAbilities(tool_call=True), checkpointer=InMemorySaver())
+    agent = ReActAgent(model, [], abilities=ModelAbilities(tool_call=True), checkpointer=InMemorySaver(),
+                       settings=AgentSettings(synthesis="always"))
     async with running_server(create_app(agent, ServerSettings(api_key="k3y"))) as url, browser_page(url) as page:
         await ask(page, "CNC-003?")
         await page.locator("#auth").wait_for(state="visible")

@@ -48,7 +48,7 @@ async def test_the_approval_buttons_on_the_tool_cards(tmp_path):
                    "One order created, one rejected."],
         synthesis="Work order **WO-R0001** is open for CNC-003; the PRS-001 order was rejected.")
     agent = ReActAgent(model, tools, abilities=ModelAbilities(tool_call=True), checkpointer=InMemorySaver(),
-                       settings=AgentSettings(tool_selection=False))
+                       settings=AgentSettings(tool_selection=False, synthesis="always"))
     async with running_server(create_app(agent, ServerSettings(api_key=""))) as url, browser_page(url) as page:
         await ask(page, "Check CNC-003 and open the two work orders, for CNC-003 and PRS-001")
         waiting = page.locator('details.tool-card[data-status="waiting"]')

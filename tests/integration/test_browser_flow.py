@@ -37,7 +37,7 @@ def work_order_agent(db: Path, responses: list) -> ReActAgent:
 
     model = ScriptedChatModel(responses=responses, synthesis=synthesis)
     return ReActAgent(model, tools, abilities=NATIVE_TOOLS_ONLY, checkpointer=InMemorySaver(),
-                      settings=AgentSettings(tool_selection=False))
+                      settings=AgentSettings(tool_selection=False, synthesis="always"))
 
 
 def asks_twice(first: str, second: str) -> list:
@@ -128,7 +128,8 @@ async def test_stop_ends_the_run_and_resume_finishes_it():
     model = ScriptedChatModel(
         responses=[AIMessage("", tool_calls=[tool_call("inspect_machine", {"machine": "CNC-001"}, "a")]), "Warm."],
         synthesis="CNC-001's spindle is at **71.5°C**.")
-    agent = ReActAgent(model, [inspect_machine], abilities=NATIVE_TOOLS_ONLY, checkpointer=InMemorySaver())
+    agent = ReActAgent(model, [inspect_machine], abilities=NATIVE_TOOLS_ONLY, checkpointer=InMemorySaver(),
+                       settings=AgentSettings(synthesis="always"))  # the synthesis call writes the answer
     async with running_server(create_app(agent, ServerSettings(api_key=""))) as url, browser_page(url) as page:
         assert not await page.locator("#stop").is_visible()
         await ask(page, "Inspect CNC-001")
@@ -166,7 +167,8 @@ async def test_a_phone_screen_has_no_sideways_scroll_and_nothing_leaves_the_host
         """Read a machine's log."""
         return f"{machine}: " + "W-1105/spindle-over-temperature;" * 12
 
-    agent = ReActAgent(model, [read_log], abilities=NATIVE_TOOLS_ONLY, checkpointer=InMemorySaver())
+    agent = ReActAgent(model, [read_log], abilities=NATIVE_TOOLS_ONLY, checkpointer=InMemorySaver(),
+                       settings=AgentSettings(synthesis="always"))  # the synthesis call writes the answer
     async with running_server(create_app(agent, ServerSettings(api_key=""))) as url, browser_page(url) as page:
         requests: list[str] = []
         page.on("request", lambda request: requests.append(request.url))

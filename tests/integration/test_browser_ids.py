@@ -32,7 +32,7 @@ async def test_tool_call_ids_named_like_object_members_keep_their_own_cards(tmp_
     batch = AIMessage(content="", tool_calls=[tool_call(name, args, call_id) for name, args, call_id in CALLS])
     agent = ReActAgent(ScriptedChatModel(responses=[batch, "Both orders created."], synthesis="Both orders are open."),
                        [hub["get_equipment_status"], hub["create_work_order"]], abilities=ModelAbilities(tool_call=True),
-                       checkpointer=InMemorySaver(), settings=AgentSettings(tool_selection=False))
+                       checkpointer=InMemorySaver(), settings=AgentSettings(tool_selection=False, synthesis="always"))
     async with running_server(create_app(agent, ServerSettings(api_key=""))) as url, browser_page(url) as page:
         await ask(page, "Check CNC-003 and PRS-001 and open a work order for each")
         await page.locator(".waiting-note").wait_for(timeout=30_000)

@@ -95,7 +95,7 @@ def served_app(responses: list) -> tuple:
     saver = InMemorySaver()
     react = ReActAgent(ScriptedChatModel(responses=responses, synthesis="Line 2 counted **1,204** parts."),
                        [read_counter, hold_line], abilities=ModelAbilities(tool_call=True), checkpointer=saver,
-                       settings=AgentSettings(tool_selection=False, max_iterations=2))
+                       settings=AgentSettings(tool_selection=False, max_iterations=2, synthesis="always"))
     dag = DAGAgent(ModelRegistry(ScriptedChatModel(responses=["never"])), [read_counter], checkpointer=saver,
                    interrupt_queue=react.interrupts)
     return create_app(react, ServerSettings(api_key=""), dag_agent=dag, examples=EXAMPLES), react

@@ -32,7 +32,7 @@ async def options(page) -> list[tuple[str, str]]:
 async def test_the_conversation_list_is_the_callers_threads_from_the_server():
     model = ScriptedChatModel(responses=["2.1 bar"], repeat_last=True, synthesis="Der Druck ist 2,1 bar.")
     agent = ReActAgent(model, [read_gauge], abilities=ModelAbilities(tool_call=True), checkpointer=InMemorySaver(),
-                       settings=AgentSettings(tool_selection=False))
+                       settings=AgentSettings(tool_selection=False, synthesis="always"))
     app = create_app(agent, ServerSettings(api_key="", api_keys={"key-ana": "ana", "key-bo": "bo"}))
     async with running_server(app) as url:
         async with httpx.AsyncClient(base_url=url, timeout=30) as http:
