@@ -128,8 +128,8 @@ async def test_the_page_shows_cards_a_compaction_divider_a_follow_up_and_the_foo
     )
     summarizer = ScriptedChatModel(responses=["Summary: CNC-001 and CNC-003 inspected."], repeat_last=True)
     abilities = ModelAbilities(tool_call=True, context_window=11_000, max_output_tokens=1_000)
-    agent = ReActAgent(model, [inspect_machine], abilities=abilities, compaction_llm=summarizer, checkpointer=InMemorySaver(),
-                       settings=AgentSettings(synthesis="always"))  # the synthesis call writes the answer
+    agent = ReActAgent(model, [inspect_machine], abilities=abilities, compaction_llm=summarizer,
+                       checkpointer=InMemorySaver(), settings=AgentSettings(synthesis="always"))
     async with running_server(create_app(agent, ServerSettings(api_key=""))) as url, browser_page(url) as page:
         await ask(page, "Check CNC-001 and CNC-003")
         await page.locator("details.tool-card").nth(1).wait_for()

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, SystemMessage
 
-from reactgraph import ReActAgent
+from reactgraph import AgentSettings, ReActAgent
 from reactgraph.answer.synthesis import RESULT_CLIP_MARK
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.helpers import NATIVE_TOOLS_ONLY
+
+TWO_PHASES = AgentSettings(synthesis="always")
+"""The loop, then the synthesis call these tests are about (whatever the model's policy)."""
 
 
 
@@ -18,7 +21,7 @@ def _one_tool_script(observation_size: int | None = None):
 
 async def test_stream_answer_streams_a_separate_synthesis_call(tools):
     model = ScriptedChatModel(responses=_one_tool_script(), synthesis="**CNC-003** is running normally today.")
-    agent = ReActAgent(model, tools, abilities=NATIVE_TOOLS_ONLY)
+    agent = ReActAgent(model, tools, abilities=NATIVE_TOOLS_ONLY, settings=TWO_PHASES)
     result = await agent.run("CNC-003 상태 확인해줘")
     chunks = [c async for c in agent.stream_answer("CNC-003 상태 확인해줘", result)]
     assert len(chunks) > 1
@@ -41,7 +44,7 @@ async def test_each_tool_result_is_cut_to_2000_characters(tools):
         return "y" * 5000
 
     model = ScriptedChatModel(responses=[AIMessage(content="", tool_calls=[tool_call("huge", {}, "c1")]), "ok"])
-    agent = ReActAgent(model, [huge], abilities=NATIVE_TOOLS_ONLY)
+    agent = ReActAgent(model, [huge], abilities=NATIVE_TOOLS_ONLY, settings=TWO_PHASES)
     result = await agent.run("q")
     assert len(result.steps[0].observation) == 5000
     _ = [c async for c in agent.stream_answer("q", result)]
@@ -51,11 +54,12 @@ async def test_each_tool_result_is_cut_to_2000_characters(tools):
 
 async def test_synthesis_failure_falls_back_to_the_loop_answer(tools):
     model = ScriptedChatModel(responses=_one_tool_script(), synthesis=ConnectionError("gone"))
-    agent = ReActAgent(model, tools, abilities=NATIVE_TOOLS_ONLY)
+    agent = ReActAgent(model, tools, abilities=NATIVE_TOOLS_ONLY, settings=TWO_PHASES)
     result = await agent.run("q")
     assert [c async for c in agent.stream_answer("q", result)] == ["CNC-003 is normal."]
     model2 = ScriptedChatModel(responses=_one_tool_script(), synthesis=ConnectionError("gone"))
-    events = [e async for e in ReActAgent(model2, tools, abilities=NATIVE_TOOLS_ONLY).astream_events("q")]
+    events = [e async for e in ReActAgent(model2, tools, abilities=NATIVE_TOOLS_ONLY,
+                                                settings=TWO_PHASES).astream_events("q")]
     deltas = [e.data["content"] for e in events if e.channel == "answer" and e.data["status"] == "delta"]
     assert deltas == ["CNC-003 is normal."]
     assert events[-1].channel == "done" and events[-1].data["answer"] == "CNC-003 is normal."
@@ -63,14 +67,16 @@ async def test_synthesis_failure_falls_back_to_the_loop_answer(tools):
 
 async def test_synthesis_breaking_midway_still_delivers_the_answer(tools):
     model = ScriptedChatModel(responses=_one_tool_script(), synthesis="one two three four FAIL_MIDWAY")
-    events = [e async for e in ReActAgent(model, tools, abilities=NATIVE_TOOLS_ONLY).astream_events("q")]
+    agent = ReActAgent(model, tools, abilities=NATIVE_TOOLS_ONLY, settings=TWO_PHASES)
+    events = [e async for e in agent.astream_events("q")]
     text = "".join(e.data["content"] for e in events if e.channel == "answer" and e.data["status"] == "delta")
     assert text == "one two \n\nCNC-003 is normal."
 
 
 async def test_event_order_follows_the_protocol(tools):
     model = ScriptedChatModel(responses=_one_tool_script(), synthesis="A B C")
-    events = [e async for e in ReActAgent(model, tools, abilities=NATIVE_TOOLS_ONLY).astream_events("q")]
+    agent = ReActAgent(model, tools, abilities=NATIVE_TOOLS_ONLY, settings=TWO_PHASES)
+    events = [e async for e in agent.astream_events("q")]
     shape = [(e.channel, e.data.get("type"), e.data.get("status")) for e in events]
     assert shape == [
         ("step", "thinking", "start"), ("step", "thinking", "done"),
@@ -96,7 +102,7 @@ async def test_loop_calls_never_leak_into_the_token_stream(tools):
                    "LOOP-FINAL"],
         synthesis="synth one two",
     )
-    graph = ReActAgent(model, tools, abilities=NATIVE_TOOLS_ONLY).graph
+    graph = ReActAgent(model, tools, abilities=NATIVE_TOOLS_ONLY, settings=TWO_PHASES).graph
     tokens, whole = [], []
     async for chunk, metadata in graph.astream({"messages": [HumanMessage("q")]}, stream_mode="messages"):
         (tokens if isinstance(chunk, AIMessageChunk) else whole).append((metadata["langgraph_node"], chunk.content))
@@ -108,7 +114,7 @@ async def test_loop_calls_never_leak_into_the_token_stream(tools):
 
 async def test_plain_invoke_returns_answer_and_synthesis(tools):
     model = ScriptedChatModel(responses=_one_tool_script(), synthesis="final words")
-    graph = ReActAgent(model, tools, abilities=NATIVE_TOOLS_ONLY).graph
+    graph = ReActAgent(model, tools, abilities=NATIVE_TOOLS_ONLY, settings=TWO_PHASES).graph
     state = await graph.ainvoke({"messages": [HumanMessage("q")]})
     assert state["answer"] == "CNC-003 is normal." and state["synthesis"] == "final words"
     assert state["finish_reason"] == "final_answer"

@@ -165,7 +165,8 @@ def test_sync_invoke_and_batch_use_only_sync_model_calls(tools):
     assert state["synthesis"] == "A is fine indeed." and state["steps"][0]["observation"] == "A: normal"
     assert model.apis == ["generate", "generate", "stream"]
     batch_model = ScriptedChatModel(responses=["first", "second"])
-    outputs = create_react_graph(batch_model, tools, abilities=NATIVE, settings=AgentSettings(synthesis="always")).batch(
+    batch_graph = create_react_graph(batch_model, tools, abilities=NATIVE, settings=AgentSettings(synthesis="always"))
+    outputs = batch_graph.batch(
         [{"messages": [HumanMessage("a")]}, {"messages": [HumanMessage("b")]}], {"configurable": {"synthesize": False}},
     )
     assert sorted(out["answer"] for out in outputs) == ["first", "second"]

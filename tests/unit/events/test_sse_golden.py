@@ -128,7 +128,8 @@ async def newer_kinds_run() -> bytes:
     ], synthesis=synthesis)
     agent = ReActAgent(model, [read_log, create_order], abilities=NATIVE, checkpointer=InMemorySaver(),
                        settings=AgentSettings(max_iterations=6, retry_initial_delay=0.01, retry_max_delay=0.02,
-                                              synthesis="always", model_attempts=3, grounding="enforce", stall_repeats=1,
+                                              synthesis="always", model_attempts=3, grounding="enforce",
+                                              stall_repeats=1,
                                               approval={"create_order": "always"}))
     agent_holder.append(agent)
     app = create_app(agent, ServerSettings(api_key=""))
@@ -159,7 +160,8 @@ async def fallback_run() -> bytes:
     primary = ScriptedChatModel(responses=[ConnectionError("model endpoint down")], repeat_last=True)
     backup = ScriptedChatModel(responses=[calls(("read_log", {"machine": "CNC-001"}, "f1")), "CNC-001 shows W-1105."],
                                synthesis="CNC-001 shows **W-1105**.")
-    agent = ReActAgent(primary, [read_log], abilities=NATIVE, settings=AgentSettings(model_attempts=1, synthesis="always"),
+    agent = ReActAgent(primary, [read_log], abilities=NATIVE,
+                       settings=AgentSettings(model_attempts=1, synthesis="always"),
                        fallbacks=[FallbackModel(backup, NATIVE, name="backup")])
     text = "".join([event.to_sse() async for event in agent.astream_events("CNC-001 log?", thread_id="fallback")])
     return CLOCK.sub(rb'"\1": 0', text.encode())

@@ -74,7 +74,8 @@ def test_invoke(tools):
 
 
 async def test_ainvoke(tools):
-    check_run(await create_react_graph(two_step_model(), tools, abilities=NATIVE, settings=TWO_PHASES).ainvoke(question()))
+    graph = create_react_graph(two_step_model(), tools, abilities=NATIVE, settings=TWO_PHASES)
+    check_run(await graph.ainvoke(question()))
 
 
 def test_stream_updates_name_the_nodes_of_both_phases(tools):
@@ -288,7 +289,8 @@ def test_model_calls_are_named_by_phase_and_node(mode):
             for i in range(13)]
     recorder = RunNames()
     config = {"callbacks": [recorder]}
-    graph = create_react_graph(ScriptedChatModel(responses=selection_then_answer()), many, abilities=NATIVE, settings=TWO_PHASES)
+    graph = create_react_graph(ScriptedChatModel(responses=selection_then_answer()), many, abilities=NATIVE,
+                               settings=TWO_PHASES)
     graph.invoke(question(), config) if mode == "sync" else asyncio.run(graph.ainvoke(question(), config))
     assert recorder.names == [(RUN_NAME_SELECTION, "select_tools"), (RUN_NAME_NATIVE, "llm_call_native"),
                               (RUN_NAME_SYNTHESIS, "synthesize")]

@@ -439,7 +439,8 @@ async def test_each_model_a_fallback_chain_tries_is_its_own_chat_span(spans):
     before = metric_samples()
     primary = ScriptedChatModel(responses=["CNC-001 is normal."], synthesis=Unavailable(503))
     backup = ScriptedChatModel(responses=["unused"], synthesis="**CNC-001** is normal.")
-    agent = ReActAgent(primary, [get_status], abilities=NATIVE_TOOLS_ONLY, settings=TWO_PHASES, fallbacks=[FallbackModel(backup, NATIVE_TOOLS_ONLY, name="backup")])
+    agent = ReActAgent(primary, [get_status], abilities=NATIVE_TOOLS_ONLY, settings=TWO_PHASES,
+                       fallbacks=[FallbackModel(backup, NATIVE_TOOLS_ONLY, name="backup")])
     events = [event async for event in agent.astream_events("CNC-001?", thread_id="t-fallback")]
     assert events[-1].data["answer"] == "**CNC-001** is normal."
     tree = Tree(spans)

@@ -42,7 +42,8 @@ def _client(url: str, profile: str, **kwargs: Any) -> ChatOpenAI:
 
 def _agent(llm: ChatOpenAI, profile: str, *, native: bool = True) -> ReActAgent:
     return ReActAgent(llm, PLANT_TOOLS, use_native_tools=native,
-                      abilities=MODELS[profile][1] or None, settings=AgentSettings(model_attempts=1, synthesis="always"))
+                      abilities=MODELS[profile][1] or None,
+                      settings=AgentSettings(model_attempts=1, synthesis="always"))  # the two phases
 
 
 def test_every_profile_has_a_fake_server():
