@@ -221,7 +221,8 @@ async def test_a_made_up_answer_before_any_tool_call_is_asked_again_with_a_tool_
     made_up = answer(mode, "CNC-003 is in a normal state: utilization 90 %, 22 °C, 15 mm/s, no active alarms.")
     agent, model = agent_for(mode, [made_up, step(mode, ("status", {"equipment_id": "CNC-003"})),
                                     answer(mode, "CNC-003 is in warning: 72.3 %, 48.7 °C, 1.2 mm/s, alarm W-1105.")],
-                             plant, synthesis="CNC-003 is in **warning**: 72.3 %, 48.7 °C, 1.2 mm/s, alarm W-1105.")
+                             plant, synthesis="CNC-003 is in **warning**: 72.3 %, 48.7 °C, 1.2 mm/s, alarm W-1105.",
+                             settings=AgentSettings(synthesis="always"))  # the loop's calls read from call_kwargs
     events = [e async for e in agent.astream_events("CNC-003 상태 확인해줘")]
     assert plant.runs == {"status": 1}
     assert TOOL_REQUIRED_REQUEST in str(model.calls[1][-1].content)

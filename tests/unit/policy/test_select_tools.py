@@ -15,6 +15,8 @@ from reactgraph.policy.safeguards import resolve_settings
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.helpers import NATIVE
 
+TWO_PHASES = AgentSettings(synthesis="always")
+"""The loop, then a synthesis call: the calls these tests count (whatever the model's policy)."""
 
 
 def make_tools(count: int) -> list[StructuredTool]:
@@ -42,7 +44,7 @@ def test_constants():
 
 async def test_twelve_tools_make_no_selection_call():
     model = ScriptedChatModel(responses=["answer"])
-    agent = ReActAgent(model, make_tools(12), abilities=NATIVE)
+    agent = ReActAgent(model, make_tools(12), abilities=NATIVE, settings=TWO_PHASES)
     events = [e async for e in agent.astream_events("q")]
     assert "phase" not in [e.channel for e in events]
     assert len(model.call_kwargs[0]["tools"]) == 12
@@ -54,7 +56,7 @@ async def test_thirteen_tools_make_one_selection_call_that_drives_the_loop():
     model = ScriptedChatModel(responses=[selection(["tool_03", "tool_07"]),
                                          AIMessage(content="", tool_calls=[tool_call("tool_07", {"machine_id": "M1"}, "c1")]),
                                          "done"])
-    agent = ReActAgent(model, tools, abilities=NATIVE)
+    agent = ReActAgent(model, tools, abilities=NATIVE, settings=TWO_PHASES)
     events = [e async for e in agent.astream_events("check machine M1")]
     phase = [e.data for e in events if e.channel == "phase"]
     assert phase == [{"phase": "selecting_tools", "total_tools": 13}]
@@ -183,7 +185,7 @@ async def test_a_selection_settled_by_a_clear_lexical_winner_makes_no_call():
                                                            name="equipment_status",
                                                            description="Current state of one machine.")]
     model = ScriptedChatModel(responses=["answer"])
-    agent = ReActAgent(model, tools, abilities=NATIVE, settings=AgentSettings(tool_selection_max=1))
+    agent = ReActAgent(model, tools, abilities=NATIVE, settings=AgentSettings(tool_selection_max=1, synthesis="always"))
     events = [e async for e in agent.astream_events("What is the current state of machine M1?")]
     assert "phase" not in [e.channel for e in events] and model.kinds[0] == "tool_loop"
     assert [t["function"]["name"] for t in model.call_kwargs[0]["tools"]] == ["equipment_status"]
