@@ -312,7 +312,8 @@ async def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions", type=int, default=6, help="the first N single-part plant questions (default: 6)")
     parser.add_argument("--policies", nargs="+", choices=("strict", "permissive"), default=["strict", "permissive"])
     parser.add_argument("--synthesis", choices=("always", "auto"), default=None,
-                        help="AgentSettings.synthesis (default: the demo's, $REACTGRAPH_SYNTHESIS or the setting's)")
+                        help="AgentSettings.synthesis (default: $REACTGRAPH_SYNTHESIS, else the policy decides: "
+                             "strict always, permissive auto)")
     parser.add_argument("--tool-selection", choices=tuple(TOOL_SELECTION), default="on",
                         help="AgentSettings.tool_selection: on (True, the default), auto, or off (every tool offered: "
                              "the permissive policy's stable prompt)")
