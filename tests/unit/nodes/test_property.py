@@ -493,6 +493,9 @@ def build(case: Case) -> tuple[ReActAgent, ScriptedChatModel]:
         # These properties are about the loop: a window no script can fill keeps context
         # compaction (its own model calls) out of them; tests/unit/window/test_context*.py cover it.
         context_window=1_000_000,
+        # The stream properties below are the two phases' (no loop event once the answer
+        # started, no withdrawn answer): the synthesis call writes every answer.
+        synthesis="always",
     )
     if case.mode == "native":
         abilities = ModelAbilities(tool_call=True, json_mode=case.json_format)
