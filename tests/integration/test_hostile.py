@@ -142,7 +142,8 @@ async def test_non_standard_json_gets_4xx_with_a_json_reason_never_500(body, sta
 
 async def test_a_tool_output_with_lone_surrogates_and_line_separators_streams_to_done():
     agent = agent_with([AIMessage(content="", tool_calls=[tool_call("list_reports", {"folder": "/srv/\udcfe"}, "c1")]),
-                        "Found report-\udcff.txt\u2028ok"], synthesis="The report is report-\udcff.txt\u2029done")
+                        "Found report-\udcff.txt\u2028ok"], synthesis="The report is report-\udcff.txt\u2029done",
+                       settings=AgentSettings(synthesis="always"))  # both the loop's and the synthesis' text go out
     async with running_server(create_app(agent, ServerSettings(api_key=""))) as url:
         async with httpx.AsyncClient(base_url=url, timeout=30) as client:
             async with client.stream("POST", "/threads/t/runs", json={"message": "which reports?"}) as response:

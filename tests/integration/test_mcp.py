@@ -241,7 +241,7 @@ def test_reactgraph_run_with_mcp(tmp_path, plant_server):
     }
     done = subprocess.run(
         [sys.executable, "-m", "tests.scripted_cli", json.dumps(script), "run", "Spindle temperature of CNC-003?",
-         "--mcp", str(config), "--db", str(tmp_path / "factory.db"), "--db-url", "memory"],
+         "--mcp", str(config), "--db", str(tmp_path / "factory.db"), "--db-url", "memory", "--synthesis", "always"],
         cwd=REPO, capture_output=True, text=True, timeout=240,
     )
     assert done.returncode == 0, done.stderr

@@ -9,6 +9,7 @@ Postgres cases need ``$REACTGRAPH_TEST_DATABASE_URL`` (see ``tests/conftest.py``
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import signal
 import subprocess
@@ -170,8 +171,8 @@ async def test_run_whose_model_kept_failing_is_resumed_to_the_synthesized_answer
         responses=[AIMessage(content="", tool_calls=[tool_call("get_status", {"equipment_id": "CNC-003"}, "c1")]),
                    ConnectionError("down"), ConnectionError("down"), ConnectionError("down"), "CNC-003 is normal."],
         synthesis="CNC-003 runs normally.")
-    agent = ReActAgent(model, tools, abilities=NATIVE_TOOLS_ONLY, settings=fast_settings,
-                       checkpointer=InMemorySaver())
+    agent = ReActAgent(model, tools, abilities=NATIVE_TOOLS_ONLY, checkpointer=InMemorySaver(),
+                       settings=dataclasses.replace(fast_settings, synthesis="always"))  # then a synthesis call
     failed = await agent.run("How is CNC-003?", thread_id="plant")
     assert failed.finish_reason == "model_error" and failed.error
     assert await agent.thread_status("plant") == "interrupted"

@@ -129,7 +129,7 @@ async def test_model_calls_cut_by_a_disconnect_count_toward_the_turns_limit(chec
     model = StuckModel(responses=["All stored."], repeat_last=True, synthesis="All stored.", stuck=3)
     async with open_persistence(checkpoint_url) as persistence:
         agent = ReActAgent(model, [store], abilities=NATIVE_TOOLS_ONLY, checkpointer=persistence.checkpointer,
-                           settings=AgentSettings(limits=UsageLimits(model_calls=3)))
+                           settings=AgentSettings(limits=UsageLimits(model_calls=3), synthesis="always"))
         for attempt in range(3):  # the client goes away while the model call is in flight, then resumes
             events = agent.astream_events("store it", thread_id=thread) if attempt == 0 else agent.aresume_events(thread)
             async for event in events:
