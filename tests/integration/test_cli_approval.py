@@ -36,12 +36,15 @@ SCRIPT = {
 
 
 class Terminal:
-    """The CLI in a child process whose standard streams are a pseudo-terminal ``columns`` wide."""
+    """The CLI in a child process whose standard streams are a pseudo-terminal ``columns`` wide,
+    with the seed's two phases (``$REACTGRAPH_SYNTHESIS=always``: the scripts' ``synthesis`` is
+    the answer shown)."""
 
     def __init__(self, tmp_path: Path, *args: str, script: dict[str, Any] = SCRIPT, columns: int = 200) -> None:
         master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
-        env = {**os.environ, "REACTGRAPH_HOME": str(tmp_path), "COLUMNS": str(columns), "TERM": "dumb"}
+        env = {**os.environ, "REACTGRAPH_HOME": str(tmp_path), "COLUMNS": str(columns), "TERM": "dumb",
+               "REACTGRAPH_SYNTHESIS": "always"}
         env.pop("REACTGRAPH_DATABASE_URL", None)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "tests.scripted_cli", json.dumps(script), *args,
