@@ -63,12 +63,14 @@ def server_thread(app: FastAPI, **config: Any) -> Iterator[str]:
 def serve_process(directory: Path, *options: str) -> Iterator[int]:
     """``reactgraph serve`` (the real CLI on a scripted model, ``python -m tests.scripted_cli``;
     memory checkpoints, the demo plant's database in ``directory``) with ``options``, on a free
-    port, for the block; yields the port once the server accepts connections."""
+    port, for the block; yields the port once the server accepts connections. The agent has the
+    seed's two phases (``$REACTGRAPH_SYNTHESIS=always``: the script's ``synthesis`` is the answer)."""
     from tests.integration.test_workers import SCRIPT, free_port
     from tests.processes import REPO
 
     port = free_port()
-    env = {**os.environ, "REACTGRAPH_HOME": str(directory / "home"), "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "REACTGRAPH_HOME": str(directory / "home"), "PYTHONPATH": str(REPO),
+           "REACTGRAPH_SYNTHESIS": "always"}
     process = subprocess.Popen(
         [sys.executable, "-m", "tests.scripted_cli", json.dumps(SCRIPT), "serve", "--port", str(port),
          "--checkpoints", "memory", "--db", str(directory / "plant.db"), *options],
