@@ -362,6 +362,51 @@ def row_header(rows: Sequence[Sequence[str]]) -> list[str] | None:
     return list(first) if all(any(char.isdigit() for char in "".join(row)) for row in rest) else None
 
 
+def _cell(value: Any) -> str:
+    if isinstance(value, str):
+        return value.replace("\n", " ").strip()
+    if value is None or isinstance(value, (bool, int, float)):
+        return json.dumps(value)
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
+def readable_observation(observation: str) -> str:
+    """A tool result as lines a reader (and :func:`_observation_lines`) can take: a result that
+    is one JSON object becomes its ``key: value`` lines; a JSON array of objects sharing their
+    keys becomes a Markdown table whose header is those keys (the tool's own names for its
+    columns), one row an object; an array of one object, its ``key: value`` lines; an array of
+    plain values, one line each. Nested values are written as compact JSON. Any other text is
+    returned as it is.
+
+    Args:
+        observation: The observation text.
+
+    Returns:
+        The same facts, one per line, with no JSON punctuation around them.
+    """
+    text = observation.strip()
+    if not text[:1] in ("[", "{"):
+        return observation
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return observation
+    if isinstance(data, list) and len(data) == 1 and isinstance(data[0], dict):
+        data = data[0]
+    if isinstance(data, dict):
+        return "\n".join(f"{key}: {_cell(value)}" for key, value in data.items()) if data else observation
+    if not isinstance(data, list) or not data:
+        return observation
+    if all(isinstance(item, dict) for item in data):
+        keys = list(dict.fromkeys(key for item in data for key in item))
+        if len(keys) < 2:
+            return "\n".join(_cell(item.get(keys[0])) if keys else "" for item in data)
+        rows = ["| " + " | ".join(str(key) for key in keys) + " |", "|" + "---|" * len(keys)]
+        rows.extend("| " + " | ".join(_cell(item.get(key, "")).replace("|", "/") for key in keys) + " |" for item in data)
+        return "\n".join(rows)
+    return "\n".join(_cell(item) for item in data)
+
+
 def _observation_lines(observation: str, emitted: set[str]) -> list[str]:
     """One observation as answer lines: ``key: value`` lines as a list, runs of rows (``a | b
     | c`` lines of one width) as a table when the output names their columns
@@ -387,7 +432,7 @@ def _observation_lines(observation: str, emitted: set[str]) -> list[str]:
         rows.clear()
         ruled = None
 
-    for raw in observation.splitlines():
+    for raw in readable_observation(observation).splitlines():
         line = raw.strip()
         if not line or line in emitted:
             continue

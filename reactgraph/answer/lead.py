@@ -24,6 +24,7 @@ from typing import Any, Literal
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
+from reactgraph.answer.grounding import readable_observation
 from reactgraph.core.language import (
     QUESTION_WORDS, SCRIPT_LANGUAGES, STATE_FAMILIES, STATE_MEANINGS, VERDICT_WORDS, detect_language, phrase,
 )
@@ -186,7 +187,8 @@ class _Observation:
     def __init__(self, step: dict[str, Any], subjects: set[str]):
         text = str(step.get("observation") or "")
         self.empty = holds_no_data(text)
-        self.lines = [line.strip() for line in text.splitlines() if line.strip() and len(line.strip()) <= LEAD_LINE_CHARS]
+        self.lines = [line.strip() for line in readable_observation(text).splitlines()
+                      if line.strip() and len(line.strip()) <= LEAD_LINE_CHARS and not set(line.strip()) <= set("|-: ")]
         called_for = _compact(str(step.get("tool_args") or ""))
         self.about = not subjects or any(subject in called_for for subject in subjects)
         naming = [line for line in self.lines if any(subject in _compact(line) for subject in subjects)]

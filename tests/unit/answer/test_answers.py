@@ -532,3 +532,22 @@ async def test_short_lines_that_repeat_apart_or_hold_no_letter_are_kept():
 
     kept = [chunk async for chunk in until_repetition(line_by_line())]
     assert "".join(kept) == table
+
+
+def test_a_json_tool_result_reads_as_rows_and_key_value_lines_in_the_observation_answer():
+    """A tool that answers in JSON: an array of objects is a table headed by the objects' own
+    keys, one object its ``key: value`` lines; no JSON punctuation reaches the reader."""
+    from reactgraph.answer.grounding import observation_answer
+
+    orders = [{"order": "615932", "status": "processing", "total": "59.00 EUR"},
+              {"order": "615933", "status": "shipped", "total": "12.50 EUR"}]
+    steps = [{"tool_name": "orders_of", "tool_args": {"email": "wang.lei@example.cn"}, "observation": json.dumps(orders)}]
+    answer = observation_answer("wang.lei@example.cn の注文を見せてください。", steps)
+    assert answer.splitlines()[0] == "wang.lei@example.cnについて、ツールの結果は次のとおりです。"
+    assert "| order | status | total |" in answer and "| 615933 | shipped | 12.50 EUR |" in answer
+    assert '{"' not in answer and "[{" not in answer
+
+    steps[0]["observation"] = json.dumps(orders[:1])
+    answer = observation_answer("¿Qué pedidos tiene wang.lei@example.cn?", steps)
+    assert "- **status**: processing" in answer and "- **total**: 59.00 EUR" in answer
+    assert '{"' not in answer
