@@ -32,6 +32,7 @@ from reactgraph.protocol.prompts import LEAD_CHOICE_SYSTEM, LEAD_CHOICE_USER
 from reactgraph.protocol.structured import structured_llm_call
 from reactgraph.tools.ranking import tokenize
 from reactgraph.tools.runner import holds_no_data
+from reactgraph.tools.values import IDENTIFIER_KINDS, value_tokens, without_values
 
 logger = logging.getLogger(__name__)
 
@@ -127,11 +128,24 @@ def affirmed(question: str, facts: Sequence[str]) -> bool:
         if not asked:
             return True  # no word of the question can be looked for in the lines
         return any(asked & _meanings(_value(fact), ["exceeded", *STATE_MEANINGS]) for fact in facts)
-    asked = set(tokenize(re.sub(r"[A-Za-z]{1,6}-\d+(?:-\d+)*|\d+(?:\.\d+)?", " ", question), language))
+    asked = set(tokenize(without_values(question), language))
     return any(asked & set(tokenize(_value(fact), language)) for fact in facts)
 
 
-_IDENTIFIER = re.compile(r"(?<![A-Za-z0-9-])[A-Za-z]{1,6}-\d+(?:-\d+)*(?![A-Za-z0-9-])")
+_RECORD_KINDS = frozenset(IDENTIFIER_KINDS) & {"id", "email", "uuid", "uri"}
+
+
+def _identifiers(text: str) -> list[str]:
+    """The values of ``text`` that name one record (an id of letters and digits, an e-mail
+    address, a UUID, a URI: :func:`~reactgraph.tools.values.value_tokens`), as written."""
+    return [text[token.start:token.end] for token in value_tokens(text) if token.kind in _RECORD_KINDS]
+
+
+def _is_identifier(value: str) -> bool:
+    """Whether ``value`` is one whole record name (:func:`_identifiers`)."""
+    return _identifiers(value.strip()) == [value.strip()] if value.strip() else False
+
+
 _UNSPACED_WORD = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7a3]")
 _UNIT = r"%|°\s?[CF]|[A-Za-zµ]+\d?(?:/[A-Za-z]+\d?)?"
 _FIGURE = re.compile(rf"(?<![\w.\-:])[-+]?(\d+(?:\.\d+)?)\s?({_UNIT})(?![\w])")
@@ -193,7 +207,7 @@ class _Observation:
         self.about = not subjects or any(subject in called_for for subject in subjects)
         naming = [line for line in self.lines if any(subject in _compact(line) for subject in subjects)]
         # a call made for the subject: its lines, but not those about another thing it was made for
-        self.subject_lines = [line for line in self.lines if line in naming or not _IDENTIFIER.search(line)] \
+        self.subject_lines = [line for line in self.lines if line in naming or not _identifiers(line)] \
             if self.about and naming else self.lines if self.about else naming
         self.says_none = self.empty or bool(self.lines) and _none_first(self.lines[0])
 
@@ -355,7 +369,7 @@ def decided_verdict(question: str, steps: Iterable[dict[str, Any]]) -> tuple[str
         ``(verdict, facts)``: ``"yes"`` or ``"no"`` and the deciding lines (at most
         :data:`LEAD_FACTS`, as the tools wrote them); ``None`` when no rule decides.
     """
-    subjects = {_compact(match) for match in _IDENTIFIER.findall(question)}
+    subjects = {_compact(match) for match in _identifiers(question)}
     observations = [_Observation(step, subjects) for step in steps if not step.get("error")]
     if not observations:
         return None
@@ -376,7 +390,7 @@ def decided_verdict(question: str, steps: Iterable[dict[str, Any]]) -> tuple[str
     if not direction and _said(question, "presence"):
         words = set(tokenize(question, detect_language(question)))
         keyed = [(len(words & set(tokenize(key))), line, value) for line in subject_lines
-                 for key, value in _cells(line) if key and value and not _IDENTIFIER.fullmatch(value)]
+                 for key, value in _cells(line) if key and value and not _is_identifier(value)]
         if keyed and max(keyed)[0]:  # the value whose key shares the most words with the question
             _, line, value = max(keyed, key=lambda found: found[0])
             return ("no" if _said(_opening(value, 2), "none") else "yes"), [line]
@@ -405,7 +419,7 @@ def decided_verdict(question: str, steps: Iterable[dict[str, Any]]) -> tuple[str
         for seen in observations:
             if seen.about or seen.subject_lines:
                 continue
-            listed = [line for line in seen.lines if _IDENTIFIER.search(line) and asked & _meanings(line, passed)]
+            listed = [line for line in seen.lines if _identifiers(line) and asked & _meanings(line, passed)]
             if listed:
                 return "no", [seen.lines[0]] if seen.lines[0] not in listed else [listed[0]]
     return None

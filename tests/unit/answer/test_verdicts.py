@@ -183,3 +183,19 @@ async def test_a_yes_over_lines_that_do_not_say_it_becomes_the_data_does_not_say
     done = [event async for event in agent.astream_events("P-2 압력이 최대치를 넘었어?")][-1].data
     assert done["answer"].splitlines()[0] == "데이터로는 알 수 없습니다."
     assert model.kinds == ["tool_loop", "synthesis"]
+
+
+LOANS = ("2 loan(s) overdue:\nAB/101 | ines.moreau@biblio.example.fr | OVERDUE by 12 day(s)\n"
+         "AB/103 | k.tanaka@biblio.example.jp | OVERDUE by 30 day(s)")
+
+
+@pytest.mark.parametrize("question, verdict, facts", [
+    ("Is loan AB/103 overdue?", "yes", [LOANS.splitlines()[2]]),
+    ("¿Está vencido el préstamo AB/104?", "no", [LOANS.splitlines()[0]]),
+    ("Is ines.moreau@biblio.example.fr overdue?", "yes", [LOANS.splitlines()[1]]),
+    ("k.tanaka@biblio.example.jp の貸出は期限切れですか？", "yes", [LOANS.splitlines()[2]]),
+])
+def test_a_list_decides_for_a_subject_of_any_id_shape(question, verdict, facts):
+    """The subject is whatever names one record (a code with a slash, an e-mail address), not
+    one id shape: the same list rule decides for it."""
+    assert decided_verdict(question, [step(LOANS)]) == (verdict, facts)
