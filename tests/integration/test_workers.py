@@ -71,7 +71,9 @@ def tool_calls(events: list[tuple[str, dict]]) -> list[str]:
 def start_serve(postgres_url: str, tmp_path, port: int, *options: str) -> subprocess.Popen:
     """``reactgraph serve --workers 2`` (and ``options``) on the scripted model; returns once
     both workers printed their page line (each does so just before it serves)."""
-    env = {**os.environ, "REACTGRAPH_HOME": str(tmp_path / "home"), "PYTHONPATH": str(REPO), "SCRIPTED_SHARED_SOCKET": "1"}
+    # the seed's two phases: the script's synthesis ("Status of …") is the answer
+    env = {**os.environ, "REACTGRAPH_HOME": str(tmp_path / "home"), "PYTHONPATH": str(REPO), "SCRIPTED_SHARED_SOCKET": "1",
+           "REACTGRAPH_SYNTHESIS": "always"}
     process = subprocess.Popen(
         [sys.executable, "-m", "tests.scripted_cli", json.dumps(SCRIPT), "serve", "--workers", "2", "--port", str(port),
          "--checkpoints", postgres_url, "--db", str(tmp_path / "plant.db"), *options],
