@@ -51,10 +51,11 @@ def selection(names: list[str]) -> AIMessage:
 def app_for(model: ScriptedChatModel, tools: list, *, abilities: ModelAbilities = NATIVE,
             settings: ServerSettings | None = None, **agent_kwargs: Any):
     """A server app for a :class:`ReActAgent` of ``model`` with the seed's two phases
-    (``synthesis="always"``, whatever the model's policy): the cases check the synthesis call's
-    events."""
+    (``synthesis="always"``) and its selection call over many tools (``tool_selection=True``),
+    whatever the model's policy: the cases check those calls' events."""
     agent_kwargs.setdefault("checkpointer", InMemorySaver())
-    agent = ReActAgent(model, tools, abilities=abilities, settings=AgentSettings(synthesis="always"), **agent_kwargs)
+    agent = ReActAgent(model, tools, abilities=abilities, settings=AgentSettings(synthesis="always", tool_selection=True),
+                       **agent_kwargs)
     return create_app(agent, settings or ServerSettings(api_key=""))
 
 

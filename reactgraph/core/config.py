@@ -107,8 +107,10 @@ class AgentSettings:
         system_prompt: Domain instructions put at the top of the loop's system prompt
             (for example the demo plant's assistant persona). ``None`` uses a generic one.
         tool_selection: Run the pre-loop tool selection when more than
-            ``tool_selection_threshold`` tools are registered (SPEC §5): ``True`` (the
-            default) with a selection call, ``False`` never, ``"auto"`` with a call only
+            ``tool_selection_threshold`` tools are registered (SPEC §5): ``None`` (the
+            default) is the model's policy's (strict ``True``, permissive ``"auto"``:
+            :data:`reactgraph.policy.safeguards.POLICY_DEFAULTS`); ``True`` with a
+            selection call, ``False`` never, ``"auto"`` with a call only
             where it pays (bench/calls.py, bench/answer_quality.py): for a model marked
             ``small``, which finds the data only among few tools; a model not marked small
             gets every tool, ranked, in native mode when their schemas fit a quarter of the
@@ -276,7 +278,7 @@ class AgentSettings:
     refuse_repeated_calls: bool = True
     refuse_unasked_ids: bool | None = None
     system_prompt: str | None = None
-    tool_selection: bool | str = True
+    tool_selection: bool | str | None = None
     tool_selection_threshold: int = TOOL_SELECTION_THRESHOLD
     tool_selection_max: int | None = None
     tool_selection_shortlist: int = 12
@@ -332,8 +334,8 @@ class AgentSettings:
             raise ValueError(f"json_action must be one of {', '.join(JSON_ACTIONS)}, got {self.json_action!r}")
         if self.optional_args is not None and self.optional_args not in OPTIONAL_ARGS:
             raise ValueError(f"optional_args must be one of {', '.join(OPTIONAL_ARGS)}, got {self.optional_args!r}")
-        if self.tool_selection not in (True, False, "auto"):
-            raise ValueError(f"tool_selection must be True, False or 'auto', got {self.tool_selection!r}")
+        if self.tool_selection not in (None, True, False, "auto"):
+            raise ValueError(f"tool_selection must be None (the policy decides), True, False or 'auto', got {self.tool_selection!r}")
         if self.synthesis is not None and self.synthesis not in SYNTHESIS_MODES:
             raise ValueError(f"synthesis must be one of {', '.join(SYNTHESIS_MODES)}, got {self.synthesis!r}")
         if self.grounding is not None and self.grounding not in GROUNDING_MODES:

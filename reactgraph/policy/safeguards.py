@@ -144,8 +144,8 @@ def policy_for(abilities: ModelAbilities | None) -> SafeguardPolicy:
 
 
 POLICY_DEFAULTS: MappingProxyType = MappingProxyType({
-    "strict": MappingProxyType({"synthesis": "always"}),
-    "permissive": MappingProxyType({"synthesis": "auto"}),
+    "strict": MappingProxyType({"synthesis": "always", "tool_selection": True}),
+    "permissive": MappingProxyType({"synthesis": "auto", "tool_selection": "auto"}),
 })
 """Policy name → the defaults of settings that are no safeguard but whose best value was
 measured per policy (``None`` in :class:`~reactgraph.AgentSettings` = the model's policy's):
@@ -155,7 +155,11 @@ measured per policy (``None`` in :class:`~reactgraph.AgentSettings` = the model'
   ``"auto"`` under :data:`PERMISSIVE`: the loop's own answer stands, so a question costs the
   calls ``create_agent``'s does (bench/calls.py), and on Qwen2.5-Coder-1.5B served as an
   endpoint its answers were as right as the synthesis call's with 3.6 model calls a question
-  instead of 5.0 (bench/README.md, ``answer_quality.py``)."""
+  instead of 5.0 (bench/README.md, ``answer_quality.py``).
+* ``tool_selection``: ``True`` under :data:`STRICT` (keeping one tool is what makes a small
+  model find the data); ``"auto"`` under :data:`PERMISSIVE`: on the same 1.5B endpoint the
+  selection call raised no right-tool rate (6 of 6 with and without it) and cost 2,249 against
+  1,319 prompt tokens a question (``bench/prompt_cache.py``)."""
 
 
 def policy_settings(abilities: ModelAbilities | None) -> dict[str, Any]:

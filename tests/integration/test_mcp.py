@@ -118,7 +118,7 @@ async def test_an_agent_turn_uses_both_servers_and_answers_after_one_dies(everyt
             ],
             synthesis="CNC-003: spindle temperature 71.5 C.",
         )
-        agent = ReActAgent(model, tools, abilities=ModelAbilities(tool_call=True), settings=AgentSettings(tool_selection_max=6))
+        agent = ReActAgent(model, tools, abilities=ModelAbilities(tool_call=True), settings=AgentSettings(tool_selection=True, tool_selection_max=6))
         result = await agent.run("Echo hello, read the spindle temperature of CNC-003, chart its trend, show the tiny image")
 
     # Tool selection ranked the tools of both servers together (one catalog, SPEC §5).

@@ -24,7 +24,7 @@ async def test_each_kind_of_call_gets_its_own_replies():
         synthesis="CNC-003 is ok.",
     )
     agent = ReActAgent(model, hub(13), abilities=ModelAbilities(tool_call=True),
-                       settings=AgentSettings(synthesis="always"))  # a synthesis call too
+                       settings=AgentSettings(synthesis="always", tool_selection=True))  # a synthesis call too
     events = [event async for event in agent.astream_events("CNC-003 connector 3?")]
     assert model.kinds == ["selection", "tool_loop", "tool_loop", "synthesis"]
     assert events[-1].data["answer"] == "CNC-003 is ok."

@@ -285,7 +285,7 @@ async def test_tool_selection_goes_on_with_the_next_model():
                                      for i in range(3)]]
     primary = ScriptedChatModel(by_kind={"selection": [Unavailable(503)]}, responses=["CNC-001 is normal."])
     backup = ScriptedChatModel(responses=['{"tools": ["get_status"]}'])
-    settings = AgentSettings(tool_selection_threshold=2)
+    settings = AgentSettings(tool_selection=True, tool_selection_threshold=2)
     agent = ReActAgent(primary, tools, abilities=NATIVE_TOOLS_ONLY, settings=settings,
                        fallbacks=[FallbackModel(backup, {"json_mode": True}, name="b")])
     events = await events_of(agent, "status of CNC-001")

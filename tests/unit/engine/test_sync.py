@@ -139,7 +139,8 @@ def test_tool_selection_and_compaction_run_sync():
                                                        "id": "s1", "type": "tool_call"}])
         return ScriptedChatModel(responses=[selection, "done"])
 
-    events, state, _ = both_modes(make_selecting, many, [HumanMessage("q")], abilities=NATIVE)
+    events, state, _ = both_modes(make_selecting, many, [HumanMessage("q")], abilities=NATIVE,
+                                  settings=AgentSettings(synthesis="always", tool_selection=True))
     assert state["selected_tools"] == ["tool_03"]
     assert ("phase", {"phase": "selecting_tools", "total_tools": 13}) in events
 

@@ -79,7 +79,7 @@ async def native_run() -> bytes:
     ], synthesis="**CNC-001** shows W-1105; CNC-003 could not be read.")
     summarizer = ScriptedChatModel(responses=["summary: CNC-001/2 logs show W-1105."], repeat_last=True)
     agent = ReActAgent(model, [read_log, broken, report, *fillers(12)], abilities=SMALL, compaction_llm=summarizer,
-                       checkpointer=InMemorySaver(), settings=AgentSettings(max_iterations=8, synthesis="always"))
+                       checkpointer=InMemorySaver(), settings=AgentSettings(max_iterations=8, synthesis="always", tool_selection=True))
     return await post(agent, "CNC-001, CNC-002, CNC-003 로그 확인해줘")
 
 

@@ -41,7 +41,7 @@ from langchain.agents import create_agent
 
 pytestmark = pytest.mark.filterwarnings("ignore:create_react_agent has been moved")
 
-TWO_PHASES = AgentSettings(synthesis="always")
+TWO_PHASES = AgentSettings(synthesis="always", tool_selection=True)  # the seed's two phases, the selection call too
 """The seed's two phases (a loop, then a synthesis call), whatever the model's policy: these
 tests check both phases' nodes, calls and messages."""
 

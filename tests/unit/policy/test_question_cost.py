@@ -70,7 +70,7 @@ async def test_a_small_model_still_gets_the_selection_call_under_auto():
 
 
 def test_tool_selection_takes_only_true_false_or_auto():
-    with pytest.raises(ValueError, match="tool_selection must be True, False or 'auto'"):
+    with pytest.raises(ValueError, match="tool_selection must be None \\(the policy decides\\), True, False or 'auto'"):
         AgentSettings(tool_selection="sometimes")
 
 
@@ -98,3 +98,15 @@ async def test_a_small_model_still_gets_the_tools_ranked_for_the_question():
                      settings=AgentSettings(require_tool_data=False, grounding="off", lexical_gate=False)).run(
         "Trains in Lyon?")
     assert bound_tools(model, 0)[0] == "find_trains"
+
+
+def test_the_selection_call_is_the_small_models_default_only():
+    """Selection only where it pays: the strict policy keeps the call, a model not marked small
+    gets ``"auto"``; a value the caller sets wins."""
+    from reactgraph.policy.safeguards import resolve_settings
+
+    assert AgentSettings().tool_selection is None
+    assert resolve_settings(AgentSettings(), ModelAbilities(small=True)).tool_selection is True
+    assert resolve_settings(AgentSettings(), ModelAbilities(tool_call=True)).tool_selection == "auto"
+    assert resolve_settings(AgentSettings(tool_selection=True), ModelAbilities()).tool_selection is True
+    assert resolve_settings(AgentSettings(tool_selection=False), ModelAbilities(small=True)).tool_selection is False

@@ -15,7 +15,8 @@ from reactgraph.policy.safeguards import resolve_settings
 from reactgraph.testing import ScriptedChatModel, tool_call
 from tests.helpers import NATIVE
 
-TWO_PHASES = AgentSettings(synthesis="always")
+TWO_PHASES = AgentSettings(synthesis="always", tool_selection=True)
+SELECTING = AgentSettings(tool_selection=True)  # the selection call, whatever the policy's default
 """The loop, then a synthesis call: the calls these tests count (whatever the model's policy)."""
 
 
@@ -75,7 +76,7 @@ async def test_thirteen_tools_make_one_selection_call_that_drives_the_loop():
 async def test_invalid_names_are_filtered_and_the_count_capped():
     names = ["nope", "tool_01", "tool_01", "tool_02", "tool_03", "tool_04", "tool_05", "tool_06", "tool_08", "bad"]
     model = ScriptedChatModel(responses=[selection(names), "done"])
-    await ReActAgent(model, make_tools(20), abilities=NATIVE).run("q")
+    await ReActAgent(model, make_tools(20), abilities=NATIVE, settings=SELECTING).run("q")
     bound = [t["function"]["name"] for t in model.call_kwargs[1]["tools"]]
     assert bound == ["tool_01", "tool_02", "tool_03", "tool_04", "tool_05", "tool_06"]
 
@@ -85,7 +86,7 @@ async def test_garbage_selection_keeps_every_tool_and_the_run_answers(abilities)
     garbage = ["no idea", "still no idea", "nothing", "nope", "zilch"]
     model = ScriptedChatModel(responses=[*garbage[: 5 if abilities.tool_call else 2],
                                          json.dumps({"type": "final_answer", "answer": "fine"}) if not abilities.tool_call else "fine"])
-    result = await ReActAgent(model, make_tools(14), abilities=abilities).run("q")
+    result = await ReActAgent(model, make_tools(14), abilities=abilities, settings=SELECTING).run("q")
     assert result.answer == "fine"
     if abilities.tool_call:
         assert len(model.call_kwargs[-1]["tools"]) == 14
@@ -95,7 +96,7 @@ async def test_garbage_selection_keeps_every_tool_and_the_run_answers(abilities)
 
 async def test_selection_naming_no_known_tool_keeps_every_tool():
     model = ScriptedChatModel(responses=[selection(["ghost"]), "fine"])
-    await ReActAgent(model, make_tools(13), abilities=NATIVE).run("q")
+    await ReActAgent(model, make_tools(13), abilities=NATIVE, settings=SELECTING).run("q")
     assert len(model.call_kwargs[-1]["tools"]) == 13
 
 
@@ -103,13 +104,13 @@ async def test_a_call_to_an_unselected_tool_is_an_unknown_tool_observation():
     model = ScriptedChatModel(responses=[selection(["tool_01", "tool_02"]),
                                          AIMessage(content="", tool_calls=[tool_call("tool_09", {"machine_id": "M"}, "c1")]),
                                          "ok"])
-    result = await ReActAgent(model, make_tools(13), abilities=NATIVE).run("q")
+    result = await ReActAgent(model, make_tools(13), abilities=NATIVE, settings=SELECTING).run("q")
     assert result.steps[0].error == "unknown tool 'tool_09'. Available tools: tool_01, tool_02"
 
 
 async def test_settings_override_threshold_and_switch():
     model = ScriptedChatModel(responses=[selection(["tool_00"]), "ok"])
-    await ReActAgent(model, make_tools(3), abilities=NATIVE, settings=AgentSettings(tool_selection_threshold=2)).run("q")
+    await ReActAgent(model, make_tools(3), abilities=NATIVE, settings=AgentSettings(tool_selection=True, tool_selection_threshold=2)).run("q")
     assert [t["function"]["name"] for t in model.call_kwargs[1]["tools"]] == ["tool_00"]
     off = ScriptedChatModel(responses=["ok"])
     await ReActAgent(off, make_tools(30), abilities=NATIVE, settings=AgentSettings(tool_selection=False)).run("q")
@@ -190,7 +191,7 @@ async def test_a_selection_settled_by_a_clear_lexical_winner_makes_no_call():
     assert "phase" not in [e.channel for e in events] and model.kinds[0] == "tool_loop"
     assert [t["function"]["name"] for t in model.call_kwargs[0]["tools"]] == ["equipment_status"]
     tied = ScriptedChatModel(responses=[selection(["tool_03"]), "answer"])
-    await ReActAgent(tied, make_tools(13), abilities=NATIVE, settings=AgentSettings(tool_selection_max=1)).run(
+    await ReActAgent(tied, make_tools(13), abilities=NATIVE, settings=AgentSettings(tool_selection=True, tool_selection_max=1)).run(
         "read connector data for machine M1")
     assert tied.kinds[0] == "selection"
     assert settled_without_model([("a", 2.0), ("b", 1.0)], 1) == ["a"]

@@ -116,7 +116,7 @@ async def test_a_capable_model_keeps_its_selection_of_several_tools():
                                          call("order_status", {"order_id": "ORD-7"}), json.dumps(
         {"type": "final_answer", "reasoning": "", "answer": "ORD-7 is shipped."})])
     agent = ReActAgent(model, warehouse_tools(), abilities=ModelAbilities(json_mode=True),
-                       settings=AgentSettings(tool_selection_max=6))
+                       settings=AgentSettings(tool_selection=True, tool_selection_max=6))
     result = await agent.run("What is the state of order ORD-7, and how much stock is on hand for SKU-12?")
     assert result.finish_reason == "final_answer"  # no part forced on a model that chose otherwise
     assert model.kinds[0] == "selection" and [step.tool_name for step in result.steps] == ["order_status"]

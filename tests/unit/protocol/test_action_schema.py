@@ -217,7 +217,7 @@ def test_a_synchronous_run_sends_the_action_schema_too(tools):
 
 
 async def test_the_schema_follows_tool_selection(tools):
-    settings = AgentSettings(tool_selection_threshold=2, tool_selection_max=2)
+    settings = AgentSettings(tool_selection=True, tool_selection_threshold=2, tool_selection_max=2)
     selection = json.dumps({"tools": ["get_status", "broken"]})
     model = ScriptedChatModel(responses=[selection, final("ok")])
     await ReActAgent(model, tools, abilities=LLAMA, settings=settings).run("q")
