@@ -13,7 +13,7 @@ QUICK = {"by_message": {"tool": "get_equipment_status", "arg": "equipment_id"}}
 
 def test_ctrl_c_says_how_to_resume_and_resume_finishes_the_run(tmp_path):
     terminal = Terminal(tmp_path, "run", "CNC-003 상태", "--thread", "cli-c", script=SLOW)
-    terminal.expect("selecting tools")  # the model is asked (and sleeps): the run is under way
+    terminal.expect("thinking (iteration 1)")  # the model is asked (and sleeps): the run is under way
     terminal.process.send_signal(signal.SIGINT)  # what Ctrl-C on the terminal sends
     assert terminal.finish() == 130, terminal.output
     assert ("reactgraph: interrupted; the thread is kept: reactgraph resume cli-c finishes this run, "
