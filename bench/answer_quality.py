@@ -830,24 +830,24 @@ async def run_reactgraph(agent: Any, row: str, question: str) -> RunRecord:
     done: dict[str, Any] = {}
     error = None
     stalls = resets = 0
+
+    def record(key: str, data: dict[str, Any], started: bool) -> None:
+        """A tool call's start (its name and arguments) or its end (observation or error)."""
+        if started:
+            calls[key] = Call(str(data.get("tool_name") or ""), data.get("tool_args"))
+        elif key in calls:
+            calls[key].observation = "" if data.get("error") else str(data.get("observation") or "")
+            calls[key].error = data.get("error")
+
     began = time.perf_counter()
     try:
         async for event in agent.astream_events(question, thread_id=uuid.uuid4().hex):
             data = event.data
             if event.channel == "dag_step" and data.get("status") in ("tool_started", "tool"):
-                key = f"{data.get('step_id')}:{data.get('tool_call_id')}"  # a step loop's ids are its own
-                if data.get("status") == "tool_started":
-                    calls[key] = Call(str(data.get("tool_name") or ""), data.get("tool_args"))
-                elif key in calls:
-                    calls[key].observation = "" if data.get("error") else str(data.get("observation") or "")
-                    calls[key].error = data.get("error")
+                # a step loop's ids are its own
+                record(f"{data.get('step_id')}:{data.get('tool_call_id')}", data, data.get("status") == "tool_started")
             elif event.channel == "step" and data.get("type") == "iteration":
-                key = str(data.get("tool_call_id"))
-                if data.get("status") == "start":
-                    calls[key] = Call(str(data.get("tool_name") or ""), data.get("tool_args"))
-                elif key in calls:
-                    calls[key].observation = "" if data.get("error") else str(data.get("observation") or "")
-                    calls[key].error = data.get("error")
+                record(str(data.get("tool_call_id")), data, data.get("status") == "start")
             elif event.channel == "answer" and data.get("status") == "delta":
                 deltas.append(str(data.get("content") or ""))
             elif event.channel == "answer" and data.get("status") == "reset":  # withdrawn: clients drop it

@@ -188,6 +188,12 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
+NO_THREAD: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorBody, "description": "The checkpointer has no such thread (or it is another principal's)."},
+}
+"""The 404 of a route that reads one thread (documented once for every such route)."""
+
+
 MESSAGE_ERRORS: dict[int | str, dict[str, Any]] = {
     **ERRORS,
     413: {"model": ErrorBody, "description": "The message or the body is larger than the server's limit."},

@@ -9,6 +9,7 @@ from sse_starlette import EventSourceResponse
 from reactgraph.server.runs import (
     Caller,
     ERRORS,
+    NO_THREAD,
     ErrorBody,
     checked_decisions,
     owned_thread,
@@ -25,8 +26,7 @@ router = APIRouter()
     response_class=EventSourceResponse,
     responses={
         **SSE_RESPONSE,
-        404: {"model": ErrorBody, "description": "The checkpointer has no such thread (or it is another "
-                                                 "principal's)."},
+        **NO_THREAD,
         409: {"model": ErrorBody, "description": "The thread waits on no decision, or a run is going on it."},
         **ERRORS,
     },

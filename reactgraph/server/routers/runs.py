@@ -14,6 +14,7 @@ from reactgraph.server.runs import (
     CANCEL_WAIT_SECONDS,
     Caller,
     ERRORS,
+    NO_THREAD,
     ErrorBody,
     MESSAGE_ERRORS,
     checked_text,
@@ -94,8 +95,7 @@ async def inject(thread_id: ThreadId, body: MessageRequest, principal: Caller, r
     response_class=EventSourceResponse,
     responses={
         **SSE_RESPONSE,
-        404: {"model": ErrorBody, "description": "The checkpointer has no such thread (or it is another "
-                                                 "principal's)."},
+        **NO_THREAD,
         409: {"model": ErrorBody, "description": "A run is going on this thread, or its last run finished."},
         **ERRORS,
     },

@@ -13,7 +13,7 @@ from reactgraph.agents import outcome
 from reactgraph.core.errors import ThreadBusyError
 from reactgraph.engine.pinning import is_pinned, pinned_ids
 from reactgraph.protocol.actions import message_text
-from reactgraph.server.runs import Caller, ERRORS, ErrorBody, owned_thread, thread_agent, thread_snapshot
+from reactgraph.server.runs import NO_THREAD, Caller, ERRORS, ErrorBody, owned_thread, thread_agent, thread_snapshot
 from reactgraph.server.schemas import Deleted, ThreadId, ThreadList, ThreadMessage, ThreadResult, ThreadState, ThreadSummary
 from reactgraph.tools.approval import pending_calls
 
@@ -66,8 +66,7 @@ def _result_view(values: dict[str, Any]) -> ThreadResult | None:
 
 @router.get(
     "/threads/{thread_id}",
-    responses={404: {"model": ErrorBody, "description": "The checkpointer has no such thread (or it is another "
-                                                        "principal's)."}, **ERRORS},
+    responses={**NO_THREAD, **ERRORS},
     summary="A thread's messages and last result",
 )
 async def get_thread(thread_id: ThreadId, principal: Caller, request: Request) -> ThreadState:
