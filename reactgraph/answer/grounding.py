@@ -84,7 +84,10 @@ def _with_id_parts(values: Iterable[str]) -> set[str]:
 
 def _in_evidence(token: Token, evidence: set[str]) -> bool:
     """Whether a value of the answer is in the evidence: one of its readings is, or it is a
-    date without a year (``3月5日``) whose month and day an evidence date has."""
+    date without a year (``3月5日``) whose month and day an evidence date has. A time of day
+    counts by its clock reading alone (``10:45`` is not grounded by a ``10`` in the trace)."""
+    if token.kind == "time":
+        return any(reading in evidence for reading in token.readings if ":" in reading)
     if any(reading in evidence for reading in token.readings):
         return True
     return token.value.startswith("--") and any(item.endswith(token.value[1:]) and item[:4].isdigit()

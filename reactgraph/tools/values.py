@@ -51,7 +51,7 @@ from reactgraph.tools.notation import (  # noqa: F401 (re-exported)
 
 Kind = str
 """What made a :class:`Found` a value: ``enum``, ``date``, ``email``, ``uuid``, ``uri``,
-``pattern``, ``example``, ``quoted`` (a quoted name), ``id`` or ``number`` (generic shapes)."""
+``pattern``, ``example``, ``quoted`` (a quoted name), ``id``, ``time`` or ``number`` (generic shapes)."""
 
 IDENTIFIER_KINDS = frozenset({"email", "uuid", "uri", "pattern", "example", "id"})
 """Kinds whose values name one record (who, which ticket, which item): a call passing one that
@@ -66,6 +66,9 @@ _URI = r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{0,15}://[^\s<>\"'`)\]]+"
 # letters and digits joined by separators, with a digit somewhere: PO-103, AB/100, PO#77, INV_2024-001
 _ID = r"[A-Za-z][A-Za-z0-9]{0,23}(?:[-/#_.][A-Za-z0-9]{1,24}){1,8}"
 _NUMBER = r"\d+(?:[.,]\d+)*"
+# a time of day, 24-hour: 9:05, 10:15, 23:59:30 (the hour and minute are also read as numbers)
+_TIME = r"(?<![\d:.,])(?:[01]?\d|2[0-3]):[0-5]\d(?::[0-5]\d)?(?![\d:])"
+_DATE_TIME = re.compile(r"[T ]((?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d)?)")
 
 EMAIL = re.compile(rf"(?<![\w.%+\-]){_EMAIL}(?![\w\-])")
 """An e-mail address."""
@@ -82,8 +85,9 @@ class Token:
     Attributes:
         value: Its normal form: an id upper-cased, an e-mail address or UUID lower-cased, a
             date in ISO form, a number's likeliest reading.
-        kind: ``date``, ``email``, ``uuid``, ``uri``, ``id`` or ``number``.
-        readings: Every normal form it may stand for (a number's other readings).
+        kind: ``date``, ``time``, ``email``, ``uuid``, ``uri``, ``id`` or ``number``.
+        readings: Every normal form it may stand for (a number's other readings; a time's
+            ``HH:MM``, hour and minute; a date-time's date and ``HH:MM`` time).
         start: Where it starts in the text.
         end: Where it ends.
     """
@@ -96,23 +100,42 @@ class Token:
 
 
 _GENERIC = re.compile(
-    rf"(?P<email>{EMAIL.pattern})|(?P<uuid>{UUID.pattern})|(?P<uri>{_URI})"
+    rf"(?P<email>{EMAIL.pattern})|(?P<uuid>{UUID.pattern})|(?P<uri>{_URI})|(?P<time>{_TIME})"
     rf"|(?P<id>(?<![A-Za-z0-9_.]){_ID}(?![A-Za-z0-9_]))|(?P<number>(?<![A-Za-z0-9_.,]){_NUMBER})(?![0-9])"
 )
 
 
+def _time_token(written: str, start: int) -> Token:
+    """A time of day as a :class:`Token`: its normal form ``HH:MM`` (``HH:MM:SS`` when the
+    seconds are not zero), also read as ``HH:MM`` and as its hour and minute numbers
+    (``hour=10`` passes the ``10`` of "at 10:15")."""
+    hour, minute, *second = (int(part) for part in written.split(":"))
+    clock = f"{hour:02d}:{minute:02d}"
+    value = clock + (f":{second[0]:02d}" if second and second[0] else "")
+    readings = tuple(dict.fromkeys((value, clock, str(hour), str(minute))))
+    return Token(value, "time", readings, start, start + len(written))
+
+
 def value_tokens(text: str) -> list[Token]:
     """The values of ``text`` whatever the tools' schemas (module docstring): e-mail
-    addresses, UUIDs, URIs, dates (:func:`find_dates`), ids (letters and digits joined by a
-    separator, with at least one digit: ``PO-103``, ``AB/100``) and numbers
-    (:func:`number_readings`), each one whole value, in text order."""
+    addresses, UUIDs, URIs, dates (:func:`find_dates`), times of day (``10:15``, also the time
+    of an ISO date-time), ids (letters and digits joined by a separator, with at least one
+    digit: ``PO-103``, ``AB/100``) and numbers (:func:`number_readings`), each one whole
+    value, in text order."""
     dates = find_dates(text)
-    tokens = [Token(iso, "date", (iso,), start, end) for start, end, iso in dates]
+    tokens = []
+    for start, end, iso in dates:  # a date-time's time is one more reading of it
+        clock = _DATE_TIME.search(text, start, end)
+        tokens.append(Token(iso, "date", (iso, clock.group(1)[:5]) if clock else (iso,),
+                            start, end))
     for match in _GENERIC.finditer(text):
         if any(start < match.end() and match.start() < end for start, end, _ in dates):
             continue
         kind = match.lastgroup or "number"
         written = match.group(0)
+        if kind == "time":
+            tokens.append(_time_token(written, match.start()))
+            continue
         if kind == "id":
             if not any(char.isdigit() for char in written):
                 continue

@@ -23,7 +23,9 @@ from reactgraph.nodes.llm_call import covered
 from reactgraph.tools.ranking import ToolRanker, stem
 from reactgraph.testing import ScriptedChatModel, tool_call
 from reactgraph.tools.runner import holds_no_data
-from reactgraph.tools.values import ValueReader, description_examples, echoes_schema, find_dates, number_readings, value_tokens
+from reactgraph.tools.values import (
+    ValueReader, description_examples, echoes_schema, find_dates, number_readings, value_tokens, written_in,
+)
 from tests.helpers import NATIVE, SMALL_NATIVE
 
 STRICT = SMALL_NATIVE  # the strict safeguards
@@ -366,3 +368,23 @@ async def test_a_value_refused_once_is_refused_again():
     agent, _ = _agent([invented, again, "done"], answer_when_covered=False, refuse_repeated_calls=False)
     result = await agent.run("注文番号104233の状況は?")
     assert [bool(step.error) and "was not written" in step.error for step in result.steps] == [True, True]
+
+
+def test_a_time_of_day_is_one_value_grounded_by_its_clock_reading_alone():
+    tokens = value_tokens("Der Zug fährt um 9:05 ab, 2026-12-06T10:15:00 gemeldet, Stand 12:30:45")
+    assert [(token.kind, token.value) for token in tokens] == [
+        ("time", "09:05"), ("date", "2026-12-06"), ("time", "12:30:45")]
+    steps = [{"tool": "departures", "args": {"station": "Köln"},
+              "observation": json.dumps({"reported": "2026-12-06T10:15:00", "platform": 7, "checked": "12:30:45"})}]
+    assert check_grounding("Gemeldet um 10:15, geprüft 12:30, Gleis 7.", steps, "Wann?").ungrounded == []
+    # a time the trace does not hold is not grounded by a 10 or a 45 standing alone in it
+    assert check_grounding("Abfahrt 10:45.", steps + [{"tool": "x", "args": {"n": 45}, "observation": "10"}],
+                           "Wann?").ungrounded == ["10:45"]
+
+
+def test_an_hour_argument_is_written_by_the_time_the_question_gives():
+    reader = ValueReader({"set_alarm": {"type": "object", "properties": {
+        "hour": {"type": "integer"}, "minute": {"type": "integer"}}, "required": ["hour", "minute"]}})
+    written = reader.written("Réveille-moi à 7:30 demain")
+    assert {"7", "30", "07:30"} <= written
+    assert written_in(7, written) and written_in("07:30", written) and not written_in(8, written)
