@@ -363,6 +363,20 @@ proposes a cut after it (:func:`reactgraph.policy.parts.clauses`); the clause af
 stands as a part only when it asks about something."""
 
 
+LIST_JOINERS: tuple[str, ...] = (
+    "and", "as well as", "plus", "y", "e", "et", "und", "sowie", "и", "và", "dan",
+    "및", "と", "および", "及び", "和", "及", "以及",
+)
+"""Words that join the last item of a list of values ("10, 20 and 30", "Madrid y Lima",
+"東京と大阪", "北京和上海"), in the table's languages
+(:mod:`reactgraph.policy.value_sets`): Latin and Cyrillic ones count only as whole words
+between spaces; the Korean, Japanese and Chinese ones wherever they are written. Korean joins
+list items by a word ending (:data:`LIST_SUFFIXES`)."""
+
+LIST_SUFFIXES: tuple[str, ...] = ("이랑", "랑", "하고", "과", "와")
+"""Endings by which a Korean word joins the next item of a list ("서울과 부산", "A랑 B")
+(:mod:`reactgraph.policy.value_sets`)."""
+
 
 BACK_REFERENCES: Mapping[str, tuple[str, ...]] = {
     "en": ("it", "its", "it's", "itself", "they", "them", "their", "that one", "the same one"),

@@ -42,7 +42,10 @@ Two more rules decide when the loop answers: with
 covers every value the question names (:func:`covered`) and every part of a question that
 asks several things has data (:func:`pending_parts`: until then each call offers the tool of
 the first part without data, with that part's own values, and requires a call:
-:func:`current_part`); and an answer given before any
+:func:`current_part`), and every value a question lists for one argument of a tool that ran
+("in Boston and in San Francisco") was passed by some call of it (:func:`next_value_set`:
+until then each call offers that tool, requires a call and is asked for the question
+rewritten for the next value); and an answer given before any
 tool ran this turn to a question that names a value a tool takes, or one that states figures
 or ids to a question about what the tools hold, is not accepted: the model is asked once more
 with a tool call required (:func:`needs_tool_call`; native mode:
@@ -70,7 +73,7 @@ from reactgraph.protocol.jsonparse import extract_json, safe_json
 from reactgraph.core.language import phrase, turn_language
 from reactgraph.answer.loop_answer import LoopAnswer, json_text, loop_writes_answer, native_text, settle, stream_loop_call
 from reactgraph.protocol.prompts import (
-    ANSWER_REQUEST, FINAL_ONLY_REQUEST, REFORMAT_REQUEST, TOOL_ARGS_REQUEST, TOOL_REQUIRED_REQUEST,
+    ANSWER_REQUEST, FINAL_ONLY_REQUEST, REFORMAT_REQUEST, TOOL_ARGS_REQUEST, TOOL_REQUIRED_REQUEST, VALUE_SET_REQUEST,
 )
 from reactgraph.providers.content_calls import recover_content_tool_calls
 from reactgraph.providers.reasoning import REASONING_KEY, separate_reasoning
@@ -83,6 +86,7 @@ from reactgraph.nodes.stall import (  # noqa: F401 (detect_stall re-exported: it
     StepOutcomes, brought_observation, detect_stall, stall_check, step_outcomes_fold,
 )
 from reactgraph.policy.parts import names_record
+from reactgraph.policy.value_sets import next_request
 from reactgraph.nodes.call_checks import (
     action_from_content_call, mark_repeats, mark_schema_echoes, mark_unasked, new_call_id, normalize_tool_calls,
 )
@@ -168,6 +172,31 @@ def current_part(state: AgentState) -> tuple[str, tuple[str, ...]] | None:
     return pending[0], tuple(values[index]) if index < len(values) else ()
 
 
+def next_value_set(engine: Engine, state: AgentState) -> tuple[str, str] | None:
+    """The next call a question that lists several values for one tool's argument needs
+    (:mod:`reactgraph.policy.value_sets`: "the weather in Boston and in San Francisco", "for
+    10, 20 and 30 years"): ``(tool name, the question rewritten for the first value no call
+    passed)``, read from the turn's successful calls with data. ``None`` when
+    ``AgentSettings.answer_when_covered`` is off, the question was cut into parts of
+    different tools (``part_tools``), no call ran yet, or every listed value was passed."""
+    if not engine.settings.answer_when_covered or state.get("part_tools"):
+        return None
+    calls = [(str(step.get("tool_name") or ""), step.get("tool_args"))
+             for step in state.get("steps", []) if not step.get("error") and not holds_no_data(step.get("observation"))]
+    if not calls:
+        return None
+    found = next_request(state.get("query", ""), calls)
+    return found if found is not None and found[0] in engine.tools else None
+
+
+def value_set_request(engine: Engine, state: AgentState) -> HumanMessage | None:
+    """The request that goes with a loop call for the next value set (:func:`next_value_set`):
+    the question rewritten for that value, so that a model that writes the first value it
+    reads writes the one still missing; ``None`` when no such call is due."""
+    found = next_value_set(engine, state)
+    return None if found is None else HumanMessage(VALUE_SET_REQUEST.format(tool_name=found[0], request=found[1]))
+
+
 def part_seen(state: AgentState, seen: tuple[str, ...] | None) -> tuple[str, ...] | None:
     """The ids besides its own values a loop call may pass (``seen``, from
     :meth:`~reactgraph.engine.query_values.QueryValues.seen_ids`): none when the call answers a
@@ -199,6 +228,10 @@ def offered_tools(engine: Engine, state: AgentState, stalled: bool) -> tuple[lis
       none, the question's values its tool cannot go without: :func:`required_values`, so no
       other part's value fills an optional filter): every part of the question gets its own
       data, each call the values of its own part;
+    * for a question that lists several values for one argument of a tool that ran, while
+      one of them was not passed (:func:`next_value_set`), that tool, a call required, with
+      the values of the question rewritten for it (the call also gets
+      :func:`value_set_request`);
     * else the turn's selected tools (every tool once some tool ran when the question's
       values chose them, ``chosen_by_values``), a call required when the model was asked
       for one (``tool_required``) and none ran yet, with the question's values.
@@ -211,6 +244,10 @@ def offered_tools(engine: Engine, state: AgentState, stalled: bool) -> tuple[lis
     if part is not None:
         name, values = part
         return engine.tools_for([name], query), True, values or required_values(engine, name, named)
+    value_set = next_value_set(engine, state)
+    if value_set is not None:
+        name, request = value_set
+        return engine.tools_for([name], query), True, engine.named_values(request)
     return (engine.tools_for(selection_in_force(state), query),
             bool(state.get("tool_required")) and not state.get("steps"), named)
 
@@ -233,7 +270,7 @@ def _shortcut(engine: Engine, state: AgentState, config: RunnableConfig, iterati
         return engine.answers_question(step, query, state["messages"], thread_of(config), steps)
 
     if engine.settings.answer_when_covered and fresh and not pending_parts(state) and covered(
-            steps, engine.named_values(query), engine.tool_values, answers):
+            steps, engine.named_values(query), engine.tool_values, answers) and next_value_set(engine, state) is None:
         return {**_final_update(engine, state, "", "covered"), "pending_tool_calls": []}
     if engine.synthesizes(config) and stall_check(engine, state, iteration, fold, thread_of(config)):
         return {**_final_update(engine, state, "", "stalled"), "pending_tool_calls": []}
@@ -298,6 +335,8 @@ class LLMCallNative:
         messages = await self.engine.loop_input(state, config)
         if stalled:
             messages.append(HumanMessage(FINAL_ONLY_REQUEST))
+        elif forced and (request := value_set_request(self.engine, state)) is not None:
+            messages.append(request)
         thread = thread_of(config)
         seen = part_seen(state, self.engine.seen_ids(query, state["messages"], thread))
         model = self.engine.native_model(tools, named, final_only=bool(stalled), seen=seen, tool_required=forced)
@@ -453,6 +492,8 @@ class LLMCallJSON:
         )
         if stalled:
             messages.append(HumanMessage(FINAL_ONLY_REQUEST))
+        elif forced and (request := value_set_request(self.engine, state)) is not None:
+            messages.append(request)
         action_format = None if state.get("schema_rejected") else self.engine.action_format(tools, named, seen,
                                                                                            tools_only=forced)
         rejected = False

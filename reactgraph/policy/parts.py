@@ -25,7 +25,9 @@ parts that ask different things, without knowing the domain or needing the langu
 Which tool answers each part is chosen by :mod:`reactgraph.nodes.select_tools`, ranked on the
 part's own words and values; the loop calls each part's tool with that part's values
 (:func:`reactgraph.nodes.llm_call.current_part`) and counts the question covered only when
-every part's tool brought data (:func:`reactgraph.nodes.llm_call.pending_parts`).
+every part's tool brought data (:func:`reactgraph.nodes.llm_call.pending_parts`). Several
+values a part lists for one argument of its tool ("the weather in Boston and in San
+Francisco") are no parts: :mod:`reactgraph.policy.value_sets` gives each its call.
 """
 
 from __future__ import annotations

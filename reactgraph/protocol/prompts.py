@@ -92,6 +92,12 @@ SCHEMA_ECHO_ERROR = (
 (``{"type": "object", "properties": …}``, :func:`reactgraph.tools.echoes.echoes_schema`): the model
 can act on it instead of repeating the echo until the loop stalls."""
 
+VALUE_SET_REQUEST = "Call {tool_name} again, now for this request: {request}"
+"""Sent with a loop call for the next of several values a question lists for one argument of
+a tool ("the weather in Boston and in San Francisco"): the question rewritten for the value no
+call passed yet (:func:`reactgraph.nodes.llm_call.value_set_request`); the call must be a tool
+call."""
+
 TOOL_ARGS_REQUEST = "Write the arguments of {tool_name} for the user's request as a JSON object."
 """Tool-first mode's second call, after the model chose a tool (SPEC R13.1)."""
 
