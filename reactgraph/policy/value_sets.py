@@ -27,6 +27,11 @@ knowing the domain or the language, and without guessing values nobody passed:
    not covered, and the loop's next call offers that tool, a call required, with the
    question rewritten without the items passed ("What's the weather in San Francisco?"),
    so a model that writes the first value it reads writes one still missing.
+5. *Sets of numbers in prose* (:func:`pending_numbers`): "In 10 shots, what is the chance of
+   exactly 7? In 15 shots, of exactly 10?" lists no values, but a call that took two or more
+   of the question's numbers (10 and 7) leaves as many further numbers (15 and 10) that no
+   call took, after them: a further set. The next call is asked for the sentences that hold
+   it.
 
 A call that passes every item at once (a list argument: "compare A and B" to a tool that
 takes an array, or two arguments that take one item each) leaves nothing to do: one call.
@@ -36,12 +41,14 @@ A question that names one value makes no list: one call.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from reactgraph.core.language import LIST_JOINERS, LIST_SUFFIXES
-from reactgraph.tools.values import argument_leaves, fold, normal_number, number_readings
+from reactgraph.tools.values import argument_leaves, fold, normal_number, number_readings, value_tokens
 
 EXTRA_ITEM_WORDS = 1
 """Words an item of a list may have beyond the anchor's ("Boston" and "San Francisco")."""
@@ -176,13 +183,26 @@ def _item_before(text: str, pos: int, number: bool, cap: int) -> tuple[ListItem,
 def _named_alike(anchor: ListItem, item: ListItem) -> bool:
     """Whether a text longer than an item may be is still cut to one: both it and the anchor
     start with a capital letter, as names do ("Persian Empire and Mauryan Empire with their
-    history"), or with a letter of a script without capitals (Korean, Japanese, Chinese); a longer
-    text that does not ("Paris and would like to find a hotel") is a request of its own."""
+    history"), or with a letter of a script without capitals (Korean, Japanese, Chinese), and
+    its first word is not a single letter ("Austin and I need a house"); a longer text that
+    does not ("Paris and would like to find a hotel") is a request of its own."""
     def named(text: str) -> bool:  # a capital letter, or a letter of a script without capitals
         first = text[:1]
         return first.isupper() or (first.isalpha() and first.lower() == first.upper())
 
-    return named(anchor.text) and named(item.text)
+    words = item.text.split()
+    return named(anchor.text) and named(item.text) and len(words[0].strip(",.;:'\"")) >= 2
+
+
+def _written_alike(anchor: ListItem, item: ListItem) -> bool:
+    """Whether ``item`` is written as ``anchor`` is: their first words start with a capital
+    letter in the same places ("Mountain View and has outdoor seating" is no list; "Boston
+    and San Francisco", "navy, purple and maroon" are). Words of a script without capitals
+    agree with any."""
+    def capitals(text: str) -> list[bool | None]:
+        return [word[0].isupper() if word[0].lower() != word[0].upper() else None for word in text.split()]
+
+    return all(a is None or b is None or a == b for a, b in zip(capitals(anchor.text), capitals(item.text)))
 
 
 def _trailing_name(text: str, item: ListItem) -> ListItem | None:
@@ -211,7 +231,7 @@ def _chain(text: str, anchor: ListItem, cap: int) -> list[ListItem] | None:
         if found is None:
             break
         item, cut = found
-        if cut and not _named_alike(anchor, item):
+        if (cut and not _named_alike(anchor, item)) or not _written_alike(anchor, item):
             break
         right.append(item)
         joined = _joins(separator)
@@ -228,8 +248,9 @@ def _chain(text: str, anchor: ListItem, cap: int) -> list[ListItem] | None:
         separator = _separator_before(text, word.start()) if word else None
         before = re.search(rf"(?<!\S){re.escape(repeated)}\s+(?=\S+(?:\s+\S+){{0,{cap - 1}}}$)",
                            text[: separator.start()]) if separator and word else None
-        if separator is not None and before is not None:
-            item = ListItem(before.end(), separator.start(), text[before.end():separator.start()])
+        item = ListItem(before.end(), separator.start(), text[before.end():separator.start()]) if (
+            separator is not None and before is not None) else None
+        if separator is not None and item is not None and _written_alike(anchor, item):
             left.append(item)
             joined = joined or _joins(separator)
             comma_joined = comma_joined or bool(separator.group("comma_joiner"))
@@ -245,6 +266,8 @@ def _chain(text: str, anchor: ListItem, cap: int) -> list[ListItem] | None:
             item = _trailing_name(text, item) if anchor.text[:1].isupper() else None
             if item is None:
                 break
+        if not number and not _written_alike(anchor, item):
+            break
         left.insert(0, item)
         joined = joined or _joins(separator)
         comma_joined = comma_joined or bool(separator.group("comma_joiner"))
@@ -379,10 +402,94 @@ def pending_items(question: str, calls: Sequence[tuple[str, Any]]) -> list[tuple
     return out
 
 
+_SENTENCE_END = re.compile(r"(?<=[.?!。？！;；])\s+|(?<=[。？！])")
+
+
+def _question_numbers(question: str) -> list[ListItem]:
+    """The numbers ``question`` writes (:func:`~reactgraph.tools.values.value_tokens`: not
+    those of an id or a date), each with its readings; a percentage also as a fraction
+    ("5%" is ``5`` or ``0.05``)."""
+    out = []
+    for token in value_tokens(question):
+        if token.kind != "number":
+            continue
+        readings = list(token.readings)
+        if question[token.end:token.end + 1] == "%":
+            readings += [normal_number(f"{float(reading) / 100:.10f}") for reading in token.readings]
+        out.append(ListItem(token.start, token.end, question[token.start:token.end], tuple(readings)))
+    return out
+
+
+def pending_numbers(question: str, calls: Sequence[tuple[str, Any]]) -> tuple[str, list[ListItem]] | None:
+    """A question that writes a further set of numbers for a tool that took a set of them
+    (step 5 of the module docstring): ``(tool name, the numbers of the next set)``, else ``None``.
+
+    Each call's numbers (a list argument's too) are matched to the question's, each to an
+    occurrence no earlier call took, the one nearest to the call's other numbers (a value
+    every set shares, "a 60% chance", is taken once), and the numbers written inside a text it
+    passed ("3x**2") too. A call that took two or more in one sentence took a set of that
+    many (the most it took in one sentence: another may hold a value every set shares) and
+    spans the text from its first number to its last. The numbers no call took, after the
+    start of the tool's first span and outside every span of its calls, are a further set
+    when there are at least as many of them as the fewest a call of the tool took in a set;
+    the set is the first that many. Numbers before the
+    first set (a version, an address) are the question's context, not a set."""
+    numbers = _question_numbers(question)
+    boundaries = [match.end() for match in _SENTENCE_END.finditer(question)]
+    taken: set[int] = set()
+    spans: dict[str, list[tuple[int, int]]] = {}
+    fewest: dict[str, int] = {}
+    for tool, args in calls:
+        used: list[int] = []  # the occurrences this call took first
+        values = [readings for value in _leaf_strings(args) if (readings := _number_of(value))]
+        # a value written once first, then one written more than once where nearest to those
+        matches = [[index for index, number in enumerate(numbers) if readings & set(number.readings)]
+                   for readings in values]
+        for matching in sorted(matches, key=lambda found: len([i for i in found if i not in taken])):
+            fresh = [index for index in matching if index not in taken]
+            if fresh:
+                chosen = min(fresh, key=lambda index: min((abs(numbers[index].start - numbers[other].start)
+                                                          for other in used), default=0))
+                taken.add(chosen)
+                used.append(chosen)
+        for value in _leaf_strings(args):  # numbers written inside a text it passed ("3x**2")
+            if isinstance(value, str) and not _number_of(value):
+                for token in value_tokens(value):
+                    fresh = [index for index, number in enumerate(numbers)
+                             if index not in taken and set(token.readings) & set(number.readings)]
+                    taken.update(fresh[:1])
+        # the set is where the call's numbers are densest: one sentence may hold a value every
+        # set shares ("a 60% chance"), another the set's own numbers
+        per_sentence = Counter(bisect_right(boundaries, numbers[index].start) for index in used)
+        size = max(per_sentence.values(), default=0)
+        if size >= 2:
+            spans.setdefault(tool, []).append((numbers[min(used)].start, numbers[max(used)].end))
+            fewest[tool] = min(fewest.get(tool, size), size)
+    for tool, tool_spans in spans.items():
+        first = min(start for start, _ in tool_spans)
+        left = [number for index, number in enumerate(numbers) if index not in taken and number.start >= first
+                and not any(start <= number.start < end for start, end in tool_spans)]
+        if len(left) >= fewest[tool]:
+            return tool, left[: fewest[tool]]
+    return None
+
+
+def _sentences_holding(question: str, items: Sequence[ListItem]) -> str:
+    """The sentences of ``question`` from the one holding the first of ``items`` to the one
+    holding the last."""
+    starts = [0, *(match.end() for match in _SENTENCE_END.finditer(question))]
+    begin = max(start for start in starts if start <= items[0].start)
+    ends = [match.start() for match in _SENTENCE_END.finditer(question) if match.start() >= items[-1].end]
+    end = ends[0] if ends else len(question)
+    return question[begin:end].strip()
+
+
 def next_request(question: str, calls: Sequence[tuple[str, Any]]) -> tuple[str, str] | None:
-    """The next call a question of several value sets needs (step 4 of the module docstring):
-    ``(tool name, the question without the items its calls passed)`` for the first list with
-    an item no call passed; ``None`` when every item of every list was passed.
+    """The next call a question of several value sets needs (steps 4 and 5 of the module
+    docstring): ``(tool name, the question without the items its calls passed)`` for the
+    first list with an item no call passed, else ``(tool name, the sentences that hold the
+    next set of numbers)`` (:func:`pending_numbers`); ``None`` when every item of every list
+    and every set of numbers was passed.
 
     A passed item goes with the separator after it ("~~Boston and in~~ San Francisco": the word
     repeated before the next item too); a passed last item with the separator before it and
@@ -390,7 +497,8 @@ def next_request(question: str, calls: Sequence[tuple[str, Any]]) -> tuple[str, 
     stays whole and the first item left is the first value the model reads."""
     pending = pending_items(question, calls)
     if not pending:
-        return None
+        numbers = pending_numbers(question, calls)
+        return None if numbers is None else (numbers[0], _sentences_holding(question, numbers[1]))
     value_list, left = pending[0]
     own = [args for tool, args in calls if tool == value_list.tool]
     cuts: list[tuple[int, int]] = []

@@ -69,6 +69,27 @@ def test_a_question_without_several_values_for_one_argument_needs_one_call(quest
     assert next_request(question, [("lookup", args)]) is None
 
 
+@pytest.mark.parametrize("question, calls, expected", [
+    # sets of numbers in prose: the sentences of the next set, a shared percentage taken once
+    ("A player scores 60% of shots. In 10 shots, what is the chance of exactly 7? In 15 shots, of exactly 9?",
+     [{"trials": 10, "successes": 7, "p": 0.6}], "In 15 shots, of exactly 9?"),
+    ("A player scores 60% of shots. In 10 shots, what is the chance of exactly 7? In 15 shots, of exactly 9?",
+     [{"trials": 10, "successes": 7, "p": 0.6}, {"trials": 15, "successes": 9, "p": 0.6}], None),
+    ("Distancia desde el punto (5, 7). Luego desde el punto (10, 15).", [{"x": 5, "y": 7}],
+     "Luego desde el punto (10, 15)."),
+    # a list argument takes a set at once
+    ("First set: 23, 45, 67. Second set: 12, 34, 56.", [{"numbers": [23, 45, 67]}], "Second set: 12, 34, 56."),
+    # numbers before the first set are its context (a version), and a number a text passed is taken
+    ("Version 6.3.1 at port 8080: node 12, pod 10.", [{"node": 12, "pod": 10}], None),
+    ("Integrate 3x^2 from 1 to 2.", [{"function": "3x**2", "a": 1, "b": 2}], None),
+    # one number each: no set
+    ("Area of a circle of radius 5 cm, to 2 decimals.", [{"radius": 5}], None),
+])
+def test_a_further_set_of_numbers_in_prose_gets_its_own_call(question, calls, expected):
+    found = next_request(question, [("calc", args) for args in calls])
+    assert (found[1] if found else None) == expected
+
+
 def test_lists_are_read_per_tool_and_only_calls_of_that_tool_pass_them():
     question = "Forecast for Lisbon and Oslo"
     lists = value_lists(question, [("forecast", {"city": "Lisbon"})])
