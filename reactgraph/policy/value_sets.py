@@ -31,7 +31,7 @@ knowing the domain or the language, and without guessing values nobody passed:
    exactly 7? In 15 shots, of exactly 10?" lists no values, but a call that took two or more
    of the question's numbers (10 and 7) leaves as many further numbers (15 and 10) that no
    call took, after them: a further set. The next call is asked for the sentences that hold
-   it.
+   it, without the sets taken before ("the pairs () and (81, 27)").
 
 A call that passes every item at once (a list argument: "compare A and B" to a tool that
 takes an array, or two arguments that take one item each) leaves nothing to do: one call.
@@ -420,9 +420,11 @@ def _question_numbers(question: str) -> list[ListItem]:
     return out
 
 
-def pending_numbers(question: str, calls: Sequence[tuple[str, Any]]) -> tuple[str, list[ListItem]] | None:
+def pending_numbers(question: str, calls: Sequence[tuple[str, Any]]
+                    ) -> tuple[str, list[ListItem], list[tuple[int, int]]] | None:
     """A question that writes a further set of numbers for a tool that took a set of them
-    (step 5 of the module docstring): ``(tool name, the numbers of the next set)``, else ``None``.
+    (step 5 of the module docstring): ``(tool name, the numbers of the next set, the spans
+    of the sets its calls took)``, else ``None``.
 
     Each call's numbers (a list argument's too) are matched to the question's, each to an
     occurrence no earlier call took, the one nearest to the call's other numbers (a value
@@ -470,18 +472,23 @@ def pending_numbers(question: str, calls: Sequence[tuple[str, Any]]) -> tuple[st
         left = [number for index, number in enumerate(numbers) if index not in taken and number.start >= first
                 and not any(start <= number.start < end for start, end in tool_spans)]
         if len(left) >= fewest[tool]:
-            return tool, left[: fewest[tool]]
+            return tool, left[: fewest[tool]], tool_spans
     return None
 
 
-def _sentences_holding(question: str, items: Sequence[ListItem]) -> str:
+def _sentences_holding(question: str, items: Sequence[ListItem], taken: Sequence[tuple[int, int]]) -> str:
     """The sentences of ``question`` from the one holding the first of ``items`` to the one
-    holding the last."""
+    holding the last, without the sets ``taken`` (spans) they hold: "(45, 60) and (81, 27)"
+    asks for "() and (81, 27)" once the first pair was passed."""
     starts = [0, *(match.end() for match in _SENTENCE_END.finditer(question))]
     begin = max(start for start in starts if start <= items[0].start)
     ends = [match.start() for match in _SENTENCE_END.finditer(question) if match.start() >= items[-1].end]
     end = ends[0] if ends else len(question)
-    return question[begin:end].strip()
+    text, last = "", begin
+    for start, stop in sorted(span for span in taken if begin <= span[0] and span[1] <= end):
+        text += question[last:max(last, start)]
+        last = max(last, stop)
+    return (text + question[last:end]).strip()
 
 
 def next_request(question: str, calls: Sequence[tuple[str, Any]]) -> tuple[str, str] | None:
@@ -498,7 +505,7 @@ def next_request(question: str, calls: Sequence[tuple[str, Any]]) -> tuple[str, 
     pending = pending_items(question, calls)
     if not pending:
         numbers = pending_numbers(question, calls)
-        return None if numbers is None else (numbers[0], _sentences_holding(question, numbers[1]))
+        return None if numbers is None else (numbers[0], _sentences_holding(question, numbers[1], numbers[2]))
     value_list, left = pending[0]
     own = [args for tool, args in calls if tool == value_list.tool]
     cuts: list[tuple[int, int]] = []

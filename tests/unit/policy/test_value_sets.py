@@ -77,6 +77,9 @@ def test_a_question_without_several_values_for_one_argument_needs_one_call(quest
      [{"trials": 10, "successes": 7, "p": 0.6}, {"trials": 15, "successes": 9, "p": 0.6}], None),
     ("Distancia desde el punto (5, 7). Luego desde el punto (10, 15).", [{"x": 5, "y": 7}],
      "Luego desde el punto (10, 15)."),
+    # a set taken from the same sentence is left out of the request
+    ("What is the greatest common divisor of the pairs (45, 60) and (81, 27)?", [{"a": 45, "b": 60}],
+     "What is the greatest common divisor of the pairs () and (81, 27)?"),
     # a list argument takes a set at once
     ("First set: 23, 45, 67. Second set: 12, 34, 56.", [{"numbers": [23, 45, 67]}], "Second set: 12, 34, 56."),
     # numbers before the first set are its context (a version), and a number a text passed is taken
