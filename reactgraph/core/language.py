@@ -196,7 +196,7 @@ QUESTION_WORDS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
     "ko": {"yes_no": (),
            "which": ("무엇", "뭐", "뭔", "무슨", "어떤", "어느", "어떻게", "어때", "왜", "언제", "어디", "누구", "몇", "얼마")},
     "ja": {"yes_no": (), "which": ("何", "どの", "どれ", "どこ", "いつ", "なぜ", "誰", "どう", "いくつ", "いくら")},
-    "zh": {"yes_no": (), "which": ("什么", "哪", "谁", "为什么", "怎么", "多少", "几")},
+    "zh": {"yes_no": (), "which": ("什么", "哪", "谁", "为什么", "怎么", "如何", "怎样", "多少", "几")},
 }
 """Question words per language (:func:`reactgraph.answer.lead.question_kind`): ``yes_no`` the words
 that open a yes/no question (its first word), ``which`` the question words of a which/what

@@ -139,6 +139,7 @@ async def test_a_capable_model_keeps_its_selection_of_several_tools():
     ("Welche Bestellungen sind spät?", "which"),
     ("ORD-7は出荷済みですか", "yes_no"),
     ("ORD-7 发货了吗？", "yes_no"),
+    ("订单 ORD-7 现在状态如何？", "which"),
 ])
 def test_the_kind_of_question_is_read_from_question_words(question, kind):
     assert question_kind(question) == kind
