@@ -89,11 +89,23 @@ def observation_lines(steps: Iterable[dict[str, Any]]) -> list[str]:
     for step in steps:
         if step.get("error"):
             continue
-        for raw in str(step.get("observation") or "").splitlines():
-            line = raw.strip()
-            if line and len(line) <= LEAD_LINE_CHARS and line not in lines:
+        for line in fact_lines(str(step.get("observation") or "")):
+            if len(line) <= LEAD_LINE_CHARS and line not in lines:
                 lines.append(line)
     return lines[:LEAD_LINES]
+
+
+def fact_lines(observation: str) -> list[str]:
+    """An observation's facts as lines a lead may state
+    (:func:`~reactgraph.answer.grounding.readable_observation`: JSON as ``key: value`` lines or
+    a table), a Markdown table's rows each as ``column: cell; column: cell`` (a header row or a
+    rule row states nothing by itself)."""
+    lines = [line.strip() for line in readable_observation(observation).splitlines() if line.strip()]
+    if len(lines) >= 3 and lines[0].startswith("|") and set(lines[1]) <= set("|-: "):
+        header = [cell.strip() for cell in lines[0].strip("|").split("|")]
+        rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines[2:]]
+        return ["; ".join(f"{name}: {cell}" for name, cell in zip(header, row) if cell) for row in rows]
+    return [line for line in lines if not set(line) <= set("|-: ")]
 
 
 def by_relevance(question: str, lines: Sequence[str]) -> list[str]:
@@ -201,8 +213,7 @@ class _Observation:
     def __init__(self, step: dict[str, Any], subjects: set[str]):
         text = str(step.get("observation") or "")
         self.empty = holds_no_data(text)
-        self.lines = [line.strip() for line in readable_observation(text).splitlines()
-                      if line.strip() and len(line.strip()) <= LEAD_LINE_CHARS and not set(line.strip()) <= set("|-: ")]
+        self.lines = [line for line in fact_lines(text) if len(line) <= LEAD_LINE_CHARS]
         called_for = _compact(str(step.get("tool_args") or ""))
         self.about = not subjects or any(subject in called_for for subject in subjects)
         naming = [line for line in self.lines if any(subject in _compact(line) for subject in subjects)]

@@ -416,3 +416,16 @@ async def test_a_part_about_nothing_in_particular_gets_no_other_parts_value_as_a
     assert '"late_orders"' in first and "order_id" not in first
     # only its own id: not ORD-7, which the first call's result wrote
     assert '"enum": ["ORD-9"]' in offered_schema(model, 1) and "ORD-7" not in offered_schema(model, 1)
+
+
+def test_the_lines_offered_for_the_lead_read_a_json_result_as_facts_not_as_json():
+    from reactgraph.answer.lead import observation_lines
+
+    orders = json.dumps([{"order": "611480", "status": "shipped", "total": "45.50 EUR"},
+                         {"order": "615932", "status": "en préparation", "total": "59.00 EUR"}])
+    one = json.dumps([{"ticket": 481516, "état": "ouvert"}])
+    steps = [{"tool": "orders_of", "observation": orders}, {"tool": "ticket", "observation": one}]
+    assert observation_lines(steps) == [
+        "order: 611480; status: shipped; total: 45.50 EUR",
+        "order: 615932; status: en préparation; total: 59.00 EUR",
+        "ticket: 481516", "état: ouvert"]
