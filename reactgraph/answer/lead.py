@@ -28,6 +28,8 @@ from reactgraph.answer.grounding import readable_observation
 from reactgraph.core.language import (
     QUESTION_WORDS, SCRIPT_LANGUAGES, STATE_FAMILIES, STATE_MEANINGS, VERDICT_WORDS, detect_language, phrase,
 )
+from reactgraph.core.usage import sum_usage
+from reactgraph.policy.parts import asked_alone
 from reactgraph.protocol.prompts import LEAD_CHOICE_SYSTEM, LEAD_CHOICE_USER
 from reactgraph.protocol.structured import structured_llm_call
 from reactgraph.tools.ranking import tokenize
@@ -449,16 +451,19 @@ def lead_schema(kind: QuestionKind, lines: Sequence[str]) -> dict[str, Any]:
             "type": "object", "properties": properties, "required": list(properties)}
 
 
-def lead_sentence(question: str, kind: QuestionKind, verdict: str | None, facts: Sequence[str]) -> str:
+def lead_sentence(question: str, kind: QuestionKind, verdict: str | None, facts: Sequence[str],
+                  language: str | None = None) -> str:
     """The lead the engine writes from a choice, in the question's language (the language
     table's ``verdict_yes``/``verdict_no``/``verdict_unknown``, :func:`~reactgraph.core.language.phrase`).
 
     Args:
-        question: The user's question (its language picks the sentence).
+        question: The user's question (its language picks the sentence when ``language``
+            is not given).
         kind: :func:`question_kind` of it.
         verdict: ``yes``, ``no`` or ``unknown`` (yes/no questions), else ignored.
         facts: The chosen observation lines, as the tools wrote them (a row's cells joined
             by " · ", as an answer's list shows rows).
+        language: The question's language (a part of a question may be too short to tell it).
 
     Returns:
         The sentence; ``""`` when there is nothing to say (no facts for a which question).
@@ -467,13 +472,15 @@ def lead_sentence(question: str, kind: QuestionKind, verdict: str | None, facts:
     if kind == "yes_no" and verdict in ("yes", "no", "unknown"):
         if verdict != "unknown" and not joined:
             verdict = "unknown"
-        return phrase(f"verdict_{verdict}", detect_language(question), facts=joined + "." if joined else "").strip()
+        return phrase(f"verdict_{verdict}", language or detect_language(question),
+                      facts=joined + "." if joined else "").strip()
     return joined + "." if joined else ""
 
 
 async def choose_lead(llm: Any, abilities: Any, question: str, steps: Sequence[dict[str, Any]], *,
                       config: RunnableConfig | None = None, fallbacks: Sequence[Any] = (),
-                      usage_out: dict[str, int] | None = None) -> str | None:
+                      usage_out: dict[str, int] | None = None, parts: Sequence[tuple[str, str]] = (),
+                      language: str | None = None) -> str | None:
     """The lead of an observation answer, chosen by the model and written by the engine.
 
     Args:
@@ -483,13 +490,21 @@ async def choose_lead(llm: Any, abilities: Any, question: str, steps: Sequence[d
         steps: The turn's step records.
         config: RunnableConfig for the call.
         fallbacks: Fallback models, as :func:`~reactgraph.protocol.structured.structured_llm_call` takes them.
-        usage_out: Receives the call's usage.
+        usage_out: Receives the call's usage (of every call, added up).
+        parts: For a question of several parts, ``(part's text, its tool's name)`` for each
+            (``AgentState.part_questions`` and ``part_tools``): each part gets its own
+            sentence, chosen among the lines of its own tool's results
+            (:func:`part_leads`).
+        language: The question's language (``None``: told from ``question``).
 
     Returns:
         The lead sentence (:func:`lead_sentence`), or ``None`` — no call made — when the
         question is neither yes/no nor which/what, the observations hold no line, or the
         choice failed or named no line. Never raises.
     """
+    if len(parts) > 1:
+        return await part_leads(llm, abilities, steps, parts, config=config, fallbacks=fallbacks,
+                                usage_out=usage_out, language=language or detect_language(question))
     kind = question_kind(question)
     lines = by_relevance(question, observation_lines(steps))
     if kind == "other" or not lines:
@@ -518,4 +533,40 @@ async def choose_lead(llm: Any, abilities: Any, question: str, steps: Sequence[d
         return None
     if verdict == "yes" and not affirmed(question, facts):
         verdict = "unknown"  # a yes the chosen lines do not say is not stated
-    return lead_sentence(question, kind, verdict, facts) or None
+    return lead_sentence(question, kind, verdict, facts, language) or None
+
+
+async def part_leads(llm: Any, abilities: Any, steps: Sequence[dict[str, Any]], parts: Sequence[tuple[str, str]], *,
+                     config: RunnableConfig | None = None, fallbacks: Sequence[Any] = (),
+                     usage_out: dict[str, int] | None = None, language: str | None = None) -> str | None:
+    """The lead of a question of several parts: one sentence per part, each answering that
+    part (asked alone, without its joining word: :func:`~reactgraph.policy.parts.asked_alone`)
+    from its own tool's successful results (:func:`choose_lead` on them), one a line, in the
+    parts' order, so "What is wrong with P-2, and are its spare parts in stock?" leads with the
+    state line, then the verdict on the stock, not with the two results' headings joined.
+
+    Args:
+        llm, abilities, config, fallbacks: As for :func:`choose_lead`.
+        steps: The turn's step records.
+        parts: ``(part's text, its tool's name)`` in the question's order.
+        usage_out: Receives the calls' usage, added up.
+        language: The question's language (the verdict phrases' language).
+
+    Returns:
+        The sentences, one a line; ``None`` when no part got one.
+    """
+    sentences: list[str] = []
+    total: dict[str, int] = {}
+    for text, tool in parts:
+        own = [step for step in steps if step.get("tool_name") == tool and not step.get("error")]
+        if not own:
+            continue
+        part_usage: dict[str, int] = {}
+        sentence = await choose_lead(llm, abilities, asked_alone(text), own, config=config, fallbacks=fallbacks,
+                                     usage_out=part_usage, language=language)
+        total = sum_usage(total, part_usage) if part_usage else total
+        if sentence and sentence not in sentences:
+            sentences.append(sentence)
+    if usage_out is not None and total:
+        usage_out.update(total)
+    return "\n".join(sentences) or None

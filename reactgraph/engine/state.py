@@ -204,6 +204,10 @@ the next loop call requires one, and it is asked only once a turn."""
     (:func:`~reactgraph.policy.parts.part_values`: those it names, or the previous part's when
     it refers back): that part's call is offered these (:func:`~reactgraph.nodes.llm_call.current_part`).
     ``None`` with ``part_tools``."""
+    part_questions: list[str] | None
+    """The text of each part of ``part_tools``, in the same order (the parts one tool answers
+    joined): the answer's lead answers each part on its own
+    (:func:`~reactgraph.answer.lead.choose_lead`). ``None`` with ``part_tools``."""
     chosen_by_values: bool
     """``selected_tools`` holds the tools the question's values chose
     (:func:`~reactgraph.nodes.select_tools.tools_taking_values`): they are offered for the

@@ -57,10 +57,11 @@ from reactgraph.providers.abilities import ModelAbilities
 from reactgraph.events import SelectingTools, emit
 from reactgraph.answer.grounding import informative
 from reactgraph.core.language import turn_language
-from reactgraph.policy.parts import part_values, question_parts
+from reactgraph.policy.parts import names_record, part_values, question_parts
 from reactgraph.protocol.prompts import SELECTION_SYSTEM, SELECTION_USER
 from reactgraph.tools.ranking import ToolRanker, catalog_line
-from reactgraph.tools.values import ValueReader, value_tokens
+from reactgraph.tools.approval import approval_rule
+from reactgraph.tools.values import ValueReader, value_tokens, without_values
 from reactgraph.engine.state import AgentState
 from reactgraph.protocol.structured import structured_llm_call
 from reactgraph.core.usage import sum_usage
@@ -344,25 +345,110 @@ class SelectTools:
         number of tools, ranked on the part's own words and values (a part that refers back
         to the one before is ranked with that part's values too:
         :func:`~reactgraph.policy.parts.part_values`), so every part gets data (the strict
-        policy's limit is one tool). ``part_tools`` records each part's first tool and
-        ``part_values`` the values that part is about: the loop calls each part's tool with
-        its own values and counts the question covered only when each of them brought data
-        (:func:`~reactgraph.nodes.llm_call.pending_parts`)."""
+        policy's limit is one tool). A part whose words choose no tool for the record it names
+        (:func:`words_choose_nothing`: "What's wrong with P-2") is chosen last, among the
+        tools taking that record that no other part chose (:meth:`_unplaced_choice`).
+        ``part_tools`` records each part's first tool, ``part_values`` the values that part
+        is about and ``part_questions`` its text: the loop calls each part's tool with its own
+        values and counts the question covered only when each of them brought data
+        (:func:`~reactgraph.nodes.llm_call.pending_parts`); the answer's lead answers each part
+        (:func:`~reactgraph.answer.lead.choose_lead`)."""
         usage: dict[str, int] = {}
-        chosen: list[str] = []
-        firsts: dict[str, list[str]] = {}  # each part's first tool → the values of its parts
-        for part, values in zip(parts, part_values(parts, self.engine.named_values, language), strict=True):
+        limit = self.engine.settings.tool_selection_max
+        valued = list(zip(parts, part_values(parts, self.engine.named_values, language), strict=True))
+        picks: list[list[str] | None] = [None] * len(parts)
+        unplaced: list[int] = []
+        for index, (part, values) in enumerate(valued):
+            if words_choose_nothing(self.engine.ranker, part, values, language):
+                unplaced.append(index)
+                continue
             inherited = [value for value in values if value not in self.engine.named_values(part)]
             text = " ".join([part, *inherited])
-            names, part_usage = await self._choose(text, rank(text), self.engine.settings.tool_selection_max, config)
+            picks[index], part_usage = await self._choose(text, rank(text), limit, config)
             usage = sum_usage(usage, part_usage) if part_usage else usage
+        for index in unplaced:
+            part, values = valued[index]
+            picks[index] = self._unplaced_choice(values, {names[0] for names in picks if names})
+            if picks[index] is None:  # no tool left: ranked as any other part
+                inherited = [value for value in values if value not in self.engine.named_values(part)]
+                text = " ".join([part, *inherited])
+                picks[index], part_usage = await self._choose(text, rank(text), limit, config)
+                usage = sum_usage(usage, part_usage) if part_usage else usage
+        chosen: list[str] = []
+        firsts: dict[str, list[str]] = {}  # each part's first tool → the values of its parts
+        texts: dict[str, list[str]] = {}  # … and the parts' texts
+        for names, (part, values) in zip(picks, valued, strict=True):
             if names:
                 chosen.extend(names)
                 merged = firsts.setdefault(names[0], [])
                 merged.extend(value for value in values if value not in merged)
+                texts.setdefault(names[0], []).append(part)
         chosen = list(dict.fromkeys(chosen))
         update: dict[str, Any] = {"selected_tools": chosen or None, **({"usage": usage} if usage else {})}
         if len(firsts) > 1:
             update["part_tools"] = list(firsts)
             update["part_values"] = list(firsts.values())
+            update["part_questions"] = [" ".join(joined) for joined in texts.values()]
         return update
+
+    def _unplaced_choice(self, values: Sequence[str], taken: set[str]) -> list[str] | None:
+        """The tool of a part whose words choose none (:func:`words_choose_nothing`), without a
+        model call: among the tools that take a record the part is about
+        (:func:`~reactgraph.policy.parts.names_record`), that no other part chose first
+        (``taken``: that part's data is already asked for) and that run without a person's
+        approval (a tool that changes something is never a default), a tool the record is the
+        subject of (a required argument taking one value takes it) before one it only filters
+        or lists, then registration order. ``None`` when no tool is left.
+
+        Measured (bench/README.md, answer_quality, 2026-12-06): SmolLM2-135M asked to pick
+        among the eight tools taking a machine id for "What's wrong with …" picked the
+        comparison tool, passing the id twice."""
+        records = [value for value in values if names_record(value)]
+        policy = self.engine.settings.approval
+        ranked: list[tuple[int, int, str]] = []
+        for index, (name, tool) in enumerate(self.engine.tools.items()):
+            if name in taken or approval_rule(tool, policy) not in ("never", False):
+                continue
+            arguments = [argument for argument in self.engine.values.arguments.get(name, ())
+                         if any(argument.fits(value) for value in records)]
+            if not arguments:
+                continue
+            schema = self.engine.args_schema(name)
+            required, properties = set(schema.get("required") or ()), schema.get("properties") or {}
+            subject = any(argument.argument in required
+                          and (properties.get(argument.argument) or {}).get("type") != "array" for argument in arguments)
+            ranked.append((0 if subject else 1, index, name))
+        return [min(ranked)[2]] if ranked else None
+
+
+def words_choose_nothing(ranker: ToolRanker, part: str, values: Sequence[str], language: str | None) -> bool:
+    """Whether the words of ``part`` (a part of a question, its values left out) choose no tool
+    for the record it is about: it is about a record (one of ``values`` names one, an id or a
+    date: :func:`~reactgraph.policy.parts.names_record`) and none of its words tells the tools
+    taking such a record apart — each word is shared (a BM25 score above 0,
+    :meth:`~reactgraph.tools.ranking.ToolRanker.scores`) by all of them or by none.
+    "What's wrong with air compressor P-2" shares "compressor" only with a tool listing
+    machines by kind, which takes no machine id; "What's going on with shipment S-4" shares
+    "shipment" with every tool taking a shipment id. Ranked on the id, such tools tie but for
+    what the id's letters and the documents' lengths make of it, so the part's tool is not
+    chosen by its words.
+
+    Args:
+        ranker: The agent's ranker.
+        part: The part's text.
+        values: The values the part is about (its own and those it takes from the part before).
+        language: The question's language (``None``: unknown).
+
+    Returns:
+        True when the part's tool is to be chosen by its record alone.
+    """
+    records = [value for value in values if names_record(value)]
+    if not records:
+        return False
+    taking = [name for name in ranker.names if any(ranker.values.takes(name, value) for value in records)]
+    for word in without_values(part).split():
+        scores = ranker.scores(word, language)
+        shared = sum(1 for name in taking if scores[name] > 0)
+        if 0 < shared < len(taking):
+            return False
+    return True

@@ -29,6 +29,7 @@ TURN_BOOKKEEPING: dict[str, Any] = {
     "answer_source": None,
     "part_tools": None,
     "part_values": None,
+    "part_questions": None,
     "chosen_by_values": False,
 }
 """The loop's internal per-turn fields (not in the graph's output) and their value at a

@@ -212,8 +212,9 @@ class Synthesize:
         steps = state.get("steps", [])
         if settings.answer_from_observations and any(not step.get("error") for step in steps):
             llm, fallbacks = self.engine.structured_models()
+            parts = list(zip(state.get("part_questions") or (), state.get("part_tools") or ()))
             lead = await choose_lead(llm, self.engine.abilities, state.get("query", ""), steps, config=config,
-                                     fallbacks=fallbacks, usage_out=usage)
+                                     fallbacks=fallbacks, usage_out=usage, parts=parts, language=turn_language(state))
             shown = self.engine.answering_steps(steps, state.get("query", ""), state.get("messages", []),
                                                 thread_of(config))
             text = await emit_answer(one_chunk(observation_answer(state.get("query", ""), shown,

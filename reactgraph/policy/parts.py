@@ -108,6 +108,23 @@ def question_parts(question: str, rank: Callable[[str], Sequence[tuple[str, floa
     return parts or [question]
 
 
+_LEADING_JOINER = re.compile(
+    r"^\W*(?:(?:" + "|".join(re.escape(word) for word in sorted(_SPACED, key=len, reverse=True)) + r")(?![\w-])"
+    r"|(?:" + "|".join(re.escape(word) for word in sorted(_UNSPACED, key=len, reverse=True)) + r"))[\s,、，]*",
+    re.IGNORECASE,
+)
+
+
+def asked_alone(part: str) -> str:
+    """``part`` as a question of its own: without the joining word it starts with (the
+    language table's :data:`~reactgraph.core.language.PART_JOINERS`) and the comma after it
+    ("and do we have spare parts?" → "do we have spare parts?", "Also, how much …" → "how
+    much …", the Korean, Japanese and Chinese joining words too); ``part`` itself when it starts
+    with none or is nothing else."""
+    alone = _LEADING_JOINER.sub("", part.strip(), count=1)
+    return alone if alone.strip() else part.strip()
+
+
 _UNSPACED_SCRIPT = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
 _HANGUL = re.compile(r"[\uac00-\ud7a3]")
 
