@@ -113,10 +113,17 @@ def fact_lines(observation: str) -> list[str]:
 def by_relevance(question: str, lines: Sequence[str]) -> list[str]:
     """``lines`` with those sharing the most search words with ``question`` first (stable
     otherwise): a small model choosing under a schema tends to take the first options, so the
-    line about what was asked ("OEE: 81.2 %" for "What is the OEE …") comes before the rest."""
+    line about what was asked ("OEE: 81.2 %" for "What is the OEE …") comes before the rest.
+    A line that only repeats what the question says ("ID: AB/100", "Name: Pump 2" for "What's
+    wrong with pump AB/100?") tells nothing and goes after every line that does."""
     language = detect_language(question)
     asked = set(tokenize(question, language))
-    return sorted(lines, key=lambda line: -len(asked & set(tokenize(line, language))))
+
+    def says_something(line: str) -> bool:
+        stated = {word for cell in line.split("; ") for word in tokenize(_value(cell), language)}
+        return any(len(word) > 1 and word not in asked for word in stated)
+
+    return sorted(lines, key=lambda line: (not says_something(line), -len(asked & set(tokenize(line, language)))))
 
 
 def _value(line: str) -> str:

@@ -171,7 +171,8 @@ async def test_a_yes_no_question_gets_its_verdict_first(question, verdict, lead)
     assert "- **Carrier**: Northwind" in done["answer"].splitlines()
     assert model.kinds == ["tool_loop", "synthesis"]
     schema = model.call_kwargs[1]["response_format"]["schema"]  # the embedded model decodes under it
-    assert schema["properties"]["facts"]["items"]["enum"] == ORDER.splitlines()
+    # the observation's lines, the one repeating the question's id last (it tells nothing)
+    assert schema["properties"]["facts"]["items"]["enum"] == [*ORDER.splitlines()[1:], "Order: ORD-7"]
     assert schema["properties"]["verdict"]["enum"] == ["yes", "no", "unknown"]
 
 
@@ -277,6 +278,9 @@ def test_the_lines_offered_for_the_lead_put_what_was_asked_about_first():
     lines = ["Availability: 96.2%", "Performance: 97.6%", "OEE: 81.2%", "Shifts: 17"]
     assert by_relevance("What is the OEE of line B?", lines)[0] == "OEE: 81.2%"
     assert by_relevance("Anything?", lines) == lines  # stable when nothing is shared
+    record = ["Ticket: 481516", "Titel: Drucker im 2. Stock", "Zustand: wartet auf Teile", "Priorität: hoch"]
+    assert by_relevance("Was ist mit Ticket 481516 (Drucker im 2. Stock) los?", record) == [
+        "Zustand: wartet auf Teile", "Priorität: hoch", "Titel: Drucker im 2. Stock", "Ticket: 481516"]
     assert lead_sentence("Which parts are low?", "which", None, ["P-1 | Bearing | stock 0"]) == "P-1 · Bearing · stock 0."
 
 
