@@ -24,9 +24,12 @@ the answer is checked against the trace, the question and the earlier turns
   ``reset`` event ``{status: "reset", ungrounded, factless}`` before the next is written. It
   stands when it is grounded, not factless and fit to show (:func:`~reactgraph.answer.grounding.answer_problems`: the question's language, no
   code fence, no tool call written out, no line twice — checked when successful observations
-  exist to answer from instead, or when no tool ran). Otherwise, with ``grounding_reask``, it is asked for once
+  exist to answer from instead, or when no tool ran; and no figure or state tied to a record that
+  another record's lines hold, :func:`~reactgraph.answer.claims.misattributed_claims`). Otherwise, with ``grounding_reask``, it is asked for once
   more with the strict prompt; and else the answer is
-  :func:`~reactgraph.answer.grounding.observation_answer` (when no tool ran,
+  :func:`~reactgraph.answer.grounding.observation_answer` with the engine's lead, as the strict
+  policy's answer has it (:func:`~reactgraph.answer.lead.choose_lead`: a yes/no question keeps
+  its verdict; when no tool ran,
   :func:`~reactgraph.answer.grounding.capabilities_answer`: what the agent can look up). When tools were called and every call
   failed, no synthesis call is made: the answer is what the tools said (grounding
   ``action: "no_data"``).
@@ -65,6 +68,7 @@ from reactgraph.answer.grounding import (
 )
 from reactgraph.engine.history import thread_of
 from reactgraph.core.language import phrase, turn_language
+from reactgraph.answer.claims import claim_problems
 from reactgraph.answer.lead import choose_lead
 from reactgraph.protocol.prompts import FLAG_NOTE
 from reactgraph.engine.state import AgentState
@@ -119,6 +123,23 @@ class Synthesize:
 
         return note
 
+    async def _observation_answer(self, state: AgentState, config: RunnableConfig, usage: dict[str, int]) -> str:
+        """The observation answer of a turn where some tool call succeeded, led by the sentence
+        the engine writes from the model's choice (:func:`~reactgraph.answer.lead.choose_lead`;
+        its call's usage is added to ``usage``): the strict policy's answer, and the answer
+        that stands when a written one is withdrawn, so a yes/no question keeps its verdict."""
+        query, steps = state.get("query", ""), state.get("steps", [])
+        llm, fallbacks = self.engine.structured_models()
+        lead_usage: dict[str, int] = {}
+        parts = list(zip(state.get("part_questions") or (), state.get("part_tools") or ()))
+        lead = await choose_lead(llm, self.engine.abilities, query, steps, config=config, fallbacks=fallbacks,
+                                 usage_out=lead_usage, parts=parts, language=turn_language(state))
+        if lead_usage:
+            usage.update(sum_usage(usage, lead_usage) if usage else lead_usage)
+        shown = self.engine.answering_steps(steps, query, state.get("messages", []), thread_of(config))
+        return observation_answer(query, shown, self.engine.settings.synthesis_result_chars,
+                                  self.engine.tool_descriptions, language=turn_language(state), lead=lead)
+
     async def _enforced(self, state: AgentState, config: RunnableConfig, usage: dict[str, int],
                         history: str) -> dict[str, Any]:
         """``grounding="enforce"``: the answer that stands, checked before it is sent."""
@@ -140,7 +161,8 @@ class Synthesize:
         checked = not steps or any(not step.get("error") for step in steps)
 
         def verdict(text: str) -> tuple[GroundingReport, list[str]]:
-            problems = answer_problems(text, query, self.engine.tools) if checked else []
+            problems = (answer_problems(text, query, self.engine.tools) + claim_problems(text, steps, query)
+                        if checked else [])
             return self._check(state, text, history), problems
 
         shown = not settings.grounding_check_first  # else the answer is checked before it is shown
@@ -158,7 +180,9 @@ class Synthesize:
             withdrawn = problems or withdrawn
             if shown:
                 emit(AnswerReset(ungrounded=report.ungrounded, factless=report.factless, problems=problems or OMIT))
-            text, action = last_resort, "fallback"
+            # the strict policy's answer, with its lead (a yes/no question keeps its verdict)
+            text = await self._observation_answer(state, config, usage) if steps else last_resort
+            action = "fallback"
             report = self._check(state, text, history)
         if action == "fallback" or not shown:
             await emit_answer(one_chunk(text), text)
@@ -211,16 +235,7 @@ class Synthesize:
         history = format_history(state.get("earlier_turns") or [])
         steps = state.get("steps", [])
         if settings.answer_from_observations and any(not step.get("error") for step in steps):
-            llm, fallbacks = self.engine.structured_models()
-            parts = list(zip(state.get("part_questions") or (), state.get("part_tools") or ()))
-            lead = await choose_lead(llm, self.engine.abilities, state.get("query", ""), steps, config=config,
-                                     fallbacks=fallbacks, usage_out=usage, parts=parts, language=turn_language(state))
-            shown = self.engine.answering_steps(steps, state.get("query", ""), state.get("messages", []),
-                                                thread_of(config))
-            text = await emit_answer(one_chunk(observation_answer(state.get("query", ""), shown,
-                                                                  settings.synthesis_result_chars,
-                                                                  self.engine.tool_descriptions,
-                                                                  language=turn_language(state), lead=lead)), "")
+            text = await emit_answer(one_chunk(await self._observation_answer(state, config, usage)), "")
             report = self._check(state, text, history)
             grounding = report.to_dict(settings.grounding or "off", "observations")
             return {"synthesis": text, "grounding": grounding, **({"usage": usage} if usage else {})}

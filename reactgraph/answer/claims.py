@@ -1,0 +1,302 @@
+"""Claims an answer ties to a record: each figure or state must be that record's own (SPEC R13.1).
+
+Grounding (:func:`~reactgraph.answer.grounding.check_grounding`) asks whether each value of
+an answer is somewhere in the trace. A model that writes the answer can still state a wrong
+fact made only of real values: "CNC-A has the higher vibration (240 % of limit)" when the
+240 % is CNC-B's. :func:`misattributed_claims` finds such claims.
+
+The rule, for any tool output and any language:
+
+* *Records.* A record is one value that names one thing (an id of letters and digits, an
+  e-mail address, a UUID, a URI: the ``id`` kinds of
+  :func:`~reactgraph.tools.values.value_tokens`). A line of a successful observation (a row,
+  a ``key: value`` line, a JSON object's key/value lines —
+  :func:`~reactgraph.answer.grounding.readable_observation`) belongs to the records it names.
+  An observation's *subjects* are the records its call's arguments name, the records its
+  first line names when that line is a title (not a row), or its one record when it names
+  only one. A line naming no record belongs to the subjects (the ``key: value`` lines under
+  "ID: AB-1"); a line naming only other records belongs to them and to the subjects (the
+  rows of "Parts for AB-1:"); a line naming a subject belongs to the records it names alone
+  (each row of a comparison of two subjects is its own record's).
+* *What an answer ties to a record.* The answer is cut into lines, sentences (after ``.``
+  ``!`` ``?`` ``。`` and their full-width forms followed by a space or the end) and clauses
+  (at ``,`` ``;`` ``、`` ``，`` and the language table's joining words,
+  :data:`~reactgraph.core.language.PART_JOINERS`). In a clause, a record governs the text
+  from where it is named to the next record named; text before the first one is the first
+  one's. A clause naming no record is the last record named before it in the same line
+  (a line that names records and no other value — a heading — passes its last one on to the
+  lines below it). Records listed alone in clauses ("AB-1, AB-2 and AB-3 are late") govern the
+  statement that follows them too.
+* *The check.* A figure (a date, a number other than a bare digit, not in the question)
+  governed by record A is *misattributed* when some records' lines hold it and none of A's
+  does. A state word governed by A is misattributed when it is a word cell of another
+  record's lines (a short cell of letters only: "LOW", "warning", "OUT OF STOCK") that A's
+  lines do not hold, or when it means a state (:data:`~reactgraph.core.language.STATE_FAMILIES`,
+  in any of the table's languages) another record's lines state while A's lines state
+  another state of that family and not this one.
+
+A figure no record holds (a derived figure, a total) and a record no observation names are
+left to grounding.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from reactgraph.answer.grounding import _argument_strings, informative, readable_observation
+from reactgraph.answer.lead import _identifiers, _meanings
+from reactgraph.core.language import PART_JOINERS, STATE_FAMILIES
+from reactgraph.tools.runner import holds_no_data
+from reactgraph.tools.values import value_tokens
+
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
+_CLAUSE_MARK = re.compile(r"[,;、，；]\s*")
+_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7a3]")
+_WORD_CELL = re.compile(r"^[^\W\d_]+(?:[ '’-][^\W\d_]+){0,2}$")
+_LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)]|#+)\s+")
+_ROW_SEPARATOR = " | "
+
+
+def _joiners() -> re.Pattern[str]:
+    spaced = sorted((word for word in PART_JOINERS if not _UNSPACED.search(word)), key=len, reverse=True)
+    unspaced = [word for word in PART_JOINERS if _UNSPACED.search(word)]
+    parts = [rf"(?<![\w-]){re.escape(word)}(?![\w-])" for word in spaced] + [re.escape(word) for word in unspaced]
+    return re.compile("|".join(parts), re.IGNORECASE)
+
+
+_JOINER = _joiners()
+
+
+def _record_names(text: str) -> list[tuple[str, int, int]]:
+    """The record names of ``text``: ``(normal form, start, end)`` (:func:`~reactgraph.answer.lead._identifiers`)."""
+    names = set(_identifiers(text))
+    return [(token.value.upper(), token.start, token.end) for token in value_tokens(text)
+            if text[token.start:token.end] in names]
+
+
+def _cells(line: str) -> list[str]:
+    """A line's cells: cut at " | " (or a Markdown row's bars), each ``key: value`` cell's value."""
+    stripped = line.strip()
+    if stripped.startswith("|") and stripped.endswith("|"):
+        parts = stripped.strip("|").split("|")
+    else:
+        parts = stripped.split(_ROW_SEPARATOR)
+    cells = []
+    for part in parts:
+        key, colon, value = part.partition(": ")
+        cells.append((value if colon and len(key) <= 40 else part).strip())
+    return cells
+
+
+def _word_cells(line: str) -> set[str]:
+    """The cells of ``line`` that are one to three words of letters only, lower-cased
+    (a state or a kind the tool wrote: "LOW", "out of stock", "warning")."""
+    return {cell.lower() for cell in _cells(line) if _WORD_CELL.match(cell) and len(cell) >= 3}
+
+
+@dataclass
+class _Record:
+    """What the observations say of one record: its lines' values (every reading), word
+    cells, state meanings and text."""
+
+    values: set[str] = field(default_factory=set)
+    words: set[str] = field(default_factory=set)
+    states: set[str] = field(default_factory=set)
+    text: list[str] = field(default_factory=list)
+
+    def add(self, line: str) -> None:
+        self.values.update(reading for token in value_tokens(line) for reading in token.readings)
+        self.words.update(_word_cells(line))
+        self.states.update(_meanings(" ".join(_cells(line))))
+        self.text.append(line.lower())
+
+    def says(self, word: str) -> bool:
+        """Whether one of the record's lines holds ``word`` (a whole word or phrase)."""
+        pattern = re.compile(rf"(?<!\w){re.escape(word)}(?!\w)")
+        return word in self.words or any(pattern.search(line) for line in self.text)
+
+
+def records_of(steps: Iterable[dict[str, Any]]) -> dict[str, _Record]:
+    """Every record the successful observations name, with what its own lines say (module
+    docstring: subjects, and which lines belong to which record).
+
+    Args:
+        steps: The turn's step records (``tool_args``, ``observation``, ``error``).
+
+    Returns:
+        Record name (normal form, an id upper-cased) → what its lines hold.
+    """
+    records: dict[str, _Record] = {}
+    for step in steps:
+        observation = str(step.get("observation") or "")
+        if step.get("error") or holds_no_data(observation):
+            continue
+        lines = [line.strip() for line in readable_observation(observation).splitlines() if line.strip()]
+        if not lines:
+            continue
+        named = [{name for name, _, _ in _record_names(line)} for line in lines]
+        everywhere = set().union(*named)
+        asked = {name for text in _argument_strings(step.get("tool_args")) for name, _, _ in _record_names(text)}
+        subjects = asked & everywhere
+        first = lines[0]
+        if len(lines) > 1 and first.count(_ROW_SEPARATOR) < 2 and not first.startswith("|"):
+            subjects |= named[0]
+        if len(everywhere) == 1:
+            subjects |= everywhere
+        for line, names in zip(lines, named):
+            owners = names if names & subjects or not subjects else names | subjects
+            for name in owners or subjects:
+                records.setdefault(name, _Record()).add(line)
+    return records
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A figure or word an answer ties to a record whose lines do not hold it.
+
+    Attributes:
+        record: The record the answer ties it to (normal form).
+        claim: The figure or word as the answer wrote it.
+        owners: The records whose lines hold it (sorted).
+    """
+
+    record: str
+    claim: str
+    owners: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.record}: {self.claim} (of {', '.join(self.owners)})"
+
+
+def _clauses(line: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of the clauses of one answer line (module docstring)."""
+    cuts = sorted({0, len(line)} | {match.end() for match in _SENTENCE_END.finditer(line)}
+                  | {match.end() for match in _CLAUSE_MARK.finditer(line)}
+                  | {match.start() for match in _JOINER.finditer(line)})
+    return [(start, end) for start, end in zip(cuts, cuts[1:]) if line[start:end].strip()]
+
+
+def _bare(clause: str) -> bool:
+    """Whether ``clause`` is record names alone (with joining words and marks): one item of a
+    list whose statement comes in a later clause ("AB-1, AB-2 and AB-3 are late")."""
+    rest = clause
+    for _, start, end in reversed(_record_names(clause)):
+        rest = rest[:start] + " " + rest[end:]
+    return not re.sub(r"[\W_]", "", _JOINER.sub(" ", rest))
+
+
+def _spans(line: str, known: set[str], carried: str | None) -> tuple[list[tuple[str, str]], str | None]:
+    """The text each record governs in ``line``: ``[(record, text)]``, and the record passed on
+    to what follows (the last one named). Records listed alone in clauses before a statement
+    govern the statement's first part too."""
+    spans: list[tuple[str, str]] = []
+    last = carried
+    listed: list[str] = []
+    for start, end in _clauses(line):
+        clause = line[start:end]
+        names = [(name, begin) for name, begin, _ in _record_names(clause) if name in known]
+        if names and _bare(clause):
+            listed.extend(name for name, _ in names)
+            last = names[-1][0]
+            continue
+        if not names:
+            if last:
+                spans.extend((name, clause) for name in dict.fromkeys([*listed, last]))
+            listed = []
+            continue
+        bounds = [0] + [begin for _, begin in names[1:]] + [len(clause)]
+        spans.extend((name, clause[bounds[0]:bounds[1]]) for name in dict.fromkeys(listed) if name != names[0][0])
+        spans.extend((name, clause[bounds[index]:bounds[index + 1]]) for index, (name, _) in enumerate(names))
+        listed = []
+        last = names[-1][0]
+    return spans, last
+
+
+def _figures(text: str, question_values: set[str]) -> list[tuple[str, set[str]]]:
+    """The figures of ``text`` an answer states: dates and informative numbers, not ids, not
+    a list line's number, not a value the question wrote: ``(as written, readings)``."""
+    body = _LIST_MARKER.sub(lambda match: " " * len(match.group(0)), text, count=1)
+    found = []
+    for token in value_tokens(body):
+        if token.kind not in ("number", "date") or not informative(token.value):
+            continue
+        if question_values & set(token.readings):
+            continue
+        found.append((body[token.start:token.end], set(token.readings)))
+    return found
+
+
+def misattributed_claims(answer: str, steps: Sequence[dict[str, Any]], question: str = "") -> list[Claim]:
+    """The figures and states ``answer`` ties to a record that another record's lines hold
+    and that record's own lines do not (module docstring).
+
+    Args:
+        answer: The written answer.
+        steps: The turn's step records (failed and empty results are skipped).
+        question: The user's question: figures it writes are the asker's, never checked.
+
+    Returns:
+        One :class:`Claim` per misattributed figure or word, in answer order, each once;
+        ``[]`` when the observations name fewer than two records (nothing to confuse).
+    """
+    records = records_of(steps)
+    if len(records) < 2:
+        return []
+    question_values = {reading for token in value_tokens(question) for reading in token.readings}
+    vocabulary: dict[str, set[str]] = {}
+    for name, record in records.items():
+        for word in record.words:
+            vocabulary.setdefault(word, set()).add(name)
+    found: list[Claim] = []
+    carried: str | None = None
+    for raw in answer.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        spans, last = _spans(line, set(records), carried)
+        names_only = bool(_record_names(line)) and not any(token.kind in ("number", "date") and informative(token.value)
+                                                          for token in value_tokens(line))
+        carried = last if names_only else carried
+        for name, text in spans:
+            found.extend(_span_claims(name, text, records, vocabulary, question_values))
+    return list(dict.fromkeys(found))
+
+
+def _span_claims(name: str, text: str, records: dict[str, _Record], vocabulary: dict[str, set[str]],
+                 question_values: set[str]) -> list[Claim]:
+    """The misattributed claims of one text ``name`` governs."""
+    own = records[name]
+    claims = []
+    for written, readings in _figures(text, question_values):
+        if readings & own.values:
+            continue
+        owners = tuple(sorted(other for other, record in records.items() if readings & record.values))
+        if owners:
+            claims.append(Claim(name, written, owners))
+    lowered = text.lower()
+    for word, owners in vocabulary.items():
+        if name in owners or own.says(word):
+            continue
+        if re.search(rf"(?<!\w){re.escape(word)}(?!\w)", lowered):
+            claims.append(Claim(name, word, tuple(sorted(owners))))
+    for meaning in _meanings(text):
+        family = next((family for family in STATE_FAMILIES if meaning in family), ())
+        if meaning in own.states or not own.states & (set(family) - {meaning}):
+            continue
+        owners = tuple(sorted(other for other, record in records.items() if meaning in record.states))
+        if owners:
+            claims.append(Claim(name, meaning, owners))
+    return claims
+
+
+def claim_problems(answer: str, steps: Sequence[dict[str, Any]], question: str = "") -> list[str]:
+    """The answer check's label for misattributed claims, next to
+    :func:`~reactgraph.answer.grounding.answer_problems`' labels.
+
+    Returns:
+        ``["misattributed"]`` when :func:`misattributed_claims` finds one, else ``[]``.
+    """
+    return ["misattributed"] if misattributed_claims(answer, steps, question) else []
