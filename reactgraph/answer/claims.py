@@ -9,7 +9,8 @@ The rule, for any tool output and any language:
 
 * *Records.* A record is one value that names one thing (an id of letters and digits, an
   e-mail address, a UUID, a URI: the ``id`` kinds of
-  :func:`~reactgraph.tools.values.value_tokens`). A line of a successful observation (a row,
+  :func:`~reactgraph.tools.values.value_tokens`; a unit right after a figure, ``42.5 m3/h``,
+  names none). A line of a successful observation (a row,
   a ``key: value`` line, a JSON object's key/value lines —
   :func:`~reactgraph.answer.grounding.readable_observation`) belongs to the records it names.
   An observation's *subjects* are the records its call's arguments name, the records its
@@ -20,7 +21,7 @@ The rule, for any tool output and any language:
   (each row of a comparison of two subjects is its own record's).
 * *What an answer ties to a record.* The answer is cut into lines, sentences (after ``.``
   ``!`` ``?`` ``。`` and their full-width forms followed by a space or the end) and clauses
-  (at ``,`` ``;`` ``、`` ``，`` and the language table's joining words,
+  (at ``,`` and ``;`` not inside a number, ``、`` ``，`` and the language table's joining words,
   :data:`~reactgraph.core.language.PART_JOINERS`). In a clause, a record governs the text
   from where it is named to the next record named; text before the first one is the first
   one's. A clause naming no record is the last record named before it in the same line
@@ -36,7 +37,9 @@ The rule, for any tool output and any language:
   another state of that family and not this one.
 
 A figure no record holds (a derived figure, a total) and a record no observation names are
-left to grounding.
+left to grounding. An answer that gives several records their figures in one run after naming
+them all ("AB-1 and AB-2: 1.8 and 3.4 bar") is read as tying every figure to the last one
+named and is withdrawn: the observation answer stands instead, which is never wrong in words.
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ from reactgraph.tools.runner import holds_no_data
 from reactgraph.tools.values import value_tokens
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
-_CLAUSE_MARK = re.compile(r"[,;、，；]\s*")
+_CLAUSE_MARK = re.compile(r"[,;](?!\d)|[、，；]")
 _UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7a3]")
 _WORD_CELL = re.compile(r"^[^\W\d_]+(?:[ '’-][^\W\d_]+){0,2}$")
 _LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)]|#+)\s+")
@@ -70,11 +73,15 @@ def _joiners() -> re.Pattern[str]:
 _JOINER = _joiners()
 
 
+_AFTER_FIGURE = re.compile(r"\d\s?$")
+
+
 def _record_names(text: str) -> list[tuple[str, int, int]]:
-    """The record names of ``text``: ``(normal form, start, end)`` (:func:`~reactgraph.answer.lead._identifiers`)."""
+    """The record names of ``text``: ``(normal form, start, end)`` (:func:`~reactgraph.answer.lead._identifiers`),
+    without a unit written right after a figure (``42.5 m3/h``: no record)."""
     names = set(_identifiers(text))
     return [(token.value.upper(), token.start, token.end) for token in value_tokens(text)
-            if text[token.start:token.end] in names]
+            if text[token.start:token.end] in names and not _AFTER_FIGURE.search(text[:token.start])]
 
 
 def _cells(line: str) -> list[str]:

@@ -21,8 +21,9 @@ up. So:
   with the lead a yes/no or which/what goal gets, :func:`~reactgraph.answer.lead.choose_lead`),
   then what could not be found (the steps that failed or got no data);
 * ``grounding="enforce"``: the synthesis is written unseen and checked (values, facts
-  passed on, :func:`~reactgraph.answer.grounding.answer_problems`); one that fails — an id no
-  step returned — is replaced by :func:`dag_observation_answer`;
+  passed on, :func:`~reactgraph.answer.grounding.answer_problems`, a figure or state tied to
+  the wrong record, :func:`~reactgraph.answer.claims.misattributed_claims`); one that fails —
+  an id no step returned — is replaced by :func:`dag_observation_answer` with its lead;
 * ``"flag"``: the synthesis streams and values no step's tool returned are named under it;
 * ``"report"``: only reported. The check goes in ``DAGState.grounding``.
 """
@@ -40,6 +41,7 @@ from reactgraph.dag.analyze import format_results
 from reactgraph.dag.budget import model_label
 from reactgraph.dag.settings import DAGSettings
 from reactgraph.dag.state import DAGState, PlanStep, StepResult
+from reactgraph.answer.claims import claim_problems
 from reactgraph.answer.grounding import answer_problems, check_grounding, observation_answer
 from reactgraph.core.language import detect_language, phrase
 from reactgraph.answer.lead import choose_lead
@@ -167,10 +169,13 @@ class DAGSynthesize:
             usage.update(call_usage or {"model_calls": 1})
             report = check_grounding(text, trace, goal, policy.grounding_min_facts,
                                      derived=bool(policy.grounding_derived), context=history)
-            problems = answer_problems(text, goal, self.descriptions) if trace else []
+            problems = answer_problems(text, goal, self.descriptions) + claim_problems(text, trace, goal) if trace else []
             action = "kept"
             if report.ungrounded or report.factless or problems:
-                text, action = fallback(), "fallback"
+                # the observation answer with the engine's lead: a yes/no question keeps its verdict
+                lead = await choose_lead(entry.llm, entry.abilities, goal, trace, config=config,
+                                         fallbacks=entry.fallbacks, usage_out=usage) if trace else None
+                text, action = fallback(lead), "fallback"
             await emit_answer(one_chunk(text), text)
             checked = grounded(text, action)
             if action == "fallback":
