@@ -49,8 +49,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from reactgraph.answer.grounding import _argument_strings, informative, readable_observation
-from reactgraph.answer.lead import _identifiers, _meanings
+from reactgraph.answer.grounding import argument_strings, informative, readable_observation
+from reactgraph.answer.lead import state_meanings
 from reactgraph.core.language import PART_JOINERS, STATE_FAMILIES
 from reactgraph.tools.runner import holds_no_data
 from reactgraph.tools.values import value_tokens
@@ -73,15 +73,17 @@ def _joiners() -> re.Pattern[str]:
 _JOINER = _joiners()
 
 
+RECORD_KINDS = frozenset({"id", "email", "uuid", "uri"})
+"""The kinds of :func:`~reactgraph.tools.values.value_tokens` whose value names one record."""
+
 _AFTER_FIGURE = re.compile(r"\d\s?$")
 
 
 def _record_names(text: str) -> list[tuple[str, int, int]]:
-    """The record names of ``text``: ``(normal form, start, end)`` (:func:`~reactgraph.answer.lead._identifiers`),
+    """The record names of ``text``: ``(normal form, start, end)`` (:data:`RECORD_KINDS`),
     without a unit written right after a figure (``42.5 m3/h``: no record)."""
-    names = set(_identifiers(text))
     return [(token.value.upper(), token.start, token.end) for token in value_tokens(text)
-            if text[token.start:token.end] in names and not _AFTER_FIGURE.search(text[:token.start])]
+            if token.kind in RECORD_KINDS and not _AFTER_FIGURE.search(text[:token.start])]
 
 
 def _cells(line: str) -> list[str]:
@@ -117,7 +119,7 @@ class _Record:
     def add(self, line: str) -> None:
         self.values.update(reading for token in value_tokens(line) for reading in token.readings)
         self.words.update(_word_cells(line))
-        self.states.update(_meanings(" ".join(_cells(line))))
+        self.states.update(state_meanings(" ".join(_cells(line))))
         self.text.append(line.lower())
 
     def says(self, word: str) -> bool:
@@ -146,7 +148,7 @@ def records_of(steps: Iterable[dict[str, Any]]) -> dict[str, _Record]:
             continue
         named = [{name for name, _, _ in _record_names(line)} for line in lines]
         everywhere = set().union(*named)
-        asked = {name for text in _argument_strings(step.get("tool_args")) for name, _, _ in _record_names(text)}
+        asked = {name for text in argument_strings(step.get("tool_args")) for name, _, _ in _record_names(text)}
         subjects = asked & everywhere
         first = lines[0]
         if len(lines) > 1 and first.count(_ROW_SEPARATOR) < 2 and not first.startswith("|"):
@@ -289,7 +291,7 @@ def _span_claims(name: str, text: str, records: dict[str, _Record], vocabulary: 
             continue
         if re.search(rf"(?<!\w){re.escape(word)}(?!\w)", lowered):
             claims.append(Claim(name, word, tuple(sorted(owners))))
-    for meaning in _meanings(text):
+    for meaning in state_meanings(text):
         family = next((family for family in STATE_FAMILIES if meaning in family), ())
         if meaning in own.states or not own.states & (set(family) - {meaning}):
             continue

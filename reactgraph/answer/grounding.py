@@ -458,17 +458,18 @@ def _observation_lines(observation: str, emitted: set[str]) -> list[str]:
     return out
 
 
-def _argument_strings(value: Any) -> Iterable[str]:
+def argument_strings(value: Any) -> Iterable[str]:
+    """The strings and numbers of a tool call's arguments (nested dicts and lists walked), as text."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
         yield str(value)
     elif isinstance(value, dict):
         for item in value.values():
-            yield from _argument_strings(item)
+            yield from argument_strings(item)
     elif isinstance(value, (list, tuple)):
         for item in value:
-            yield from _argument_strings(item)
+            yield from argument_strings(item)
 
 
 def _subject(question: str, steps: Sequence[StepRecord]) -> str:
@@ -480,7 +481,7 @@ def _subject(question: str, steps: Sequence[StepRecord]) -> str:
     found: dict[str, int] = {}
     written = {reading: token.start for token in value_tokens(question) for reading in token.readings}
     for step in steps:
-        for value in _argument_strings(step.get("tool_args")):
+        for value in argument_strings(step.get("tool_args")):
             text = str(value).strip()
             if len(text) < 2 or text in found:
                 continue

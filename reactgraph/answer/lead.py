@@ -577,3 +577,10 @@ async def part_leads(llm: Any, abilities: Any, steps: Sequence[dict[str, Any]], 
     if usage_out is not None and total:
         usage_out.update(total)
     return "\n".join(sentences) or None
+
+
+def state_meanings(text: str) -> set[str]:
+    """The state meanings (:data:`~reactgraph.core.language.STATE_MEANINGS`) ``text`` states in
+    any of the language table's languages: whole words in spaced scripts, anywhere in the
+    others ("PU-7 is stopped" and "PU-7は停止" both state ``stopped``)."""
+    return _meanings(text)

@@ -224,7 +224,8 @@ class AnswerReset(AgentEvent):
     the values the tool results do not hold; ``factless`` is true when it passed on none of
     them; ``problems`` (only when there are some) what else made it unfit to show
     (:func:`reactgraph.answer.grounding.answer_problems`: ``language``, ``code_fence``,
-    ``raw_data``, ``fragment``, …)."""
+    ``raw_data``, ``fragment``, …; :func:`reactgraph.answer.claims.claim_problems`:
+    ``misattributed``)."""
 
     channel: ClassVar[Channel] = "answer"
     tag: ClassVar[tuple[tuple[str, str], ...]] = (("status", "reset"),)
