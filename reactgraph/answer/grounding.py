@@ -254,8 +254,9 @@ def answer_problems(answer: str, question: str, tool_names: Iterable[str] = ()) 
         language — Korean, Japanese, Chinese, Russian… — a first line whose language cannot be
         told counts as another); ``"code_fence"``; ``"tool_call"`` (a call written out, ``name({...``, or a
         tool's name); ``"repeated_line"`` (a line of 8+ characters twice); ``"prompt_echo"`` (a line that is a
-        heading of the synthesis prompt, :data:`~reactgraph.protocol.prompts.PROMPT_HEADINGS`:
-        the prompt written back); ``"raw_data"`` (the whole answer is one JSON object or array:
+        heading of the synthesis prompt, :data:`~reactgraph.protocol.prompts.PROMPT_HEADINGS`,
+        or a first line that opens with the whole question, of 8+ characters: the prompt
+        written back); ``"raw_data"`` (the whole answer is one JSON object or array:
         a tool's figures handed on as data, not said to the asker — a JSON-mode model may put
         them in its ``answer`` field); ``"fragment"`` (the answer begins mid-sentence,
         :func:`begins_mid_sentence`: a JSON-mode model may put the end of a sentence it began
@@ -278,13 +279,20 @@ def answer_problems(answer: str, question: str, tool_names: Iterable[str] = ()) 
     counted = [line for line in lines if len(line) >= _REPEATED_LINE_MIN_CHARS]
     if len(counted) != len(set(counted)):
         problems.append("repeated_line")
-    if any(line in PROMPT_HEADINGS for line in lines):
+    if any(line in PROMPT_HEADINGS for line in lines) or _opens_with_question(lines[0], question):
         problems.append("prompt_echo")
     if _is_json_container(answer.strip()):
         problems.append("raw_data")
     if begins_mid_sentence(lines[0]):
         problems.append("fragment")
     return problems
+
+
+def _opens_with_question(first: str, question: str) -> bool:
+    """Whether an answer's first line opens with the whole question (8+ characters, marks
+    and letter case aside): the question written back before the answer."""
+    asked = re.sub(r"[\W_]+", " ", question).strip().lower()
+    return len(asked) >= _REPEATED_LINE_MIN_CHARS and re.sub(r"[\W_]+", " ", first).strip().lower().startswith(asked)
 
 
 _OPENING_MARKS = "#>*_~ \t\"'([\u201c\u2018\u201e\u00ab\u2039\u00bf\u00a1\u300c"

@@ -139,3 +139,15 @@ async def test_a_right_answer_of_two_records_is_kept():
     agent = ReActAgent(model, pump_tools(), abilities=WRITER)
     done = [event async for event in agent.astream_events("Is pump PU-7 stopped at site north?")][-1].data
     assert done["answer"] == written and done["grounding"]["action"] == "kept"
+
+
+@pytest.mark.parametrize("answer, question", [
+    ("PU-7 상태 확인해줘 Result: State: stopped", "PU-7 상태 확인해줘"),
+    ("Is pump PU-7 stopped? Yes, it is stopped.", "Is pump PU-7 stopped?"),
+    ("**¿Está parada la bomba PU-7?** Sí.", "¿Está parada la bomba PU-7?"),
+])
+def test_an_answer_that_opens_with_the_question_is_the_prompt_written_back(answer, question):
+    from reactgraph.answer.grounding import answer_problems
+
+    assert "prompt_echo" in answer_problems(answer, question)
+    assert "prompt_echo" not in answer_problems("PU-7 is stopped.", question)
