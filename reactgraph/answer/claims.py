@@ -19,6 +19,9 @@ The rule, for any tool output and any language:
   "ID: AB-1"); a line naming only other records belongs to them and to the subjects (the
   rows of "Parts for AB-1:"); a line naming a subject belongs to the records it names alone
   (each row of a comparison of two subjects is its own record's).
+* *Names.* A row whose cell after a record's own cell is a name of two words or more
+  ("P-7 | Intake air filter | stock 6") gives that record the name: an answer that writes the
+  name (or the name less its first word, when two words or more remain) names the record.
 * *What an answer ties to a record.* The answer is cut into lines, sentences (after ``.``
   ``!`` ``?`` ``。`` and their full-width forms followed by a space or the end) and clauses
   (at ``,`` and ``;`` not inside a number, ``、`` ``，`` and the language table's joining words,
@@ -115,6 +118,7 @@ class _Record:
     words: set[str] = field(default_factory=set)
     states: set[str] = field(default_factory=set)
     text: list[str] = field(default_factory=list)
+    names: set[str] = field(default_factory=set)
 
     def add(self, line: str) -> None:
         self.values.update(reading for token in value_tokens(line) for reading in token.readings)
@@ -159,7 +163,53 @@ def records_of(steps: Iterable[dict[str, Any]]) -> dict[str, _Record]:
             owners = names if names & subjects or not subjects else names | subjects
             for name in owners or subjects:
                 records.setdefault(name, _Record()).add(line)
+            row_name = _row_name(line)
+            if row_name:
+                records[row_name[0]].names.add(row_name[1])
     return records
+
+
+def _row_name(line: str) -> tuple[str, str] | None:
+    """``(record, name)`` when ``line`` is a row whose cell after a record's own cell is a
+    name of two words or more with letters ("P-7 | Intake air filter | stock 6")."""
+    stripped = line.strip()
+    if stripped.count(_ROW_SEPARATOR) < 2 and not (stripped.startswith("|") and stripped.count("|") >= 3):
+        return None
+    cells = [cell.strip() for cell in (stripped.strip("|").split("|") if stripped.startswith("|")
+                                       else stripped.split(_ROW_SEPARATOR))]
+    for index, cell in enumerate(cells[:-1]):
+        names = _record_names(cell)
+        if len(names) == 1 and names[0][1] == 0 and names[0][2] == len(cell):
+            following = cells[index + 1]
+            if len(following.split()) >= 2 and re.search(r"[^\W\d_]{2}", following) and not _record_names(following):
+                return names[0][0], following.lower()
+            return None
+    return None
+
+
+def _name_forms(records: dict[str, _Record]) -> dict[str, str]:
+    """How an answer may name a record by its row name: the name, and the name without its
+    first word when two words or more remain ("intake air filter" for "Compressor intake air
+    filter"); a form two records share names neither."""
+    forms: dict[str, set[str]] = {}
+    for record_name, record in records.items():
+        for name in record.names:
+            words = name.split()
+            for form in {name, *([" ".join(words[1:])] if len(words) >= 3 else [])}:
+                forms.setdefault(form, set()).add(record_name)
+    return {form: next(iter(owners)) for form, owners in forms.items() if len(owners) == 1}
+
+
+def _mentions(line: str, known: set[str], forms: dict[str, str]) -> list[tuple[str, int, int]]:
+    """Where ``line`` names a record of the observations: by its id or by its row name
+    (:func:`_name_forms`): ``(record, start, end)`` in line order, none overlapping."""
+    found = [(name, start, end) for name, start, end in _record_names(line) if name in known]
+    lowered = line.lower()
+    for form, record in sorted(forms.items(), key=lambda item: -len(item[0])):
+        for match in re.finditer(rf"(?<!\w){re.escape(form)}(?!\w)", lowered):
+            if not any(start < match.end() and match.start() < end for _, start, end in found):
+                found.append((record, match.start(), match.end()))
+    return sorted(found, key=lambda mention: mention[1])
 
 
 @dataclass(frozen=True)
@@ -180,47 +230,50 @@ class Claim:
         return f"{self.record}: {self.claim} (of {', '.join(self.owners)})"
 
 
-def _clauses(line: str) -> list[tuple[int, int]]:
-    """``(start, end)`` of the clauses of one answer line (module docstring)."""
-    cuts = sorted({0, len(line)} | {match.end() for match in _SENTENCE_END.finditer(line)}
-                  | {match.end() for match in _CLAUSE_MARK.finditer(line)}
-                  | {match.start() for match in _JOINER.finditer(line)})
+def _clauses(line: str, mentions: Sequence[tuple[str, int, int]]) -> list[tuple[int, int]]:
+    """``(start, end)`` of the clauses of one answer line (module docstring), never cut
+    inside a record's mention ("Heater band 60 mm, 400 W")."""
+    cuts = ({match.end() for match in _SENTENCE_END.finditer(line)} | {match.end() for match in _CLAUSE_MARK.finditer(line)}
+            | {match.start() for match in _JOINER.finditer(line)})
+    cuts = sorted({0, len(line)} | {cut for cut in cuts if not any(start < cut < end for _, start, end in mentions)})
     return [(start, end) for start, end in zip(cuts, cuts[1:]) if line[start:end].strip()]
 
 
-def _bare(clause: str) -> bool:
-    """Whether ``clause`` is record names alone (with joining words and marks): one item of a
-    list whose statement comes in a later clause ("AB-1, AB-2 and AB-3 are late")."""
+def _bare(clause: str, mentions: Sequence[tuple[str, int, int]]) -> bool:
+    """Whether ``clause`` is record mentions alone (with joining words and marks): one item of
+    a list whose statement comes in a later clause ("AB-1, AB-2 and AB-3 are late")."""
     rest = clause
-    for _, start, end in reversed(_record_names(clause)):
+    for _, start, end in reversed(mentions):
         rest = rest[:start] + " " + rest[end:]
     return not re.sub(r"[\W_]", "", _JOINER.sub(" ", rest))
 
 
-def _spans(line: str, known: set[str], carried: str | None) -> tuple[list[tuple[str, str]], str | None]:
+def _spans(line: str, known: set[str], forms: dict[str, str],
+           carried: str | None) -> tuple[list[tuple[str, str]], str | None]:
     """The text each record governs in ``line``: ``[(record, text)]``, and the record passed on
     to what follows (the last one named). Records listed alone in clauses before a statement
     govern the statement's first part too."""
     spans: list[tuple[str, str]] = []
     last = carried
     listed: list[str] = []
-    for start, end in _clauses(line):
+    mentions = _mentions(line, known, forms)
+    for start, end in _clauses(line, mentions):
         clause = line[start:end]
-        names = [(name, begin) for name, begin, _ in _record_names(clause) if name in known]
-        if names and _bare(clause):
-            listed.extend(name for name, _ in names)
-            last = names[-1][0]
+        inside = [(name, begin - start, stop - start) for name, begin, stop in mentions if start <= begin < end]
+        if inside and _bare(clause, inside):
+            listed.extend(name for name, _, _ in inside)
+            last = inside[-1][0]
             continue
-        if not names:
+        if not inside:
             if last:
                 spans.extend((name, clause) for name in dict.fromkeys([*listed, last]))
             listed = []
             continue
-        bounds = [0] + [begin for _, begin in names[1:]] + [len(clause)]
-        spans.extend((name, clause[bounds[0]:bounds[1]]) for name in dict.fromkeys(listed) if name != names[0][0])
-        spans.extend((name, clause[bounds[index]:bounds[index + 1]]) for index, (name, _) in enumerate(names))
+        bounds = [0] + [begin for _, begin, _ in inside[1:]] + [len(clause)]
+        spans.extend((name, clause[bounds[0]:bounds[1]]) for name in dict.fromkeys(listed) if name != inside[0][0])
+        spans.extend((name, clause[bounds[index]:bounds[index + 1]]) for index, (name, _, _) in enumerate(inside))
         listed = []
-        last = names[-1][0]
+        last = inside[-1][0]
     return spans, last
 
 
@@ -259,13 +312,14 @@ def misattributed_claims(answer: str, steps: Sequence[dict[str, Any]], question:
     for name, record in records.items():
         for word in record.words:
             vocabulary.setdefault(word, set()).add(name)
+    forms = _name_forms(records)
     found: list[Claim] = []
     carried: str | None = None
     for raw in answer.splitlines():
         line = raw.strip()
         if not line:
             continue
-        spans, last = _spans(line, set(records), carried)
+        spans, last = _spans(line, set(records), forms, carried)
         names_only = bool(_record_names(line)) and not any(token.kind in ("number", "date") and informative(token.value)
                                                           for token in value_tokens(line))
         carried = last if names_only else carried

@@ -151,3 +151,19 @@ def test_an_answer_that_opens_with_the_question_is_the_prompt_written_back(answe
 
     assert "prompt_echo" in answer_problems(answer, question)
     assert "prompt_echo" not in answer_problems("PU-7 is stopped.", question)
+
+
+ITEMS = ("Items in aisle 4:\n"
+         "SK-10 | Ceramic coffee mug | stock 12 | price 8.50 EUR\n"
+         "SK-22 | Steel water bottle | stock 0 | price 19.90 EUR")
+
+
+@pytest.mark.parametrize("answer, wrong", [
+    ("The coffee mug costs 19.90 EUR.", ("SK-10", "19.90")),  # a row named by its name, less its first word
+    ("Steel water bottle は 8.50 ユーロです。", ("SK-22", "8.50")),
+    ("La Ceramic coffee mug coûte 8,50 EUR ; la Steel water bottle 19,90 EUR.", None),
+    ("Ceramic coffee mug: 12 in stock, 8.50 EUR.", None),
+])
+def test_a_row_named_by_its_name_is_that_record(answer, wrong):
+    claims = misattributed_claims(answer, steps(ITEMS, aisle="4"), "What do the items cost?")
+    assert [(claim.record, claim.claim) for claim in claims][:1] == ([wrong] if wrong else [])
