@@ -289,8 +289,7 @@ def answer_problems(answer: str, question: str, tool_names: Iterable[str] = ()) 
 
 
 def _opens_with_question(first: str, question: str) -> bool:
-    """Whether an answer's first line opens with the whole question (8+ characters, marks
-    and letter case aside): the question written back before the answer."""
+    """Whether an answer's first line opens with the whole question (8+ characters, marks and case aside)."""
     asked = re.sub(r"[\W_]+", " ", question).strip().lower()
     return len(asked) >= _REPEATED_LINE_MIN_CHARS and re.sub(r"[\W_]+", " ", first).strip().lower().startswith(asked)
 
