@@ -31,6 +31,12 @@ The rule, for any tool output and any language:
   (a line that names records and no other value — a heading — passes its last one on to the
   lines below it). Records listed alone in clauses ("AB-1, AB-2 and AB-3 are late") govern the
   statement that follows them too.
+* *Lists.* A line that ends in ``:`` and names no record introduces the list items under it:
+  a word or state of the intro that most of the listed records' lines do not hold is a claim
+  misattributed to each listed record lacking it ("These parts are out of stock:" over parts
+  the tools call ``LOW``); one most of them hold describes the list, loosely, and stands.
+  Records listed in a sentence that ends share no statement after it. A line of the answer that
+  is a line of the tools' output (list marks and emphasis aside) states nothing new.
 * *The check.* A figure (a date, a number other than a bare digit, not in the question)
   governed by record A is *misattributed* when some records' lines hold it and none of A's
   does. A state word governed by A is misattributed when it is a word cell of another
@@ -59,6 +65,7 @@ from reactgraph.tools.runner import holds_no_data
 from reactgraph.tools.values import value_tokens
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
+_SENTENCE_CLOSE = re.compile(r"[.!?。！？]\s*$")
 _CLAUSE_MARK = re.compile(r"[,;](?!\d)|[、，；]")
 _UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7a3]")
 _WORD_CELL = re.compile(r"^[^\W\d_]+(?:[ '’-][^\W\d_]+){0,2}$")
@@ -261,7 +268,8 @@ def _spans(line: str, known: set[str], forms: dict[str, str],
         clause = line[start:end]
         inside = [(name, begin - start, stop - start) for name, begin, stop in mentions if start <= begin < end]
         if inside and _bare(clause, inside):
-            listed.extend(name for name, _, _ in inside)
+            # a list item; a sentence that ends with it has no statement after it
+            listed = [] if _SENTENCE_CLOSE.search(clause) else [*listed, *(name for name, _, _ in inside)]
             last = inside[-1][0]
             continue
         if not inside:
@@ -313,24 +321,64 @@ def misattributed_claims(answer: str, steps: Sequence[dict[str, Any]], question:
         for word in record.words:
             vocabulary.setdefault(word, set()).add(name)
     forms = _name_forms(records)
+    copied = {_plain(line) for step in steps if not step.get("error")
+              for line in readable_observation(str(step.get("observation") or "")).splitlines()}
     found: list[Claim] = []
     carried: str | None = None
-    for raw in answer.splitlines():
+    intro: str | None = None  # a line ending in ":" that names no record, over a list
+    listed: list[str] = []
+    for raw in [*answer.splitlines(), ""]:
         line = raw.strip()
+        item = bool(_LIST_ITEM.match(line))
+        if intro is not None and line and not item or not raw:
+            found.extend(_intro_claims(intro, listed, records, vocabulary))
+            intro, listed = (None, []) if line and not item else (intro, listed)
         if not line:
             continue
+        mentions = _mentions(line, set(records), forms)
+        if line.rstrip("*_ ").endswith((":", "：")) and not mentions:
+            found.extend(_intro_claims(intro, listed, records, vocabulary) if intro is not None else [])
+            intro, listed = line, []
+            continue
+        if intro is not None and item and mentions:
+            listed.append(mentions[0][0])
         spans, last = _spans(line, set(records), forms, carried)
-        names_only = bool(_record_names(line)) and not any(token.kind in ("number", "date") and informative(token.value)
-                                                          for token in value_tokens(line))
-        carried = last if names_only else carried
+        heading = bool(mentions) and not _KEY_VALUE.match(_plain(line)) and not any(
+            token.kind in ("number", "date") and informative(token.value) for token in value_tokens(line))
+        carried = last if heading else carried
+        if _plain(line) in copied:  # a line of the tools' output, as they wrote it
+            continue
         for name, text in spans:
-            found.extend(_span_claims(name, text, records, vocabulary, question_values))
+            found.extend(_figure_claims(name, text, records, question_values))
+            found.extend(_word_claims(name, text, records, vocabulary))
     return list(dict.fromkeys(found))
 
 
-def _span_claims(name: str, text: str, records: dict[str, _Record], vocabulary: dict[str, set[str]],
-                 question_values: set[str]) -> list[Claim]:
-    """The misattributed claims of one text ``name`` governs."""
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
+_KEY_VALUE = re.compile(r"^[^:]{1,40}:\s+\S")
+
+
+def _plain(line: str) -> str:
+    """A line without list marks, emphasis and letter case: how an answer copies a tool's line."""
+    return " ".join(_LIST_ITEM.sub("", line).replace("**", "").replace("`", "").split()).lower()
+
+
+def _intro_claims(intro: str, listed: Sequence[str], records: dict[str, _Record],
+                  vocabulary: dict[str, set[str]]) -> list[Claim]:
+    """The words of a list's intro ("These parts are out of stock:") that most of the records
+    listed under it do not hold: each listed record lacking one is misattributed (a word that
+    most of them hold describes the list, loosely, and stands)."""
+    by_record = {name: _word_claims(name, intro, records, vocabulary) for name in dict.fromkeys(listed)}
+    claims = []
+    for word in {claim.claim for found in by_record.values() for claim in found}:
+        lacking = [claim for found in by_record.values() for claim in found if claim.claim == word]
+        if 2 * len(lacking) > len(by_record):
+            claims.extend(lacking)
+    return claims
+
+
+def _figure_claims(name: str, text: str, records: dict[str, _Record], question_values: set[str]) -> list[Claim]:
+    """The figures of a text ``name`` governs that other records' lines hold and its own do not."""
     own = records[name]
     claims = []
     for written, readings in _figures(text, question_values):
@@ -339,6 +387,13 @@ def _span_claims(name: str, text: str, records: dict[str, _Record], vocabulary: 
         owners = tuple(sorted(other for other, record in records.items() if readings & record.values))
         if owners:
             claims.append(Claim(name, written, owners))
+    return claims
+
+
+def _word_claims(name: str, text: str, records: dict[str, _Record], vocabulary: dict[str, set[str]]) -> list[Claim]:
+    """The word cells and states of a text ``name`` governs that are another record's and not its own."""
+    own = records[name]
+    claims = []
     lowered = text.lower()
     for word, owners in vocabulary.items():
         if name in owners or own.says(word):

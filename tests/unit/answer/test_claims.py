@@ -167,3 +167,29 @@ ITEMS = ("Items in aisle 4:\n"
 def test_a_row_named_by_its_name_is_that_record(answer, wrong):
     claims = misattributed_claims(answer, steps(ITEMS, aisle="4"), "What do the items cost?")
     assert [(claim.record, claim.claim) for claim in claims][:1] == ([wrong] if wrong else [])
+
+
+STOCK = ("3 item(s) at or below reorder level:\n"
+         "SK-10 | Ceramic coffee mug | stock 0 | OUT OF STOCK\n"
+         "SK-22 | Steel water bottle | stock 1 | LOW\n"
+         "SK-31 | Bamboo lunch box | stock 2 | LOW")
+
+
+@pytest.mark.parametrize("answer, wrong", [
+    # a list's intro states what most listed records are not
+    ("Yes, these items are out of stock:\n- SK-10\n- SK-22\n- SK-31", {"SK-22", "SK-31"}),
+    ("Items out of stock:\n\n1. Steel water bottle\n2. Bamboo lunch box", {"SK-22", "SK-31"}),
+    # an intro most of them match describes the list, loosely
+    ("The items low on stock are:\n- Ceramic coffee mug (0)\n- Steel water bottle (1)\n- Bamboo lunch box (2)", set()),
+    # items listed in a sentence that ends share no later statement
+    ("Listed: SK-10, SK-22. SK-31 is low.", set()),
+])
+def test_a_lists_intro_is_a_claim_about_each_item(answer, wrong):
+    claims = misattributed_claims(answer, steps(STOCK, aisle="4"), "Are any items out of stock?")
+    assert {claim.record for claim in claims} == wrong
+
+
+def test_a_line_copied_from_the_tools_output_is_no_claim():
+    observation = "Alert: AL-17 (minor)\nDevice: DV-3 (gateway)\nRaised: 2026-04-02 09:30"
+    assert misattributed_claims("Alert AL-17 on DV-3.\nDevice: DV-3 (gateway)\nRaised: 2026-04-02 09:30",
+                                steps(observation, alert_id="AL-17"), "Explain AL-17") == []
