@@ -193,3 +193,26 @@ def test_a_line_copied_from_the_tools_output_is_no_claim():
     observation = "Alert: AL-17 (minor)\nDevice: DV-3 (gateway)\nRaised: 2026-04-02 09:30"
     assert misattributed_claims("Alert AL-17 on DV-3.\nDevice: DV-3 (gateway)\nRaised: 2026-04-02 09:30",
                                 steps(observation, alert_id="AL-17"), "Explain AL-17") == []
+
+
+async def test_the_dag_withdraws_a_misattributing_answer_and_keeps_the_verdict():
+    from reactgraph import AgentSettings, DAGAgent, ModelRegistry
+    from tests.unit.dag.test_dag import kind, plan, step, verdict
+
+    def reply(messages):
+        role = kind(messages)
+        if role == "planner":
+            return plan(step("a", "look up the pumps of site north"))
+        if role == "analyzer":
+            return verdict(True, 1.0, "PU-7 is stopped.")
+        if role == "step:a" and not any("PU-9 |" in str(message.content) for message in messages):
+            return call("pump_overview", {"site": "north"})
+        return json.dumps({"type": "final_answer", "reasoning": "", "answer": "Done."})
+
+    written = "No, PU-7 is running at 42.5 m3/h."
+    model = ScriptedChatModel(responses=[reply], repeat_last=True, synthesis=written)
+    agent = DAGAgent(ModelRegistry(model, abilities=WRITER), pump_tools(),
+                     settings=AgentSettings(max_iterations=3, tool_timeout=1))
+    done = [event async for event in agent.astream_events("Is pump PU-7 stopped at site north?")][-1].data
+    assert done["grounding"]["action"] == "fallback" and done["grounding"]["problems"] == ["misattributed"]
+    assert done["answer"].startswith("Yes. PU-7 · Pump 7 · stopped") and written not in done["answer"]
