@@ -1137,6 +1137,9 @@ async def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions", type=int, default=len(QUESTIONS),
                         help=f"the first N questions of each section (default: all; {len(QUESTIONS)} single, "
                              f"{len(MULTI_QUESTIONS)} multi-part, {len(YESNO_QUESTIONS)} yes/no)")
+    parser.add_argument("--skip", type=int, default=0,
+                        help="leave out the first N questions of each section, before --questions (a held-out "
+                             "sample: --skip 8 --questions 8 runs questions 9 to 16)")
     parser.add_argument("--sections", nargs="+", choices=tuple(SECTIONS), default=list(SECTIONS),
                         help="single: one-part questions; multi: questions of several parts (every part answered); "
                              "yesno: yes/no questions (the right verdict in the lead); each section gets its own "
@@ -1164,8 +1167,8 @@ async def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verbose", action="store_true", help="print each run's calls, answer and score")
     parser.add_argument("--db", help="demo plant database file (default: a fresh one in a temporary directory)")
     args = parser.parse_args(argv)
-    if args.max_iterations < 1 or args.questions < 1:
-        parser.error("--questions and --max-iterations must be at least 1")
+    if args.max_iterations < 1 or args.questions < 1 or args.skip < 0:
+        parser.error("--questions and --max-iterations must be at least 1, --skip at least 0")
     if args.local_endpoint and args.local_models:
         parser.error("--local-endpoint and --local-models exclude each other")
     ablated = list(SAFEGUARDS) if args.without == ["all"] else list(dict.fromkeys(args.without))
@@ -1191,7 +1194,7 @@ async def main(argv: list[str] | None = None) -> int:
     from reactgraph.demo.factory import build_factory_hub
     from reactgraph.models import open_model
 
-    questions = [q for name in args.sections for q in SECTIONS[name][: args.questions]
+    questions = [q for name in args.sections for q in SECTIONS[name][args.skip: args.skip + args.questions]
                  if not args.kinds or q.kind in args.kinds]
     split = len(args.sections) > 1
     models = args.local_models or [None]
