@@ -45,6 +45,12 @@ The rule, for any tool output and any language:
   in any of the table's languages) another record's lines state while A's lines state
   another state of that family and not this one.
 
+*Limits.* A figure the observations write only as a limit — after a ``limit`` word of the
+language table (:data:`~reactgraph.core.language.VERDICT_WORDS`: "limit", "threshold", "上限",
+"한계"…) up to the end of its cell or bracket, and nowhere else — is misattributed when the
+answer states it in a clause with no limit word, outside such a list: "the temperature dropped
+from 90.0°C" when 90.0°C is the limit. This holds with one record or none too.
+
 A figure no record holds (a derived figure, a total) and a record no observation names are
 left to grounding. An answer that gives several records their figures in one run after naming
 them all ("AB-1 and AB-2: 1.8 and 3.4 bar") is read as tying every figure to the last one
@@ -60,7 +66,7 @@ from typing import Any
 
 from reactgraph.answer.grounding import argument_strings, informative, readable_observation
 from reactgraph.answer.lead import state_meanings
-from reactgraph.core.language import PART_JOINERS, STATE_FAMILIES
+from reactgraph.core.language import PART_JOINERS, STATE_FAMILIES, VERDICT_WORDS
 from reactgraph.tools.runner import holds_no_data
 from reactgraph.tools.values import value_tokens
 
@@ -224,9 +230,11 @@ class Claim:
     """A figure or word an answer ties to a record whose lines do not hold it.
 
     Attributes:
-        record: The record the answer ties it to (normal form).
+        record: The record the answer ties it to (normal form); ``""`` for a limit stated
+            as a reading, whoever's it is.
         claim: The figure or word as the answer wrote it.
-        owners: The records whose lines hold it (sorted).
+        owners: The records whose lines hold it (sorted); ``("limit",)`` for a limit stated
+            as a reading.
     """
 
     record: str
@@ -234,7 +242,7 @@ class Claim:
     owners: tuple[str, ...]
 
     def __str__(self) -> str:
-        return f"{self.record}: {self.claim} (of {', '.join(self.owners)})"
+        return f"{self.record or '-'}: {self.claim} (of {', '.join(self.owners)})"
 
 
 def _clauses(line: str, mentions: Sequence[tuple[str, int, int]]) -> list[tuple[int, int]]:
@@ -276,26 +284,29 @@ def _spans(line: str, known: set[str], forms: dict[str, str],
             if last:
                 spans.extend((name, clause) for name in dict.fromkeys([*listed, last]))
             listed = []
+            last = carried if clause.rstrip().endswith((";", "；")) else last
             continue
         bounds = [0] + [begin for _, begin, _ in inside[1:]] + [len(clause)]
         spans.extend((name, clause[bounds[0]:bounds[1]]) for name in dict.fromkeys(listed) if name != inside[0][0])
         spans.extend((name, clause[bounds[index]:bounds[index + 1]]) for index, (name, _, _) in enumerate(inside))
         listed = []
-        last = inside[-1][0]
+        last = inside[-1][0] if not clause.rstrip().endswith((";", "；")) else carried
     return spans, last
 
 
-def _figures(text: str, question_values: set[str]) -> list[tuple[str, set[str]]]:
+def _figures(text: str, question_values: set[str], *, positions: bool = False) -> list[Any]:
     """The figures of ``text`` an answer states: dates and informative numbers, not ids, not
-    a list line's number, not a value the question wrote: ``(as written, readings)``."""
+    a list line's number, not a value the question wrote: ``(as written, readings)``, with
+    its start in ``text`` as a third item when ``positions``."""
     body = _LIST_MARKER.sub(lambda match: " " * len(match.group(0)), text, count=1)
-    found = []
+    found: list[Any] = []
     for token in value_tokens(body):
         if token.kind not in ("number", "date") or not informative(token.value):
             continue
         if question_values & set(token.readings):
             continue
-        found.append((body[token.start:token.end], set(token.readings)))
+        figure = (body[token.start:token.end], set(token.readings))
+        found.append((*figure, token.start) if positions else figure)
     return found
 
 
@@ -312,18 +323,17 @@ def misattributed_claims(answer: str, steps: Sequence[dict[str, Any]], question:
         One :class:`Claim` per misattributed figure or word, in answer order, each once;
         ``[]`` when the observations name fewer than two records (nothing to confuse).
     """
+    question_values = {reading for token in value_tokens(question) for reading in token.readings}
+    found = _limits_as_readings(answer, steps, question_values)
     records = records_of(steps)
     if len(records) < 2:
-        return []
-    question_values = {reading for token in value_tokens(question) for reading in token.readings}
+        return found
     vocabulary: dict[str, set[str]] = {}
     for name, record in records.items():
         for word in record.words:
             vocabulary.setdefault(word, set()).add(name)
     forms = _name_forms(records)
-    copied = {_plain(line) for step in steps if not step.get("error")
-              for line in readable_observation(str(step.get("observation") or "")).splitlines()}
-    found: list[Claim] = []
+    copied = _copied_lines(steps)
     carried: str | None = None
     intro: str | None = None  # a line ending in ":" that names no record, over a list
     listed: list[str] = []
@@ -352,6 +362,74 @@ def misattributed_claims(answer: str, steps: Sequence[dict[str, Any]], question:
             found.extend(_figure_claims(name, text, records, question_values))
             found.extend(_word_claims(name, text, records, vocabulary))
     return list(dict.fromkeys(found))
+
+
+def _copied_lines(steps: Sequence[dict[str, Any]]) -> set[str]:
+    """The successful observations' lines as :func:`_plain` writes them."""
+    return {_plain(line) for step in steps if not step.get("error")
+            for line in readable_observation(str(step.get("observation") or "")).splitlines()}
+
+
+def _limit_words() -> re.Pattern[str]:
+    words = [word for by_language in VERDICT_WORDS["limit"].values() for word in by_language]
+    spaced = sorted((word for word in words if not _UNSPACED.search(word)), key=len, reverse=True)
+    parts = [rf"(?<![\w-]){re.escape(word)}(?![\w-])" for word in spaced] + [
+        re.escape(word) for word in words if _UNSPACED.search(word)]
+    return re.compile("|".join(parts), re.IGNORECASE)
+
+
+_LIMIT_WORD = _limit_words()
+_LIMIT_END = re.compile(r"\s\||[()\[\];]")
+
+
+def _limit_only(steps: Sequence[dict[str, Any]]) -> set[str]:
+    """The figures the observations write only as a limit: after a ``limit`` word of the
+    language table (:data:`~reactgraph.core.language.VERDICT_WORDS`: "limit", "threshold",
+    "上限"…) up to the end of its cell or bracket ("temp 48.7°C (limit 60.0)", "limits:
+    vibration 4.5 mm/s, temperature 90.0°C"), and nowhere else."""
+    as_limit: set[str] = set()
+    elsewhere: set[str] = set()
+    for line in _copied_lines(steps):
+        bounds = _limit_bounds(line)
+        for token in value_tokens(line):
+            if token.kind != "number" or not informative(token.value):
+                continue
+            inside = any(start <= token.start < end for start, end in bounds)
+            (as_limit if inside else elsewhere).update(token.readings)
+    return as_limit - elsewhere
+
+
+def _limit_bounds(line: str) -> list[tuple[int, int]]:
+    """Where ``line`` states limits: from each limit word to the end of its cell or bracket."""
+    bounds = []
+    for match in _LIMIT_WORD.finditer(line):
+        end = _LIMIT_END.search(line, match.end())
+        bounds.append((match.end(), end.start() if end else len(line)))
+    return bounds
+
+
+def _limits_as_readings(answer: str, steps: Sequence[dict[str, Any]], question_values: set[str]) -> list[Claim]:
+    """The figures ``answer`` states as a reading, in a clause with no limit word, that the
+    observations write only as a limit (:func:`_limit_only`): "the temperature dropped from
+    90.0°C" when 90.0°C is the limit. Lines copied from the tools' output are not checked."""
+    limits = _limit_only(steps)
+    if not limits:
+        return []
+    copied = _copied_lines(steps)
+    claims = []
+    for raw in answer.splitlines():
+        line = raw.strip()
+        if not line or _plain(line) in copied:
+            continue
+        stated = _limit_bounds(line)
+        for start, end in _clauses(line, []):
+            clause = line[start:end]
+            if _LIMIT_WORD.search(clause):
+                continue
+            claims.extend(Claim("", line[start + at:start + at + len(written)], ("limit",))
+                          for written, readings, at in _figures(clause, question_values, positions=True)
+                          if readings & limits and not any(low <= start + at < high for low, high in stated))
+    return claims
 
 
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")

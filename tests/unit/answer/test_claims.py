@@ -216,3 +216,21 @@ async def test_the_dag_withdraws_a_misattributing_answer_and_keeps_the_verdict()
     done = [event async for event in agent.astream_events("Is pump PU-7 stopped at site north?")][-1].data
     assert done["grounding"]["action"] == "fallback" and done["grounding"]["problems"] == ["misattributed"]
     assert done["answer"].startswith("Yes. PU-7 · Pump 7 · stopped") and written not in done["answer"]
+
+
+TREND = ("Boiler BL-2 readings, 2026-05-01 to 2026-05-03; limits: pressure 12.0 bar, temperature 95.0°C\n"
+         "2026-05-01 | pressure 10.4 bar | temperature 81.3°C\n"
+         "2026-05-03 | pressure 6.2 bar | temperature 40.8°C")
+
+
+@pytest.mark.parametrize("answer, wrong", [
+    ("BL-2's temperature dropped from 95.0°C to 40.8°C.", "95.0"),  # the limit passed off as a reading
+    ("Die Temperatur von BL-2 fiel von 95,0 °C auf 40,8 °C.", "95,0"),
+    ("BL-2 の温度は 95.0°C から 40.8°C に下がりました。", "95.0"),
+    ("BL-2's temperature fell from 81.3°C to 40.8°C, well under its 95.0°C limit.", None),
+    ("BL-2 의 온도는 81.3°C에서 40.8°C로 내려갔고, 한계는 95.0°C입니다.", None),
+    ("Limits: pressure 12.0 bar, temperature 95.0°C.", None),  # a list after a limit word, past its commas
+])
+def test_a_figure_the_tools_give_only_as_a_limit_is_no_reading(answer, wrong):
+    claims = misattributed_claims(answer, steps(TREND, boiler_id="BL-2"), "How is boiler BL-2?")
+    assert [claim.claim for claim in claims] == ([wrong] if wrong else [])
