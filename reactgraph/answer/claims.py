@@ -46,8 +46,8 @@ The rule, for any tool output and any language:
   another state of that family and not this one.
 
 *Limits.* A figure the observations write only as a limit — after a ``limit`` word of the
-language table (:data:`~reactgraph.core.language.VERDICT_WORDS`: "limit", "threshold", "上限",
-"한계"…) up to the end of its cell or bracket, and nowhere else — is misattributed when the
+language table (:data:`~reactgraph.core.language.VERDICT_WORDS`: "limit", "threshold",
+and their kin in every language) up to the end of its cell or bracket, and nowhere else — is misattributed when the
 answer states it in a clause with no limit word, outside such a list: "the temperature dropped
 from 90.0°C" when 90.0°C is the limit. This holds with one record or none too.
 
