@@ -385,7 +385,7 @@ _LIMIT_END = re.compile(r"\s\||[()\[\];]")
 def _limit_only(steps: Sequence[dict[str, Any]]) -> set[str]:
     """The figures the observations write only as a limit: after a ``limit`` word of the
     language table (:data:`~reactgraph.core.language.VERDICT_WORDS`: "limit", "threshold",
-    "上限"…) up to the end of its cell or bracket ("temp 48.7°C (limit 60.0)", "limits:
+    and their kin) up to the end of its cell or bracket ("temp 48.7°C (limit 60.0)", "limits:
     vibration 4.5 mm/s, temperature 90.0°C"), and nowhere else."""
     as_limit: set[str] = set()
     elsewhere: set[str] = set()
