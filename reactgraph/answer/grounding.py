@@ -279,19 +279,14 @@ def answer_problems(answer: str, question: str, tool_names: Iterable[str] = ()) 
     counted = [line for line in lines if len(line) >= _REPEATED_LINE_MIN_CHARS]
     if len(counted) != len(set(counted)):
         problems.append("repeated_line")
-    if any(line in PROMPT_HEADINGS for line in lines) or _opens_with_question(lines[0], question):
-        problems.append("prompt_echo")
+    asked, first_words = (" ".join(re.findall(r"[^\W_]+", text.lower())) for text in (question, lines[0]))
+    if any(line in PROMPT_HEADINGS for line in lines) or len(asked) >= 8 and first_words.startswith(asked):
+        problems.append("prompt_echo")  # a heading of the prompt, or the question, written back
     if _is_json_container(answer.strip()):
         problems.append("raw_data")
     if begins_mid_sentence(lines[0]):
         problems.append("fragment")
     return problems
-
-
-def _opens_with_question(first: str, question: str) -> bool:
-    """Whether an answer's first line opens with the whole question (8+ characters, marks and case aside)."""
-    asked = re.sub(r"[\W_]+", " ", question).strip().lower()
-    return len(asked) >= _REPEATED_LINE_MIN_CHARS and re.sub(r"[\W_]+", " ", first).strip().lower().startswith(asked)
 
 
 _OPENING_MARKS = "#>*_~ \t\"'([\u201c\u2018\u201e\u00ab\u2039\u00bf\u00a1\u300c"
