@@ -33,6 +33,12 @@ Usage::
     python bench/bfcl.py --cases 6 --json bfcl.json
     python bench/bfcl.py --categories irrelevance --cases 10 --agents reactgraph --verbose
     python bench/bfcl.py --local-models smollm2-135m qwen2.5-coder-1.5b
+    python bench/bfcl.py --gate-only --cases 100 --verbose   # the lexical gate alone, no model
+
+``--gate-only`` runs no model: it asks, for each case, whether the strict policy's lexical gate
+(:func:`reactgraph.nodes.select_tools.gate_closes`, on the case's tools) offers no tool, and
+prints how many cases of each category it closes (:func:`gate_table`). Irrelevance cases closed
+are won whatever the model does; a relevant case closed is lost whatever it does.
 """
 
 from __future__ import annotations
@@ -279,6 +285,34 @@ def score_table(results: Sequence[dict[str, Any]], agents: Sequence[str], catego
     return "\n".join(lines)
 
 
+def gate_closed(case: Case) -> bool:
+    """Whether the lexical gate (:func:`~reactgraph.nodes.select_tools.gate_closes`) offers
+    ``case``'s question no tool, its language detected as a run detects it."""
+    from reactgraph.core.language import detect_language
+    from reactgraph.nodes.select_tools import gate_closes
+    from reactgraph.tools.ranking import ToolRanker
+
+    tools, _ = case_tools(case)
+    question, _ = _question(case)
+    return gate_closes(ToolRanker(tools), question, detect_language(question))
+
+
+def gate_table(cases: Sequence[Case], categories: Sequence[str], verbose: bool = False) -> str:
+    """The Markdown table of the cases the lexical gate closes per category (no model), and
+    with ``verbose`` the irrelevance questions it leaves open and the relevant ones it closes."""
+    lines = ["| category | cases | gate closes |", "|---|---|---|"]
+    notes: list[str] = []
+    for category in categories:
+        mine = [case for case in cases if case.category == category]
+        closed = {case.id: gate_closed(case) for case in mine}
+        lines.append(f"| {category} | {len(mine)} | {sum(closed.values())} |")
+        for case in mine:
+            if closed[case.id] != (category == "irrelevance"):
+                what = "closed" if closed[case.id] else "open"
+                notes.append(f"{what}: {case.id}: {_question(case)[0][:140]!r}")
+    return "\n".join(lines + ([""] + notes if verbose and notes else []))
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -299,9 +333,18 @@ async def main(argv: list[str] | None = None) -> int:
                         help="seconds a run may take before it counts as wrong (default 600)")
     parser.add_argument("--json", dest="json_out", help="write every case's outcome and the totals here")
     parser.add_argument("--verbose", action="store_true", help="print each case's output and the checker's error")
+    parser.add_argument("--gate-only", action="store_true",
+                        help="run no model: count the cases the strict policy's lexical gate closes")
     args = parser.parse_args(argv)
     if args.cases < 1:
         parser.error("--cases must be at least 1")
+    if args.gate_only:
+        root = ensure_bfcl(args.cache)
+        cases = [c for category in args.categories for c in load_cases(root, category, args.cases, args.seed)]
+        print(f"BFCL v4 (bfcl-eval {BFCL_VERSION}), the lexical gate alone, {args.cases} case(s) per category, "
+              f"seed {args.seed}\n")
+        print(gate_table(cases, args.categories, args.verbose))
+        return 0
 
     from langchain.agents import create_agent
 
