@@ -286,7 +286,7 @@ class ToolRanker:
         every = set(tokenize(query, language))
         for tools_language in self.languages:
             every.update(tokenize(query, tools_language))
-        return {name: {term for term in every if term in doc and (term in specific or term in subject)}
+        return {name: {term for term in every if term in doc and not term.isdigit() and (term in specific or term in subject)}
                 for name, doc, subject in zip(self.names, self._docs, self._subjects, strict=True)}
 
     def rank(self, query: str, language: str | None = None) -> list[tuple[str, float]]:

@@ -356,6 +356,28 @@ MIN_NUMBER_EXAMPLE = 4
 ``481516``, not a ``limit`` of ``10``)."""
 
 
+def required_numbers(schema: Mapping[str, Any]) -> list[str]:
+    """The required top-level arguments of an object ``schema`` that take a number: typed
+    ``integer`` or ``number`` (alone or among the types of an ``anyOf``/``oneOf``, not beside
+    ``string``) with no ``default``.
+
+    Returns:
+        Their names, in the schema's ``required`` order.
+    """
+    properties = schema.get("properties") or {}
+    out: list[str] = []
+    for name in schema.get("required") or ():
+        item = properties.get(name)
+        if not isinstance(item, dict) or "default" in item:
+            continue
+        options = [option for option in item.get("anyOf") or item.get("oneOf") or [item] if isinstance(option, dict)]
+        types = {kind for option in options for kind in (
+            option.get("type") if isinstance(option.get("type"), list) else [option.get("type")])}
+        if types and types <= {"integer", "number", "null"} and types - {"null"}:
+            out.append(name)
+    return out
+
+
 def argument_values(tool_name: str, schema: Mapping[str, Any]) -> list[ArgumentValues]:
     """What each argument of a tool takes (:class:`ArgumentValues`).
 
@@ -433,6 +455,7 @@ class ValueReader:
         self._formats = {argument.format for argument in every}
         self._free = any(argument.free for argument in every)
         self._identifier_arguments = [argument for argument in every if argument.identifier]
+        self._required_numbers = {name: required_numbers(schema) for name, schema in schemas.items()}
         self._cache: dict[str, list[Found]] = {}
 
     def find(self, text: str) -> list[Found]:
@@ -533,6 +556,11 @@ class ValueReader:
         """Whether some argument of ``tool_name`` is typed ``integer`` or ``number`` (so a
         number the question names may be its value)."""
         return any(argument.kind in ("integer", "number") for argument in self.arguments.get(tool_name, ()))
+
+    def needs_number(self, tool_name: str) -> bool:
+        """Whether ``tool_name`` cannot be called without a number: one of its required
+        arguments is typed ``integer`` or ``number`` and has no default (:func:`required_numbers`)."""
+        return bool(self._required_numbers.get(tool_name))
 
     def identifier_arguments(self, tool_name: str) -> list[ArgumentValues]:
         """The arguments of ``tool_name`` whose values name one record
