@@ -24,6 +24,11 @@ A question that shares no word but names a value words cannot place (an id, a nu
 "注文4411の状況は？" to English tools) is not decided by words: the model chooses among all
 the tools (the shortlist is ranked by words, so it is every tool when none shares one).
 
+When the gate opens on weak evidence (:func:`gate_unsure`: no value a schema takes, and no
+tool shares two subject words with the question and can be called with what it writes), one
+relevance call (:func:`relevant_tool`) asks the model for a tool's name or ``"none"``; ``"none"``
+offers no tool, anything else goes on as below.
+
 Under the lexical gate (the strict policy) a hub of at most ``tool_selection_threshold`` tools
 gets no selection call, but the gate still closes, and when the question names values that
 only some tools take by their schemas (an e-mail, a UUID, a SKU of a tool's pattern, a date,
