@@ -169,3 +169,20 @@ def test_the_tools_descriptions_quoted_in_an_answer_are_the_tools_text_not_the_e
     assert dm.score_domain_run(q, [], answer, "final_answer").answer_language
     english = "I have no data on that, but I can look up these:\n\n" + listed
     assert not dm.score_domain_run(q, [], english, "final_answer").answer_language  # the engine's own line
+
+
+def test_bfcl_gate_only_reads_each_case_without_a_model():
+    def case(category: str, question: str) -> object:
+        return bf.Case(f"{category}_{len(question)}", category, [{"role": "user", "content": question}],
+                       [{"name": "calculate_construction_cost", "description": "Estimate the construction cost of a building.",
+                         "parameters": {"type": "dict", "properties": {"building_type": {"type": "string"},
+                                                                        "location": {"type": "string"}},
+                                        "required": ["building_type", "location"]}}])
+
+    greeting = case("irrelevance", "Hi there, thanks a lot!")
+    renting = case("irrelevance", "What's the cost of renting an apartment in New York?")
+    building = case("simple_python", "Estimate the construction cost of a warehouse in Lyon.")
+    assert [bf.gate_reading(c) for c in (greeting, renting, building)] == ["closed", "unsure", "open"]
+    table = bf.gate_table([greeting, renting, building], ["simple_python", "irrelevance"], verbose=True)
+    assert "| simple_python | 1 | 0 | 0 |" in table and "| irrelevance | 2 | 1 | 1 |" in table
+    assert table.endswith("unsure: irrelevance_52: \"What's the cost of renting an apartment in New York?\"")
