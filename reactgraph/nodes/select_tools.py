@@ -217,7 +217,11 @@ def gate_closes(ranker: ToolRanker, query: str, language: str | None = None) -> 
     * shares a word that can name its subject with a tool
       (:meth:`~reactgraph.tools.ranking.ToolRanker.shared_subjects`: not one of the common words
       of its language or the tools', unless the tool's name or keywords carry it): "Find a
-      picnic spot in Miami" does not open it for "Find information about local fauna";
+      picnic spot in Miami" does not open it for "Find information about local fauna". A tool
+      that cannot be called without a number (a required ``integer``/``number`` argument with
+      no default: :meth:`~reactgraph.tools.values.ValueReader.needs_number`) shares none with a
+      question that writes no number: "How to increase the population of deer?" does not open
+      it for a growth model taking a birth rate;
     * names a number (not a single digit) that words cannot place: the question is in none of
       the tools' languages (or its language is unknown), so its words cannot match theirs
       ("注文4411の状況は？" to English tools: the model chooses); or some tool takes a number
@@ -239,11 +243,14 @@ def gate_closes(ranker: ToolRanker, query: str, language: str | None = None) -> 
     for found in values.find(query):
         if found.kind == "quoted" or any(values.takes(name, found.value) for name in ranker.names):
             return False
-    if any(ranker.shared_subjects(query, language).values()):
+    tokens = value_tokens(query)
+    written = any(token.kind in ("number", "date") for token in tokens)
+    if any(words and (written or not values.needs_number(name))
+           for name, words in ranker.shared_subjects(query, language).items()):
         return False
     unplaced = language is None or language not in ranker.languages
     numbers = any(values.takes_numbers(name) for name in ranker.names)
-    for token in value_tokens(query):
+    for token in tokens:
         if not informative(token.value):
             continue
         if token.kind in ("id", "email", "uuid", "uri") or unplaced:

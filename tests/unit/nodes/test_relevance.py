@@ -1,6 +1,7 @@
-"""The relevance call under the strict policy: when the lexical gate opens on weak evidence (few
-subject words shared with any tool, or a tool that needs a number the question does not write),
-the model is asked whether any tool serves the question, and "none" offers no tool.
+"""The lexical gate and the relevance call under the strict policy: a tool that needs a number
+shares no subject with a question that writes none; when the gate opens on weak evidence (fewer
+than two subject words shared with any tool), the model is asked whether any tool serves the
+question, and "none" offers no tool.
 
 A surveyor's office (not the demo plant): a building-cost estimate, a population-growth model
 taking numbers, a French land registry, a German tide table.
@@ -90,8 +91,10 @@ def test_one_shared_subject_word_leaves_the_gate_unsure_and_more_open_it():
 
 def test_a_tool_that_needs_a_number_is_not_served_by_a_question_writing_none():
     assert required_numbers(office()[1].args_schema.model_json_schema()) == ["current_population", "birth_rate"]
-    assert reading(office(), "How can the population growth of red deer be increased?") == "unsure"
+    assert reading(office(), "How can the population growth of red deer be increased?") == "closed"
     assert reading(office(), "Population growth of 1200 red deer at a birth rate of 0.3?") == "open"
+    # a tool that can be called without a number still shares its words
+    assert reading(office(), "What would the construction cost and the population growth of a new town be?") == "open"
 
 
 def test_a_greeting_closes_the_gate_and_another_language_is_left_to_the_model():
@@ -140,3 +143,14 @@ async def test_an_unparseable_relevance_reply_keeps_the_tools():
     ])
     result = await ReActAgent(model, tides(), abilities=SMALL_SCHEMA).run("Wann fährt die Fähre vom Hafen Husum ab?")
     assert [step.tool_name for step in result.steps] == ["gezeiten"]
+
+
+async def test_a_question_the_gate_closes_gets_no_tool_and_no_relevance_call():
+    for tools, question in ((office(), "How can the population growth of red deer be increased?"),
+                            (registry(), "Bonjour, merci !")):
+        model = ScriptedChatModel(responses=[_answer("…")])
+        result = await ReActAgent(model, tools, abilities=SMALL_SCHEMA).run(question)
+        assert model.kinds == ["tool_loop"]
+        loop = model.call_kwargs[0]["response_format"]["schema"]
+        assert [branch["properties"]["type"]["enum"] for branch in loop.get("anyOf", [loop])] == [["final_answer"]]
+        assert result.steps == []
