@@ -35,11 +35,10 @@ Usage::
     python bench/bfcl.py --local-models smollm2-135m qwen2.5-coder-1.5b
     python bench/bfcl.py --gate-only --cases 100 --verbose   # the lexical gate alone, no model
 
-``--gate-only`` runs no model: it asks, for each case, what the strict policy's lexical gate
-makes of its question on the case's tools (:func:`gate_reading`) and prints how many cases of
-each category it closes and how many it is unsure of (:func:`gate_table`). Irrelevance cases
-closed are won whatever the model does; a relevant case closed is lost whatever it does; an
-unsure case is decided by the model's relevance call in a run.
+``--gate-only`` runs no model: it asks, for each case, whether the strict policy's lexical gate
+offers its question no tool on the case's tools (:func:`gate_closed`) and prints how many cases
+of each category it closes (:func:`gate_table`). Irrelevance cases closed are won whatever the
+model does; a relevant case closed is lost whatever it does.
 """
 
 from __future__ import annotations
@@ -286,38 +285,31 @@ def score_table(results: Sequence[dict[str, Any]], agents: Sequence[str], catego
     return "\n".join(lines)
 
 
-def gate_reading(case: Case) -> str:
-    """What the strict policy's lexical gate makes of ``case``'s question, its language detected
-    as a run detects it: ``closed`` (:func:`~reactgraph.nodes.select_tools.gate_closes`: no tool
-    offered), ``unsure`` (:func:`~reactgraph.nodes.select_tools.gate_unsure`: the model is asked
-    whether any tool serves it) or ``open``."""
+def gate_closed(case: Case) -> bool:
+    """Whether the strict policy's lexical gate (:func:`~reactgraph.nodes.select_tools.gate_closes`,
+    on the case's tools) offers ``case``'s question no tool, its language detected as a run
+    detects it."""
     from reactgraph.core.language import detect_language
-    from reactgraph.nodes.select_tools import gate_closes, gate_unsure
+    from reactgraph.nodes.select_tools import gate_closes
     from reactgraph.tools.ranking import ToolRanker
 
     tools, _ = case_tools(case)
     question, _ = _question(case)
-    ranker, language = ToolRanker(tools), detect_language(question)
-    if gate_closes(ranker, question, language):
-        return "closed"
-    return "unsure" if gate_unsure(ranker, question, language) else "open"
+    return gate_closes(ToolRanker(tools), question, detect_language(question))
 
 
 def gate_table(cases: Sequence[Case], categories: Sequence[str], verbose: bool = False) -> str:
-    """The Markdown table of what the lexical gate makes of the cases of each category (no
-    model): how many it closes, and how many it is unsure of (a relevance call decides them in a
-    run). With ``verbose``, every irrelevance question it leaves open or unsure and every relevant
-    one it closes or is unsure of."""
-    lines = ["| category | cases | gate closes | gate unsure |", "|---|---|---|---|"]
+    """The Markdown table of the cases the lexical gate closes per category (no model), and
+    with ``verbose`` the irrelevance questions it leaves open and the relevant ones it closes."""
+    lines = ["| category | cases | gate closes |", "|---|---|---|"]
     notes: list[str] = []
     for category in categories:
         mine = [case for case in cases if case.category == category]
-        reading = {case.id: gate_reading(case) for case in mine}
-        counts = [sum(1 for value in reading.values() if value == kind) for kind in ("closed", "unsure")]
-        lines.append(f"| {category} | {len(mine)} | {counts[0]} | {counts[1]} |")
+        closed = {case.id: gate_closed(case) for case in mine}
+        lines.append(f"| {category} | {len(mine)} | {sum(closed.values())} |")
         for case in mine:
-            if (reading[case.id] == "closed") != (category == "irrelevance"):
-                notes.append(f"{reading[case.id]}: {case.id}: {_question(case)[0][:140]!r}")
+            if closed[case.id] != (category == "irrelevance"):
+                notes.append(f"{'closed' if closed[case.id] else 'open'}: {case.id}: {_question(case)[0][:140]!r}")
     return "\n".join(lines + ([""] + notes if verbose and notes else []))
 
 

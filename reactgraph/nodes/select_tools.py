@@ -24,11 +24,6 @@ A question that shares no word but names a value words cannot place (an id, a nu
 "注文4411の状況は？" to English tools) is not decided by words: the model chooses among all
 the tools (the shortlist is ranked by words, so it is every tool when none shares one).
 
-When the gate opens on weak evidence (:func:`gate_unsure`: no value a schema takes, and no
-tool shares two subject words with the question and can be called with what it writes), one
-relevance call (:func:`relevant_tool`) asks the model for a tool's name or ``"none"``; ``"none"``
-offers no tool, anything else goes on as below.
-
 Under the lexical gate (the strict policy) a hub of at most ``tool_selection_threshold`` tools
 gets no selection call, but the gate still closes, and when the question names values that
 only some tools take by their schemas (an e-mail, a UUID, a SKU of a tool's pattern, a date,
@@ -63,7 +58,7 @@ from reactgraph.events import SelectingTools, emit
 from reactgraph.answer.grounding import informative
 from reactgraph.core.language import turn_language
 from reactgraph.policy.parts import names_record, part_values, question_parts
-from reactgraph.protocol.prompts import RELEVANCE_SYSTEM, SELECTION_SYSTEM, SELECTION_USER
+from reactgraph.protocol.prompts import SELECTION_SYSTEM, SELECTION_USER
 from reactgraph.tools.ranking import ToolRanker, catalog_line
 from reactgraph.tools.approval import approval_rule
 from reactgraph.tools.values import ValueReader, value_tokens, without_values
@@ -260,105 +255,6 @@ def gate_closes(ranker: ToolRanker, query: str, language: str | None = None) -> 
     return True
 
 
-SURE_SUBJECT_WORDS = 2
-"""Words that can name a subject (:meth:`~reactgraph.tools.ranking.ToolRanker.shared_subjects`)
-a question must share with one tool for its words alone to say that tool serves it."""
-
-
-def gate_unsure(ranker: ToolRanker, query: str, language: str | None = None) -> bool:
-    """Whether the lexical gate, open for ``query``, opened on evidence too weak to say a tool
-    serves it: the question names no value a tool's schema takes and no id, e-mail address,
-    UUID or URI, it is in one of the tools' languages (so its words could have matched theirs),
-    and no tool both shares at least :data:`SURE_SUBJECT_WORDS` subject words with it and can be
-    called with what it writes: a tool one of whose required arguments takes a number
-    (:meth:`~reactgraph.tools.values.ValueReader.needs_number`) is not served by a question that
-    writes no number. "What's the cost of renting an apartment in New York?" shares one word,
-    "cost", with ``calculate_construction_cost``; "How to increase the population of deer?"
-    shares "population" with a growth model that needs a birth rate as a number.
-
-    A question the gate closes (:func:`gate_closes`) is not unsure; neither is one in another
-    language than the tools' (words cannot place it: the model chooses among the tools).
-
-    Args:
-        ranker: The agent's ranker.
-        query: The question.
-        language: Its language (``None``: unknown).
-
-    Returns:
-        True when the model is to say whether any tool serves the question
-        (:func:`relevant_tool`).
-    """
-    values = ranker.values
-    if any(found.kind == "quoted" or any(values.takes(name, found.value) for name in ranker.names)
-           for found in values.find(query)):
-        return False
-    tokens = value_tokens(query)
-    if any(token.kind in ("id", "email", "uuid", "uri") for token in tokens):
-        return False
-    if language is None or language not in ranker.languages:
-        return False
-    numbers = any(token.kind in ("number", "date") for token in tokens)
-    return not any(len(words) >= SURE_SUBJECT_WORDS and (numbers or not values.needs_number(name))
-                   for name, words in ranker.shared_subjects(query, language).items())
-
-
-NO_TOOL = "none"
-"""The choice of the relevance call (:func:`relevant_tool`) that says no tool serves the question."""
-
-
-def relevance_schema(names: Sequence[str]) -> dict[str, Any]:
-    """The relevance call's schema: ``{"tool": name}``, the names and :data:`NO_TOOL` as an enum."""
-    return {
-        "title": "relevant_tool",
-        "description": "The tool that answers the request, or none.",
-        "type": "object",
-        "properties": {"tool": {"type": "string", "enum": [*names, NO_TOOL]}},
-        "required": ["tool"],
-    }
-
-
-async def relevant_tool(
-    llm: BaseChatModel,
-    abilities: ModelAbilities,
-    query: str,
-    tools: Sequence[BaseTool],
-    config: RunnableConfig | None = None,
-    reformat_retries: int = 1,
-    fallbacks: Sequence[Any] = (),
-) -> tuple[bool, dict[str, int]]:
-    """Ask the model whether any of ``tools`` serves ``query`` (the gate was unsure:
-    :func:`gate_unsure`): one structured call whose answer is one of the tools' names or
-    :data:`NO_TOOL` (an enum, so a model that obeys a schema writes nothing else).
-
-    Args:
-        llm: The agent's model.
-        abilities: Its abilities (they decide the structured-output levels).
-        query: The question.
-        tools: The tools, best ranked first, as the catalog shows them.
-        config: RunnableConfig for the model calls.
-        reformat_retries: Reformat requests per level after unparseable output.
-        fallbacks: Fallback models, as :func:`structured_llm_call` takes them.
-
-    Returns:
-        ``(serves, usage)``: False only when the model answered :data:`NO_TOOL` (a failed or
-        unparseable call keeps the tools: selection never fails a run, R5.3), and the token
-        usage of the calls. Never raises.
-    """
-    catalog = "\n".join(catalog_line(tool) for tool in tools)
-    messages = [SystemMessage(RELEVANCE_SYSTEM.format(none=NO_TOOL)),
-                HumanMessage(SELECTION_USER.format(query=query, catalog=catalog))]
-    try:
-        result = await structured_llm_call(
-            llm, messages, relevance_schema([tool.name for tool in tools]), abilities=abilities, default_value=None,
-            config=config, reformat_retries=reformat_retries, fallbacks=fallbacks,
-        )
-    except Exception as exc:  # R5.3: selection never fails a run
-        logger.warning("relevance call failed, keeping the tools: %s", exc)
-        return True, {}
-    chosen = result.value.get("tool") if isinstance(result.value, dict) else None
-    return not (isinstance(chosen, str) and chosen.strip().casefold() == NO_TOOL), result.usage
-
-
 def tools_taking_values(values: ValueReader, ranked: Sequence[tuple[str, float]], query: str) -> list[str] | None:
     """The tools chosen by the values ``query`` names, read from the tools' own schemas
     (:meth:`~reactgraph.tools.values.ValueReader.find`: a format, pattern, enum or examples'
@@ -406,23 +302,6 @@ class SelectTools:
         ranked = self.engine.ranker.rank(query, language)
         if settings.lexical_gate and gate_closes(self.engine.ranker, query, language):
             return {"selected_tools": []}  # nothing of the question is any tool's: answer directly
-        if settings.lexical_gate and gate_unsure(self.engine.ranker, query, language):
-            emit(SelectingTools(total_tools=len(tools)))
-            llm, fallbacks = self.engine.structured_models()
-            shortlist = [self.engine.tools[name] for name, _ in ranked[:settings.tool_selection_shortlist]]
-            serves, usage = await relevant_tool(
-                llm, self.engine.abilities, query, shortlist, {**config, "run_name": RUN_NAME_SELECTION},
-                reformat_retries=settings.parse_retries, fallbacks=fallbacks)
-            update = {"selected_tools": []} if not serves else await self._select(query, language, ranked, config)
-            return {**update, "usage": sum_usage(update.get("usage") or {}, usage)} if usage else update
-        return await self._select(query, language, ranked, config)
-
-    async def _select(self, query: str, language: str | None, ranked: list[tuple[str, float]],
-                      config: RunnableConfig) -> dict[str, Any]:
-        """The tools of a question the gate left open (see the module docstring)."""
-        settings = self.engine.settings
-        tools = list(self.engine.tools.values())
-        few = len(tools) <= settings.tool_selection_threshold
         if few:  # no selection call; the values the question names may still single tools out
             chosen = tools_taking_values(self.engine.values, ranked, query)
             if not chosen:  # else a clear lexical winner, as the selection would keep it

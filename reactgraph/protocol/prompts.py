@@ -189,12 +189,6 @@ SELECTION_SYSTEM = (
     'names. Reply with a JSON object {{"tools": ["name", ...]}}.'
 )
 
-RELEVANCE_SYSTEM = (
-    "You decide whether one of the tools in the catalog gives what a user's request asks for. Reply with "
-    'the exact name of the tool that does, or "{none}" when none of them does (a greeting, a question '
-    'about something else). Reply with a JSON object {{"tool": "name"}}.'
-)
-
 LEAD_CHOICE_SYSTEM = (
     "You answer a question from data lines that tools returned. Choose, as exact copies, the one or "
     "two lines that answer it: the figure or item that decides, and the limit it is compared with when "

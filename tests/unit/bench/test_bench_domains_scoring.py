@@ -174,15 +174,16 @@ def test_the_tools_descriptions_quoted_in_an_answer_are_the_tools_text_not_the_e
 def test_bfcl_gate_only_reads_each_case_without_a_model():
     def case(category: str, question: str) -> object:
         return bf.Case(f"{category}_{len(question)}", category, [{"role": "user", "content": question}],
-                       [{"name": "calculate_construction_cost", "description": "Estimate the construction cost of a building.",
-                         "parameters": {"type": "dict", "properties": {"building_type": {"type": "string"},
-                                                                        "location": {"type": "string"}},
-                                        "required": ["building_type", "location"]}}])
+                       [{"name": "calculate_population_growth", "description": "Project the population growth of a species.",
+                         "parameters": {"type": "dict", "properties": {"current_population": {"type": "integer"},
+                                                                        "birth_rate": {"type": "float"}},
+                                        "required": ["current_population", "birth_rate"]}}])
 
     greeting = case("irrelevance", "Hi there, thanks a lot!")
-    renting = case("irrelevance", "What's the cost of renting an apartment in New York?")
-    building = case("simple_python", "Estimate the construction cost of a warehouse in Lyon.")
-    assert [bf.gate_reading(c) for c in (greeting, renting, building)] == ["closed", "unsure", "open"]
-    table = bf.gate_table([greeting, renting, building], ["simple_python", "irrelevance"], verbose=True)
-    assert "| simple_python | 1 | 0 | 0 |" in table and "| irrelevance | 2 | 1 | 1 |" in table
-    assert table.endswith("unsure: irrelevance_52: \"What's the cost of renting an apartment in New York?\"")
+    deer = case("irrelevance", "How to increase the population of deer in a forest?")
+    wolves = case("irrelevance", "Which animals eat wolves?")
+    growth = case("simple_python", "Population growth of 1200 deer at a birth rate of 0.3?")
+    assert [bf.gate_closed(c) for c in (greeting, deer, wolves, growth)] == [True, True, True, False]
+    table = bf.gate_table([greeting, deer, wolves, growth], ["simple_python", "irrelevance"], verbose=True)
+    assert "| simple_python | 1 | 0 |" in table and "| irrelevance | 3 | 3 |" in table
+    assert table.endswith("| irrelevance | 3 | 3 |")  # nothing wrong to list
