@@ -273,7 +273,8 @@ class ToolRanker:
         is about: tokens other than common words (:func:`specific_tokens`), and common words
         that both the tool's name and its description carry, or its declared keywords ("order"
         for ``get_order_status``, "Tell where an order stands"). "Find a picnic spot" shares
-        nothing with ``local_fauna``, "Find information about the local fauna".
+        nothing with ``local_fauna``, "Find information about the local fauna". A number is a
+        value, not a subject: the "2" of "a list of 2 or more numbers" is shared with no question.
 
         Args:
             query: The question.
@@ -286,7 +287,8 @@ class ToolRanker:
         every = set(tokenize(query, language))
         for tools_language in self.languages:
             every.update(tokenize(query, tools_language))
-        return {name: {term for term in every if term in doc and not term.isdigit() and (term in specific or term in subject)}
+        return {name: {term for term in every
+                       if term in doc and not term.isdigit() and (term in specific or term in subject)}
                 for name, doc, subject in zip(self.names, self._docs, self._subjects, strict=True)}
 
     def rank(self, query: str, language: str | None = None) -> list[tuple[str, float]]:
