@@ -1,7 +1,7 @@
 """How values are written: text folded for comparing (:func:`fold`), dates in the notations of
-several languages and scripts read to ISO form (:func:`find_dates`), and every reading of a
-written number (:func:`number_readings`). :mod:`reactgraph.tools.values` reads the values of
-a text with them and re-exports these names.
+several languages and scripts read to ISO form (:func:`find_dates`), times of day
+(:func:`clock_readings`), and every reading of a written number (:func:`number_readings`).
+:mod:`reactgraph.tools.values` reads the values of a text with them and re-exports these names.
 
 The date and month words of :data:`DATE_MARKERS` and :data:`MONTH_NAMES` are notation, not
 prose: they read a date a question or an answer writes, in the scripts and languages listed.
@@ -117,6 +117,23 @@ def find_dates(text: str, *, day_first: bool = True) -> list[tuple[int, int, str
             if iso:
                 spans.append((match.start(), match.end(), iso))
     return sorted(spans)
+
+
+TIME_OF_DAY = re.compile(r"(?<![\d:.,])(?:[01]?\d|2[0-3]):[0-5]\d(?::[0-5]\d)?(?![\d:])")
+"""A time of day on the 24-hour clock: ``9:05``, ``10:15``, ``23:59:30``."""
+
+DATE_TIME = re.compile(r"[T ]((?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d)?)")
+"""The time of an ISO date-time (``2026-12-06T10:15:00``), its group 1."""
+
+
+def clock_readings(written: str) -> tuple[str, ...]:
+    """The readings of a time of day written ``H:MM`` or ``HH:MM:SS``: its normal form first
+    (``HH:MM``, with ``:SS`` when the seconds are not zero), then ``HH:MM``, then its hour and
+    minute as numbers (``hour=10`` passes the ``10`` of "at 10:15")."""
+    hour, minute, *second = (int(part) for part in written.split(":"))
+    clock = f"{hour:02d}:{minute:02d}"
+    value = clock + (f":{second[0]:02d}" if second and second[0] else "")
+    return tuple(dict.fromkeys((value, clock, str(hour), str(minute))))
 
 
 def number_readings(text: str) -> list[str]:

@@ -46,7 +46,7 @@ from typing import Any
 
 from reactgraph.tools.echoes import echoes_schema, echoes_tool  # noqa: F401 (re-exported)
 from reactgraph.tools.notation import (  # noqa: F401 (re-exported)
-    DATE_MARKERS, MONTH_NAMES, find_dates, fold, normal_number, number_readings,
+    DATE_MARKERS, DATE_TIME, MONTH_NAMES, TIME_OF_DAY, clock_readings, find_dates, fold, normal_number, number_readings,
 )
 
 Kind = str
@@ -66,9 +66,6 @@ _URI = r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{0,15}://[^\s<>\"'`)\]]+"
 # letters and digits joined by separators, with a digit somewhere: PO-103, AB/100, PO#77, INV_2024-001
 _ID = r"[A-Za-z][A-Za-z0-9]{0,23}(?:[-/#_.][A-Za-z0-9]{1,24}){1,8}"
 _NUMBER = r"\d+(?:[.,]\d+)*"
-# a time of day, 24-hour: 9:05, 10:15, 23:59:30 (the hour and minute are also read as numbers)
-_TIME = r"(?<![\d:.,])(?:[01]?\d|2[0-3]):[0-5]\d(?::[0-5]\d)?(?![\d:])"
-_DATE_TIME = re.compile(r"[T ]((?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d)?)")
 
 EMAIL = re.compile(rf"(?<![\w.%+\-]){_EMAIL}(?![\w\-])")
 """An e-mail address."""
@@ -100,20 +97,9 @@ class Token:
 
 
 _GENERIC = re.compile(
-    rf"(?P<email>{EMAIL.pattern})|(?P<uuid>{UUID.pattern})|(?P<uri>{_URI})|(?P<time>{_TIME})"
+    rf"(?P<email>{EMAIL.pattern})|(?P<uuid>{UUID.pattern})|(?P<uri>{_URI})|(?P<time>{TIME_OF_DAY.pattern})"
     rf"|(?P<id>(?<![A-Za-z0-9_.]){_ID}(?![A-Za-z0-9_]))|(?P<number>(?<![A-Za-z0-9_.,]){_NUMBER})(?![0-9])"
 )
-
-
-def _time_token(written: str, start: int) -> Token:
-    """A time of day as a :class:`Token`: its normal form ``HH:MM`` (``HH:MM:SS`` when the
-    seconds are not zero), also read as ``HH:MM`` and as its hour and minute numbers
-    (``hour=10`` passes the ``10`` of "at 10:15")."""
-    hour, minute, *second = (int(part) for part in written.split(":"))
-    clock = f"{hour:02d}:{minute:02d}"
-    value = clock + (f":{second[0]:02d}" if second and second[0] else "")
-    readings = tuple(dict.fromkeys((value, clock, str(hour), str(minute))))
-    return Token(value, "time", readings, start, start + len(written))
 
 
 def value_tokens(text: str) -> list[Token]:
@@ -123,25 +109,24 @@ def value_tokens(text: str) -> list[Token]:
     digit: ``PO-103``, ``AB/100``) and numbers (:func:`number_readings`), each one whole
     value, in text order."""
     dates = find_dates(text)
-    tokens = []
+    tokens: list[Token] = []
     for start, end, iso in dates:  # a date-time's time is one more reading of it
-        clock = _DATE_TIME.search(text, start, end)
-        tokens.append(Token(iso, "date", (iso, clock.group(1)[:5]) if clock else (iso,),
-                            start, end))
+        clock = DATE_TIME.search(text, start, end)
+        tokens.append(Token(iso, "date", (iso, clock.group(1)[:5]) if clock else (iso,), start, end))
     for match in _GENERIC.finditer(text):
         if any(start < match.end() and match.start() < end for start, end, _ in dates):
             continue
         kind = match.lastgroup or "number"
         written = match.group(0)
         if kind == "time":
-            tokens.append(_time_token(written, match.start()))
-            continue
-        if kind == "id":
+            readings = clock_readings(written)
+            value = readings[0]
+        elif kind == "id":
             if not any(char.isdigit() for char in written):
                 continue
             written = written.rstrip(".")
             value = written.upper()
-            readings: tuple[str, ...] = (value,)
+            readings = (value,)
         elif kind == "number":
             written = written.rstrip(".,")
             readings = tuple(number_readings(written))

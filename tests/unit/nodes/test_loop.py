@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import tool
 
 from reactgraph import PARSE_FAILURE_SENTINEL, AgentSettings, ReActAgent, check_protocol
 from reactgraph.tools.artifacts import ARTIFACT_NOTE
@@ -135,13 +137,33 @@ async def test_parse_failure_counter_resets_after_a_good_action(tools):
 # R2.5 ---------------------------------------------------------------------------------
 
 
-async def test_parallel_tool_calls_run_concurrently_and_answer_in_order(tools):
-    calls = [tool_call("slow_async", {"x": 1}, "c1"), tool_call("slow_sync", {"x": 2}, "c2")]
+async def test_parallel_tool_calls_run_concurrently_and_answer_in_order():
+    """Two calls of one model step run at the same time: each starts before the other ends
+    (an async tool and a sync one in a worker thread), whatever the machine's load; their
+    observations come back in the calls' order."""
+    spans: dict[str, list[float]] = {}
+
+    @tool
+    async def wait_async(x: int) -> str:
+        """Wait (async), then echo."""
+        spans["async"] = [time.perf_counter()]
+        await asyncio.sleep(0.3)
+        spans["async"].append(time.perf_counter())
+        return f"async {x}"
+
+    @tool
+    def wait_sync(x: int) -> str:
+        """Wait (in a worker thread), then echo."""
+        spans["sync"] = [time.perf_counter()]
+        time.sleep(0.3)
+        spans["sync"].append(time.perf_counter())
+        return f"sync {x}"
+
+    calls = [tool_call("wait_async", {"x": 1}, "c1"), tool_call("wait_sync", {"x": 2}, "c2")]
     model = ScriptedChatModel(responses=[AIMessage(content="", tool_calls=calls), "both done"])
-    started = time.perf_counter()
-    result = await ReActAgent(model, tools, abilities=NATIVE).run("q")
-    elapsed = time.perf_counter() - started
-    assert elapsed < 0.9, f"two 0.5 s tools took {elapsed:.2f} s: not concurrent"
+    result = await ReActAgent(model, [wait_async, wait_sync], abilities=NATIVE).run("q")
+    (async_start, async_end), (sync_start, sync_end) = spans["async"], spans["sync"]
+    assert async_start < sync_end and sync_start < async_end, f"not concurrent: {spans}"
     sent = model.calls[1]
     assert isinstance(sent[-3], AIMessage) and [c["id"] for c in sent[-3].tool_calls] == ["c1", "c2"]
     assert [(m.tool_call_id, m.content) for m in sent[-2:]] == [("c1", "async 1"), ("c2", "sync 2")]
