@@ -21,6 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent, observability
 from reactgraph.cli.main import _server_settings
 from reactgraph.cli.options import build_parser
+from reactgraph.observability import metrics
 from reactgraph.observability.logs import JsonFormatter, LogConsole, text_formatter, text_value, uvicorn_log_config
 from reactgraph.server import ServerSettings, create_app
 from reactgraph.testing import ScriptedChatModel, tool_call
@@ -73,8 +74,12 @@ def reply(messages) -> AIMessage:
 
 
 @pytest.fixture(autouse=True)
-def metrics_only():
+def metrics_only(monkeypatch):
+    """No tracing, and a fresh set of ``tool`` labels: a process that labelled
+    ``MAX_TOOL_LABELS`` tool names before (the tests before these) counts further tools as
+    ``other``."""
     observability.uninstrument()
+    monkeypatch.setattr(metrics, "_tool_labels", set())
     yield
     observability.uninstrument()
 
