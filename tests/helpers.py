@@ -108,6 +108,15 @@ def make_tool(name: str, description: str, keywords: list[str] | None = None, ou
                                         metadata={"keywords": keywords or []})
 
 
+def office_tools() -> list[StructuredTool]:
+    """Twelve tools of office information no question of a test is about (``payroll_info``,
+    ``holiday_info``, …): enough tools beside a test's own that the strict policy selects."""
+    topics = ["payroll", "holiday", "parking", "canteen", "badge", "printer", "travel", "expense", "laptop",
+              "training", "newsletter", "library"]
+    return [StructuredTool.from_function(lambda query="": "nothing", name=f"{topic}_info",
+                                         description=f"Office {topic} information.") for topic in topics]
+
+
 def plant_tools() -> list[StructuredTool]:
     """Four machine tools: a listing, energy, the maintenance log and the status (the last
     three with Korean keywords)."""

@@ -16,7 +16,7 @@ from reactgraph.nodes.select_tools import words_choose_nothing
 from reactgraph.policy.parts import asked_alone
 from reactgraph.testing import ScriptedChatModel
 from reactgraph.tools.ranking import ToolRanker
-from tests.helpers import SMALL_SCHEMA
+from tests.helpers import SMALL_SCHEMA, office_tools
 
 SHIPMENT = "Shipment: SHP-4\nState: held at customs\nCarrier: Northwind"
 INVOICE = "Invoice of SHP-4: 120.50 EUR\nPayment: unpaid"
@@ -61,10 +61,7 @@ def shipping_tools(history: bool = False) -> list[StructuredTool]:
     if history:
         tools.append(StructuredTool.from_function(shipment_events, name="shipment_events",
                                                   description="Tracking events of one shipment, oldest first."))
-    for topic in ["payroll", "holiday", "parking", "canteen", "badge", "printer", "travel", "expense", "laptop",
-                  "training", "newsletter", "library"]:
-        tools.append(StructuredTool.from_function(lambda query="": "nothing", name=f"{topic}_info",
-                                                  description=f"Office {topic} information."))
+    tools.extend(office_tools())
     return tools
 
 

@@ -20,7 +20,7 @@ from reactgraph.models import EMBEDDED_MODELS, LocalModelServer
 from reactgraph.policy.parts import clauses, part_values, question_parts, refers_back
 from reactgraph.tools.ranking import ToolRanker
 from reactgraph.testing import ScriptedChatModel
-from tests.helpers import SMALL_SCHEMA
+from tests.helpers import SMALL_SCHEMA, office_tools
 
 
 ORDER = "Order: ORD-7\nState: shipped\nCarrier: Northwind\nDelivery date: 2026-03-02"
@@ -361,10 +361,7 @@ def billing_tools() -> list[StructuredTool]:
                                      description="Invoice of one customer order: amount and payment status.",
                                      metadata={"keywords": ["factura", "pedido", "송장", "請求書", "发票"]}),
     ]
-    for topic in ["payroll", "holiday", "parking", "canteen", "badge", "printer", "travel", "expense", "laptop",
-                  "training", "newsletter", "library"]:
-        tools.append(StructuredTool.from_function(lambda query="": "nothing", name=f"{topic}_info",
-                                                  description=f"Office {topic} information."))
+    tools.extend(office_tools())
     return tools
 
 
