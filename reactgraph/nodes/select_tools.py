@@ -365,22 +365,26 @@ class SelectTools:
         valued = list(zip(parts, part_values(parts, self.engine.named_values, language), strict=True))
         picks: list[list[str] | None] = [None] * len(parts)
         unplaced: list[int] = []
+
+        async def ranked_choice(part: str, values: Sequence[str]) -> list[str] | None:
+            """The part's tools, ranked on its words and the values it takes from the part before."""
+            nonlocal usage
+            inherited = [value for value in values if value not in self.engine.named_values(part)]
+            text = " ".join([part, *inherited])
+            names, part_usage = await self._choose(text, rank(text), limit, config)
+            usage = sum_usage(usage, part_usage) if part_usage else usage
+            return names
+
         for index, (part, values) in enumerate(valued):
             if words_choose_nothing(self.engine.ranker, part, values, language):
                 unplaced.append(index)
-                continue
-            inherited = [value for value in values if value not in self.engine.named_values(part)]
-            text = " ".join([part, *inherited])
-            picks[index], part_usage = await self._choose(text, rank(text), limit, config)
-            usage = sum_usage(usage, part_usage) if part_usage else usage
+            else:
+                picks[index] = await ranked_choice(part, values)
         for index in unplaced:
             part, values = valued[index]
             picks[index] = self._unplaced_choice(values, {names[0] for names in picks if names})
             if picks[index] is None:  # no tool left: ranked as any other part
-                inherited = [value for value in values if value not in self.engine.named_values(part)]
-                text = " ".join([part, *inherited])
-                picks[index], part_usage = await self._choose(text, rank(text), limit, config)
-                usage = sum_usage(usage, part_usage) if part_usage else usage
+                picks[index] = await ranked_choice(part, values)
         chosen: list[str] = []
         firsts: dict[str, list[str]] = {}  # each part's first tool → the values of its parts
         texts: dict[str, list[str]] = {}  # … and the parts' texts
