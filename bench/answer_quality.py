@@ -501,12 +501,15 @@ class Call:
         args: The arguments the model wrote.
         observation: What the tool returned (empty when it failed).
         error: The error the engine reported, if any.
+        ran: Whether the tool ran (``False``: the engine refused the call before it
+            started, the ``done`` event's ``ran: false``).
     """
 
     tool: str
     args: Any
     observation: str = ""
     error: str | None = None
+    ran: bool = True
 
 
 def call_matches(expected: ExpectedCall, call: Call, tools: dict[str, BaseTool]) -> bool:
@@ -838,6 +841,7 @@ async def run_reactgraph(agent: Any, row: str, question: str) -> RunRecord:
         elif key in calls:
             calls[key].observation = "" if data.get("error") else str(data.get("observation") or "")
             calls[key].error = data.get("error")
+            calls[key].ran = data.get("ran") is not False
 
     began = time.perf_counter()
     try:

@@ -23,8 +23,10 @@ it has one, is the system prompt) of:
 * ``create_agent``: ``langchain.agents.create_agent`` on the same model object and tools,
   ``recursion_limit`` 13.
 
-The run's tool calls (identical repeats dropped, names mapped back) are the model output the
-checker gets, ``[{name: {arg: value}}]``. ``irrelevance`` is right when no tool was called
+The run's tool calls that ran (identical repeats dropped, names mapped back) are the model
+output the checker gets, ``[{name: {arg: value}}]``: a call the engine refused before it started
+(a value no one wrote, under the strict policy) did nothing, as BFCL's rule for an agent that
+executes its calls reads it; ``create_agent`` runs every call. ``irrelevance`` is right when no tool was called
 (BFCL's own rule); the other categories by ``ast_checker``. Cases are a fixed-seed sample.
 
 Usage::
@@ -221,11 +223,14 @@ def case_tools(case: Case) -> tuple[list[BaseTool], dict[str, str]]:
 
 
 def model_output(calls: Sequence[aq.Call], names: dict[str, str]) -> list[dict[str, Any]]:
-    """The run's calls as BFCL's model output: ``[{bfcl_name: args}]``, identical repeats
-    dropped, names mapped back (a name the case does not have is kept as written)."""
+    """The run's calls as BFCL's model output: ``[{bfcl_name: args}]``, the calls whose tool
+    ran (one the engine refused before it started did nothing: it is no output), identical
+    repeats dropped, names mapped back (a name the case does not have is kept as written)."""
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
     for call in calls:
+        if not call.ran:
+            continue
         args = call.args if isinstance(call.args, dict) else {}
         key = json.dumps([call.tool, args], sort_keys=True, default=str)
         if key not in seen:

@@ -81,6 +81,10 @@ def _print_card(console: Console, event: ToolDone) -> None:
         console.print(f"  [yellow]⊘ {escape(event.tool_name)} rejected[/yellow]({escape(short(event.tool_args))}) "
                       f"[dim]{escape(short(event.error or '', 300))}[/dim]")
         return
+    if event.data.get("ran") is False:  # refused before it started: the tool did nothing (R13.1)
+        console.print(f"  [yellow]⊘ {escape(event.tool_name)} not run[/yellow]({escape(short(event.tool_args))}) "
+                      f"[dim]{escape(short(event.error or '', 300))}[/dim]")
+        return
     if event.error:
         console.print(f"  [red]✗ {escape(event.tool_name)}[/red] [dim]({elapsed})[/dim] {escape(short(event.error, 300))}")
         return

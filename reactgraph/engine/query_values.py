@@ -17,7 +17,8 @@ from reactgraph.protocol.action_schema import enum_strings, offered_args_schema,
 from reactgraph.protocol.actions import message_text
 from reactgraph.tools.echoes import echoes_tool
 from reactgraph.tools.notation import fold
-from reactgraph.tools.values import argument_leaves, written_in
+from reactgraph.protocol.jsonparse import safe_json
+from reactgraph.tools.values import argument_leaves, whole_value, written_in
 
 
 CACHE_SIZE = 256
@@ -35,6 +36,13 @@ def remembered(cache: dict[Any, Any], key: Any, make: Callable[[], Any]) -> Any:
     while len(cache) > CACHE_SIZE:
         cache.pop(next(iter(cache)), None)
     return value
+
+
+_DAY_KINDS = frozenset({"date", "time"})
+_MADE_UP_KINDS = frozenset({"id", "number", "email", "uuid"}) | _DAY_KINDS
+"""Kinds of a whole text value (:func:`~reactgraph.tools.values.whole_value`) a model copies
+from someone or makes up (:meth:`QueryValues.unwritten_values`); a URI is often put together
+from parts the user gave (a host, a path), so it is not among them."""
 
 
 class QueryValues:
@@ -137,41 +145,72 @@ class QueryValues:
 
     def unwritten_values(self, tool_name: str, args: Any, messages: Sequence[BaseMessage],
                          thread: Any = None) -> list[tuple[str, str]]:
-        """The values of a call that no one wrote (SPEC R13.1): for every argument of
-        ``tool_name`` that names one record (:attr:`~reactgraph.tools.values.ArgumentValues.identifier`:
-        an e-mail, a UUID, a value of a pattern's or an example's shape), a value that is not
-        one of its enum values and that neither the user nor a tool wrote in ``messages`` (the
-        question, earlier turns, tool results; the model's own text does not count).
+        """The values of a call that no one wrote (SPEC R13.1): values the model made up,
+        where neither the user nor a tool wrote them in ``messages`` (the question, earlier
+        turns, tool results; the model's own text does not count) and the argument's schema
+        does not list them (an enum value, the default):
 
-        A text argument whose value repeats the tool's own name or description
-        (:func:`~reactgraph.tools.echoes.echoes_tool`: ``"query": "search_products"``) is unwritten
-        too, unless the user wrote it.
+        * a value of an argument that names one record
+          (:attr:`~reactgraph.tools.values.ArgumentValues.identifier`: an e-mail, a UUID, a value
+          of a pattern's or an example's shape);
+        * a text value of any argument that is one whole id, number, e-mail address or UUID
+          (:func:`~reactgraph.tools.values.whole_value`: ``"case_id": "1234567890"``): a model
+          copies such a value or makes it up, it does not compute it;
+        * a date or time of day as text when no one wrote any figure at all (the question asks
+          for "today"'s schedule): the model cannot know which day it is, so the one it writes
+          is made up; where the conversation writes a figure, a day it names in words ("next
+          Friday", "the 5th") is the model's to compute;
+        * an empty value (``""``, ``[]``, ``{}``) for a required argument: the call gives nothing
+          to act on;
+        * a text argument whose value repeats the tool's own name or words
+          (:func:`~reactgraph.tools.echoes.echoes_tool`: ``"query": "search_products"``), unless
+          the user wrote it.
+
+        Measured on the Berkeley Function Calling Leaderboard's correct calls (its possible
+        answers in 2,111 cases of five categories, bench/README.md): the rules for values of
+        any argument (whole values, days, empty required values) find a made-up value in none
+        that the identifier rule did not already find (30, mostly addresses and formulas of
+        an example's shape).
 
         Returns:
             ``(argument, value)`` pairs, in argument order; ``[]`` when every value was written.
         """
         out: list[tuple[str, str]] = []
         tool = self.tools.get(tool_name)
-        if tool is not None:
-            schema = self.args_schema(tool_name)
-            said: str | None = None
-            for path, value in argument_leaves(args):
-                if echoes_tool(value, tool.name, tool.description or "", schema):
-                    if said is None:
-                        said = fold(" ".join(message_text(message) for message in messages
-                                             if isinstance(message, HumanMessage)))
-                    if fold(str(value)).strip(" .:;!?") not in said:
-                        out.append((path, str(value)))
-        arguments = {argument.argument: argument for argument in self.values.identifier_arguments(tool_name)}
-        if not arguments:
+        if tool is None:
             return out
+        schema = self.args_schema(tool_name)
+        said: str | None = None
+        for path, value in argument_leaves(args):
+            if echoes_tool(value, tool.name, tool.description or "", schema):
+                if said is None:
+                    said = fold(" ".join(message_text(message) for message in messages
+                                         if isinstance(message, HumanMessage)))
+                if fold(str(value)).strip(" .:;!?") not in said:
+                    out.append((path, str(value)))
+        if isinstance(args, dict):
+            properties = schema.get("properties") or {}
+            out.extend((name, safe_json(args[name])) for name in schema.get("required") or ()
+                       if name in properties and name in args and args[name] in ("", [], {}))
+        arguments = {argument.argument: argument for argument in self.values.arguments.get(tool_name, ())}
+        listed = {path for path, _ in out}
         written: set[str] | None = None
         for path, value in argument_leaves(args):
-            argument = arguments.get(path)
-            if argument is None or value is None or isinstance(value, bool) or str(value) in argument.enum:
+            if path in listed or value is None or isinstance(value, bool):
                 continue
+            argument = arguments.get(path)
+            if argument is not None and (str(value) in argument.enum or str(value) == argument.default):
+                continue
+            day = False
+            if argument is None or not argument.identifier:
+                token = whole_value(value) if isinstance(value, str) else None
+                if token is None or token.kind not in _MADE_UP_KINDS:
+                    continue
+                day = token.kind in _DAY_KINDS
             if written is None:
                 written = self.written_values(messages, thread)
+            if day and any(char.isdigit() for text in written for char in text):
+                continue
             if not written_in(value, written):
                 out.append((path, str(value)))
         return out

@@ -88,7 +88,8 @@ def tool_done_event(record: StepRecord, preview_chars: int) -> ToolDone:
 
     Args:
         record: A step record (``iteration``, ``tool_call_id``, ``tool_name``,
-            ``tool_args``, ``observation``, ``error``, ``elapsed`` in seconds, ``artifact``).
+            ``tool_args``, ``observation``, ``error``, ``elapsed`` in seconds, ``artifact``,
+            ``ran``: ``False`` for a call whose tool never ran).
         preview_chars: Characters of the observation the event carries.
 
     Returns:
@@ -100,6 +101,7 @@ def tool_done_event(record: StepRecord, preview_chars: int) -> ToolDone:
         iter_elapsed=round(float(record.get("elapsed") or 0.0), 4), tool_call_id=record.get("tool_call_id"),
         artifact=record.get("artifact"), approval=record.get("approval") or OMIT,
         repeat_of_decided=record.get("repeat_of_decided") or OMIT,
+        ran=OMIT if record.get("ran", True) else False,
     )
 
 

@@ -164,7 +164,13 @@ class ToolDone(AgentEvent):
     A call a person decided (SPEC R13.3) also carries ``approval`` (``approved``,
     ``edited`` or ``rejected``; a rejected call's ``error`` is the person's message, not a
     tool failure), and a call that repeated one already decided this turn, answered with
-    that call's outcome without asking again, ``repeat_of_decided``: the decided call's id."""
+    that call's outcome without asking again, ``repeat_of_decided``: the decided call's id.
+
+    A call whose tool never ran carries ``ran: false`` (absent when it ran): the engine refused
+    it before it started (an unknown tool, arguments that are not an object or repeat the
+    schema, a value no one wrote under the strict policy, a repeat), a person rejected it, or
+    a ``before_tool`` hook answered for it. Its ``error`` says why; nothing the tool does
+    happened (SPEC R13.1)."""
 
     channel: ClassVar[Channel] = "step"
     tag: ClassVar[tuple[tuple[str, str], ...]] = (("type", "iteration"), ("status", "done"))
@@ -178,6 +184,7 @@ class ToolDone(AgentEvent):
     artifact: dict[str, Any] | None
     approval: Any = OMIT
     repeat_of_decided: Any = OMIT
+    ran: Any = OMIT
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -56,6 +56,12 @@ def _own_texts(tool_name: str, description: str, schema: Mapping[str, Any]) -> s
     return {fold(text).strip(" .:;!?") for text in texts if text.strip()}
 
 
+def _compact(text: str) -> str:
+    """Letters and digits alone, folded: ``Sports_TeamStanding`` and ``sports_team.standing``
+    are both ``sportsteamstanding``."""
+    return "".join(char for char in fold(text) if char.isalnum())
+
+
 def echoes_tool(value: Any, tool_name: str, description: str, schema: Mapping[str, Any]) -> bool:
     """Whether a call's argument ``value`` repeats the tool's own words instead of a value:
     its name (``search_products`` or ``search products``), the first line of its description,
@@ -70,8 +76,11 @@ def echoes_tool(value: Any, tool_name: str, description: str, schema: Mapping[st
 
     Returns:
         True when ``value`` (a string, letter case, accents and end punctuation folded) is one
-        of those texts.
+        of those texts, or is the tool's name written with other separators or letter case
+        (``Sports_TeamStanding`` for ``sports_team.standing``).
     """
     if not isinstance(value, str) or not value.strip():
         return False
-    return fold(value).strip(" .:;!?") in _own_texts(tool_name, description, schema)
+    if fold(value).strip(" .:;!?") in _own_texts(tool_name, description, schema):
+        return True
+    return _compact(value) == _compact(tool_name) != ""

@@ -138,6 +138,17 @@ def value_tokens(text: str) -> list[Token]:
     return sorted(tokens, key=lambda token: token.start)
 
 
+def whole_value(text: str) -> Token | None:
+    """The one value :func:`value_tokens` reads in all of ``text`` (spaces around it aside):
+    ``"1234567890"`` is a number, ``"2022-01-01"`` a date, ``"PO-103"`` an id; ``None`` for a
+    text that is more than one value or none (``"New York"``, ``"10 kg"``)."""
+    stripped = text.strip()
+    tokens = value_tokens(stripped)
+    if len(tokens) == 1 and tokens[0].start == 0 and tokens[0].end == len(stripped):
+        return tokens[0]
+    return None
+
+
 def without_values(text: str, replacement: str = " ") -> str:
     """``text`` with each of its values (:func:`value_tokens`: ids, e-mail addresses, dates,
     numbers) replaced by ``replacement``: its words alone (ids and figures are no one's

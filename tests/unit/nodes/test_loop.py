@@ -72,7 +72,7 @@ async def test_profile_decides_when_no_explicit_abilities(tools):
 
 async def test_json_mode_runs_one_tool_and_appends_a_user_observation(tools):
     model = ScriptedChatModel(responses=[call_json("get_status", {"equipment_id": "CNC-003"}), final("CNC-003 is normal")])
-    result = await ReActAgent(model, tools, abilities={"json_mode": True}).run("status?")
+    result = await ReActAgent(model, tools, abilities={"json_mode": True}).run("status of CNC-003?")
     assert result.answer == "CNC-003 is normal"
     assert model.call_kwargs[0]["response_format"] == {"type": "json_object"}
     second = model.calls[1]

@@ -167,7 +167,7 @@ async def test_in_a_parallel_batch_only_the_call_needing_approval_waits():
                                                ("stop_line", {"line": "Line C"}, "s1")), "Both handled."])
     events: list[Any] = []
     agent = ReActAgent(model, plant.tools, abilities=NATIVE_TOOLS_ONLY, settings=ALWAYS, checkpointer=InMemorySaver())
-    async for event in agent.astream_events("status and stop", thread_id="t"):
+    async for event in agent.astream_events("status of CNC-003, and stop Line C", thread_id="t"):
         events.append(event)
     assert plant.ran == [("read_status", {"equipment_id": "CNC-003"})]  # ran during the pause
     approval = [e for e in events if e.channel == "approval"]

@@ -62,7 +62,7 @@ async def test_a_before_hook_that_blocks_keeps_the_call_from_running():
 
     model = speed_model()
     result = await ReActAgent(model, [set_speed], abilities=NATIVE_TOOLS_ONLY,
-                              settings=AgentSettings(before_tool=[no_fast_spindles])).run("speed up")
+                              settings=AgentSettings(before_tool=[no_fast_spindles])).run("speed up CNC-001")
     assert ran == []
     message = tool_messages(model, 1)["c1"]
     assert (message.content, message.status) == ("Speeds above 6000 rpm need the line supervisor.", "error")
@@ -79,7 +79,7 @@ async def test_before_hooks_compose_and_may_be_async():
 
     model = speed_model()
     result = await ReActAgent(model, [set_speed], abilities=NATIVE_TOOLS_ONLY,
-                              settings=AgentSettings(before_tool=(clamp, round_down))).run("speed up")
+                              settings=AgentSettings(before_tool=(clamp, round_down))).run("speed up CNC-001")
     assert ran == [{"machine": "CNC-001", "rpm": 5500}]  # clamp first, then the next hook sees 6000
     assert result.steps[0].tool_args == {"machine": "CNC-001", "rpm": 5500}
     assert tool_messages(model, 1)["c1"].content == "CNC-001 at 5500 rpm"
@@ -97,7 +97,7 @@ async def test_an_after_hook_rewrites_the_result_the_model_sees():
 
     model = speed_model()
     result = await ReActAgent(model, [set_speed], abilities=NATIVE_TOOLS_ONLY,
-                              settings=AgentSettings(after_tool=[redact, stamp])).run("speed up")
+                              settings=AgentSettings(after_tool=[redact, stamp])).run("speed up CNC-001")
     assert seen == [("set_speed", "CNC-001 at 9000 rpm")]
     message = tool_messages(model, 1)["c1"]
     assert (message.content, message.tool_call_id, message.name) == ("CNC-001 at [redacted] rpm (checked)", "c1", "set_speed")
@@ -113,14 +113,14 @@ async def test_a_hook_that_raises_becomes_an_observation():
 
     model = speed_model()
     result = await ReActAgent(model, [set_speed], abilities=NATIVE_TOOLS_ONLY,
-                              settings=AgentSettings(before_tool=[broken_before])).run("speed up")
+                              settings=AgentSettings(before_tool=[broken_before])).run("speed up CNC-001")
     assert ran == [] and result.finish_reason == "final_answer"
     assert tool_messages(model, 1)["c1"].content == \
         "Error: before_tool hook broken_before failed: RuntimeError: policy service down"
 
     model = speed_model()
     result = await ReActAgent(model, [set_speed], abilities=NATIVE_TOOLS_ONLY,
-                              settings=AgentSettings(after_tool=[broken_after])).run("speed up")
+                              settings=AgentSettings(after_tool=[broken_after])).run("speed up CNC-001")
     assert ran == [{"machine": "CNC-001", "rpm": 9000}]  # it ran; its result is replaced by the hook's error
     assert result.steps[0].error == "after_tool hook broken_after failed: KeyError: 'audit'"
 

@@ -56,7 +56,7 @@ def test_a_text_argument_repeating_the_tools_own_words_is_an_echo():
     tool = StructuredTool.from_function(search_catalogue, args_schema=_Search)
     schema = tool_args_schema(tool)
     for value in ("search_catalogue", "Search Catalogue", "find books by title or author.", "query",
-                  "Words of the title or author"):
+                  "Words of the title or author", "SearchCatalogue", "search-catalogue"):
         assert echoes_tool(value, tool.name, tool.description, schema), value
-    for value in ("Le Guin", "catalogue", "", None, 3):
+    for value in ("Le Guin", "catalogue", "search", "", None, 3):
         assert not echoes_tool(value, tool.name, tool.description, schema), value

@@ -388,3 +388,74 @@ def test_an_hour_argument_is_written_by_the_time_the_question_gives():
     written = reader.written("Réveille-moi à 7:30 demain")
     assert {"7", "30", "07:30"} <= written
     assert written_in(7, written) and written_in("07:30", written) and not written_in(8, written)
+
+
+# values of any argument that no one wrote ---------------------------------------------------
+
+
+def _records_tools(ran: list[tuple[str, dict]]) -> list[StructuredTool]:
+    """Three tools of no demo's trade whose arguments are free text: no enum, format or
+    pattern says what their values look like."""
+
+    def find_case(case_id: str, year: str) -> str:
+        """Look up a court case by its case number."""
+        ran.append(("find_case", {"case_id": case_id, "year": year}))
+        return f"case {case_id} ({year}): settled"
+
+    def match_schedule(date: str, sport: str) -> str:
+        """The matches of a sport on a day."""
+        ran.append(("match_schedule", {"date": date, "sport": sport}))
+        return f"{sport} on {date}: no matches"
+
+    def draw_polygon(vertices: list[str], closed: bool) -> str:
+        """Draw a polygon through its vertices."""
+        ran.append(("draw_polygon", {"vertices": vertices, "closed": closed}))
+        return "drawn"
+
+    return [StructuredTool.from_function(f) for f in (find_case, match_schedule, draw_polygon)]
+
+
+@pytest.mark.parametrize(("question", "tool", "args", "unwritten"), [
+    # a whole number or id in a text argument: copied from someone, or made up
+    ("Quels dossiers le cabinet ABC a-t-il traités en 2020 ?", "find_case",
+     {"case_id": "1234567890", "year": "2020"}, [("case_id", "1234567890")]),
+    ("Wie steht es um Akte 88123 aus 2021?", "find_case", {"case_id": "88123", "year": "2021"}, []),
+    ("2024年の事件 KX-7/24 の状況は?", "find_case", {"case_id": "KX-7/24", "year": "2024"}, []),
+    # a day when no one wrote any figure: the model cannot know which day "today" is
+    ("¿Quién juega al críquet hoy?", "match_schedule", {"date": "2022-01-01", "sport": "críquet"},
+     [("date", "2022-01-01")]),
+    ("Wer spielt am 3. März 2026 Cricket?", "match_schedule", {"date": "2026-03-03", "sport": "Cricket"}, []),
+    # a figure written: a day named in words is the model's to compute
+    ("Who plays cricket on the Friday after 2026-03-01?", "match_schedule",
+     {"date": "2026-03-06", "sport": "cricket"}, []),
+    # an empty value of a required argument gives nothing to act on; a boolean is a choice
+    ("Trace un polygone fermé", "draw_polygon", {"vertices": [], "closed": True}, [("vertices", "[]")]),
+    ("Draw a closed polygon through A, B and C", "draw_polygon",
+     {"vertices": ["A", "B", "C"], "closed": True}, []),
+    # text in words is not judged: a model may name a city or a sport as the user meant it
+    ("¿Quién juega hoy?", "match_schedule", {"date": "hoy", "sport": "fútbol"}, []),
+])
+def test_a_made_up_value_of_any_argument_is_found(question, tool, args, unwritten):
+    agent = ReActAgent(ScriptedChatModel(), _records_tools([]), abilities=STRICT)
+    assert agent.engine.unwritten_values(tool, args, [HumanMessage(question)]) == unwritten
+
+
+async def test_a_made_up_case_number_is_not_run_under_strict_and_its_done_event_says_so():
+    ran: list[tuple[str, dict]] = []
+    invented = AIMessage("", tool_calls=[tool_call("find_case", {"case_id": "1234567890", "year": "2020"}, "a")])
+    model = ScriptedChatModel(responses=[invented, "Je ne trouve pas ce dossier."])
+    agent = ReActAgent(model, _records_tools(ran), abilities=STRICT,
+                       settings=AgentSettings(tool_selection=False, answer_when_covered=False))
+    events = [event async for event in agent.astream_events("Quels dossiers le cabinet ABC a-t-il traités en 2020 ?")]
+    [done] = [e for e in events if e.channel == "step" and e.data.get("type") == "iteration" and e.data["status"] == "done"]
+    assert ran == [] and done.data["ran"] is False
+    assert "case_id was not written by the user" in done.data["error"]
+
+    ran.clear()
+    model = ScriptedChatModel(responses=[invented, "Le dossier est clos."])
+    agent = ReActAgent(model, _records_tools(ran), abilities=PERMISSIVE, settings=AgentSettings(tool_selection=False))
+    events = [event async for event in agent.astream_events("Quels dossiers le cabinet ABC a-t-il traités en 2020 ?")]
+    [done] = [e for e in events if e.channel == "step" and e.data.get("type") == "iteration" and e.data["status"] == "done"]
+    assert ran == [("find_case", {"case_id": "1234567890", "year": "2020"})] and "ran" not in done.data
+    told = [m for m in model.calls[1] if isinstance(m, ToolMessage)][-1].content
+    assert "no one wrote '1234567890'" in told
