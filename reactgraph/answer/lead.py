@@ -26,7 +26,7 @@ from langchain_core.runnables import RunnableConfig
 
 from reactgraph.answer.grounding import readable_observation
 from reactgraph.core.language import (
-    QUESTION_WORDS, SCRIPT_LANGUAGES, STATE_FAMILIES, STATE_MEANINGS, VERDICT_WORDS, detect_language, phrase,
+    QUESTION_WORDS, SCRIPT_LANGUAGES, STATE_FAMILIES, STATE_MEANINGS, VERDICT_WORDS, detect_language, phrase, reads_as,
 )
 from reactgraph.core.usage import sum_usage
 from reactgraph.policy.parts import asked_alone
@@ -459,7 +459,7 @@ def lead_schema(kind: QuestionKind, lines: Sequence[str]) -> dict[str, Any]:
 
 
 def lead_sentence(question: str, kind: QuestionKind, verdict: str | None, facts: Sequence[str],
-                  language: str | None = None) -> str:
+                  language: str | None = None, frame: bool = True) -> str:
     """The lead the engine writes from a choice, in the question's language (the language
     table's ``verdict_yes``/``verdict_no``/``verdict_unknown``, :func:`~reactgraph.core.language.phrase`).
 
@@ -471,23 +471,34 @@ def lead_sentence(question: str, kind: QuestionKind, verdict: str | None, facts:
         facts: The chosen observation lines, as the tools wrote them (a row's cells joined
             by " · ", as an answer's list shows rows).
         language: The question's language (a part of a question may be too short to tell it).
+        frame: Whether facts not in the question's language are framed (below); ``False``
+            for the sentences after the first of an answer (one attribution is enough).
+
+    The facts stand as the tools wrote them; where they are not in the question's language
+    (:func:`~reactgraph.core.language.reads_as`: an English tool's line under a German
+    question; bare values are no one's language and stand alone) the language
+    table's ``per_tools`` frames them ("Laut den Werkzeugen: email: operational."), so the
+    lead reads in the reader's language and says whose words follow.
 
     Returns:
         The sentence; ``""`` when there is nothing to say (no facts for a which question).
     """
     joined = "; ".join(" · ".join(cell.strip() for cell in fact.rstrip(".:").split(" | ")) for fact in facts)
+    language = language or detect_language(question)
+    stated = joined + "." if joined else ""
+    if frame and stated and language is not None and reads_as(joined, language) is False:
+        stated = phrase("per_tools", language, facts=stated)  # the tools' words, framed in the reader's language
     if kind == "yes_no" and verdict in ("yes", "no", "unknown"):
         if verdict != "unknown" and not joined:
             verdict = "unknown"
-        return phrase(f"verdict_{verdict}", language or detect_language(question),
-                      facts=joined + "." if joined else "").strip()
-    return joined + "." if joined else ""
+        return phrase(f"verdict_{verdict}", language, facts=stated).strip()
+    return stated
 
 
 async def choose_lead(llm: Any, abilities: Any, question: str, steps: Sequence[dict[str, Any]], *,
                       config: RunnableConfig | None = None, fallbacks: Sequence[Any] = (),
                       usage_out: dict[str, int] | None = None, parts: Sequence[tuple[str, str]] = (),
-                      language: str | None = None) -> str | None:
+                      language: str | None = None, frame: bool = True) -> str | None:
     """The lead of an observation answer, chosen by the model and written by the engine.
 
     Args:
@@ -503,6 +514,7 @@ async def choose_lead(llm: Any, abilities: Any, question: str, steps: Sequence[d
             sentence, chosen among the lines of its own tool's results
             (:func:`part_leads`).
         language: The question's language (``None``: told from ``question``).
+        frame: As for :func:`lead_sentence`.
 
     Returns:
         The lead sentence (:func:`lead_sentence`), or ``None`` — no call made — when the
@@ -519,7 +531,7 @@ async def choose_lead(llm: Any, abilities: Any, question: str, steps: Sequence[d
     if kind == "yes_no":
         decided = decided_verdict(question, steps)
         if decided:  # the observations decide it: no model call
-            return lead_sentence(question, kind, decided[0], decided[1][:LEAD_FACTS]) or None
+            return lead_sentence(question, kind, decided[0], decided[1][:LEAD_FACTS], language, frame) or None
     catalog = "\n".join(f"- {line}" for line in lines)
     messages = [SystemMessage(LEAD_CHOICE_SYSTEM), HumanMessage(LEAD_CHOICE_USER.format(question=question, lines=catalog))]
     try:
@@ -540,7 +552,7 @@ async def choose_lead(llm: Any, abilities: Any, question: str, steps: Sequence[d
         return None
     if verdict == "yes" and not affirmed(question, facts):
         verdict = "unknown"  # a yes the chosen lines do not say is not stated
-    return lead_sentence(question, kind, verdict, facts, language) or None
+    return lead_sentence(question, kind, verdict, facts, language, frame) or None
 
 
 async def part_leads(llm: Any, abilities: Any, steps: Sequence[dict[str, Any]], parts: Sequence[tuple[str, str]], *,
@@ -549,7 +561,7 @@ async def part_leads(llm: Any, abilities: Any, steps: Sequence[dict[str, Any]], 
     """The lead of a question of several parts: one sentence per part, each answering that
     part (asked alone, without its joining word: :func:`~reactgraph.policy.parts.asked_alone`)
     from its own tool's successful results (:func:`choose_lead` on them), one a line, in the
-    parts' order, so "What is wrong with P-2, and are its spare parts in stock?" leads with the
+    parts' order (only the first framed as the tools' words, :func:`lead_sentence`), so "What is wrong with P-2, and are its spare parts in stock?" leads with the
     state line, then the verdict on the stock, not with the two results' headings joined.
 
     Args:
@@ -570,7 +582,7 @@ async def part_leads(llm: Any, abilities: Any, steps: Sequence[dict[str, Any]], 
             continue
         part_usage: dict[str, int] = {}
         sentence = await choose_lead(llm, abilities, asked_alone(text), own, config=config, fallbacks=fallbacks,
-                                     usage_out=part_usage, language=language)
+                                     usage_out=part_usage, language=language, frame=not sentences)
         total = sum_usage(total, part_usage) if part_usage else total
         if sentence and sentence not in sentences:
             sentences.append(sentence)

@@ -140,6 +140,39 @@ def detect_language(text: str) -> str | None:
     return code if probability >= DETECTION_MIN_PROBABILITY else None
 
 
+READS_AS_RANK = 2
+"""How high ``language`` must rank among the Latin-script languages a short text may be in
+for :func:`reads_as` to say it is in it: a tool's terse line ("PU-7 · Pump 7 · stopped")
+is told apart from Dutch by a word or two, so the first place alone would miss it."""
+
+
+def reads_as(text: str, language: str) -> bool | None:
+    """Whether ``text`` (a tool's line, a lead) reads as ``language``: for a language of its
+    own script (:data:`SCRIPT_LANGUAGES`), whether that script is most of its letters (kana
+    and Chinese characters for Japanese); for a
+    Latin-script one, whether the text is mostly Latin letters and ``language`` is among the
+    :data:`READS_AS_RANK` likeliest languages for it. ``None`` when the text has fewer than
+    :data:`MIN_LETTERS` letters (bare values are no one's language).
+
+    Args:
+        text: Any text; values (ids, dates, numbers, e-mail addresses) are ignored.
+        language: An ISO 639-1 code.
+
+    Returns:
+        ``True``, ``False`` or ``None`` as above.
+    """
+    words = _NOT_LANGUAGE.sub(" ", text or "")
+    letters = len(_LETTER.findall(words))
+    if letters < MIN_LETTERS:
+        return None
+    counts = {code: len(pattern.findall(words)) for code, pattern in _SCRIPTS}
+    if language in SCRIPT_LANGUAGES:  # Japanese is written in kana and in the Chinese characters
+        return (counts[language] + (counts["zh"] if language == "ja" else 0)) * 2 > letters
+    if sum(counts.values()) * 2 > letters:
+        return False
+    return language in [code for code, _ in _latin_identifier().rank(words)[:READS_AS_RANK]]
+
+
 @functools.lru_cache(maxsize=64)
 def common_words(language: str | None) -> frozenset[str]:
     """The common words of ``language`` (its stop words: "find", "get", "show", "year" in

@@ -659,6 +659,9 @@
     } else if (data.approval === "rejected") {
       card.dataset.status = "rejected";
       state.textContent = "⊘ rejected";
+    } else if (data.ran === false) {  // refused by the engine before it started: the tool did nothing
+      card.dataset.status = "error";
+      state.textContent = "⊘ not run";
     } else {
       card.dataset.status = data.error ? "error" : "ok";
       state.textContent = data.error ? "× error" : data.approval ? "✓ done (" + data.approval + ")" : "✓ done";

@@ -122,7 +122,7 @@ def call(name: str, args: dict) -> str:
 
 @pytest.mark.parametrize("question, written, lead", [
     ("Is pump PU-7 stopped at site north?", "No, PU-7 is running at 42.5 m3/h.", "Yes. PU-7 · Pump 7 · stopped"),
-    ("북쪽 사이트 PU-7 펌프가 정지했어?", "아니요, PU-7은 42.5 m3/h로 가동 중입니다.", "네. PU-7 · Pump 7 · stopped"),
+    ("북쪽 사이트 PU-7 펌프가 정지했어?", "아니요, PU-7은 42.5 m3/h로 가동 중입니다.", "네. 도구 결과에 따르면: PU-7 · Pump 7 · stopped"),
 ])
 async def test_a_misattributing_answer_is_withdrawn_and_the_fallback_keeps_the_verdict(question, written, lead):
     model = ScriptedChatModel(responses=[call("pump_overview", {"site": "north"})], synthesis=written)

@@ -13,7 +13,7 @@ from langchain_core.tools import StructuredTool
 
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent
 from reactgraph.answer.grounding import answer_problems, capabilities_answer, observation_answer
-from reactgraph.core.language import LANGUAGES, NEUTRAL, PHRASES, detect_language, language_name, phrase
+from reactgraph.core.language import LANGUAGES, NEUTRAL, PHRASES, detect_language, language_name, phrase, reads_as
 from reactgraph.nodes.select_tools import gate_closes
 from reactgraph.tools.ranking import ToolRanker, tokenize
 from reactgraph.answer.synthesis import summarize_steps
@@ -61,6 +61,19 @@ def test_values_tell_no_language_and_an_untold_language_is_none():
     assert detect_language("Was kostet AB/100 und wann kommt PO-7781?") == "de"  # the values are left out
     assert detect_language("Hoe laat gaat de winkel open?") == "nl"  # a language the table lacks
     assert language_name("ja") == "Japanese" and language_name(None) is None
+
+
+@pytest.mark.parametrize(("text", "language", "reads"), [
+    ("PU-7 · Pump 7 · stopped · flow 0.0 m3/h", "en", True),  # a terse English line: English among the likeliest
+    ("email: operational", "de", False),
+    ("KB-3307 · Free up mailbox space", "fr", False),
+    ("State: off", "ko", False),  # another script than the question's
+    ("状態: 停止中", "ja", True),
+    ("在庫: 14", "en", False),
+    ("AB/100 · 14 · 2026-03-05", "de", None),  # bare values: no one's language
+])
+def test_a_tools_line_reads_as_a_language_or_as_none(text, language, reads):
+    assert reads_as(text, language) is reads
 
 
 def test_a_short_question_close_between_languages_is_taken_in_the_tables():

@@ -152,7 +152,7 @@ def pump_tools() -> list[StructuredTool]:
 @pytest.mark.parametrize("question, tool, lead", [
     ("Is pump P-2 above its pressure limit?", "pressure_check",
      "Yes. P-2 · pressure 6.8 bar vs max 6.0 bar · station North."),
-    ("P-2 펌프가 지금 가동 중이야?", "pump_status", "아니요. State: stopped."),
+    ("P-2 펌프가 지금 가동 중이야?", "pump_status", "아니요. 도구 결과에 따르면: State: stopped."),
 ])
 async def test_a_decided_verdict_leads_the_answer_without_a_model_call(question, tool, lead):
     """The figure and the limit stand in the lead; the model is asked nothing after the loop

@@ -157,7 +157,7 @@ def lead_choice(verdict: str | None, facts: list[str]) -> str:
 
 @pytest.mark.parametrize("question, verdict, lead", [
     ("Is order ORD-7 still in the warehouse?", "no", "No. State: shipped."),
-    ("ORD-7 주문이 배송됐어?", "yes", "네. State: shipped."),
+    ("ORD-7 주문이 배송됐어?", "yes", "네. 도구 결과에 따르면: State: shipped."),
     ("Is order ORD-7 insured?", "unknown", "The data does not say."),
 ])
 async def test_a_yes_no_question_gets_its_verdict_first(question, verdict, lead):
@@ -211,7 +211,13 @@ async def test_a_choice_that_names_nothing_the_tools_returned_leaves_the_engines
 
 def test_the_lead_sentence_is_written_by_the_engine():
     assert lead_sentence("Is it on?", "yes_no", "yes", ["State: on", "Limit: 5"]) == "Yes. State: on; Limit: 5."
-    assert lead_sentence("켜져 있어?", "yes_no", "no", ["State: off"]) == "아니요. State: off."
+    # an English tool's line under a Korean question is framed as the tools' words, once
+    assert lead_sentence("켜져 있어?", "yes_no", "no", ["State: off"]) == "아니요. 도구 결과에 따르면: State: off."
+    assert lead_sentence("켜져 있어?", "yes_no", "no", ["State: off"], frame=False) == "아니요. State: off."
+    assert lead_sentence("Ist der Dienst email gestört?", "yes_no", "no", ["email: operational"]) == (
+        "Nein. Laut den Werkzeugen: email: operational.")
+    assert lead_sentence("Is it on?", "yes_no", "no", ["State: off"]) == "No. State: off."  # already the reader's
+    assert lead_sentence("在庫はいくつ?", "which", None, ["14"]) == "14."  # bare values: no one's language
     assert lead_sentence("Which one?", "which", None, []) == ""
 
 
