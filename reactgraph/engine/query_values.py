@@ -18,7 +18,7 @@ from reactgraph.protocol.actions import message_text
 from reactgraph.tools.echoes import echoes_tool
 from reactgraph.tools.notation import fold
 from reactgraph.protocol.jsonparse import safe_json
-from reactgraph.tools.values import argument_leaves, whole_value, written_in
+from reactgraph.tools.values import argument_leaves, value_tokens, whole_value, written_in
 
 
 CACHE_SIZE = 256
@@ -156,10 +156,12 @@ class QueryValues:
         * a text value of any argument that is one whole id, number, e-mail address or UUID
           (:func:`~reactgraph.tools.values.whole_value`: ``"case_id": "1234567890"``): a model
           copies such a value or makes it up, it does not compute it;
-        * a date or time of day as text when no one wrote any figure at all (the question asks
-          for "today"'s schedule): the model cannot know which day it is, so the one it writes
-          is made up; where the conversation writes a figure, a day it names in words ("next
-          Friday", "the 5th") is the model's to compute;
+        * a date or time of day as text when no one wrote any figure at all — not the
+          conversation, nor a date in the tool's description or schema (the question asks for
+          "today"'s schedule of a tool that names no day): the model cannot know which day it is, so the
+          one it writes is made up; where a figure is written (a date in the question, a tool's
+          "data up to 2026-01-29"), a day named in words ("next Friday", "the 5th") is the
+          model's to compute;
         * an empty value (``""``, ``[]``, ``{}``) for a required argument: the call gives nothing
           to act on;
         * a text argument whose value repeats the tool's own name or words
@@ -209,11 +211,18 @@ class QueryValues:
                 day = token.kind in _DAY_KINDS
             if written is None:
                 written = self.written_values(messages, thread)
-            if day and any(char.isdigit() for text in written for char in text):
-                continue
+            if day and (any(char.isdigit() for text in written for char in text) or self._names_a_day(tool_name)):
+                continue  # a figure to count from: the conversation's, or the tool's own day ("data up to 2026-01-29")
             if not written_in(value, written):
                 out.append((path, str(value)))
         return out
+
+    def _names_a_day(self, tool_name: str) -> bool:
+        """Whether tool ``tool_name``'s description or argument schema writes a date or a time
+        of day (its data's reference day, an example): a day to count from."""
+        tool = self.tools.get(tool_name)
+        text = f"{tool.description if tool is not None else ''} {safe_json(self.args_schema(tool_name))}"
+        return any(token.kind in _DAY_KINDS for token in value_tokens(text))
 
     def seen_ids(self, query: str, messages: Sequence[BaseMessage], thread: Any = None) -> tuple[str, ...] | None:
         """The ids a call may pass besides those ``query`` names, when the question names

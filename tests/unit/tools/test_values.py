@@ -412,7 +412,12 @@ def _records_tools(ran: list[tuple[str, dict]]) -> list[StructuredTool]:
         ran.append(("draw_polygon", {"vertices": vertices, "closed": closed}))
         return "drawn"
 
-    return [StructuredTool.from_function(f) for f in (find_case, match_schedule, draw_polygon)]
+    def league_table(date: str) -> str:
+        """The league table as it stood on a day (data from 2025-08-01 to 2026-05-31)."""
+        ran.append(("league_table", {"date": date}))
+        return f"table on {date}"
+
+    return [StructuredTool.from_function(f) for f in (find_case, match_schedule, draw_polygon, league_table)]
 
 
 @pytest.mark.parametrize(("question", "tool", "args", "unwritten"), [
@@ -428,6 +433,8 @@ def _records_tools(ran: list[tuple[str, dict]]) -> list[StructuredTool]:
     # a figure written: a day named in words is the model's to compute
     ("Who plays cricket on the Friday after 2026-03-01?", "match_schedule",
      {"date": "2026-03-06", "sport": "cricket"}, []),
+    # or the tool writes one: its data's days to count from
+    ("Wie stand die Tabelle gestern?", "league_table", {"date": "2026-05-30"}, []),
     # an empty value of a required argument gives nothing to act on; a boolean is a choice
     ("Trace un polygone fermé", "draw_polygon", {"vertices": [], "closed": True}, [("vertices", "[]")]),
     ("Draw a closed polygon through A, B and C", "draw_polygon",
