@@ -36,7 +36,7 @@ from typing import Any
 
 from reactgraph.protocol.jsonparse import safe_json
 from reactgraph.protocol.prompts import PROMPT_HEADINGS
-from reactgraph.core.language import SCRIPT_LANGUAGES, detect_language, phrase
+from reactgraph.core.language import SCRIPT_LANGUAGES, detect_language, phrase, reads_as
 from reactgraph.engine.state import StepRecord
 from reactgraph.tools.runner import holds_no_data
 from reactgraph.tools.notation import normal_number
@@ -554,8 +554,7 @@ def observation_answer(question: str, steps: Iterable[dict[str, Any]], result_ch
     answer_lead, lead = lead, (phrase("report_lead", language, subject=subject) if subject
                                else phrase("report_lead_plain", language))
     verdicts = tuple(phrase(f"verdict_{verdict}", language, facts="").strip() for verdict in ("yes", "no", "unknown"))
-    if answer_lead and language and not answer_lead.startswith(verdicts) \
-            and detect_language(answer_lead) not in (None, language):
+    if answer_lead and language and not answer_lead.startswith(verdicts) and reads_as(answer_lead, language) is False:
         # a lead made of the tools' own lines alone, in another language than the question's
         # (English data, a Japanese question), comes after the engine's sentence: the answer
         # opens in the reader's language, and the named line still stands before the rest of

@@ -471,14 +471,17 @@ def lead_sentence(question: str, kind: QuestionKind, verdict: str | None, facts:
         facts: The chosen observation lines, as the tools wrote them (a row's cells joined
             by " · ", as an answer's list shows rows).
         language: The question's language (a part of a question may be too short to tell it).
-        frame: Whether facts not in the question's language are framed (below); ``False``
-            for the sentences after the first of an answer (one attribution is enough).
+        frame: Whether a verdict's facts not in the question's language are framed (below);
+            ``False`` once an earlier sentence of the answer was framed (one attribution is enough).
 
-    The facts stand as the tools wrote them; where they are not in the question's language
-    (:func:`~reactgraph.core.language.reads_as`: an English tool's line under a German
-    question; bare values are no one's language and stand alone) the language
-    table's ``per_tools`` frames them ("Laut den Werkzeugen: email: operational."), so the
-    lead reads in the reader's language and says whose words follow.
+    The facts stand as the tools wrote them. After a verdict, facts that are not in the
+    question's language (:func:`~reactgraph.core.language.reads_as`: an English tool's line
+    under a German question; bare values are no one's language and stand alone) are framed by
+    the language table's ``per_tools`` ("Nein. Laut den Werkzeugen: email: operational."), so
+    the verdict's sentence reads in the reader's language and says whose words follow. A
+    which/what lead of such lines is the tools' text alone: an answer puts it after the
+    engine's sentence in the reader's language
+    (:func:`~reactgraph.answer.grounding.observation_answer`).
 
     Returns:
         The sentence; ``""`` when there is nothing to say (no facts for a which question).
@@ -486,11 +489,11 @@ def lead_sentence(question: str, kind: QuestionKind, verdict: str | None, facts:
     joined = "; ".join(" · ".join(cell.strip() for cell in fact.rstrip(".:").split(" | ")) for fact in facts)
     language = language or detect_language(question)
     stated = joined + "." if joined else ""
-    if frame and stated and language is not None and reads_as(joined, language) is False:
-        stated = phrase("per_tools", language, facts=stated)  # the tools' words, framed in the reader's language
     if kind == "yes_no" and verdict in ("yes", "no", "unknown"):
         if verdict != "unknown" and not joined:
             verdict = "unknown"
+        if frame and stated and language is not None and reads_as(joined, language) is False:
+            stated = phrase("per_tools", language, facts=stated)  # the tools' words, framed in the reader's language
         return phrase(f"verdict_{verdict}", language, facts=stated).strip()
     return stated
 
@@ -561,7 +564,7 @@ async def part_leads(llm: Any, abilities: Any, steps: Sequence[dict[str, Any]], 
     """The lead of a question of several parts: one sentence per part, each answering that
     part (asked alone, without its joining word: :func:`~reactgraph.policy.parts.asked_alone`)
     from its own tool's successful results (:func:`choose_lead` on them), one a line, in the
-    parts' order (only the first framed as the tools' words, :func:`lead_sentence`), so "What is wrong with P-2, and are its spare parts in stock?" leads with the
+    parts' order (a verdict's tool lines framed as the tools' words once, :func:`lead_sentence`), so "What is wrong with P-2, and are its spare parts in stock?" leads with the
     state line, then the verdict on the stock, not with the two results' headings joined.
 
     Args:
@@ -576,13 +579,15 @@ async def part_leads(llm: Any, abilities: Any, steps: Sequence[dict[str, Any]], 
     """
     sentences: list[str] = []
     total: dict[str, int] = {}
+    attribution = phrase("per_tools", language, facts="").strip() if language else ""
     for text, tool in parts:
         own = [step for step in steps if step.get("tool_name") == tool and not step.get("error")]
         if not own:
             continue
         part_usage: dict[str, int] = {}
+        framed = any(attribution and attribution in earlier for earlier in sentences)
         sentence = await choose_lead(llm, abilities, asked_alone(text), own, config=config, fallbacks=fallbacks,
-                                     usage_out=part_usage, language=language, frame=not sentences)
+                                     usage_out=part_usage, language=language, frame=not framed)
         total = sum_usage(total, part_usage) if part_usage else total
         if sentence and sentence not in sentences:
             sentences.append(sentence)

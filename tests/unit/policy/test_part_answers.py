@@ -175,5 +175,6 @@ async def test_a_yes_no_part_gets_its_verdict_in_the_questions_language():
     done = await streamed(model, "SHP-4 상태가 어때? 송장은 지불됐어?")
     lines = done["answer"].splitlines()
     assert lines[0] == "SHP-4에 대해 도구가 조회한 결과입니다."  # English lines follow the Korean sentence
-    assert lines[2:4] == ["도구 결과에 따르면: State: held at customs.", "아니요. Payment: unpaid."]  # framed once
+    # the which part's line is the tool's own; the verdict frames the English line in Korean
+    assert lines[2:4] == ["State: held at customs.", "아니요. 도구 결과에 따르면: Payment: unpaid."]
 
