@@ -466,3 +466,23 @@ async def test_a_made_up_case_number_is_not_run_under_strict_and_its_done_event_
     assert ran == [("find_case", {"case_id": "1234567890", "year": "2020"})] and "ran" not in done.data
     told = [m for m in model.calls[1] if isinstance(m, ToolMessage)][-1].content
     assert "no one wrote '1234567890'" in told
+
+
+async def test_the_cli_shows_a_refused_call_as_not_run():
+    from rich.console import Console
+
+    from reactgraph.cli.view import print_events
+    from reactgraph.events import ToolDone
+
+    async def events():
+        yield ToolDone(iteration=1, tool_name="find_case", tool_args={"case_id": "1234567890"},
+                       observation="Error: that case_id was not written by the user", iter_elapsed=0.0,
+                       error="that case_id was not written by the user", tool_call_id="a", artifact=None, ran=False)
+        yield ToolDone(iteration=2, tool_name="find_case", tool_args={"case_id": "88123"}, observation="case 88123: settled",
+                       error=None, iter_elapsed=0.1, tool_call_id="b", artifact=None)
+
+    console = Console(record=True, width=200)
+    await print_events(console, events())
+    text = console.export_text()
+    assert "⊘ find_case not run" in text and "that case_id was not written by the user" in text
+    assert "✓ find_case" in text and "case 88123: settled" in text
