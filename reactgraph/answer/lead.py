@@ -375,7 +375,8 @@ def decided_verdict(question: str, steps: Iterable[dict[str, Any]]) -> tuple[str
     3. *State* ("Is P-2 stopped?", "¿Está detenida P-2?"): a subject cell stating a state of the same
        meaning says yes, a ``key: value`` cell stating another state of its family
        (:data:`~reactgraph.core.language.STATE_FAMILIES`: running is not stopped, but may be
-       overdue) says no; a subject line
+       overdue) says no, as does a table row's cell that is such a state word alone
+       ("CNC-003 | Lathe | warning" for "Is CNC-003 stopped?"); a subject line
        listed under a first line naming the asked state says yes; a list of other things in
        the asked state, without the subject, says no.
     4. *A value asked by name* (:func:`_stated_value`): "Is ORD-7 shipped?" over "State:
@@ -424,11 +425,15 @@ def decided_verdict(question: str, steps: Iterable[dict[str, Any]]) -> tuple[str
         return None
     if not direction and asked:
         for seen in observations:
-            if seen.subject_lines and seen.lines and asked & _meanings(seen.lines[0], passed):
+            heading = seen.lines[0] if seen.lines else ""
+            if seen.subject_lines and heading not in seen.subject_lines and asked & _meanings(heading, passed) \
+                    and (heading.rstrip().endswith(":") or not _identifiers(heading)):  # a heading, not another row
                 return "yes", [seen.lines[0], seen.subject_lines[0]][:LEAD_FACTS]
         rivals = {meaning for family in STATE_FAMILIES if asked & set(family) for meaning in family} - asked
         for line in subject_lines:  # a state of the asked one's family, not the asked one
-            stated = [_meanings(_opening(value)) for key, value in _cells(line) if key]
+            # a keyed cell ("State: warning"), or a table row's cell that is a state word alone
+            stated = [_meanings(_opening(value)) for key, value in _cells(line)
+                      if key or len(value.split()) == 1]
             if any(meanings & rivals and not meanings & asked for meanings in stated):
                 return "no", [line]
     if not direction:

@@ -31,6 +31,18 @@ def step(observation: str, **args: str) -> dict:
     return {"tool_name": "lookup", "tool_args": args, "observation": observation}
 
 
+FLEET = "P-2 | Pump 2 | running | pressure 5.1 bar\nP-4 | Pump 4 | idle | pressure 0.0 bar"
+
+
+@pytest.mark.parametrize("question, verdict, line", [
+    ("Ist die Pumpe P-2 gerade gestoppt?", "no", FLEET.splitlines()[0]),  # a row's state cell: running
+    ("P-4 펌프가 가동 중이야?", "no", FLEET.splitlines()[1]),
+    ("Is P-4 stopped?", "yes", FLEET.splitlines()[1]),  # idle is a word of stopped
+])
+def test_a_table_rows_state_cell_decides_a_state_question(question, verdict, line):
+    assert decided_verdict(question, [step(FLEET)]) == (verdict, [line])
+
+
 @pytest.mark.parametrize("question, observation, args, verdict, facts", [
     # a figure and its limit on one line
     ("Is pump P-2 above its pressure limit?", PRESSURE, {}, "yes", [PRESSURE]),
