@@ -36,7 +36,7 @@ from typing import Any
 
 from reactgraph.protocol.jsonparse import safe_json
 from reactgraph.protocol.prompts import PROMPT_HEADINGS
-from reactgraph.core.language import SCRIPT_LANGUAGES, detect_language, phrase, reads_as
+from reactgraph.core.language import SCRIPT_LANGUAGES, detect_language, phrase, reads_as, written_in
 from reactgraph.engine.state import StepRecord
 from reactgraph.tools.runner import holds_no_data
 from reactgraph.tools.notation import normal_number
@@ -250,9 +250,9 @@ def answer_problems(answer: str, question: str, tool_names: Iterable[str] = ()) 
     Returns:
         Short labels, in this order, of what was found: ``"empty"``; ``"language"`` (the
         answer's first line is in another language than the question, by
-        :func:`~reactgraph.core.language.detect_language`; for a question in a script that names its
+        :func:`~reactgraph.core.language.written_in`; for a question in a script that names its
         language — Korean, Japanese, Chinese, Russian… — a first line whose language cannot be
-        told counts as another); ``"code_fence"``; ``"tool_call"`` (a call written out, ``name({...``, or a
+        told is judged with the whole answer); ``"code_fence"``; ``"tool_call"`` (a call written out, ``name({...``, or a
         tool's name); ``"repeated_line"`` (a line of 8+ characters twice); ``"prompt_echo"`` (a line that is a
         heading of the synthesis prompt, :data:`~reactgraph.protocol.prompts.PROMPT_HEADINGS`,
         or a first line that opens with the whole question, of 8+ characters: the prompt
@@ -267,8 +267,8 @@ def answer_problems(answer: str, question: str, tool_names: Iterable[str] = ()) 
         return ["empty"]
     problems: list[str] = []
     language = detect_language(question)
-    first = detect_language(lines[0])
-    if language is not None and first != language and (first is not None or language in SCRIPT_LANGUAGES):
+    if language is not None and not written_in(lines[0], language) and (detect_language(lines[0]) is not None or (
+            language in SCRIPT_LANGUAGES and not written_in(answer, language))):
         problems.append("language")
     if _FENCE.search(answer):
         problems.append("code_fence")

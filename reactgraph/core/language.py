@@ -173,6 +173,38 @@ def reads_as(text: str, language: str) -> bool | None:
     return language in [code for code, _ in _latin_identifier().rank(words)[:READS_AS_RANK]]
 
 
+SCRIPT_LETTER_WEIGHT = 3
+"""Latin letters one character of a script that names its language outweighs in
+:func:`written_in`: a Hangul syllable, a kana or a Han character carries about as much of a
+sentence as three Latin letters (a Korean word of two syllables, an English one of six letters)."""
+
+
+def written_in(text: str, language: str) -> bool:
+    """Whether ``text`` reads as written in ``language``: :func:`detect_language` says so, or
+    ``language`` is one its script names (:data:`SCRIPT_LANGUAGES`) and that script's
+    characters, each weighing :data:`SCRIPT_LETTER_WEIGHT` letters, outweigh every other letter
+    of it. An answer keeps a tool's words as the tool wrote them: "PRS-002 (Stamping Press)의
+    상태는 normal입니다" is Korean though most of its letters are Latin.
+
+    Args:
+        text: A line or an answer (values are ignored, as :func:`detect_language` ignores them).
+        language: An ISO 639-1 code.
+
+    Returns:
+        ``True`` when ``text`` is in ``language`` by either rule.
+    """
+    if detect_language(text) == language:
+        return True
+    pattern = dict(_SCRIPTS).get(language)
+    if pattern is None:
+        return False
+    words = _NOT_LANGUAGE.sub(" ", text or "")
+    own = len(pattern.findall(words))
+    if language == "ja":  # kanji between kana are Japanese
+        own += len(dict(_SCRIPTS)["zh"].findall(words))
+    return own > 0 and own * SCRIPT_LETTER_WEIGHT > len(_LETTER.findall(words)) - own
+
+
 @functools.lru_cache(maxsize=64)
 def common_words(language: str | None) -> frozenset[str]:
     """The common words of ``language`` (its stop words: "find", "get", "show", "year" in

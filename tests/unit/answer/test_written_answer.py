@@ -1,0 +1,160 @@
+"""An answer the model writes (``answer_from_observations`` off, ``grounding="enforce"``) answers
+in the question's language and answers every part of it (SPEC R13.1): the synthesis prompt names
+the language to write in and lists the question's parts; a written answer in another language,
+or one that leaves a part's data out, is withdrawn before it is shown and the observation answer,
+which holds every part's lines, is streamed instead."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from langchain_core.tools import StructuredTool
+
+from reactgraph import AgentSettings, ModelAbilities, ReActAgent
+from reactgraph.answer.claims import left_out_parts
+from reactgraph.testing import ScriptedChatModel
+from tests.helpers import office_tools
+
+WRITER = ModelAbilities(json_mode=True, schema_output="json_object_schema", small=True, writes_answers=True)
+
+ORDER = "Order: ORD-7\nState: shipped\nCarrier: Northwind\nDelivery date: 2026-03-02"
+STOCK = "Item: SKU-12\nQuantity on hand: 14\nReorder point: 20"
+
+
+def shop_tools() -> list[StructuredTool]:
+    def order_status(order_id: str) -> str:
+        return ORDER
+
+    def stock_level(item_id: str) -> str:
+        return STOCK
+
+    def place_order(item_id: str, quantity: int) -> str:
+        return f"Purchase order PO-5521 placed: {quantity} x {item_id}"
+
+    return [
+        *office_tools(),  # enough tools that the strict policy selects, one tool a part
+        StructuredTool.from_function(order_status, name="order_status",
+                                     description="Status of one customer order: state, carrier and delivery date.",
+                                     metadata={"keywords": ["Bestellung", "注文", "주문", "commande"]}),
+        StructuredTool.from_function(stock_level, name="stock_level",
+                                     description="Stock level of one warehouse item: quantity on hand, reorder point.",
+                                     metadata={"keywords": ["Lagerbestand", "在庫", "재고", "stock"]}),
+        StructuredTool.from_function(place_order, name="place_order",
+                                     description="Place a purchase order for a warehouse item.",
+                                     metadata={"keywords": ["nachbestellen", "発注", "발주"]}),
+    ]
+
+
+def call(name: str, args: dict) -> str:
+    return json.dumps({"type": "tool_call", "reasoning": "", "tool_name": name, "tool_args": args})
+
+
+class Writer:
+    """A synthesis that records each prompt and writes the next of ``texts``."""
+
+    def __init__(self, *texts: str) -> None:
+        self.texts = list(texts)
+        self.prompts: list[str] = []
+
+    def __call__(self, messages) -> str:
+        self.prompts.append(messages[-1].content)
+        return self.texts.pop(0) if len(self.texts) > 1 else self.texts[0]
+
+
+async def run(model: ScriptedChatModel, question: str, **settings) -> tuple[dict, list[str]]:
+    agent = ReActAgent(model, shop_tools(), abilities=WRITER, settings=AgentSettings(**settings))
+    events = [event async for event in agent.astream_events(question)]
+    deltas = [event.data["content"] for event in events
+              if event.channel == "answer" and event.data.get("status") == "delta"]
+    return events[-1].data, deltas
+
+
+@pytest.mark.parametrize("question, language, written", [
+    ("Wie ist der Status der Bestellung ORD-7?", "German", "ORD-7 wurde versandt (Northwind, 2026-03-02)."),
+    ("注文ORD-7の状況はどうですか？", "Japanese", "ORD-7は発送済みです（Northwind、2026-03-02）。"),
+    ("ORD-7 주문 상태가 어때?", "Korean", "ORD-7 주문은 발송되었습니다 (Northwind, 2026-03-02)."),
+])
+async def test_the_synthesis_prompt_names_the_questions_language(question, language, written):
+    writer = Writer(written)
+    model = ScriptedChatModel(responses=[call("order_status", {"order_id": "ORD-7"})], synthesis=writer)
+    done, deltas = await run(model, question)
+    assert writer.prompts[0].endswith(f"Write the answer in {language}, the language of the question.")
+    assert done["answer"] == written and "".join(deltas) == written
+    assert done["grounding"]["action"] == "kept"
+
+
+@pytest.mark.parametrize("question, written", [
+    ("ORD-7 주문 상태가 어때?", "Order ORD-7 has shipped with Northwind, delivery on 2026-03-02."),
+    ("Wie ist der Status der Bestellung ORD-7?", "注文ORD-7は発送済みです。配送日は2026-03-02です。"),
+])
+async def test_an_answer_in_another_language_is_withdrawn_for_the_observation_answer(question, written):
+    model = ScriptedChatModel(responses=[call("order_status", {"order_id": "ORD-7"})], synthesis=Writer(written))
+    done, deltas = await run(model, question)
+    assert done["grounding"]["action"] == "fallback" and "language" in done["grounding"]["problems"]
+    streamed = "".join(deltas)
+    assert written not in streamed and streamed == done["answer"]  # checked before anything was shown
+    assert "shipped" in streamed and "2026-03-02" in streamed  # the tool's lines stand instead
+
+
+TWO_PARTS = [
+    ("What is the state of order ORD-7, and how much stock is on hand for SKU-12?",
+     "ORD-7 has shipped with Northwind.", "ORD-7 has shipped with Northwind; SKU-12 has 14 on hand (reorder point 20)."),
+    ("Wie ist der Status der Bestellung ORD-7, und wie hoch ist der Lagerbestand von SKU-12?",
+     "ORD-7 wurde mit Northwind versandt (shipped).",
+     "ORD-7 wurde mit Northwind versandt (shipped, Lieferung am 2026-03-02); von SKU-12 sind 14 Stück am Lager."),
+]
+
+
+@pytest.mark.parametrize("question, one_part, both_parts", TWO_PARTS)
+async def test_a_written_answer_that_leaves_a_part_out_is_withdrawn(question, one_part, both_parts):
+    writer = Writer(one_part)
+    model = ScriptedChatModel(responses=[call("order_status", {"order_id": "ORD-7"}),
+                                         call("stock_level", {"item_id": "SKU-12"})], synthesis=writer)
+    done, deltas = await run(model, question)
+    assert done["grounding"]["action"] == "fallback" and done["grounding"]["problems"] == ["part_left_out"]
+    streamed = "".join(deltas)
+    assert one_part not in streamed and "shipped" in streamed and "14" in streamed  # every part's lines
+    # the prompt listed both parts to answer
+    assert "The question asks 2 things; answer each of them:\n- " in writer.prompts[0]
+
+
+@pytest.mark.parametrize("question, one_part, both_parts", TWO_PARTS)
+async def test_a_written_answer_of_every_part_stands(question, one_part, both_parts):
+    model = ScriptedChatModel(responses=[call("order_status", {"order_id": "ORD-7"}),
+                                         call("stock_level", {"item_id": "SKU-12"})], synthesis=Writer(both_parts))
+    done, deltas = await run(model, question)
+    assert done["grounding"]["action"] == "kept" and done["answer"] == both_parts == "".join(deltas)
+
+
+def steps(*pairs: tuple[str, str]) -> list[dict]:
+    return [{"tool_name": name, "tool_args": {}, "observation": observation} for name, observation in pairs]
+
+
+def test_the_parts_data_is_looked_for_in_each_parts_own_facts():
+    both = steps(("order_status", ORDER), ("stock_level", STOCK))
+    question = "State of ORD-7 and stock of SKU-12?"
+    assert left_out_parts("ORD-7: shipped. SKU-12: 14.", both, question, ["order_status", "stock_level"]) == []
+    assert left_out_parts("ORD-7: shipped.", both, question, ["order_status", "stock_level"]) == ["stock_level"]
+    # a figure written in another notation is the same fact
+    assert left_out_parts("ORD-7 est expédiée le 02/03/2026 ; SKU-12 : 14,0.", both, question,
+                          ["order_status", "stock_level"]) == []
+    # one part: nothing to leave out; a part whose tool brought no data: nothing to pass on
+    assert left_out_parts("ORD-7: shipped.", both, question, ["order_status"]) == []
+    empty = steps(("order_status", ORDER), ("stock_level", ""))
+    assert left_out_parts("ORD-7: shipped.", empty, question, ["order_status", "stock_level"]) == []
+    failed = [*steps(("order_status", ORDER)), {"tool_name": "stock_level", "tool_args": {}, "observation": STOCK,
+                                                "error": "timeout"}]
+    assert left_out_parts("ORD-7: shipped.", failed, question, ["order_status", "stock_level"]) == []
+
+
+async def test_a_confirmation_of_a_part_that_changes_something_is_no_data_left_out():
+    """A part served by a tool whose calls may need a person's approval (it changes something)
+    is not looked for: its confirmation is no data the question asked for."""
+    writer = Writer("SKU-12 has 14 on hand, below its reorder point of 20.")
+    model = ScriptedChatModel(responses=[call("stock_level", {"item_id": "SKU-12"}),
+                                         call("place_order", {"item_id": "SKU-12", "quantity": 6})], synthesis=writer)
+    done, _ = await run(model, "How much stock is on hand for SKU-12, and nachbestellen 6 of SKU-12",
+                        approval={"place_order": lambda tool_call: False})  # asked about, never paused here
+    assert "The question asks 2 things" in writer.prompts[0]  # two parts, the second one an order placed
+    assert done["grounding"]["action"] == "kept" and done["answer"] == writer.texts[0]
