@@ -97,6 +97,27 @@ async def test_an_answer_in_another_language_is_withdrawn_for_the_observation_an
     assert "shipped" in streamed and "2026-03-02" in streamed  # the tool's lines stand instead
 
 
+@pytest.mark.parametrize("text, language, expected", [
+    ("PRS-002 (Stamping Press 250t)의 상태는 normal입니다.", "ko", True),  # the tool's words kept
+    ("ORD-7は発送済みです（Northwind、2026-03-02）。", "ja", True),
+    ("The state of PRS-002 is normal.", "ko", False),
+    ("The state of PRS-002 is normal (정상).", "ko", False),
+    ("ORD-7 wurde mit Northwind versandt.", "de", True),
+    ("ORD-7 has shipped with Northwind.", "de", False),
+])
+def test_an_answer_is_in_its_language_though_it_keeps_the_tools_words(text, language, expected):
+    from reactgraph.core.language import written_in
+
+    assert written_in(text, language) is expected
+
+
+async def test_a_korean_answer_that_keeps_the_tools_english_words_stands():
+    written = "ORD-7 주문은 shipped 상태이며, carrier는 Northwind, delivery date는 2026-03-02입니다."
+    model = ScriptedChatModel(responses=[call("order_status", {"order_id": "ORD-7"})], synthesis=Writer(written))
+    done, deltas = await run(model, "ORD-7 주문 상태가 어때?")
+    assert done["grounding"]["action"] == "kept" and "".join(deltas) == written
+
+
 TWO_PARTS = [
     ("What is the state of order ORD-7, and how much stock is on hand for SKU-12?",
      "ORD-7 has shipped with Northwind.", "ORD-7 has shipped with Northwind; SKU-12 has 14 on hand (reorder point 20)."),
