@@ -169,7 +169,8 @@ class DAGSynthesize:
             usage.update(call_usage or {"model_calls": 1})
             report = check_grounding(text, trace, goal, policy.grounding_min_facts,
                                      derived=bool(policy.grounding_derived), context=history)
-            problems = answer_problems(text, goal, self.descriptions) + claim_problems(text, trace, goal) if trace else []
+            problems = (answer_problems(text, goal, self.descriptions, trace) + claim_problems(text, trace, goal)
+                        if trace else [])
             action = "kept"
             if report.ungrounded or report.factless or problems:
                 # the observation answer with the engine's lead: a yes/no question keeps its verdict

@@ -173,7 +173,7 @@ class Synthesize:
         parts = self._data_parts(state)
 
         def verdict(text: str) -> tuple[GroundingReport, list[str]]:
-            problems = (answer_problems(text, query, self.engine.tools) + claim_problems(text, steps, query)
+            problems = (answer_problems(text, query, self.engine.tools, steps) + claim_problems(text, steps, query)
                         + part_problems(text, steps, query, parts) if checked else [])
             return self._check(state, text, history), problems
 
@@ -221,7 +221,7 @@ class Synthesize:
         the ``flag`` note, ``answer`` ``done`` and the grounding report, without a model call."""
         settings = self.engine.settings
         query, text = state.get("query", ""), state.get("answer") or ""
-        problems = answer_problems(text, query, self.engine.tools)
+        problems = answer_problems(text, query, self.engine.tools, state.get("steps", []))
         if problems:
             emit(AnswerReset(ungrounded=[], factless=False, problems=problems))
             return None

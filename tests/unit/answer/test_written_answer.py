@@ -111,6 +111,28 @@ def test_an_answer_is_in_its_language_though_it_keeps_the_tools_words(text, lang
     assert written_in(text, language) is expected
 
 
+PARTS_LIST = ("SKU-12 | Ceramic coffee mug, large | stock 0 | OUT OF STOCK\n"
+              "SKU-31 | Bamboo lunch box with lid | stock 2 | LOW")
+
+
+@pytest.mark.parametrize("answer, question, fits", [
+    # mostly the tools' own names, in a Korean or a Japanese sentence: in the question's language
+    ("재고 부족 품목은 SKU-12 (Ceramic coffee mug, large, OUT OF STOCK), SKU-31 (Bamboo lunch box with lid, LOW)입니다.",
+     "재고 부족한 품목이 뭐야?", True),
+    ("在庫不足はSKU-12（Ceramic coffee mug, large）とSKU-31（Bamboo lunch box with lid）です。",
+     "在庫不足の品目は？", True),
+    # the same names in an English sentence: not
+    ("The items low on stock are SKU-12 (Ceramic coffee mug, large) and SKU-31 (Bamboo lunch box with lid).",
+     "재고 부족한 품목이 뭐야?", False),
+    ("SKU-12 | Ceramic coffee mug, large | stock 0 | OUT OF STOCK", "재고 부족한 품목이 뭐야?", False),
+])
+def test_the_tools_own_words_tell_no_language(answer, question, fits):
+    from reactgraph.answer.grounding import answer_problems
+
+    steps = [{"tool_name": "low_stock", "tool_args": {}, "observation": PARTS_LIST}]
+    assert ("language" not in answer_problems(answer, question, (), steps)) is fits
+
+
 async def test_a_korean_answer_that_keeps_the_tools_english_words_stands():
     written = "ORD-7 주문은 shipped 상태이며, carrier는 Northwind, delivery date는 2026-03-02입니다."
     model = ScriptedChatModel(responses=[call("order_status", {"order_id": "ORD-7"})], synthesis=Writer(written))
