@@ -51,13 +51,6 @@ and their kin in every language) up to the end of its cell or bracket, and nowhe
 answer states it in a clause with no limit word, outside such a list: "the temperature dropped
 from 90.0°C" when 90.0°C is the limit. This holds with one record or none too.
 
-*Parts.* A question of two parts or more, each served by its own tool
-(``AgentState.part_tools``), is answered only when the answer passes on some fact of each part's
-data (:func:`left_out_parts`): a figure, a word cell or a state of that tool's successful
-observations that the question does not write itself, preferring those no other part's tool
-returned. An answer that leaves a part's data out is withdrawn (``part_left_out``): the
-observation answer, which holds every part's lines, stands instead.
-
 A figure no record holds (a derived figure, a total) and a record no observation names are
 left to grounding. An answer that gives several records their figures in one run after naming
 them all ("AB-1 and AB-2: 1.8 and 3.4 bar") is read as tying every figure to the last one
@@ -109,7 +102,7 @@ def _record_names(text: str) -> list[tuple[str, int, int]]:
             if token.kind in RECORD_KINDS and not _AFTER_FIGURE.search(text[:token.start])]
 
 
-def _cells(line: str) -> list[str]:
+def line_cells(line: str) -> list[str]:
     """A line's cells: cut at " | " (or a Markdown row's bars), each ``key: value`` cell's value."""
     stripped = line.strip()
     if stripped.startswith("|") and stripped.endswith("|"):
@@ -123,10 +116,10 @@ def _cells(line: str) -> list[str]:
     return cells
 
 
-def _word_cells(line: str) -> set[str]:
+def word_cells(line: str) -> set[str]:
     """The cells of ``line`` that are one to three words of letters only, lower-cased
     (a state or a kind the tool wrote: "LOW", "out of stock", "warning")."""
-    return {cell.lower() for cell in _cells(line) if _WORD_CELL.match(cell) and len(cell) >= 3}
+    return {cell.lower() for cell in line_cells(line) if _WORD_CELL.match(cell) and len(cell) >= 3}
 
 
 @dataclass
@@ -142,8 +135,8 @@ class _Record:
 
     def add(self, line: str) -> None:
         self.values.update(reading for token in value_tokens(line) for reading in token.readings)
-        self.words.update(_word_cells(line))
-        self.states.update(state_meanings(" ".join(_cells(line))))
+        self.words.update(word_cells(line))
+        self.states.update(state_meanings(" ".join(line_cells(line))))
         self.text.append(line.lower())
 
     def says(self, word: str) -> bool:
@@ -503,74 +496,3 @@ def claim_problems(answer: str, steps: Sequence[dict[str, Any]], question: str =
         ``["misattributed"]`` when :func:`misattributed_claims` finds one, else ``[]``.
     """
     return ["misattributed"] if misattributed_claims(answer, steps, question) else []
-
-
-def _part_facts(steps: Iterable[dict[str, Any]], question_values: set[str]) -> tuple[set[str], set[str], set[str]]:
-    """What ``steps``' successful observations state: ``(figures, word cells, state meanings)``
-    — every reading of their informative values not in ``question_values``, their cells of
-    words only (lower-cased), and the states they state (:func:`~reactgraph.answer.lead.state_meanings`)."""
-    figures: set[str] = set()
-    words: set[str] = set()
-    states: set[str] = set()
-    for step in steps:
-        observation = str(step.get("observation") or "")
-        if step.get("error") or holds_no_data(observation):
-            continue
-        for line in readable_observation(observation).splitlines():
-            figures.update(reading for token in value_tokens(line) if informative(token.value)
-                           for reading in token.readings)
-            words.update(_word_cells(line))
-            states.update(state_meanings(" ".join(_cells(line))))
-    return figures - question_values, words, states
-
-
-def left_out_parts(answer: str, steps: Sequence[dict[str, Any]], question: str,
-                   part_tools: Sequence[str]) -> list[str]:
-    """The parts of a question whose data ``answer`` leaves out (module docstring, *Parts*).
-
-    Args:
-        answer: The written answer.
-        steps: The turn's step records (``tool_name``, ``observation``, ``error``).
-        question: The user's question: its own values are no part's data.
-        part_tools: The tool of each part (``AgentState.part_tools``), less the tools whose
-            calls change something (a confirmation is no data asked for).
-
-    Returns:
-        The tools of ``part_tools`` whose successful observations state something and none of
-        whose facts the answer passes on: a figure (any reading), a word cell written as a
-        whole word, or a state meaning in any of the table's languages. A part's facts that no
-        other part's tool returned are the ones looked for, when it has some. ``[]`` for a
-        question of fewer than two parts, and for a part whose tool brought no data (the
-        answer cannot pass on what no tool returned).
-    """
-    if len(part_tools) < 2:
-        return []
-    question_values = {reading for token in value_tokens(question) for reading in token.readings}
-    facts = {name: _part_facts([step for step in steps if step.get("tool_name") == name], question_values)
-             for name in dict.fromkeys(part_tools)}
-    said_figures = {reading for token in value_tokens(answer) for reading in token.readings}
-    said_states = state_meanings(answer)
-    lowered = answer.lower()
-    left_out: list[str] = []
-    for name, (figures, words, states) in facts.items():
-        others = [fact for other, fact in facts.items() if other != name]
-        own = (figures - {value for fact in others for value in fact[0]},
-               words - {word for fact in others for word in fact[1]},
-               states - {state for fact in others for state in fact[2]})
-        figures, words, states = own if any(own) else (figures, words, states)
-        if not (figures or words or states):
-            continue
-        if figures & said_figures or states & said_states or any(
-                re.search(rf"(?<!\w){re.escape(word)}(?!\w)", lowered) for word in words):
-            continue
-        left_out.append(name)
-    return left_out
-
-
-def part_problems(answer: str, steps: Sequence[dict[str, Any]], question: str, part_tools: Sequence[str]) -> list[str]:
-    """The answer check's label for a part left out, next to :func:`claim_problems`' labels.
-
-    Returns:
-        ``["part_left_out"]`` when :func:`left_out_parts` finds one, else ``[]``.
-    """
-    return ["part_left_out"] if left_out_parts(answer, steps, question, part_tools) else []

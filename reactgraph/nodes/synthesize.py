@@ -25,8 +25,9 @@ the answer is checked against the trace, the question and the earlier turns
   stands when it is grounded, not factless and fit to show (:func:`~reactgraph.answer.grounding.answer_problems`: the question's language, no
   code fence, no tool call written out, no line twice — checked when successful observations
   exist to answer from instead, or when no tool ran; and no figure or state tied to a record that
-  another record's lines hold, :func:`~reactgraph.answer.claims.misattributed_claims`; and, for a
-  question of several parts, some fact of each part's data, :func:`~reactgraph.answer.claims.left_out_parts`). Otherwise, with ``grounding_reask``, it is asked for once
+  another record's lines hold, :func:`~reactgraph.answer.claims.misattributed_claims`; and what the
+  observation answer would hold: some fact of each part's data of a question of several parts, a
+  yes/no question's verdict as the observations decide it, :mod:`reactgraph.answer.written`). Otherwise, with ``grounding_reask``, it is asked for once
   more with the strict prompt; and else the answer is
   :func:`~reactgraph.answer.grounding.observation_answer` with the engine's lead, as the strict
   policy's answer has it (:func:`~reactgraph.answer.lead.choose_lead`: a yes/no question keeps
@@ -69,7 +70,8 @@ from reactgraph.answer.grounding import (
 )
 from reactgraph.engine.history import thread_of
 from reactgraph.core.language import phrase, turn_language
-from reactgraph.answer.claims import claim_problems, part_problems
+from reactgraph.answer.claims import claim_problems
+from reactgraph.answer.written import written_problems
 from reactgraph.answer.lead import choose_lead
 from reactgraph.protocol.prompts import FLAG_NOTE
 from reactgraph.engine.state import AgentState
@@ -174,7 +176,7 @@ class Synthesize:
 
         def verdict(text: str) -> tuple[GroundingReport, list[str]]:
             problems = (answer_problems(text, query, self.engine.tools, steps) + claim_problems(text, steps, query)
-                        + part_problems(text, steps, query, parts) if checked else [])
+                        + written_problems(text, steps, query, parts, language) if checked else [])
             return self._check(state, text, history), problems
 
         shown = not settings.grounding_check_first  # else the answer is checked before it is shown

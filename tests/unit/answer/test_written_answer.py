@@ -12,7 +12,7 @@ import pytest
 from langchain_core.tools import StructuredTool
 
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent
-from reactgraph.answer.claims import left_out_parts
+from reactgraph.answer.written import left_out_parts
 from reactgraph.testing import ScriptedChatModel
 from tests.helpers import office_tools
 
@@ -20,6 +20,7 @@ WRITER = ModelAbilities(json_mode=True, schema_output="json_object_schema", smal
 
 ORDER = "Order: ORD-7\nState: shipped\nCarrier: Northwind\nDelivery date: 2026-03-02"
 STOCK = "Item: SKU-12\nQuantity on hand: 14\nReorder point: 20"
+PUMP = "Pump: PU-7\nState: stopped\nPressure: 1.8 bar\nLast service: 2026-02-11"
 
 
 def shop_tools() -> list[StructuredTool]:
@@ -28,6 +29,9 @@ def shop_tools() -> list[StructuredTool]:
 
     def stock_level(item_id: str) -> str:
         return STOCK
+
+    def pump_status(pump_id: str) -> str:
+        return PUMP
 
     def place_order(item_id: str, quantity: int) -> str:
         return f"Purchase order PO-5521 placed: {quantity} x {item_id}"
@@ -40,6 +44,9 @@ def shop_tools() -> list[StructuredTool]:
         StructuredTool.from_function(stock_level, name="stock_level",
                                      description="Stock level of one warehouse item: quantity on hand, reorder point.",
                                      metadata={"keywords": ["Lagerbestand", "在庫", "재고", "stock"]}),
+        StructuredTool.from_function(pump_status, name="pump_status",
+                                     description="State, pressure and last service of one pump.",
+                                     metadata={"keywords": ["Pumpe", "ポンプ", "펌프"]}),
         StructuredTool.from_function(place_order, name="place_order",
                                      description="Place a purchase order for a warehouse item.",
                                      metadata={"keywords": ["nachbestellen", "発注", "발주"]}),
@@ -201,3 +208,44 @@ async def test_a_confirmation_of_a_part_that_changes_something_is_no_data_left_o
                         approval={"place_order": lambda tool_call: False})  # asked about, never paused here
     assert "The question asks 2 things" in writer.prompts[0]  # two parts, the second one an order placed
     assert done["grounding"]["action"] == "kept" and done["answer"] == writer.texts[0]
+
+
+# the verdict of a yes/no question ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("question, written, lead", [
+    ("Is pump PU-7 stopped?", "Yes, PU-7 is stopped (pressure 1.8 bar, last service 2026-02-11).", None),
+    ("PU-7 펌프가 정지했어?", "네, PU-7은 정지 상태입니다 (압력 1.8 bar, 마지막 점검 2026-02-11).", None),
+    ("Ist die Pumpe PU-7 gestoppt?", "Ja, PU-7 ist gestoppt (1.8 bar, letzte Wartung 2026-02-11).", None),
+    # the other verdict, or none, is withdrawn: the engine's lead stands
+    ("Is pump PU-7 stopped?", "No, PU-7 is running at 1.8 bar since 2026-02-11.", "Yes."),
+    ("PU-7 펌프가 정지했어?", "PU-7은 1.8 bar이며 2026-02-11에 점검했습니다.", "네."),
+])
+async def test_a_written_yes_no_answer_stands_only_with_the_verdict_the_observations_decide(question, written, lead):
+    model = ScriptedChatModel(responses=[call("pump_status", {"pump_id": "PU-7"})], synthesis=Writer(written))
+    done, deltas = await run(model, question)
+    if lead is None:
+        assert done["grounding"]["action"] == "kept" and "".join(deltas) == written
+    else:
+        assert done["grounding"]["action"] == "fallback" and done["grounding"]["problems"] == ["verdict"]
+        assert "".join(deltas).startswith(lead) and written not in "".join(deltas)
+
+
+async def test_a_written_verdict_no_rule_decides_is_not_shown():
+    """"Was PU-7 serviced this year?" — no rule of the engine reads a verdict from the lines, so
+    a written "yes" cannot be checked: the observation answer stands."""
+    written = "Yes, PU-7 was serviced on 2026-02-11 and runs at 1.8 bar."
+    model = ScriptedChatModel(responses=[call("pump_status", {"pump_id": "PU-7"})], synthesis=Writer(written),
+                              repeat_last=True)
+    done, deltas = await run(model, "Was pump PU-7 serviced this year?")
+    assert done["grounding"]["action"] == "fallback" and done["grounding"]["problems"] == ["verdict"]
+    assert written not in "".join(deltas) and "2026-02-11" in "".join(deltas)
+
+
+def test_the_verdict_is_read_in_the_words_of_the_engines_own_lead():
+    from reactgraph.answer.written import written_verdict
+
+    assert written_verdict("Yes, it is.", "en") == "yes" and written_verdict("**No** — it runs.", "en") == "no"
+    assert written_verdict("네, 정지 상태입니다.", "ko") == "yes" and written_verdict("いいえ、稼働中です。", "ja") == "no"
+    assert written_verdict("Nein, sie läuft.", "de") == "no" and written_verdict("Nothing was found.", "en") is None
+    assert written_verdict("PU-7 is stopped.", "en") is None
