@@ -37,6 +37,16 @@ from reactgraph.tools.runner import holds_no_data
 from reactgraph.tools.values import value_tokens
 
 _OPENING = re.compile(r"^[\s#>*_~\"'(\[「]*([^\W\d_]+)")
+_LATIN = r"0-9A-Za-z\u00c0-\u024f"
+
+
+def _says_word(text: str, word: str) -> bool:
+    """Whether ``text`` (lower-cased) holds ``word`` as a whole word: a Latin-script word ends
+    where Latin letters end, so a particle of another script may follow it (a Korean or Japanese
+    sentence keeps "normal" as the tool wrote it); any other word ends at any letter."""
+    if re.fullmatch(rf"[{_LATIN}\s'’-]+", word):
+        return re.search(rf"(?<![{_LATIN}]){re.escape(word)}(?![{_LATIN}])", text) is not None
+    return re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text) is not None
 
 
 def _part_facts(steps: Iterable[dict[str, Any]], question_values: set[str]) -> tuple[set[str], set[str], set[str]]:
@@ -91,8 +101,7 @@ def left_out_parts(answer: str, steps: Sequence[dict[str, Any]], question: str,
         figures, words, states = own if any(own) else (figures, words, states)
         if not (figures or words or states):
             continue
-        if figures & said_figures or states & said_states or any(
-                re.search(rf"(?<!\w){re.escape(word)}(?!\w)", lowered) for word in words):
+        if figures & said_figures or states & said_states or any(_says_word(lowered, word) for word in words):
             continue
         left_out.append(name)
     return left_out

@@ -189,6 +189,12 @@ def test_the_parts_data_is_looked_for_in_each_parts_own_facts():
     # a figure written in another notation is the same fact
     assert left_out_parts("ORD-7 est expédiée le 02/03/2026 ; SKU-12 : 14,0.", both, question,
                           ["order_status", "stock_level"]) == []
+    # a tool's word kept in a sentence of another script, a particle right after it
+    both_words = steps(("order_status", "Order: ORD-7\nState: shipped"), ("stock_level", STOCK))
+    assert left_out_parts("ORD-7은 shipped입니다. SKU-12 재고는 14개입니다.", both_words, question,
+                          ["order_status", "stock_level"]) == []
+    assert left_out_parts("ORD-7は未発送です。SKU-12の在庫は14個です。", both_words, question,
+                          ["order_status", "stock_level"]) == ["order_status"]
     # one part: nothing to leave out; a part whose tool brought no data: nothing to pass on
     assert left_out_parts("ORD-7: shipped.", both, question, ["order_status"]) == []
     empty = steps(("order_status", ORDER), ("stock_level", ""))
