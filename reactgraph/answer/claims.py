@@ -31,8 +31,8 @@ The rule, for any tool output and any language:
   (a line that names records and no other value — a heading — passes its last one on to the
   lines below it). Records listed alone in clauses ("AB-1, AB-2 and AB-3 are late") govern the
   statement that follows them too.
-* *Lists.* A line that ends in ``:`` (not a line of the tools' output) introduces the list items
-  under it, or the records run together on the one line right under it (the records the intro
+* *Lists.* A line that ends in ``:`` (not a line of the tools' output) — its last sentence —
+  introduces the list items under it, or the records run together on the one line right under it (the records the intro
   names itself are its subject, not its list):
   a word or state of the intro that most of the listed records' lines do not hold is a claim
   misattributed to each listed record lacking it ("These parts are out of stock:" over parts
@@ -354,7 +354,8 @@ def misattributed_claims(answer: str, steps: Sequence[dict[str, Any]], question:
             continue
         if line.rstrip("*_ ").endswith((":", "：")) and _plain(line) not in copied:
             found.extend(_intro_claims(intro, listed, records, vocabulary) if intro is not None else [])
-            intro, listed, owners = line, [], {name for name, _, _ in mentions}
+            # the intro is the line's last sentence ("AB-1 is stopped. Its parts are low:")
+            intro, listed, owners = _SENTENCE_END.split(line)[-1], [], {name for name, _, _ in mentions}
             if not mentions:
                 continue
         listed.extend(dict.fromkeys(run))

@@ -202,6 +202,8 @@ PARTS_OF = ("Spare parts for DV-3 (gateway):\n"
     ("DV-3 の部品は low です：\nSK-10、SK-22、SK-31", {"SK-22", "SK-31"}),
     ("DV-3's spare parts:\nSK-10 (LOW) | SK-22 (ok) | SK-31 (ok)", set()),
     ("DV-3's low spare part:\n- SK-10 (Ceramic coffee mug)", set()),
+    # the intro is the line's last sentence: the state before it is its subject's
+    ("DV-3 is low on parts. Its spare parts are:\n- SK-10 (stock 0)\n- SK-22 (stock 4)\n- SK-31 (stock 8)", set()),
     # the tools' own title line is no intro of the answer's
     ("Spare parts for DV-3 (gateway):\n- SK-10 · Ceramic coffee mug · stock 0 · LOW\n- SK-22 · stock 4 · ok", set()),
 ])
