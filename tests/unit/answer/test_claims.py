@@ -237,7 +237,8 @@ async def test_the_dag_withdraws_a_misattributing_answer_and_keeps_the_verdict()
     agent = DAGAgent(ModelRegistry(model, abilities=WRITER), pump_tools(),
                      settings=AgentSettings(max_iterations=3, tool_timeout=1))
     done = [event async for event in agent.astream_events("Is pump PU-7 stopped at site north?")][-1].data
-    assert done["grounding"]["action"] == "fallback" and done["grounding"]["problems"] == ["misattributed"]
+    # the other verdict than the lines decide, too (reactgraph.answer.written)
+    assert done["grounding"]["action"] == "fallback" and done["grounding"]["problems"] == ["misattributed", "verdict"]
     assert done["answer"].startswith("Yes. PU-7 · Pump 7 · stopped") and written not in done["answer"]
 
 
