@@ -246,7 +246,8 @@ def answer_in_language(answer: str, language: str, data: str = "") -> bool:
     first = lines[0] if lines else ""
 
     def is_in(text: str) -> bool:
-        return written_in(text, language) or bool(data) and written_in(without_data_words(text, data, language), language)
+        return written_in(text, language) or bool(data) and written_in(
+            without_data_words(text, data, language), language)
 
     if is_in(first):
         return True
