@@ -763,6 +763,30 @@ class _CallCounter(BaseCallbackHandler):
 _COUNTER: ContextVar[_CallCounter | None] = ContextVar("answer_quality_call_counter", default=None)
 register_configure_hook(_COUNTER, True)
 
+_WRITTEN: ContextVar[list[str] | None] = ContextVar("answer_quality_written", default=None)
+
+
+def _record_written_answers() -> None:
+    """Let each run record the answers its model wrote to be checked before they are shown
+    (``grounding="enforce"`` with ``grounding_check_first``): the synthesize node's unseen
+    collection is wrapped, so a withdrawn answer, which no event carries, can be read next to
+    the answer that stood instead. Bench instrumentation only; the engine is unchanged."""
+    from reactgraph.nodes import synthesize as node
+
+    original = node.collect_answer
+    if getattr(original, "records_written", False):
+        return
+
+    async def collect(chunks: Any, fallback: str) -> str:
+        text = await original(chunks, fallback)
+        written = _WRITTEN.get()
+        if written is not None:
+            written.append(text)
+        return text
+
+    collect.records_written = True  # type: ignore[attr-defined]
+    node.collect_answer = collect
+
 
 @dataclass
 class RunRecord:
@@ -784,6 +808,9 @@ class RunRecord:
         stalls: ``stall`` events of the run (the engine found the loop stuck).
         engine_grounding: ``done``'s ``grounding`` report (reactgraph rows whose settings
             check grounding), else ``None``. The bench scores the answer itself either way.
+        resets: ``answer`` ``reset`` events of the run (a streamed answer withdrawn).
+        written: The answers the model wrote unseen, to be checked before they were shown
+            (``grounding="enforce"``), in order, those withdrawn too.
     """
 
     row: str
@@ -800,6 +827,7 @@ class RunRecord:
     stalls: int = 0
     engine_grounding: dict[str, Any] | None = None
     resets: int = 0
+    written: list[str] = field(default_factory=list)
 
 
 NOT_BY_MODEL = {"max_iterations", "model_error", "timeout", None}
@@ -828,6 +856,9 @@ async def run_reactgraph(agent: Any, row: str, question: str) -> RunRecord:
     """
     counter = _CallCounter()
     token = _COUNTER.set(counter)
+    _record_written_answers()
+    written: list[str] = []
+    written_token = _WRITTEN.set(written)
     calls: dict[str, Call] = {}
     deltas: list[str] = []
     done: dict[str, Any] = {}
@@ -867,12 +898,13 @@ async def run_reactgraph(agent: Any, row: str, question: str) -> RunRecord:
         error = f"{type(exc).__name__}: {exc}"
     finally:
         _COUNTER.reset(token)
+        _WRITTEN.reset(written_token)
     seconds = time.perf_counter() - began
     answer = "".join(deltas) or str(done.get("answer") or "")
     usage = done.get("usage") or {}
     return RunRecord(row, question, "", list(calls.values()), answer, done.get("finish_reason"), counter.calls,
                      usage.get("model_calls"), seconds, error, stalls=stalls, engine_grounding=done.get("grounding"),
-                     resets=resets)
+                     resets=resets, written=written)
 
 
 async def run_bounded(run: Any, seconds: float | None, row: str, question: str) -> RunRecord:
@@ -1078,6 +1110,10 @@ def _print_verbose(record: RunRecord) -> None:
         print(f"    call {call.tool}({json.dumps(call.args, ensure_ascii=False)}) -> {outcome}", file=sys.stderr)
     if record.error:
         print(f"    raised {record.error[:300]}", file=sys.stderr)
+    for text in record.written:
+        print("    written: " + (" ".join(text.split())[:600] or "(none)"), file=sys.stderr)
+    if engine.get("problems"):
+        print(f"    withdrawn for: {', '.join(engine['problems'])}", file=sys.stderr)
     print("    answer: " + (" ".join(record.answer.split())[:600] or "(none)"), file=sys.stderr)
     print(f"    right tool {score.right_tool} · first call {score.first_call} · grounded {score.grounded} "
           f"(facts {len(score.facts_found)}/{len(score.facts)}: {', '.join(score.facts_found[:8])}) · "

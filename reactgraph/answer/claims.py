@@ -31,7 +31,9 @@ The rule, for any tool output and any language:
   (a line that names records and no other value — a heading — passes its last one on to the
   lines below it). Records listed alone in clauses ("AB-1, AB-2 and AB-3 are late") govern the
   statement that follows them too.
-* *Lists.* A line that ends in ``:`` and names no record introduces the list items under it:
+* *Lists.* A line that ends in ``:`` (not a line of the tools' output) — its last sentence —
+  introduces the list items under it, or the records run together on the one line right under it (the records the intro
+  names itself are its subject, not its list):
   a word or state of the intro that most of the listed records' lines do not hold is a claim
   misattributed to each listed record lacking it ("These parts are out of stock:" over parts
   the tools call ``LOW``); one most of them hold describes the list, loosely, and stands.
@@ -102,7 +104,7 @@ def _record_names(text: str) -> list[tuple[str, int, int]]:
             if token.kind in RECORD_KINDS and not _AFTER_FIGURE.search(text[:token.start])]
 
 
-def _cells(line: str) -> list[str]:
+def line_cells(line: str) -> list[str]:
     """A line's cells: cut at " | " (or a Markdown row's bars), each ``key: value`` cell's value."""
     stripped = line.strip()
     if stripped.startswith("|") and stripped.endswith("|"):
@@ -116,10 +118,10 @@ def _cells(line: str) -> list[str]:
     return cells
 
 
-def _word_cells(line: str) -> set[str]:
+def word_cells(line: str) -> set[str]:
     """The cells of ``line`` that are one to three words of letters only, lower-cased
     (a state or a kind the tool wrote: "LOW", "out of stock", "warning")."""
-    return {cell.lower() for cell in _cells(line) if _WORD_CELL.match(cell) and len(cell) >= 3}
+    return {cell.lower() for cell in line_cells(line) if _WORD_CELL.match(cell) and len(cell) >= 3}
 
 
 @dataclass
@@ -135,8 +137,8 @@ class _Record:
 
     def add(self, line: str) -> None:
         self.values.update(reading for token in value_tokens(line) for reading in token.readings)
-        self.words.update(_word_cells(line))
-        self.states.update(state_meanings(" ".join(_cells(line))))
+        self.words.update(word_cells(line))
+        self.states.update(state_meanings(" ".join(line_cells(line))))
         self.text.append(line.lower())
 
     def says(self, word: str) -> bool:
@@ -335,21 +337,28 @@ def misattributed_claims(answer: str, steps: Sequence[dict[str, Any]], question:
     forms = _name_forms(records)
     copied = _copied_lines(steps)
     carried: str | None = None
-    intro: str | None = None  # a line ending in ":" that names no record, over a list
+    intro: str | None = None  # a line ending in ":" over a list
+    owners: set[str] = set()  # the records the intro names itself ("AB-1's parts are low:")
     listed: list[str] = []
     for raw in [*answer.splitlines(), ""]:
         line = raw.strip()
         item = bool(_LIST_ITEM.match(line))
-        if intro is not None and line and not item or not raw:
+        mentions = _mentions(line, set(records), forms) if line else []
+        # records run together on the line right under the intro ("P-1 (…) | P-2 (…)") are its list
+        run = [name for name, _, _ in mentions if name not in owners] if intro is not None and not listed else []
+        run = run if len(set(run)) >= 2 and not item else []
+        if intro is not None and line and not item and not run or not raw:
             found.extend(_intro_claims(intro, listed, records, vocabulary))
             intro, listed = (None, []) if line and not item else (intro, listed)
         if not line:
             continue
-        mentions = _mentions(line, set(records), forms)
-        if line.rstrip("*_ ").endswith((":", "：")) and not mentions:
+        if line.rstrip("*_ ").endswith((":", "：")) and _plain(line) not in copied:
             found.extend(_intro_claims(intro, listed, records, vocabulary) if intro is not None else [])
-            intro, listed = line, []
-            continue
+            # the intro is the line's last sentence ("AB-1 is stopped. Its parts are low:")
+            intro, listed, owners = _SENTENCE_END.split(line)[-1], [], {name for name, _, _ in mentions}
+            if not mentions:
+                continue
+        listed.extend(dict.fromkeys(run))
         if intro is not None and item and mentions:
             listed.append(mentions[0][0])
         spans, last = _spans(line, set(records), forms, carried)

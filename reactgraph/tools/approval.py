@@ -82,6 +82,13 @@ def approval_rule(tool: BaseTool | None, policy: Mapping[str, ApprovalRule] | No
     return metadata.get("approval", "never")
 
 
+def may_need_approval(tool: BaseTool | None, policy: Mapping[str, ApprovalRule] | None) -> bool:
+    """Whether some call of ``tool`` may need a person's approval (its rule is not ``"never"``
+    or ``False``): a tool that changes something, whatever its calls' arguments. Such a tool
+    is never chosen by default, and its confirmation is no data a part of a question asks for."""
+    return approval_rule(tool, policy) not in ("never", False)
+
+
 def check_rule(name: str, rule: Any) -> None:
     """Validate one rule of an approval policy.
 

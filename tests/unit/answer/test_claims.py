@@ -189,6 +189,29 @@ def test_a_lists_intro_is_a_claim_about_each_item(answer, wrong):
     assert {claim.record for claim in claims} == wrong
 
 
+PARTS_OF = ("Spare parts for DV-3 (gateway):\n"
+            "SK-10 | Ceramic coffee mug | stock 0 | LOW\n"
+            "SK-22 | Steel water bottle | stock 4 | ok\n"
+            "SK-31 | Bamboo lunch box | stock 8 | ok")
+
+
+@pytest.mark.parametrize("answer, wrong", [
+    # an intro that names its subject, over records run together on the next line
+    ("DV-3's spare parts are low, namely:\nSK-10 (Ceramic coffee mug) | SK-22 (Steel water bottle) | SK-31",
+     {"SK-22", "SK-31"}),
+    ("DV-3 の部品は low です：\nSK-10、SK-22、SK-31", {"SK-22", "SK-31"}),
+    ("DV-3's spare parts:\nSK-10 (LOW) | SK-22 (ok) | SK-31 (ok)", set()),
+    ("DV-3's low spare part:\n- SK-10 (Ceramic coffee mug)", set()),
+    # the intro is the line's last sentence: the state before it is its subject's
+    ("DV-3 is low on parts. Its spare parts are:\n- SK-10 (stock 0)\n- SK-22 (stock 4)\n- SK-31 (stock 8)", set()),
+    # the tools' own title line is no intro of the answer's
+    ("Spare parts for DV-3 (gateway):\n- SK-10 · Ceramic coffee mug · stock 0 · LOW\n- SK-22 · stock 4 · ok", set()),
+])
+def test_an_intro_naming_its_subject_is_a_claim_about_the_records_listed_under_it(answer, wrong):
+    claims = misattributed_claims(answer, steps(PARTS_OF, device="DV-3"), "Are DV-3's spare parts low?")
+    assert {claim.record for claim in claims} == wrong
+
+
 def test_a_line_copied_from_the_tools_output_is_no_claim():
     observation = "Alert: AL-17 (minor)\nDevice: DV-3 (gateway)\nRaised: 2026-04-02 09:30"
     assert misattributed_claims("Alert AL-17 on DV-3.\nDevice: DV-3 (gateway)\nRaised: 2026-04-02 09:30",
@@ -214,7 +237,8 @@ async def test_the_dag_withdraws_a_misattributing_answer_and_keeps_the_verdict()
     agent = DAGAgent(ModelRegistry(model, abilities=WRITER), pump_tools(),
                      settings=AgentSettings(max_iterations=3, tool_timeout=1))
     done = [event async for event in agent.astream_events("Is pump PU-7 stopped at site north?")][-1].data
-    assert done["grounding"]["action"] == "fallback" and done["grounding"]["problems"] == ["misattributed"]
+    # the other verdict than the lines decide, too (reactgraph.answer.written)
+    assert done["grounding"]["action"] == "fallback" and done["grounding"]["problems"] == ["misattributed", "verdict"]
     assert done["answer"].startswith("Yes. PU-7 · Pump 7 · stopped") and written not in done["answer"]
 
 

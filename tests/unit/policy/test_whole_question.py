@@ -236,12 +236,11 @@ def test_a_small_model_that_writes_its_answers_keeps_every_check_but_writes():
     assert resolve_settings(AgentSettings(answer_from_observations=True), writer).answer_from_observations is True
 
 
-CATALOGUE_WRITERS: set[str] = set()
+CATALOGUE_WRITERS: set[str] = {"qwen2.5-coder-1.5b"}
 """The catalogue models measured to write their answers (bench/README.md, ``answer_quality.py``,
-"Answer writer per catalogue model"): none yet. SmolLM2's and Qwen 0.5B's synthesis reads no
-better than the observation answer; the 1.5B's kept answers stated wrong facts in words (the
-other machine's figures, parts called low that are not); the claim check withdraws those, but
-on held-out questions its kept answers still left a part of a question out."""
+"the written answer in the question's language, every part, the verdict"): the 1.5B, whose
+answers under every check stood in 7 of 16 held-out questions, all right and 4 reading better
+than the observation answer. SmolLM2's and Qwen 0.5B's synthesis reads no better."""
 
 A_WRITER = dataclasses.replace(EMBEDDED_MODELS["qwen2.5-coder-1.5b"], name="a-writer", writes_answers=True)
 """An entry with the switch on: what a model measured to write gets from the catalogue."""
