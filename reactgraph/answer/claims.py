@@ -67,7 +67,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reactgraph.answer.grounding import argument_strings, informative, readable_observation
-from reactgraph.answer.lead import state_meanings
+from reactgraph.answer.verdicts import state_meanings
 from reactgraph.core.language import PART_JOINERS, STATE_FAMILIES, VERDICT_WORDS
 from reactgraph.tools.runner import holds_no_data
 from reactgraph.tools.values import value_tokens

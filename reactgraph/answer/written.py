@@ -31,7 +31,8 @@ from typing import Any
 
 from reactgraph.answer.claims import line_cells, word_cells
 from reactgraph.answer.grounding import informative, readable_observation
-from reactgraph.answer.lead import decided_verdict, question_kind, state_meanings
+from reactgraph.answer.lead import question_kind
+from reactgraph.answer.verdicts import decided_verdict, state_meanings
 from reactgraph.core.language import phrase
 from reactgraph.tools.runner import holds_no_data
 from reactgraph.tools.values import value_tokens

@@ -416,7 +416,7 @@ VERDICT_WORDS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
     },
 }
 """Words that decide a yes/no question without a model
-(:func:`reactgraph.answer.lead.decided_verdict`), per meaning and language: ``above`` /
+(:func:`reactgraph.answer.verdicts.decided_verdict`), per meaning and language: ``above`` /
 ``below`` the comparison a question asks ("hotter than", "넘었어"), ``limit`` the words that
 name a limit in a tool's line ("limit 75.0°C", "limits: vibration 0.5 mm/s"), ``exceeded`` a
 line's word that a limit is passed, the *state* meanings (``running``, ``stopped``,

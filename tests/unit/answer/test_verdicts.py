@@ -12,7 +12,7 @@ import pytest
 from langchain_core.tools import StructuredTool
 
 from reactgraph import ReActAgent
-from reactgraph.answer.lead import affirmed, decided_verdict
+from reactgraph.answer.verdicts import affirmed, decided_verdict
 from reactgraph.testing import ScriptedChatModel
 from tests.helpers import SMALL_SCHEMA, call_json
 

@@ -291,7 +291,7 @@ def test_the_lines_offered_for_the_lead_put_what_was_asked_about_first():
 
 
 def test_a_yes_the_chosen_lines_do_not_say_is_not_stated():
-    from reactgraph.answer.lead import affirmed
+    from reactgraph.answer.verdicts import affirmed
 
     assert affirmed("Is order ORD-7 shipped?", ["State: shipped"])
     assert not affirmed("Is order ORD-7 shipped?", ["Order: ORD-7", "Carrier: Northwind"])
