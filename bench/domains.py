@@ -478,7 +478,7 @@ def values_of(text: str) -> dict[str, set[str]]:
 
     Returns:
         ``{"email": …, "uuid": …, "date": …, "time": …, "code": …, "number": …}``: e-mails and
-        UUIDs lower-cased, ISO dates, ``HH:MM`` times, codes (``AB/100``, ``KB-1042``,
+        UUIDs lower-cased, ISO dates, ``HH:MM`` times (``9:30`` is ``09:30``), codes (``AB/100``, ``KB-1042``,
         ``TRK77120453``, upper-cased) and the remaining numbers normalized
         (:func:`answer_quality._norm_number`; a decimal comma reads as a point; list
         numbering at a line start is not a number).
@@ -488,7 +488,8 @@ def values_of(text: str) -> dict[str, set[str]]:
     for kind, pattern in (("email", _EMAIL), ("uuid", _UUID), ("date", _DATE), ("time", _TIME), ("code", _MIXED)):
         for m in pattern.finditer(rest):
             found[kind].add(m.group(0).lower() if kind in ("email", "uuid") else m.group(0).upper()
-                            if kind == "code" else m.group(0))
+                            if kind == "code" else f"{int(m.group(1)):02d}:{m.group(2)}" if kind == "time"
+                            else m.group(0))
         rest = pattern.sub(" ", rest)
     rest = _LIST_NUMBER.sub(r"\1 ", rest)
     found["number"] = {aq._norm_number(m.group(0).replace(",", ".")) for m in _NUMBER.finditer(rest)}
@@ -522,13 +523,16 @@ def invented_values(answer: str, sources: Sequence[str]) -> list[str]:
 
 def fact_in_answer(fact: str, answer: str) -> bool:
     """Whether ``answer`` states ``fact``: a number (equal or rounded, decimal comma allowed), a
-    date (ISO, or its year, month and day as numbers, as ``2026年11月28日`` writes it), or any
+    date (ISO, or its year, month and day as numbers, as ``2026年11月28日`` writes it), a time of
+    day (``9:30`` for ``09:30``), or any
     other value as a case-insensitive substring."""
     if _DATE.fullmatch(fact):
         if fact in answer:
             return True
         numbers = values_of(answer)["number"]
         return all(aq._norm_number(p) in numbers for p in fact.split("-"))
+    if _TIME.fullmatch(fact):  # a time of day, with or without its leading zero
+        return bool(values_of(fact)["time"] & values_of(answer)["time"])
     if re.fullmatch(r"\d+(?:\.\d+)?", fact):
         return any(aq._same_number(n, aq._norm_number(fact)) for n in values_of(answer)["number"])
     return fact.lower() in answer.lower()

@@ -42,6 +42,11 @@ makes no synthesis call at all: the answer is the observation answer (grounding
 engine writes from the model's constrained choice of verdict and deciding lines
 (:func:`~reactgraph.answer.lead.choose_lead`: one small call whose enums are the observations' lines).
 
+A model that writes its answers (``answer_from_observations`` off, ``grounding="enforce"``)
+writes none where every successful result holds no data (``holds_no_data``: "No order found
+999999", ``[]``): the observation answer says, in the question's language, that nothing was
+found ("n'est pas en cours d'exécution" for an unknown order was a 1.5B's answer to it).
+
 Under ``AgentSettings.synthesis="auto"`` a loop answer that streamed already
 (``answer_streamed``, :mod:`reactgraph.answer.loop_answer`) is ended here without a model call:
 the ``flag`` note, ``answer`` ``done``, the grounding report; one unfit to show
@@ -85,6 +90,7 @@ from reactgraph.answer.synthesis import (
 )
 from reactgraph.core.usage import sum_usage
 from reactgraph.tools.approval import may_need_approval
+from reactgraph.tools.runner import holds_no_data
 
 
 class Synthesize:
@@ -248,7 +254,12 @@ class Synthesize:
         usage: dict[str, int] = {}
         history = format_history(state.get("earlier_turns") or [])
         steps = state.get("steps", [])
-        if settings.answer_from_observations and any(not step.get("error") for step in steps):
+        succeeded = [step for step in steps if not step.get("error")]
+        # a model that writes under ``enforce`` does not write about nothing: where every result
+        # holds no data, the engine's answer says plainly that nothing was found
+        found_nothing = settings.grounding == "enforce" and all(
+            holds_no_data(str(step.get("observation") or "")) for step in succeeded)
+        if (settings.answer_from_observations or found_nothing) and succeeded:
             text = await emit_answer(one_chunk(await self._observation_answer(state, config, usage)), "")
             report = self._check(state, text, history)
             grounding = report.to_dict(settings.grounding or "off", "observations")

@@ -14,7 +14,7 @@ from langchain_core.tools import StructuredTool
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent
 from reactgraph.answer.written import left_out_parts
 from reactgraph.testing import ScriptedChatModel
-from tests.helpers import office_tools
+from tests.helpers import final, office_tools
 
 WRITER = ModelAbilities(json_mode=True, schema_output="json_object_schema", small=True, writes_answers=True)
 
@@ -255,3 +255,28 @@ def test_the_verdict_is_read_in_the_words_of_the_engines_own_lead():
     assert written_verdict("네, 정지 상태입니다.", "ko") == "yes" and written_verdict("いいえ、稼働中です。", "ja") == "no"
     assert written_verdict("Nein, sie läuft.", "de") == "no" and written_verdict("Nothing was found.", "en") is None
     assert written_verdict("PU-7 is stopped.", "en") is None
+
+
+@pytest.mark.parametrize("question, nothing_found", [
+    ("Où en est la commande ORD-404 ?", "Aucune donnée trouvée"),
+    ("注文ORD-404の状況は？", "データ"),
+])
+async def test_a_writer_does_not_write_about_nothing_found(question, nothing_found):
+    """Every result holds no data: no synthesis call, the engine says nothing was found."""
+
+    def order_status(order_id: str) -> str:
+        return f"No order found {order_id}."
+
+    writer = Writer("La commande ORD-404 n'est pas en cours d'exécution.")  # what a 1.5B wrote for it
+    model = ScriptedChatModel(responses=[call("order_status", {"order_id": "ORD-404"}), final("ORD-404: none")],
+                              synthesis=writer, repeat_last=True)
+    tools = [*office_tools(), StructuredTool.from_function(
+        order_status, name="order_status", description="Status of one customer order.",
+        metadata={"keywords": ["commande", "注文"]})]
+    agent = ReActAgent(model, tools, abilities=WRITER)
+    events = [event async for event in agent.astream_events(question)]
+    done = events[-1].data
+    assert writer.prompts == [] and done["grounding"]["action"] == "observations"
+    assert "ORD-404" in done["answer"] and "n'est pas en cours" not in done["answer"]
+    from reactgraph.core.language import detect_language, phrase
+    assert done["answer"].startswith(phrase("no_data_about", detect_language(question), subject="ORD-404").split("ORD-404")[0])

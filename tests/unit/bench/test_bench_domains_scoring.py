@@ -70,6 +70,10 @@ def test_invented_values_and_facts_in_another_notation():
     assert dm.fact_in_answer("2026-11-28", "発送日は2026年11月28日です")
     assert dm.fact_in_answer("45.50", "Prix : 45,50 EUR") and not dm.fact_in_answer("45.50", "Prix : 54 EUR")
     assert dm.fact_in_answer("j.kim@helpdesk.example", "Zuständig: J.Kim@helpdesk.example")
+    # a time of day with or without its leading zero is the same time
+    visits = ["09:30 | Room 2.14 | monitor swap"]
+    assert dm.invented_values("1. 9:30 | Room 2.14", visits) == [] and dm.fact_in_answer("09:30", "um 9:30 Uhr")
+    assert dm.invented_values("10:30 | Room 2.14", visits) == ["time:10:30"] and not dm.fact_in_answer("09:30", "19:30")
 
 
 def test_the_language_is_read_from_the_prose_not_from_values_or_table_rows():
@@ -134,6 +138,9 @@ def test_bfcl_irrelevance_is_right_only_without_a_call():
     case = bf.Case("irrelevance_0", "irrelevance", [], [])
     assert bf.check(case, [], None, None) == (True, "")
     assert bf.check(case, [{"f": {}}], None, None)[0] is False
+    # a call the engine refused before it started did nothing: it is no output
+    refused, ran = bf.aq.Call("f", {"case_id": "1234567890"}, ran=False), bf.aq.Call("g", {"x": 1})
+    assert bf.model_output([refused, ran], {}) == [{"g": {"x": 1}}]
     wrong = bf.Case("simple_0", "simple_python", [], [], [])
     assert bf.check(wrong, [], None, None) == (False, "no tool call")
 
