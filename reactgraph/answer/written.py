@@ -18,6 +18,13 @@ for any tool output and any language:
   (the language table's ``verdict_yes``/``verdict_no``: "Yes", "Nein"… in every language). When no
   rule decides it, a written verdict cannot be checked and is not shown. Problem ``verdict``.
 
+* *A record restated in another language.* An answer that lists the tools' records again
+  (:func:`restated_record`: two list lines or more that carry the tools' values but are not
+  the tools' own lines) in another language than the tools wrote them in translates each key
+  and value, and a small model translates them wrongly ("配送状況: シャッフル" for "status:
+  shipped", "チェッカー" for "tracking"): it reads no better than the record as the tool wrote
+  it, which the observation answer shows. Problem ``restated_record``.
+
 Measured (bench/README.md, "Answer writer per model"): Qwen2.5-Coder-1.5B answered "is this
 machine overdue for inspection?" with "Yes, … is overdue" over a status the tools call normal;
 the engine's lead there is "The data does not say."
@@ -33,7 +40,7 @@ from reactgraph.answer.claims import line_cells, word_cells
 from reactgraph.answer.grounding import informative, readable_observation
 from reactgraph.answer.lead import question_kind
 from reactgraph.answer.verdicts import decided_verdict, state_meanings
-from reactgraph.core.language import phrase
+from reactgraph.core.language import phrase, reads_as
 from reactgraph.tools.runner import holds_no_data
 from reactgraph.tools.values import value_tokens
 
@@ -134,6 +141,38 @@ def wrong_verdict(answer: str, steps: Sequence[dict[str, Any]], question: str, l
     return decided is None or written_verdict(answer, language) != decided[0]
 
 
+_LIST_LINE = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+(.*\S)")
+
+
+def restated_record(answer: str, steps: Sequence[dict[str, Any]], language: str | None) -> bool:
+    """Whether ``answer`` lists the tools' records again in another language than the tools'
+    (module docstring): two list lines or more that each carry a value of the successful
+    results (a figure, an id, a date) and are none of their lines (markup aside), while the
+    results do not read as ``language`` (:func:`~reactgraph.core.language.reads_as`)."""
+    if language is None:
+        return False
+    results = "\n".join(readable_observation(str(step.get("observation") or ""))
+                         for step in steps if not step.get("error"))
+    if not results.strip() or reads_as(results, language) is not False:
+        return False
+    values = {reading for token in value_tokens(results) for reading in token.readings}
+    own = {_plain(line) for line in results.splitlines() if line.strip()}
+    restated = 0
+    for line in answer.splitlines():
+        listed = _LIST_LINE.match(line)
+        if not listed or _plain(listed.group(1)) in own:
+            continue
+        if any(reading in values for token in value_tokens(listed.group(1)) for reading in token.readings):
+            restated += 1
+    return restated >= 2
+
+
+def _plain(line: str) -> str:
+    """A line without Markdown emphasis and list marks, its cells' separators as " | "."""
+    text = re.sub(r"[*_`]+", "", line).strip(" -•\t")
+    return re.sub(r"\s*(?:\||·)\s*", " | ", text)
+
+
 def written_problems(answer: str, steps: Sequence[dict[str, Any]], question: str, part_tools: Sequence[str],
                      language: str | None) -> list[str]:
     """The answer check's labels of this module, next to
@@ -145,8 +184,9 @@ def written_problems(answer: str, steps: Sequence[dict[str, Any]], question: str
         language: The turn's language (the verdict's words).
 
     Returns:
-        ``"part_left_out"`` (:func:`left_out_parts`) and ``"verdict"`` (:func:`wrong_verdict`),
-        those found, in this order.
+        ``"part_left_out"`` (:func:`left_out_parts`), ``"verdict"`` (:func:`wrong_verdict`) and
+        ``"restated_record"`` (:func:`restated_record`), those found, in this order.
     """
     problems = ["part_left_out"] if left_out_parts(answer, steps, question, part_tools) else []
-    return problems + (["verdict"] if wrong_verdict(answer, steps, question, language) else [])
+    problems += ["verdict"] if wrong_verdict(answer, steps, question, language) else []
+    return problems + (["restated_record"] if restated_record(answer, steps, language) else [])

@@ -280,3 +280,23 @@ async def test_a_writer_does_not_write_about_nothing_found(question, nothing_fou
     assert "ORD-404" in done["answer"] and "n'est pas en cours" not in done["answer"]
     from reactgraph.core.language import detect_language, phrase
     assert done["answer"].startswith(phrase("no_data_about", detect_language(question), subject="ORD-404").split("ORD-404")[0])
+
+
+SHIPPED = ("Order 611480: shipped (placed 2026-12-02) · 1 x KT/310 · total 45.50 EUR · tracking TRK77135566")
+
+
+@pytest.mark.parametrize("answer, language, restated", [
+    # the record re-listed in Japanese, keys and values translated (wrongly): no better than the record
+    ("注文番号611480の配送状況は、以下の通りです。\n\n- 注文番号: 611480\n- 配送状況: シャッフル (2026年12月02日)\n"
+     "- 合計: 45.50 EUR\n- チェッカー: TRK77135566", "ja", True),
+    # a sentence in Japanese that states the facts: not a restated record
+    ("注文611480は2026年12月02日に発送済みで、追跡番号はTRK77135566です。", "ja", False),
+    # the tool's own line under a Japanese heading: the record as the tool wrote it
+    (f"注文611480の状況：\n\n- {SHIPPED}", "ja", False),
+    # an English question over English data: a list is no translation
+    ("Order 611480:\n- status: shipped on 2026-12-02\n- total: 45.50 EUR", "en", False),
+])
+def test_a_record_restated_in_another_language_is_no_better_than_the_record(answer, language, restated):
+    from reactgraph.answer.written import restated_record
+
+    assert restated_record(answer, [{"tool_name": "order_status", "observation": SHIPPED}], language) is restated
