@@ -449,14 +449,16 @@ LANGUAGES: tuple[str, ...] = ("en", "ko", "ja", "zh", "es", "de", "fr")
 NOT_FOUND_CUES: tuple[str, ...] = (
     "not found", "no order", "no ticket", "no visit", "no result", "nothing", "unknown", "does not exist",
     "doesn't exist", "no such", "could not find", "couldn't find", "cannot find", "no record", "none",
-    "없", "찾을 수", "존재하지",
-    "見つかり", "見つから", "ありません", "存在しません", "不明",
+    "no tool returned",
+    "없", "찾을 수", "존재하지", "반환하지 않았",
+    "見つかり", "見つから", "ありません", "存在しません", "不明", "返しませんでした",
     "没有", "未找到", "找不到", "不存在", "无",
     "no se encontr", "no existe", "no hay", "ningún", "ninguna", "no encontr", "desconocid",
     "nicht gefunden", "keine", "kein ", "existiert nicht", "unbekannt", "nichts",
     "introuvable", "aucun", "n'existe pas", "pas trouvé", "inconnu", "rien",
 )
-"""How an answer says that nothing was found, in the bench's languages."""
+"""How an answer says that nothing was found, in the bench's languages ("returned no data",
+the engine's own sentence for it, among them)."""
 
 _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
 # ASCII boundaries: a value beside Hangul or CJK ("UUID에", "关于AB/100的") is still whole.

@@ -194,3 +194,11 @@ def test_bfcl_gate_only_reads_each_case_without_a_model():
     table = bf.gate_table([greeting, deer, wolves, growth], ["simple_python", "irrelevance"], verbose=True)
     assert "| simple_python | 1 | 0 |" in table and "| irrelevance | 3 | 3 |" in table
     assert table.endswith("| irrelevance | 3 | 3 |")  # nothing wrong to list
+
+
+def test_the_engines_own_no_data_sentence_counts_as_nothing_found_in_every_bench_language():
+    from reactgraph.core.language import phrase
+
+    for language in dm.LANGUAGES:
+        said = phrase("no_data_about", language, subject="AB/999").lower()
+        assert any(cue in said for cue in dm.NOT_FOUND_CUES), language
