@@ -175,11 +175,11 @@ def reads_as(text: str, language: str) -> bool | None:
 
 SCRIPT_LETTER_WEIGHT = 3
 """Latin letters one character of a script that names its language outweighs in
-:func:`written_in`: a Hangul syllable, a kana or a Han character carries about as much of a
+:func:`sentence_in`: a Hangul syllable, a kana or a Han character carries about as much of a
 sentence as three Latin letters (a Korean word of two syllables, an English one of six letters)."""
 
 
-def written_in(text: str, language: str) -> bool:
+def sentence_in(text: str, language: str) -> bool:
     """Whether ``text`` reads as written in ``language``: :func:`detect_language` says so, or
     ``language`` is one its script names (:data:`SCRIPT_LANGUAGES`) and that script's
     characters, each weighing :data:`SCRIPT_LETTER_WEIGHT` letters, outweigh every other letter
@@ -226,7 +226,7 @@ def without_data_words(text: str, data: str, language: str) -> str:
 def answer_in_language(answer: str, language: str, data: str = "") -> bool:
     """Whether a written answer is in ``language`` (the question's), read on its first line.
 
-    The rule: the first line is :func:`written_in` the language, as written or without the words
+    The rule: the first line is :func:`sentence_in` the language, as written or without the words
     of ``data`` (:func:`without_data_words`: "재고 부족한 부품은 P-5001 (Heater band 60 mm, 400 W),
     P-1001 (Spindle bearing 7014C)입니다" is Korean though most of its letters are the tools').
     A first line in another language fails; one that tells no language (an id alone) passes for
@@ -246,7 +246,7 @@ def answer_in_language(answer: str, language: str, data: str = "") -> bool:
     first = lines[0] if lines else ""
 
     def is_in(text: str) -> bool:
-        return written_in(text, language) or bool(data) and written_in(
+        return sentence_in(text, language) or bool(data) and sentence_in(
             without_data_words(text, data, language), language)
 
     if is_in(first):

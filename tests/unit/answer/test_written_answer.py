@@ -113,9 +113,9 @@ async def test_an_answer_in_another_language_is_withdrawn_for_the_observation_an
     ("ORD-7 has shipped with Northwind.", "de", False),
 ])
 def test_an_answer_is_in_its_language_though_it_keeps_the_tools_words(text, language, expected):
-    from reactgraph.core.language import written_in
+    from reactgraph.core.language import sentence_in
 
-    assert written_in(text, language) is expected
+    assert sentence_in(text, language) is expected
 
 
 PARTS_LIST = ("SKU-12 | Ceramic coffee mug, large | stock 0 | OUT OF STOCK\n"
