@@ -232,7 +232,7 @@ async def test_an_approval_policy_interrupt_is_shown_and_resumed_through_langgra
     with langgraph_dev(APPROVAL_DIR, tmp_path) as (url, trap, log_path):
         client = get_client(url=url)
         thread_id = (await client.threads.create())["thread_id"]
-        await client.runs.wait(thread_id, "policy", input={"messages": [{"role": "user", "content": "Open a work order."}]})
+        await client.runs.wait(thread_id, "policy", input={"messages": [{"role": "user", "content": "Open a work order for CNC-003."}]})
         paused = await client.threads.get_state(thread_id)
         assert paused["next"] == ["execute_tools"]
         [pending] = [i for task in paused["tasks"] for i in task["interrupts"]]
