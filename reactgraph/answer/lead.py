@@ -24,7 +24,9 @@ from typing import Any, Literal
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
-from reactgraph.answer.verdicts import LEAD_FACTS, LEAD_LINE_CHARS, affirmed, decided_verdict, fact_lines, stated_value_of
+from reactgraph.answer.verdicts import (
+    LEAD_FACTS, LEAD_LINE_CHARS, affirmed, decided_verdict, fact_lines, state_meanings, stated_value_of,
+)
 from reactgraph.core.language import QUESTION_WORDS, detect_language, phrase, reads_as
 from reactgraph.core.usage import sum_usage
 from reactgraph.policy.parts import asked_alone
@@ -91,7 +93,11 @@ def by_relevance(question: str, lines: Sequence[str]) -> list[str]:
     otherwise): a small model choosing under a schema tends to take the first options, so the
     line about what was asked ("OEE: 81.2 %" for "What is the OEE …") comes before the rest.
     A line that only repeats what the question says ("ID: AB/100", "Name: Pump 2" for "What's
-    wrong with pump AB/100?") tells nothing and goes after every line that does."""
+    wrong with pump AB/100?") tells nothing and goes after every line that does. Among lines
+    that share as many words with the question, a line stating a state (the language table's
+    state meanings: stopped, warning, overdue…, :func:`~reactgraph.answer.verdicts.state_meanings`)
+    comes first: "What's wrong with AB/100?" is answered by "State: stopped" and an alarm that
+    says "unit tripped" before a temperature."""
     language = detect_language(question)
     asked = set(tokenize(question, language))
 
@@ -99,7 +105,8 @@ def by_relevance(question: str, lines: Sequence[str]) -> list[str]:
         stated = {word for cell in line.split("; ") for word in tokenize(stated_value_of(cell), language)}
         return any(len(word) > 1 and word not in asked for word in stated)
 
-    return sorted(lines, key=lambda line: (not says_something(line), -len(asked & set(tokenize(line, language)))))
+    return sorted(lines, key=lambda line: (not says_something(line), -len(asked & set(tokenize(line, language))),
+                                           not state_meanings(stated_value_of(line))))
 
 
 def lead_schema(kind: QuestionKind, lines: Sequence[str]) -> dict[str, Any]:

@@ -288,6 +288,11 @@ def test_the_lines_offered_for_the_lead_put_what_was_asked_about_first():
     assert by_relevance("Was ist mit Ticket 481516 (Drucker im 2. Stock) los?", record) == [
         "Zustand: wartet auf Teile", "Priorität: hoch", "Titel: Drucker im 2. Stock", "Ticket: 481516"]
     assert lead_sentence("Which parts are low?", "which", None, ["P-1 | Bearing | stock 0"]) == "P-1 · Bearing · stock 0."
+    # nothing shared with the question: a line stating a state comes before the figures
+    pump = ["Pressure: 1.8 bar", "Flow: 0.0 m3/h", "State: stopped", "Faults: F-12 motor overheated, unit tripped"]
+    assert by_relevance("What's wrong with pump PU-7?", pump)[:2] == [
+        "State: stopped", "Faults: F-12 motor overheated, unit tripped"]
+    assert by_relevance("PU-7の圧力は？ pressure", pump)[0] == "Pressure: 1.8 bar"  # a shared word still wins
 
 
 def test_a_yes_the_chosen_lines_do_not_say_is_not_stated():
