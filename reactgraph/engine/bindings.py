@@ -188,6 +188,7 @@ class Engine(QueryValues):
     _per_query: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict, repr=False)
     _argument_ids: dict[str, dict[str, frozenset[str]]] = field(default_factory=dict, repr=False)
     _args_schemas: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+    _instructed: dict[str, set[str]] = field(default_factory=dict, repr=False)  # system prompt -> its values
     call_ids: HistoryFold[set[str], BaseMessage] = field(
         default_factory=lambda: HistoryFold(set, add_call_ids), repr=False)
 

@@ -49,7 +49,7 @@ class QueryValues:
     """The value methods of :class:`~reactgraph.engine.bindings.Engine` (SPEC R13.1, R13.11,
     R13.12). The engine gives the attributes they read: ``settings``, ``tools``, ``ranker``,
     ``values``, ``stable_prompt`` and its caches (``_per_query``, ``_argument_ids``,
-    ``_args_schemas``, ``_id_values``, ``_enum_values``, ``_written_ids``)."""
+    ``_args_schemas``, ``_id_values``, ``_enum_values``, ``_written_ids``, ``_instructed``)."""
 
     def args_schema(self, tool_name: str) -> dict[str, Any]:
         """Tool ``tool_name``'s argument schema (:func:`~reactgraph.protocol.action_schema.tool_args_schema`),
@@ -147,8 +147,9 @@ class QueryValues:
                          thread: Any = None) -> list[tuple[str, str]]:
         """The values of a call that no one wrote (SPEC R13.1): values the model made up,
         where neither the user nor a tool wrote them in ``messages`` (the question, earlier
-        turns, tool results; the model's own text does not count) and the argument's schema
-        does not list them (an enum value, the default):
+        turns, tool results; the model's own text does not count), nor the agent's instructions
+        (``AgentSettings.system_prompt``), and the argument's schema does not list them (an enum
+        value, the default):
 
         * a value of an argument that names one record
           (:attr:`~reactgraph.tools.values.ArgumentValues.identifier`: an e-mail, a UUID, a value
@@ -209,13 +210,20 @@ class QueryValues:
                 if token is None or token.kind not in _MADE_UP_KINDS:
                     continue
                 day = token.kind in _DAY_KINDS
-            if written is None:
-                written = self.written_values(messages, thread)
+            if written is None:  # the conversation's values, and the developer's instructions'
+                written = self.written_values(messages, thread) | self._instructed_values()
             if day and (any(char.isdigit() for text in written for char in text) or self._names_a_day(tool_name)):
                 continue  # a figure to count from: the conversation's, or the tool's own day ("data up to 2026-01-29")
             if not written_in(value, written):
                 out.append((path, str(value)))
         return out
+
+    def _instructed_values(self) -> set[str]:
+        """The values the agent's own instructions write (``AgentSettings.system_prompt`` given as
+        text: "Today is 2026-12-06", a default account number): the developer wrote them, so a
+        call may pass them. Worked out once per prompt."""
+        prompt = self.settings.system_prompt if isinstance(self.settings.system_prompt, str) else ""
+        return remembered(self._instructed, prompt, lambda: self.values.written(prompt))
 
     def _names_a_day(self, tool_name: str) -> bool:
         """Whether tool ``tool_name``'s description or argument schema writes a date or a time

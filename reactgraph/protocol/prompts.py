@@ -156,7 +156,7 @@ SYNTHESIS_STRICT_AVOID = "An earlier answer wrote values that are not in the wor
 SYNTHESIS_PARTS = "\n\nThe question asks {count} things; answer each of them:\n{parts}"
 """Ends the synthesis user message of a question cut into parts (``AgentState.part_questions``),
 one ``- part`` line each: a written answer that leaves a part's data out is withdrawn
-(:func:`~reactgraph.answer.claims.left_out_parts`), so the prompt names every part."""
+(:func:`~reactgraph.answer.written.left_out_parts`), so the prompt names every part."""
 
 SYNTHESIS_LANGUAGE = "\n\nWrite the answer in {language}, the language of the question."
 """Ends the synthesis user message (:data:`SYNTHESIS_USER`, :data:`SYNTHESIS_STRICT_USER`) when

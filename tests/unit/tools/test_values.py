@@ -447,6 +447,18 @@ def test_a_made_up_value_of_any_argument_is_found(question, tool, args, unwritte
     assert agent.engine.unwritten_values(tool, args, [HumanMessage(question)]) == unwritten
 
 
+def test_a_value_the_agents_instructions_write_is_no_ones_invention():
+    """A capable model told the day by the developer's prompt computes "today" rightly: no note."""
+    question = [HumanMessage("Who plays cricket today?")]
+    told = ReActAgent(ScriptedChatModel(), _records_tools([]), abilities=PERMISSIVE,
+                      settings=AgentSettings(system_prompt="Today is 2026-12-06. Default case year: 2026."))
+    assert told.engine.unwritten_values("match_schedule", {"date": "2026-12-06", "sport": "cricket"}, question) == []
+    assert told.engine.unwritten_values("find_case", {"case_id": "2026", "year": "2026"}, question) == []
+    untold = ReActAgent(ScriptedChatModel(), _records_tools([]), abilities=PERMISSIVE)
+    assert untold.engine.unwritten_values("match_schedule", {"date": "2026-12-06", "sport": "cricket"}, question) == [
+        ("date", "2026-12-06")]
+
+
 async def test_a_made_up_case_number_is_not_run_under_strict_and_its_done_event_says_so():
     ran: list[tuple[str, dict]] = []
     invented = AIMessage("", tool_calls=[tool_call("find_case", {"case_id": "1234567890", "year": "2020"}, "a")])
