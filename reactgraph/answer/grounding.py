@@ -281,13 +281,28 @@ def answer_problems(answer: str, question: str, tool_names: Iterable[str] = (),
     if len(counted) != len(set(counted)):
         problems.append("repeated_line")
     asked, first_words = (" ".join(re.findall(r"[^\W_]+", text.lower())) for text in (question, lines[0]))
-    if any(line in PROMPT_HEADINGS for line in lines) or len(asked) >= 8 and first_words.startswith(asked):
+    if any(prompt_heading(line) for line in lines) or len(asked) >= 8 and first_words.startswith(asked):
         problems.append("prompt_echo")  # a heading of the prompt, or the question, written back
     if _is_json_container(answer.strip()):
         problems.append("raw_data")
     if begins_mid_sentence(lines[0]):
         problems.append("fragment")
     return problems
+
+
+def prompt_heading(line: str) -> bool:
+    """Whether ``line`` (stripped) is a heading of the synthesis prompt written back: one of
+    :data:`~reactgraph.protocol.prompts.PROMPT_HEADINGS`, or its first words (two or more)
+    closed by its colon — a small model shortens "Draft answer from the assistant:" to
+    "Draft answer:" — letter case and markdown marks aside."""
+    words = re.findall(r"[^\W_]+", line.lower())
+    if not words or not line.rstrip("*_ ").endswith(":"):
+        return False
+    for heading in PROMPT_HEADINGS:
+        heading_words = re.findall(r"[^\W_]+", heading.lower())
+        if words == heading_words or (len(words) >= 2 and heading_words[:len(words)] == words):
+            return True
+    return False
 
 
 _OPENING_MARKS = "#>*_~ \t\"'([\u201c\u2018\u201e\u00ab\u2039\u00bf\u00a1\u300c"

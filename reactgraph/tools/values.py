@@ -140,13 +140,21 @@ def value_tokens(text: str) -> list[Token]:
 
 def whole_value(text: str) -> Token | None:
     """The one value :func:`value_tokens` reads in all of ``text`` (spaces around it aside):
-    ``"1234567890"`` is a number, ``"2022-01-01"`` a date, ``"PO-103"`` an id; ``None`` for a
-    text that is more than one value or none (``"New York"``, ``"10 kg"``)."""
+    ``"1234567890"`` is a number, ``"2022-01-01"`` a date, ``"PO-103"`` an id, ``"12:30 AM"``
+    a time (a 12-hour clock's marker is part of the time it follows, :data:`CLOCK_MARKER`);
+    ``None`` for a text that is more than one value or none (``"New York"``, ``"10 kg"``)."""
     stripped = text.strip()
     tokens = value_tokens(stripped)
-    if len(tokens) == 1 and tokens[0].start == 0 and tokens[0].end == len(stripped):
+    if len(tokens) != 1 or tokens[0].start != 0:
+        return None
+    rest = stripped[tokens[0].end:]
+    if not rest or (tokens[0].kind == "time" and CLOCK_MARKER.fullmatch(rest)):
         return tokens[0]
     return None
+
+
+CLOCK_MARKER = re.compile(r"\s*[AaPp]\.?\s?[Mm]\.?")
+"""What may follow a time of day in one value: a 12-hour clock's marker (``AM``, ``p.m.``)."""
 
 
 def without_values(text: str, replacement: str = " ") -> str:
@@ -587,14 +595,19 @@ def argument_leaves(args: Any, path: str = "") -> Iterable[tuple[str, Any]]:
 
 def written_in(value: Any, written: set[str], text: str = "") -> bool:
     """Whether a call's argument ``value`` was written: its folded form, or any of its
-    readings (a date as ISO, a number), is among ``written`` (:meth:`ValueReader.written`),
+    readings when it is one whole value (:func:`whole_value`: a date as ISO, a number, a time
+    with its clock's marker), is among ``written`` (:meth:`ValueReader.written`),
     or it is a substring of ``text`` (folded)."""
     candidate = fold(str(value)).strip()
     if not candidate:
         return True
     if candidate in written or (text and candidate in fold(text)):
         return True
-    return any(fold(reading) in written for token in value_tokens(str(value)) for reading in token.readings
-               if token.end - token.start == len(str(value).strip()))
+    token = whole_value(str(value))
+    if token is None:
+        return False
+    # a time's hour and minute standing alone are readings for an integer argument, not a time
+    readings = (token.value,) if token.kind == "time" else token.readings
+    return any(fold(reading) in written for reading in readings)
 
 

@@ -245,6 +245,18 @@ async def test_a_greeting_answered_with_the_prompt_written_back_is_not_shown():
     assert "prompt_echo" in answer_problems(echo, "你好！")
 
 
+@pytest.mark.parametrize("answer", [
+    "안녕하세요!\n\nDraft answer:\n안녕하세요!",  # the heading's first words, as a small model shortens it
+    "Hola.\n\n**Work log:**\n(nada)",
+])
+def test_a_shortened_heading_of_the_prompt_is_the_prompt_written_back(answer):
+    assert "prompt_echo" in answer_problems(answer, "안녕하세요, 좋은 하루 보내세요!")
+
+
+def test_a_line_that_only_opens_like_a_heading_is_no_echo():
+    assert "prompt_echo" not in answer_problems("Draft answers are kept for 30 days.", "How long are drafts kept?")
+
+
 def test_a_limit_and_an_empty_plan_are_told_in_the_goals_language():
     from reactgraph.dag.executor import results_answer
     from reactgraph.core.limits import describe_limit

@@ -123,6 +123,31 @@ async def test_among_several_tools_taking_the_record_the_one_it_is_the_subject_o
     assert [step.tool_name for step in result.steps] == ["shipment_status", "shipment_invoice"]
 
 
+@pytest.mark.parametrize("question", [
+    "What's going on with shipment SHP-4?",
+    "¿Qué pasa con SHP-4?",
+    "SHP-4 무슨 일이야?",
+])
+async def test_a_one_part_question_whose_words_choose_no_tool_gets_the_tool_its_record_is_the_subject_of(question):
+    """Asked alone, the same part is chosen as in a question of several parts: the tool whose
+    required argument takes the shipment id, before a list tool that only filters by it and
+    never the tool needing approval, then registration order, with no selection call — not
+    whichever tool a tie of the ranking or a small model's pick puts first."""
+    def shipments_by_state(shipment_id: Shipment | None = None) -> str:
+        return SHIPMENT
+
+    tools = shipping_tools(history=True)
+    tools.insert(0, StructuredTool.from_function(shipments_by_state, name="shipments_by_state",
+                                                 description="List shipments, optionally one."))
+    model = ScriptedChatModel(responses=[call("shipment_status", {"shipment_id": "SHP-4"})])
+    result = await ReActAgent(model, tools, abilities=SMALL_SCHEMA).run(question)
+    assert "selection" not in model.kinds
+    offered = json.dumps(model.call_kwargs[0].get("response_format") or {})
+    assert "shipment_status" in offered
+    assert not any(name in offered for name in ("shipment_events", "shipment_invoice", "shipments_by_state"))
+    assert [step.tool_name for step in result.steps] == ["shipment_status"]
+
+
 @pytest.mark.parametrize("part, alone", [
     ("and do we have it in stock?", "do we have it in stock?"),
     ("Also, how much energy did it use?", "how much energy did it use?"),

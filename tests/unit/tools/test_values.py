@@ -388,6 +388,8 @@ def test_an_hour_argument_is_written_by_the_time_the_question_gives():
     written = reader.written("Réveille-moi à 7:30 demain")
     assert {"7", "30", "07:30"} <= written
     assert written_in(7, written) and written_in("07:30", written) and not written_in(8, written)
+    # a time passed with its 12-hour clock's marker is the time the user wrote
+    assert written_in("7:30 AM", written) and written_in("7:30a.m.", written) and not written_in("8:30 AM", written)
 
 
 # values of any argument that no one wrote ---------------------------------------------------
@@ -430,6 +432,9 @@ def _records_tools(ran: list[tuple[str, dict]]) -> list[StructuredTool]:
     ("¿Quién juega al críquet hoy?", "match_schedule", {"date": "2022-01-01", "sport": "críquet"},
      [("date", "2022-01-01")]),
     ("Wer spielt am 3. März 2026 Cricket?", "match_schedule", {"date": "2026-03-03", "sport": "Cricket"}, []),
+    # a time with its 12-hour clock's marker is one whole time: made up where no figure is written
+    ("What time is it in Lima?", "match_schedule", {"date": "12:30 AM", "sport": "cricket"}, [("date", "12:30 AM")]),
+    ("Who plays cricket at 7:15 p.m. on 2026-03-06?", "match_schedule", {"date": "7:15 p.m.", "sport": "cricket"}, []),
     # a figure written: a day named in words is the model's to compute
     ("Who plays cricket on the Friday after 2026-03-01?", "match_schedule",
      {"date": "2026-03-06", "sport": "cricket"}, []),
