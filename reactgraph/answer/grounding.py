@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reactgraph.protocol.jsonparse import safe_json
-from reactgraph.protocol.prompts import PROMPT_HEADINGS
+from reactgraph.protocol.prompts import prompt_heading
 from reactgraph.core.language import answer_in_language, detect_language, phrase, reads_as
 from reactgraph.engine.state import StepRecord
 from reactgraph.tools.runner import holds_no_data
@@ -255,7 +255,7 @@ def answer_problems(answer: str, question: str, tool_names: Iterable[str] = (),
         answer is in another language than the question,
         :func:`~reactgraph.core.language.answer_in_language`); ``"code_fence"``; ``"tool_call"`` (a call written out, ``name({...``, or a
         tool's name); ``"repeated_line"`` (a line of 8+ characters twice); ``"prompt_echo"`` (a line that is a
-        heading of the synthesis prompt, :data:`~reactgraph.protocol.prompts.PROMPT_HEADINGS`,
+        heading of the synthesis prompt, :func:`~reactgraph.protocol.prompts.prompt_heading`,
         or a first line that opens with the whole question, of 8+ characters: the prompt
         written back); ``"raw_data"`` (the whole answer is one JSON object or array:
         a tool's figures handed on as data, not said to the asker — a JSON-mode model may put
@@ -288,21 +288,6 @@ def answer_problems(answer: str, question: str, tool_names: Iterable[str] = (),
     if begins_mid_sentence(lines[0]):
         problems.append("fragment")
     return problems
-
-
-def prompt_heading(line: str) -> bool:
-    """Whether ``line`` (stripped) is a heading of the synthesis prompt written back: one of
-    :data:`~reactgraph.protocol.prompts.PROMPT_HEADINGS`, or its first words (two or more)
-    closed by its colon — a small model shortens "Draft answer from the assistant:" to
-    "Draft answer:" — letter case and markdown marks aside."""
-    words = re.findall(r"[^\W_]+", line.lower())
-    if not words or not line.rstrip("*_ ").endswith(":"):
-        return False
-    for heading in PROMPT_HEADINGS:
-        heading_words = re.findall(r"[^\W_]+", heading.lower())
-        if words == heading_words or (len(words) >= 2 and heading_words[:len(words)] == words):
-            return True
-    return False
 
 
 _OPENING_MARKS = "#>*_~ \t\"'([\u201c\u2018\u201e\u00ab\u2039\u00bf\u00a1\u300c"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -124,6 +125,28 @@ PROMPT_HEADINGS: tuple[str, ...] = ("Question:", "Work log:", "Draft answer from
 :mod:`reactgraph.answer.synthesis` and the DAG's). An answer holding one of them as a line of its
 own is the prompt written back, not an answer: :func:`reactgraph.answer.grounding.answer_problems`
 flags it, so the engine's own words never reach the user as the answer."""
+
+
+def prompt_heading(line: str) -> bool:
+    """Whether ``line`` (stripped) is a heading of the synthesis prompt written back: one of
+    :data:`PROMPT_HEADINGS`, or its first words (two or more) closed by its colon — a small
+    model shortens "Draft answer from the assistant:" to "Draft answer:" — letter case and
+    markdown marks aside.
+
+    Args:
+        line: One line of an answer, stripped.
+
+    Returns:
+        True when the line is such a heading."""
+    words = re.findall(r"[^\W_]+", line.lower())
+    if not words or not line.rstrip("*_ ").endswith(":"):
+        return False
+    for heading in PROMPT_HEADINGS:
+        heading_words = re.findall(r"[^\W_]+", heading.lower())
+        if words == heading_words or (len(words) >= 2 and heading_words[:len(words)] == words):
+            return True
+    return False
+
 
 SYNTHESIS_HISTORY = (
     "Earlier in this conversation (for what the question refers to, such as 'that one' or 'the second "

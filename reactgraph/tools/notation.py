@@ -1,6 +1,7 @@
 """How values are written: text folded for comparing (:func:`fold`), dates in the notations of
 several languages and scripts read to ISO form (:func:`find_dates`), times of day
-(:func:`clock_readings`), and every reading of a written number (:func:`number_readings`).
+(:func:`clock_readings`), every reading of a written number (:func:`number_readings`), and the
+example values a tool's description writes (:func:`description_examples`).
 :mod:`reactgraph.tools.values` reads the values of a text with them and re-exports these names.
 
 The date and month words of :data:`DATE_MARKERS` and :data:`MONTH_NAMES` are notation, not
@@ -125,6 +126,9 @@ TIME_OF_DAY = re.compile(r"(?<![\d:.,])(?:[01]?\d|2[0-3]):[0-5]\d(?::[0-5]\d)?(?
 DATE_TIME = re.compile(r"[T ]((?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d)?)")
 """The time of an ISO date-time (``2026-12-06T10:15:00``), its group 1."""
 
+CLOCK_MARKER = re.compile(r"\s*[AaPp]\.?\s?[Mm]\.?")
+"""What may follow a time of day in one value: a 12-hour clock's marker (``AM``, ``p.m.``)."""
+
 
 def clock_readings(written: str) -> tuple[str, ...]:
     """The readings of a time of day written ``H:MM`` or ``HH:MM:SS``: its normal form first
@@ -176,3 +180,34 @@ def normal_number(plain: str) -> str:
         plain = plain.rstrip("0").rstrip(".")
     plain = plain.lstrip("0") or "0"
     return "0" + plain if plain.startswith(".") else plain
+
+
+_EXAMPLE_LEAD = re.compile(
+    r"(?:\be\.\s?g\.|\beg\.|\bi\.\s?e\.|\bfor (?:example|instance)|\bsuch as|\blike|\bexamples?|\bformat|\bz\.\s?b\."
+    r"|\bp\.\s?ej\.|\bpar exemple|\bpor ejemplo|\bbeispielsweise|\bz\.B\.)\s*[:,]?\s*",
+    re.IGNORECASE,
+)
+_EXAMPLE_ITEM = re.compile(r"""["'`\u201c\u2018]([^"'`\u201d\u2019]{1,60})["'`\u201d\u2019]|([^\s,;()\[\]]+)""")
+
+
+def description_examples(description: str) -> list[str]:
+    """The example values a description gives ("a SKU like AB/123", "e.g. 2024-01-31",
+    "for example `481516`, `481517`"): the quoted text or the token after each example
+    phrase, and the ones listed after it with ``,`` or ``or``; only examples with a digit or
+    an ``@`` (a word example says nothing about a value's shape)."""
+    found: list[str] = []
+    for lead in _EXAMPLE_LEAD.finditer(description):
+        position = lead.end()
+        for _ in range(4):
+            item = _EXAMPLE_ITEM.match(description, position)
+            if item is None:
+                break
+            text = (item.group(1) or item.group(2) or "").rstrip(".:")
+            if not (any(char.isdigit() for char in text) or "@" in text):
+                break
+            found.append(text)
+            rest = re.match(r"\s*(?:,|\bor\b|/)\s*", description[item.end():])
+            if rest is None:
+                break
+            position = item.end() + rest.end()
+    return list(dict.fromkeys(found))

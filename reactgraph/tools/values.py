@@ -32,7 +32,8 @@ digits joined by ``-``, ``/``, ``#``, ``_`` or ``.``, e-mail addresses, UUIDs, d
 notations above, numbers with every reading of their separators: ``1.234,5`` is ``1234.5``,
 ``1,250`` is ``1250`` or ``1.25``): what grounding compares.
 
-How dates, numbers and folded text are written lives in :mod:`reactgraph.tools.notation`;
+How dates, numbers, times, folded text and a description's examples are written lives in
+:mod:`reactgraph.tools.notation`;
 whether a call's arguments echo a schema or the tool's own words, in
 :mod:`reactgraph.tools.echoes` (both re-exported here).
 """
@@ -46,7 +47,8 @@ from typing import Any
 
 from reactgraph.tools.echoes import echoes_schema, echoes_tool  # noqa: F401 (re-exported)
 from reactgraph.tools.notation import (  # noqa: F401 (re-exported)
-    DATE_MARKERS, DATE_TIME, MONTH_NAMES, TIME_OF_DAY, clock_readings, find_dates, fold, normal_number, number_readings,
+    CLOCK_MARKER, DATE_MARKERS, DATE_TIME, MONTH_NAMES, TIME_OF_DAY, clock_readings, description_examples, find_dates, fold,
+    normal_number, number_readings,
 )
 
 Kind = str
@@ -153,10 +155,6 @@ def whole_value(text: str) -> Token | None:
     return None
 
 
-CLOCK_MARKER = re.compile(r"\s*[AaPp]\.?\s?[Mm]\.?")
-"""What may follow a time of day in one value: a 12-hour clock's marker (``AM``, ``p.m.``)."""
-
-
 def without_values(text: str, replacement: str = " ") -> str:
     """``text`` with each of its values (:func:`value_tokens`: ids, e-mail addresses, dates,
     numbers) replaced by ``replacement``: its words alone (ids and figures are no one's
@@ -179,37 +177,6 @@ def shape_of(value: str) -> str | None:
 
 def _shape_pattern(shape: str) -> str:
     return "".join("[A-Za-z]" if char == "a" else r"\d" if char == "9" else re.escape(char) for char in shape)
-
-
-_EXAMPLE_LEAD = re.compile(
-    r"(?:\be\.\s?g\.|\beg\.|\bi\.\s?e\.|\bfor (?:example|instance)|\bsuch as|\blike|\bexamples?|\bformat|\bz\.\s?b\."
-    r"|\bp\.\s?ej\.|\bpar exemple|\bpor ejemplo|\bbeispielsweise|\bz\.B\.)\s*[:,]?\s*",
-    re.IGNORECASE,
-)
-_EXAMPLE_ITEM = re.compile(r"""["'`\u201c\u2018]([^"'`\u201d\u2019]{1,60})["'`\u201d\u2019]|([^\s,;()\[\]]+)""")
-
-
-def description_examples(description: str) -> list[str]:
-    """The example values a description gives ("a SKU like AB/123", "e.g. 2024-01-31",
-    "for example `481516`, `481517`"): the quoted text or the token after each example
-    phrase, and the ones listed after it with ``,`` or ``or``; only examples with a digit or
-    an ``@`` (a word example says nothing about a value's shape)."""
-    found: list[str] = []
-    for lead in _EXAMPLE_LEAD.finditer(description):
-        position = lead.end()
-        for _ in range(4):
-            item = _EXAMPLE_ITEM.match(description, position)
-            if item is None:
-                break
-            text = (item.group(1) or item.group(2) or "").rstrip(".:")
-            if not (any(char.isdigit() for char in text) or "@" in text):
-                break
-            found.append(text)
-            rest = re.match(r"\s*(?:,|\bor\b|/)\s*", description[item.end():])
-            if rest is None:
-                break
-            position = item.end() + rest.end()
-    return list(dict.fromkeys(found))
 
 
 def _compiled(pattern: Any) -> re.Pattern[str] | None:
