@@ -18,6 +18,7 @@ from reactgraph.protocol.actions import message_text
 from reactgraph.tools.echoes import echoes_tool
 from reactgraph.tools.notation import fold
 from reactgraph.protocol.jsonparse import safe_json
+from reactgraph.protocol.messages import user_wrote
 from reactgraph.tools.values import argument_leaves, value_tokens, whole_value, written_in
 
 
@@ -187,8 +188,7 @@ class QueryValues:
         for path, value in argument_leaves(args):
             if echoes_tool(value, tool.name, tool.description or "", schema):
                 if said is None:
-                    said = fold(" ".join(message_text(message) for message in messages
-                                         if isinstance(message, HumanMessage)))
+                    said = fold(" ".join(message_text(message) for message in messages if user_wrote(message)))
                 if fold(str(value)).strip(" .:;!?") not in said:
                     out.append((path, str(value)))
         if isinstance(args, dict):

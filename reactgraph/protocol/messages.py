@@ -134,6 +134,19 @@ def answer_unfinished_tool_calls(messages: Sequence[BaseMessage]) -> list[BaseMe
 _OBSERVATION_HEAD = OBSERVATION.split("{tool_name}")[0]
 
 
+def user_wrote(message: BaseMessage) -> bool:
+    """Whether ``message`` holds the user's own words: a user message that is not a tool result
+    shown in JSON mode (:data:`~reactgraph.protocol.prompts.OBSERVATION`, a user message too),
+    whose text may quote what the engine refused ("Call get_x with …").
+
+    Args:
+        message: Any message of a thread.
+
+    Returns:
+        True for a :class:`~langchain_core.messages.HumanMessage` the user sent."""
+    return isinstance(message, HumanMessage) and not message_text(message).startswith(_OBSERVATION_HEAD)
+
+
 def _json_form(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     out: list[BaseMessage] = []
     i = 0

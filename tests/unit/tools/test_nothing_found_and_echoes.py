@@ -6,9 +6,12 @@ import pytest
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field
 
+from reactgraph import ReActAgent
 from reactgraph.protocol.action_schema import tool_args_schema
+from reactgraph.testing import ScriptedChatModel
 from reactgraph.tools.runner import holds_no_data
 from reactgraph.tools.values import echoes_tool
+from tests.helpers import SMALL_SCHEMA, call_json, final
 
 
 @pytest.mark.parametrize(("observation", "empty"), [
@@ -60,3 +63,21 @@ def test_a_text_argument_repeating_the_tools_own_words_is_an_echo():
         assert echoes_tool(value, tool.name, tool.description, schema), value
     for value in ("Le Guin", "catalogue", "search", "", None, 3):
         assert not echoes_tool(value, tool.name, tool.description, schema), value
+
+
+async def test_a_refused_echo_repeated_in_json_mode_is_refused_again():
+    """A JSON-mode model shown the refusal (a user message quoting "Call search_catalogue with …")
+    that repeats the call is refused again: the engine's words quoting the tool's name are no
+    user's, so the tool never runs with its own name as the search."""
+    ran: list[str] = []
+
+    def search(query: str) -> str:
+        ran.append(query)
+        return "0 titles"
+
+    tool = StructuredTool.from_function(search, name="search_catalogue", description="Find books by title or author.")
+    call = call_json("search_catalogue", {"query": "search_catalogue"})
+    model = ScriptedChatModel(responses=[call, call, final("I do not know.")])
+    result = await ReActAgent(model, [tool], abilities=SMALL_SCHEMA).run("Which books about dance do you have?")
+    assert ran == []
+    assert len(result.steps) == 2 and all(step.error for step in result.steps)
