@@ -29,15 +29,18 @@ def _tools(domain: str) -> dict:
     return {tool.name: tool for tool in dm.build_domain_tools(domain)}
 
 
-def test_the_question_set_spans_two_domains_seven_languages_and_every_kind():
-    assert len(dm.QUESTIONS) >= 40
-    assert {q.domain for q in dm.QUESTIONS} == {"shop", "helpdesk"}
-    assert {q.lang for q in dm.QUESTIONS} >= {"en", "ko", "ja", "zh", "es", "de", "fr"}
-    assert {q.kind for q in dm.QUESTIONS} == {"tool", "not_found", "no_tool"}
+def test_the_question_set_spans_three_domains_nine_languages_and_every_kind():
+    assert len(dm.QUESTIONS) >= 60
+    assert {q.domain for q in dm.QUESTIONS} == set(dm.DOMAINS) == {"shop", "helpdesk", "library"}
+    assert {q.lang for q in dm.QUESTIONS} == set(dm.LANGUAGES) >= {"en", "ko", "ja", "zh", "es", "de", "fr", "pt", "it"}
     for domain in dm.DOMAINS:
         tools = _tools(domain)
         assert len(tools) == 5
-        for q in (q for q in dm.QUESTIONS if q.domain == domain):
+        mine = [q for q in dm.QUESTIONS if q.domain == domain]
+        assert {q.kind for q in mine} == {"tool", "not_found", "no_tool"}, domain
+        assert {q.tool for q in mine if q.tool} == set(tools), domain  # every tool is asked for
+        for q in mine:
+            assert q.lang in dm.LANGUAGES and dm.detect_language(q.text) == q.lang, q.text
             truth = dm.ground_truth(q, tools)
             if q.kind == "tool":  # every fact is in the right tool's own output
                 assert q.facts and all(dm.fact_in_answer(f, truth) for f in q.facts), q.text
@@ -202,3 +205,45 @@ def test_the_engines_own_no_data_sentence_counts_as_nothing_found_in_every_bench
     for language in dm.LANGUAGES:
         said = phrase("no_data_about", language, subject="AB/999").lower()
         assert any(cue in said for cue in dm.NOT_FOUND_CUES), language
+
+
+def test_the_library_tools_reply_in_json_in_a_table_and_in_a_polite_sentence():
+    record = dm.json.loads(dm.get_book("9781402894626"))  # an ISBN typed without dashes is the same title
+    assert record["isbn"] == "978-1-4028-9462-6" and record["shelf"] == "551.57 MOR" and record["found"]
+    assert dm.json.loads(dm.get_book("978-1-11-111111-1")) == {"isbn": "978-1-11-111111-1", "found": False}
+    loans = dm.member_loans("m00042").splitlines()
+    assert loans[0] == "isbn | title | due | renewals" and len(loans) == 3 and "2026-12-15" in loans[2]
+    assert dm.member_loans("M00318") == "Card M00318 has no books on loan."
+    sorry = dm.get_member("M99999")
+    assert sorry.startswith("I'm sorry") and "M99999" in sorry and "Card" not in sorry
+    assert dm.branch_opening_hours("central", "2026-12-12") == "central on Saturday 2026-12-12: open 10:00-16:00."
+    assert dm.branch_opening_hours("harbour", "2026-12-26").endswith("closed.")
+    assert "until 2027-01-11" in dm.branch_opening_hours("riverside", "2026-12-14")
+    assert dm.search_catalogue("zeppelin") == "No titles match 'zeppelin'."
+    assert dm.search_catalogue("Morita").splitlines()[1].startswith("978-1-4028-9462-6 |")
+
+
+def test_an_isbn_and_a_card_number_are_whole_values_and_a_changed_one_is_invented():
+    found = dm.values_of("Karte M00042: 978-3-16-148410-0 fällig am 2026-12-10, geöffnet 10:00-16:00")
+    assert found["code"] == {"M00042", "978-3-16-148410-0"} and found["date"] == {"2026-12-10"}
+    assert found["time"] == {"10:00", "16:00"} and found["number"] == set()
+    sources = ["Welche Bücher hat M00042?", dm.member_loans("M00042")]
+    assert dm.invented_values("M00042 : 978-3-16-148410-0, 2026-12-10", sources) == []
+    assert dm.invented_values("M00042 : 978-3-16-148410-9 et M00043", sources) == [
+        "code:978-3-16-148410-9", "code:M00043"]
+    assert dm.detect_language("Il libro 978-1-4028-9462-6 si trova sullo scaffale 551.57 MOR.") == "it"
+    assert dm.detect_language("O sócio M00107 tem um livro emprestado até 2026-12-20.") == "pt"
+
+
+def test_a_polite_not_found_reply_reported_in_portuguese_or_italian_counts_as_nothing_found():
+    q = next(q for q in dm.QUESTIONS if q.text == "Quali libri ha in prestito la tessera M00318?")
+    call = dm.aq.Call("member_loans", {"member_no": "M00318"}, dm.member_loans("M00318"))
+    said = dm.score_domain_run(q, [call], "La tessera M00318 non ha libri in prestito.", "not_found")
+    assert said.right_call and said.carries_facts and said.answer_language and not said.not_found_covered
+    listed = dm.score_domain_run(q, [call], "Ecco i prestiti della tessera M00318: Card M00318 has no books on loan.",
+                                 "covered")
+    assert listed.carries_facts and listed.not_found_covered  # the tool's own sentence, but ended covered
+    search = next(q for q in dm.QUESTIONS if q.text == "Got anything by Aiko Morita?")
+    hit = dm.aq.Call("search_catalogue", {"text": "Aiko Morita"}, dm.search_catalogue("Aiko Morita"))
+    assert dm.score_domain_run(search, [hit], "Yes: A Grammar of Clouds (978-1-4028-9462-6), 4 copies free.",
+                               "covered").carries_facts
