@@ -12,7 +12,10 @@ of symbols and the values themselves — never English by default.
 ``start_turn`` node stores it in the state as ``language`` for every node of the turn):
 
 * a script that names its language decides alone (Hangul → ``ko``; kana → ``ja``; Han
-  without kana → ``zh``; Cyrillic → ``ru``; Thai, Greek, Arabic, Hebrew, Devanagari);
+  without kana → ``zh``; Cyrillic → ``ru``; Thai, Greek, Arabic, Hebrew, Devanagari) when its
+  characters, each weighing :data:`SCRIPT_LETTER_WEIGHT` letters, outweigh the other letters:
+  a Latin name or enum word in a Korean or Chinese question ("Tomas Ekberg 작가 책 있어요?",
+  "riverside 分馆 几点开门？") does not make it a Latin-script one;
 * Latin text is classified by ``py3langid`` (a Naive Bayes model over byte n-grams, no
   network) restricted to :data:`LATIN_CANDIDATES` — the table's Latin-script languages and a
   few others, so that a Dutch question is recognised as a language the table lacks rather
@@ -107,6 +110,12 @@ def _latin_identifier() -> Any:
         return _identifier
 
 
+SCRIPT_LETTER_WEIGHT = 3
+"""Latin letters one character of a script that names its language outweighs in
+:func:`detect_language` and :func:`sentence_in`: a Hangul syllable, a kana or a Han character carries about as much of a
+sentence as three Latin letters (a Korean word of two syllables, an English one of six letters)."""
+
+
 @functools.lru_cache(maxsize=4096)
 def detect_language(text: str) -> str | None:
     """The language of ``text`` as an ISO 639-1 code, or ``None`` when it cannot be told.
@@ -129,8 +138,8 @@ def detect_language(text: str) -> str | None:
     if counts["ja"]:
         counts["ja"] += counts.pop("zh")  # kanji between kana are Japanese
     best = max(counts, key=counts.__getitem__)
-    if counts[best] * 2 > letters:
-        return best
+    if counts[best] and counts[best] * SCRIPT_LETTER_WEIGHT > letters - counts[best]:
+        return best  # "Tomas Ekberg 작가 책 있어요?", "riverside 分馆 几点开门？": the names are no one's language
     ranking = _latin_identifier().rank(words)
     code, probability = ranking[0]
     if code not in LANGUAGES and probability < OUTSIDE_TABLE_MIN_PROBABILITY:
@@ -171,12 +180,6 @@ def reads_as(text: str, language: str) -> bool | None:
     if sum(counts.values()) * 2 > letters:
         return False
     return language in [code for code, _ in _latin_identifier().rank(words)[:READS_AS_RANK]]
-
-
-SCRIPT_LETTER_WEIGHT = 3
-"""Latin letters one character of a script that names its language outweighs in
-:func:`sentence_in`: a Hangul syllable, a kana or a Han character carries about as much of a
-sentence as three Latin letters (a Korean word of two syllables, an English one of six letters)."""
 
 
 def sentence_in(text: str, language: str) -> bool:

@@ -27,7 +27,10 @@ the tools (the shortlist is ranked by words, so it is every tool when none share
 Under the lexical gate (the strict policy) a hub of at most ``tool_selection_threshold`` tools
 gets no selection call, but the gate still closes, and when the question names values that
 only some tools take by their schemas (an e-mail, a UUID, a SKU of a tool's pattern, a date,
-an enum word: :func:`tools_taking_values`) only those tools are offered, else a clear lexical
+an enum word: :func:`tools_taking_values`) only those tools are offered — one of them when the
+question's words tell none of them apart (:func:`words_choose_nothing`: "What's up with member
+M00042?" goes to the tool the record is the subject of, not the loans list) — else, for a quoted
+name, the tools that take free text (:func:`tools_taking_text`), else a clear lexical
 winner alone when the selection keeps one tool (:func:`settled_without_model`): a small model given
 every tool picks by the order it sees them, and a question in another language than the
 tools' shares no word with any of them. Under ``require_tool_data`` the first loop call is
@@ -283,6 +286,29 @@ def tools_taking_values(values: ValueReader, ranked: Sequence[tuple[str, float]]
     return None
 
 
+def tools_taking_text(values: ValueReader, ranked: Sequence[tuple[str, float]], query: str) -> list[str] | None:
+    """The tools that can take a quoted name the question writes (« Le Jardin d'hiver »,
+    "Solaris"): those with an argument of free text (:attr:`~reactgraph.tools.values.ArgumentValues.free`),
+    in ``ranked`` order, when only some tools have one — a tool whose every argument has a
+    shape (an ISBN's pattern, an enum) cannot take a title, and a small model offered it makes
+    one up.
+
+    Args:
+        values: What the tools' arguments take.
+        ranked: Every tool as ``(name, score)``, best first.
+        query: The question.
+
+    Returns:
+        The names, best first; ``None`` when the question quotes nothing, or every tool or
+        none takes free text.
+    """
+    if not any(item.kind == "quoted" for item in values.find(query)):
+        return None
+    names = [name for name, _ in ranked
+             if any(argument.free for argument in values.arguments.get(name, ()))]
+    return names if 0 < len(names) < len(ranked) else None
+
+
 class SelectTools:
     """Choose the tools of this turn (see the module docstring). Emits the ``phase`` event
     ``{phase: "selecting_tools", total_tools}`` when it runs a selection call; none is made
@@ -304,9 +330,12 @@ class SelectTools:
             return {"selected_tools": []}  # nothing of the question is any tool's: answer directly
         if few:  # no selection call; the values the question names may still single tools out
             chosen = tools_taking_values(self.engine.values, ranked, query)
-            if not chosen:  # else a clear lexical winner, as the selection would keep it
-                settled = settled_without_model(ranked, settings.tool_selection_max)
+            if not chosen:  # else a quoted name's tools, or a clear lexical winner as the selection would keep it
+                settled = (tools_taking_text(self.engine.values, ranked, query)
+                           or settled_without_model(ranked, settings.tool_selection_max))
                 return {"selected_tools": settled} if settled else {}
+            if len(chosen) > 1:  # several take the record: its words, or else the record's subject, choose
+                chosen = self._record_only_choice(query, language) or chosen
             # Whatever an answer says about a value a tool takes is that tool's data
             # (``require_tool_data``): the first loop call is asked for a call at once.
             return {"selected_tools": chosen, "chosen_by_values": True,

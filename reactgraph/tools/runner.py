@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import re
 from dataclasses import dataclass
 from collections.abc import Awaitable, Callable, Sequence
@@ -132,7 +133,8 @@ _EMPTY_RESULTS = frozenset({"", "[]", "{}", "()", "null", "none", '""', "''", "n
 _NOTHING_FOUND = re.compile(
     r"\b(?:not\s+found|no\s+such\b|nothing\s+(?:was\s+)?(?:found|matche[sd])|does\s*n[o']t\s+exist|do\s*n[o']t\s+exist"
     r"|no\s+(?:\S+\s+){0,3}(?:found|match(?:es|ed|ing)?)\b|no\s+results?\b|0\s+results?\b|not\s+(?:a\s+)?(?:known|recogni[sz]ed)"
-    r"|unknown\s+(?!error\b)\w+)",
+    r"|unknown\s+(?!error\b)\w+|(?:could|can)\s*(?:n[o']t|not)\s+(?:be\s+)?(?:find|found|locate[d]?)"
+    r"|unable\s+to\s+(?:find|locate))",
     re.IGNORECASE,
 )
 _WORD_CUES = [cue for cues in NOT_FOUND_WORDS.values() for cue in cues if re.search(r"[A-Za-z\u00c0-\u024f\u0400-\u04ff]", cue)]
@@ -140,6 +142,9 @@ _NOT_FOUND_WORDS = re.compile("|".join(rf"(?<!\w){re.escape(fold(cue))}(?!\w)" f
 _NOT_FOUND_WRITTEN = re.compile("|".join(  # scripts that join words without spaces: wherever written
     re.escape(cue) for cues in NOT_FOUND_WORDS.values() for cue in cues if cue not in _WORD_CUES))
 _NONE_FOR = re.compile(r"(?:no|0|zero)\s+[^\W\d_]+\b", re.IGNORECASE)
+_HAS_NONE = re.compile(r"\b(?:has|have|had)\s+(?:no|0|zero)\s+[^\W\d_]+\b", re.IGNORECASE)
+_NOT_FOUND_FLAGS = ("found", "exists")
+"""Keys of a JSON reply that say whether the record asked for was found: ``{"found": false}``."""
 NOTHING_FOUND_MAX_CHARS = 400
 """Longest observation :func:`holds_no_data` reads as a "nothing found" reply: a longer one
 holds data beside its miss."""
@@ -150,13 +155,14 @@ def holds_no_data(observation: Any) -> bool:
     empty (``""``, ``[]``, ``{}``, ``null``), or it is short (at most
     :data:`NOTHING_FOUND_MAX_CHARS`, three lines) and its first line only says the value
     was not found or is unknown ("No ticket 104233 found.", "Unknown SKU 'AB/999'. Valid
-    SKUs: …", "user not found", or the same in another language of
-    :data:`reactgraph.core.language.NOT_FOUND_WORDS`: "Artikel nicht gefunden", "該当なし"). Such a result does not cover the question
+    SKUs: …", "user not found", "We could not locate card M9.", or the same in another language of
+    :data:`reactgraph.core.language.NOT_FOUND_WORDS`: "Artikel nicht gefunden", "該当なし"), or it
+    is a JSON object flagging the record as not found (``{"found": false}``). Such a result does not cover the question
     (``answer_when_covered``): the model may call again with a corrected argument, and an
     answer made of it says that nothing was found. A result that states an absence as a
     finding ("No alarms between 2026-01-01 and 2026-01-07") holds data; a one-line reply that
     says there is none for exactly one value, not a bare number ("No visits booked on 2026-12-10.", "No tickets
-    assigned to a.b@example.org.", "0 articles match 'lamp'.") holds none.
+    assigned to a.b@example.org.", "0 articles match 'lamp'.", "Card M00318 has no books on loan.") holds none.
 
     Args:
         observation: The observation text (or any object; ``None`` is empty).
@@ -171,17 +177,36 @@ def holds_no_data(observation: Any) -> bool:
     if len(text) > NOTHING_FOUND_MAX_CHARS or len(lines) > 3:
         return False
     if (_NOTHING_FOUND.search(lines[0]) or _NOT_FOUND_WORDS.search(fold(lines[0]))
-            or _NOT_FOUND_WRITTEN.search(lines[0])):
+            or _NOT_FOUND_WRITTEN.search(lines[0]) or _flagged_not_found(text)):
         return True
-    # "No visits booked on 2026-12-10." / "0 articles match 'lamp'.": none for the one value
-    # asked (an id, an e-mail, a date, a quoted text); an absence over a span ("No orders were
-    # late between A and B") or under a condition ("No parts below 10%.") is a finding.
-    lead = _NONE_FOR.match(lines[0]) if len(lines) == 1 else None
-    if lead is None:
+    # "No visits booked on 2026-12-10." / "0 articles match 'lamp'." / "Card M7 has no books on
+    # loan.": none for the one value asked (an id, an e-mail, a date, a quoted text); an absence
+    # over a span ("No orders were late between A and B") or under a condition ("No parts below
+    # 10%.") is a finding.
+    if len(lines) != 1:
         return False
-    tokens = [token for token in value_tokens(lines[0]) if token.start >= lead.end()]
     quoted = re.findall(r"'[^'\n]{1,80}'|\"[^\"\n]{1,80}\"", lines[0])
-    return len(tokens) + len(quoted) == 1 and (bool(quoted) or tokens[0].kind != "number")
+    lead = _NONE_FOR.match(lines[0])
+    if lead is not None:
+        tokens = [token for token in value_tokens(lines[0]) if token.start >= lead.end()]
+        return len(tokens) + len(quoted) == 1 and (bool(quoted) or tokens[0].kind != "number")
+    if _HAS_NONE.search(lines[0]) is None:
+        return False
+    # the record that has none is named by any word with a digit (an id of no generic shape: M00318)
+    named = [word.strip(".,;:!?()") for word in lines[0].split() if any(char.isdigit() for char in word)]
+    return len(named) + len(quoted) == 1 and not (named and named[0].replace(".", "").isdigit())
+
+
+def _flagged_not_found(text: str) -> bool:
+    """Whether ``text`` is a JSON object whose flag of :data:`_NOT_FOUND_FLAGS` is ``false``
+    (``{"found": false, "isbn": "978-…"}``): the record asked for is not there."""
+    if not text.startswith("{"):
+        return False
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(parsed, dict) and any(parsed.get(key) is False for key in _NOT_FOUND_FLAGS)
 
 
 SIDE_EFFECTS_KEY = "side_effects"

@@ -56,6 +56,17 @@ def test_a_short_question_is_told_in_each_language_of_the_table(language):
     assert [detect_language(question) for question in QUESTIONS[language]] == [language, language]
 
 
+@pytest.mark.parametrize(("question", "language"), [
+    ("Tomas Ekberg 작가 책 있어요?", "ko"),  # a Latin name in a Korean question
+    ("riverside 分馆 2026-12-14 几点开门？", "zh"),  # an enum word in a Chinese one
+    ("Какие книги у Tomas Ekberg?", "ru"),
+    ("What does 寿司 mean in English?", "en"),  # a word of another script in an English one
+    ("Show me the Tokyo 東京 office hours please", "en"),
+])
+def test_a_script_that_names_its_language_decides_when_it_outweighs_the_latin_names_in_it(question, language):
+    assert detect_language(question) == language
+
+
 def test_values_tell_no_language_and_an_untold_language_is_none():
     assert detect_language("AB/100?") is None and detect_language("ana@example.com 2026-01-28") is None
     assert detect_language("Was kostet AB/100 und wann kommt PO-7781?") == "de"  # the values are left out

@@ -10,13 +10,14 @@ from typing import Literal
 
 import pytest
 from langchain_core.tools import StructuredTool
+from pydantic import BaseModel, Field
 
 from reactgraph import ReActAgent
 from reactgraph.nodes.select_tools import words_choose_nothing
 from reactgraph.policy.parts import asked_alone
 from reactgraph.testing import ScriptedChatModel
 from reactgraph.tools.ranking import ToolRanker
-from tests.helpers import SMALL_SCHEMA, office_tools
+from tests.helpers import SMALL_SCHEMA, final, office_tools
 
 SHIPMENT = "Shipment: SHP-4\nState: held at customs\nCarrier: Northwind"
 INVOICE = "Invoice of SHP-4: 120.50 EUR\nPayment: unpaid"
@@ -148,6 +149,49 @@ async def test_a_one_part_question_whose_words_choose_no_tool_gets_the_tool_its_
     assert [step.tool_name for step in result.steps] == ["shipment_status"]
 
 
+def library_tools() -> list[StructuredTool]:
+    """A small hub (no selection call): a search, and two tools taking the same card number,
+    the loans list documented at more length and with the card's example."""
+    class Card(BaseModel):
+        member_no: str = Field(pattern=r"^M\d{5}$", description="Card number, like M00042.")
+
+    def get_member(member_no: str) -> str:
+        return f"Card {member_no}: valid until 2027-03-31, fines 0.00 EUR"
+
+    def member_loans(member_no: str) -> str:
+        return "isbn | title | due\n978-0-00-000000-2 | Solaris | 2026-12-15"
+
+    def search_catalogue(query: str) -> str:
+        return "978-0-00-000000-2 | Solaris"
+
+    return [StructuredTool.from_function(search_catalogue, name="search_catalogue",
+                                         description="Find books by title or author."),
+            StructuredTool.from_function(get_member, name="get_member", args_schema=Card,
+                                         description="One library card: holder, expiry, fines."),
+            StructuredTool.from_function(member_loans, name="member_loans", args_schema=Card,
+                                         description="Books a member has on loan, for member M00042 or any "
+                                                     "other member number: one row a loan with the due date.")]
+
+
+@pytest.mark.parametrize("question", ["What's up with member M00042?", "M00042 회원 어때요?", "Was ist mit M00042?"])
+async def test_in_a_small_hub_a_record_whose_words_choose_no_tool_gets_the_tool_it_is_the_subject_of(question):
+    """Both tools take the card number by their schemas; no word of the question tells them
+    apart (\"member\" is in both), so the one registered first for the record is offered, not
+    both for a small model to pick by position."""
+    model = ScriptedChatModel(responses=[call("get_member", {"member_no": "M00042"})])
+    result = await ReActAgent(model, library_tools(), abilities=SMALL_SCHEMA).run(question)
+    offered = json.dumps(model.call_kwargs[0].get("response_format") or {})
+    assert "get_member" in offered and "member_loans" not in offered
+    assert [step.tool_name for step in result.steps] == ["get_member"]
+
+
+async def test_in_a_small_hub_a_word_that_tells_the_tools_apart_still_chooses():
+    model = ScriptedChatModel(responses=[call("member_loans", {"member_no": "M00042"})])
+    await ReActAgent(model, library_tools(), abilities=SMALL_SCHEMA).run("Which books are on loan for M00042?")
+    offered = json.dumps(model.call_kwargs[0].get("response_format") or {})
+    assert "member_loans" in offered
+
+
 @pytest.mark.parametrize("part, alone", [
     ("and do we have it in stock?", "do we have it in stock?"),
     ("Also, how much energy did it use?", "how much energy did it use?"),
@@ -203,3 +247,14 @@ async def test_a_yes_no_part_gets_its_verdict_in_the_questions_language():
     # the which part's line is the tool's own; the verdict frames the English line in Korean
     assert lines[2:4] == ["State: held at customs.", "아니요. 도구 결과에 따르면: Payment: unpaid."]
 
+
+
+@pytest.mark.parametrize("question", ["Vous avez « Solaris » ?", 'Do you have "Solaris"?', "「ソラリス」はありますか？"])
+async def test_a_quoted_name_is_offered_only_the_tools_that_take_free_text(question):
+    """A title in quotes names no card and no ISBN: a small model offered the card tools as well
+    makes a card number up; only the search, which takes any text, is offered (not forced)."""
+    model = ScriptedChatModel(responses=[call("search_catalogue", {"query": "Solaris"}), final("Solaris")])
+    await ReActAgent(model, library_tools(), abilities=SMALL_SCHEMA).run(question)
+    offered = json.dumps(model.call_kwargs[0].get("response_format") or {})
+    assert "search_catalogue" in offered
+    assert "get_member" not in offered and "member_loans" not in offered

@@ -441,3 +441,18 @@ def test_the_lines_offered_for_the_lead_read_a_json_result_as_facts_not_as_json(
         "order: 611480; status: shipped; total: 45.50 EUR",
         "order: 615932; status: en préparation; total: 59.00 EUR",
         "ticket: 481516", "état: ouvert"]
+
+
+def test_the_lines_offered_for_the_lead_read_a_tables_own_header_row_as_its_columns():
+    """A tool that writes its table as ``a | b`` rows under a header row of its own: the header
+    is no fact a lead may state; each row is offered with its columns' names."""
+    from reactgraph.answer.lead import observation_lines
+
+    loans = ("isbn | title | due\n978-3-16-148410-0 | The Silent Orchard | 2026-12-10\n"
+             "978-0-306-40615-7 | Rivers of Salt | 2026-12-15")
+    rooms = "2 room(s):\nR-1 | Aula | free\nR-2 | Lab | booked"  # no header row: rows as written
+    assert observation_lines([{"tool": "loans", "observation": loans}]) == [
+        "isbn: 978-3-16-148410-0; title: The Silent Orchard; due: 2026-12-10",
+        "isbn: 978-0-306-40615-7; title: Rivers of Salt; due: 2026-12-15"]
+    assert observation_lines([{"tool": "rooms", "observation": rooms}]) == [
+        "2 room(s):", "R-1 | Aula | free", "R-2 | Lab | booked"]

@@ -23,6 +23,13 @@ from tests.helpers import SMALL_SCHEMA, call_json, final
     ("No overdue loans.", False),
     ("Room 2.14 | 09:30 | booked by ines.moreau@biblio.example.fr", False),
     ("No loans for ines.moreau@biblio.example.fr.\nLast loan returned 2026-10-01.", False),
+    ("I'm sorry, but we could not locate a library card numbered M99999.", True),
+    ("Unable to find title 'Solaris'.", True),
+    ('{"found": false, "isbn": "978-1-11-111111-1"}', True),  # a JSON reply's own flag
+    ('{"found": true, "isbn": "978-3-16-148410-0", "title": "Solaris"}', False),
+    ('{"available": false, "isbn": "978-3-16-148410-0"}', False),  # not on the shelf: a finding
+    ("Card M00318 has no books on loan.", True),  # none for the one card asked
+    ("Line B has no alarms between 2026-01-01 and 2026-01-07.", False),  # over a span: a finding
 ])
 def test_a_one_line_none_for_one_value_holds_no_data(observation, empty):
     assert holds_no_data(observation) is empty
