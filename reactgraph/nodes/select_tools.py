@@ -436,15 +436,19 @@ class SelectTools:
         return update
 
     def _record_only_choice(self, query: str, language: str | None) -> list[str] | None:
-        """The tool of a one-part question whose words choose none for the record it names
-        (:func:`words_choose_nothing`: "What's wrong with air compressor P-2", "How is R-1
-        doing?"), chosen as a multi-part question's such part is (:meth:`_unplaced_choice`), so
-        neither a tie of the lexical ranking nor a small model's pick among the tools taking
-        that record decides. ``None`` when the words do choose, or no tool takes the record.
+        """The tool of a one-part question, written in a language the tools are described in,
+        whose words choose none for the record it names (:func:`words_choose_nothing`: "What's
+        wrong with air compressor P-2", "How is R-1 doing?"): the question is vague, and it is
+        chosen as a multi-part question's such part is (:meth:`_unplaced_choice`), so neither a
+        tie of the lexical ranking nor a small model's pick among the tools taking that record
+        decides. ``None`` when the words do choose, no tool takes the record, or the question is
+        in another language than the tools' — its words could not have chosen ("M00042さんが今
+        借りている本は？" asks for the loans in words no English document holds), so the model
+        chooses among the tools taking its record.
 
         Measured on the demo plant's tools (24, eight taking a machine id): such questions
         went by the ranking to the parts list or the comparison tool; on the bench domains'
-        questions where the rule applies (24 of 91), it picks the expected tool in each.
+        questions where the rule applies, it picks the expected tool in each.
 
         Args:
             query: The turn's question (one part).
@@ -453,6 +457,8 @@ class SelectTools:
         Returns:
             One tool name, or ``None``.
         """
+        if language is not None and language not in self.engine.ranker.languages:
+            return None  # its words cannot tell the tools apart in any case: the model chooses
         values = self.engine.named_values(query)
         if not words_choose_nothing(self.engine.ranker, query, values, language):
             return None

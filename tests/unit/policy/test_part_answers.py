@@ -126,8 +126,7 @@ async def test_among_several_tools_taking_the_record_the_one_it_is_the_subject_o
 
 @pytest.mark.parametrize("question", [
     "What's going on with shipment SHP-4?",
-    "¿Qué pasa con SHP-4?",
-    "SHP-4 무슨 일이야?",
+    "Any idea what happened to SHP-4?",
 ])
 async def test_a_one_part_question_whose_words_choose_no_tool_gets_the_tool_its_record_is_the_subject_of(question):
     """Asked alone, the same part is chosen as in a question of several parts: the tool whose
@@ -173,7 +172,7 @@ def library_tools() -> list[StructuredTool]:
                                                      "other member number: one row a loan with the due date.")]
 
 
-@pytest.mark.parametrize("question", ["What's up with member M00042?", "M00042 회원 어때요?", "Was ist mit M00042?"])
+@pytest.mark.parametrize("question", ["What's up with member M00042?", "Tell me about M00042, please."])
 async def test_in_a_small_hub_a_record_whose_words_choose_no_tool_gets_the_tool_it_is_the_subject_of(question):
     """Both tools take the card number by their schemas; no word of the question tells them
     apart (\"member\" is in both), so the one registered first for the record is offered, not
@@ -183,6 +182,17 @@ async def test_in_a_small_hub_a_record_whose_words_choose_no_tool_gets_the_tool_
     offered = json.dumps(model.call_kwargs[0].get("response_format") or {})
     assert "get_member" in offered and "member_loans" not in offered
     assert [step.tool_name for step in result.steps] == ["get_member"]
+
+
+@pytest.mark.parametrize("question", ["M00042さんが今借りている本は？", "Quais livros o sócio M00042 tem emprestados?"])
+async def test_a_record_asked_about_in_another_language_than_the_tools_is_the_models_to_place(question):
+    """Words no English document holds could not have chosen: both tools taking the card are
+    offered and the model chooses (the loans list, here)."""
+    model = ScriptedChatModel(responses=[call("member_loans", {"member_no": "M00042"})])
+    result = await ReActAgent(model, library_tools(), abilities=SMALL_SCHEMA).run(question)
+    offered = json.dumps(model.call_kwargs[0].get("response_format") or {})
+    assert "get_member" in offered and "member_loans" in offered
+    assert [step.tool_name for step in result.steps] == ["member_loans"]
 
 
 async def test_in_a_small_hub_a_word_that_tells_the_tools_apart_still_chooses():
