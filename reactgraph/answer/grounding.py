@@ -350,7 +350,9 @@ def _cells(line: str) -> list[str]:
 def row_header(rows: Sequence[Sequence[str]]) -> list[str] | None:
     """The column names a tool's own output gives its rows: the first row when it names
     columns — no cell of it holds a digit while every later row holds one, and no cell is
-    longer than 40 characters (``id | name | state`` over ``AB/100 | Pump | on``).
+    longer than 40 characters (``id | name | state`` over ``AB/100 | Pump | on``). Over one
+    row, only a first row of three columns or more is told from data (``isbn | title | due``
+    over one loan; ``a | b`` over ``1 | 2`` may be two rows of data).
 
     Args:
         rows: A run of rows of one width, as cells, in output order (a Markdown rule row
@@ -360,7 +362,7 @@ def row_header(rows: Sequence[Sequence[str]]) -> list[str] | None:
         The first row's cells, or ``None`` when the output names no columns (the rows are
         then shown as a list).
     """
-    if len(rows) < 3:
+    if len(rows) < 2 or (len(rows) == 2 and len(rows[0]) < 3):
         return None
     first, rest = rows[0], rows[1:]
     if any(char.isdigit() for cell in first for char in cell) or not all(0 < len(cell) <= 40 for cell in first):

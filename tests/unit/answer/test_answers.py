@@ -90,6 +90,9 @@ def test_a_table_takes_its_column_names_from_the_tools_own_output():
     assert text.splitlines()[0] == "東京駅について、ツールの結果は次のとおりです。"
     assert "| 駅 | 在庫 |" in text.splitlines() and "| 東京駅 | 12 |" in text.splitlines()
     assert row_header([["a", "b"], ["1", "2"]]) is None  # two rows: nothing tells a header from data
+    # … but three columns of names over one row of data do (a loans list of one loan)
+    assert row_header([["isbn", "title", "due"], ["978-3-16-148410-0", "Solaris", "2026-12-10"]]) == [
+        "isbn", "title", "due"]
     assert row_header([["id", "name"], ["x1", "a"], ["x2", "b"]]) == ["id", "name"]
 
 
