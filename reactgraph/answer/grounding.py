@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reactgraph.protocol.jsonparse import safe_json
-from reactgraph.protocol.prompts import prompt_heading
+from reactgraph.protocol.prompts import prompt_heading, speaks_of_prompt
 from reactgraph.core.language import answer_in_language, detect_language, phrase, reads_as
 from reactgraph.engine.state import StepRecord
 from reactgraph.tools.runner import holds_no_data
@@ -255,9 +255,8 @@ def answer_problems(answer: str, question: str, tool_names: Iterable[str] = (),
         answer is in another language than the question,
         :func:`~reactgraph.core.language.answer_in_language`); ``"code_fence"``; ``"tool_call"`` (a call written out, ``name({...``, or a
         tool's name); ``"repeated_line"`` (a line of 8+ characters twice); ``"prompt_echo"`` (a line that is a
-        heading of the synthesis prompt, :func:`~reactgraph.protocol.prompts.prompt_heading`,
-        or a first line that opens with the whole question, of 8+ characters: the prompt
-        written back); ``"raw_data"`` (the whole answer is one JSON object or array:
+        heading of the prompt, :func:`~reactgraph.protocol.prompts.prompt_heading`, a first line opening
+        with the whole question (8+ characters), or the prompt spoken of, :func:`~reactgraph.protocol.prompts.speaks_of_prompt`); ``"raw_data"`` (the whole answer is one JSON object or array:
         a tool's figures handed on as data, not said to the asker — a JSON-mode model may put
         them in its ``answer`` field); ``"fragment"`` (the answer begins mid-sentence,
         :func:`begins_mid_sentence`: a JSON-mode model may put the end of a sentence it began
@@ -281,8 +280,9 @@ def answer_problems(answer: str, question: str, tool_names: Iterable[str] = (),
     if len(counted) != len(set(counted)):
         problems.append("repeated_line")
     asked, first_words = (" ".join(re.findall(r"[^\W_]+", text.lower())) for text in (question, lines[0]))
-    if any(prompt_heading(line) for line in lines) or len(asked) >= 8 and first_words.startswith(asked):
-        problems.append("prompt_echo")  # a heading of the prompt, or the question, written back
+    if (any(prompt_heading(line) for line in lines) or len(asked) >= 8 and first_words.startswith(asked)
+            or speaks_of_prompt(answer, f"{question}\n{data}")):
+        problems.append("prompt_echo")  # a heading of the prompt, the question, or the prompt's own words written back
     if _is_json_container(answer.strip()):
         problems.append("raw_data")
     if begins_mid_sentence(lines[0]):

@@ -148,6 +148,26 @@ def prompt_heading(line: str) -> bool:
     return False
 
 
+def speaks_of_prompt(answer: str, said: str) -> bool:
+    """Whether ``answer`` names a section of the synthesis prompt of two words or more ("work
+    log", "draft answer", :data:`PROMPT_HEADINGS`) that ``said`` — the question and the
+    tools' results — does not: it speaks of its prompt ("この回答は、work logで確認した…"), not of
+    the data. Latin words are compared lower-cased, whatever script surrounds them.
+
+    Args:
+        answer: An answer.
+        said: The question and the tools' results.
+
+    Returns:
+        True when such a name is the answer's own."""
+    def words(text: str) -> str:
+        return " " + " ".join(re.findall(r"[0-9a-z\u00df-\u024f]+", text.lower())) + " "
+
+    written, known = words(answer), words(said)
+    phrases = (words(heading) for heading in PROMPT_HEADINGS)
+    return any(phrase.count(" ") > 2 and phrase in written and phrase not in known for phrase in phrases)
+
+
 SYNTHESIS_HISTORY = (
     "Earlier in this conversation (for what the question refers to, such as 'that one' or 'the second "
     "one'; the facts to answer with are in the work log):\n{turns}\n\n"

@@ -264,6 +264,15 @@ def test_a_shortened_heading_of_the_prompt_is_the_prompt_written_back(answer):
     assert "prompt_echo" in answer_problems(answer, "안녕하세요, 좋은 하루 보내세요!")
 
 
+@pytest.mark.parametrize(("answer", "question", "echo"), [
+    ("M00042の本は「Solaris」です。\n\nこの回答は、work logで確認した情報を直接引用しています。", "M00042の本は？", True),
+    ("Per the Work Log, two repairs were made.", "What did they fix?", True),
+    ("The work log of P-2 shows two repairs.", "What does the work log of P-2 say?", False),  # the user's words
+])
+def test_an_answer_speaking_of_its_prompts_sections_is_the_prompt_written_back(answer, question, echo):
+    assert ("prompt_echo" in answer_problems(answer, question)) is echo
+
+
 def test_a_line_that_only_opens_like_a_heading_is_no_echo():
     assert "prompt_echo" not in answer_problems("Draft answers are kept for 30 days.", "How long are drafts kept?")
 
