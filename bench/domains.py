@@ -1,7 +1,7 @@
-"""Right tool, right value, right language on three trades the engine has never seen.
+"""Right tool, right value, right language on four trades the engine has never seen.
 
-Three small domains of the bench's own, with in-memory deterministic data and five LangChain
-tools each, whose docstrings and schemas differ on purpose:
+Four small domains of the bench's own, with in-memory deterministic data and five or seven
+LangChain tools each, whose docstrings and schemas differ on purpose:
 
 * **shop**: SKUs with a slash (``AB/100``), six-digit order numbers, customer e-mails, an enum
   of countries; Google-style ``Args:`` docstrings, reST ``:param:`` docstrings and plain prose;
@@ -12,9 +12,15 @@ tools each, whose docstrings and schemas differ on purpose:
   numbers ``M00042``, an enum of branch names with a date, free-text catalogue search; replies
   as a JSON object, as a table with a header row, and a polite sentence for an unknown card;
   Google-style, numpy-style and one-line docstrings.
+* **clinic**: appointment ids ``APT-2026-00417``, patient numbers ``P-88-1043``, room codes
+  ``R2.14``, a doctor enum of Latin-script surnames with a date (two required arguments), an
+  optional ``days_ahead: int = 7``, a booking tool (it confirms without writing), free-text
+  service search; replies as ``key=value`` lines (``error=not_found`` for an unknown
+  appointment), as CSV with a header row (the header alone when nothing is planned), a ``·``
+  list and prose; reST ``:param:``/``:type:`` fields, descriptions with an ``Example:`` line.
 
-Questions in English, Korean, Japanese, Chinese, Spanish, German, French, Portuguese and
-Italian; each names the
+Questions in English, Korean, Japanese, Chinese, Spanish, German, French, Portuguese,
+Italian, Russian, Vietnamese and Indonesian; each names the
 tool and argument values that answer it, the facts (values) the answer must carry, and its
 language. Kinds: ``tool`` (the data exists), ``not_found`` (the value the question names does
 not exist: the answer must say that nothing was found, and the run must not end ``covered``),
@@ -469,6 +475,201 @@ def search_catalogue(text: str) -> str:
         f"{isbn} | {BOOKS[isbn]['title']} | {BOOKS[isbn]['author']} | {BOOKS[isbn]['available']}" for isbn in hits)
 
 
+# --------------------------------------------------------------------------- clinic data
+
+CLINIC_TODAY = date(2026, 12, 7)
+"""The clinic's "today" (its replies are deterministic: "the next 7 days" count from here)."""
+
+APPOINTMENTS: dict[str, dict[str, str]] = {
+    "APT-2026-00417": {"patient": "P-88-1043", "doctor": "Okafor", "date": "2026-12-09", "time": "10:30",
+                       "room": "R2.14", "service": "SRV-310", "status": "confirmed",
+                       "note": "fasting 8 h before the blood test"},
+    "APT-2026-00452": {"patient": "P-91-2207", "doctor": "Lindqvist", "date": "2026-12-08", "time": "14:15",
+                       "room": "R1.03", "service": "SRV-415", "status": "confirmed",
+                       "note": "bring previous x-rays"},
+    "APT-2026-00468": {"patient": "P-88-1043", "doctor": "Nguyen", "date": "2026-12-15", "time": "09:00",
+                       "room": "R3.02", "service": "SRV-520", "status": "waiting_list", "note": ""},
+    "APT-2026-00471": {"patient": "P-75-0318", "doctor": "Santos", "date": "2026-12-11", "time": "16:40",
+                       "room": "R2.07", "service": "SRV-120", "status": "cancelled",
+                       "note": "cancelled by patient on 2026-12-04"},
+    "APT-2026-00489": {"patient": "P-91-2207", "doctor": "Okafor", "date": "2026-12-21", "time": "11:00",
+                       "room": "R2.14", "service": "SRV-310", "status": "confirmed", "note": ""},
+}
+"""Appointments by id (``APT``, the year, five digits)."""
+
+PATIENTS: dict[str, dict[str, str]] = {
+    "P-88-1043": {"name": "Olena Kovalenko", "born": "1988", "insurer": "MedSure", "policy": "MS-55120",
+                  "allergies": "penicillin", "last_visit": "2026-11-18"},
+    "P-91-2207": {"name": "Tran Thi Mai", "born": "1991", "insurer": "HealthPlus", "policy": "HP-30871",
+                  "allergies": "none known", "last_visit": "2026-10-02"},
+    "P-75-0318": {"name": "Bruno Esposito", "born": "1975", "insurer": "self-pay", "policy": "-",
+                  "allergies": "latex", "last_visit": "2026-08-27"},
+}
+"""Patients by patient number (``P``, two digits of the birth year, four digits)."""
+
+FREE_SLOTS: dict[tuple[str, str], list[tuple[str, str, int]]] = {
+    ("Okafor", "2026-12-10"): [("08:30", "R2.14", 20), ("11:10", "R2.14", 20), ("15:00", "R2.16", 40)],
+    ("Lindqvist", "2026-12-10"): [("13:00", "R1.03", 30)],
+    ("Nguyen", "2026-12-14"): [("09:40", "R3.02", 20), ("10:20", "R3.02", 20)],
+    ("Santos", "2026-12-09"): [("17:00", "R2.07", 30)],
+}
+"""Free slots per doctor and day: time, room, minutes (a pair not listed has none)."""
+
+SERVICES_OFFERED: dict[str, dict[str, str]] = {
+    "SRV-120": {"name": "Flu vaccination", "price": "35.00", "minutes": "15", "referral": "no",
+                "keywords": "flu shot influenza vaccine"},
+    "SRV-310": {"name": "Blood test, full panel", "price": "48.00", "minutes": "10", "referral": "no",
+                "keywords": "blood test lab fasting"},
+    "SRV-415": {"name": "Physiotherapy session", "price": "62.00", "minutes": "45", "referral": "yes",
+                "keywords": "physiotherapy back pain rehabilitation"},
+    "SRV-520": {"name": "Skin check", "price": "80.00", "minutes": "30", "referral": "no",
+                "keywords": "skin check dermatology mole"},
+    "SRV-640": {"name": "Travel vaccination consult", "price": "55.00", "minutes": "30", "referral": "no",
+                "keywords": "travel vaccine malaria yellow fever"},
+}
+"""The clinic's services by code."""
+
+ROOMS: dict[str, dict[str, str]] = {
+    "R1.03": {"floor": "1", "wing": "west", "lift": "A", "step_free": "yes"},
+    "R2.07": {"floor": "2", "wing": "west", "lift": "A", "step_free": "yes"},
+    "R2.14": {"floor": "2", "wing": "east", "lift": "B", "step_free": "yes"},
+    "R2.16": {"floor": "2", "wing": "east", "lift": "B", "step_free": "no"},
+    "R3.02": {"floor": "3", "wing": "north", "lift": "C", "step_free": "yes"},
+}
+"""Consulting rooms by code (``R``, floor, dot, two digits)."""
+
+DOCTORS = ("Okafor", "Lindqvist", "Nguyen", "Santos")
+"""The clinic's doctors (the ``doctor`` enum: Latin-script surnames)."""
+
+
+class _AppointmentArgs(BaseModel):
+    appointment_id: str = Field(description="Appointment id: APT, the year and five digits.",
+                                pattern=r"^APT-\d{4}-\d{5}$", examples=["APT-2026-00417"])
+
+
+def get_appointment(appointment_id: str) -> str:
+    """Retrieve a single appointment record.
+
+    :param appointment_id: the id printed on the reminder, e.g. APT-2026-00417.
+    :returns: key=value lines (patient, doctor, date, time, room, service, status, note);
+        ``error=not_found`` when there is no such appointment.
+    """
+    key = appointment_id.strip().upper()
+    apt = APPOINTMENTS.get(key)
+    if apt is None:
+        return f"error=not_found\nappointment_id={appointment_id.strip()}"
+    return f"appointment_id={key}\n" + "\n".join(f"{k}={v}" for k, v in apt.items())
+
+
+class _PatientArgs(BaseModel):
+    patient_no: str = Field(description="Patient number, e.g. P-88-1043.", pattern=r"^P-\d{2}-\d{4}$",
+                            examples=["P-88-1043"])
+
+
+def get_patient(patient_no: str) -> str:
+    """Patient file summary: full name, year of birth, insurer and policy number, known
+    allergies and the date of the last visit.
+    Example: get_patient("P-88-1043")"""
+    key = patient_no.strip().upper()
+    p = PATIENTS.get(key)
+    if p is None:
+        raise ToolException(f"Patient {patient_no} is not registered at this clinic.")
+    return (f"{key}: {p['name']}; born {p['born']}; insurer {p['insurer']} (policy {p['policy']}); "
+            f"allergies: {p['allergies']}; last visit {p['last_visit']}")
+
+
+class _SlotArgs(BaseModel):
+    doctor: Literal["Okafor", "Lindqvist", "Nguyen", "Santos"] = Field(description="The doctor's surname.")
+    day: str = Field(description="The day, YYYY-MM-DD.", json_schema_extra={"format": "date"},
+                     examples=["2026-12-10"])
+
+
+def doctor_free_slots(doctor: str, day: str) -> str:
+    """Open consultation slots of one doctor on one day.
+
+    :param doctor: surname of the doctor (Okafor, Lindqvist, Nguyen or Santos).
+    :type doctor: str
+    :param day: calendar day in ISO format.
+    :type day: str
+    :returns: CSV with a header row ``time,room,minutes``; only the header when the doctor
+        has no free slot that day.
+    """
+    rows = FREE_SLOTS.get((doctor, day.strip()), [])
+    return "time,room,minutes\n" + "\n".join(f"{t},{room},{minutes}" for t, room, minutes in rows)
+
+
+class _UpcomingArgs(BaseModel):
+    patient_no: str = Field(description="Patient number, e.g. P-88-1043.", pattern=r"^P-\d{2}-\d{4}$",
+                            examples=["P-88-1043"])
+    days_ahead: int = Field(default=7, ge=1, le=90, description="How many days ahead to look (default 7).")
+
+
+def upcoming_appointments(patient_no: str, days_ahead: int = 7) -> str:
+    """A patient's appointments from today on, looking days_ahead days into the future
+    (one week unless told otherwise). The reply is comma-separated with a header line
+    (appointment,date,time,doctor,room,status); a patient with nothing planned gets the
+    header alone."""
+    key = patient_no.strip().upper()
+    if key not in PATIENTS:
+        raise ToolException(f"Patient {patient_no} is not registered at this clinic.")
+    last = date.fromordinal(CLINIC_TODAY.toordinal() + int(days_ahead)).isoformat()
+    rows = sorted((a["date"], a["time"], aid, a) for aid, a in APPOINTMENTS.items()
+                  if a["patient"] == key and CLINIC_TODAY.isoformat() <= a["date"] <= last)
+    return "appointment,date,time,doctor,room,status\n" + "\n".join(
+        f"{aid},{d},{t},{a['doctor']},{a['room']},{a['status']}" for d, t, aid, a in rows)
+
+
+class _BookArgs(BaseModel):
+    patient_no: str = Field(description="Patient number, e.g. P-88-1043.", pattern=r"^P-\d{2}-\d{4}$")
+    doctor: Literal["Okafor", "Lindqvist", "Nguyen", "Santos"] = Field(description="The doctor's surname.")
+    day: str = Field(description="The day, YYYY-MM-DD.", json_schema_extra={"format": "date"})
+
+
+def book_appointment(patient_no: str, doctor: str, day: str) -> str:
+    """Book the first free slot of a doctor on a day for a patient and return the new
+    appointment id. (The bench's clinic confirms without writing: every run sees the same data.)"""
+    key = patient_no.strip().upper()
+    if key not in PATIENTS:
+        raise ToolException(f"Patient {patient_no} is not registered at this clinic.")
+    slots = FREE_SLOTS.get((doctor, day.strip()), [])
+    if not slots:
+        raise ToolException(f"Dr. {doctor} has no free slot on {day}.")
+    t, room, minutes = slots[0]
+    return (f"Booked APT-2026-00500 for {key} with Dr. {doctor} on {day.strip()} at {t} in room {room} "
+            f"({minutes} min).")
+
+
+class _ServiceSearchArgs(BaseModel):
+    text: str = Field(description="What the patient wants done, in a few words.", examples=["flu shot", "blood test"])
+
+
+def find_service(text: str) -> str:
+    """Look through the clinic's list of treatments and check-ups: code, name, price, length
+    and whether a referral is needed.
+    Example: "flu shot" or "skin check"."""
+    words = [w for w in re.split(r"\W+", text.lower()) if len(w) > 2]
+    hits = [code for code, s in SERVICES_OFFERED.items()
+            if any(w in f"{s['name']} {s['keywords']}".lower() for w in words)]
+    if not hits:
+        return "0 services."
+    return "\n".join(f"{code} · {s['name']} · {s['price']} EUR · {s['minutes']} min · referral {s['referral']}"
+                     for code, s in ((c, SERVICES_OFFERED[c]) for c in hits))
+
+
+class _RoomArgs(BaseModel):
+    room: str = Field(description="Room code such as R2.14.", pattern=r"^R\d\.\d{2}$", examples=["R2.14"])
+
+
+def room_directions(room: str) -> str:
+    """How to find a consulting room (floor, wing, lift, step-free access)."""
+    key = room.strip().upper()
+    r = ROOMS.get(key)
+    if r is None:
+        raise ToolException(f"There is no room {room}.")
+    return (f"Room {key} is on floor {r['floor']}, {r['wing']} wing: from the reception take lift {r['lift']}. "
+            f"Step-free: {r['step_free']}.")
+
+
 def _tool(func: Any, schema: type[BaseModel]) -> BaseTool:
     """A structured tool from ``func`` with its docstring as the description (its own style
     kept) and ``schema`` as its arguments; a :class:`ToolException` becomes the error text."""
@@ -477,7 +678,7 @@ def _tool(func: Any, schema: type[BaseModel]) -> BaseTool:
 
 
 def build_domain_tools(domain: str) -> list[BaseTool]:
-    """The five tools of ``domain`` (``shop``, ``helpdesk`` or ``library``).
+    """The tools of ``domain``: five for ``shop``, ``helpdesk`` and ``library``, seven for ``clinic``.
 
     Raises:
         KeyError: Another domain name.
@@ -492,10 +693,14 @@ def build_domain_tools(domain: str) -> list[BaseTool]:
         "library": lambda: [_tool(get_book, _IsbnArgs), _tool(get_member, _MemberArgs),
                             _tool(member_loans, _MemberArgs), _tool(branch_opening_hours, _HoursArgs),
                             _tool(search_catalogue, _CatalogueArgs)],
+        "clinic": lambda: [_tool(get_appointment, _AppointmentArgs), _tool(get_patient, _PatientArgs),
+                           _tool(doctor_free_slots, _SlotArgs), _tool(upcoming_appointments, _UpcomingArgs),
+                           _tool(book_appointment, _BookArgs), _tool(find_service, _ServiceSearchArgs),
+                           _tool(room_directions, _RoomArgs)],
     }[domain]()
 
 
-DOMAINS = ("shop", "helpdesk", "library")
+DOMAINS = ("shop", "helpdesk", "library", "clinic")
 
 # --------------------------------------------------------------------------- questions
 
@@ -505,7 +710,7 @@ class DomainQuestion:
     """One question of the domain bench.
 
     Attributes:
-        domain: ``shop``, ``helpdesk`` or ``library``.
+        domain: ``shop``, ``helpdesk``, ``library`` or ``clinic``.
         lang: The question's language (ISO 639-1).
         text: The question as a user writes it.
         kind: ``tool``, ``not_found`` or ``no_tool``.
@@ -646,10 +851,59 @@ QUESTIONS: tuple[DomainQuestion, ...] = (
     _Q("library", "it", "Ciao! Grazie mille per l'aiuto.", kind="no_tool"),
     _Q("library", "pt", "Qual é a capital da Austrália?", kind="no_tool"),
     _Q("library", "en", "hey there :)", kind="no_tool"),
+    # clinic
+    _Q("clinic", "en", "Anything I should know about appointment APT-2026-00417?", tool="get_appointment",
+       args={"appointment_id": "APT-2026-00417"}, facts=("2026-12-09", "10:30")),
+    _Q("clinic", "ru", "Во сколько у меня приём APT-2026-00452 и в каком кабинете?", tool="get_appointment",
+       args={"appointment_id": "APT-2026-00452"}, facts=("14:15", "R1.03")),
+    _Q("clinic", "en", "Is my appointment APT-2026-00471 still on?", tool="get_appointment",
+       args={"appointment_id": "APT-2026-00471"}, facts=("cancelled",)),
+    _Q("clinic", "id", "Siapa dokter yang menangani janji APT-2026-00489?", tool="get_appointment",
+       args={"appointment_id": "APT-2026-00489"}, facts=("Okafor",)),
+    _Q("clinic", "vi", "Lịch hẹn APT-2026-00468 của tôi là ngày nào vậy?", tool="get_appointment",
+       args={"appointment_id": "APT-2026-00468"}, facts=("2026-12-15",)),
+    _Q("clinic", "ja", "患者P-88-1043の保険証の番号を教えてください。", tool="get_patient",
+       args={"patient_no": "P-88-1043"}, facts=("MS-55120",)),
+    _Q("clinic", "pt", "Em que ano nasceu a paciente P-91-2207?", tool="get_patient",
+       args={"patient_no": "P-91-2207"}, facts=("1991",)),
+    _Q("clinic", "it", "Il paziente P-75-0318 ha qualche allergia?", tool="get_patient",
+       args={"patient_no": "P-75-0318"}, facts=("latex",)),
+    _Q("clinic", "ko", "P-88-1043 환자는 마지막으로 언제 왔었어요?", tool="get_patient",
+       args={"patient_no": "P-88-1043"}, facts=("2026-11-18",)),
+    _Q("clinic", "ru", "Есть ли у доктора Окафор свободное время 2026-12-10?", tool="doctor_free_slots",
+       args={"doctor": "Okafor", "day": "2026-12-10"}, facts=("08:30",)),
+    _Q("clinic", "en", "Can I still get in to see Dr Lindqvist on 2026-12-10? What time?", tool="doctor_free_slots",
+       args={"doctor": "Lindqvist", "day": "2026-12-10"}, facts=("13:00",)),
+    _Q("clinic", "vi", "Bác sĩ Nguyen còn giờ trống nào vào ngày 2026-12-14 không?", tool="doctor_free_slots",
+       args={"doctor": "Nguyen", "day": "2026-12-14"}, facts=("09:40", "10:20")),
+    _Q("clinic", "it", "La dottoressa Santos ha un posto libero il 2026-12-09?", tool="doctor_free_slots",
+       args={"doctor": "Santos", "day": "2026-12-09"}, facts=("17:00",)),
+    _Q("clinic", "id", "Apa saja jadwal kontrol pasien P-91-2207 dalam dua minggu ke depan?",
+       tool="upcoming_appointments", args={"patient_no": "P-91-2207", "days_ahead": 14},
+       facts=("APT-2026-00452", "APT-2026-00489")),
+    _Q("clinic", "en", "What's coming up for P-88-1043 this week?", tool="upcoming_appointments",
+       args={"patient_no": "P-88-1043"}, facts=("APT-2026-00417",)),
+    _Q("clinic", "en", "Please book P-88-1043 in with Dr Okafor on 2026-12-10.", tool="book_appointment",
+       args={"patient_no": "P-88-1043", "doctor": "Okafor", "day": "2026-12-10"}, facts=("APT-2026-00500", "08:30")),
+    _Q("clinic", "ja", "インフルエンザの予防接種はいくらですか？", tool="find_service", args={}, facts=("35.00",)),
+    _Q("clinic", "pt", "Vocês fazem fisioterapia? Precisa de encaminhamento?", tool="find_service", args={},
+       facts=("SRV-415",)),
+    _Q("clinic", "ko", "점 같은 거 피부 검사(skin check) 받으려면 얼마예요?", tool="find_service", args={},
+       facts=("80.00",)),
+    _Q("clinic", "it", "A che piano si trova la stanza R2.14?", tool="room_directions", args={"room": "R2.14"},
+       facts=("2",)),
+    _Q("clinic", "id", "Ruang R3.02 ada di lantai berapa, dan lewat lift mana?", tool="room_directions",
+       args={"room": "R3.02"}, facts=("3",)),
+    _Q("clinic", "ru", "Покажите, пожалуйста, запись APT-2026-09999.", kind="not_found", tool="get_appointment",
+       args={"appointment_id": "APT-2026-09999"}),
+    _Q("clinic", "id", "Tolong cek data pasien P-00-0000.", kind="not_found", tool="get_patient",
+       args={"patient_no": "P-00-0000"}),
+    _Q("clinic", "vi", "Xin chào! Cảm ơn bạn rất nhiều nhé.", kind="no_tool"),
+    _Q("clinic", "ko", "내일 서울 날씨 어때요?", kind="no_tool"),
 )
 """The question set: the measure, never tuned to."""
 
-LANGUAGES: tuple[str, ...] = ("en", "ko", "ja", "zh", "es", "de", "fr", "pt", "it")
+LANGUAGES: tuple[str, ...] = ("en", "ko", "ja", "zh", "es", "de", "fr", "pt", "it", "ru", "vi", "id")
 """The languages of the questions; the detector chooses among these."""
 
 # --------------------------------------------------------------------------- scoring rules
@@ -667,6 +921,10 @@ NOT_FOUND_CUES: tuple[str, ...] = (
     "could not locate", "no book", "no loan",
     "não encontr", "não existe", "nenhum", "não há", "não tem", "desconhecid",
     "non trovat", "non esiste", "nessun", "non ci sono", "non risulta", "non ha", "sconosciut",
+    "not registered", "not_found", "no appointment", "no free slot",
+    "не найден", "не найдена", "не найдено", "нет", "не существует", "не вернул", "неизвестн", "отсутству",
+    "không tìm thấy", "không có", "không tồn tại", "không trả về",
+    "tidak ditemukan", "tidak ada", "tidak terdaftar", "tidak dikenal", "belum terdaftar",
 )
 """How an answer says that nothing was found, in the bench's languages ("returned no data",
 the engine's own sentence for it, among them)."""
@@ -681,6 +939,8 @@ _DATE = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
 _TIME = re.compile(r"(?<!\d)(\d{1,2}):(\d{2})(?!\d)")
 _MIXED = re.compile(r"(?<![A-Za-z0-9_/])(?=[A-Za-z0-9/-]*\d)(?=[A-Za-z0-9/-]*[A-Za-z])[A-Za-z0-9]+(?:[/-][A-Za-z0-9]+)+|"
                     r"(?<![A-Za-z0-9_/])(?=[A-Za-z]*\d)(?:[A-Za-z]{2,}\d+|[A-Za-z]\d{4,})(?![A-Za-z0-9_])")
+# a letter, a floor number, a dot and digits (a room code R2.14): one code, not a decimal number
+_ROOM = re.compile(r"(?<![A-Za-z0-9_./])[A-Za-z]\d+\.\d+(?![\d.A-Za-z])")
 _NUMBER = re.compile(r"(?<![\d.])\d+(?:[.,]\d+)?(?![\d])")
 _LIST_NUMBER = re.compile(r"^(\s*(?:[-*]\s*)?)\d{1,2}[.)](?=\s)", re.MULTILINE)
 
@@ -694,14 +954,14 @@ def values_of(text: str) -> dict[str, set[str]]:
     Returns:
         ``{"email": …, "uuid": …, "date": …, "time": …, "code": …, "number": …}``: e-mails and
         UUIDs lower-cased, ISO dates, ``HH:MM`` times (``9:30`` is ``09:30``), codes (``AB/100``, ``KB-1042``,
-        ``TRK77120453``, ``M00042``, the dashed ISBN ``978-3-16-148410-0``, upper-cased) and the remaining numbers normalized
+        ``TRK77120453``, ``M00042``, the dashed ISBN ``978-3-16-148410-0``, the room code ``R2.14``, upper-cased) and the remaining numbers normalized
         (:func:`answer_quality._norm_number`; a decimal comma reads as a point; list
         numbering at a line start is not a number).
     """
     found: dict[str, set[str]] = {k: set() for k in ("email", "uuid", "date", "time", "code", "number")}
     rest = text
     for kind, pattern in (("email", _EMAIL), ("uuid", _UUID), ("code", _DASHED), ("date", _DATE), ("time", _TIME),
-                          ("code", _MIXED)):
+                          ("code", _MIXED), ("code", _ROOM)):
         for m in pattern.finditer(rest):
             found[kind].add(m.group(0).lower() if kind in ("email", "uuid") else m.group(0).upper()
                             if kind == "code" else f"{int(m.group(1)):02d}:{m.group(2)}" if kind == "time"
@@ -767,7 +1027,7 @@ def _prose(text: str) -> str:
     """``text`` without values, table rows and Markdown marks: what is left is the language."""
     lines = [line for line in text.splitlines() if line.count("|") < 2]
     rest = "\n".join(lines)
-    for pattern in (_EMAIL, _UUID, _DASHED, _DATE, _TIME, _MIXED, _NUMBER):
+    for pattern in (_EMAIL, _UUID, _DASHED, _DATE, _TIME, _MIXED, _ROOM, _NUMBER):
         rest = pattern.sub(" ", rest)
     return re.sub(r"[*_`#>|\[\]()]", " ", rest)
 
@@ -888,6 +1148,7 @@ SEARCH_PROBES: dict[str, dict[str, str]] = {
     "KB-1042": {"query": "vpn token"}, "KB-2210": {"query": "printer jam"}, "KB-3307": {"query": "mailbox"},
     "978-1-4028-9462-6": {"text": "Morita"}, "978-0-306-40615-7": {"text": "Ekberg"},
     "978-2-07-036822-8": {"text": "Jardin"},
+    "35.00": {"text": "flu"}, "SRV-415": {"text": "physiotherapy"}, "80.00": {"text": "skin check"},
 }
 """Arguments of a free-text search that finds a question's first fact (the question names no
 argument a call must carry: any wording of the search counts)."""

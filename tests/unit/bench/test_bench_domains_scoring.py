@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+
+import pytest
+
 from tests.helpers import REPO
 
 _BENCH = REPO / "bench"
@@ -29,13 +32,14 @@ def _tools(domain: str) -> dict:
     return {tool.name: tool for tool in dm.build_domain_tools(domain)}
 
 
-def test_the_question_set_spans_three_domains_nine_languages_and_every_kind():
-    assert len(dm.QUESTIONS) >= 60
-    assert {q.domain for q in dm.QUESTIONS} == set(dm.DOMAINS) == {"shop", "helpdesk", "library"}
-    assert {q.lang for q in dm.QUESTIONS} == set(dm.LANGUAGES) >= {"en", "ko", "ja", "zh", "es", "de", "fr", "pt", "it"}
+def test_the_question_set_spans_four_domains_twelve_languages_and_every_kind():
+    assert len(dm.QUESTIONS) >= 90
+    assert {q.domain for q in dm.QUESTIONS} == set(dm.DOMAINS) == {"shop", "helpdesk", "library", "clinic"}
+    assert {q.lang for q in dm.QUESTIONS} == set(dm.LANGUAGES) >= {
+        "en", "ko", "ja", "zh", "es", "de", "fr", "pt", "it", "ru", "vi", "id"}
     for domain in dm.DOMAINS:
         tools = _tools(domain)
-        assert len(tools) == 5
+        assert len(tools) == (7 if domain == "clinic" else 5)
         mine = [q for q in dm.QUESTIONS if q.domain == domain]
         assert {q.kind for q in mine} == {"tool", "not_found", "no_tool"}, domain
         assert {q.tool for q in mine if q.tool} == set(tools), domain  # every tool is asked for
@@ -247,3 +251,60 @@ def test_a_polite_not_found_reply_reported_in_portuguese_or_italian_counts_as_no
     hit = dm.aq.Call("search_catalogue", {"text": "Aiko Morita"}, dm.search_catalogue("Aiko Morita"))
     assert dm.score_domain_run(search, [hit], "Yes: A Grammar of Clouds (978-1-4028-9462-6), 4 copies free.",
                                "covered").carries_facts
+
+
+def test_the_clinic_tools_reply_in_key_value_lines_in_csv_and_with_an_optional_day_count():
+    record = dict(line.split("=", 1) for line in dm.get_appointment("apt-2026-00417").splitlines())
+    assert record["appointment_id"] == "APT-2026-00417" and record["room"] == "R2.14" and record["time"] == "10:30"
+    assert dm.get_appointment("APT-2026-09999") == "error=not_found\nappointment_id=APT-2026-09999"
+    slots = dm.doctor_free_slots("Okafor", "2026-12-10").splitlines()
+    assert slots[0] == "time,room,minutes" and slots[1] == "08:30,R2.14,20" and len(slots) == 4
+    assert dm.doctor_free_slots("Nguyen", "2026-12-10") == "time,room,minutes\n"  # the header alone: no slot
+    week = dm.upcoming_appointments("P-91-2207").splitlines()
+    fortnight = dm.upcoming_appointments("P-91-2207", days_ahead=14).splitlines()
+    assert week[0] == fortnight[0] == "appointment,date,time,doctor,room,status"
+    assert [row.split(",")[0] for row in week[1:]] == ["APT-2026-00452"]
+    assert [row.split(",")[0] for row in fortnight[1:]] == ["APT-2026-00452", "APT-2026-00489"]
+    tools = _tools("clinic")
+    schema = tools["upcoming_appointments"].args_schema.model_json_schema()
+    assert schema["required"] == ["patient_no"] and schema["properties"]["days_ahead"]["default"] == 7
+    assert set(tools["doctor_free_slots"].args_schema.model_json_schema()["required"]) == {"doctor", "day"}
+    booked = dm.book_appointment("P-88-1043", "Okafor", "2026-12-10")
+    assert "APT-2026-00500" in booked and "08:30" in booked
+    assert dm.book_appointment("P-88-1043", "Okafor", "2026-12-10") == booked  # it writes nothing: runs stay alike
+    for call, args in ((tools["get_patient"], {"patient_no": "P-00-0000"}),
+                       (tools["book_appointment"], {"patient_no": "P-88-1043", "doctor": "Santos", "day": "2026-12-10"})):
+        with pytest.raises(dm.ToolException):  # an unknown patient, a day with no slot: the error text
+            call.func(**args)
+    assert ":param appointment_id:" in tools["get_appointment"].description
+    assert "Example:" in tools["get_patient"].description and "Example:" in tools["find_service"].description
+    assert dm.find_service("zeppelin") == "0 services."
+
+
+def test_a_room_code_and_the_clinics_ids_are_whole_values_and_the_new_languages_are_told_apart():
+    found = dm.values_of("Приём APT-2026-00452 в 14:15, кабинет R1.03; пациент P-91-2207, полис HP-30871, 48.00 EUR")
+    assert found["code"] == {"APT-2026-00452", "R1.03", "P-91-2207", "HP-30871"}
+    assert found["time"] == {"14:15"} and found["number"] == {"48"} and found["date"] == set()
+    sources = ["Ruang R3.02 ada di lantai berapa?", dm.room_directions("R3.02")]
+    assert dm.invented_values("Ruang R3.02 ada di lantai 3, lift C.", sources) == []
+    assert dm.invented_values("Ruang R3.20 ada di lantai 3.", sources) == ["code:R3.20"]
+    assert not dm.fact_in_answer("2", "La stanza R2.14.") and dm.fact_in_answer("2", "La stanza R2.14 è al piano 2.")
+    assert dm.detect_language("Приём APT-2026-00452 назначен на 14:15 в кабинете R1.03.") == "ru"
+    assert dm.detect_language("Lịch hẹn APT-2026-00468 của bạn là ngày 2026-12-15.") == "vi"
+    assert dm.detect_language("Dokter untuk janji APT-2026-00489 adalah dr. Okafor.") == "id"
+
+
+def test_nothing_found_said_in_russian_vietnamese_or_indonesian_counts():
+    q = next(q for q in dm.QUESTIONS if q.text == "Покажите, пожалуйста, запись APT-2026-09999.")
+    call = dm.aq.Call("get_appointment", {"appointment_id": "APT-2026-09999"}, dm.get_appointment("APT-2026-09999"))
+    said = dm.score_domain_run(q, [call], "Запись APT-2026-09999 не найдена.", "not_found")
+    assert said.right_call and said.carries_facts and said.answer_language and not said.not_found_covered
+    shown = dm.score_domain_run(q, [call], "Вот данные по записи APT-2026-09999: appointment_id=APT-2026-09999",
+                                "covered")
+    assert not shown.carries_facts and shown.not_found_covered  # the record's id echoed back is no "nothing found"
+    patient = next(q for q in dm.QUESTIONS if q.text == "Tolong cek data pasien P-00-0000.")
+    error = dm.aq.Call("get_patient", {"patient_no": "P-00-0000"}, "", "Patient P-00-0000 is not registered.")
+    assert dm.score_domain_run(patient, [error], "Pasien P-00-0000 tidak terdaftar di klinik ini.",
+                               "not_found").carries_facts
+    greeting = next(q for q in dm.QUESTIONS if q.text.startswith("Xin chào"))
+    assert dm.score_domain_run(greeting, [], "Xin chào! Tôi có thể giúp gì cho bạn?", "final_answer").answer_language
