@@ -921,7 +921,7 @@ NOT_FOUND_CUES: tuple[str, ...] = (
     "could not locate", "no book", "no loan",
     "não encontr", "não existe", "nenhum", "não há", "não tem", "desconhecid",
     "non trovat", "non esiste", "nessun", "non ci sono", "non risulta", "non ha", "sconosciut",
-    "not registered", "not_found", "no appointment", "no free slot",
+    "not registered", "no appointment", "no free slot",
     "не найден", "не найдена", "не найдено", "нет", "не существует", "не вернул", "неизвестн", "отсутству",
     "không tìm thấy", "không có", "không tồn tại", "không trả về",
     "tidak ditemukan", "tidak ada", "tidak terdaftar", "tidak dikenal", "belum terdaftar",
@@ -940,7 +940,7 @@ _TIME = re.compile(r"(?<!\d)(\d{1,2}):(\d{2})(?!\d)")
 _MIXED = re.compile(r"(?<![A-Za-z0-9_/])(?=[A-Za-z0-9/-]*\d)(?=[A-Za-z0-9/-]*[A-Za-z])[A-Za-z0-9]+(?:[/-][A-Za-z0-9]+)+|"
                     r"(?<![A-Za-z0-9_/])(?=[A-Za-z]*\d)(?:[A-Za-z]{2,}\d+|[A-Za-z]\d{4,})(?![A-Za-z0-9_])")
 # a letter, a floor number, a dot and digits (a room code R2.14): one code, not a decimal number
-_ROOM = re.compile(r"(?<![A-Za-z0-9_./])[A-Za-z]\d+\.\d+(?![\d.A-Za-z])")
+_ROOM = re.compile(r"(?<![A-Za-z0-9_./])[A-Za-z]\d+\.\d+(?!\.?\d|[A-Za-z])")
 _NUMBER = re.compile(r"(?<![\d.])\d+(?:[.,]\d+)?(?![\d])")
 _LIST_NUMBER = re.compile(r"^(\s*(?:[-*]\s*)?)\d{1,2}[.)](?=\s)", re.MULTILINE)
 

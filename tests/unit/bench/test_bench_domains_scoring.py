@@ -289,6 +289,7 @@ def test_a_room_code_and_the_clinics_ids_are_whole_values_and_the_new_languages_
     assert dm.invented_values("Ruang R3.02 ada di lantai 3, lift C.", sources) == []
     assert dm.invented_values("Ruang R3.20 ada di lantai 3.", sources) == ["code:R3.20"]
     assert not dm.fact_in_answer("2", "La stanza R2.14.") and dm.fact_in_answer("2", "La stanza R2.14 è al piano 2.")
+    assert dm.invented_values("Ecco cosa riportano gli strumenti su R2.14.", [dm.room_directions("R2.14")]) == []
     assert dm.detect_language("Приём APT-2026-00452 назначен на 14:15 в кабинете R1.03.") == "ru"
     assert dm.detect_language("Lịch hẹn APT-2026-00468 của bạn là ngày 2026-12-15.") == "vi"
     assert dm.detect_language("Dokter untuk janji APT-2026-00489 adalah dr. Okafor.") == "id"
@@ -299,9 +300,9 @@ def test_nothing_found_said_in_russian_vietnamese_or_indonesian_counts():
     call = dm.aq.Call("get_appointment", {"appointment_id": "APT-2026-09999"}, dm.get_appointment("APT-2026-09999"))
     said = dm.score_domain_run(q, [call], "Запись APT-2026-09999 не найдена.", "not_found")
     assert said.right_call and said.carries_facts and said.answer_language and not said.not_found_covered
-    shown = dm.score_domain_run(q, [call], "Вот данные по записи APT-2026-09999: appointment_id=APT-2026-09999",
-                                "covered")
-    assert not shown.carries_facts and shown.not_found_covered  # the record's id echoed back is no "nothing found"
+    shown = dm.score_domain_run(q, [call], "Вот что сообщают инструменты по запросу «APT-2026-09999».\n\n"
+                                "- error=not_found\n- appointment_id=APT-2026-09999", "covered")
+    assert not shown.carries_facts and shown.not_found_covered  # the tool's raw flag echoed is no "nothing found"
     patient = next(q for q in dm.QUESTIONS if q.text == "Tolong cek data pasien P-00-0000.")
     error = dm.aq.Call("get_patient", {"patient_no": "P-00-0000"}, "", "Patient P-00-0000 is not registered.")
     assert dm.score_domain_run(patient, [error], "Pasien P-00-0000 tidak terdaftar di klinik ini.",
