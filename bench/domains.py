@@ -627,7 +627,9 @@ class _BookArgs(BaseModel):
 
 def book_appointment(patient_no: str, doctor: str, day: str) -> str:
     """Book the first free slot of a doctor on a day for a patient and return the new
-    appointment id. (The bench's clinic confirms without writing: every run sees the same data.)"""
+    appointment id. (The bench's clinic confirms without writing: every run sees the same data;
+    the tool declares ``side_effects`` as a real booking tool would, and no approval, which the
+    bench cannot give.)"""
     key = patient_no.strip().upper()
     if key not in PATIENTS:
         raise ToolException(f"Patient {patient_no} is not registered at this clinic.")
@@ -670,11 +672,12 @@ def room_directions(room: str) -> str:
             f"Step-free: {r['step_free']}.")
 
 
-def _tool(func: Any, schema: type[BaseModel]) -> BaseTool:
+def _tool(func: Any, schema: type[BaseModel], metadata: dict[str, Any] | None = None) -> BaseTool:
     """A structured tool from ``func`` with its docstring as the description (its own style
-    kept) and ``schema`` as its arguments; a :class:`ToolException` becomes the error text."""
+    kept), ``schema`` as its arguments and ``metadata`` as the tool's own; a
+    :class:`ToolException` becomes the error text."""
     return StructuredTool.from_function(func=func, name=func.__name__, description=(func.__doc__ or "").strip(),
-                                        args_schema=schema)
+                                        args_schema=schema, metadata=metadata)
 
 
 def build_domain_tools(domain: str) -> list[BaseTool]:
@@ -695,7 +698,7 @@ def build_domain_tools(domain: str) -> list[BaseTool]:
                             _tool(search_catalogue, _CatalogueArgs)],
         "clinic": lambda: [_tool(get_appointment, _AppointmentArgs), _tool(get_patient, _PatientArgs),
                            _tool(doctor_free_slots, _SlotArgs), _tool(upcoming_appointments, _UpcomingArgs),
-                           _tool(book_appointment, _BookArgs), _tool(find_service, _ServiceSearchArgs),
+                           _tool(book_appointment, _BookArgs, {"side_effects": True}), _tool(find_service, _ServiceSearchArgs),
                            _tool(room_directions, _RoomArgs)],
     }[domain]()
 

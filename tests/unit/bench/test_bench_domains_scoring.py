@@ -272,6 +272,7 @@ def test_the_clinic_tools_reply_in_key_value_lines_in_csv_and_with_an_optional_d
     booked = dm.book_appointment("P-88-1043", "Okafor", "2026-12-10")
     assert "APT-2026-00500" in booked and "08:30" in booked
     assert dm.book_appointment("P-88-1043", "Okafor", "2026-12-10") == booked  # it writes nothing: runs stay alike
+    assert [name for name, tool in tools.items() if (tool.metadata or {}).get("side_effects")] == ["book_appointment"]
     for call, args in ((tools["get_patient"], {"patient_no": "P-00-0000"}),
                        (tools["book_appointment"], {"patient_no": "P-88-1043", "doctor": "Santos", "day": "2026-12-10"})):
         with pytest.raises(dm.ToolException):  # an unknown patient, a day with no slot: the error text
