@@ -16,7 +16,7 @@ from langchain_core.tools import BaseTool
 from reactgraph.protocol.action_schema import enum_strings, offered_args_schema, tool_args_schema, value_shape
 from reactgraph.protocol.actions import message_text
 from reactgraph.tools.echoes import echoes_tool
-from reactgraph.tools.notation import fold
+from reactgraph.tools.notation import FORMAT_MASK, fold
 from reactgraph.protocol.jsonparse import safe_json
 from reactgraph.protocol.messages import user_wrote
 from reactgraph.tools.values import argument_leaves, value_tokens, whole_value, written_in
@@ -166,6 +166,8 @@ class QueryValues:
           model's to compute;
         * an empty value (``""``, ``[]``, ``{}``) for a required argument: the call gives nothing
           to act on;
+        * a date or time written as its format's letters (``"YYYY-MM-DD"``,
+          :data:`~reactgraph.tools.notation.FORMAT_MASK`): a description's placeholder;
         * a text argument whose value repeats the tool's own name or words
           (:func:`~reactgraph.tools.echoes.echoes_tool`: ``"query": "search_products"``), unless
           the user wrote it.
@@ -186,6 +188,9 @@ class QueryValues:
         schema = self.args_schema(tool_name)
         said: str | None = None
         for path, value in argument_leaves(args):
+            if isinstance(value, str) and FORMAT_MASK.fullmatch(value.strip()):
+                out.append((path, value))  # "YYYY-MM-DD" copied from a description: no day at all
+                continue
             if echoes_tool(value, tool.name, tool.description or "", schema):
                 if said is None:
                     said = fold(" ".join(message_text(message) for message in messages if user_wrote(message)))

@@ -62,8 +62,8 @@ from reactgraph.answer.grounding import informative
 from reactgraph.core.language import turn_language
 from reactgraph.policy.parts import names_record, part_values, question_parts
 from reactgraph.protocol.prompts import SELECTION_SYSTEM, SELECTION_USER
-from reactgraph.tools.ranking import ToolRanker, catalog_line
-from reactgraph.tools.approval import may_need_approval
+from reactgraph.tools.ranking import ToolRanker, catalog_line, tokenize
+from reactgraph.tools.approval import changes_something
 from reactgraph.tools.values import ValueReader, value_tokens, without_values
 from reactgraph.engine.state import AgentState
 from reactgraph.protocol.structured import structured_llm_call
@@ -335,7 +335,7 @@ class SelectTools:
                            or settled_without_model(ranked, settings.tool_selection_max))
                 return {"selected_tools": settled} if settled else {}
             if len(chosen) > 1:  # several take the record: its words, or else the record's subject, choose
-                chosen = self._record_only_choice(query, language) or chosen
+                chosen = self._record_only_choice(query, language) or self._reads_unless_named(chosen, query, language)
             # Whatever an answer says about a value a tool takes is that tool's data
             # (``require_tool_data``): the first loop call is asked for a call at once.
             return {"selected_tools": chosen, "chosen_by_values": True,
@@ -464,12 +464,37 @@ class SelectTools:
             return None
         return self._unplaced_choice(values, set())
 
+    def _reads_unless_named(self, names: list[str], query: str, language: str | None) -> list[str]:
+        """``names`` less the tools that change something
+        (:func:`~reactgraph.tools.approval.changes_something`: a booking, a cancellation) whose
+        words the question does not share, the values it names aside
+        (:meth:`~reactgraph.tools.ranking.ToolRanker.shared_subjects`: a doctor's name is the
+        booking tool's enum word and the free slots' too): a question that only
+        names a record a booking tool also takes ("Em que ano nasceu a paciente P-91-2207?") asks
+        to read it, and a small model offered the booking tool beside the reads calls it by its
+        place in the list. All of ``names`` when that would leave none.
+
+        Args:
+            names: The tools the question's values chose, best first.
+            query: The question.
+            language: Its language (``None``: unknown).
+
+        Returns:
+            The tools to offer, best first."""
+        ranker = self.engine.ranker
+        named = {token for value in self.engine.named_values(query)
+                 for tongue in {language, *ranker.languages} for token in tokenize(value, tongue)}
+        shared = {name: words - named for name, words in ranker.shared_subjects(query, language).items()}
+        policy = self.engine.settings.approval
+        kept = [name for name in names if shared.get(name) or not changes_something(self.engine.tools.get(name), policy)]
+        return kept or names
+
     def _unplaced_choice(self, values: Sequence[str], taken: set[str]) -> list[str] | None:
         """The tool of a part whose words choose none (:func:`words_choose_nothing`), without a
         model call: among the tools that take a record the part is about
         (:func:`~reactgraph.policy.parts.names_record`), that no other part chose first
-        (``taken``: that part's data is already asked for) and that run without a person's
-        approval (a tool that changes something is never a default), a tool the record is the
+        (``taken``: that part's data is already asked for) and that only read (a tool that changes
+        something, :func:`~reactgraph.tools.approval.changes_something`, is never a default), a tool the record is the
         subject of (a required argument taking one value takes it) before one it only filters
         or lists, then registration order. ``None`` when no tool is left.
 
@@ -480,7 +505,7 @@ class SelectTools:
         policy = self.engine.settings.approval
         ranked: list[tuple[int, int, str]] = []
         for index, (name, tool) in enumerate(self.engine.tools.items()):
-            if name in taken or may_need_approval(tool, policy):
+            if name in taken or changes_something(tool, policy):
                 continue
             arguments = [argument for argument in self.engine.values.arguments.get(name, ())
                          if any(argument.fits(value) for value in records)]

@@ -32,6 +32,7 @@ from reactgraph.core.bounds import finite_json, storable_problem
 from reactgraph.core.errors import DecisionError
 from reactgraph.protocol.jsonparse import safe_json
 from reactgraph.engine.state import StepRecord
+from reactgraph.tools.runner import has_side_effects
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +88,22 @@ def may_need_approval(tool: BaseTool | None, policy: Mapping[str, ApprovalRule] 
     or ``False``): a tool that changes something, whatever its calls' arguments. Such a tool
     is never chosen by default, and its confirmation is no data a part of a question asks for."""
     return approval_rule(tool, policy) not in ("never", False)
+
+
+def changes_something(tool: BaseTool | None, policy: Mapping[str, ApprovalRule] | None) -> bool:
+    """Whether ``tool`` writes, not only reads: it declares side effects
+    (:func:`~reactgraph.tools.runner.has_side_effects`: ``metadata={"side_effects": True}``, MCP's
+    ``destructiveHint``) or some call of it may need a person's approval
+    (:func:`may_need_approval`). Such a tool is never a default choice, nor offered to a small
+    model for a question whose words do not name it.
+
+    Args:
+        tool: A tool (``None``: none).
+        policy: ``AgentSettings.approval``.
+
+    Returns:
+        True for a tool that may change something."""
+    return has_side_effects(tool) is True or may_need_approval(tool, policy)
 
 
 def check_rule(name: str, rule: Any) -> None:

@@ -126,6 +126,10 @@ TIME_OF_DAY = re.compile(r"(?<![\d:.,])(?:[01]?\d|2[0-3]):[0-5]\d(?::[0-5]\d)?(?
 DATE_TIME = re.compile(r"[T ]((?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d)?)")
 """The time of an ISO date-time (``2026-12-06T10:15:00``), its group 1."""
 
+FORMAT_MASK = re.compile(r"(?:[YMDHSAJT]{1,4}|[ymdhsajt]{1,4})(?:[-/.:_ T](?:[YMDHSAJT]{1,4}|[ymdhsajt]{1,4})){1,5}")
+"""A date or time written as its format's letters (``YYYY-MM-DD``, ``DD.MM.YYYY``, ``hh:mm``,
+``AAAA-MM-JJ``): a description's placeholder, never a value (searched with ``fullmatch``)."""
+
 CLOCK_MARKER = re.compile(r"\s*[AaPp]\.?\s?[Mm]\.?")
 """What may follow a time of day in one value: a 12-hour clock's marker (``AM``, ``p.m.``)."""
 

@@ -131,7 +131,7 @@ def outcome_digest(observation: Any, error: Any) -> str:
 
 _EMPTY_RESULTS = frozenset({"", "[]", "{}", "()", "null", "none", '""', "''", "n/a"})
 _NOTHING_FOUND = re.compile(
-    r"\b(?:not\s+found|no\s+such\b|nothing\s+(?:was\s+)?(?:found|matche[sd])|does\s*n[o']t\s+exist|do\s*n[o']t\s+exist"
+    r"\b(?:not[\s_-]+found|no\s+such\b|nothing\s+(?:was\s+)?(?:found|matche[sd])|does\s*n[o']t\s+exist|do\s*n[o']t\s+exist"
     r"|no\s+(?:\S+\s+){0,3}(?:found|match(?:es|ed|ing)?)\b|no\s+results?\b|0\s+results?\b|not\s+(?:a\s+)?(?:known|recogni[sz]ed)"
     r"|unknown\s+(?!error\b)\w+|(?:could|can)\s*(?:n[o']t|not)\s+(?:be\s+)?(?:find|found|locate[d]?)"
     r"|unable\s+to\s+(?:find|locate))",

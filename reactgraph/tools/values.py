@@ -11,8 +11,10 @@ What an argument takes is read from its JSON schema (:class:`ArgumentValues`):
 * ``enum`` — its values, matched by words (letter case, accents and width folded, Latin
   words by stem: "failed" names ``fail``); an enum of several words that differ only in
   their last ones (``Line A``, ``Line B``) is matched by those last words after a word in
-  another script ("ライン B" names ``Line B``) — nothing else is translated, so a value the
-  question writes in another language ("高" for ``high``) is not matched and never replaced;
+  another script ("ライン B" names ``Line B``), and a word of another alphabet by its
+  transliteration (``anyascii``: "Окафор" names ``Okafor``) — nothing else is translated, so a
+  value the question writes in another language ("高" for ``high``) is not matched and never
+  replaced;
 * ``format`` — ``email``, ``uuid``, ``uri``/``url``, ``date`` and ``date-time`` (an argument
   named ``email``, ``staff_email``… takes an e-mail address without saying so);
 * ``pattern`` — the schema's regular expression, searched as a whole token;
@@ -45,10 +47,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from anyascii import anyascii
+
 from reactgraph.tools.echoes import echoes_schema, echoes_tool  # noqa: F401 (re-exported)
 from reactgraph.tools.notation import (  # noqa: F401 (re-exported)
-    CLOCK_MARKER, DATE_MARKERS, DATE_TIME, MONTH_NAMES, TIME_OF_DAY, clock_readings, description_examples, find_dates, fold,
-    normal_number, number_readings,
+    CLOCK_MARKER, DATE_MARKERS, DATE_TIME, MONTH_NAMES, TIME_OF_DAY, clock_readings,
+    description_examples, find_dates, fold, normal_number, number_readings,
 )
 
 Kind = str
@@ -508,6 +512,20 @@ class ValueReader:
                     if tuple(stems[index : index + len(tail)]) == tail and not _latin(words[index - 1][0]) \
                             and words[index][1] - words[index - 1][2] <= 1:
                         start, end = words[index - 1][1], words[index + len(tail) - 1][2]
+                        found.append(Found(text[start:end], value, "enum", start))
+                        break
+        # A value written in another alphabet than its enum's ("Окафор" for ``Okafor``, "Σάντος"
+        # for ``Santos``) is matched by its transliteration, word for word; nothing else is.
+        spelled = [self._stemmed(fold(anyascii(word))) if not _latin(word) else stem
+                   for (word, _, _), stem in zip(words, stems, strict=True)]
+        if spelled != stems:
+            named = {item.value for item in found}
+            for value, needle in self._enum_words.items():
+                if not needle or value in named:
+                    continue
+                for index in range(len(spelled) - len(needle) + 1):
+                    if spelled[index : index + len(needle)] == needle and stems[index : index + len(needle)] != needle:
+                        start, end = words[index][1], words[index + len(needle) - 1][2]
                         found.append(Found(text[start:end], value, "enum", start))
                         break
         return found

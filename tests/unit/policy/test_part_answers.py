@@ -268,3 +268,30 @@ async def test_a_quoted_name_is_offered_only_the_tools_that_take_free_text(quest
     offered = json.dumps(model.call_kwargs[0].get("response_format") or {})
     assert "search_catalogue" in offered
     assert "get_member" not in offered and "member_loans" not in offered
+
+
+def renewing_library_tools() -> list[StructuredTool]:
+    """The library hub with a tool that writes: it declares side effects, no approval."""
+    def renew_loans(member_no: str) -> str:
+        return f"Renewed every loan of {member_no}."
+
+    tools = library_tools()
+    tools.insert(1, StructuredTool.from_function(
+        renew_loans, name="renew_loans", description="Renew every loan of a member by four weeks.",
+        args_schema=tools[1].args_schema, metadata={"side_effects": True}))
+    return tools
+
+
+@pytest.mark.parametrize(("question", "offered", "held_back"), [
+    ("Quais livros o sócio M00042 tem emprestados?", ["get_member", "member_loans"], ["renew_loans"]),
+    ("M00042 회원 카드 정보", ["get_member", "member_loans"], ["renew_loans"]),
+    ("Please renew the loans of M00042.", ["renew_loans"], []),  # its words name the writing tool
+])
+async def test_a_tool_that_writes_is_offered_only_to_a_question_whose_words_name_it(question, offered, held_back):
+    """A question that only names a record the writing tool also takes asks to read it: the
+    writing tool is not offered beside the reads, where a small model would call it by its
+    place in the list."""
+    model = ScriptedChatModel(responses=[call(offered[0], {"member_no": "M00042"})])
+    await ReActAgent(model, renewing_library_tools(), abilities=SMALL_SCHEMA).run(question)
+    schema = json.dumps(model.call_kwargs[0].get("response_format") or {})
+    assert all(name in schema for name in offered) and not any(name in schema for name in held_back)

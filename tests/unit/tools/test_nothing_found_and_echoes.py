@@ -29,6 +29,7 @@ from tests.helpers import SMALL_SCHEMA, call_json, final
     ('{"found": true, "isbn": "978-3-16-148410-0", "title": "Solaris"}', False),
     ('{"available": false, "isbn": "978-3-16-148410-0"}', False),  # not on the shelf: a finding
     ("Card M00318 has no books on loan.", True),  # none for the one card asked
+    ("error=not_found\nappointment_id=APT-2026-09999", True),  # a key=value reply's own code
     ("Line B has no alarms between 2026-01-01 and 2026-01-07.", False),  # over a span: a finding
 ])
 def test_a_one_line_none_for_one_value_holds_no_data(observation, empty):

@@ -117,6 +117,15 @@ def test_each_value_is_one_whole_value_in_the_form_its_argument_takes(question, 
     assert reader().named(question) == values
 
 
+def test_a_name_written_in_another_alphabet_names_its_enum_value_by_transliteration():
+    doctors = ValueReader({"free_slots": {"type": "object", "properties": {
+        "doctor": {"type": "string", "enum": ["Okafor", "Santos", "Lindqvist"]}}}})
+    assert doctors.named("Есть ли у доктора Окафор свободное время?") == ["Okafor"]
+    assert doctors.named("Η γιατρός Σάντος έχει ελεύθερο ραντεβού;") == ["Santos"]
+    assert doctors.named("Линдквист завтра?") == []  # "Lindkvist": spelled otherwise, not guessed
+    assert doctors.named("高 priority") == []
+
+
 def test_a_sku_with_a_slash_is_not_cut_to_its_digits_and_ranks_its_tool_first():
     found = reader().find("Está disponible AB/100?")
     assert [(item.text, item.value, item.identifier) for item in found] == [("AB/100", "AB/100", True)]
@@ -432,6 +441,9 @@ def _records_tools(ran: list[tuple[str, dict]]) -> list[StructuredTool]:
     ("¿Quién juega al críquet hoy?", "match_schedule", {"date": "2022-01-01", "sport": "críquet"},
      [("date", "2022-01-01")]),
     ("Wer spielt am 3. März 2026 Cricket?", "match_schedule", {"date": "2026-03-03", "sport": "Cricket"}, []),
+    # a date written as its format's letters is a description's placeholder, whatever is written
+    ("Wer spielt am 3. März 2026 Cricket?", "match_schedule", {"date": "YYYY-MM-DD", "sport": "Cricket"},
+     [("date", "YYYY-MM-DD")]),
     # a time with its 12-hour clock's marker is one whole time: made up where no figure is written
     ("What time is it in Lima?", "match_schedule", {"date": "12:30 AM", "sport": "cricket"}, [("date", "12:30 AM")]),
     ("Who plays cricket at 7:15 p.m. on 2026-03-06?", "match_schedule", {"date": "7:15 p.m.", "sport": "cricket"}, []),
