@@ -499,7 +499,7 @@ def _word_claims(name: str, text: str, records: dict[str, _Record], vocabulary: 
 
 def claim_problems(answer: str, steps: Sequence[dict[str, Any]], question: str = "") -> list[str]:
     """The answer check's label for misattributed claims, next to
-    :func:`~reactgraph.answer.grounding.answer_problems`' labels.
+    :func:`~reactgraph.answer.fitness.answer_problems`' labels.
 
     Returns:
         ``["misattributed"]`` when :func:`misattributed_claims` finds one, else ``[]``.

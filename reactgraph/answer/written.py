@@ -176,7 +176,7 @@ def _plain(line: str) -> str:
 def written_problems(answer: str, steps: Sequence[dict[str, Any]], question: str, part_tools: Sequence[str],
                      language: str | None) -> list[str]:
     """The answer check's labels of this module, next to
-    :func:`~reactgraph.answer.grounding.answer_problems`' and
+    :func:`~reactgraph.answer.fitness.answer_problems`' and
     :func:`~reactgraph.answer.claims.claim_problems`'.
 
     Args:

@@ -135,7 +135,7 @@ class AgentSettings:
             action), and the synthesis call runs only where it adds something: after a stall
             or the iteration cap, with a ``response_format``, under ``grounding="enforce"``
             or ``answer_from_observations``, when the loop's answer fails
-            :func:`~reactgraph.answer.grounding.answer_problems` — another language, a JSON
+            :func:`~reactgraph.answer.fitness.answer_problems` — another language, a JSON
             value as the whole answer, an answer that begins mid-sentence… (it is withdrawn with an ``answer``
             ``reset`` event first), or after :data:`AUTO_SYNTHESIS_STEPS` tool calls or more.
             ``done`` and ``AgentResult.answer_source`` say which call wrote the answer.

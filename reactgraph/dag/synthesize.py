@@ -21,7 +21,7 @@ up. So:
   with the lead a yes/no or which/what goal gets, :func:`~reactgraph.answer.lead.choose_lead`),
   then what could not be found (the steps that failed or got no data);
 * ``grounding="enforce"``: the synthesis is written unseen and checked (values, facts
-  passed on, :func:`~reactgraph.answer.grounding.answer_problems`, a figure or state tied to
+  passed on, :func:`~reactgraph.answer.fitness.answer_problems`, a figure or state tied to
   the wrong record, :func:`~reactgraph.answer.claims.misattributed_claims`); one that fails —
   an id no step returned — is replaced by :func:`dag_observation_answer` with its lead;
 * ``"flag"``: the synthesis streams and values no step's tool returned are named under it;
@@ -43,7 +43,8 @@ from reactgraph.dag.settings import DAGSettings
 from reactgraph.dag.state import DAGState, PlanStep, StepResult
 from reactgraph.answer.claims import claim_problems
 from reactgraph.answer.written import written_problems
-from reactgraph.answer.grounding import answer_problems, check_grounding, observation_answer
+from reactgraph.answer.fitness import answer_problems
+from reactgraph.answer.grounding import check_grounding, observation_answer
 from reactgraph.core.language import detect_language, phrase
 from reactgraph.answer.lead import choose_lead
 from reactgraph.models.registry import ModelRegistry

@@ -230,7 +230,7 @@ class AnswerReset(AgentEvent):
     ``grounding_check_first``) and written again: a front end clears it. ``ungrounded`` lists
     the values the tool results do not hold; ``factless`` is true when it passed on none of
     them; ``problems`` (only when there are some) what else made it unfit to show
-    (:func:`reactgraph.answer.grounding.answer_problems`: ``language``, ``code_fence``,
+    (:func:`reactgraph.answer.fitness.answer_problems`: ``language``, ``code_fence``,
     ``raw_data``, ``fragment``, …; :func:`reactgraph.answer.claims.claim_problems`:
     ``misattributed``)."""
 

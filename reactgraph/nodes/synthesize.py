@@ -22,7 +22,7 @@ the answer is checked against the trace, the question and the earlier turns
   ``answer`` signal — "writing the answer…" — meanwhile, and never sees a draft that is
   withdrawn); without it, it streams, and one that fails is withdrawn with an ``answer``
   ``reset`` event ``{status: "reset", ungrounded, factless}`` before the next is written. It
-  stands when it is grounded, not factless and fit to show (:func:`~reactgraph.answer.grounding.answer_problems`: the question's language, no
+  stands when it is grounded, not factless and fit to show (:func:`~reactgraph.answer.fitness.answer_problems`: the question's language, no
   code fence, no tool call written out, no line twice — checked when successful observations
   exist to answer from instead, or when no tool ran; and no figure or state tied to a record that
   another record's lines hold, :func:`~reactgraph.answer.claims.misattributed_claims`; and what the
@@ -50,7 +50,7 @@ found ("n'est pas en cours d'exécution" for an unknown order was a 1.5B's answe
 Under ``AgentSettings.synthesis="auto"`` a loop answer that streamed already
 (``answer_streamed``, :mod:`reactgraph.answer.loop_answer`) is ended here without a model call:
 the ``flag`` note, ``answer`` ``done``, the grounding report; one unfit to show
-(:func:`~reactgraph.answer.grounding.answer_problems`) is withdrawn with a ``reset`` event and
+(:func:`~reactgraph.answer.fitness.answer_problems`) is withdrawn with a ``reset`` event and
 written by the synthesis call instead. ``answer_source`` says which call wrote the answer
 (``loop``, ``synthesis``, ``observations``).
 
@@ -66,9 +66,9 @@ from langchain_core.runnables import RunnableConfig
 
 from reactgraph.engine.bindings import Engine
 from reactgraph.events import OMIT, AnswerDelta, AnswerDone, AnswerReset, emit
+from reactgraph.answer.fitness import answer_problems
 from reactgraph.answer.grounding import (
     GroundingReport,
-    answer_problems,
     capabilities_answer,
     check_grounding,
     observation_answer,
@@ -224,7 +224,7 @@ class Synthesize:
 
     def _end_loop_answer(self, state: AgentState) -> dict[str, Any] | None:
         """The end of the loop's streamed answer (``synthesis="auto"``): unless it is unfit
-        to show (:func:`~reactgraph.answer.grounding.answer_problems`; then it is withdrawn with an
+        to show (:func:`~reactgraph.answer.fitness.answer_problems`; then it is withdrawn with an
         ``answer`` ``reset`` event and ``None`` returned, so synthesis writes the answer),
         the ``flag`` note, ``answer`` ``done`` and the grounding report, without a model call."""
         settings = self.engine.settings

@@ -123,7 +123,7 @@ SYNTHESIS_USER = "Question:\n{query}\n\nWork log:\n{trace}\n\nWrite the answer t
 PROMPT_HEADINGS: tuple[str, ...] = ("Question:", "Work log:", "Draft answer from the assistant:")
 """The section headings of the synthesis prompts (:data:`SYNTHESIS_USER`, the draft block of
 :mod:`reactgraph.answer.synthesis` and the DAG's). An answer holding one of them as a line of its
-own is the prompt written back, not an answer: :func:`reactgraph.answer.grounding.answer_problems`
+own is the prompt written back, not an answer: :func:`reactgraph.answer.fitness.answer_problems`
 flags it, so the engine's own words never reach the user as the answer."""
 
 

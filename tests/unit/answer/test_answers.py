@@ -14,9 +14,8 @@ from langchain_core.tools import StructuredTool
 from pydantic import BaseModel
 
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent
+from reactgraph.answer.fitness import answer_problems, begins_mid_sentence
 from reactgraph.answer.grounding import (
-    answer_problems,
-    begins_mid_sentence,
     capabilities_answer,
     check_grounding,
     derivable,
@@ -134,6 +133,9 @@ def test_answer_problems_find_what_a_person_would_not_call_an_answer():
     assert answer_problems("1. Get_equipment_status({\"equipment_id\": \"CNC-003\"})", "CNC-003?", tools) == ["tool_call"]
     assert answer_problems("Here:\n```\nState: warning\n```", "CNC-003?", tools) == ["code_fence"]
     assert answer_problems("The answer is: warning.\nThe answer is: warning.", "CNC-003?", tools) == ["repeated_line"]
+    # a phrase said over and over within one line: a small model's loop
+    assert "repeated_line" in answer_problems("내일 서울 날씨 어때요? " + "어때요? " * 12, "내일 서울 날씨 어때요?", tools)
+    assert answer_problems("Lines A, B, C, D, E and F run at 100 %.", "Which lines run?", tools) == []
     assert answer_problems("CNC-003 is in warning.", "CNC-003 상태 확인해줘", tools) == ["language"]
     assert answer_problems("CNC-003은 경고 상태입니다.", "CNC-003 상태 확인해줘", tools) == []
     assert answer_problems("  ", "q", tools) == ["empty"]

@@ -147,7 +147,7 @@ async def test_a_right_answer_of_two_records_is_kept():
     ("**¿Está parada la bomba PU-7?** Sí.", "¿Está parada la bomba PU-7?"),
 ])
 def test_an_answer_that_opens_with_the_question_is_the_prompt_written_back(answer, question):
-    from reactgraph.answer.grounding import answer_problems
+    from reactgraph.answer.fitness import answer_problems
 
     assert "prompt_echo" in answer_problems(answer, question)
     assert "prompt_echo" not in answer_problems("PU-7 is stopped.", question)

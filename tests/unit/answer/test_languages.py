@@ -12,7 +12,8 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import StructuredTool
 
 from reactgraph import AgentSettings, ModelAbilities, ReActAgent
-from reactgraph.answer.grounding import answer_problems, capabilities_answer, observation_answer
+from reactgraph.answer.fitness import answer_problems
+from reactgraph.answer.grounding import capabilities_answer, observation_answer
 from reactgraph.core.language import LANGUAGES, NEUTRAL, PHRASES, detect_language, language_name, phrase, reads_as
 from reactgraph.nodes.select_tools import gate_closes
 from reactgraph.tools.ranking import ToolRanker, tokenize

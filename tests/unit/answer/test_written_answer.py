@@ -134,7 +134,7 @@ PARTS_LIST = ("SKU-12 | Ceramic coffee mug, large | stock 0 | OUT OF STOCK\n"
     ("SKU-12 | Ceramic coffee mug, large | stock 0 | OUT OF STOCK", "재고 부족한 품목이 뭐야?", False),
 ])
 def test_the_tools_own_words_tell_no_language(answer, question, fits):
-    from reactgraph.answer.grounding import answer_problems
+    from reactgraph.answer.fitness import answer_problems
 
     steps = [{"tool_name": "low_stock", "tool_args": {}, "observation": PARTS_LIST}]
     assert ("language" not in answer_problems(answer, question, (), steps)) is fits
