@@ -7,6 +7,8 @@ pass, and a tool's argument schema as offered this turn — the methods
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -45,6 +47,10 @@ _MADE_UP_KINDS = frozenset({"id", "number", "email", "uuid"}) | _DAY_KINDS
 from someone or makes up (:meth:`QueryValues.unwritten_values`); a URI is often put together
 from parts the user gave (a host, a path), so it is not among them."""
 
+
+_FORMAT_ARGUMENT = re.compile(r"format|pattern|mask|layout", re.IGNORECASE)
+"""An argument whose name says it takes a format (``date_format``, ``time_pattern``): a mask
+such as ``YYYY-MM-DD`` is its value, not a placeholder."""
 
 class QueryValues:
     """The value methods of :class:`~reactgraph.engine.bindings.Engine` (SPEC R13.1, R13.11,
@@ -167,7 +173,8 @@ class QueryValues:
         * an empty value (``""``, ``[]``, ``{}``) for a required argument: the call gives nothing
           to act on;
         * a date or time written as its format's letters (``"YYYY-MM-DD"``,
-          :data:`~reactgraph.tools.notation.FORMAT_MASK`): a description's placeholder;
+          :data:`~reactgraph.tools.notation.FORMAT_MASK`): a description's placeholder — unless
+          the argument asks for a format (:data:`_FORMAT_ARGUMENT`: ``date_format``);
         * a text argument whose value repeats the tool's own name or words
           (:func:`~reactgraph.tools.echoes.echoes_tool`: ``"query": "search_products"``), unless
           the user wrote it.
@@ -188,7 +195,7 @@ class QueryValues:
         schema = self.args_schema(tool_name)
         said: str | None = None
         for path, value in argument_leaves(args):
-            if isinstance(value, str) and FORMAT_MASK.fullmatch(value.strip()):
+            if isinstance(value, str) and FORMAT_MASK.fullmatch(value.strip()) and not _FORMAT_ARGUMENT.search(path):
                 out.append((path, value))  # "YYYY-MM-DD" copied from a description: no day at all
                 continue
             if echoes_tool(value, tool.name, tool.description or "", schema):

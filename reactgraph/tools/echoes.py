@@ -5,6 +5,8 @@ gives it nothing to fill in."""
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Mapping
 from typing import Any
 
@@ -76,11 +78,36 @@ def echoes_tool(value: Any, tool_name: str, description: str, schema: Mapping[st
 
     Returns:
         True when ``value`` (a string, letter case, accents and end punctuation folded) is one
-        of those texts, or is the tool's name written with other separators or letter case
+        of those texts, or one of them with one word changed (:data:`MIN_REWORDED_WORDS` words
+        or more), or is the tool's name written with other separators or letter case
         (``Sports_TeamStanding`` for ``sports_team.standing``).
     """
     if not isinstance(value, str) or not value.strip():
         return False
-    if fold(value).strip(" .:;!?") in _own_texts(tool_name, description, schema):
+    folded = fold(value).strip(" .:;!?")
+    texts = _own_texts(tool_name, description, schema)
+    if folded in texts:
+        return True
+    words = re.findall(r"\w+", folded)
+    if len(words) >= MIN_REWORDED_WORDS and any(_one_word_apart(words, re.findall(r"\w+", text)) for text in texts):
         return True
     return _compact(value) == _compact(tool_name) != ""
+
+
+MIN_REWORDED_WORDS = 5
+"""Fewest words of a value that is one of the tool's own texts with one word changed
+("What the user wants done, in a few words." for the argument's "What the patient wants done,
+in a few words."): a shorter value may rightly differ from a text by one word."""
+
+
+def _one_word_apart(words: list[str], text: list[str]) -> bool:
+    """Whether ``words`` are ``text`` with one word replaced, added or left out, in order."""
+    if abs(len(words) - len(text)) > 1:
+        return False
+    head = 0
+    while head < min(len(words), len(text)) and words[head] == text[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(words), len(text)) - head and words[-1 - tail] == text[-1 - tail]:
+        tail += 1
+    return max(len(words), len(text)) - head - tail <= 1

@@ -126,9 +126,11 @@ TIME_OF_DAY = re.compile(r"(?<![\d:.,])(?:[01]?\d|2[0-3]):[0-5]\d(?::[0-5]\d)?(?
 DATE_TIME = re.compile(r"[T ]((?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d)?)")
 """The time of an ISO date-time (``2026-12-06T10:15:00``), its group 1."""
 
-FORMAT_MASK = re.compile(r"(?:[YMDHSAJT]{1,4}|[ymdhsajt]{1,4})(?:[-/.:_ T](?:[YMDHSAJT]{1,4}|[ymdhsajt]{1,4})){1,5}")
+_MASK_GROUP = r"(?:Y{2,4}|y{2,4}|A{2,4}|a{2,4}|M{1,2}|m{1,2}|D{1,2}|d{1,2}|J{1,2}|j{1,2}|H{1,2}|h{1,2}|S{1,2}|s{1,2}|T)"
+FORMAT_MASK = re.compile(rf"(?=.*([A-Za-z])\1){_MASK_GROUP}(?:[-/.: ]{_MASK_GROUP}|T{_MASK_GROUP}){{1,5}}")
 """A date or time written as its format's letters (``YYYY-MM-DD``, ``DD.MM.YYYY``, ``hh:mm``,
-``AAAA-MM-JJ``): a description's placeholder, never a value (searched with ``fullmatch``)."""
+``AAAA-MM-JJ``), some letter doubled: a description's placeholder, never a day or a time
+(searched with ``fullmatch``; ``m/s`` and ``my_data`` are no masks)."""
 
 CLOCK_MARKER = re.compile(r"\s*[AaPp]\.?\s?[Mm]\.?")
 """What may follow a time of day in one value: a 12-hour clock's marker (``AM``, ``p.m.``)."""

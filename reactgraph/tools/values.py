@@ -591,8 +591,8 @@ def written_in(value: Any, written: set[str], text: str = "") -> bool:
     token = whole_value(str(value))
     if token is None:
         return False
-    # a time's hour and minute standing alone are readings for an integer argument, not a time
-    readings = (token.value,) if token.kind == "time" else token.readings
+    # a time is written as itself or by its hour ("9am" for 09:00), not by its minute alone
+    readings = (token.value, str(int(token.value[:2]))) if token.kind == "time" else token.readings
     return any(fold(reading) in written for reading in readings)
 
 

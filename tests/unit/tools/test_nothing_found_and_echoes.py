@@ -67,9 +67,10 @@ def test_a_text_argument_repeating_the_tools_own_words_is_an_echo():
     tool = StructuredTool.from_function(search_catalogue, args_schema=_Search)
     schema = tool_args_schema(tool)
     for value in ("search_catalogue", "Search Catalogue", "find books by title or author.", "query",
-                  "Words of the title or author", "SearchCatalogue", "search-catalogue"):
+                  "Words of the title or author", "SearchCatalogue", "search-catalogue",
+                  "Words of the title or the author", "Words in the title or author"):  # one word changed
         assert echoes_tool(value, tool.name, tool.description, schema), value
-    for value in ("Le Guin", "catalogue", "search", "", None, 3):
+    for value in ("Le Guin", "catalogue", "search", "", None, 3, "Words of the sea by Le Guin"):
         assert not echoes_tool(value, tool.name, tool.description, schema), value
 
 
