@@ -34,7 +34,7 @@ def fact_lines(observation: str) -> list[str]:
     """An observation's facts as lines a lead may state
     (:func:`~reactgraph.answer.grounding.readable_observation`: JSON as ``key: value`` lines or
     a table), a table's rows each as ``column: cell; column: cell`` — a Markdown table's, or
-    rows of ``a | b`` under a header row the tool writes itself
+    rows of ``a | b`` or ``a,b`` under a header row the tool writes itself
     (:func:`~reactgraph.answer.grounding.row_header`: ``isbn | title | due``): a header row or
     a rule row states nothing by itself."""
     lines = [line.strip() for line in readable_observation(observation).splitlines() if line.strip()]
@@ -42,12 +42,13 @@ def fact_lines(observation: str) -> list[str]:
         header = [cell.strip() for cell in lines[0].strip("|").split("|")]
         rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines[2:]]
         return ["; ".join(f"{name}: {cell}" for name, cell in zip(header, row) if cell) for row in rows]
-    lead = next((index for index, line in enumerate(lines) if "|" in line), len(lines))
-    rows = [[cell.strip() for cell in line.split("|")] for line in lines[lead:]]
-    header = row_header(rows) if all(len(row) == len(rows[0]) for row in rows) else None
-    if header is not None:  # the heading lines before the table stay as they are
-        return lines[:lead] + ["; ".join(f"{name}: {cell}" for name, cell in zip(header, row) if cell)
-                               for row in rows[1:]]
+    for separator in ("|", ","):  # a table of `a | b` rows, or of comma-separated ones
+        lead = next((index for index, line in enumerate(lines) if separator in line), len(lines))
+        rows = [[cell.strip() for cell in line.split(separator)] for line in lines[lead:]]
+        header = row_header(rows) if rows and all(len(row) == len(rows[0]) for row in rows) else None
+        if header is not None:  # the heading lines before the table stay as they are
+            return lines[:lead] + ["; ".join(f"{name}: {cell}" for name, cell in zip(header, row) if cell)
+                                   for row in rows[1:]]
     return [line for line in lines if not set(line) <= set("|-: ")]
 
 

@@ -456,3 +456,6 @@ def test_the_lines_offered_for_the_lead_read_a_tables_own_header_row_as_its_colu
         "isbn: 978-0-306-40615-7; title: Rivers of Salt; due: 2026-12-15"]
     assert observation_lines([{"tool": "rooms", "observation": rooms}]) == [
         "2 room(s):", "R-1 | Aula | free", "R-2 | Lab | booked"]
+    slots = "time,room,minutes\n09:40,R3.02,20\n10:20,R3.02,20"  # comma-separated, its header first
+    assert observation_lines([{"tool": "slots", "observation": slots}]) == [
+        "time: 09:40; room: R3.02; minutes: 20", "time: 10:20; room: R3.02; minutes: 20"]
