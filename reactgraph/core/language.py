@@ -112,8 +112,9 @@ def _latin_identifier() -> Any:
 
 SCRIPT_LETTER_WEIGHT = 3
 """Latin letters one character of a script that names its language outweighs in
-:func:`detect_language` and :func:`sentence_in`: a Hangul syllable, a kana or a Han character carries about as much of a
-sentence as three Latin letters (a Korean word of two syllables, an English one of six letters)."""
+:func:`detect_language` and :func:`sentence_in`: a Hangul syllable, a kana or a Han character
+carries about as much of a sentence as three Latin letters (a Korean word of two syllables, an
+English one of six letters)."""
 
 
 @functools.lru_cache(maxsize=4096)

@@ -8,7 +8,6 @@ pass, and a tool's argument schema as offered this turn — the methods
 from __future__ import annotations
 
 import re
-
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -51,6 +50,7 @@ from parts the user gave (a host, a path), so it is not among them."""
 _FORMAT_ARGUMENT = re.compile(r"format|pattern|mask|layout", re.IGNORECASE)
 """An argument whose name says it takes a format (``date_format``, ``time_pattern``): a mask
 such as ``YYYY-MM-DD`` is its value, not a placeholder."""
+
 
 class QueryValues:
     """The value methods of :class:`~reactgraph.engine.bindings.Engine` (SPEC R13.1, R13.11,
