@@ -286,6 +286,8 @@ def renewing_library_tools() -> list[StructuredTool]:
     ("Quais livros o sócio M00042 tem emprestados?", ["get_member", "member_loans"], ["renew_loans"]),
     ("M00042 회원 카드 정보", ["get_member", "member_loans"], ["renew_loans"]),
     ("Please renew the loans of M00042.", ["renew_loans"], []),  # its words name the writing tool
+    # a vague question's default is the first reading tool its record is the subject of
+    ("What's up with member M00042?", ["get_member"], ["renew_loans", "member_loans"]),
 ])
 async def test_a_tool_that_writes_is_offered_only_to_a_question_whose_words_name_it(question, offered, held_back):
     """A question that only names a record the writing tool also takes asks to read it: the
